@@ -1,0 +1,41 @@
+# The README's two commands: `make run` and `make test`. Both install what is missing first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DOCSHIFT_PORT ?= 8000
+export DOCSHIFT_DATA_DIR ?= var
+SYSTEM_PACKAGES := libreoffice-core libreoffice-writer libreoffice-calc libreoffice-impress \
+	fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core
+
+.PHONY: run test install system
+
+run: install
+	@$(BIN)/flask --app app init-db
+	@echo
+	@echo "docshift API:      http://127.0.0.1:$(DOCSHIFT_PORT)/v1/   (health: /healthz)"
+	@echo "get an API key:    $(BIN)/flask --app app marketplace issue-token --customer me --plan starter"
+	@echo "                   then open the printed link (or curl it with -H 'Accept: application/json')"
+	@echo "stop:              Ctrl-C"
+	@echo
+	PATH="$(CURDIR)/$(BIN):$$PATH" exec $(BIN)/honcho start --no-prefix -f Procfile 2>&1 || true
+
+test: install
+	$(BIN)/pytest
+
+install: system $(VENV)/.installed
+
+# LibreOffice and fonts from Debian, only what is missing (apt needs root)
+system:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then echo "as root, run: apt-get install $$missing"; exit 1; fi; \
+		echo "installing $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-venv; }
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@

@@ -1,0 +1,216 @@
+"""API v1: submit a conversion, poll it, check usage."""
+
+import hashlib
+import logging
+import re
+import sqlite3
+import unicodedata
+from pathlib import PurePosixPath
+from urllib.parse import quote
+
+from flask import Blueprint, current_app, g, request, url_for
+from marshmallow import ValidationError
+from minio.error import MinioException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+import keys
+import schemas
+from converter import target
+from errors import (FileTooLarge, IdempotencyConflict, InvalidApiKey, InvalidRequest,
+                    MissingApiKey, ServiceUnavailable, SubscriptionInactive, TaskNotFound,
+                    UnsupportedFileType)
+from storage import db, get_db, get_store
+
+log = logging.getLogger("docshift.api")
+bp = Blueprint("v1", __name__, url_prefix="/v1")
+
+EXTENSIONS = {".doc": "doc", ".xls": "xls", ".ppt": "ppt"}
+TASK_ID = re.compile(r"^tsk_[0-9a-f]{24}$")
+STORE_DOWN = (MinioException, Urllib3Error, OSError)
+
+
+@bp.before_request
+def authenticate():
+    if request.endpoint in PUBLIC_ENDPOINTS:
+        return
+    g.account = authenticated_account()
+
+
+PUBLIC_ENDPOINTS = set()
+
+
+def authenticated_account():
+    """The active account behind the request's Bearer key, or the matching ApiError."""
+    scheme, _, key = request.headers.get("Authorization", "").partition(" ")
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
+        raise MissingApiKey("Send the header Authorization: Bearer <API_KEY>.")
+    if not keys.well_formed(key):  # a mistyped key never reaches the database
+        raise InvalidApiKey("The API key is not valid.")
+    try:
+        account = db.account_for_key(get_db(), keys.digest(key))
+    except sqlite3.OperationalError as error:
+        raise ServiceUnavailable("The database is not answering; retry shortly.") from error
+    if account is None:
+        raise InvalidApiKey("The API key is not valid.")
+    if account["status"] != "active":
+        raise SubscriptionInactive(
+            f"The subscription is {account['status']}; wait briefly and retry, then check the agreement.")
+    return account
+
+
+@bp.post("/conversions")
+def submit():
+    idempotency_key = _idempotency_key()
+    upload = _single_file()
+    filename = clean_filename(upload.filename or "")
+    kind = EXTENSIONS.get(PurePosixPath(filename.lower()).suffix)
+    if kind is None:
+        raise UnsupportedFileType("The file name must end in .doc, .xls or .ppt.")
+    limit = current_app.config["MAX_UPLOAD_BYTES"]
+    data = upload.stream.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(f"The file is larger than the {limit:,} byte limit.")
+    if not data:
+        raise InvalidRequest("The file is empty.")
+    digest = hashlib.sha256(data).hexdigest()
+    account = g.account
+    conn = get_db()
+
+    if idempotency_key:
+        existing = db.task_by_idempotency_key(conn, account["id"], idempotency_key)
+        if existing:
+            return _replay(existing, digest, filename)
+
+    task_id = db.new_id("tsk")
+    try:
+        get_store().put_input(task_id, data)
+    except STORE_DOWN as error:
+        log.error("object store unavailable for %s: %r", task_id, error)
+        raise ServiceUnavailable("The object store is not answering; retry shortly.") from error
+    task = {"id": task_id, "account_id": account["id"], "status": "QUEUED",
+            "source_filename": filename, "source_type": kind, "source_size": len(data),
+            "source_sha256": digest, "idempotency_key": idempotency_key,
+            "created_at": db.iso(db.now())}
+    try:
+        db.create_task(conn, task)
+    except db.IdempotencyKeyTaken:
+        # an identical request committed first: ours is dropped, theirs is the answer
+        get_store().delete_input(task_id)
+        return _replay(db.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename)
+    except sqlite3.OperationalError as error:
+        get_store().delete_input(task_id)
+        raise ServiceUnavailable("The database is not answering; retry shortly.") from error
+
+    # row first, enqueue second: a lost enqueue is recovered by the worker's sweep
+    from worker import convert
+    try:
+        convert(task_id)
+    except Exception:
+        log.exception("enqueue of %s failed; the sweep will pick it up", task_id)
+    log.info("task %s queued for account %s (%s, %d bytes)", task_id, account["id"], kind, len(data))
+    return _submission(task, replay=False)
+
+
+def _idempotency_key():
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    try:
+        return schemas.SubmissionHeaders().load({"Idempotency-Key": raw})["idempotency_key"]
+    except ValidationError as error:
+        raise InvalidRequest(schemas.IDEMPOTENCY_KEY_RULE) from error
+
+
+def _single_file():
+    if request.mimetype != "multipart/form-data":
+        raise InvalidRequest("Send the file as multipart/form-data with one part named 'file'.")
+    files, form = request.files, request.form
+    if form or list(files.keys()) != ["file"] or len(files.getlist("file")) != 1:
+        raise InvalidRequest("Send exactly one form part, named 'file', holding the file.")
+    return files["file"]
+
+
+def _replay(task, digest, filename):
+    if task["source_sha256"] != digest or task["source_filename"] != filename:
+        raise IdempotencyConflict(
+            "This Idempotency-Key was already used with another file; use a new key per file.")
+    response = _submission(task, replay=True)
+    response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _submission(task, replay):
+    status_url = task_url(task["id"])
+    body = schemas.Submission().dump({"task_id": task["id"], "status": task["status"],
+                                      "status_url": status_url, "idempotent_replay": replay})
+    return body, 202, {"Location": status_url}
+
+
+@bp.get("/conversions/<task_id>")
+def task(task_id):
+    row = db.get_task(get_db(), task_id, g.account["id"]) if TASK_ID.match(task_id) else None
+    if row is None:
+        raise TaskNotFound("No task with this id exists for this account.")
+    headers = {"Retry-After": "2"} if row["status"] in ("QUEUED", "PROCESSING") else {}
+    return schemas.Task().dump(task_view(row)), 200, headers
+
+
+def task_view(row):
+    view = {"task_id": row["id"], "status": row["status"], "source_filename": row["source_filename"],
+            "created_at": row["created_at"]}
+    if row["status"] in ("SUCCEEDED", "EXPIRED"):
+        view.update(billing_class=row["billing_class"], result_size=row["result_size"],
+                    result_expires_at=row["result_expires_at"])
+    if row["status"] == "SUCCEEDED":
+        extension = target(row["source_type"])
+        expires_in = current_app.config["DOWNLOAD_EXPIRES_IN"]
+        try:
+            view["download_url"] = get_store().presign_result(
+                row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)
+        except STORE_DOWN as error:
+            raise ServiceUnavailable("The object store is not answering; retry shortly.") from error
+        view["download_expires_in"] = expires_in
+    if row["status"] == "FAILED":
+        view["error"] = {"code": row["error_code"], "message": row["error_message"]}
+    return view
+
+
+@bp.get("/account/usage")
+def usage():
+    account = g.account
+    conn = get_db()
+    with db.transaction(conn):
+        period = db.current_period(conn, account)
+    quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
+    return schemas.Usage().dump({
+        "plan": account["plan"], "subscription_status": account["status"],
+        "included_quota": quota, "included_used": period["included_used"],
+        "remaining": max(0, quota - period["included_used"]),
+        "overage_used": period["overage_used"],
+        "period_started_at": period["started_at"], "period_ends_at": period["ends_at"],
+    })
+
+
+def task_url(task_id):
+    base = current_app.config.get("BASE_URL")
+    if base:
+        return f"{base.rstrip('/')}/v1/conversions/{task_id}"
+    return url_for("v1.task", task_id=task_id, _external=True)
+
+
+def clean_filename(name):
+    """The last path component, without control characters; what the client named its file."""
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in name if unicodedata.category(c)[0] != "C").strip()
+    return name[:255]
+
+
+def content_disposition(source_filename, extension):
+    """``attachment; filename="<stem>.<ext>"``; non-ASCII names add an RFC 6266 ``filename*``."""
+    name = f"{PurePosixPath(source_filename).stem or 'converted'}.{extension}"
+    ascii_name = name.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_")
+    value = f'attachment; filename="{ascii_name}"'
+    if ascii_name != name:
+        value += f"; filename*=UTF-8''{quote(name)}"
+    return value

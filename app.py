@@ -1,0 +1,139 @@
+"""docshift's web app: API v1, the marketplace registration page, the operator CLI."""
+
+import logging
+
+import click
+from flask import Flask, current_app
+
+import api
+import errors
+import marketplace
+import registration
+import settings
+from storage import close_db, db, get_db, get_store
+
+
+def create_app(config=None):
+    app = Flask(__name__)
+    app.config.from_mapping(settings.DEFAULTS)
+    app.config.from_prefixed_env("DOCSHIFT")
+    app.config.update(config or {})
+    settings.finish(app.config)
+    # werkzeug refuses bigger bodies before reading them; the slack is for multipart framing
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_UPLOAD_BYTES"] + 64 * 1024
+    app.config["MAX_FORM_PARTS"] = 16
+    app.json.sort_keys = False
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    errors.register(app)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(registration.bp)
+    app.teardown_appcontext(close_db)
+    app.add_url_rule("/healthz", view_func=healthz)
+    for group in (marketplace_cli, accounts_cli, usage_cli):
+        app.cli.add_command(group)
+    app.cli.add_command(init_db)
+
+    conn = db.connect(app.config["DATABASE"])
+    db.init(conn)
+    conn.close()
+    return app
+
+
+def healthz():
+    """200 when the database, the object store and the worker answer; 503 with the report otherwise."""
+    checks = {}
+    try:
+        get_db().execute("SELECT 1")
+        checks["database"] = "ok"
+        beat = db.last_heartbeat(get_db())
+        fresh = beat is not None and (db.now() - beat).total_seconds() < 150
+        checks["worker"] = "ok" if fresh else "no recent heartbeat"
+    except Exception as error:
+        checks["database"] = f"error: {type(error).__name__}"
+        checks.setdefault("worker", "unknown")
+    try:
+        get_store().ping()
+        checks["object_store"] = "ok"
+    except Exception as error:
+        checks["object_store"] = f"error: {type(error).__name__}"
+    healthy = all(value == "ok" for value in checks.values())
+    return {"status": "ok" if healthy else "unavailable", "checks": checks}, 200 if healthy else 503
+
+
+@click.command("init-db")
+def init_db():
+    """Create the tables from schema.sql (safe to run again)."""
+    db.init(get_db())
+    click.echo(f"database ready: {current_app.config['DATABASE']}")
+
+
+marketplace_cli = click.Group("marketplace", help="Registration links, plans and subscription status.")
+accounts_cli = click.Group("accounts", help="Accounts of the marketplace's customers.")
+usage_cli = click.Group("usage", help="Allowance and overage per account.")
+PLAN = click.Choice(sorted(settings.PLANS))
+
+
+@marketplace_cli.command("issue-token")
+@click.option("--customer", required=True, help="The customer's id in your marketplace or CRM.")
+@click.option("--plan", type=PLAN, required=True)
+def issue_token(customer, plan):
+    """Print a registration link; the customer opens it to get an API key."""
+    backend = marketplace.backend(current_app.config)
+    token = backend.issue_token(customer, plan)
+    base = current_app.config.get("BASE_URL") or f"http://127.0.0.1:{current_app.config['PORT']}"
+    click.echo(f"registration link for {customer} ({plan}), valid "
+               f"{current_app.config['REGISTRATION_TOKEN_MAX_AGE'] // 3600} h:")
+    click.echo(f"{base.rstrip('/')}/marketplace/register?token={token}")
+
+
+def _account(customer):
+    account = db.find_account(get_db(), current_app.config["MARKETPLACE"], customer)
+    if account is None:
+        raise click.ClickException(f"no account for customer {customer!r} (has it registered?)")
+    return account
+
+
+@marketplace_cli.command("set-plan")
+@click.option("--customer", required=True)
+@click.option("--plan", type=PLAN, required=True)
+def set_plan(customer, plan):
+    """Change a customer's plan; the new quota applies at once, the period's count stays."""
+    account = db.set_account(get_db(), _account(customer)["id"], plan=plan)
+    click.echo(f"{customer}: plan {account['plan']}")
+
+
+@marketplace_cli.command("activate")
+@click.option("--customer", required=True)
+def activate(customer):
+    """Let a customer's key call the API again."""
+    db.set_account(get_db(), _account(customer)["id"], status="active")
+    click.echo(f"{customer}: active")
+
+
+@marketplace_cli.command("deactivate")
+@click.option("--customer", required=True)
+def deactivate(customer):
+    """Refuse a customer's calls; their queued tasks end FAILED subscription_inactive."""
+    db.set_account(get_db(), _account(customer)["id"], status="inactive")
+    click.echo(f"{customer}: inactive")
+
+
+@accounts_cli.command("list")
+def list_accounts():
+    """One line per account: id, customer, plan, status."""
+    for account in db.list_accounts(get_db()):
+        click.echo(f"{account['id']}  {account['customer_id']}  {account['plan']}  {account['status']}")
+
+
+@usage_cli.command("report")
+def usage_report():
+    """Per account: plan, included used/quota, overage and its amount in USD."""
+    conn = get_db()
+    for account in db.list_accounts(conn):
+        with db.transaction(conn):
+            period = db.current_period(conn, account)
+        quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
+        amount = period["overage_used"] * settings.OVERAGE_USD
+        click.echo(f"{account['customer_id']}  {account['plan']}  included {period['included_used']}/{quota}"
+                   f"  overage {period['overage_used']} (USD {amount:.2f})  period ends {period['ends_at']}")

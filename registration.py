@@ -1,0 +1,59 @@
+"""The marketplace's landing page: a registration token in, an API key out (shown once)."""
+
+import logging
+
+from flask import Blueprint, current_app, jsonify, render_template, request
+
+import keys
+import marketplace
+from errors import InvalidRequest, problem
+from storage import db, get_db
+
+log = logging.getLogger("docshift.registration")
+bp = Blueprint("registration", __name__)
+
+MISSING = "registration token missing: open the setup link from the marketplace"
+INVALID = "registration token invalid or expired: restart setup from the marketplace"
+
+
+@bp.route("/marketplace/register", methods=["GET", "POST"])
+def register():
+    token = request.form.get("x-amzn-marketplace-token") or request.args.get("token") \
+        or request.args.get("x-amzn-marketplace-token")
+    if not token:
+        return _refused(MISSING)
+    backend = marketplace.backend(current_app.config)
+    try:
+        customer = backend.resolve(token)
+    except marketplace.RegistrationTokenInvalid as error:
+        log.info("registration refused: %s", error)
+        return _refused(INVALID)
+
+    conn = get_db()
+    account = db.find_account(conn, backend.name, customer.customer_id)
+    if account is None:
+        account = db.upsert_account(conn, backend.name, customer.customer_id, customer.plan,
+                                    customer.status, customer.license_arn)
+    api_key = keys.generate()
+    db.replace_key(conn, account["id"], keys.digest(api_key), keys.hint(api_key))
+    log.info("account %s registered, new key %s", account["id"], keys.hint(api_key))
+
+    if _wants_json():
+        response = jsonify(account_id=account["id"], plan=account["plan"], api_key=api_key)
+    else:
+        response = current_app.make_response(
+            render_template("registered.html", account=account, api_key=api_key))
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Pragma"] = "no-cache"
+    return response
+
+
+def _refused(message):
+    if _wants_json():
+        return problem(InvalidRequest(message))
+    return render_template("registration_failed.html", message=message), 400
+
+
+def _wants_json():
+    best = request.accept_mimetypes.best_match(["text/html", "application/json"])
+    return best == "application/json" and request.accept_mimetypes[best] > request.accept_mimetypes["text/html"]

@@ -1,0 +1,65 @@
+-- docshift's tables. Idempotent: run at every start and by `flask --app app init-db`.
+-- huey keeps its queue in a separate file (queue.db), so no name here clashes with its tables.
+PRAGMA journal_mode = WAL;
+
+CREATE TABLE IF NOT EXISTS accounts (
+    id TEXT PRIMARY KEY,
+    marketplace TEXT NOT NULL,
+    customer_id TEXT NOT NULL,            -- the marketplace's id of the buyer
+    license_arn TEXT,
+    plan TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'inactive')),
+    activated_at TEXT,                    -- start of the first contract period
+    created_at TEXT NOT NULL,
+    UNIQUE (marketplace, customer_id)
+);
+
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_hash TEXT PRIMARY KEY,            -- SHA-256 hex of the key; the key itself is never stored
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    hint TEXT NOT NULL,                   -- dsk_AbCd..., safe to show and log
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE INDEX IF NOT EXISTS api_keys_account ON api_keys (account_id);
+
+-- One row per account and contract period; the counters of the allowance.
+CREATE TABLE IF NOT EXISTS usage_periods (
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    started_at TEXT NOT NULL,
+    ends_at TEXT NOT NULL,
+    included_used INTEGER NOT NULL DEFAULT 0,
+    overage_used INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (account_id, started_at)
+);
+
+CREATE TABLE IF NOT EXISTS conversions (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    status TEXT NOT NULL CHECK (status IN ('QUEUED', 'PROCESSING', 'SUCCEEDED', 'FAILED', 'EXPIRED')),
+    source_filename TEXT NOT NULL,
+    source_type TEXT NOT NULL CHECK (source_type IN ('doc', 'xls', 'ppt')),
+    source_size INTEGER NOT NULL,
+    source_sha256 TEXT NOT NULL,
+    idempotency_key TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    billing_class TEXT CHECK (billing_class IN ('INCLUDED', 'OVERAGE')),
+    period_started_at TEXT,               -- the usage period this success was counted in
+    result_size INTEGER,
+    error_code TEXT,
+    error_message TEXT,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    result_expires_at TEXT,
+    input_deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS conversions_idempotency
+    ON conversions (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS conversions_status ON conversions (status);
+
+-- Liveness of the worker, read by /healthz.
+CREATE TABLE IF NOT EXISTS heartbeats (
+    name TEXT PRIMARY KEY,
+    beat_at TEXT NOT NULL
+);

@@ -1,0 +1,96 @@
+"""Settings shared by the web app, the worker and the operator CLI.
+
+Every process reads ``DOCSHIFT_*`` from the environment the way Flask's
+``Config.from_prefixed_env`` does (values parse as JSON where they can), on
+top of the defaults below. The embedded object store's credentials and the
+token-signing secret are generated once into the data directory.
+"""
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+from flask import Config
+
+DEFAULTS = {
+    "PORT": 8000,
+    "DATA_DIR": "var",
+    "BASE_URL": None,
+    "SECRET_KEY": None,
+    "S3_ENDPOINT": None,
+    "S3_ACCESS_KEY": None,
+    "S3_SECRET_KEY": None,
+    "S3_BUCKET": "docshift",
+    "S3_SECURE": False,
+    "S3_REGION": "us-east-1",
+    "S3_PUBLIC_URL": None,
+    # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
+    "S3_PORT": 8333,
+    "MARKETPLACE": "local",
+    "WORKERS": os.cpu_count() or 2,
+    "CONVERSION_TIMEOUT": 120,
+    "RESULT_RETENTION_SECONDS": 1800,
+    "DOWNLOAD_EXPIRES_IN": 300,
+    "PLAN_QUOTAS": {},
+    "REGISTRATION_TOKEN_MAX_AGE": 7 * 24 * 3600,
+    "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,
+}
+
+PLANS = {"starter": 500, "team": 2500, "business": 10000}
+OVERAGE_USD = 0.02
+
+
+def load(overrides=None):
+    """Defaults, then the environment, then ``overrides``; derived values filled in."""
+    config = Config(os.getcwd())
+    config.from_mapping(DEFAULTS)
+    config.from_prefixed_env("DOCSHIFT")
+    if overrides:
+        config.update(overrides)
+    finish(config)
+    return config
+
+
+def finish(config):
+    """Fill in what derives from other settings (data dir files, embedded store)."""
+    data_dir = Path(config["DATA_DIR"]).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config["DATA_DIR"] = str(data_dir)
+    config.setdefault("DATABASE", str(data_dir / "docshift.db"))
+    config.setdefault("QUEUE_DATABASE", str(data_dir / "queue.db"))
+    if not config.get("SECRET_KEY"):
+        config["SECRET_KEY"] = _generated_once(data_dir / "secret_key", lambda: secrets.token_hex(32))
+    if not config.get("S3_ENDPOINT"):
+        config["S3_ENDPOINT"] = f"127.0.0.1:{config['S3_PORT']}"
+        creds = json.loads(_generated_once(data_dir / "s3-credentials.json", _new_s3_credentials))
+        config["S3_ACCESS_KEY"] = config.get("S3_ACCESS_KEY") or creds["access_key"]
+        config["S3_SECRET_KEY"] = config.get("S3_SECRET_KEY") or creds["secret_key"]
+    if not config.get("S3_PUBLIC_URL"):
+        scheme = "https" if config["S3_SECURE"] else "http"
+        config["S3_PUBLIC_URL"] = f"{scheme}://{config['S3_ENDPOINT']}"
+    config["PLAN_QUOTAS"] = {**PLANS, **(config.get("PLAN_QUOTAS") or {})}
+    return config
+
+
+def _new_s3_credentials():
+    return json.dumps({"access_key": "ds" + secrets.token_hex(8), "secret_key": secrets.token_hex(20)})
+
+
+def _generated_once(path, make):
+    """Read ``path``, creating it atomically with ``make()`` if it does not exist yet."""
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(make())
+    try:
+        os.link(tmp, path)  # fails if another process won the race
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(tmp)
+    return path.read_text()

@@ -1,0 +1,282 @@
+"""Tasks, accounts, keys and usage in one SQLite file, as verbs on the domain.
+
+A state change and its counting happen in one ``BEGIN IMMEDIATE``
+transaction, so two workers can never count the same task or overrun the
+allowance between a read and a write.
+"""
+
+import calendar
+import secrets
+import sqlite3
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from sqlite_utils import Database
+
+SCHEMA = Path(__file__).resolve().parent.parent / "schema.sql"
+FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
+
+
+class IdempotencyKeyTaken(Exception):
+    """Another request committed a task with this Idempotency-Key first."""
+
+
+def now():
+    return datetime.now(UTC)
+
+
+def iso(moment):
+    """ISO 8601 UTC with ``Z``, second precision kept to microseconds for ordering."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse(text):
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def connect(path):
+    """Open the database; autocommit unless inside :func:`transaction`."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return Database(conn)
+
+
+def init(db):
+    db.conn.executescript(SCHEMA.read_text())
+
+
+@contextmanager
+def transaction(db):
+    """A write transaction that takes the lock up front (no upgrade deadlocks)."""
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
+
+
+def new_id(prefix):
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+# accounts and keys ---------------------------------------------------------
+
+def upsert_account(db, marketplace, customer_id, plan, status, license_arn=None):
+    """Create or update the account of a marketplace customer; returns its row."""
+    at = now()
+    with transaction(db):
+        row = first(db, "SELECT * FROM accounts WHERE marketplace = ? AND customer_id = ?",
+                    [marketplace, customer_id])
+        if row is None:
+            row = {"id": new_id("acc"), "marketplace": marketplace, "customer_id": customer_id,
+                   "license_arn": license_arn, "plan": plan, "status": status,
+                   "activated_at": iso(at) if status == "active" else None, "created_at": iso(at)}
+            db["accounts"].insert(row)
+        else:
+            changes = {"plan": plan, "status": status}
+            if license_arn:
+                changes["license_arn"] = license_arn
+            if status == "active" and not row["activated_at"]:
+                changes["activated_at"] = iso(at)
+            db["accounts"].update(row["id"], changes)
+            row = {**row, **changes}
+    return row
+
+
+def set_account(db, account_id, **changes):
+    if changes.get("status") == "active":
+        account = db["accounts"].get(account_id)
+        if not account["activated_at"]:
+            changes["activated_at"] = iso(now())
+    db["accounts"].update(account_id, changes)
+    return db["accounts"].get(account_id)
+
+
+def find_account(db, marketplace, customer_id):
+    return first(db, "SELECT * FROM accounts WHERE marketplace = ? AND customer_id = ?",
+                 [marketplace, customer_id])
+
+
+def list_accounts(db):
+    return list(db.query("SELECT * FROM accounts ORDER BY created_at"))
+
+
+def replace_key(db, account_id, key_hash, hint):
+    """Make ``key_hash`` the account's only valid key (re-registration rotates)."""
+    at = iso(now())
+    with transaction(db):
+        db.execute("UPDATE api_keys SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL",
+                   [at, account_id])
+        db["api_keys"].insert({"key_hash": key_hash, "account_id": account_id, "hint": hint,
+                               "created_at": at, "revoked_at": None})
+
+
+def account_for_key(db, key_hash):
+    return first(db, """SELECT accounts.* FROM api_keys JOIN accounts ON accounts.id = api_keys.account_id
+                        WHERE api_keys.key_hash = ? AND api_keys.revoked_at IS NULL""", [key_hash])
+
+
+# usage periods -------------------------------------------------------------
+
+def add_month(moment):
+    month = moment.month % 12 + 1
+    year = moment.year + (moment.month == 12)
+    day = min(moment.day, calendar.monthrange(year, month)[1])
+    return moment.replace(year=year, month=month, day=day)
+
+
+def current_period(db, account, at=None):
+    """The account's contract period containing ``at``, created (and rolled) as needed.
+
+    Periods are monthly from activation; a new period starts with fresh counters.
+    Call inside a transaction when the result feeds a write.
+    """
+    at = at or now()
+    row = first(db, "SELECT * FROM usage_periods WHERE account_id = ? ORDER BY started_at DESC LIMIT 1",
+                [account["id"]])
+    if row is None:
+        start = parse(account["activated_at"] or account["created_at"])
+    elif parse(row["ends_at"]) > at:
+        return row
+    else:
+        start = parse(row["ends_at"])
+    end = add_month(start)
+    while end <= at:
+        start, end = end, add_month(end)
+    row = {"account_id": account["id"], "started_at": iso(start), "ends_at": iso(end),
+           "included_used": 0, "overage_used": 0}
+    db["usage_periods"].insert(row, ignore=True)
+    return first(db, "SELECT * FROM usage_periods WHERE account_id = ? AND started_at = ?",
+                 [account["id"], row["started_at"]])
+
+
+# conversion tasks ------------------------------------------------------------
+
+def create_task(db, task):
+    """Commit a new QUEUED task row. Raises IdempotencyKeyTaken if its key is already used."""
+    try:
+        with transaction(db):
+            db["conversions"].insert(task)
+    except sqlite3.IntegrityError as error:
+        if task.get("idempotency_key") and "conversions.account_id" in str(error):
+            raise IdempotencyKeyTaken() from error
+        raise
+    return task
+
+
+def get_task(db, task_id, account_id=None):
+    sql = "SELECT * FROM conversions WHERE id = ?"
+    params = [task_id]
+    if account_id is not None:
+        sql += " AND account_id = ?"
+        params.append(account_id)
+    return first(db, sql, params)
+
+
+def task_by_idempotency_key(db, account_id, key):
+    return first(db, "SELECT * FROM conversions WHERE account_id = ? AND idempotency_key = ?",
+                 [account_id, key])
+
+
+def start_processing(db, task_id):
+    """QUEUED -> PROCESSING; returns the task and its account, or None if not QUEUED."""
+    with transaction(db):
+        cursor = db.execute(
+            "UPDATE conversions SET status = 'PROCESSING', attempts = attempts + 1, started_at = ? "
+            "WHERE id = ? AND status = 'QUEUED'", [iso(now()), task_id])
+        if cursor.rowcount != 1:
+            return None
+    task = get_task(db, task_id)
+    return task, db["accounts"].get(task["account_id"])
+
+
+def requeue(db, task_id):
+    """PROCESSING -> QUEUED, so a retry can claim it again."""
+    db.execute("UPDATE conversions SET status = 'QUEUED' WHERE id = ? AND status = 'PROCESSING'",
+               [task_id])
+
+
+def mark_succeeded(db, task_id, result_size, retention_seconds, quotas):
+    """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
+
+    ``INCLUDED`` while the period's included count is below the plan's quota,
+    else ``OVERAGE``. Returns None (and counts nothing) if the task was not PROCESSING.
+    """
+    at = now()
+    with transaction(db):
+        task = get_task(db, task_id)
+        if task is None or task["status"] != "PROCESSING":
+            return None
+        account = db["accounts"].get(task["account_id"])
+        period = current_period(db, account, at)
+        quota = quotas.get(account["plan"], 0)
+        billing = "INCLUDED" if period["included_used"] < quota else "OVERAGE"
+        column = "included_used" if billing == "INCLUDED" else "overage_used"
+        db.execute(f"UPDATE usage_periods SET {column} = {column} + 1 "
+                   "WHERE account_id = ? AND started_at = ?", [account["id"], period["started_at"]])
+        db["conversions"].update(task_id, {
+            "status": "SUCCEEDED", "billing_class": billing, "period_started_at": period["started_at"],
+            "result_size": result_size, "finished_at": iso(at),
+            "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
+            "error_code": None, "error_message": None,
+        })
+    return billing
+
+
+def mark_failed(db, task_id, code, message):
+    """Any non-final state -> FAILED with a documented code. Never counted."""
+    cursor = db.execute(
+        "UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ? "
+        "WHERE id = ? AND status IN ('QUEUED', 'PROCESSING')", [code, message, iso(now()), task_id])
+    return cursor.rowcount == 1
+
+
+def mark_input_deleted(db, task_id):
+    db.execute("UPDATE conversions SET input_deleted = 1 WHERE id = ?", [task_id])
+
+
+def final_tasks_with_input(db, limit=500):
+    return list(db.query(
+        "SELECT id FROM conversions WHERE input_deleted = 0 AND status IN ('SUCCEEDED', 'FAILED', 'EXPIRED') "
+        "LIMIT ?", [limit]))
+
+
+def results_to_expire(db, at=None, limit=500):
+    return list(db.query(
+        "SELECT * FROM conversions WHERE status = 'SUCCEEDED' AND result_expires_at <= ? "
+        "ORDER BY result_expires_at LIMIT ?", [iso(at or now()), limit]))
+
+
+def mark_expired(db, task_id):
+    db.execute("UPDATE conversions SET status = 'EXPIRED' WHERE id = ? AND status = 'SUCCEEDED'",
+               [task_id])
+
+
+def stale_tasks(db, queued_before, processing_before):
+    """Tasks a lost enqueue or a dead worker left behind."""
+    return list(db.query(
+        "SELECT * FROM conversions WHERE (status = 'QUEUED' AND created_at < ?) "
+        "OR (status = 'PROCESSING' AND started_at < ?)", [iso(queued_before), iso(processing_before)]))
+
+
+# worker liveness ---------------------------------------------------------------
+
+def heartbeat(db, name="worker"):
+    db["heartbeats"].upsert({"name": name, "beat_at": iso(now())}, pk="name")
+
+
+def last_heartbeat(db, name="worker"):
+    row = first(db, "SELECT beat_at FROM heartbeats WHERE name = ?", [name])
+    return parse(row["beat_at"]) if row else None
+
+
+def usage_rows(db):
+    return list(db.query("SELECT * FROM accounts ORDER BY created_at"))
+
+
+def first(db, sql, params=()):
+    return next(iter(db.query(sql, params)), None)

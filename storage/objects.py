@@ -1,0 +1,106 @@
+"""Inputs and results in an S3-compatible bucket, through the minio SDK.
+
+Download links are signed by a second client built for the public host
+(``S3_PUBLIC_URL``): signing is local when the region is given, and a link's
+host is part of its signature, so it must be signed for the host the client
+will call rather than rewritten afterwards.
+"""
+
+import io
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from minio import Minio
+from minio.error import S3Error
+
+OOXML_TYPES = {
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+}
+
+
+class ObjectStore:
+    def __init__(self, config):
+        self.bucket = config["S3_BUCKET"]
+        credentials = dict(access_key=config["S3_ACCESS_KEY"], secret_key=config["S3_SECRET_KEY"],
+                           region=config["S3_REGION"])
+        self.client = Minio(config["S3_ENDPOINT"], secure=bool(config["S3_SECURE"]), **credentials)
+        public = urlsplit(config["S3_PUBLIC_URL"])
+        self.signer = Minio(public.netloc, secure=public.scheme == "https", **credentials)
+
+    def ensure_bucket(self):
+        if not self.client.bucket_exists(self.bucket):
+            try:
+                self.client.make_bucket(self.bucket)
+            except S3Error as error:
+                if error.code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                    raise
+
+    def ping(self):
+        """Raise if the store does not answer for our bucket."""
+        self.client.bucket_exists(self.bucket)
+
+    # inputs
+
+    def put_input(self, task_id, data):
+        """Store an upload; creates the bucket on first use (the store may start after us)."""
+        try:
+            self._put(_input_key(task_id), data)
+        except S3Error as error:
+            if error.code != "NoSuchBucket":
+                raise
+            self.ensure_bucket()
+            self._put(_input_key(task_id), data)
+
+    def _put(self, key, data):
+        self.client.put_object(self.bucket, key, io.BytesIO(data), len(data),
+                               content_type="application/octet-stream")
+
+    def fetch_input(self, task_id, path):
+        self.client.fget_object(self.bucket, _input_key(task_id), str(path))
+
+    def delete_input(self, task_id):
+        self.client.remove_object(self.bucket, _input_key(task_id))
+
+    def input_exists(self, task_id):
+        return self._exists(_input_key(task_id))
+
+    # results
+
+    def put_result(self, task_id, path, extension):
+        self.client.fput_object(self.bucket, _result_key(task_id), str(path),
+                                content_type=OOXML_TYPES[extension])
+
+    def presign_result(self, task_id, disposition, extension, expires_in):
+        """A fresh GET link for the result, served with ``disposition`` and the OOXML type."""
+        return self.signer.presigned_get_object(
+            self.bucket, _result_key(task_id), expires=timedelta(seconds=expires_in),
+            response_headers={
+                "response-content-disposition": disposition,
+                "response-content-type": OOXML_TYPES[extension],
+            })
+
+    def delete_result(self, task_id):
+        self.client.remove_object(self.bucket, _result_key(task_id))
+
+    def result_exists(self, task_id):
+        return self._exists(_result_key(task_id))
+
+    def _exists(self, key):
+        try:
+            self.client.stat_object(self.bucket, key)
+        except S3Error as error:
+            if error.code in ("NoSuchKey", "NoSuchObject", "ResourceNotFound"):
+                return False
+            raise
+        return True
+
+
+def _input_key(task_id):
+    return f"inputs/{task_id}"
+
+
+def _result_key(task_id):
+    return f"results/{task_id}"
+

@@ -1,0 +1,138 @@
+"""The huey worker: converts queued tasks and sweeps for retention and recovery.
+
+Run by ``huey_consumer worker.huey`` (the Procfile's ``worker``). A task takes
+only a task id and re-reads its row, so running it twice is harmless: only the
+run that moves the row from QUEUED to PROCESSING converts.
+"""
+
+import logging
+import tempfile
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+from huey import SqliteHuey, crontab
+
+import converter
+import settings
+import sniff
+from storage import db
+from storage.objects import ObjectStore
+
+log = logging.getLogger("docshift.worker")
+config = settings.load()
+huey = SqliteHuey("docshift", filename=config["QUEUE_DATABASE"], results=False)
+
+MAX_ATTEMPTS = 3
+_local = threading.local()
+
+
+def connection():
+    """One SQLite connection per worker thread."""
+    if not hasattr(_local, "db"):
+        _local.db = db.connect(config["DATABASE"])
+    return _local.db
+
+
+def store():
+    if not hasattr(_local, "store"):
+        _local.store = ObjectStore(config)
+    return _local.store
+
+
+@huey.on_startup()
+def started():
+    db.init(connection())
+    db.heartbeat(connection())
+    try:
+        store().ensure_bucket()
+    except Exception as error:  # the store may still be starting; put_input creates it too
+        log.warning("bucket not ready yet: %r", error)
+
+
+@huey.task(retries=MAX_ATTEMPTS - 1, retry_delay=5)
+def convert(task_id):
+    run_conversion(task_id, connection(), store(), config)
+
+
+def run_conversion(task_id, conn, objects, config):
+    """Take a QUEUED task to SUCCEEDED (counted) or FAILED. Transient errors re-raise for a retry."""
+    claimed = db.start_processing(conn, task_id)
+    if claimed is None:
+        return None
+    task, account = claimed
+    if account["status"] != "active":
+        _fail(conn, objects, task_id, "subscription_inactive",
+              "The subscription became inactive before the conversion ran; not billed.")
+        return "FAILED"
+    kind = task["source_type"]
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=_workdir(config)) as tmp:
+            source = Path(tmp) / f"input.{kind}"
+            objects.fetch_input(task_id, source)
+            sniff.check(source, kind)
+            result = converter.convert(source, kind, tmp, config["CONVERSION_TIMEOUT"])
+            size = result.stat().st_size
+            objects.put_result(task_id, result, converter.target(kind))
+    except converter.ConversionFailed as failure:
+        log.info("task %s failed: %s", task_id, failure.code)
+        _fail(conn, objects, task_id, failure.code, failure.message)
+        return "FAILED"
+    except Exception:
+        log.exception("task %s: attempt %d broke", task_id, task["attempts"])
+        if task["attempts"] >= MAX_ATTEMPTS:
+            _fail(conn, objects, task_id, "conversion_failed", "The conversion failed repeatedly.")
+            return "FAILED"
+        db.requeue(conn, task_id)
+        raise
+    billing = db.mark_succeeded(conn, task_id, size, config["RESULT_RETENTION_SECONDS"],
+                                config["PLAN_QUOTAS"])
+    _drop_input(conn, objects, task_id)
+    log.info("task %s succeeded (%s, %d bytes)", task_id, billing, size)
+    return "SUCCEEDED"
+
+
+def _fail(conn, objects, task_id, code, message):
+    db.mark_failed(conn, task_id, code, message)
+    _drop_input(conn, objects, task_id)
+
+
+def _drop_input(conn, objects, task_id):
+    """Inputs go as soon as the task is final; the sweep retries if the store is down now."""
+    try:
+        objects.delete_input(task_id)
+        db.mark_input_deleted(conn, task_id)
+    except Exception as error:
+        log.warning("input of %s not deleted yet: %r", task_id, error)
+
+
+def _workdir(config):
+    path = Path(config["DATA_DIR"]) / "work"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@huey.periodic_task(crontab(minute="*"))
+def sweep():
+    """Every minute: heartbeat, expire results, delete leftover inputs, recover stuck tasks."""
+    sweep_once(connection(), store(), config)
+
+
+def sweep_once(conn, objects, config, at=None):
+    at = at or db.now()
+    db.heartbeat(conn)
+    for task in db.results_to_expire(conn, at):
+        # delete first: a crash in between leaves a SUCCEEDED row that the next sweep finishes
+        objects.delete_result(task["id"])
+        db.mark_expired(conn, task["id"])
+    for task in db.final_tasks_with_input(conn):
+        _drop_input(conn, objects, task["id"])
+    stuck_after = timedelta(seconds=int(config["CONVERSION_TIMEOUT"]) + 120)
+    for task in db.stale_tasks(conn, at - timedelta(minutes=10), at - stuck_after):
+        if task["status"] == "PROCESSING":
+            if task["attempts"] >= MAX_ATTEMPTS:
+                _fail(conn, objects, task["id"], "conversion_failed", "The conversion failed repeatedly.")
+                continue
+            db.requeue(conn, task["id"])
+        log.warning("re-enqueueing stuck task %s", task["id"])
+        convert(task["id"])
