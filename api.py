@@ -135,16 +135,17 @@ def _replay(task, digest, filename):
     if task["source_sha256"] != digest or task["source_filename"] != filename:
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with another file; use a new key per file.")
-    response = _submission(task, replay=True)
-    response.headers["Idempotent-Replayed"] = "true"
-    return response
+    return _submission(task, replay=True)
 
 
 def _submission(task, replay):
     status_url = task_url(task["id"])
     body = schemas.Submission().dump({"task_id": task["id"], "status": task["status"],
                                       "status_url": status_url, "idempotent_replay": replay})
-    return body, 202, {"Location": status_url}
+    headers = {"Location": status_url}
+    if replay:
+        headers["Idempotent-Replayed"] = "true"
+    return body, 202, headers
 
 
 @bp.get("/conversions/<task_id>")

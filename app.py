@@ -4,6 +4,7 @@ import logging
 
 import click
 from flask import Flask, current_app
+from flask.cli import AppGroup, with_appcontext
 
 import api
 import errors
@@ -62,15 +63,16 @@ def healthz():
 
 
 @click.command("init-db")
+@with_appcontext
 def init_db():
     """Create the tables from schema.sql (safe to run again)."""
     db.init(get_db())
     click.echo(f"database ready: {current_app.config['DATABASE']}")
 
 
-marketplace_cli = click.Group("marketplace", help="Registration links, plans and subscription status.")
-accounts_cli = click.Group("accounts", help="Accounts of the marketplace's customers.")
-usage_cli = click.Group("usage", help="Allowance and overage per account.")
+marketplace_cli = AppGroup("marketplace", help="Registration links, plans and subscription status.")
+accounts_cli = AppGroup("accounts", help="Accounts of the marketplace's customers.")
+usage_cli = AppGroup("usage", help="Allowance and overage per account.")
 PLAN = click.Choice(sorted(settings.PLANS))
 
 

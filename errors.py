@@ -103,7 +103,10 @@ def register(app):
             405: f"{request.method} is not allowed here.",
             413: "The file is larger than the 4 MiB (4,194,304 bytes) limit.",
         }.get(error.code, error.description)
-        return problem(kind(detail))
+        response = problem(kind(detail))
+        if error.code == 405 and getattr(error, "valid_methods", None):
+            response.headers["Allow"] = ", ".join(error.valid_methods)
+        return response
 
     @app.errorhandler(Exception)
     def unexpected(error):

@@ -10,8 +10,9 @@ from msoffcrypto import OfficeFile
 
 from converter import ConversionFailed
 
-# Word 97+ and Word 6/95 keep "WordDocument"; BIFF8 "Workbook", BIFF5/7 "Book"
-STREAMS = {"doc": ["WordDocument"], "xls": ["Workbook", "Book"], "ppt": ["PowerPoint Document"]}
+# Word 97+ and Word 6/95 keep "WordDocument"; BIFF8 "Workbook", BIFF5/7 "Book";
+# PowerPoint 97+ "PowerPoint Document", PowerPoint 4.0 "PP40"
+STREAMS = {"doc": ["WordDocument"], "xls": ["Workbook", "Book"], "ppt": ["PowerPoint Document", "PP40"]}
 NAMES = {"doc": "Word", "xls": "Excel", "ppt": "PowerPoint"}
 
 

@@ -1,0 +1,258 @@
+"""Real parts for the suite: a SeaweedFS S3 server, LibreOffice-made legacy files,
+and a live service (gunicorn + huey_consumer) on loopback."""
+
+import io
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _ports_free(ports):
+    for port in ports:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def free_port_block(offsets=(0,)):
+    """A base port whose ``base + offset`` ports are all free."""
+    for _ in range(200):
+        base = random.randrange(20000, 50000)
+        if _ports_free([base + o for o in offsets]):
+            return base
+    raise RuntimeError("no free ports")
+
+
+def wait_for(check, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{what} did not come up in {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
+    import settings
+    from storage import objectstore
+
+    data_dir = tmp_path_factory.mktemp("s3")
+    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
+    config = settings.load({"DATA_DIR": str(data_dir), "S3_PORT": port})
+    with open(data_dir / "weed.log", "wb") as log:
+        process = subprocess.Popen(objectstore.command(config), stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
+           "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
+    wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
+             60, "SeaweedFS")
+    os.environ.update(env)
+    # worker.py reads its settings at import; the in-process apps of the suite enqueue into this
+    os.environ["DOCSHIFT_DATA_DIR"] = str(tmp_path_factory.mktemp("queue"))
+    yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process}
+    process.terminate()
+    process.wait(10)
+
+
+@pytest.fixture
+def app(s3, tmp_path, request):
+    """An app on its own database and bucket (no worker consumes its queue)."""
+    from app import create_app
+
+    bucket = f"t-{request.node.name[:30].lower().replace('_', '-').strip('-')}-{random.randrange(10**6)}"
+    bucket = "".join(c if c.isalnum() or c == "-" else "-" for c in bucket)
+    app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path / "data"), "S3_BUCKET": bucket})
+    with app.app_context():
+        from storage import get_store
+        get_store().ensure_bucket()
+    return app
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+def register(client, app, customer, plan="starter"):
+    """Register ``customer`` through the in-process app's registration endpoint; returns the key."""
+    import marketplace
+
+    token = marketplace.LocalMarketplace(app.config).issue_token(customer, plan)
+    response = client.get(f"/marketplace/register?token={token}", headers={"Accept": "application/json"})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()["api_key"]
+
+
+def post_file(client, key, data, name, headers=None, **fields):
+    """POST /v1/conversions on the test client with ``data`` as the part ``file``."""
+    from werkzeug.test import EnvironBuilder
+
+    # werkzeug's test builder spools bodies over 500 KB to a temporary file that it never closes
+    builder = EnvironBuilder(path="/v1/conversions", method="POST",
+                             headers={"Authorization": f"Bearer {key}", **(headers or {})},
+                             data={"file": (io.BytesIO(data), name), **fields})
+    environ = builder.get_environ()
+    try:
+        return client.open(environ)
+    finally:
+        environ["wsgi.input"].close()
+        builder.close()
+
+
+@pytest.fixture
+def account(app, client):
+    """An active starter account's API key on the in-process app."""
+    return register(client, app, f"cust-{random.randrange(10**9)}")
+
+
+class Service:
+    """gunicorn + huey_consumer started for real, sharing the session's S3 server."""
+
+    def __init__(self, data_dir, s3_env, **settings_env):
+        self.data_dir = Path(data_dir)
+        self.port = free_port_block()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **s3_env, "DOCSHIFT_DATA_DIR": str(self.data_dir),
+                    "DOCSHIFT_PORT": str(self.port), "DOCSHIFT_S3_BUCKET": f"svc-{self.port}",
+                    "PATH": f"{BIN}:{os.environ['PATH']}"}
+        self.env.update({f"DOCSHIFT_{k}": str(v) for k, v in settings_env.items()})
+        self.processes = {}
+
+    def start(self, workers=2):
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.start_web()
+        self.start_worker(workers)
+        wait_for(lambda: requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200,
+                 60, "docshift")
+        return self
+
+    def _spawn(self, name, argv):
+        with open(self.data_dir / f"{name}.log", "ab") as log:
+            self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log,
+                                                    stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_web(self):
+        self._spawn("web", [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
+                            "--no-control-socket", "app:create_app()"])
+
+    def start_worker(self, workers=2):
+        self._spawn("worker", [str(BIN / "huey_consumer"), "worker.huey", "--worker-type", "thread",
+                               "--workers", str(workers)])
+
+    def stop(self):
+        for process in self.processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, 15)
+        for process in self.processes.values():
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                process.wait()
+        self.processes.clear()
+
+    def config(self):
+        import settings
+
+        return settings.load({"DATA_DIR": str(self.data_dir), "S3_BUCKET": f"svc-{self.port}",
+                              "S3_ENDPOINT": self.env["DOCSHIFT_S3_ENDPOINT"],
+                              "S3_ACCESS_KEY": self.env["DOCSHIFT_S3_ACCESS_KEY"],
+                              "S3_SECRET_KEY": self.env["DOCSHIFT_S3_SECRET_KEY"]})
+
+    def register(self, customer, plan="starter"):
+        import marketplace
+
+        token = marketplace.LocalMarketplace(self.config()).issue_token(customer, plan)
+        response = requests.get(f"{self.base_url}/marketplace/register", params={"token": token},
+                                headers={"Accept": "application/json"}, timeout=10)
+        response.raise_for_status()
+        return response.json()["api_key"]
+
+    def submit(self, key, path, name=None, **headers):
+        with open(path, "rb") as f:
+            return requests.post(f"{self.base_url}/v1/conversions",
+                                 headers={"Authorization": f"Bearer {key}", **headers},
+                                 files={"file": (name or Path(path).name, f)}, timeout=30)
+
+    def wait(self, key, task_id, timeout=120):
+        """Poll like a client until the task is final; returns the last body."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            body = requests.get(f"{self.base_url}/v1/conversions/{task_id}",
+                                headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+            if body["status"] not in ("QUEUED", "PROCESSING"):
+                return body
+            time.sleep(0.2)
+        raise TimeoutError(f"task {task_id} still {body['status']}")
+
+
+@pytest.fixture(scope="session")
+def live(s3, tmp_path_factory):
+    service = Service(tmp_path_factory.mktemp("live"), s3["env"]).start()
+    yield service
+    service.stop()
+
+
+# legacy files, made by LibreOffice from documents generated here ------------------------
+
+DOC_PARAGRAPHS = ["docshift keeps the words of a Word 97 file.", "Second paragraph: ünïcödé, 42 and 3.5."]
+XLS_SHEETS = {"Alpha": {"A1": 42, "B2": "text cell", "C3": 3.5}, "Beta": {"A1": "second sheet", "B1": 7}}
+PPT_TITLES = ["First slide", "Second slide", "Third slide"]
+
+
+def _soffice_save(source, fmt, outdir):
+    profile = (outdir / "profile").as_uri()
+    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={profile}",
+                    "--convert-to", fmt, "--outdir", str(outdir), str(source)],
+                   check=True, capture_output=True, timeout=120)
+    result = outdir / f"{source.stem}.{fmt.split(':')[0]}"
+    assert result.exists(), f"LibreOffice did not write {result}"
+    return result
+
+
+@pytest.fixture(scope="session")
+def legacy(tmp_path_factory):
+    """``{"doc": path, "xls": path, "ppt": path}``: legacy files saved by LibreOffice."""
+    import docx
+    import openpyxl
+    import pptx
+
+    out = tmp_path_factory.mktemp("legacy")
+    document = docx.Document()
+    for text in DOC_PARAGRAPHS:
+        document.add_paragraph(text)
+    document.save(out / "letter.docx")
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for title, cells in XLS_SHEETS.items():
+        sheet = book.create_sheet(title)
+        for ref, value in cells.items():
+            sheet[ref] = value
+    book.save(out / "numbers.xlsx")
+    deck = pptx.Presentation()
+    for title in PPT_TITLES:
+        deck.slides.add_slide(deck.slide_layouts[1]).shapes.title.text = title
+    deck.save(out / "deck.pptx")
+    return {
+        "doc": _soffice_save(out / "letter.docx", "doc:MS Word 97", out),
+        "xls": _soffice_save(out / "numbers.xlsx", "xls:MS Excel 97", out),
+        "ppt": _soffice_save(out / "deck.pptx", "ppt:MS PowerPoint 97", out),
+    }

@@ -1,0 +1,157 @@
+"""Every documented error: status, problem+json body with its code, nothing leaked."""
+
+import io
+import socket
+
+import pytest
+
+import keys
+from conftest import post_file, register
+from storage import db
+
+LIMIT = 4 * 1024 * 1024
+
+
+def assert_problem(response, status, code):
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.mimetype == "application/problem+json"
+    body = response.get_json()
+    assert body["status"] == status and body["code"] == code
+    assert set(body) == {"type", "title", "status", "detail", "code"}
+    assert "Traceback" not in body["detail"]
+    return body
+
+
+def bearer(key):
+    return {"Authorization": f"Bearer {key}"}
+
+
+def upload(client, key, name="a.doc", data=b"\xd0\xcf\x11\xe0 not converted here", **fields):
+    return post_file(client, key, data, name, **fields)
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Basic dXNlcjpwYXNz"}, {"Authorization": "Bearer"},
+                                     {"Authorization": "Bearer   "}, {"Authorization": "dsk_abc"}])
+@pytest.mark.parametrize("path", ["/v1/conversions/tsk_000000000000000000000000", "/v1/account/usage"])
+def test_missing_api_key(client, headers, path):
+    response = client.get(path, headers=headers)
+    assert_problem(response, 401, "missing_api_key")
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_missing_api_key_on_submit(client):
+    response = client.post("/v1/conversions", data={"file": (io.BytesIO(b"x"), "a.doc")})
+    assert_problem(response, 401, "missing_api_key")
+
+
+def test_invalid_api_key_mistyped_unknown_and_rotated(app, client, account):
+    mistyped = account[:-1] + ("A" if account[-1] != "A" else "B")
+    assert not keys.well_formed(mistyped)
+    unknown = keys.generate()
+    for key in (mistyped, unknown, "dsk_short", account.replace("dsk_", "xyz_")):
+        assert_problem(client.get("/v1/account/usage", headers=bearer(key)), 401, "invalid_api_key")
+    assert client.get("/v1/account/usage", headers=bearer(account)).status_code == 200
+
+
+def test_subscription_inactive(app, client, account):
+    with app.app_context():
+        from storage import get_db
+        conn = get_db()
+        row = db.account_for_key(conn, keys.digest(account))
+        db.set_account(conn, row["id"], status="inactive")
+    assert_problem(client.get("/v1/account/usage", headers=bearer(account)), 403,
+                   "subscription_pending_or_inactive")
+    assert_problem(upload(client, account), 403, "subscription_pending_or_inactive")
+
+
+@pytest.mark.parametrize("task_id", ["tsk_000000000000000000000000", "nope", "x" * 300, "tsk_" + "g" * 24, "%2e%2e",
+                                     "tsk_%00"])
+def test_unknown_task(client, account, task_id):
+    assert_problem(client.get(f"/v1/conversions/{task_id}", headers=bearer(account)), 404, "task_not_found")
+
+
+def test_another_accounts_task_is_not_found(app, client, account):
+    task_id = upload(client, account).get_json()["task_id"]
+    assert client.get(f"/v1/conversions/{task_id}", headers=bearer(account)).status_code == 200
+    other = register(client, app, "someone-else")
+    assert_problem(client.get(f"/v1/conversions/{task_id}", headers=bearer(other)), 404, "task_not_found")
+
+
+def test_unknown_path_and_wrong_method(client, account):
+    assert_problem(client.get("/v1/nothing-here", headers=bearer(account)), 404, "not_found")
+    assert_problem(client.get("/nothing-here"), 404, "not_found")
+    wrong = client.delete("/v1/conversions", headers=bearer(account))
+    assert_problem(wrong, 405, "method_not_allowed")
+    assert "POST" in wrong.headers["Allow"]
+    assert_problem(client.put("/v1/account/usage", headers=bearer(account)), 405, "method_not_allowed")
+
+
+def test_exactly_4_mib_is_accepted_and_one_byte_more_is_not(client, account):
+    accepted = upload(client, account, data=b"\0" * LIMIT)
+    assert accepted.status_code == 202, accepted.get_data(as_text=True)
+    assert_problem(upload(client, account, data=b"\0" * (LIMIT + 1)), 413, "file_too_large")
+
+
+def test_huge_body_is_refused_from_its_length(live):
+    """A 200 MiB Content-Length is answered 413 after a few bytes: the body is never read."""
+    key = live.register("huge-body")
+    with socket.create_connection(("127.0.0.1", live.port), timeout=10) as conn:
+        conn.sendall((f"POST /v1/conversions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+                      f"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: {50 * LIMIT}\r\n\r\n"
+                      "--b\r\n").encode())
+        reply = b""
+        while chunk := conn.recv(65536):  # the server closes after its answer
+            reply += chunk
+        reply = reply.decode()
+    assert reply.startswith("HTTP/1.1 413")
+    assert "application/problem+json" in reply and '"code":"file_too_large"' in reply
+
+
+@pytest.mark.parametrize("name", ["a.docx", "a.txt", "doc", "a.doc.exe", "a.pdf", "a.xlsx", ""])
+def test_unsupported_file_type(client, account, name):
+    assert_problem(upload(client, account, name=name or "noname"), 415, "unsupported_file_type")
+
+
+@pytest.mark.parametrize("name", ["A.DOC", "b.Xls", "c.PPT"])
+def test_extensions_are_case_insensitive(client, account, name):
+    assert upload(client, account, name=name).status_code == 202
+
+
+def test_invalid_requests(client, account):
+    cases = {
+        "no parts": client.post("/v1/conversions", headers=bearer(account), data={},
+                                content_type="multipart/form-data"),
+        "wrong part name": client.post("/v1/conversions", headers=bearer(account),
+                                       data={"upload": (io.BytesIO(b"x"), "a.doc")}),
+        "two files": client.post("/v1/conversions", headers=bearer(account),
+                                 data={"file": [(io.BytesIO(b"x"), "a.doc"), (io.BytesIO(b"y"), "b.doc")]}),
+        "extra field": upload(client, account, note="hello"),
+        "empty file": upload(client, account, data=b""),
+        "not multipart": client.post("/v1/conversions", headers=bearer(account), data=b"raw bytes",
+                                     content_type="application/octet-stream"),
+        "json": client.post("/v1/conversions", headers=bearer(account), json={"file": "x"}),
+    }
+    for what, response in cases.items():
+        assert response.status_code == 400, what
+        assert_problem(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize("value", ["short", "x" * 129, "has space", "tab\there!", "ünïcödé-key"])
+def test_bad_idempotency_key(client, account, value):
+    response = client.post("/v1/conversions", headers={**bearer(account), "Idempotency-Key": value},
+                           data={"file": (io.BytesIO(b"data"), "a.doc")})
+    body = assert_problem(response, 400, "invalid_request")
+    assert "8 to 128" in body["detail"]
+
+
+def test_store_down_answers_503_and_keeps_nothing(app, client, account):
+    app.extensions.pop("docshift.store", None)
+    app.config["S3_ENDPOINT"] = "127.0.0.1:9"  # nothing listens on the discard port
+    from storage.objects import ObjectStore
+    store = ObjectStore(app.config)
+    store.client._http.connection_pool_kw["retries"] = 0
+    app.extensions["docshift.store"] = store
+    assert_problem(upload(client, account), 503, "service_unavailable")
+    with app.app_context():
+        from storage import get_db
+        assert get_db()["conversions"].count == 0

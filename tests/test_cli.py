@@ -1,0 +1,47 @@
+"""Every operator command works and is documented in the README."""
+
+from pathlib import Path
+
+import pytest
+from click import Group
+
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def commands(group, prefix=()):
+    for name, command in group.commands.items():
+        if isinstance(command, Group):
+            yield from commands(command, prefix + (name,))
+        else:
+            yield " ".join(prefix + (name,)), command
+
+
+@pytest.mark.parametrize("name", ["init-db", "marketplace issue-token", "marketplace set-plan",
+                                  "marketplace activate", "marketplace deactivate", "accounts list",
+                                  "usage report"])
+def test_command_exists_has_help_and_is_documented(app, name):
+    found = dict(commands(app.cli))
+    assert name in found
+    assert found[name].help
+    assert f"`{name}" in README
+
+
+def test_lifecycle_from_the_cli(app, client):
+    from conftest import register
+
+    key = register(client, app, "cli-customer")
+    runner = app.test_cli_runner()
+    auth = {"Authorization": f"Bearer {key}"}
+    assert runner.invoke(args=["marketplace", "set-plan", "--customer", "cli-customer", "--plan", "team"]).exit_code == 0
+    assert client.get("/v1/account/usage", headers=auth).get_json()["included_quota"] == 2500
+    assert runner.invoke(args=["marketplace", "deactivate", "--customer", "cli-customer"]).exit_code == 0
+    assert client.get("/v1/account/usage", headers=auth).status_code == 403
+    assert runner.invoke(args=["marketplace", "activate", "--customer", "cli-customer"]).exit_code == 0
+    assert client.get("/v1/account/usage", headers=auth).status_code == 200
+    listing = runner.invoke(args=["accounts", "list"]).output
+    assert "cli-customer  team  active" in listing
+    report = runner.invoke(args=["usage", "report"]).output
+    assert "cli-customer  team  included 0/2500  overage 0 (USD 0.00)" in report
+    unknown = runner.invoke(args=["marketplace", "activate", "--customer", "nobody"])
+    assert unknown.exit_code != 0 and "no account" in unknown.output

@@ -1,0 +1,24 @@
+"""/healthz reports each part: database, object store, worker heartbeat."""
+
+import requests
+
+
+def test_healthy_live_service(live):
+    response = requests.get(f"{live.base_url}/healthz", timeout=5)
+    assert response.status_code == 200
+    assert response.json()["checks"] == {"database": "ok", "worker": "ok", "object_store": "ok"}
+
+
+def test_store_down_and_no_worker(app, client):
+    from storage.objects import ObjectStore
+
+    app.config["S3_ENDPOINT"] = "127.0.0.1:9"
+    store = ObjectStore(app.config)
+    store.client._http.connection_pool_kw["retries"] = 0
+    app.extensions["docshift.store"] = store
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    checks = response.get_json()["checks"]
+    assert checks["database"] == "ok"
+    assert checks["object_store"].startswith("error")
+    assert checks["worker"] == "no recent heartbeat"

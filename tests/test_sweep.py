@@ -1,0 +1,65 @@
+"""The worker's minute sweep: results expire, leftover inputs go, stuck tasks come back."""
+
+from datetime import timedelta
+
+import requests
+
+import worker
+from conftest import post_file
+from storage import db, get_db, get_store
+
+
+def submit_and_run(app, client, key, data, name, **config):
+    task_id = post_file(client, key, data, name).get_json()["task_id"]
+    with app.app_context():
+        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config})
+    return task_id
+
+
+def sweep(app, at=None):
+    with app.app_context():
+        worker.sweep_once(get_db(), get_store(), app.config, at)
+
+
+def test_result_expires_and_its_link_dies(app, client, account, legacy):
+    task_id = submit_and_run(app, client, account, legacy["doc"].read_bytes(), "letter.doc",
+                             RESULT_RETENTION_SECONDS=0)
+    auth = {"Authorization": f"Bearer {account}"}
+    link = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()["download_url"]
+    assert requests.get(link, timeout=10).status_code == 200
+    sweep(app)
+    body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
+    assert body["status"] == "EXPIRED" and "download_url" not in body
+    assert body["result_expires_at"] <= db.iso(db.now())
+    assert requests.get(link, timeout=10).status_code == 404
+    with app.app_context():
+        assert not get_store().result_exists(task_id)
+
+
+def test_retained_result_is_left_alone(app, client, account, legacy):
+    task_id = submit_and_run(app, client, account, legacy["xls"].read_bytes(), "n.xls")
+    sweep(app)
+    with app.app_context():
+        assert db.get_task(get_db(), task_id)["status"] == "SUCCEEDED"
+        assert get_store().result_exists(task_id)
+
+
+def test_dead_worker_task_is_requeued_then_failed(app, client, account):
+    task_id = post_file(client, account, b"whatever", "x.doc").get_json()["task_id"]
+    with app.app_context():
+        conn = get_db()
+        for attempt in range(1, 4):
+            assert db.start_processing(conn, task_id) is not None  # a worker claims it, then dies
+            later = db.now() + timedelta(seconds=app.config["CONVERSION_TIMEOUT"] + 180)
+            worker.sweep_once(conn, get_store(), app.config, at=later)
+            task = db.get_task(conn, task_id)
+            if attempt < 3:
+                assert task["status"] == "QUEUED" and task["attempts"] == attempt
+        assert task["status"] == "FAILED" and task["error_code"] == "conversion_failed"
+        assert not get_store().input_exists(task_id)
+
+
+def test_sweep_beats_the_heartbeat(app, client):
+    assert client.get("/healthz").get_json()["checks"]["worker"] == "no recent heartbeat"
+    sweep(app)
+    assert client.get("/healthz").get_json()["checks"]["worker"] == "ok"
