@@ -32,6 +32,8 @@ DEFAULTS = {
     "CONVERSION_TIMEOUT": 120,
     "RESULT_RETENTION_SECONDS": 1800,
     "DOWNLOAD_EXPIRES_IN": 300,
+    # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)
+    "IDEMPOTENCY_KEY_TTL_SECONDS": 24 * 3600,
     "PLAN_QUOTAS": {},
     "REGISTRATION_TOKEN_MAX_AGE": 7 * 24 * 3600,
     "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,

@@ -114,7 +114,8 @@ def _workdir(config):
 
 @huey.periodic_task(crontab(minute="*"))
 def sweep():
-    """Every minute: heartbeat, expire results, delete leftover inputs, recover stuck tasks."""
+    """Every minute: heartbeat, expire results, delete leftover inputs, forget old
+    Idempotency-Keys, recover stuck tasks."""
     sweep_once(connection(), store(), config)
 
 
@@ -127,6 +128,7 @@ def sweep_once(conn, objects, config, at=None):
         db.mark_expired(conn, task["id"])
     for task in db.final_tasks_with_input(conn):
         _drop_input(conn, objects, task["id"])
+    db.purge_idempotency_keys(conn, at - timedelta(seconds=int(config["IDEMPOTENCY_KEY_TTL_SECONDS"])))
     stuck_after = timedelta(seconds=int(config["CONVERSION_TIMEOUT"]) + 120)
     for task in db.stale_tasks(conn, at - timedelta(minutes=10), at - stuck_after):
         if task["status"] == "PROCESSING":

@@ -256,6 +256,12 @@ def mark_expired(db, task_id):
                [task_id])
 
 
+def purge_idempotency_keys(db, created_before):
+    """Forget keys of tasks created before ``created_before``: reusing one starts a new task."""
+    return db.execute("UPDATE conversions SET idempotency_key = NULL "
+                      "WHERE idempotency_key IS NOT NULL AND created_at < ?", [iso(created_before)]).rowcount
+
+
 def stale_tasks(db, queued_before, processing_before):
     """Tasks a lost enqueue or a dead worker left behind."""
     return list(db.query(
@@ -272,10 +278,6 @@ def heartbeat(db, name="worker"):
 def last_heartbeat(db, name="worker"):
     row = first(db, "SELECT beat_at FROM heartbeats WHERE name = ?", [name])
     return parse(row["beat_at"]) if row else None
-
-
-def usage_rows(db):
-    return list(db.query("SELECT * FROM accounts ORDER BY created_at"))
 
 
 def first(db, sql, params=()):

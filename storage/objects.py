@@ -7,11 +7,23 @@ will call rather than rewritten afterwards.
 """
 
 import io
+import logging
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 from minio import Minio
+from minio.commonconfig import ENABLED, Filter
 from minio.error import S3Error
+from minio.lifecycleconfig import Expiration, LifecycleConfig, Rule
+
+log = logging.getLogger("docshift.objects")
+
+# The sweep deletes inputs and results within minutes; this only catches what it would miss.
+BACKSTOP = LifecycleConfig([
+    Rule(ENABLED, rule_filter=Filter(prefix=prefix), rule_id=f"backstop-{prefix.rstrip('/')}",
+         expiration=Expiration(days=1))
+    for prefix in ("inputs/", "results/")
+])
 
 OOXML_TYPES = {
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
@@ -30,12 +42,21 @@ class ObjectStore:
         self.signer = Minio(public.netloc, secure=public.scheme == "https", **credentials)
 
     def ensure_bucket(self):
+        """Create the bucket if needed, with a lifecycle rule as a backstop to the worker's sweep."""
         if not self.client.bucket_exists(self.bucket):
             try:
                 self.client.make_bucket(self.bucket)
             except S3Error as error:
                 if error.code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                     raise
+        try:
+            self.client.set_bucket_lifecycle(self.bucket, BACKSTOP)
+        except S3Error as error:  # not every S3 server knows lifecycle rules; the sweep suffices
+            log.warning("bucket lifecycle backstop not set: %s", error.code)
+
+    def lifecycle_days(self):
+        config = self.client.get_bucket_lifecycle(self.bucket)
+        return {rule.rule_filter.prefix: rule.expiration.days for rule in config.rules}
 
     def ping(self):
         """Raise if the store does not answer for our bucket."""

@@ -1,0 +1,94 @@
+"""Idempotency-Key: replays answer with the original task, conflicts are 422, races make one task."""
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import requests
+
+import worker
+from conftest import post_file
+from storage import db, get_db, get_store
+
+
+def submit(client, key, data, name, idempotency_key):
+    return post_file(client, key, data, name, headers={"Idempotency-Key": idempotency_key})
+
+
+def test_replay_returns_the_original_task_with_its_current_status(app, client, account, legacy):
+    data = legacy["doc"].read_bytes()
+    first = submit(client, account, data, "a.doc", "retry-me-0001")
+    assert first.status_code == 202 and first.get_json()["idempotent_replay"] is False
+    assert "Idempotent-Replayed" not in first.headers
+    task_id = first.get_json()["task_id"]
+    with app.app_context():
+        worker.run_conversion(task_id, get_db(), get_store(), app.config)
+    again = submit(client, account, data, "a.doc", "retry-me-0001")
+    body = again.get_json()
+    assert again.status_code == 202 and again.headers["Idempotent-Replayed"] == "true"
+    assert body == {"task_id": task_id, "status": "SUCCEEDED", "status_url": first.get_json()["status_url"],
+                    "idempotent_replay": True}
+    assert again.headers["Location"] == body["status_url"]
+    with app.app_context():
+        assert get_db()["conversions"].count == 1
+        assert not get_store().input_exists(task_id)  # the replay stored nothing
+    usage = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {account}"}).get_json()
+    assert usage["included_used"] == 1
+
+
+def test_same_key_other_bytes_or_name_is_a_conflict(client, account):
+    assert submit(client, account, b"one", "a.doc", "conflicting-key").status_code == 202
+    for data, name in ((b"two", "a.doc"), (b"one", "b.doc")):
+        response = submit(client, account, data, name, "conflicting-key")
+        assert response.status_code == 422
+        assert response.get_json()["code"] == "idempotency_conflict"
+
+
+def test_keys_are_scoped_to_the_account(app, client, account):
+    from conftest import register
+
+    other = register(client, app, "other-account")
+    a = submit(client, account, b"same", "a.doc", "shared-key-123").get_json()["task_id"]
+    b = submit(client, other, b"same", "a.doc", "shared-key-123").get_json()["task_id"]
+    assert a != b
+
+
+def test_edge_lengths_and_characters_are_accepted(client, account):
+    for value in ("12345678", "k" * 128, "!#$%&'()*+,-./:;<=>?@[]^_`{|}~"):
+        assert submit(client, account, value.encode(), "a.doc", value).status_code == 202
+
+
+def test_purged_key_starts_a_new_task(app, client, account):
+    first = submit(client, account, b"data", "a.doc", "old-key-0001").get_json()["task_id"]
+    with app.app_context():
+        worker.sweep_once(get_db(), get_store(), app.config, at=db.now() + timedelta(hours=23))
+    assert submit(client, account, b"data", "a.doc", "old-key-0001").get_json()["task_id"] == first
+    with app.app_context():
+        worker.sweep_once(get_db(), get_store(), app.config, at=db.now() + timedelta(hours=24, minutes=1))
+    again = submit(client, account, b"data", "a.doc", "old-key-0001").get_json()
+    assert again["task_id"] != first and again["idempotent_replay"] is False
+
+
+def test_concurrent_identical_requests_make_one_task(live, legacy):
+    """24 identical submissions at once, across gunicorn's workers: one task, charged once."""
+    key = live.register("racing-client")
+    data = legacy["xls"].read_bytes()
+
+    def post(_):
+        return requests.post(f"{live.base_url}/v1/conversions",
+                             headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "race-key-42"},
+                             files={"file": ("race.xls", data)}, timeout=60)
+
+    with ThreadPoolExecutor(24) as pool:
+        responses = list(pool.map(post, range(24)))
+    assert [r.status_code for r in responses] == [202] * 24
+    task_ids = {r.json()["task_id"] for r in responses}
+    assert len(task_ids) == 1
+    assert sum(not r.json()["idempotent_replay"] for r in responses) == 1
+    task = live.wait(key, task_ids.pop())
+    assert task["status"] == "SUCCEEDED"
+    usage = requests.get(f"{live.base_url}/v1/account/usage", headers={"Authorization": f"Bearer {key}"},
+                         timeout=10).json()
+    assert (usage["included_used"], usage["overage_used"]) == (1, 0)
+    conn = db.connect(live.config()["DATABASE"])
+    assert conn.execute("SELECT count(*) FROM conversions WHERE idempotency_key = 'race-key-42'").fetchone()[0] == 1
+    conn.close()

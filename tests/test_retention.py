@@ -1,0 +1,77 @@
+"""Retention and deletion: inputs go when final, results expire, sweeps are crash-safe."""
+
+import keys
+import worker
+from conftest import post_file
+from storage import db, get_db, get_store
+from storage.objects import ObjectStore
+
+
+def run(app, task_id, **config):
+    with app.app_context():
+        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config})
+        return db.get_task(get_db(), task_id)
+
+
+def sweep(app):
+    with app.app_context():
+        worker.sweep_once(get_db(), get_store(), app.config)
+
+
+def assert_swept(app):
+    """After a sweep: no EXPIRED task keeps its object, no SUCCEEDED task has lost it."""
+    with app.app_context():
+        conn, store = get_db(), get_store()
+        for task in conn["conversions"].rows:
+            if task["status"] == "EXPIRED":
+                assert not store.result_exists(task["id"])
+            if task["status"] == "SUCCEEDED":
+                assert store.result_exists(task["id"])
+            if task["status"] in ("SUCCEEDED", "FAILED", "EXPIRED"):
+                assert not store.input_exists(task["id"])
+
+
+def test_inputs_go_when_final(app, client, account, legacy):
+    succeeded = post_file(client, account, legacy["doc"].read_bytes(), "a.doc").get_json()["task_id"]
+    failed = post_file(client, account, b"plain text", "b.doc").get_json()["task_id"]
+    assert run(app, succeeded)["status"] == "SUCCEEDED"
+    assert run(app, failed)["status"] == "FAILED"
+    with app.app_context():
+        assert not get_store().input_exists(succeeded) and not get_store().input_exists(failed)
+
+
+def test_interrupted_sweep_is_finished_by_the_next(app, client, account, legacy):
+    ids = [post_file(client, account, legacy["xls"].read_bytes(), f"{i}.xls").get_json()["task_id"]
+           for i in range(3)]
+    for task_id in ids:
+        run(app, task_id, RESULT_RETENTION_SECONDS=0)
+    with app.app_context():
+        # a sweep that died after deleting one object and before marking its task
+        get_store().delete_result(ids[0])
+        # and an input whose deletion failed when its task ended
+        get_store().put_input(ids[1], b"left behind")
+        get_db().execute("UPDATE conversions SET input_deleted = 0 WHERE id = ?", [ids[1]])
+    sweep(app)
+    with app.app_context():
+        assert [db.get_task(get_db(), t)["status"] for t in ids] == ["EXPIRED"] * 3
+    assert_swept(app)
+    sweep(app)  # idempotent
+    assert_swept(app)
+
+
+def test_inactive_accounts_results_are_deleted_too(app, client, account, legacy):
+    task_id = post_file(client, account, legacy["ppt"].read_bytes(), "d.ppt").get_json()["task_id"]
+    run(app, task_id, RESULT_RETENTION_SECONDS=0)
+    with app.app_context():
+        conn = get_db()
+        db.set_account(conn, db.account_for_key(conn, keys.digest(account))["id"], status="inactive")
+    sweep(app)
+    with app.app_context():
+        assert db.get_task(get_db(), task_id)["status"] == "EXPIRED"
+        assert not get_store().result_exists(task_id)
+
+
+def test_bucket_has_a_lifecycle_backstop(app):
+    store = ObjectStore(app.config)
+    store.ensure_bucket()
+    assert store.lifecycle_days() == {"inputs/": 1, "results/": 1}
