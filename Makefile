@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DOCSHIFT_PORT ?= 8000
 export DOCSHIFT_DATA_DIR ?= var
-SYSTEM_PACKAGES := libreoffice-core libreoffice-writer libreoffice-calc libreoffice-impress \
+SYSTEM_PACKAGES := python3-uno libreoffice-core libreoffice-writer libreoffice-calc libreoffice-impress \
 	fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core
 
 .PHONY: run test install system

@@ -30,6 +30,10 @@ DEFAULTS = {
     "MARKETPLACE": "local",
     "WORKERS": os.cpu_count() or 2,
     "CONVERSION_TIMEOUT": 120,
+    # a warm LibreOffice is replaced after this many conversions (it never returns memory)
+    "OFFICE_MAX_CONVERSIONS": 200,
+    # address-space cap of each LibreOffice process, in MiB
+    "OFFICE_MEMORY_LIMIT_MB": 4096,
     "RESULT_RETENTION_SECONDS": 1800,
     "DOWNLOAD_EXPIRES_IN": 300,
     # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)

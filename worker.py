@@ -16,6 +16,7 @@ from huey import SqliteHuey, crontab
 import converter
 import settings
 import sniff
+from office import Office
 from storage import db
 from storage.objects import ObjectStore
 
@@ -40,6 +41,18 @@ def store():
     return _local.store
 
 
+def office():
+    """This worker thread's own warm LibreOffice: workers and LibreOffices are one-to-one."""
+    if not hasattr(_local, "office"):
+        _local.office = new_office(config, threading.current_thread().name)
+    return _local.office
+
+
+def new_office(config, name):
+    return Office(Path(config["DATA_DIR"]) / "office", max_conversions=int(config["OFFICE_MAX_CONVERSIONS"]),
+                  memory_limit_mb=int(config["OFFICE_MEMORY_LIMIT_MB"]), name=name)
+
+
 @huey.on_startup()
 def started():
     db.init(connection())
@@ -48,14 +61,24 @@ def started():
         store().ensure_bucket()
     except Exception as error:  # the store may still be starting; put_input creates it too
         log.warning("bucket not ready yet: %r", error)
+    try:
+        office().start()  # warm before the first task arrives
+    except Exception as error:
+        log.warning("LibreOffice did not start yet, the first task will retry: %r", error)
+
+
+@huey.on_shutdown()
+def stopping():
+    if hasattr(_local, "office"):
+        _local.office.stop()
 
 
 @huey.task(retries=MAX_ATTEMPTS - 1, retry_delay=5)
 def convert(task_id):
-    run_conversion(task_id, connection(), store(), config)
+    run_conversion(task_id, connection(), store(), config, office())
 
 
-def run_conversion(task_id, conn, objects, config):
+def run_conversion(task_id, conn, objects, config, office):
     """Take a QUEUED task to SUCCEEDED (counted) or FAILED. Transient errors re-raise for a retry."""
     claimed = db.start_processing(conn, task_id)
     if claimed is None:
@@ -71,7 +94,7 @@ def run_conversion(task_id, conn, objects, config):
             source = Path(tmp) / f"input.{kind}"
             objects.fetch_input(task_id, source)
             sniff.check(source, kind)
-            result = converter.convert(source, kind, tmp, config["CONVERSION_TIMEOUT"])
+            result = converter.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"])
             size = result.stat().st_size
             objects.put_result(task_id, result, converter.target(kind))
     except converter.ConversionFailed as failure:

@@ -192,6 +192,10 @@ class Service:
                                  headers={"Authorization": f"Bearer {key}", **headers},
                                  files={"file": (name or Path(path).name, f)}, timeout=30)
 
+    def wait_status(self, key, task_id):
+        return requests.get(f"{self.base_url}/v1/conversions/{task_id}",
+                            headers={"Authorization": f"Bearer {key}"}, timeout=10).json()["status"]
+
     def wait(self, key, task_id, timeout=120):
         """Poll like a client until the task is final; returns the last body."""
         deadline = time.monotonic() + timeout
@@ -202,6 +206,17 @@ class Service:
                 return body
             time.sleep(0.2)
         raise TimeoutError(f"task {task_id} still {body['status']}")
+
+
+@pytest.fixture(scope="session")
+def office(tmp_path_factory):
+    """A real warm LibreOffice for the tests that run the worker's task code in-process."""
+    from office import Office
+
+    office = Office(tmp_path_factory.mktemp("office"), name="test-office")
+    office.start()
+    yield office
+    office.stop()
 
 
 @pytest.fixture(scope="session")
@@ -256,3 +271,29 @@ def legacy(tmp_path_factory):
         "xls": _soffice_save(out / "numbers.xlsx", "xls:MS Excel 97", out),
         "ppt": _soffice_save(out / "deck.pptx", "ppt:MS PowerPoint 97", out),
     }
+
+
+@pytest.fixture(scope="session")
+def slow_xls(tmp_path_factory):
+    """An .xls under the 4 MiB limit that takes LibreOffice a few seconds to convert."""
+    import openpyxl
+
+    out = tmp_path_factory.mktemp("slow")
+    book = openpyxl.Workbook(write_only=True)
+    for n in range(4):
+        sheet = book.create_sheet(f"Data{n}")
+        for row in range(9000):
+            sheet.append([row, row * 1.5, f"text {row}", f"=A{row + 1}*2", row % 7])
+    book.save(out / "big.xlsx")
+    return _soffice_save(out / "big.xlsx", "xls:MS Excel 97", out)
+
+
+@pytest.fixture(scope="session")
+def linked_doc(tmp_path_factory):
+    """A .doc whose picture is only linked, from a loopback URL: ``(path, port)``."""
+    out = tmp_path_factory.mktemp("linked")
+    port = free_port_block()
+    (out / "linked.html").write_text(
+        "<html><body><p>A linked picture follows.</p>"
+        f'<img src="http://127.0.0.1:{port}/pixel.png" width="10" height="10"></body></html>')
+    return _soffice_save(out / "linked.html", "doc:MS Word 97", out), port

@@ -14,14 +14,14 @@ def submit(client, key, data, name, idempotency_key):
     return post_file(client, key, data, name, headers={"Idempotency-Key": idempotency_key})
 
 
-def test_replay_returns_the_original_task_with_its_current_status(app, client, account, legacy):
+def test_replay_returns_the_original_task_with_its_current_status(app, client, account, legacy, office):
     data = legacy["doc"].read_bytes()
     first = submit(client, account, data, "a.doc", "retry-me-0001")
     assert first.status_code == 202 and first.get_json()["idempotent_replay"] is False
     assert "Idempotent-Replayed" not in first.headers
     task_id = first.get_json()["task_id"]
     with app.app_context():
-        worker.run_conversion(task_id, get_db(), get_store(), app.config)
+        worker.run_conversion(task_id, get_db(), get_store(), app.config, office)
     again = submit(client, account, data, "a.doc", "retry-me-0001")
     body = again.get_json()
     assert again.status_code == 202 and again.headers["Idempotent-Replayed"] == "true"

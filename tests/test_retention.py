@@ -7,9 +7,9 @@ from storage import db, get_db, get_store
 from storage.objects import ObjectStore
 
 
-def run(app, task_id, **config):
+def run(app, office, task_id, **config):
     with app.app_context():
-        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config})
+        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
         return db.get_task(get_db(), task_id)
 
 
@@ -31,20 +31,20 @@ def assert_swept(app):
                 assert not store.input_exists(task["id"])
 
 
-def test_inputs_go_when_final(app, client, account, legacy):
+def test_inputs_go_when_final(office, app, client, account, legacy):
     succeeded = post_file(client, account, legacy["doc"].read_bytes(), "a.doc").get_json()["task_id"]
     failed = post_file(client, account, b"plain text", "b.doc").get_json()["task_id"]
-    assert run(app, succeeded)["status"] == "SUCCEEDED"
-    assert run(app, failed)["status"] == "FAILED"
+    assert run(app, office, succeeded)["status"] == "SUCCEEDED"
+    assert run(app, office, failed)["status"] == "FAILED"
     with app.app_context():
         assert not get_store().input_exists(succeeded) and not get_store().input_exists(failed)
 
 
-def test_interrupted_sweep_is_finished_by_the_next(app, client, account, legacy):
+def test_interrupted_sweep_is_finished_by_the_next(office, app, client, account, legacy):
     ids = [post_file(client, account, legacy["xls"].read_bytes(), f"{i}.xls").get_json()["task_id"]
            for i in range(3)]
     for task_id in ids:
-        run(app, task_id, RESULT_RETENTION_SECONDS=0)
+        run(app, office, task_id, RESULT_RETENTION_SECONDS=0)
     with app.app_context():
         # a sweep that died after deleting one object and before marking its task
         get_store().delete_result(ids[0])
@@ -59,9 +59,9 @@ def test_interrupted_sweep_is_finished_by_the_next(app, client, account, legacy)
     assert_swept(app)
 
 
-def test_inactive_accounts_results_are_deleted_too(app, client, account, legacy):
+def test_inactive_accounts_results_are_deleted_too(office, app, client, account, legacy):
     task_id = post_file(client, account, legacy["ppt"].read_bytes(), "d.ppt").get_json()["task_id"]
-    run(app, task_id, RESULT_RETENTION_SECONDS=0)
+    run(app, office, task_id, RESULT_RETENTION_SECONDS=0)
     with app.app_context():
         conn = get_db()
         db.set_account(conn, db.account_for_key(conn, keys.digest(account))["id"], status="inactive")

@@ -9,10 +9,10 @@ from conftest import post_file
 from storage import db, get_db, get_store
 
 
-def submit_and_run(app, client, key, data, name, **config):
+def submit_and_run(app, office, client, key, data, name, **config):
     task_id = post_file(client, key, data, name).get_json()["task_id"]
     with app.app_context():
-        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config})
+        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
     return task_id
 
 
@@ -21,8 +21,8 @@ def sweep(app, at=None):
         worker.sweep_once(get_db(), get_store(), app.config, at)
 
 
-def test_result_expires_and_its_link_dies(app, client, account, legacy):
-    task_id = submit_and_run(app, client, account, legacy["doc"].read_bytes(), "letter.doc",
+def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
+    task_id = submit_and_run(app, office, client, account, legacy["doc"].read_bytes(), "letter.doc",
                              RESULT_RETENTION_SECONDS=0)
     auth = {"Authorization": f"Bearer {account}"}
     link = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()["download_url"]
@@ -36,8 +36,8 @@ def test_result_expires_and_its_link_dies(app, client, account, legacy):
         assert not get_store().result_exists(task_id)
 
 
-def test_retained_result_is_left_alone(app, client, account, legacy):
-    task_id = submit_and_run(app, client, account, legacy["xls"].read_bytes(), "n.xls")
+def test_retained_result_is_left_alone(office, app, client, account, legacy):
+    task_id = submit_and_run(app, office, client, account, legacy["xls"].read_bytes(), "n.xls")
     sweep(app)
     with app.app_context():
         assert db.get_task(get_db(), task_id)["status"] == "SUCCEEDED"

@@ -1,0 +1,177 @@
+"""The warm LibreOffice pool: timeouts, crashes, recycling, memory cap, no network."""
+
+import http.server
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+import converter
+from office import Office
+
+
+@pytest.fixture
+def fresh_office(tmp_path):
+    office = Office(tmp_path / "office", name="fresh")
+    office.start()
+    yield office
+    office.stop()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a killed child stays a zombie until reaped; it is dead all the same
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_warm_conversion_of_each_type(fresh_office, legacy, tmp_path):
+    for kind in ("doc", "xls", "ppt"):
+        work = tmp_path / kind
+        work.mkdir()
+        result = converter.convert(fresh_office, legacy[kind], kind, work, 60)
+        assert result.suffix == f".{converter.target(kind)}" and result.stat().st_size > 0
+    assert fresh_office.conversions == 3 and fresh_office.restarts == 0
+
+
+def test_timeout_kills_only_that_process(office, fresh_office, slow_xls, legacy, tmp_path):
+    other = office.office_pid()
+    victim = fresh_office.office_pid()
+    with pytest.raises(converter.ConversionFailed) as failure:
+        converter.convert(fresh_office, slow_xls, "xls", tmp_path, timeout=0.5)
+    assert failure.value.code == "conversion_timeout"
+    assert not alive(victim)
+    assert alive(other), "a timeout must not touch another worker's LibreOffice"
+    # the same Office serves the next task on a fresh process
+    result = converter.convert(fresh_office, legacy["doc"], "doc", tmp_path, 60)
+    assert result.exists() and fresh_office.office_pid() != victim
+
+
+def kill_during_conversion(office, times):
+    """Kill -9 the Office's soffice.bin once it is busy, ``times`` times over its restarts."""
+    killed = []
+
+    def killer():
+        while len(killed) < times:
+            pid = office.office_pid()
+            if pid and pid not in killed and office.busy:
+                time.sleep(0.4)
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    return thread, killed
+
+
+def test_kill_9_mid_conversion_is_retried_on_a_fresh_process(fresh_office, slow_xls, tmp_path):
+    thread, killed = kill_during_conversion(fresh_office, 1)
+    result = converter.convert(fresh_office, slow_xls, "xls", tmp_path, timeout=60)
+    thread.join(5)
+    assert len(killed) == 1 and not alive(killed[0])
+    assert result.exists() and fresh_office.restarts == 1
+
+
+def test_crashing_twice_fails_the_conversion(fresh_office, slow_xls, legacy, tmp_path):
+    thread, killed = kill_during_conversion(fresh_office, 2)
+    with pytest.raises(converter.ConversionFailed) as failure:
+        converter.convert(fresh_office, slow_xls, "xls", tmp_path, timeout=60)
+    thread.join(5)
+    assert failure.value.code == "conversion_failed" and len(killed) == 2
+    assert converter.convert(fresh_office, legacy["ppt"], "ppt", tmp_path, 60).exists()
+
+
+def test_recycled_after_n_conversions(tmp_path, legacy):
+    office = Office(tmp_path / "office", max_conversions=2, name="recycled")
+    try:
+        pids = []
+        for n in range(3):
+            work = tmp_path / str(n)
+            work.mkdir()
+            converter.convert(office, legacy["doc"], "doc", work, 60)
+            pids.append(office.office_pid())
+        assert pids[0] != pids[1] == pids[2] and office.restarts == 1
+    finally:
+        office.stop()
+
+
+def test_memory_is_capped(tmp_path):
+    office = Office(tmp_path / "office", memory_limit_mb=3000, name="capped")
+    office.start()
+    try:
+        with open(f"/proc/{office.office_pid()}/limits") as limits:
+            line = next(line for line in limits if line.startswith("Max address space"))
+        assert line.split()[3] == str(3000 * 1024 * 1024)
+    finally:
+        office.stop()
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    requests = []
+
+    def do_GET(self):
+        Recorder.requests.append(self.path)
+        self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_linked_content_is_never_fetched(fresh_office, linked_doc, tmp_path):
+    path, port = linked_doc
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        # control: a plain LibreOffice does fetch this picture, so the document is a fair test
+        subprocess.run(["soffice", "--headless", "--norestore",
+                        f"-env:UserInstallation={(tmp_path / 'plain').as_uri()}", "--convert-to", "docx",
+                        "--outdir", str(tmp_path / "plain-out"), str(path)], capture_output=True, timeout=120)
+        assert Recorder.requests, "the control conversion did not fetch the linked picture"
+        Recorder.requests.clear()
+        result = converter.convert(fresh_office, path, "doc", tmp_path, 60)
+        assert result.exists()
+        time.sleep(0.5)
+        assert Recorder.requests == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def soffice_pids_under(path):
+    """soffice.bin processes whose profile lives under ``path``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            if "soffice.bin" in cmdline and str(path) in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def test_service_recovers_from_kill_9_and_the_task_ends(live, slow_xls):
+    key = live.register("kill-9")
+    task_id = live.submit(key, slow_xls).json()["task_id"]
+    deadline = time.monotonic() + 60
+    while live.wait_status(key, task_id) != "PROCESSING":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)
+    before = soffice_pids_under(live.data_dir / "office")
+    assert before
+    for pid in before:
+        os.kill(pid, signal.SIGKILL)
+    task = live.wait(key, task_id)
+    assert task["status"] == "SUCCEEDED", task
+    assert not set(before) & set(soffice_pids_under(live.data_dir / "office"))
