@@ -8,7 +8,7 @@ import unicodedata
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
-from flask import Blueprint, current_app, g, request, url_for
+from flask import Blueprint, current_app, g, request
 from marshmallow import ValidationError
 from minio.error import MinioException
 from urllib3.exceptions import HTTPError as Urllib3Error
@@ -31,12 +31,7 @@ STORE_DOWN = (MinioException, Urllib3Error, OSError)
 
 @bp.before_request
 def authenticate():
-    if request.endpoint in PUBLIC_ENDPOINTS:
-        return
     g.account = authenticated_account()
-
-
-PUBLIC_ENDPOINTS = set()
 
 
 def authenticated_account():
@@ -193,11 +188,13 @@ def usage():
     })
 
 
+def public_base_url():
+    """``DOCSHIFT_BASE_URL``, or the scheme and host the request came to."""
+    return (current_app.config.get("BASE_URL") or request.host_url).rstrip("/")
+
+
 def task_url(task_id):
-    base = current_app.config.get("BASE_URL")
-    if base:
-        return f"{base.rstrip('/')}/v1/conversions/{task_id}"
-    return url_for("v1.task", task_id=task_id, _external=True)
+    return f"{public_base_url()}/v1/conversions/{task_id}"
 
 
 def clean_filename(name):

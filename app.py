@@ -9,6 +9,7 @@ from flask.cli import AppGroup, with_appcontext
 import api
 import errors
 import marketplace
+import openapi
 import registration
 import settings
 from storage import close_db, db, get_db, get_store
@@ -29,6 +30,7 @@ def create_app(config=None):
     errors.register(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(registration.bp)
+    app.register_blueprint(openapi.bp)
     app.teardown_appcontext(close_db)
     app.add_url_rule("/healthz", view_func=healthz)
     for group in (marketplace_cli, accounts_cli, usage_cli):

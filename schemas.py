@@ -1,15 +1,23 @@
 """Marshmallow schemas: what the API validates on the way in and sends on the way out."""
 
-from marshmallow import Schema, fields, validate
+from marshmallow import Schema, ValidationError, fields, validate
 
 STATUSES = ["QUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "EXPIRED"]
 IDEMPOTENCY_KEY_RULE = "Idempotency-Key must be 8 to 128 printable ASCII characters (0x21-0x7E)."
 
 
+def _no_line_break(value):
+    # "$" in the documented pattern also matches before a final newline
+    if "\n" in value:
+        raise ValidationError(IDEMPOTENCY_KEY_RULE)
+
+
 class SubmissionHeaders(Schema):
     idempotency_key = fields.String(
-        data_key="Idempotency-Key", load_default=None,
-        validate=validate.Regexp(r"^[\x21-\x7e]{8,128}\Z", error=IDEMPOTENCY_KEY_RULE))
+        data_key="Idempotency-Key",
+        validate=[validate.Regexp(r"^[\x21-\x7e]{8,128}$", error=IDEMPOTENCY_KEY_RULE), _no_line_break],
+        metadata={"description": "Optional. 8-128 printable ASCII characters (0x21-0x7E), scoped to the "
+                                 "account, kept 24 hours; one value per source file."})
 
 
 class Submission(Schema):

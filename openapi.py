@@ -1,0 +1,126 @@
+"""The OpenAPI 3.0 document of API v1, built by apispec from the marshmallow schemas
+that the views really use, and ``/docs``, which renders it with Swagger UI's assets
+from the swagger-ui-bundle package (served by the app, no CDN)."""
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Blueprint, Response, current_app, send_from_directory
+from swagger_ui_bundle import swagger_ui_path
+
+import schemas
+
+bp = Blueprint("openapi", __name__)
+
+PROBLEMS = {
+    400: ("invalid_request", "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart."),
+    401: ("missing_api_key, invalid_api_key", "No or malformed Authorization; an unknown, mistyped or rotated key."),
+    403: ("subscription_pending_or_inactive", "The subscription is pending or inactive."),
+    404: ("task_not_found", "No such task for this account (another account's task is not revealed)."),
+    413: ("file_too_large", "The file is over 4 MiB (4,194,304 bytes)."),
+    415: ("unsupported_file_type", "The file name does not end in .doc, .xls or .ppt."),
+    422: ("idempotency_conflict", "The Idempotency-Key was used with another file or name."),
+    503: ("service_unavailable", "The object store or the database is not answering; retry."),
+}
+AUTH_ERRORS = (401, 403)
+
+
+def problem(status):
+    codes, text = PROBLEMS[status]
+    return {"description": f"`{codes}`: {text}",
+            "content": {"application/problem+json": {"schema": "Problem"}}}
+
+
+def document(base_url):
+    spec = APISpec(
+        title="docshift", version="1.0.0", openapi_version="3.0.3",
+        info={"description": "Converts legacy Office files (.doc, .xls, .ppt) to OOXML, asynchronously: "
+                             "submit one file, poll the task, download the result from a presigned link."},
+        servers=[{"url": base_url}], plugins=[MarshmallowPlugin()])
+    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer",
+                                                "description": "An API key, `dsk_...`, shown once at registration."})
+    for name, schema in (("Submission", schemas.Submission), ("Task", schemas.Task), ("Usage", schemas.Usage),
+                         ("Problem", schemas.Problem)):
+        spec.components.schema(name, schema=schema)
+    location = {"description": "The task's status URL.", "schema": {"type": "string", "format": "uri"}}
+
+    spec.path("/v1/conversions", operations={"post": {
+        "operationId": "submitConversion",
+        "summary": "Submit one legacy file for conversion",
+        "description": "202 means the input is stored and the task committed. With an `Idempotency-Key`, "
+                       "the same key with the same file bytes and name returns the original task "
+                       "(`idempotent_replay: true`, header `Idempotent-Replayed: true`) and is never "
+                       "charged twice; keys are kept 24 hours.",
+        "parameters": [{"in": "header", "schema": schemas.SubmissionHeaders}],
+        "requestBody": {"required": True, "content": {"multipart/form-data": {
+            "schema": {"type": "object", "required": ["file"], "additionalProperties": False,
+                       "properties": {"file": {"type": "string", "format": "binary",
+                                               "description": "Exactly one part, named `file`; its filename "
+                                                              "ends in .doc, .xls or .ppt; at most 4 MiB."}}}}}},
+        "responses": {
+            "202": {"description": "Accepted (or replayed).", "content": {"application/json": {"schema": "Submission"}},
+                    "links": {"GetTask": {"operationId": "getConversion",
+                                          "parameters": {"task_id": "$response.body#/task_id"}}},
+                    "headers": {"Location": location, "Idempotent-Replayed": {
+                        "description": "`true` when this answers a replay.", "schema": {"type": "string", "enum": ["true"]}}}},
+            **{str(status): problem(status) for status in (400, *AUTH_ERRORS, 413, 415, 422, 503)},
+        }}})
+    spec.path("/v1/conversions/{task_id}", operations={"get": {
+        "operationId": "getConversion",
+        "summary": "Query a task",
+        "description": "Poll while QUEUED or PROCESSING (every `Retry-After` seconds). A SUCCEEDED task "
+                       "carries a fresh presigned `download_url`, valid `download_expires_in` seconds, on every "
+                       "query while the result is retained.",
+        "parameters": [{"in": "path", "name": "task_id", "required": True, "schema": {"type": "string"}}],
+        "responses": {
+            "200": {"description": "The task.", "content": {"application/json": {"schema": "Task"}},
+                    "headers": {"Retry-After": {"description": "Seconds to wait before polling again; "
+                                                               "only while QUEUED or PROCESSING.",
+                                                "schema": {"type": "integer"}}}},
+            **{str(status): problem(status) for status in (*AUTH_ERRORS, 404, 503)},
+        }}})
+    spec.path("/v1/account/usage", operations={"get": {
+        "operationId": "getUsage",
+        "summary": "Plan and allowance of the current contract period",
+        "responses": {"200": {"description": "Usage.", "content": {"application/json": {"schema": "Usage"}}},
+                      **{str(status): problem(status) for status in AUTH_ERRORS}}}})
+    spec.path("/v1/openapi.json", operations={"get": {
+        "operationId": "getOpenAPI", "summary": "This document", "security": [],
+        "responses": {"200": {"description": "OpenAPI 3.0 document.",
+                              "content": {"application/json": {"schema": {"type": "object"}}}}}}})
+    result = spec.to_dict()
+    result["security"] = [{"bearer": []}]
+    return result
+
+
+@bp.get("/v1/openapi.json")
+def openapi_json():
+    from api import public_base_url
+
+    return document(public_base_url())
+
+
+DOCS_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>docshift API v1</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/ui.js"></script>
+</body></html>
+"""
+
+
+@bp.get("/docs")
+@bp.get("/docs/")
+def docs():
+    return Response(DOCS_PAGE, mimetype="text/html")
+
+
+@bp.get("/docs/ui.js")
+def docs_script():
+    # a file of its own, so that the page needs no inline script
+    return Response('SwaggerUIBundle({url: "/v1/openapi.json", dom_id: "#ui"});\n', mimetype="text/javascript")
+
+
+@bp.get("/docs/assets/<path:name>")
+def docs_assets(name):
+    return send_from_directory(swagger_ui_path, name, max_age=current_app.config.get("SEND_FILE_MAX_AGE_DEFAULT"))
