@@ -127,7 +127,7 @@ def deactivate(customer):
 def list_accounts():
     """One line per account: id, customer, plan, status."""
     for account in db.list_accounts(get_db()):
-        click.echo(f"{account['id']}  {account['customer_id']}  {account['plan']}  {account['status']}")
+        click.echo(f"{account['id']}  {account['customer_id']}  {account['plan'] or '-'}  {account['status']}")
 
 
 @usage_cli.command("report")
@@ -135,6 +135,9 @@ def usage_report():
     """Per account: plan, included used/quota, overage and its amount in USD."""
     conn = get_db()
     for account in db.list_accounts(conn):
+        if not account["plan"]:
+            click.echo(f"{account['customer_id']}  no plan yet ({account['status']})")
+            continue
         with db.transaction(conn):
             period = db.current_period(conn, account)
         quota = current_app.config["PLAN_QUOTAS"][account["plan"]]

@@ -1,26 +1,42 @@
-"""Marketplace backends: who a registration token belongs to, and on which plan.
+"""Marketplace backends: who a registration token belongs to, on which plan, and
+whether their subscription is live.
 
 ``DOCSHIFT_MARKETPLACE`` picks one. ``local`` (the default, for self-hosting)
-resolves tokens that the operator CLI signs with the service's secret key.
+resolves tokens that the operator CLI signs with the service's secret key; the
+operator sets plans and status. ``aws`` is AWS Marketplace SaaS: ResolveCustomer
+for the registration token, GetEntitlements for the plan, and subscription
+notifications (SNS to SQS) read by the worker, which re-reads entitlements
+rather than trusting a message.
 """
 
+import json
+import logging
 from dataclasses import dataclass
+from datetime import UTC
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from settings import PLANS
+
+log = logging.getLogger("docshift.marketplace")
 
 
 class RegistrationTokenInvalid(Exception):
     """The token is unknown, tampered with or expired."""
 
 
+class MarketplaceUnavailable(Exception):
+    """The marketplace did not answer (throttled, down); try again later."""
+
+
 @dataclass
 class Customer:
     customer_id: str
-    plan: str
+    plan: str | None
     status: str = "active"
     license_arn: str | None = None
+    # end of the current contract period where the marketplace says (an entitlement's expiry)
+    period_ends_at: str | None = None
 
 
 class LocalMarketplace:
@@ -43,8 +59,118 @@ class LocalMarketplace:
             raise RegistrationTokenInvalid(str(error)) from error
         return Customer(customer_id=data["customer"], plan=data["plan"])
 
+    def notifications(self):
+        return []
 
-BACKENDS = {"local": LocalMarketplace}
+
+@dataclass
+class Notification:
+    action: str
+    customer_id: str
+    receipt: str
+
+
+class AwsMarketplace:
+    name = "aws"
+    TOKEN_ERRORS = ("InvalidTokenException", "ExpiredTokenException")
+
+    def __init__(self, config, metering=None, entitlement=None, sqs=None):
+        import boto3
+        from botocore.config import Config
+
+        retries = Config(retries={"mode": "standard", "max_attempts": int(config["AWS_MAX_ATTEMPTS"])})
+        # the marketplace APIs answer in us-east-1 whatever region the queue is in
+        self.metering = metering or boto3.client("meteringmarketplace", region_name="us-east-1", config=retries)
+        self.entitlement = entitlement or boto3.client("marketplace-entitlement", region_name="us-east-1",
+                                                       config=retries)
+        self.sqs = sqs or boto3.client("sqs", region_name=config["AWS_REGION"], config=retries)
+        self.product_code = config["AWS_PRODUCT_CODE"]
+        self.queue_url = config["AWS_SQS_QUEUE_URL"]
+
+    def resolve(self, token):
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            resolved = self.metering.resolve_customer(RegistrationToken=token)
+        except ClientError as error:
+            if error.response["Error"]["Code"] in self.TOKEN_ERRORS:
+                raise RegistrationTokenInvalid(error.response["Error"]["Code"]) from error
+            raise MarketplaceUnavailable(error.response["Error"]["Code"]) from error
+        except BotoCoreError as error:
+            raise MarketplaceUnavailable(type(error).__name__) from error
+        if resolved["ProductCode"] != self.product_code:
+            raise RegistrationTokenInvalid(f"token for another product: {resolved['ProductCode']}")
+        customer_id = resolved.get("CustomerAWSAccountId") or resolved["CustomerIdentifier"]
+        return self.customer(customer_id, resolved.get("LicenseArn"))
+
+    def customer(self, customer_id, license_arn=None):
+        """The customer as the entitlement service sees them now: a plan and ``active``, or
+        ``pending`` while no entitlement exists (the caller turns that into ``inactive`` for
+        a customer who once was active)."""
+        plan, expires = self._entitlement(customer_id)
+        return Customer(customer_id=customer_id, plan=plan, status="active" if plan else "pending",
+                        license_arn=license_arn,
+                        period_ends_at=expires.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if expires else None)
+
+    def _entitlement(self, customer_id):
+        """(plan, expiration) of the customer's best current entitlement, or (None, None)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        key = "CUSTOMER_AWS_ACCOUNT_ID" if customer_id.isdigit() else "CUSTOMER_IDENTIFIER"
+        found, token = [], None
+        try:
+            while True:
+                page = self.entitlement.get_entitlements(
+                    ProductCode=self.product_code, Filter={key: [customer_id]},
+                    **({"NextToken": token} if token else {}))
+                found += page.get("Entitlements", [])
+                token = page.get("NextToken")
+                if not token:
+                    break
+        except (ClientError, BotoCoreError) as error:
+            raise MarketplaceUnavailable(str(error)) from error
+        plans = [(PLANS[e["Dimension"]], e["Dimension"], e.get("ExpirationDate")) for e in found
+                 if e.get("Dimension") in PLANS and _entitled(e)]
+        if not plans:
+            return None, None
+        _, plan, expires = max(plans, key=lambda p: p[0])
+        return plan, expires
+
+    def notifications(self):
+        """Subscription messages waiting in the SQS queue (not yet acknowledged)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            answer = self.sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        except (ClientError, BotoCoreError) as error:
+            raise MarketplaceUnavailable(str(error)) from error
+        messages = []
+        for raw in answer.get("Messages", []):
+            try:
+                body = json.loads(raw["Body"])
+                message = json.loads(body["Message"]) if "Message" in body else body  # SNS envelope or raw
+                customer = message.get("customer-aws-account-id") or message["customer-identifier"]
+                messages.append(Notification(message["action"], customer, raw["ReceiptHandle"]))
+            except (KeyError, TypeError, ValueError):
+                log.warning("dropping a malformed marketplace message %s", raw.get("MessageId"))
+                self.acknowledge(Notification("malformed", "", raw["ReceiptHandle"]))
+        return messages
+
+    def acknowledge(self, notification):
+        self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=notification.receipt)
+
+
+def _entitled(entitlement):
+    from datetime import datetime
+
+    value = entitlement.get("Value") or {}
+    if value.get("BooleanValue") is False or value.get("IntegerValue") == 0:
+        return False
+    expires = entitlement.get("ExpirationDate")
+    return expires is None or expires > datetime.now(UTC)
+
+
+BACKENDS = {"local": LocalMarketplace, "aws": AwsMarketplace}
 
 
 def backend(config):

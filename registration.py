@@ -6,7 +6,7 @@ from flask import Blueprint, current_app, jsonify, render_template, request
 
 import keys
 import marketplace
-from errors import InvalidRequest, problem
+from errors import InvalidRequest, ServiceUnavailable, problem
 from storage import db, get_db
 
 log = logging.getLogger("docshift.registration")
@@ -14,6 +14,14 @@ bp = Blueprint("registration", __name__)
 
 MISSING = "registration token missing: open the setup link from the marketplace"
 INVALID = "registration token invalid or expired: restart setup from the marketplace"
+BUSY = "the marketplace did not answer: open the setup link again in a minute"
+
+
+def current_marketplace():
+    """The configured backend, made once per app."""
+    if "docshift.marketplace" not in current_app.extensions:
+        current_app.extensions["docshift.marketplace"] = marketplace.backend(current_app.config)
+    return current_app.extensions["docshift.marketplace"]
 
 
 @bp.route("/marketplace/register", methods=["GET", "POST"])
@@ -22,18 +30,21 @@ def register():
         or request.args.get("x-amzn-marketplace-token")
     if not token:
         return _refused(MISSING)
-    backend = marketplace.backend(current_app.config)
+    backend = current_marketplace()
     try:
         customer = backend.resolve(token)
     except marketplace.RegistrationTokenInvalid as error:
         log.info("registration refused: %s", error)
         return _refused(INVALID)
+    except marketplace.MarketplaceUnavailable as error:
+        log.warning("marketplace unavailable during registration: %s", error)
+        return _refused(BUSY, 503)
 
     conn = get_db()
     account = db.find_account(conn, backend.name, customer.customer_id)
-    if account is None:
-        account = db.upsert_account(conn, backend.name, customer.customer_id, customer.plan,
-                                    customer.status, customer.license_arn)
+    # the local operator's later changes (plan, status) outlive an old token; AWS is asked afresh
+    if account is None or backend.name != "local":
+        account = db.apply_subscription(conn, backend.name, customer)
     api_key = keys.generate()
     db.replace_key(conn, account["id"], keys.digest(api_key), keys.hint(api_key))
     log.info("account %s registered, new key %s", account["id"], keys.hint(api_key))
@@ -48,10 +59,11 @@ def register():
     return response
 
 
-def _refused(message):
+def _refused(message, status=400):
     if _wants_json():
-        return problem(InvalidRequest(message))
-    return render_template("registration_failed.html", message=message), 400
+        error = InvalidRequest(message) if status == 400 else ServiceUnavailable(message)
+        return problem(error)
+    return render_template("registration_failed.html", message=message), status
 
 
 def _wants_json():

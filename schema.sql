@@ -7,7 +7,7 @@ CREATE TABLE IF NOT EXISTS accounts (
     marketplace TEXT NOT NULL,
     customer_id TEXT NOT NULL,            -- the marketplace's id of the buyer
     license_arn TEXT,
-    plan TEXT NOT NULL,
+    plan TEXT,                            -- NULL while an AWS customer has no entitlement yet
     status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'inactive')),
     activated_at TEXT,                    -- start of the first contract period
     created_at TEXT NOT NULL,

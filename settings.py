@@ -28,6 +28,11 @@ DEFAULTS = {
     # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
     "S3_PORT": 8333,
     "MARKETPLACE": "local",
+    # the aws marketplace backend
+    "AWS_PRODUCT_CODE": None,
+    "AWS_SQS_QUEUE_URL": None,
+    "AWS_REGION": "us-east-1",
+    "AWS_MAX_ATTEMPTS": 5,
     "WORKERS": os.cpu_count() or 2,
     "CONVERSION_TIMEOUT": 120,
     # a warm LibreOffice is replaced after this many conversions (it never returns memory)

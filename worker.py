@@ -14,6 +14,7 @@ from pathlib import Path
 from huey import SqliteHuey, crontab
 
 import converter
+import marketplace
 import settings
 import sniff
 from office import Office
@@ -133,6 +134,42 @@ def _workdir(config):
     path = Path(config["DATA_DIR"]) / "work"
     path.mkdir(exist_ok=True)
     return path
+
+
+@huey.periodic_task(crontab(minute="*"))
+def subscriptions():
+    """Every minute: apply the marketplace's subscription notifications."""
+    sync_subscriptions(connection(), marketplace.backend(config))
+
+
+def sync_subscriptions(conn, backend):
+    """Re-read each notified customer's entitlements and apply them; acknowledge what was applied.
+
+    A subscribe or update whose entitlement is not visible yet stays in the queue and
+    comes back after the queue's visibility timeout, as does anything the marketplace
+    did not answer for.
+    """
+    try:
+        notifications = backend.notifications()
+    except marketplace.MarketplaceUnavailable as error:
+        log.warning("marketplace notifications unavailable: %s", error)
+        return []
+    applied = []
+    for notification in notifications:
+        try:
+            customer = backend.customer(notification.customer_id)
+        except marketplace.MarketplaceUnavailable as error:
+            log.warning("entitlements of %s unavailable: %s", notification.customer_id, error)
+            continue
+        if customer.status == "pending" and notification.action in ("subscribe-success", "entitlement-updated"):
+            log.info("%s for %s: no entitlement visible yet", notification.action, notification.customer_id)
+            continue
+        account = db.apply_subscription(conn, backend.name, customer)
+        backend.acknowledge(notification)
+        log.info("%s: account %s is %s on %s", notification.action, account["id"], account["status"],
+                 account["plan"])
+        applied.append(account)
+    return applied
 
 
 @huey.periodic_task(crontab(minute="*"))

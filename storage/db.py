@@ -65,26 +65,30 @@ def new_id(prefix):
 
 # accounts and keys ---------------------------------------------------------
 
-def upsert_account(db, marketplace, customer_id, plan, status, license_arn=None):
-    """Create or update the account of a marketplace customer; returns its row."""
-    at = now()
+def apply_subscription(db, marketplace, customer):
+    """Create or update an account from what the marketplace says now (a ``Customer``).
+
+    An account that was once active and has no entitlement any more is ``inactive``,
+    not ``pending``; a plan the marketplace does not name is kept.
+    """
     with transaction(db):
-        row = first(db, "SELECT * FROM accounts WHERE marketplace = ? AND customer_id = ?",
-                    [marketplace, customer_id])
-        if row is None:
-            row = {"id": new_id("acc"), "marketplace": marketplace, "customer_id": customer_id,
-                   "license_arn": license_arn, "plan": plan, "status": status,
-                   "activated_at": iso(at) if status == "active" else None, "created_at": iso(at)}
-            db["accounts"].insert(row)
-        else:
-            changes = {"plan": plan, "status": status}
-            if license_arn:
-                changes["license_arn"] = license_arn
-            if status == "active" and not row["activated_at"]:
-                changes["activated_at"] = iso(at)
-            db["accounts"].update(row["id"], changes)
-            row = {**row, **changes}
-    return row
+        account = find_account(db, marketplace, customer.customer_id)
+        status = customer.status
+        if status == "pending" and account and account["activated_at"]:
+            status = "inactive"
+        at = iso(now())
+        if account is None:
+            account = {"id": new_id("acc"), "marketplace": marketplace, "customer_id": customer.customer_id,
+                       "license_arn": customer.license_arn, "plan": customer.plan, "status": status,
+                       "activated_at": at if status == "active" else None, "created_at": at}
+            db["accounts"].insert(account)
+            return account
+        changes = {"status": status, "plan": customer.plan or account["plan"],
+                   "license_arn": customer.license_arn or account["license_arn"]}
+        if status == "active" and not account["activated_at"]:
+            changes["activated_at"] = at
+        db["accounts"].update(account["id"], changes)
+        return {**account, **changes}
 
 
 def set_account(db, account_id, **changes):

@@ -1,0 +1,247 @@
+"""The AWS Marketplace backend, with the AWS APIs faked by botocore's Stubber (the one fake
+we accept): registration tokens, entitlements per plan, subscription notifications, throttling.
+Everything else is real: the app, its SQLite database, the worker code."""
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.stub import Stubber
+
+import marketplace
+import worker
+from conftest import post_file
+from storage import db, get_db, get_store
+
+PRODUCT = "prod-docshift1"
+QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/docshift-subscriptions"
+ACCOUNT = "123456789012"
+LICENSE = "arn:aws:license-manager::123456789012:license:l-0123456789abcdef"
+
+
+class Aws:
+    """Stubbed clients behind a real AwsMarketplace."""
+
+    def __init__(self, config):
+        def client(name):
+            return boto3.client(name, region_name="us-east-1", aws_access_key_id="test",
+                                aws_secret_access_key="test", config=Config(retries={"max_attempts": 1}))
+        self.metering, self.entitlement, self.sqs = (client("meteringmarketplace"),
+                                                     client("marketplace-entitlement"), client("sqs"))
+        self.stubs = [Stubber(c) for c in (self.metering, self.entitlement, self.sqs)]
+        for stub in self.stubs:
+            stub.activate()
+        self.backend = marketplace.AwsMarketplace(
+            {**config, "AWS_PRODUCT_CODE": PRODUCT, "AWS_SQS_QUEUE_URL": QUEUE},
+            metering=self.metering, entitlement=self.entitlement, sqs=self.sqs)
+
+    metering_stub = property(lambda self: self.stubs[0])
+    entitlement_stub = property(lambda self: self.stubs[1])
+    sqs_stub = property(lambda self: self.stubs[2])
+
+    def resolves(self, token, customer=ACCOUNT, product=PRODUCT):
+        self.metering_stub.add_response(
+            "resolve_customer",
+            {"CustomerIdentifier": "cust-abc", "CustomerAWSAccountId": customer, "ProductCode": product,
+             "LicenseArn": LICENSE},
+            {"RegistrationToken": token})
+
+    def entitled(self, *plans, customer=ACCOUNT, expires=None):
+        entitlements = [{"ProductCode": PRODUCT, "Dimension": plan, "CustomerAWSAccountId": customer,
+                         "Value": {"IntegerValue": 1},
+                         "ExpirationDate": expires or datetime.now(UTC) + timedelta(days=30)} for plan in plans]
+        self.entitlement_stub.add_response(
+            "get_entitlements", {"Entitlements": entitlements},
+            {"ProductCode": PRODUCT, "Filter": {"CUSTOMER_AWS_ACCOUNT_ID": [customer]}})
+
+    def notify(self, *actions, customer=ACCOUNT):
+        messages = [{"MessageId": f"m{n}", "ReceiptHandle": f"r{n}", "Body": json.dumps(
+            {"Type": "Notification", "Message": json.dumps(
+                {"action": action, "customer-identifier": "cust-abc", "customer-aws-account-id": customer,
+                 "product-code": PRODUCT})})} for n, action in enumerate(actions)]
+        self.sqs_stub.add_response("receive_message", {"Messages": messages},
+                                   {"QueueUrl": QUEUE, "MaxNumberOfMessages": 10, "WaitTimeSeconds": 0})
+        return [m["ReceiptHandle"] for m in messages]
+
+    def acknowledged(self, receipt):
+        self.sqs_stub.add_response("delete_message", {}, {"QueueUrl": QUEUE, "ReceiptHandle": receipt})
+
+    def done(self):
+        for stub in self.stubs:
+            stub.assert_no_pending_responses()
+
+
+@pytest.fixture
+def aws(app):
+    app.config["MARKETPLACE"] = "aws"
+    fake = Aws(app.config)
+    app.extensions["docshift.marketplace"] = fake.backend
+    yield fake
+    fake.done()
+
+
+def register(client, token="tok-1"):
+    return client.post("/marketplace/register", data={"x-amzn-marketplace-token": token},
+                       headers={"Accept": "application/json"})
+
+
+def account(app, customer=ACCOUNT):
+    with app.app_context():
+        return db.find_account(get_db(), "aws", customer)
+
+
+def sync(app, aws):
+    with app.app_context():
+        return worker.sync_subscriptions(get_db(), aws.backend)
+
+
+@pytest.mark.parametrize("plan,quota", [("starter", 500), ("team", 2500), ("business", 10000)])
+def test_valid_token_with_each_plan(app, client, aws, plan, quota):
+    aws.resolves("tok-1")
+    aws.entitled(plan)
+    response = register(client)
+    assert response.status_code == 200 and response.get_json()["plan"] == plan
+    key = response.get_json()["api_key"]
+    usage = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).get_json()
+    assert usage["plan"] == plan and usage["included_quota"] == quota
+    row = account(app)
+    assert row["status"] == "active" and row["license_arn"] == LICENSE
+
+
+def test_the_best_current_entitlement_wins(app, client, aws):
+    aws.resolves("tok-1")
+    aws.entitled("starter", "business")
+    assert register(client).get_json()["plan"] == "business"
+
+
+def test_no_entitlement_yet_is_pending(app, client, aws):
+    aws.resolves("tok-1")
+    aws.entitled()
+    response = register(client)
+    assert response.status_code == 200  # the key is shown once, now
+    denied = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {response.get_json()['api_key']}"})
+    assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
+    assert account(app)["status"] == "pending"
+
+
+def test_expired_entitlement_does_not_count(app, client, aws):
+    aws.resolves("tok-1")
+    aws.entitled("team", expires=datetime.now(UTC) - timedelta(days=1))
+    register(client)
+    assert account(app)["status"] == "pending"
+
+
+@pytest.mark.parametrize("error", ["InvalidTokenException", "ExpiredTokenException"])
+def test_invalid_and_expired_tokens(client, aws, error):
+    aws.metering_stub.add_client_error("resolve_customer", service_error_code=error, http_status_code=400)
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": "bad"})
+    assert response.status_code == 400
+    assert "registration token invalid or expired: restart setup from the marketplace" in response.get_data(as_text=True)
+
+
+def test_token_of_another_product(client, aws):
+    aws.resolves("tok-1", product="prod-other")
+    assert register(client).status_code == 400
+
+
+def test_throttled_registration_asks_to_come_back(client, aws):
+    aws.metering_stub.add_client_error("resolve_customer", service_error_code="ThrottlingException",
+                                       http_status_code=400)
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": "tok"})
+    assert response.status_code == 503 and "open the setup link again" in response.get_data(as_text=True)
+
+
+def test_registering_again_rotates_and_refreshes_the_plan(app, client, aws):
+    aws.resolves("tok-1")
+    aws.entitled("starter")
+    first = register(client).get_json()["api_key"]
+    aws.resolves("tok-2")
+    aws.entitled("team")
+    second = register(client, "tok-2").get_json()
+    assert second["plan"] == "team"
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {first}"}).status_code == 401
+
+
+def test_subscribe_success_activates_a_pending_account(app, client, aws):
+    aws.resolves("tok-1")
+    aws.entitled()
+    register(client)
+    receipt, = aws.notify("subscribe-success")
+    aws.entitled("team")
+    aws.acknowledged(receipt)
+    sync(app, aws)
+    row = account(app)
+    assert (row["status"], row["plan"]) == ("active", "team") and row["activated_at"]
+
+
+def test_subscribe_success_before_the_entitlement_shows_stays_queued(app, aws):
+    aws.notify("subscribe-success")
+    aws.entitled()
+    assert sync(app, aws) == []  # no delete_message: the message comes back later
+    assert account(app) is None
+
+
+def test_subscribe_fail_leaves_it_pending(app, aws):
+    receipt, = aws.notify("subscribe-fail")
+    aws.entitled()
+    aws.acknowledged(receipt)
+    sync(app, aws)
+    assert account(app)["status"] == "pending"
+
+
+def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy, office):
+    aws.resolves("tok-1")
+    aws.entitled("starter")
+    key = register(client).get_json()["api_key"]
+    receipt, = aws.notify("unsubscribe-pending")
+    aws.entitled("starter")
+    aws.acknowledged(receipt)
+    sync(app, aws)
+    assert account(app)["status"] == "active"
+
+    queued = post_file(client, key, legacy["doc"].read_bytes(), "late.doc").get_json()["task_id"]
+    receipt, = aws.notify("unsubscribe-success")
+    aws.entitled()
+    aws.acknowledged(receipt)
+    sync(app, aws)
+    assert account(app)["status"] == "inactive"
+    denied = post_file(client, key, legacy["doc"].read_bytes(), "later.doc")
+    assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
+    with app.app_context():
+        worker.run_conversion(queued, get_db(), get_store(), app.config, office)
+        task = db.get_task(get_db(), queued)
+    assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
+
+
+def test_entitlement_update_raises_the_quota_and_keeps_the_count(app, client, aws, legacy, office):
+    aws.resolves("tok-1")
+    aws.entitled("starter")
+    key = register(client).get_json()["api_key"]
+    task_id = post_file(client, key, legacy["xls"].read_bytes(), "n.xls").get_json()["task_id"]
+    with app.app_context():
+        worker.run_conversion(task_id, get_db(), get_store(), app.config, office)
+    receipt, = aws.notify("entitlement-updated")
+    aws.entitled("business")
+    aws.acknowledged(receipt)
+    sync(app, aws)
+    usage = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).get_json()
+    assert (usage["plan"], usage["included_quota"], usage["included_used"]) == ("business", 10000, 1)
+
+
+def test_throttled_queue_or_entitlements_lose_nothing(app, aws):
+    aws.sqs_stub.add_client_error("receive_message", service_error_code="ThrottlingException", http_status_code=400)
+    assert sync(app, aws) == []
+    aws.notify("subscribe-success")
+    aws.entitlement_stub.add_client_error("get_entitlements", service_error_code="ThrottlingException",
+                                          http_status_code=400)
+    assert sync(app, aws) == []  # not acknowledged: it is read again on the next run
+
+
+def test_malformed_message_is_dropped(app, aws):
+    aws.sqs_stub.add_response("receive_message", {"Messages": [{"MessageId": "x", "ReceiptHandle": "rx",
+                                                                "Body": "not json"}]},
+                              {"QueueUrl": QUEUE, "MaxNumberOfMessages": 10, "WaitTimeSeconds": 0})
+    aws.acknowledged("rx")
+    assert sync(app, aws) == []
