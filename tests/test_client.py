@@ -1,0 +1,158 @@
+"""The `docshift` command-line client against the live service (gunicorn, huey, LibreOffice, S3)."""
+
+import json
+import random
+
+import pytest
+import requests
+
+import client
+import keys
+from storage import db
+
+
+@pytest.fixture
+def key(live, monkeypatch):
+    """A fresh active customer's key, exported as the client reads it."""
+    api_key = live.register(f"client-{random.randrange(10**9)}")
+    monkeypatch.setenv("DOCSHIFT_URL", live.base_url)
+    monkeypatch.setenv("DOCSHIFT_API_KEY", api_key)
+    return api_key
+
+
+def usage(live, key):
+    return requests.get(f"{live.base_url}/v1/account/usage",
+                        headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+
+
+def task_count(live, key):
+    conn = db.connect(live.config()["DATABASE"])
+    try:
+        row = conn.execute("select count(*) from conversions where account_id ="
+                           " (select account_id from api_keys where key_hash = ?)",
+                           [keys.digest(key)]).fetchone()
+        return row[0]
+    finally:
+        conn.close()
+
+
+def convert(legacy, out):
+    return client.main(["convert", str(legacy["doc"]), str(legacy["xls"]), str(legacy["ppt"]),
+                        "--out", str(out), "--parallel", "3"])
+
+
+def assert_opens(out):
+    import docx
+    import openpyxl
+    import pptx
+
+    assert sorted(p.name for p in out.iterdir()) == ["deck.pptx", "letter.docx", "numbers.xlsx"]
+    assert "Word 97" in "\n".join(p.text for p in docx.Document(out / "letter.docx").paragraphs)
+    book = openpyxl.load_workbook(out / "numbers.xlsx")
+    assert book.sheetnames == ["Alpha", "Beta"]
+    book.close()
+    assert len(pptx.Presentation(out / "deck.pptx").slides) == 3
+
+
+def test_convert_a_mix_of_legacy_files(live, key, legacy, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert convert(legacy, out) == 0
+    assert_opens(out)
+    captured = capsys.readouterr()
+    assert captured.err == ""  # no bar when stderr is not a terminal, no errors
+    assert captured.out.count(" -> ") == 3 and "INCLUDED" in captured.out
+    assert key not in captured.out
+    assert usage(live, key)["included_used"] == 3
+
+
+def test_rerun_creates_no_task_and_is_not_charged(live, key, legacy, tmp_path, capsys):
+    assert convert(legacy, tmp_path / "first") == 0
+    before = usage(live, key)["included_used"], task_count(live, key)
+    assert before == (3, 3)
+    capsys.readouterr()
+
+    assert convert(legacy, tmp_path / "second") == 0
+    assert (usage(live, key)["included_used"], task_count(live, key)) == before
+    assert_opens(tmp_path / "second")
+    assert capsys.readouterr().out.count("replayed: not charged again") == 3
+
+
+def test_bad_key_is_one_line_and_exit_2(live, key, legacy, tmp_path, monkeypatch, capsys):
+    bad = keys.generate()  # well formed, so the service looks it up and refuses it
+    monkeypatch.setenv("DOCSHIFT_API_KEY", bad)
+    before = task_count(live, key)
+    for argv in (["convert", str(legacy["doc"]), str(legacy["xls"]), "--out", str(tmp_path / "o")],
+                 ["usage"], ["task", "tsk_" + "0" * 24]):
+        assert client.main(argv) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.splitlines()
+        assert len(lines) == 1 and "invalid_api_key" in lines[0], captured.err
+        assert lines[0] == ("docshift: invalid_api_key: The API key is not valid. "
+                            "Check DOCSHIFT_API_KEY.")
+        assert "Traceback" not in captured.err and bad not in captured.err + captured.out
+    assert task_count(live, key) == before
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_key_and_unreachable_service(live, monkeypatch, capsys, tmp_path):
+    monkeypatch.delenv("DOCSHIFT_API_KEY", raising=False)
+    assert client.main(["usage"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "DOCSHIFT_API_KEY" in err
+
+    monkeypatch.setenv("DOCSHIFT_API_KEY", keys.generate())
+    monkeypatch.setenv("DOCSHIFT_URL", f"{live.base_url}/wrong/prefix")
+    assert client.main(["usage"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "not_found" in err and "DOCSHIFT_URL" in err
+
+    monkeypatch.setattr(client, "BACKOFF", 0.01)
+    monkeypatch.setenv("DOCSHIFT_URL", "http://127.0.0.1:9")  # discard port: nothing listens
+    assert client.main(["usage"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "unreachable" in err and "Traceback" not in err
+
+
+def test_failed_and_refused_files_are_reported_with_their_code(live, key, legacy, tmp_path, capsys):
+    fake = tmp_path / "fake.doc"
+    fake.write_text("plain text, not a Word file")
+    text = tmp_path / "notes.txt"
+    text.write_text("not an Office file")
+    out = tmp_path / "out"
+    argv = ["convert", str(legacy["doc"]), str(fake), str(text), "--out", str(out)]
+    assert client.main(argv) == 1
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    assert len(err) == 2, captured.err
+    assert any("fake.doc: FAILED unsupported_content" in line for line in err)
+    assert any("notes.txt: unsupported_file_type" in line for line in err)
+    assert "Traceback" not in captured.err
+    assert [p.name for p in out.iterdir()] == ["letter.docx"]
+
+
+def test_usage_and_task_print_what_the_api_says(live, key, legacy, capsys):
+    submitted = live.submit(key, legacy["xls"]).json()
+    live.wait(key, submitted["task_id"])
+
+    assert client.main(["usage"]) == 0
+    printed = capsys.readouterr().out
+    expected = usage(live, key)
+    assert expected["included_used"] == 1
+    for field, value in expected.items():
+        words = [*field.split("_"), str(value)]
+        assert any(line.split() == words for line in printed.splitlines()), field
+    assert client.main(["usage", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == expected
+
+    assert client.main(["task", submitted["task_id"]]) == 0
+    task = json.loads(capsys.readouterr().out)
+    api = requests.get(submitted["status_url"], headers={"Authorization": f"Bearer {key}"},
+                       timeout=10).json()
+    # every query signs a fresh link; the rest of the task is what the API says
+    assert task.pop("download_url").startswith("http") and api.pop("download_url")
+    assert task == api
+    assert task["status"] == "SUCCEEDED" and task["source_filename"] == "numbers.xls"
+
+    assert client.main(["task", "tsk_" + "f" * 24]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("docshift: task_not_found: ")
