@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 export DOCSHIFT_PORT ?= 8000
 export DOCSHIFT_DATA_DIR ?= var
 SYSTEM_PACKAGES := python3-uno libreoffice-core libreoffice-writer libreoffice-calc libreoffice-impress \
-	fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core
+	fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core \
+	chromium
 
 .PHONY: run test install system
 
