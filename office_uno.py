@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import uno
@@ -110,22 +111,34 @@ def convert(desktop, request):
     return {"ok": True, "facts": found}
 
 
+def end_group():
+    """Kill this process group: soffice is a launcher, and its child soffice.bin would
+    outlive a kill of the launcher alone. This process goes with it."""
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def watch_parent(parent):
+    # the worker that started us died (even mid-conversion): nothing may outlive it
+    while os.getppid() == parent:
+        time.sleep(1)
+    end_group()
+
+
 def main():
     profile, pipe = sys.argv[1], sys.argv[2]
-    soffice, desktop = start(profile, pipe)
-    reply(ready=True, pid=soffice.pid)
+    threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
     try:
+        soffice, desktop = start(profile, pipe)
+        reply(ready=True, pid=soffice.pid)
         for line in sys.stdin:
             try:
                 reply(**convert(desktop, json.loads(line)))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
                 reply(ok=False, error="crashed", detail=f"{type(error).__name__}: {error}")
                 return 1
+        return 0
     finally:
-        if soffice.poll() is None:
-            os.kill(soffice.pid, signal.SIGKILL)
-            soffice.wait()
-    return 0
+        end_group()
 
 
 if __name__ == "__main__":
