@@ -62,6 +62,10 @@ class LocalMarketplace:
     def notifications(self):
         return []
 
+    def meter(self, reports):
+        """Nothing to send: the ledger is the record of overage for a self-hosted service."""
+        return {(account["id"], hour): ("sent", None) for account, hour, _ in reports}
+
 
 @dataclass
 class Notification:
@@ -86,6 +90,7 @@ class AwsMarketplace:
         self.sqs = sqs or boto3.client("sqs", region_name=config["AWS_REGION"], config=retries)
         self.product_code = config["AWS_PRODUCT_CODE"]
         self.queue_url = config["AWS_SQS_QUEUE_URL"]
+        self.overage_dimension = config["AWS_OVERAGE_DIMENSION"]
 
     def resolve(self, token):
         from botocore.exceptions import BotoCoreError, ClientError
@@ -158,6 +163,55 @@ class AwsMarketplace:
 
     def acknowledge(self, notification):
         self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=notification.receipt)
+
+    BATCH = 25  # BatchMeterUsage takes at most 25 records a call
+
+    def meter(self, reports):
+        """Send ``(account, hour, quantity)`` overage with BatchMeterUsage.
+
+        Returns ``{(account_id, hour): (status, record id)}`` for the records the marketplace
+        settled: ``sent`` (Success, or DuplicateRecord for a re-send after a crash) or
+        ``not_subscribed``. Unprocessed or throttled records are left out: they stay pending
+        and go again on the next run, with the same hour-truncated timestamp.
+        """
+        from datetime import datetime
+
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        settled = {}
+        for start in range(0, len(reports), self.BATCH):
+            batch = reports[start:start + self.BATCH]
+            records, keys = [], {}
+            for account, hour, quantity in batch:
+                timestamp = datetime.strptime(hour, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+                record = {"Timestamp": timestamp, "Dimension": self.overage_dimension, "Quantity": quantity}
+                if account["customer_id"].isdigit():
+                    record["CustomerAWSAccountId"] = account["customer_id"]
+                    if account["license_arn"]:
+                        record["LicenseArn"] = account["license_arn"]
+                else:
+                    record["CustomerIdentifier"] = account["customer_id"]
+                records.append(record)
+                keys[(account["customer_id"], timestamp)] = (account["id"], hour)
+            try:
+                answer = self.metering.batch_meter_usage(ProductCode=self.product_code, UsageRecords=records)
+            except (ClientError, BotoCoreError) as error:
+                log.warning("BatchMeterUsage failed, %d records stay pending: %s", len(records), error)
+                continue
+            for result in answer.get("Results", []):
+                record = result["UsageRecord"]
+                customer = record.get("CustomerAWSAccountId") or record.get("CustomerIdentifier")
+                key = keys.get((customer, record["Timestamp"].astimezone(UTC)))
+                if key is None:
+                    continue
+                status = {"Success": "sent", "DuplicateRecord": "sent",
+                          "CustomerNotSubscribed": "not_subscribed"}.get(result.get("Status"))
+                if status:
+                    settled[key] = (status, result.get("MeteringRecordId"))
+            if answer.get("UnprocessedRecords"):
+                log.warning("%d overage records unprocessed; they go again next run",
+                            len(answer["UnprocessedRecords"]))
+        return settled
 
 
 def _entitled(entitlement):

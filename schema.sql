@@ -10,6 +10,7 @@ CREATE TABLE IF NOT EXISTS accounts (
     plan TEXT,                            -- NULL while an AWS customer has no entitlement yet
     status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'inactive')),
     activated_at TEXT,                    -- start of the first contract period
+    contract_ends_at TEXT,                -- the marketplace's entitlement expiry, where it gives one
     created_at TEXT NOT NULL,
     UNIQUE (marketplace, customer_id)
 );
@@ -57,6 +58,19 @@ CREATE TABLE IF NOT EXISTS conversions (
 CREATE UNIQUE INDEX IF NOT EXISTS conversions_idempotency
     ON conversions (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS conversions_status ON conversions (status);
+
+-- Overage reported to the marketplace, one row per account and hour. A row is written
+-- 'pending' before it is sent and 'sent' after, so a crash in between re-sends the same
+-- hour-truncated record, which the marketplace answers as a duplicate: never lost, never doubled.
+CREATE TABLE IF NOT EXISTS overage_reports (
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    hour TEXT NOT NULL,                   -- start of the hour the overage happened in
+    quantity INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'not_subscribed', 'missed')),
+    metering_record_id TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (account_id, hour)
+);
 
 -- Liveness of the worker, read by /healthz.
 CREATE TABLE IF NOT EXISTS heartbeats (

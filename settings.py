@@ -33,6 +33,7 @@ DEFAULTS = {
     "AWS_SQS_QUEUE_URL": None,
     "AWS_REGION": "us-east-1",
     "AWS_MAX_ATTEMPTS": 5,
+    "AWS_OVERAGE_DIMENSION": "overage",
     "WORKERS": os.cpu_count() or 2,
     "CONVERSION_TIMEOUT": 120,
     # a warm LibreOffice is replaced after this many conversions (it never returns memory)

@@ -80,11 +80,13 @@ def apply_subscription(db, marketplace, customer):
         if account is None:
             account = {"id": new_id("acc"), "marketplace": marketplace, "customer_id": customer.customer_id,
                        "license_arn": customer.license_arn, "plan": customer.plan, "status": status,
-                       "activated_at": at if status == "active" else None, "created_at": at}
+                       "activated_at": at if status == "active" else None, "created_at": at,
+                       "contract_ends_at": customer.period_ends_at}
             db["accounts"].insert(account)
             return account
         changes = {"status": status, "plan": customer.plan or account["plan"],
-                   "license_arn": customer.license_arn or account["license_arn"]}
+                   "license_arn": customer.license_arn or account["license_arn"],
+                   "contract_ends_at": customer.period_ends_at or account["contract_ends_at"]}
         if status == "active" and not account["activated_at"]:
             changes["activated_at"] = at
         db["accounts"].update(account["id"], changes)
@@ -126,18 +128,20 @@ def account_for_key(db, key_hash):
 
 # usage periods -------------------------------------------------------------
 
-def add_month(moment):
-    month = moment.month % 12 + 1
-    year = moment.year + (moment.month == 12)
-    day = min(moment.day, calendar.monthrange(year, month)[1])
-    return moment.replace(year=year, month=month, day=day)
+def add_months(moment, months):
+    """``moment`` plus whole months, the day clamped to the month's length (Jan 31 + 1 = Feb 28)."""
+    year, month = divmod(moment.month - 1 + months, 12)
+    year += moment.year
+    month += 1
+    return moment.replace(year=year, month=month, day=min(moment.day, calendar.monthrange(year, month)[1]))
 
 
 def current_period(db, account, at=None):
     """The account's contract period containing ``at``, created (and rolled) as needed.
 
-    Periods are monthly from activation; a new period starts with fresh counters.
-    Call inside a transaction when the result feeds a write.
+    A period ends where the marketplace's entitlement ends, if it gives an end after the
+    period's start, else a month after its start (the first starts at activation). A new
+    period starts with fresh counters. Call inside a transaction when the result feeds a write.
     """
     at = at or now()
     row = first(db, "SELECT * FROM usage_periods WHERE account_id = ? ORDER BY started_at DESC LIMIT 1",
@@ -148,9 +152,21 @@ def current_period(db, account, at=None):
         return row
     else:
         start = parse(row["ends_at"])
-    end = add_month(start)
+    anchor = parse(account["activated_at"] or account["created_at"])
+    contract_end = parse(account["contract_ends_at"]) if account.get("contract_ends_at") else None
+
+    def period_end(start):
+        if contract_end and contract_end > start:
+            return contract_end
+        # monthly from activation: anchored there, so Jan 31 gives Feb 28, then Mar 31
+        months = 1
+        while add_months(anchor, months) <= start:
+            months += 1
+        return add_months(anchor, months)
+
+    end = period_end(start)
     while end <= at:
-        start, end = end, add_month(end)
+        start, end = end, period_end(end)
     row = {"account_id": account["id"], "started_at": iso(start), "ends_at": iso(end),
            "included_used": 0, "overage_used": 0}
     db["usage_periods"].insert(row, ignore=True)
@@ -204,13 +220,13 @@ def requeue(db, task_id):
                [task_id])
 
 
-def mark_succeeded(db, task_id, result_size, retention_seconds, quotas):
+def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None):
     """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
 
     ``INCLUDED`` while the period's included count is below the plan's quota,
     else ``OVERAGE``. Returns None (and counts nothing) if the task was not PROCESSING.
     """
-    at = now()
+    at = at or now()
     with transaction(db):
         task = get_task(db, task_id)
         if task is None or task["status"] != "PROCESSING":
@@ -271,6 +287,55 @@ def stale_tasks(db, queued_before, processing_before):
     return list(db.query(
         "SELECT * FROM conversions WHERE (status = 'QUEUED' AND created_at < ?) "
         "OR (status = 'PROCESSING' AND started_at < ?)", [iso(queued_before), iso(processing_before)]))
+
+
+# overage metering ---------------------------------------------------------------
+
+def hour_of(moment):
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def overage_to_report(db, since, until):
+    """(account, hour, quantity) of OVERAGE successes in whole hours ``since`` <= hour < ``until``
+    that the ledger has not closed yet (absent or still pending)."""
+    rows = db.query(
+        """SELECT conversions.account_id, substr(conversions.finished_at, 1, 13) AS hour_prefix,
+                  count(*) AS quantity
+           FROM conversions
+           WHERE billing_class = 'OVERAGE' AND finished_at >= ? AND finished_at < ?
+           GROUP BY conversions.account_id, hour_prefix""", [iso(since), iso(until)])
+    due = []
+    for row in rows:
+        hour = iso(datetime.strptime(row["hour_prefix"], "%Y-%m-%dT%H").replace(tzinfo=UTC))
+        report = first(db, "SELECT * FROM overage_reports WHERE account_id = ? AND hour = ?",
+                       [row["account_id"], hour])
+        if report is None or report["status"] == "pending":
+            due.append((db["accounts"].get(row["account_id"]), hour, row["quantity"]))
+    return due
+
+
+def open_overage_report(db, account_id, hour, quantity):
+    """Write the ledger row before anything is sent (or keep the pending one)."""
+    db.execute("INSERT OR IGNORE INTO overage_reports (account_id, hour, quantity, status, updated_at) "
+               "VALUES (?, ?, ?, 'pending', ?)", [account_id, hour, quantity, iso(now())])
+
+
+def close_overage_report(db, account_id, hour, status, record_id=None):
+    db.execute("UPDATE overage_reports SET status = ?, metering_record_id = ?, updated_at = ? "
+               "WHERE account_id = ? AND hour = ?", [status, record_id, iso(now()), account_id, hour])
+
+
+def miss_overage_reports(db, before):
+    """Pending rows past the marketplace's window: recorded as missed for the operator."""
+    return db.execute("UPDATE overage_reports SET status = 'missed', updated_at = ? "
+                      "WHERE status = 'pending' AND hour < ?", [iso(now()), iso(before)]).rowcount
+
+
+def overage_reports(db, account_id=None):
+    sql, params = "SELECT * FROM overage_reports", []
+    if account_id:
+        sql, params = sql + " WHERE account_id = ?", [account_id]
+    return list(db.query(sql + " ORDER BY hour", params))
 
 
 # worker liveness ---------------------------------------------------------------

@@ -135,11 +135,14 @@ class Service:
                     "PATH": f"{BIN}:{os.environ['PATH']}"}
         self.env.update({f"DOCSHIFT_{k}": str(v) for k, v in settings_env.items()})
         self.processes = {}
+        self.data_dir.mkdir(parents=True, exist_ok=True)
 
     def start(self, workers=2):
-        self.data_dir.mkdir(parents=True, exist_ok=True)
         self.start_web()
         self.start_worker(workers)
+        return self.wait_healthy()
+
+    def wait_healthy(self):
         wait_for(lambda: requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200,
                  60, "docshift")
         return self
@@ -153,8 +156,8 @@ class Service:
         self._spawn("web", [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
                             "--no-control-socket", "app:create_app()"])
 
-    def start_worker(self, workers=2):
-        self._spawn("worker", [str(BIN / "huey_consumer"), "worker.huey", "--worker-type", "thread",
+    def start_worker(self, workers=2, name="worker"):
+        self._spawn(name, [str(BIN / "huey_consumer"), "worker.huey", "--worker-type", "thread",
                                "--workers", str(workers)])
 
     def stop(self):
