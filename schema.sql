@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS conversions (
     source_sha256 TEXT NOT NULL,
     idempotency_key TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
+    worker TEXT,                          -- host:pid of the worker process that claimed it
     billing_class TEXT CHECK (billing_class IN ('INCLUDED', 'OVERAGE')),
     period_started_at TEXT,               -- the usage period this success was counted in
     result_size INTEGER,
@@ -70,6 +71,12 @@ CREATE TABLE IF NOT EXISTS overage_reports (
     metering_record_id TEXT,
     updated_at TEXT NOT NULL,
     PRIMARY KEY (account_id, hour)
+);
+
+-- Running totals the worker keeps for /metrics (LibreOffice restarts).
+CREATE TABLE IF NOT EXISTS tallies (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
 );
 
 -- Liveness of the worker, read by /healthz.

@@ -6,6 +6,8 @@ run that moves the row from QUEUED to PROCESSING converts.
 """
 
 import logging
+import os
+import socket
 import tempfile
 import threading
 from datetime import timedelta
@@ -15,6 +17,7 @@ from huey import SqliteHuey, crontab
 
 import converter
 import marketplace
+import observability
 import settings
 import sniff
 from office import Office
@@ -27,6 +30,8 @@ huey = SqliteHuey("docshift", filename=config["QUEUE_DATABASE"], results=False)
 
 MAX_ATTEMPTS = 3
 _local = threading.local()
+HOST = socket.gethostname()
+_recovered = threading.Lock()
 
 
 def connection():
@@ -57,13 +62,15 @@ def new_office(config, name):
 @huey.on_startup()
 def started():
     # huey_consumer configures only huey's logger; ours would go nowhere below WARNING
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s:%(name)s:%(threadName)s:%(message)s")
+    observability.configure_logging()
     db.init(connection())
     db.heartbeat(connection())
     try:
         store().ensure_bucket()
     except Exception as error:  # the store may still be starting; put_input creates it too
         log.warning("bucket not ready yet: %r", error)
+    if _recovered.acquire(blocking=False):  # once per process, not per worker thread
+        recover(connection(), store(), started_at=db.now())
     try:
         office().start()  # warm before the first task arrives
     except Exception as error:
@@ -83,7 +90,7 @@ def convert(task_id):
 
 def run_conversion(task_id, conn, objects, config, office):
     """Take a QUEUED task to SUCCEEDED (counted) or FAILED. Transient errors re-raise for a retry."""
-    claimed = db.start_processing(conn, task_id)
+    claimed = db.start_processing(conn, task_id, f"{HOST}:{os.getpid()}")
     if claimed is None:
         return None
     task, account = claimed
@@ -92,6 +99,7 @@ def run_conversion(task_id, conn, objects, config, office):
               "The subscription became inactive before the conversion ran; not billed.")
         return "FAILED"
     kind = task["source_type"]
+    restarts = office.restarts
     try:
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=_workdir(config)) as tmp:
             source = Path(tmp) / f"input.{kind}"
@@ -101,6 +109,7 @@ def run_conversion(task_id, conn, objects, config, office):
             size = result.stat().st_size
             objects.put_result(task_id, result, converter.target(kind))
     except converter.ConversionFailed as failure:
+        _count_restarts(conn, office, restarts)
         log.info("task %s failed: %s", task_id, failure.code)
         _fail(conn, objects, task_id, failure.code, failure.message)
         return "FAILED"
@@ -111,11 +120,17 @@ def run_conversion(task_id, conn, objects, config, office):
             return "FAILED"
         db.requeue(conn, task_id)
         raise
+    _count_restarts(conn, office, restarts)
     billing = db.mark_succeeded(conn, task_id, size, config["RESULT_RETENTION_SECONDS"],
                                 config["PLAN_QUOTAS"])
     _drop_input(conn, objects, task_id)
     log.info("task %s succeeded (%s, %d bytes)", task_id, billing, size)
     return "SUCCEEDED"
+
+
+def _count_restarts(conn, office, before):
+    if office.restarts > before:
+        db.add_tally(conn, "libreoffice_restarts", office.restarts - before)
 
 
 def _fail(conn, objects, task_id, code, message):
@@ -224,12 +239,52 @@ def sweep_once(conn, objects, config, at=None):
     for task in db.final_tasks_with_input(conn):
         _drop_input(conn, objects, task["id"])
     db.purge_idempotency_keys(conn, at - timedelta(seconds=int(config["IDEMPOTENCY_KEY_TTL_SECONDS"])))
+    recover_orphans(conn, objects)
     stuck_after = timedelta(seconds=int(config["CONVERSION_TIMEOUT"]) + 120)
     for task in db.stale_tasks(conn, at - timedelta(minutes=10), at - stuck_after):
         if task["status"] == "PROCESSING":
-            if task["attempts"] >= MAX_ATTEMPTS:
-                _fail(conn, objects, task["id"], "conversion_failed", "The conversion failed repeatedly.")
-                continue
-            db.requeue(conn, task["id"])
-        log.warning("re-enqueueing stuck task %s", task["id"])
+            _retry_or_fail(conn, objects, task)
+        else:
+            log.warning("re-enqueueing task %s, queued since %s", task["id"], task["created_at"])
+            convert(task["id"])
+
+
+def recover(conn, objects, started_at):
+    """At a consumer's start: take back what a killed worker process left behind.
+
+    PROCESSING tasks of dead processes go back to the queue, and QUEUED tasks are
+    enqueued again, since a killed consumer may have taken them off huey's queue
+    without claiming them. A second enqueue of a task is harmless: only one run
+    can claim it.
+    """
+    recover_orphans(conn, objects)
+    for task in db.queued_tasks(conn, started_at):
         convert(task["id"])
+
+
+def recover_orphans(conn, objects):
+    """PROCESSING tasks whose worker process on this host is gone: retried, or failed after
+    MAX_ATTEMPTS."""
+    for task in db.processing_tasks(conn):
+        host, _, pid = (task["worker"] or "").partition(":")
+        if host == HOST and pid.isdigit() and not _alive(int(pid)):
+            log.warning("task %s was left by dead worker %s", task["id"], task["worker"])
+            _retry_or_fail(conn, objects, task)
+
+
+def _retry_or_fail(conn, objects, task):
+    if task["attempts"] >= MAX_ATTEMPTS:
+        _fail(conn, objects, task["id"], "conversion_failed", "The conversion failed repeatedly.")
+        return
+    db.requeue(conn, task["id"])
+    convert(task["id"])
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -202,12 +202,12 @@ def task_by_idempotency_key(db, account_id, key):
                  [account_id, key])
 
 
-def start_processing(db, task_id):
-    """QUEUED -> PROCESSING; returns the task and its account, or None if not QUEUED."""
+def start_processing(db, task_id, worker=None):
+    """QUEUED -> PROCESSING by ``worker`` (host:pid); returns the task and its account, or None."""
     with transaction(db):
         cursor = db.execute(
-            "UPDATE conversions SET status = 'PROCESSING', attempts = attempts + 1, started_at = ? "
-            "WHERE id = ? AND status = 'QUEUED'", [iso(now()), task_id])
+            "UPDATE conversions SET status = 'PROCESSING', attempts = attempts + 1, started_at = ?, worker = ? "
+            "WHERE id = ? AND status = 'QUEUED'", [iso(now()), worker, task_id])
         if cursor.rowcount != 1:
             return None
     task = get_task(db, task_id)
@@ -282,6 +282,15 @@ def purge_idempotency_keys(db, created_before):
                       "WHERE idempotency_key IS NOT NULL AND created_at < ?", [iso(created_before)]).rowcount
 
 
+def processing_tasks(db):
+    return list(db.query("SELECT * FROM conversions WHERE status = 'PROCESSING'"))
+
+
+def queued_tasks(db, created_before):
+    return list(db.query("SELECT id FROM conversions WHERE status = 'QUEUED' AND created_at < ?",
+                         [iso(created_before)]))
+
+
 def stale_tasks(db, queued_before, processing_before):
     """Tasks a lost enqueue or a dead worker left behind."""
     return list(db.query(
@@ -347,6 +356,16 @@ def heartbeat(db, name="worker"):
 def last_heartbeat(db, name="worker"):
     row = first(db, "SELECT beat_at FROM heartbeats WHERE name = ?", [name])
     return parse(row["beat_at"]) if row else None
+
+
+def add_tally(db, name, amount=1):
+    db.execute("INSERT INTO tallies (name, value) VALUES (?, ?) "
+               "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", [name, amount])
+
+
+def tally(db, name):
+    row = first(db, "SELECT value FROM tallies WHERE name = ?", [name])
+    return row["value"] if row else 0
 
 
 def first(db, sql, params=()):

@@ -11,6 +11,7 @@ import logging
 from datetime import timedelta
 from urllib.parse import urlsplit
 
+import urllib3
 from minio import Minio
 from minio.commonconfig import ENABLED, Filter
 from minio.error import S3Error
@@ -37,7 +38,13 @@ class ObjectStore:
         self.bucket = config["S3_BUCKET"]
         credentials = dict(access_key=config["S3_ACCESS_KEY"], secret_key=config["S3_SECRET_KEY"],
                            region=config["S3_REGION"])
-        self.client = Minio(config["S3_ENDPOINT"], secure=bool(config["S3_SECURE"]), **credentials)
+        # the SDK's default waits 5 minutes to connect and retries 5 times: an outage must
+        # reach a client as a prompt 503, and the worker has its own retries
+        http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=3, read=60), maxsize=10,
+            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]))
+        self.client = Minio(config["S3_ENDPOINT"], secure=bool(config["S3_SECURE"]), http_client=http,
+                            **credentials)
         public = urlsplit(config["S3_PUBLIC_URL"])
         self.signer = Minio(public.netloc, secure=public.scheme == "https", **credentials)
 

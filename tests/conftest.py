@@ -4,6 +4,7 @@ and a live service (gunicorn + huey_consumer) on loopback."""
 import io
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +49,19 @@ def wait_for(check, timeout, what):
     raise TimeoutError(f"{what} did not come up in {timeout} s")
 
 
+def stop_process_group(process, grace=30):
+    """SIGTERM the process group, SIGKILL it if it is still there after ``grace`` seconds."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait()
+
+
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
@@ -68,8 +82,7 @@ def s3(tmp_path_factory):
     # worker.py reads its settings at import; the in-process apps of the suite enqueue into this
     os.environ["DOCSHIFT_DATA_DIR"] = str(tmp_path_factory.mktemp("queue"))
     yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process}
-    process.terminate()
-    process.wait(10)
+    stop_process_group(process)
 
 
 @pytest.fixture
@@ -134,6 +147,7 @@ class Service:
                     "DOCSHIFT_PORT": str(self.port), "DOCSHIFT_S3_BUCKET": f"svc-{self.port}",
                     "PATH": f"{BIN}:{os.environ['PATH']}"}
         self.env.update({f"DOCSHIFT_{k}": str(v) for k, v in settings_env.items()})
+        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)  # its own, under its data dir
         self.processes = {}
         self.data_dir.mkdir(parents=True, exist_ok=True)
 
@@ -162,14 +176,7 @@ class Service:
 
     def stop(self):
         for process in self.processes.values():
-            if process.poll() is None:
-                os.killpg(process.pid, 15)
-        for process in self.processes.values():
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, 9)
-                process.wait()
+            stop_process_group(process)
         self.processes.clear()
 
     def config(self):

@@ -149,7 +149,6 @@ def test_store_down_answers_503_and_keeps_nothing(app, client, account):
     app.config["S3_ENDPOINT"] = "127.0.0.1:9"  # nothing listens on the discard port
     from storage.objects import ObjectStore
     store = ObjectStore(app.config)
-    store.client._http.connection_pool_kw["retries"] = 0
     app.extensions["docshift.store"] = store
     assert_problem(upload(client, account), 503, "service_unavailable")
     with app.app_context():

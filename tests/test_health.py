@@ -14,7 +14,6 @@ def test_store_down_and_no_worker(app, client):
 
     app.config["S3_ENDPOINT"] = "127.0.0.1:9"
     store = ObjectStore(app.config)
-    store.client._http.connection_pool_kw["retries"] = 0
     app.extensions["docshift.store"] = store
     response = client.get("/healthz")
     assert response.status_code == 503

@@ -1,0 +1,136 @@
+"""Faults: a consumer killed with tasks in flight, the object store going away, a busy
+database. A task accepted with 202 always reaches a final state, counted at most once."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+import settings
+from conftest import Service, free_port_block, stop_process_group, wait_for
+from storage import objectstore
+
+FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
+
+
+def statuses(service, key, task_ids):
+    return [service.wait_status(key, task_id) for task_id in task_ids]
+
+
+def test_sigkill_of_the_consumer_mid_flight_then_restart(s3, tmp_path, legacy, slow_xls):
+    service = Service(tmp_path / "svc", s3["env"]).start()
+    try:
+        key = service.register("killed-consumer")
+        files = [slow_xls, legacy["doc"], slow_xls, legacy["ppt"], legacy["xls"], slow_xls]
+        task_ids = [service.submit(key, path).json()["task_id"] for path in files]
+        deadline = time.monotonic() + 60
+        while "PROCESSING" not in statuses(service, key, task_ids):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        consumer = service.processes["worker"]
+        os.killpg(consumer.pid, signal.SIGKILL)
+        consumer.wait()
+        in_flight = statuses(service, key, task_ids)
+        assert "PROCESSING" in in_flight and not all(s in FINAL for s in in_flight)
+
+        service.start_worker()
+        tasks = [service.wait(key, task_id, timeout=180) for task_id in task_ids]
+        assert [t["status"] for t in tasks] == ["SUCCEEDED"] * 6, tasks
+        usage = requests.get(f"{service.base_url}/v1/account/usage", headers={"Authorization": f"Bearer {key}"},
+                             timeout=10).json()
+        assert usage["included_used"] == 6  # each counted once
+        # the killed consumer's LibreOffice processes went with it
+        time.sleep(1.5)
+        old = [line for line in subprocess.run(["pgrep", "-af", "soffice.bin"], capture_output=True,
+                                               text=True).stdout.splitlines() if str(service.data_dir) in line]
+        assert len(old) <= 2, old  # only the new consumer's two
+    finally:
+        service.stop()
+
+
+@pytest.fixture
+def own_store(tmp_path):
+    """A SeaweedFS of this test's own, to stop and start again."""
+    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
+    # not the session store's endpoint and credentials, which the environment carries
+    config = settings.load({"DATA_DIR": str(tmp_path / "store"), "S3_PORT": port, "S3_ENDPOINT": None,
+                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
+    argv = objectstore.command(config)
+
+    class Store:
+        env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
+               "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
+        process = None
+
+        def start(self):
+            with open(tmp_path / "weed.log", "ab") as log:
+                self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
+                     60, "SeaweedFS")
+
+        def stop(self):
+            stop_process_group(self.process)
+
+    store = Store()
+    store.start()
+    yield store
+    store.stop()
+
+
+def test_object_store_down_and_back(own_store, tmp_path, legacy):
+    service = Service(tmp_path / "svc", own_store.env).start()
+    try:
+        key = service.register("store-outage")
+        queued = service.submit(key, legacy["doc"]).json()["task_id"]
+        service.wait(key, queued)
+        own_store.stop()
+        refused = service.submit(key, legacy["xls"])
+        assert refused.status_code == 503 and refused.json()["code"] == "service_unavailable"
+        assert requests.get(f"{service.base_url}/healthz", timeout=30).status_code == 503
+        own_store.start()
+        accepted = service.submit(key, legacy["xls"])
+        assert accepted.status_code == 202
+        assert service.wait(key, accepted.json()["task_id"])["status"] == "SUCCEEDED"
+        assert requests.get(f"{service.base_url}/healthz", timeout=10).status_code == 200
+    finally:
+        service.stop()
+
+
+def test_worker_retries_while_the_store_is_away(own_store, tmp_path, legacy):
+    service = Service(tmp_path / "svc", own_store.env)
+    service.start_web()
+    try:
+        wait_for(lambda: requests.get(f"{service.base_url}/healthz", timeout=2).status_code in (200, 503), 60, "web")
+        key = service.register("store-flap")
+        task_id = service.submit(key, legacy["ppt"]).json()["task_id"]  # stored; no worker yet
+        own_store.stop()
+        service.start_worker()
+        time.sleep(4)  # the first attempt fails on the store
+        own_store.start()
+        assert service.wait(key, task_id, timeout=120)["status"] == "SUCCEEDED"
+    finally:
+        service.stop()
+
+
+def test_busy_database_waits_instead_of_failing(live, legacy):
+    key = live.register("busy-db")
+    blocker = sqlite3.connect(live.config()["DATABASE"], isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        answers = []
+        thread = threading.Thread(target=lambda: answers.append(live.submit(key, legacy["doc"])))
+        thread.start()
+        time.sleep(2)
+        assert not answers  # the request waits for the lock rather than failing
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    thread.join(30)
+    assert answers[0].status_code == 202 and time.monotonic() - started >= 2
+    assert live.wait(key, answers[0].json()["task_id"])["status"] == "SUCCEEDED"
