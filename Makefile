@@ -12,6 +12,7 @@ SYSTEM_PACKAGES := python3-uno libreoffice-core libreoffice-writer libreoffice-c
 
 run: install
 	@$(BIN)/flask --app app init-db
+	@rm -rf "$(DOCSHIFT_DATA_DIR)/metrics"  # per-process metric files of an earlier run
 	@echo
 	@echo "docshift API:      http://127.0.0.1:$(DOCSHIFT_PORT)/v1/   (health: /healthz)"
 	@echo "get an API key:    $(BIN)/flask --app app marketplace issue-token --customer me --plan starter"

@@ -1,7 +1,5 @@
 """docshift's web app: API v1, the marketplace registration page, the operator CLI."""
 
-import logging
-
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
@@ -9,6 +7,7 @@ from flask.cli import AppGroup, with_appcontext
 import api
 import errors
 import marketplace
+import observability
 import openapi
 import registration
 import settings
@@ -25,7 +24,7 @@ def create_app(config=None):
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_UPLOAD_BYTES"] + 64 * 1024
     app.config["MAX_FORM_PARTS"] = 16
     app.json.sort_keys = False
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    observability.init_app(app)
 
     errors.register(app)
     app.register_blueprint(api.bp)

@@ -47,6 +47,8 @@ DEFAULTS = {
     "PLAN_QUOTAS": {},
     "REGISTRATION_TOKEN_MAX_AGE": 7 * 24 * 3600,
     "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,
+    # when set, /metrics answers only to "Authorization: Bearer <token>"
+    "METRICS_TOKEN": None,
 }
 
 PLANS = {"starter": 500, "team": 2500, "business": 10000}

@@ -1,0 +1,153 @@
+"""Request ids, structured logs and Prometheus metrics.
+
+Logs are JSON lines with the request id (``X-Request-Id``, taken from a proxy or
+made here, and echoed in the response). No query string is logged: a
+registration link's token would otherwise sit in the log. Keys and file
+content are never logged.
+
+``/metrics`` serves HTTP latency from every gunicorn worker (prometheus_client's
+multiprocess mode, files under the data dir) and, read from the database at
+scrape time so that they are exact across processes: tasks by type and state,
+queue depth, conversion seconds and LibreOffice restarts.
+"""
+
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+
+from flask import Response, current_app, g, request
+
+from storage import db, get_db
+
+REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record):
+        line = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname,
+                "logger": record.name, "message": record.getMessage()}
+        request_id = getattr(record, "request_id", None)
+        if request_id:
+            line["request_id"] = request_id
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line)
+
+
+class RequestIdFilter(logging.Filter):
+    def filter(self, record):
+        try:
+            record.request_id = g.get("request_id")
+        except RuntimeError:  # outside a request
+            record.request_id = None
+        return True
+
+
+def configure_logging():
+    """JSON lines on stderr for the docshift loggers (once per process)."""
+    logger = logging.getLogger("docshift")
+    if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(RequestIdFilter())
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def init_app(app):
+    configure_logging()
+    _metrics_dir(app)
+    app.before_request(_start)
+    app.after_request(_finish)
+    app.add_url_rule("/metrics", view_func=metrics)
+
+
+def _metrics_dir(app):
+    """Where the gunicorn workers write their HTTP metrics (``make run`` empties it at start);
+    set before prometheus_client is first imported, which reads it then."""
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(Path(app.config["DATA_DIR"]) / "metrics"))
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
+
+
+_latency = None
+
+
+def latency():
+    global _latency
+    if _latency is None:
+        from prometheus_client import Histogram
+
+        _latency = Histogram("docshift_http_request_duration_seconds", "HTTP request latency",
+                             ["method", "endpoint", "status"],
+                             buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+    return _latency
+
+
+def _start():
+    given = request.headers.get("X-Request-Id", "")
+    g.request_id = given if REQUEST_ID.match(given) else secrets.token_hex(8)
+    g.started = time.perf_counter()
+
+
+def _finish(response):
+    elapsed = time.perf_counter() - g.get("started", time.perf_counter())
+    response.headers["X-Request-Id"] = g.get("request_id", "")
+    endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+    latency().labels(request.method, endpoint, str(response.status_code)).observe(elapsed)
+    logging.getLogger("docshift.access").info(
+        "%s %s %s %.1f ms", request.method, request.path, response.status_code, elapsed * 1000)
+    return response
+
+
+def metrics():
+    """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token."""
+    token = current_app.config.get("METRICS_TOKEN")
+    if token and not secrets.compare_digest(request.headers.get("Authorization", ""), f"Bearer {token}"):
+        from errors import NotFound
+        raise NotFound("No such endpoint.")
+    from prometheus_client import CollectorRegistry, generate_latest, multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    registry.register(DatabaseCollector(get_db()))
+    return Response(generate_latest(registry), mimetype="text/plain; version=0.0.4")
+
+
+class DatabaseCollector:
+    """Task metrics from the shared database, exact whichever process did the work."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+        tasks = GaugeMetricFamily("docshift_tasks", "Tasks by source type and state", labels=["type", "state"])
+        for row in self.conn.query("SELECT source_type, status, count(*) AS n FROM conversions GROUP BY 1, 2"):
+            tasks.add_metric([row["source_type"], row["status"]], row["n"])
+        yield tasks
+        queued = self.conn.execute("SELECT count(*) FROM conversions WHERE status = 'QUEUED'").fetchone()[0]
+        yield GaugeMetricFamily("docshift_queue_depth", "Tasks waiting for a worker", value=queued)
+        yield self._conversion_seconds(HistogramMetricFamily)
+        restarts = CounterMetricFamily("docshift_libreoffice_restarts", "LibreOffice processes replaced "
+                                       "(recycling, crashes, timeouts)")
+        restarts.add_metric([], db.tally(self.conn, "libreoffice_restarts"))
+        yield restarts
+
+    def _conversion_seconds(self, family):
+        duration = "(julianday(finished_at) - julianday(started_at)) * 86400"
+        columns = ", ".join(f"sum({duration} <= {le})" for le in BUCKETS)
+        row = self.conn.execute(
+            f"SELECT {columns}, count(*), coalesce(sum({duration}), 0) FROM conversions "
+            "WHERE started_at IS NOT NULL AND finished_at IS NOT NULL").fetchone()
+        counts, total, seconds = row[:len(BUCKETS)], row[-2], row[-1]
+        buckets = [(str(le), n or 0) for le, n in zip(BUCKETS, counts)] + [("+Inf", total)]
+        return family("docshift_conversion_seconds", "Seconds from claim to final state",
+                      buckets=buckets, sum_value=seconds)

@@ -1,0 +1,57 @@
+"""Metrics in Prometheus format and JSON logs with a request id; never a key, a token or content."""
+
+import json
+
+import requests
+
+import marketplace
+
+
+def metric(text, name, labels=""):
+    for line in text.splitlines():
+        if line.startswith(f"{name}{labels} ") or (not labels and line.startswith(f"{name} ")):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_metrics_of_a_live_service(live, legacy):
+    key = live.register("metrics")
+    task_id = live.submit(key, legacy["doc"]).json()["task_id"]
+    live.wait(key, task_id)
+    for _ in range(3):
+        requests.get(f"{live.base_url}/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {key}"},
+                     timeout=10)
+    text = requests.get(f"{live.base_url}/metrics", timeout=10).text
+    assert metric(text, "docshift_tasks", '{state="SUCCEEDED",type="doc"}') >= 1
+    assert metric(text, "docshift_queue_depth") is not None
+    assert metric(text, "docshift_conversion_seconds_count") >= 1
+    assert metric(text, "docshift_libreoffice_restarts_total") is not None
+    polls = [line for line in text.splitlines() if line.startswith("docshift_http_request_duration_seconds_count")
+             and 'endpoint="/v1/conversions/<task_id>"' in line and 'status="200"' in line]
+    assert polls and float(polls[0].rsplit(" ", 1)[1]) >= 3  # from both gunicorn workers together
+    assert key not in text
+
+
+def test_metrics_token(app, client):
+    app.config["METRICS_TOKEN"] = "s3cret-metrics"
+    assert client.get("/metrics").status_code == 404
+    assert client.get("/metrics", headers={"Authorization": "Bearer s3cret-metrics"}).status_code == 200
+
+
+def test_json_logs_with_request_id_and_no_secrets(live, legacy):
+    token = marketplace.LocalMarketplace(live.config()).issue_token("logged", "starter")
+    key = requests.get(f"{live.base_url}/marketplace/register", params={"token": token},
+                       headers={"Accept": "application/json"}, timeout=10).json()["api_key"]
+    answer = requests.get(f"{live.base_url}/v1/account/usage",
+                          headers={"Authorization": f"Bearer {key}", "X-Request-Id": "trace-42"}, timeout=10)
+    assert answer.headers["X-Request-Id"] == "trace-42"
+    made = requests.get(f"{live.base_url}/healthz", timeout=10).headers["X-Request-Id"]
+    assert len(made) == 16
+    lines = [json.loads(line) for line in (live.data_dir / "web.log").read_text().splitlines()
+             if line.startswith("{")]
+    access = [line for line in lines if line["logger"] == "docshift.access"]
+    assert any(line.get("request_id") == "trace-42" and "/v1/account/usage 200" in line["message"]
+               for line in access)
+    assert any(line.get("request_id") == made for line in access)
+    log = (live.data_dir / "web.log").read_text()
+    assert token not in log and key not in log
