@@ -52,19 +52,25 @@ class LoadFailed(Exception):
     """LibreOffice could not load or store the document (the process is fine)."""
 
 
+# as root; else through an unprivileged user namespace, where the kernel allows one (Debian does)
+NAMESPACE_PREFIXES = (["unshare", "--net", "--"], ["unshare", "--user", "--map-root-user", "--net", "--"])
 _netns = None
 
 
-def network_namespace_available():
-    """True if ``unshare --net`` works here (root, or a user namespace allowed)."""
+def network_namespace():
+    """The command prefix that puts LibreOffice in a network namespace with no network, or []."""
     global _netns
     if _netns is None:
-        try:
-            _netns = subprocess.run(["unshare", "--net", "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            _netns = False
+        _netns = []
+        for prefix in NAMESPACE_PREFIXES:
+            try:
+                if subprocess.run(prefix + ["true"], capture_output=True, timeout=10).returncode == 0:
+                    _netns = prefix
+                    break
+            except (OSError, subprocess.TimeoutExpired):
+                continue
         if not _netns:
-            log.warning("unshare --net is not permitted: LibreOffice runs without its own network namespace")
+            log.warning("no network namespace can be made here: LibreOffice runs with the host's network")
     return _netns
 
 
@@ -90,9 +96,7 @@ class Office:
         (self.profile / "user").mkdir()
         (self.profile / "user" / "registrymodifications.xcu").write_text(PROFILE_SETTINGS)
         pipe = f"docshift-{os.getpid()}-{self.profile.name}"
-        argv = [UNO_PYTHON, str(BRIDGE), self.profile.as_uri(), pipe]
-        if network_namespace_available():
-            argv = ["unshare", "--net", "--"] + argv
+        argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), self.profile.as_uri(), pipe]
         self.process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=self._limit_memory, text=True, bufsize=1)
