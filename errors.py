@@ -68,6 +68,12 @@ class ServiceUnavailable(ApiError):
     status, code, title = 503, "service_unavailable", "Service unavailable"
 
 
+try:  # gunicorn raises these while the app reads a malformed or cut-off body
+    from gunicorn.http.errors import NoMoreData, ParseException
+    BROKEN_BODY = (ParseException, NoMoreData)
+except ImportError:  # another WSGI server
+    BROKEN_BODY = ()
+
 # werkzeug's own errors (routing, body limits) mapped onto ours
 _BY_STATUS = {400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: FileTooLarge,
               415: UnsupportedFileType}
@@ -110,5 +116,8 @@ def register(app):
 
     @app.errorhandler(Exception)
     def unexpected(error):
+        if isinstance(error, BROKEN_BODY):
+            log.info("malformed request body on %s %s: %r", request.method, request.path, error)
+            return problem(InvalidRequest("The request body is malformed or was cut off."))
         log.exception("unhandled error on %s %s", request.method, request.path)
         return problem(ApiError("The server failed to handle this request; it has been logged."))
