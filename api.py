@@ -25,7 +25,7 @@ log = logging.getLogger("docshift.api")
 bp = Blueprint("v1", __name__, url_prefix="/v1")
 
 EXTENSIONS = {".doc": "doc", ".xls": "xls", ".ppt": "ppt"}
-TASK_ID = re.compile(r"^tsk_[0-9a-f]{24}$")
+TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
 STORE_DOWN = (MinioException, Urllib3Error, OSError)
 
 
@@ -145,7 +145,7 @@ def _submission(task, replay):
 
 @bp.get("/conversions/<task_id>")
 def task(task_id):
-    row = db.get_task(get_db(), task_id, g.account["id"]) if TASK_ID.match(task_id) else None
+    row = db.get_task(get_db(), task_id, g.account["id"]) if TASK_ID.fullmatch(task_id) else None
     if row is None:
         raise TaskNotFound("No task with this id exists for this account.")
     headers = {"Retry-After": "2"} if row["status"] in ("QUEUED", "PROCESSING") else {}
@@ -201,7 +201,10 @@ def clean_filename(name):
     """The last path component, without control characters; what the client named its file."""
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(c for c in name if unicodedata.category(c)[0] != "C").strip()
-    return name[:255]
+    if len(name) > 255:  # shorten the stem, keep the extension
+        path = PurePosixPath(name)
+        name = path.stem[:255 - len(path.suffix)] + path.suffix
+    return name
 
 
 def content_disposition(source_filename, extension):

@@ -24,6 +24,8 @@ def create_app(config=None):
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_UPLOAD_BYTES"] + 64 * 1024
     app.config["MAX_FORM_PARTS"] = 16
     app.json.sort_keys = False
+    # "/v1/conversions//x" must not be redirected to another path
+    app.url_map.merge_slashes = False
     observability.init_app(app)
 
     errors.register(app)

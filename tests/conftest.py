@@ -168,7 +168,8 @@ class Service:
 
     def start_web(self):
         self._spawn("web", [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
-                            "--no-control-socket", "app:create_app()"])
+                            "--worker-class", "gthread", "--threads", "8", "--no-control-socket",
+                            "app:create_app()"])
 
     def start_worker(self, workers=2, name="worker"):
         self._spawn(name, [str(BIN / "huey_consumer"), "worker.huey", "--worker-type", "thread",
