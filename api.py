@@ -175,9 +175,7 @@ def task_view(row):
 @bp.get("/account/usage")
 def usage():
     account = g.account
-    conn = get_db()
-    with db.transaction(conn):
-        period = db.current_period(conn, account)
+    period = db.usage_period(get_db(), account)
     quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
     return schemas.Usage().dump({
         "plan": account["plan"], "subscription_status": account["status"],

@@ -139,8 +139,7 @@ def usage_report():
         if not account["plan"]:
             click.echo(f"{account['customer_id']}  no plan yet ({account['status']})")
             continue
-        with db.transaction(conn):
-            period = db.current_period(conn, account)
+        period = db.usage_period(conn, account)
         quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
         amount = period["overage_used"] * settings.OVERAGE_USD
         click.echo(f"{account['customer_id']}  {account['plan']}  included {period['included_used']}/{quota}"

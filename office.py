@@ -75,7 +75,7 @@ def network_namespace():
 
 
 class Office:
-    def __init__(self, base_dir, max_conversions=200, memory_limit_mb=4096, name="office"):
+    def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office"):
         self.base_dir = Path(base_dir)
         self.max_conversions = max_conversions
         self.memory_limit = memory_limit_mb * 1024 * 1024
@@ -112,6 +112,8 @@ class Office:
 
     def _limit_memory(self):
         resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
+        # conversions yield the CPU to the API: polls stay fast while LibreOffice works
+        os.nice(10)
 
     def stop(self):
         if self.process is not None:
@@ -168,10 +170,12 @@ class Office:
         if answer.get("error") == "crashed":
             self.stop()
             raise OfficeCrashed(answer.get("detail", ""))
+        if not answer["ok"]:
+            # a file LibreOffice choked on may have left it in a state that fails the next one
+            self.stop()
+            raise LoadFailed(answer.get("detail", ""))
         if self.conversions >= self.max_conversions:
             self.restart()  # LibreOffice never gives memory back; a fresh one does
-        if not answer["ok"]:
-            raise LoadFailed(answer.get("detail", ""))
         return answer.get("facts", {})
 
     def _read(self, timeout):

@@ -76,8 +76,11 @@ def facts(document):
     return {}
 
 
-def answers(desktop):
-    """False once LibreOffice is gone (crashed, killed): any call over the bridge then fails."""
+def answers(desktop, error=None):
+    """False once LibreOffice is gone (crashed, killed) or hurt: a RuntimeException such as
+    std::bad_alloc leaves a process that fails whatever it is given next."""
+    if error is not None and ("RuntimeException" in type(error).__name__ or "bad_alloc" in str(error)):
+        return False
     try:
         desktop.getCurrentComponent()
         return True
@@ -90,7 +93,7 @@ def convert(desktop, request):
     try:
         document = desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD))
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
-        if not answers(desktop):
+        if not answers(desktop, error):
             raise
         return {"ok": False, "error": "load_failed", "detail": f"{type(error).__name__}: {error}"}
     if document is None:
@@ -100,7 +103,7 @@ def convert(desktop, request):
         document.storeToURL(uno.systemPathToFileUrl(request["target"]),
                             props(FilterName=request["filter"], Overwrite=True))
     except Exception as error:
-        if not answers(desktop):
+        if not answers(desktop, error):
             raise
         return {"ok": False, "error": "store_failed", "detail": f"{type(error).__name__}: {error}"}
     finally:

@@ -174,6 +174,17 @@ def current_period(db, account, at=None):
                  [account["id"], row["started_at"]])
 
 
+def usage_period(db, account, at=None):
+    """The current period for reading: no write lock unless a period must be made or rolled."""
+    at = at or now()
+    row = first(db, "SELECT * FROM usage_periods WHERE account_id = ? ORDER BY started_at DESC LIMIT 1",
+                [account["id"]])
+    if row is not None and parse(row["started_at"]) <= at < parse(row["ends_at"]):
+        return row
+    with transaction(db):
+        return current_period(db, account, at)
+
+
 # conversion tasks ------------------------------------------------------------
 
 def create_task(db, task):

@@ -87,18 +87,13 @@ def test_key_shown_copied_used_and_not_shown_again(page, live):
     assert usage(live, second).status_code == 200
 
 
-def test_missing_token_page(page, live):
-    response = page.goto(f"{live.base_url}/marketplace/register")
+@pytest.mark.parametrize("query,message", [
+    ("", "registration token missing: open the setup link from the marketplace"),
+    ("?token=garbage", "registration token invalid or expired: restart setup from the marketplace"),
+])
+def test_refused_registration_pages(page, live, query, message):
+    response = page.goto(f"{live.base_url}/marketplace/register{query}")
     assert response.status == 400
     expect(page.locator("h1")).to_have_text("Registration failed")
-    assert "registration token missing: open the setup link from the marketplace" \
-        in page.locator("body").inner_text()
-
-
-def test_invalid_token_page(page, live):
-    response = page.goto(f"{live.base_url}/marketplace/register?token=garbage")
-    assert response.status == 400
-    expect(page.locator("h1")).to_have_text("Registration failed")
-    assert "registration token invalid or expired: restart setup from the marketplace" \
-        in page.locator("body").inner_text()
+    assert message in page.locator("body").inner_text()
     assert page.locator("#api-key").count() == 0
