@@ -22,6 +22,7 @@ run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" exec $(BIN)/honcho start --no-prefix -f Procfile 2>&1 || true
 
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/pytest
 
 install: system $(VENV)/.installed

@@ -16,9 +16,17 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 import keys
 import schemas
 from converter import target
-from errors import (FileTooLarge, IdempotencyConflict, InvalidApiKey, InvalidRequest,
-                    MissingApiKey, ServiceUnavailable, SubscriptionInactive, TaskNotFound,
-                    UnsupportedFileType)
+from errors import (
+    FileTooLarge,
+    IdempotencyConflict,
+    InvalidApiKey,
+    InvalidRequest,
+    MissingApiKey,
+    ServiceUnavailable,
+    SubscriptionInactive,
+    TaskNotFound,
+    UnsupportedFileType,
+)
 from storage import db, get_db, get_store
 
 log = logging.getLogger("docshift.api")

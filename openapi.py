@@ -61,7 +61,8 @@ def document(base_url):
                     "links": {"GetTask": {"operationId": "getConversion",
                                           "parameters": {"task_id": "$response.body#/task_id"}}},
                     "headers": {"Location": location, "Idempotent-Replayed": {
-                        "description": "`true` when this answers a replay.", "schema": {"type": "string", "enum": ["true"]}}}},
+                        "description": "`true` when this answers a replay.",
+                        "schema": {"type": "string", "enum": ["true"]}}}},
             **{str(status): problem(status) for status in (400, *AUTH_ERRORS, 413, 415, 422, 503)},
         }}})
     spec.path("/v1/conversions/{task_id}", operations={"get": {

@@ -78,7 +78,7 @@ def main():
 
     print(f"# docshift corpus: {len(rows)} files from {args.corpus.name}, against {args.url}\n")
     harness.print_outcomes(rows, bodies)
-    every = sum(latency.values(), [])
+    every = [s for values in latency.values() for s in values]
     print("\none at a time, submit->SUCCEEDED:")
     print("| type | files | p50 s | p90 s |")
     print("|---|---|---|---|")

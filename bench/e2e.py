@@ -33,8 +33,8 @@ def main():
     print("| type | files | api p50 s | api p90 s | cold p50 s | cold p90 s | p50 api/cold |")
     print("|---|---|---|---|---|---|---|")
     for k in sorted(api_seconds) + ["all"]:
-        a = sum(api_seconds.values(), []) if k == "all" else api_seconds[k]
-        c = sum(cold_seconds.values(), []) if k == "all" else cold_seconds[k]
+        a = [s for v in api_seconds.values() for s in v] if k == "all" else api_seconds[k]
+        c = [s for v in cold_seconds.values() for s in v] if k == "all" else cold_seconds[k]
         print(f"| {k} | {len(a)} | {quantile(a, .5):.2f} | {quantile(a, .9):.2f} | {quantile(c, .5):.2f} "
               f"| {quantile(c, .9):.2f} | {quantile(a, .5) / quantile(c, .5):.2f} |")
 

@@ -4,9 +4,9 @@ import io
 import socket
 
 import pytest
+from conftest import post_file, register
 
 import keys
-from conftest import post_file, register
 from storage import db
 
 LIMIT = 4 * 1024 * 1024

@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 from click import Group
 
-
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
@@ -33,7 +32,8 @@ def test_lifecycle_from_the_cli(app, client):
     key = register(client, app, "cli-customer")
     runner = app.test_cli_runner()
     auth = {"Authorization": f"Bearer {key}"}
-    assert runner.invoke(args=["marketplace", "set-plan", "--customer", "cli-customer", "--plan", "team"]).exit_code == 0
+    set_plan = ["marketplace", "set-plan", "--customer", "cli-customer", "--plan", "team"]
+    assert runner.invoke(args=set_plan).exit_code == 0
     assert client.get("/v1/account/usage", headers=auth).get_json()["included_quota"] == 2500
     assert runner.invoke(args=["marketplace", "deactivate", "--customer", "cli-customer"]).exit_code == 0
     assert client.get("/v1/account/usage", headers=auth).status_code == 403

@@ -9,8 +9,8 @@ import openpyxl
 import pptx
 import pytest
 import requests
-
 from conftest import DOC_PARAGRAPHS, PPT_TITLES, XLS_SHEETS
+
 from storage.objects import OOXML_TYPES, ObjectStore
 
 

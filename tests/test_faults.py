@@ -10,9 +10,9 @@ import time
 
 import pytest
 import requests
+from conftest import Service, free_port_block, stop_process_group, wait_for
 
 import settings
-from conftest import Service, free_port_block, stop_process_group, wait_for
 from storage import objectstore
 
 FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")

@@ -374,7 +374,8 @@ def broken_multiparts(draw):
 
     boundary = b"XyZ-boundary"
     if sometimes(3):
-        boundary = draw(st.sampled_from([b"b", b"a" * 70, b"a" * 200, b"--", b"=?"]) | st.binary(min_size=1, max_size=20))
+        boundary = draw(st.sampled_from([b"b", b"a" * 70, b"a" * 200, b"--", b"=?"])
+                        | st.binary(min_size=1, max_size=20))
     newline = b"\n" if sometimes(4) else b"\r\n"
     delimiter = b"--" + boundary
     body = b""

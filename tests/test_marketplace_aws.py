@@ -9,10 +9,10 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.stub import Stubber
+from conftest import post_file
 
 import marketplace
 import worker
-from conftest import post_file
 from storage import db, get_db, get_store
 
 PRODUCT = "prod-docshift1"
@@ -138,7 +138,8 @@ def test_invalid_and_expired_tokens(client, aws, error):
     aws.metering_stub.add_client_error("resolve_customer", service_error_code=error, http_status_code=400)
     response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": "bad"})
     assert response.status_code == 400
-    assert "registration token invalid or expired: restart setup from the marketplace" in response.get_data(as_text=True)
+    assert "registration token invalid or expired: restart setup from the marketplace" \
+        in response.get_data(as_text=True)
 
 
 def test_token_of_another_product(client, aws):

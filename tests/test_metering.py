@@ -3,11 +3,11 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from test_marketplace_aws import ACCOUNT, LICENSE, PRODUCT, Aws
 
 import marketplace
 import worker
 from storage import db
-from test_marketplace_aws import ACCOUNT, LICENSE, PRODUCT, Aws
 
 NOW = datetime(2026, 11, 21, 12, 5, tzinfo=UTC)  # five past noon: the report runs for 11:00-12:00
 QUOTAS = {"starter": 0, "team": 0, "business": 0}  # every success is overage

@@ -5,10 +5,10 @@ import sqlite3
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import register
 
 import keys
 import marketplace
-from conftest import register
 
 
 def token(app, customer="buyer-1", plan="team"):

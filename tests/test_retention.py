@@ -1,8 +1,9 @@
 """Retention and deletion: inputs go when final, results expire, sweeps are crash-safe."""
 
+from conftest import post_file
+
 import keys
 import worker
-from conftest import post_file
 from storage import db, get_db, get_store
 from storage.objects import ObjectStore
 

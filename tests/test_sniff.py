@@ -1,9 +1,9 @@
 """The sniffing table: what is accepted as .doc, .xls and .ppt before LibreOffice sees it."""
 
 import pytest
+from conftest import _soffice_save
 
 import sniff
-from conftest import _soffice_save
 from converter import ConversionFailed
 
 

@@ -3,9 +3,9 @@
 from datetime import timedelta
 
 import requests
+from conftest import post_file
 
 import worker
-from conftest import post_file
 from storage import db, get_db, get_store
 
 

@@ -3,12 +3,12 @@ documented codes, counting per plan, inputs deleted once final."""
 
 import os
 
-from msoffcrypto.format.ooxml import OOXMLFile
 import pytest
+from conftest import post_file, register
+from msoffcrypto.format.ooxml import OOXMLFile
 
 import keys
 import worker
-from conftest import post_file, register
 from storage import db, get_db, get_store
 
 
