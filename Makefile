@@ -5,10 +5,11 @@ BIN := $(VENV)/bin
 export DOCSHIFT_PORT ?= 8000
 export DOCSHIFT_DATA_DIR ?= var
 SYSTEM_PACKAGES := python3-uno libreoffice-core libreoffice-writer libreoffice-calc libreoffice-impress \
-	fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core \
-	chromium
+	fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core
+# the registration page is tested in a real browser
+TEST_PACKAGES := chromium
 
-.PHONY: run test install system
+.PHONY: run test install system test-system apt
 
 run: install
 	@$(BIN)/flask --app app init-db
@@ -19,23 +20,30 @@ run: install
 	@echo "                   then open the printed link (or curl it with -H 'Accept: application/json')"
 	@echo "stop:              Ctrl-C"
 	@echo
-	PATH="$(CURDIR)/$(BIN):$$PATH" exec $(BIN)/honcho start --no-prefix -f Procfile 2>&1 || true
+	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start --no-prefix -f Procfile 2>&1 || true
 
-test: install
+test: install test-system
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
 install: system $(VENV)/.installed
 
-# LibreOffice and fonts from Debian, only what is missing (apt needs root)
+# Debian packages, only what is missing (apt needs root)
 system:
-	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	@$(MAKE) --no-print-directory apt PACKAGES="$(SYSTEM_PACKAGES)"
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || $(MAKE) --no-print-directory apt PACKAGES=python3-venv
+
+test-system:
+	@$(MAKE) --no-print-directory apt PACKAGES="$(TEST_PACKAGES)"
+
+apt:
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" != 0 ]; then echo "as root, run: apt-get install $$missing"; exit 1; fi; \
 		echo "installing $$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq python3-venv; }
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -50,13 +50,11 @@ def store():
 def office():
     """This worker thread's own warm LibreOffice: workers and LibreOffices are one-to-one."""
     if not hasattr(_local, "office"):
-        _local.office = new_office(config, threading.current_thread().name)
+        _local.office = Office(Path(config["DATA_DIR"]) / "office",
+                               max_conversions=int(config["OFFICE_MAX_CONVERSIONS"]),
+                               memory_limit_mb=int(config["OFFICE_MEMORY_LIMIT_MB"]),
+                               name=threading.current_thread().name)
     return _local.office
-
-
-def new_office(config, name):
-    return Office(Path(config["DATA_DIR"]) / "office", max_conversions=int(config["OFFICE_MAX_CONVERSIONS"]),
-                  memory_limit_mb=int(config["OFFICE_MEMORY_LIMIT_MB"]), name=name)
 
 
 @huey.on_startup()
