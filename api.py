@@ -10,8 +10,6 @@ from urllib.parse import quote
 
 from flask import Blueprint, current_app, g, request
 from marshmallow import ValidationError
-from minio.error import MinioException
-from urllib3.exceptions import HTTPError as Urllib3Error
 
 import keys
 import schemas
@@ -22,7 +20,6 @@ from errors import (
     InvalidApiKey,
     InvalidRequest,
     MissingApiKey,
-    ServiceUnavailable,
     SubscriptionInactive,
     TaskNotFound,
     UnsupportedFileType,
@@ -34,7 +31,6 @@ bp = Blueprint("v1", __name__, url_prefix="/v1")
 
 EXTENSIONS = {".doc": "doc", ".xls": "xls", ".ppt": "ppt"}
 TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
-STORE_DOWN = (MinioException, Urllib3Error, OSError)
 
 
 @bp.before_request
@@ -50,10 +46,7 @@ def authenticated_account():
         raise MissingApiKey("Send the header Authorization: Bearer <API_KEY>.")
     if not keys.well_formed(key):  # a mistyped key never reaches the database
         raise InvalidApiKey("The API key is not valid.")
-    try:
-        account = db.account_for_key(get_db(), keys.digest(key))
-    except sqlite3.OperationalError as error:
-        raise ServiceUnavailable("The database is not answering; retry shortly.") from error
+    account = db.account_for_key(get_db(), keys.digest(key))
     if account is None:
         raise InvalidApiKey("The API key is not valid.")
     if account["status"] != "active":
@@ -86,11 +79,7 @@ def submit():
             return _replay(existing, digest, filename)
 
     task_id = db.new_id("tsk")
-    try:
-        get_store().put_input(task_id, data)
-    except STORE_DOWN as error:
-        log.error("object store unavailable for %s: %r", task_id, error)
-        raise ServiceUnavailable("The object store is not answering; retry shortly.") from error
+    get_store().put_input(task_id, data)  # a store that does not answer is a 503 (errors.py)
     task = {"id": task_id, "account_id": account["id"], "status": "QUEUED",
             "source_filename": filename, "source_type": kind, "source_size": len(data),
             "source_sha256": digest, "idempotency_key": idempotency_key,
@@ -101,11 +90,12 @@ def submit():
         # an identical request committed first: ours is dropped, theirs is the answer
         get_store().delete_input(task_id)
         return _replay(db.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename)
-    except sqlite3.OperationalError as error:
-        get_store().delete_input(task_id)
-        raise ServiceUnavailable("The database is not answering; retry shortly.") from error
+    except sqlite3.OperationalError:
+        get_store().delete_input(task_id)  # no row, so no input either; the 503 is errors.py's
+        raise
 
-    # row first, enqueue second: a lost enqueue is recovered by the worker's sweep
+    # row first, enqueue second: a lost enqueue is recovered by the worker's sweep. Imported
+    # here because importing worker opens huey's queue, which the web needs only to enqueue.
     from worker import convert
     try:
         convert(task_id)
@@ -169,11 +159,8 @@ def task_view(row):
     if row["status"] == "SUCCEEDED":
         extension = target(row["source_type"])
         expires_in = current_app.config["DOWNLOAD_EXPIRES_IN"]
-        try:
-            view["download_url"] = get_store().presign_result(
-                row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)
-        except STORE_DOWN as error:
-            raise ServiceUnavailable("The object store is not answering; retry shortly.") from error
+        view["download_url"] = get_store().presign_result(
+            row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)
         view["download_expires_in"] = expires_in
     if row["status"] == "FAILED":
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}

@@ -4,8 +4,11 @@ Handlers log the cause and return a safe message: never a stack trace, never a k
 """
 
 import logging
+import sqlite3
 
 from flask import jsonify, request
+from minio.error import MinioException
+from urllib3.exceptions import HTTPError as Urllib3Error
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger("docshift")
@@ -74,6 +77,11 @@ try:  # gunicorn raises these while the app reads a malformed or cut-off body
 except ImportError:  # another WSGI server
     BROKEN_BODY = ()
 
+# a dependency that does not answer: the client should retry, whichever view it was
+UNAVAILABLE = {sqlite3.OperationalError: "The database is not answering; retry shortly.",
+               MinioException: "The object store is not answering; retry shortly.",
+               Urllib3Error: "The object store is not answering; retry shortly."}
+
 # werkzeug's own errors (routing, body limits) mapped onto ours
 _BY_STATUS = {400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: FileTooLarge,
               415: UnsupportedFileType}
@@ -116,6 +124,10 @@ def register(app):
 
     @app.errorhandler(Exception)
     def unexpected(error):
+        for kind, detail in UNAVAILABLE.items():
+            if isinstance(error, kind):
+                log.warning("%s %s: %r", request.method, request.path, error)
+                return problem(ServiceUnavailable(detail))
         if isinstance(error, BROKEN_BODY):
             log.info("malformed request body on %s %s: %r", request.method, request.path, error)
             return problem(InvalidRequest("The request body is malformed or was cut off."))

@@ -154,3 +154,12 @@ def test_store_down_answers_503_and_keeps_nothing(app, client, account):
     with app.app_context():
         from storage import get_db
         assert get_db()["conversions"].count == 0
+
+
+def test_database_unavailable_is_503_everywhere(app, client, account, tmp_path):
+    app.config["DATABASE"] = str(tmp_path)  # a directory: SQLite cannot open it
+    for method, path in (("get", "/v1/account/usage"), ("get", "/v1/conversions/tsk_000000000000000000000000"),
+                         ("post", "/v1/conversions")):
+        response = getattr(client, method)(path, headers=bearer(account))
+        assert_problem(response, 503, "service_unavailable")
+        assert "database" in response.get_json()["detail"]
