@@ -12,7 +12,7 @@ rather than trusting a message.
 import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
@@ -36,7 +36,7 @@ class Customer:
     status: str = "active"
     license_arn: str | None = None
     # end of the current contract period where the marketplace says (an entitlement's expiry)
-    period_ends_at: str | None = None
+    period_ends_at: datetime | None = None
 
 
 class LocalMarketplace:
@@ -114,8 +114,7 @@ class AwsMarketplace:
         a customer who once was active)."""
         plan, expires = self._entitlement(customer_id)
         return Customer(customer_id=customer_id, plan=plan, status="active" if plan else "pending",
-                        license_arn=license_arn,
-                        period_ends_at=expires.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if expires else None)
+                        license_arn=license_arn, period_ends_at=expires)
 
     def _entitlement(self, customer_id):
         """(plan, expiration) of the customer's best current entitlement, or (None, None)."""
@@ -215,8 +214,6 @@ class AwsMarketplace:
 
 
 def _entitled(entitlement):
-    from datetime import datetime
-
     value = entitlement.get("Value") or {}
     if value.get("BooleanValue") is False or value.get("IntegerValue") == 0:
         return False

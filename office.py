@@ -81,11 +81,9 @@ class Office:
         self.memory_limit = memory_limit_mb * 1024 * 1024
         self.name = name
         self.process = None
-        self.soffice_pid = None
         self.profile = None
         self.conversions = 0
         self.starts = 0
-        self.peak_rss = 0
         self.busy = False
 
     # lifecycle
@@ -105,10 +103,9 @@ class Office:
         except (OfficeTimeout, OfficeCrashed):
             self.stop()
             raise OfficeCrashed("LibreOffice did not start")
-        self.soffice_pid = ready["pid"]
         self.conversions = 0
         self.starts += 1
-        log.info("%s started (soffice pid %s)", self.name, self.soffice_pid)
+        log.info("%s started (bridge pid %s, soffice pid %s)", self.name, self.process.pid, ready["pid"])
 
     def _limit_memory(self):
         resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
@@ -128,7 +125,6 @@ class Office:
         if self.profile is not None:
             shutil.rmtree(self.profile, ignore_errors=True)
             self.profile = None
-        self.soffice_pid = None
 
     def restart(self):
         self.stop()
@@ -165,7 +161,6 @@ class Office:
             raise
         finally:
             self.busy = False
-        self._measure()
         self.conversions += 1
         if answer.get("error") == "crashed":
             self.stop()
@@ -208,14 +203,3 @@ class Office:
             if pgrp == self.process.pid and command.startswith("soffice.bin"):
                 return int(entry.name)
         return None
-
-    def _measure(self):
-        """Track the peak resident memory (VmHWM) of soffice.bin."""
-        pid = self.office_pid()
-        try:
-            with open(f"/proc/{pid}/status") as status:
-                for line in status:
-                    if line.startswith("VmHWM:"):
-                        self.peak_rss = max(self.peak_rss, int(line.split()[1]) * 1024)
-        except (OSError, TypeError):
-            pass

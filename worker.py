@@ -5,6 +5,7 @@ only a task id and re-reads its row, so running it twice is harmless: only the
 run that moves the row from QUEUED to PROCESSING converts.
 """
 
+import functools
 import logging
 import os
 import socket
@@ -57,6 +58,12 @@ def office():
     return _local.office
 
 
+@functools.cache
+def marketplace_backend():
+    """The configured marketplace, made once per process (the aws one holds three API clients)."""
+    return marketplace.backend(config)
+
+
 @huey.on_startup()
 def started():
     # huey_consumer configures only huey's logger; ours would go nowhere below WARNING
@@ -107,7 +114,6 @@ def run_conversion(task_id, conn, objects, config, office):
             size = result.stat().st_size
             objects.put_result(task_id, result, converter.target(kind))
     except converter.ConversionFailed as failure:
-        _count_restarts(conn, office, restarts)
         log.info("task %s failed: %s", task_id, failure.code)
         _fail(conn, objects, task_id, failure.code, failure.message)
         return "FAILED"
@@ -118,17 +124,14 @@ def run_conversion(task_id, conn, objects, config, office):
             return "FAILED"
         db.requeue(conn, task_id)
         raise
-    _count_restarts(conn, office, restarts)
+    finally:
+        if office.restarts > restarts:
+            db.add_tally(conn, "libreoffice_restarts", office.restarts - restarts)
     billing = db.mark_succeeded(conn, task_id, size, config["RESULT_RETENTION_SECONDS"],
                                 config["PLAN_QUOTAS"])
     _drop_input(conn, objects, task_id)
     log.info("task %s succeeded (%s, %d bytes)", task_id, billing, size)
     return "SUCCEEDED"
-
-
-def _count_restarts(conn, office, before):
-    if office.restarts > before:
-        db.add_tally(conn, "libreoffice_restarts", office.restarts - before)
 
 
 def _fail(conn, objects, task_id, code, message):
@@ -154,7 +157,7 @@ def _workdir(config):
 @huey.periodic_task(crontab(minute="*"))
 def subscriptions():
     """Every minute: apply the marketplace's subscription notifications."""
-    sync_subscriptions(connection(), marketplace.backend(config))
+    sync_subscriptions(connection(), marketplace_backend())
 
 
 def sync_subscriptions(conn, backend):
@@ -190,7 +193,7 @@ def sync_subscriptions(conn, backend):
 @huey.periodic_task(crontab(minute="5"))
 def meter_overage():
     """Hourly: report each account's overage of the hours that have ended."""
-    report_overage(connection(), marketplace.backend(config))
+    report_overage(connection(), marketplace_backend())
 
 
 METERING_WINDOW = timedelta(hours=6)  # the marketplace refuses records older than this

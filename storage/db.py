@@ -15,7 +15,6 @@ from pathlib import Path
 from sqlite_utils import Database
 
 SCHEMA = Path(__file__).resolve().parent.parent / "schema.sql"
-FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
 
 
 class IdempotencyKeyTaken(Exception):
@@ -77,16 +76,17 @@ def apply_subscription(db, marketplace, customer):
         if status == "pending" and account and account["activated_at"]:
             status = "inactive"
         at = iso(now())
+        contract_end = iso(customer.period_ends_at) if customer.period_ends_at else None
         if account is None:
             account = {"id": new_id("acc"), "marketplace": marketplace, "customer_id": customer.customer_id,
                        "license_arn": customer.license_arn, "plan": customer.plan, "status": status,
                        "activated_at": at if status == "active" else None, "created_at": at,
-                       "contract_ends_at": customer.period_ends_at}
+                       "contract_ends_at": contract_end}
             db["accounts"].insert(account)
             return account
         changes = {"status": status, "plan": customer.plan or account["plan"],
                    "license_arn": customer.license_arn or account["license_arn"],
-                   "contract_ends_at": customer.period_ends_at or account["contract_ends_at"]}
+                   "contract_ends_at": contract_end or account["contract_ends_at"]}
         if status == "active" and not account["activated_at"]:
             changes["activated_at"] = at
         db["accounts"].update(account["id"], changes)

@@ -91,7 +91,7 @@ def test_entitlement_end_sets_the_period(tmp_path):
     conn = db.connect(str(tmp_path / "contract.db"))
     db.init(conn)
     account = db.apply_subscription(conn, "aws", marketplace.Customer(
-        "111122223333", "team", period_ends_at="2026-03-15T00:00:00.000000Z"))
+        "111122223333", "team", period_ends_at=datetime(2026, 3, 15, tzinfo=UTC)))
     db.set_account(conn, account["id"], activated_at="2026-02-15T00:00:00.000000Z")
     account = db.find_account(conn, "aws", "111122223333")
     with db.transaction(conn):
