@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import secrets
+import threading
 import time
 from pathlib import Path
 
@@ -79,16 +80,20 @@ def _metrics_dir(app):
 
 
 _latency = None
+_latency_made = threading.Lock()
 
 
 def latency():
+    """The HTTP latency histogram, made on first use (after the multiprocess dir is set); the
+    lock matters: two threads of a gthread worker both making it is a DuplicateTimeseries."""
     global _latency
-    if _latency is None:
-        from prometheus_client import Histogram
+    with _latency_made:
+        if _latency is None:
+            from prometheus_client import Histogram
 
-        _latency = Histogram("docshift_http_request_duration_seconds", "HTTP request latency",
-                             ["method", "endpoint", "status"],
-                             buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+            _latency = Histogram("docshift_http_request_duration_seconds", "HTTP request latency",
+                                 ["method", "endpoint", "status"],
+                                 buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
     return _latency
 
 
@@ -103,7 +108,10 @@ def _finish(response):
     response.headers["X-Request-Id"] = g.get("request_id", "")
     endpoint = request.url_rule.rule if request.url_rule else "unmatched"
     method = request.method if request.method in METHODS else "OTHER"
-    latency().labels(method, endpoint, str(response.status_code)).observe(elapsed)
+    try:
+        latency().labels(method, endpoint, str(response.status_code)).observe(elapsed)
+    except Exception:  # a metric must never turn an answered request (a 202 even) into a 500
+        logging.getLogger("docshift.metrics").exception("HTTP latency not recorded")
     logging.getLogger("docshift.access").info(
         "%s %s %s %.1f ms", request.method, request.path, response.status_code, elapsed * 1000)
     return response

@@ -156,6 +156,12 @@ class Service:
         self.start_worker(workers)
         return self.wait_healthy()
 
+    def wait_healthy_web(self):
+        """The web answers (healthy or not: no worker may run)."""
+        wait_for(lambda: requests.get(f"{self.base_url}/healthz", timeout=2).status_code in (200, 503),
+                 60, "docshift web")
+        return self
+
     def wait_healthy(self):
         wait_for(lambda: requests.get(f"{self.base_url}/healthz", timeout=2).status_code == 200,
                  60, "docshift")

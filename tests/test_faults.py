@@ -105,7 +105,7 @@ def test_worker_retries_while_the_store_is_away(own_store, tmp_path, legacy):
     service = Service(tmp_path / "svc", own_store.env)
     service.start_web()
     try:
-        wait_for(lambda: requests.get(f"{service.base_url}/healthz", timeout=2).status_code in (200, 503), 60, "web")
+        service.wait_healthy_web()
         key = service.register("store-flap")
         task_id = service.submit(key, legacy["ppt"]).json()["task_id"]  # stored; no worker yet
         own_store.stop()

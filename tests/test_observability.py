@@ -55,3 +55,23 @@ def test_json_logs_with_request_id_and_no_secrets(live, legacy):
     assert any(line.get("request_id") == made for line in access)
     log = (live.data_dir / "web.log").read_text()
     assert token not in log and key not in log
+
+
+def test_first_requests_of_a_fresh_process_race_safely(s3, tmp_path):
+    """Many threads of a new gunicorn worker answer their first requests at once: none may fail
+    on making the latency histogram (it did: a DuplicateTimeseries turned a 202 into a 500)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from conftest import Service
+
+    for attempt in range(3):  # fresh processes each time: the race is in their first requests
+        service = Service(tmp_path / f"svc{attempt}", s3["env"])
+        service.start_web()
+        try:
+            service.wait_healthy_web()
+            with ThreadPoolExecutor(32) as pool:
+                codes = list(pool.map(lambda _: requests.get(f"{service.base_url}/healthz", timeout=10).status_code,
+                                      range(64)))
+            assert set(codes) == {503}  # no worker runs here, so 503, and never a 500
+        finally:
+            service.stop()
