@@ -1,29 +1,38 @@
 """The only code that talks SQL (``storage.db``) or S3 (``storage.objects``).
 
-``get_db`` and ``get_store`` give a request its connection and the app's store.
+Installed as ``docshift.storage``. It speaks the domain: verbs on tasks,
+accounts and results, and its own errors (``docshift.errors.StorageUnavailable``
+and its kin), never a driver's. The verbs that span the database and the
+bucket live here.
 """
 
-from flask import current_app, g
+import logging
 
-from storage import db
-from storage.objects import ObjectStore
+from docshift.errors import StorageUnavailable
+from docshift.storage import db
+from docshift.storage.objects import ObjectStore
 
-
-def get_db():
-    """One SQLite connection per request, closed at teardown."""
-    if "db" not in g:
-        g.db = db.connect(current_app.config["DATABASE"])
-    return g.db
+__all__ = ["ObjectStore", "db", "submit_task"]
+log = logging.getLogger("docshift.storage")
 
 
-def close_db(exception=None):
-    conn = g.pop("db", None)
-    if conn is not None:
-        conn.close()
+def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idempotency_key=None):
+    """Store the input, then commit its QUEUED task row; returns the row.
 
-
-def get_store():
-    """The app's object store client (thread-safe, shared by requests)."""
-    if "docshift.store" not in current_app.extensions:
-        current_app.extensions["docshift.store"] = ObjectStore(current_app.config)
-    return current_app.extensions["docshift.store"]
+    When the row cannot be committed (the database is down, or an identical request with the
+    same Idempotency-Key committed first: ``IdempotencyKeyTaken``), the stored input is
+    removed again before the error goes on: no row, no input.
+    """
+    task = {"id": db.new_id("tsk"), "account_id": account_id, "status": "QUEUED",
+            "source_filename": filename, "source_type": kind, "source_size": len(data),
+            "source_sha256": sha256, "idempotency_key": idempotency_key, "created_at": db.iso(db.now())}
+    objects.put_input(task["id"], data)
+    try:
+        db.create_task(conn, task)
+    except BaseException:
+        try:
+            objects.delete_input(task["id"])
+        except StorageUnavailable as error:  # the bucket's lifecycle rule removes it later
+            log.warning("input of uncommitted task %s not removed: %r", task["id"], error)
+        raise
+    return task

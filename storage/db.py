@@ -6,19 +6,19 @@ allowance between a read and a write.
 """
 
 import calendar
+import functools
 import secrets
 import sqlite3
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from importlib.resources import files
 
 from sqlite_utils import Database
 
-SCHEMA = Path(__file__).resolve().parent.parent / "schema.sql"
+from docshift.errors import DatabaseUnavailable, IdempotencyKeyTaken
 
-
-class IdempotencyKeyTaken(Exception):
-    """Another request committed a task with this Idempotency-Key first."""
+# the top-level schema.sql, packaged beside this module (storage/schema.sql links to it)
+SCHEMA = files("docshift.storage") / "schema.sql"
 
 
 def now():
@@ -44,6 +44,10 @@ def connect(path):
 
 def init(db):
     db.conn.executescript(SCHEMA.read_text())
+
+
+def ping(db):
+    db.execute("SELECT 1")
 
 
 @contextmanager
@@ -379,5 +383,40 @@ def tally(db, name):
     return row["value"] if row else 0
 
 
+def task_metrics(db, buckets):
+    """Figures for /metrics: tasks by (type, state), queue depth, the histogram of seconds from
+    claim to final state (cumulative ``(le, count)`` pairs ending with +Inf, and the sum), and
+    LibreOffice restarts."""
+    tasks = {(row["source_type"], row["status"]): row["n"] for row in
+             db.query("SELECT source_type, status, count(*) AS n FROM conversions GROUP BY 1, 2")}
+    queued = sum(n for (_, status), n in tasks.items() if status == "QUEUED")
+    duration = "(julianday(finished_at) - julianday(started_at)) * 86400"
+    columns = ", ".join(f"sum({duration} <= {le})" for le in buckets)
+    row = db.execute(f"SELECT {columns}, count(*), coalesce(sum({duration}), 0) FROM conversions "
+                     "WHERE started_at IS NOT NULL AND finished_at IS NOT NULL").fetchone()
+    counts, total, seconds = row[:len(buckets)], row[-2], row[-1]
+    histogram = [(str(le), n or 0) for le, n in zip(buckets, counts)] + [("+Inf", total)]
+    return {"tasks": tasks, "queued": queued, "conversion_seconds": {"buckets": histogram, "sum": seconds},
+            "libreoffice_restarts": tally(db, "libreoffice_restarts")}
+
+
 def first(db, sql, params=()):
     return next(iter(db.query(sql, params)), None)
+
+
+def _domain_errors(function):
+    """SQLite that cannot be opened or stays locked past the busy timeout is DatabaseUnavailable:
+    callers never see a driver's exception."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except sqlite3.OperationalError as error:
+            raise DatabaseUnavailable(str(error)) from error
+    return wrapper
+
+
+for _name, _function in list(globals().items()):
+    if (callable(_function) and getattr(_function, "__module__", None) == __name__
+            and not _name.startswith("_") and _name not in ("transaction",)):
+        globals()[_name] = _domain_errors(_function)

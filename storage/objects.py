@@ -6,6 +6,7 @@ host is part of its signature, so it must be signed for the host the client
 will call rather than rewritten afterwards.
 """
 
+import functools
 import io
 import logging
 from datetime import timedelta
@@ -14,8 +15,11 @@ from urllib.parse import urlsplit
 import urllib3
 from minio import Minio
 from minio.commonconfig import ENABLED, Filter
-from minio.error import S3Error
+from minio.error import MinioException, S3Error
 from minio.lifecycleconfig import Expiration, LifecycleConfig, Rule
+
+from docshift.errors import StoreUnavailable
+from docshift.formats import FORMATS
 
 log = logging.getLogger("docshift.objects")
 
@@ -26,11 +30,19 @@ BACKSTOP = LifecycleConfig([
     for prefix in ("inputs/", "results/")
 ])
 
-OOXML_TYPES = {
-    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-}
+OOXML_TYPES = {f.target: f.media_type for f in FORMATS.values()}
+
+
+def _domain_errors(method):
+    """A store that refuses or does not answer is StoreUnavailable: callers never see the SDK's
+    or urllib3's exceptions."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except (MinioException, urllib3.exceptions.HTTPError, OSError) as error:
+            raise StoreUnavailable(f"{type(error).__name__}: {error}") from error
+    return wrapper
 
 
 class ObjectStore:
@@ -48,6 +60,7 @@ class ObjectStore:
         public = urlsplit(config["S3_PUBLIC_URL"])
         self.signer = Minio(public.netloc, secure=public.scheme == "https", **credentials)
 
+    @_domain_errors
     def ensure_bucket(self):
         """Create the bucket if needed, with a lifecycle rule as a backstop to the worker's sweep."""
         if not self.client.bucket_exists(self.bucket):
@@ -61,16 +74,19 @@ class ObjectStore:
         except S3Error as error:  # not every S3 server knows lifecycle rules; the sweep suffices
             log.warning("bucket lifecycle backstop not set: %s", error.code)
 
+    @_domain_errors
     def lifecycle_days(self):
         config = self.client.get_bucket_lifecycle(self.bucket)
         return {rule.rule_filter.prefix: rule.expiration.days for rule in config.rules}
 
+    @_domain_errors
     def ping(self):
         """Raise if the store does not answer for our bucket."""
         self.client.bucket_exists(self.bucket)
 
     # inputs
 
+    @_domain_errors
     def put_input(self, task_id, data):
         """Store an upload; creates the bucket on first use (the store may start after us)."""
         try:
@@ -85,17 +101,21 @@ class ObjectStore:
         self.client.put_object(self.bucket, key, io.BytesIO(data), len(data),
                                content_type="application/octet-stream")
 
+    @_domain_errors
     def fetch_input(self, task_id, path):
         self.client.fget_object(self.bucket, _input_key(task_id), str(path))
 
+    @_domain_errors
     def delete_input(self, task_id):
         self.client.remove_object(self.bucket, _input_key(task_id))
 
+    @_domain_errors
     def input_exists(self, task_id):
         return self._exists(_input_key(task_id))
 
     # results
 
+    @_domain_errors
     def put_result(self, task_id, path, extension):
         self.client.fput_object(self.bucket, _result_key(task_id), str(path),
                                 content_type=OOXML_TYPES[extension])
@@ -109,9 +129,11 @@ class ObjectStore:
                 "response-content-type": OOXML_TYPES[extension],
             })
 
+    @_domain_errors
     def delete_result(self, task_id):
         self.client.remove_object(self.bucket, _result_key(task_id))
 
+    @_domain_errors
     def result_exists(self, task_id):
         return self._exists(_result_key(task_id))
 

@@ -1,6 +1,6 @@
 """The embedded object store: SeaweedFS (``weed mini``) serving S3 on loopback.
 
-Run as ``python -m storage.objectstore`` (the Procfile's ``objects``). It binds
+Run as ``python -m docshift.storage.objectstore`` (the Procfile's ``objects``). It binds
 to 127.0.0.1 only, turns telemetry off, and always requires credentials:
 without an identities file SeaweedFS accepts any request, expired links
 included. All its ports derive from ``DOCSHIFT_S3_PORT`` so that two instances
@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-import settings
+from docshift import settings
 
 
 def command(config):

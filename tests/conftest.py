@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +17,11 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+# From the first import on, nothing of the suite writes into the checkout: every process and
+# in-process app defaults to a data dir of the session's own (tests give each app its own too).
+SESSION_DATA = Path(tempfile.mkdtemp(prefix="docshift-tests-"))
+os.environ["DOCSHIFT_DATA_DIR"] = str(SESSION_DATA / "default")
+os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 
 def _ports_free(ports):
@@ -65,8 +71,8 @@ def stop_process_group(process, grace=30):
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
-    import settings
-    from storage import objectstore
+    from docshift import settings
+    from docshift.storage import objectstore
 
     data_dir = tmp_path_factory.mktemp("s3")
     port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
@@ -79,8 +85,6 @@ def s3(tmp_path_factory):
     wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
              60, "SeaweedFS")
     os.environ.update(env)
-    # worker.py reads its settings at import; the in-process apps of the suite enqueue into this
-    os.environ["DOCSHIFT_DATA_DIR"] = str(tmp_path_factory.mktemp("queue"))
     yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process}
     stop_process_group(process)
 
@@ -88,13 +92,13 @@ def s3(tmp_path_factory):
 @pytest.fixture
 def app(s3, tmp_path, request):
     """An app on its own database and bucket (no worker consumes its queue)."""
-    from app import create_app
+    from docshift.web import create_app
 
     bucket = f"t-{request.node.name[:30].lower().replace('_', '-').strip('-')}-{random.randrange(10**6)}"
     bucket = "".join(c if c.isalnum() or c == "-" else "-" for c in bucket)
     app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path / "data"), "S3_BUCKET": bucket})
     with app.app_context():
-        from storage import get_store
+        from docshift.web.context import get_store
         get_store().ensure_bucket()
     return app
 
@@ -106,7 +110,7 @@ def client(app):
 
 def register(client, app, customer, plan="starter"):
     """Register ``customer`` through the in-process app's registration endpoint; returns the key."""
-    import marketplace
+    from docshift.accounts import marketplace
 
     token = marketplace.LocalMarketplace(app.config).issue_token(customer, plan)
     response = client.get(f"/marketplace/register?token={token}", headers={"Accept": "application/json"})
@@ -167,9 +171,9 @@ class Service:
                  60, "docshift")
         return self
 
-    def _spawn(self, name, argv):
+    def _spawn(self, name, argv, **env):
         with open(self.data_dir / f"{name}.log", "ab") as log:
-            self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log,
+            self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **env}, stdout=log,
                                                     stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_web(self):
@@ -178,8 +182,7 @@ class Service:
                             "app:create_app()"])
 
     def start_worker(self, workers=2, name="worker"):
-        self._spawn(name, [str(BIN / "huey_consumer"), "worker.huey", "--worker-type", "thread",
-                               "--workers", str(workers)])
+        self._spawn(name, [str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))
 
     def stop(self):
         for process in self.processes.values():
@@ -187,7 +190,7 @@ class Service:
         self.processes.clear()
 
     def config(self):
-        import settings
+        from docshift import settings
 
         return settings.load({"DATA_DIR": str(self.data_dir), "S3_BUCKET": f"svc-{self.port}",
                               "S3_ENDPOINT": self.env["DOCSHIFT_S3_ENDPOINT"],
@@ -195,7 +198,7 @@ class Service:
                               "S3_SECRET_KEY": self.env["DOCSHIFT_S3_SECRET_KEY"]})
 
     def register(self, customer, plan="starter"):
-        import marketplace
+        from docshift.accounts import marketplace
 
         token = marketplace.LocalMarketplace(self.config()).issue_token(customer, plan)
         response = requests.get(f"{self.base_url}/marketplace/register", params={"token": token},
@@ -228,7 +231,7 @@ class Service:
 @pytest.fixture(scope="session")
 def office(tmp_path_factory):
     """A real warm LibreOffice for the tests that run the worker's task code in-process."""
-    from office import Office
+    from docshift.engine.office import Office
 
     office = Office(tmp_path_factory.mktemp("office"), name="test-office")
     office.start()

@@ -6,8 +6,8 @@ import socket
 import pytest
 from conftest import post_file, register
 
-import keys
-from storage import db
+from docshift.accounts import keys
+from docshift.storage import db
 
 LIMIT = 4 * 1024 * 1024
 
@@ -55,7 +55,7 @@ def test_invalid_api_key_mistyped_unknown_and_rotated(app, client, account):
 
 def test_subscription_inactive(app, client, account):
     with app.app_context():
-        from storage import get_db
+        from docshift.web.context import get_db
         conn = get_db()
         row = db.account_for_key(conn, keys.digest(account))
         db.set_account(conn, row["id"], status="inactive")
@@ -147,12 +147,12 @@ def test_bad_idempotency_key(client, account, value):
 def test_store_down_answers_503_and_keeps_nothing(app, client, account):
     app.extensions.pop("docshift.store", None)
     app.config["S3_ENDPOINT"] = "127.0.0.1:9"  # nothing listens on the discard port
-    from storage.objects import ObjectStore
+    from docshift.storage.objects import ObjectStore
     store = ObjectStore(app.config)
     app.extensions["docshift.store"] = store
     assert_problem(upload(client, account), 503, "service_unavailable")
     with app.app_context():
-        from storage import get_db
+        from docshift.web.context import get_db
         assert get_db()["conversions"].count == 0
 
 

@@ -6,9 +6,9 @@ import random
 import pytest
 import requests
 
-import client
-import keys
-from storage import db
+from docshift import client
+from docshift.accounts import keys
+from docshift.storage import db
 
 
 @pytest.fixture

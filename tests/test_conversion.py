@@ -11,7 +11,7 @@ import pytest
 import requests
 from conftest import DOC_PARAGRAPHS, PPT_TITLES, XLS_SHEETS
 
-from storage.objects import OOXML_TYPES, ObjectStore
+from docshift.storage.objects import OOXML_TYPES, ObjectStore
 
 
 def _check_content(kind, data):

@@ -9,8 +9,8 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import marketplace
-from storage import db
+from docshift.accounts import marketplace
+from docshift.storage import db
 
 QUOTAS = {"starter": 2, "team": 4, "business": 6}
 ACTIVATION = datetime(2026, 1, 31, 9, 30, tzinfo=UTC)  # the end of a long month, on purpose

@@ -12,8 +12,8 @@ import pytest
 import requests
 from conftest import Service, free_port_block, stop_process_group, wait_for
 
-import settings
-from storage import objectstore
+from docshift import settings
+from docshift.storage import objectstore
 
 FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
 

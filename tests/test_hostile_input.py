@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-import sniff
-from converter import ConversionFailed
+from docshift.engine import precheck as sniff
+from docshift.errors import ConversionFailed
 
 SEEDS_DIR = Path(__file__).resolve().parent / "seeds"
 _spec = importlib.util.spec_from_file_location("docshift_test_seeds", SEEDS_DIR / "generate.py")
@@ -210,7 +210,8 @@ def test_sniff_mutated_legacy_files(legacy, which, kind, choice):
 # the multipart submission path under fuzzing --------------------------------------------
 
 def stored_task(app, task_id):
-    from storage import db, get_db, get_store
+    from docshift.storage import db
+    from docshift.web.context import get_db, get_store
 
     with app.app_context():
         return db.get_task(get_db(), task_id), get_store().input_exists(task_id)

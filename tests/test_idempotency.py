@@ -6,8 +6,9 @@ from datetime import timedelta
 import requests
 from conftest import post_file
 
-import worker
-from storage import db, get_db, get_store
+from docshift.storage import db
+from docshift.tasks import conversion, maintenance
+from docshift.web.context import get_db, get_store
 
 
 def submit(client, key, data, name, idempotency_key):
@@ -21,7 +22,7 @@ def test_replay_returns_the_original_task_with_its_current_status(app, client, a
     assert "Idempotent-Replayed" not in first.headers
     task_id = first.get_json()["task_id"]
     with app.app_context():
-        worker.run_conversion(task_id, get_db(), get_store(), app.config, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config, office)
     again = submit(client, account, data, "a.doc", "retry-me-0001")
     body = again.get_json()
     assert again.status_code == 202 and again.headers["Idempotent-Replayed"] == "true"
@@ -60,10 +61,10 @@ def test_edge_lengths_and_characters_are_accepted(client, account):
 def test_purged_key_starts_a_new_task(app, client, account):
     first = submit(client, account, b"data", "a.doc", "old-key-0001").get_json()["task_id"]
     with app.app_context():
-        worker.sweep_once(get_db(), get_store(), app.config, at=db.now() + timedelta(hours=23))
+        maintenance.sweep_once(get_db(), get_store(), app.config, at=db.now() + timedelta(hours=23))
     assert submit(client, account, b"data", "a.doc", "old-key-0001").get_json()["task_id"] == first
     with app.app_context():
-        worker.sweep_once(get_db(), get_store(), app.config, at=db.now() + timedelta(hours=24, minutes=1))
+        maintenance.sweep_once(get_db(), get_store(), app.config, at=db.now() + timedelta(hours=24, minutes=1))
     again = submit(client, account, b"data", "a.doc", "old-key-0001").get_json()
     assert again["task_id"] != first and again["idempotent_replay"] is False
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import requests
 
-import marketplace
+from docshift.accounts import marketplace
 
 
 def test_key_never_in_clear_outside_the_registration_page(live, legacy):

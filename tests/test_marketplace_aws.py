@@ -11,9 +11,10 @@ from botocore.config import Config
 from botocore.stub import Stubber
 from conftest import post_file
 
-import marketplace
-import worker
-from storage import db, get_db, get_store
+from docshift.accounts import marketplace, subscriptions
+from docshift.storage import db
+from docshift.tasks import conversion
+from docshift.web.context import get_db, get_store
 
 PRODUCT = "prod-docshift1"
 QUEUE = "https://sqs.us-east-1.amazonaws.com/123456789012/docshift-subscriptions"
@@ -94,7 +95,7 @@ def account(app, customer=ACCOUNT):
 
 def sync(app, aws):
     with app.app_context():
-        return worker.sync_subscriptions(get_db(), aws.backend)
+        return subscriptions.sync_subscriptions(get_db(), aws.backend)
 
 
 @pytest.mark.parametrize("plan,quota", [("starter", 500), ("team", 2500), ("business", 10000)])
@@ -211,7 +212,7 @@ def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy
     denied = post_file(client, key, legacy["doc"].read_bytes(), "later.doc")
     assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
     with app.app_context():
-        worker.run_conversion(queued, get_db(), get_store(), app.config, office)
+        conversion.run_conversion(queued, get_db(), get_store(), app.config, office)
         task = db.get_task(get_db(), queued)
     assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
 
@@ -222,7 +223,7 @@ def test_entitlement_update_raises_the_quota_and_keeps_the_count(app, client, aw
     key = register(client).get_json()["api_key"]
     task_id = post_file(client, key, legacy["xls"].read_bytes(), "n.xls").get_json()["task_id"]
     with app.app_context():
-        worker.run_conversion(task_id, get_db(), get_store(), app.config, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config, office)
     receipt, = aws.notify("entitlement-updated")
     aws.entitled("business")
     aws.acknowledged(receipt)

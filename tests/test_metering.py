@@ -5,9 +5,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_marketplace_aws import ACCOUNT, LICENSE, PRODUCT, Aws
 
-import marketplace
-import worker
-from storage import db
+from docshift.accounts import marketplace, metering
+from docshift.storage import db
 
 NOW = datetime(2026, 11, 21, 12, 5, tzinfo=UTC)  # five past noon: the report runs for 11:00-12:00
 QUOTAS = {"starter": 0, "team": 0, "business": 0}  # every success is overage
@@ -68,9 +67,9 @@ def test_each_ended_hour_is_reported_once(conn, aws):
     overage(conn, account, ELEVEN + timedelta(minutes=50))
     overage(conn, account, NOW)  # this hour is not over: not yet
     expect_batch(aws, [(ACCOUNT, ELEVEN, 3)])
-    worker.report_overage(conn, aws.backend, at=NOW)
+    metering.report_overage(conn, aws.backend, at=NOW)
     assert ledger(conn) == [(db.iso(ELEVEN), 3, "sent")]
-    assert worker.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=20)) == {}  # no second call
+    assert metering.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=20)) == {}  # no second call
 
 
 def test_batches_of_25(conn, aws):
@@ -82,7 +81,7 @@ def test_batches_of_25(conn, aws):
     order = [(account["customer_id"], ELEVEN, quantity) for account, _, quantity in due]
     expect_batch(aws, order[:25])
     expect_batch(aws, order[25:])
-    worker.report_overage(conn, aws.backend, at=NOW)
+    metering.report_overage(conn, aws.backend, at=NOW)
     assert [status for _, _, status in ledger(conn)] == ["sent"] * 30
 
 
@@ -98,40 +97,40 @@ def test_crash_between_sending_and_recording_loses_and_doubles_nothing(conn, aws
     assert ledger(conn) == [(db.iso(ELEVEN), 4, "pending")]
     # the next run sends the very same record; the marketplace says it already has it
     expect_batch(aws, [(ACCOUNT, ELEVEN, 4)], statuses={0: "DuplicateRecord"})
-    worker.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=30))
+    metering.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=30))
     assert ledger(conn) == [(db.iso(ELEVEN), 4, "sent")]
 
 
 def test_customer_not_subscribed_is_recorded_and_not_resent(conn, aws):
     overage(conn, customer(conn), ELEVEN + timedelta(minutes=5))
     expect_batch(aws, [(ACCOUNT, ELEVEN, 1)], statuses={0: "CustomerNotSubscribed"})
-    worker.report_overage(conn, aws.backend, at=NOW)
+    metering.report_overage(conn, aws.backend, at=NOW)
     assert ledger(conn) == [(db.iso(ELEVEN), 1, "not_subscribed")]
-    assert worker.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=1)) == {}
+    assert metering.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=1)) == {}
 
 
 def test_unprocessed_and_throttled_records_go_again(conn, aws):
     overage(conn, customer(conn), ELEVEN + timedelta(minutes=5))
     expect_batch(aws, [(ACCOUNT, ELEVEN, 1)], unprocessed=(0,))
-    worker.report_overage(conn, aws.backend, at=NOW)
+    metering.report_overage(conn, aws.backend, at=NOW)
     assert ledger(conn)[0][2] == "pending"
     aws.metering_stub.add_client_error("batch_meter_usage", service_error_code="ThrottlingException",
                                        http_status_code=400)
-    worker.report_overage(conn, aws.backend, at=NOW + timedelta(hours=1))
+    metering.report_overage(conn, aws.backend, at=NOW + timedelta(hours=1))
     assert ledger(conn)[0][2] == "pending"
     expect_batch(aws, [(ACCOUNT, ELEVEN, 1)])
-    worker.report_overage(conn, aws.backend, at=NOW + timedelta(hours=2))
+    metering.report_overage(conn, aws.backend, at=NOW + timedelta(hours=2))
     assert ledger(conn) == [(db.iso(ELEVEN), 1, "sent")]
 
 
 def test_hours_past_the_six_hour_window_are_recorded_as_missed(conn, aws):
     overage(conn, customer(conn), ELEVEN - timedelta(hours=7))
-    worker.report_overage(conn, aws.backend, at=NOW)  # no call: the marketplace would refuse it
+    metering.report_overage(conn, aws.backend, at=NOW)  # no call: the marketplace would refuse it
     assert ledger(conn) == [(db.iso(ELEVEN - timedelta(hours=7)), 1, "missed")]
 
 
 def test_local_marketplace_keeps_the_ledger(conn, app):
     account = customer(conn, "self-hosted", marketplace_name="local")
     overage(conn, account, ELEVEN + timedelta(minutes=5), 3)
-    worker.report_overage(conn, marketplace.LocalMarketplace(app.config), at=NOW)
+    metering.report_overage(conn, marketplace.LocalMarketplace(app.config), at=NOW)
     assert ledger(conn) == [(db.iso(ELEVEN), 3, "sent")]

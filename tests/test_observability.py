@@ -4,7 +4,7 @@ import json
 
 import requests
 
-import marketplace
+from docshift.accounts import marketplace
 
 
 def metric(text, name, labels=""):

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-import converter
-from office import Office
+from docshift.engine import convert as converter
+from docshift.engine.office import Office
+from docshift.formats import FORMATS
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_warm_conversion_of_each_type(fresh_office, legacy, tmp_path):
         work = tmp_path / kind
         work.mkdir()
         result = converter.convert(fresh_office, legacy[kind], kind, work, 60)
-        assert result.suffix == f".{converter.target(kind)}" and result.stat().st_size > 0
+        assert result.suffix == f".{FORMATS[kind].target}" and result.stat().st_size > 0
     assert fresh_office.conversions == 3 and fresh_office.restarts == 0
 
 

@@ -7,8 +7,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import register
 
-import keys
-import marketplace
+from docshift.accounts import keys, marketplace
 
 
 def token(app, customer="buyer-1", plan="team"):

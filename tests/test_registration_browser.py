@@ -2,21 +2,23 @@
 sees the key, copies it to the clipboard, uses it, and a reload shows a new key, never
 the same one again (the old one is revoked)."""
 
+import os
 import random
+import tempfile
 from pathlib import Path
 
 import pytest
 import requests
 from playwright.sync_api import expect, sync_playwright
 
-import keys
-import marketplace
+from docshift.accounts import keys, marketplace
 
 CHROMIUM = "/usr/bin/chromium"
 # without the background-networking flags Chromium keeps trying to reach Google's hosts
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+# the screenshot is kept with the session's files, outside the checkout, for a person to look at
+ARTIFACTS = Path(os.environ.get("DOCSHIFT_TEST_ARTIFACTS") or tempfile.gettempdir()) / "docshift-artifacts"
 
 
 @pytest.fixture(scope="module")

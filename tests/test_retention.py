@@ -2,21 +2,22 @@
 
 from conftest import post_file
 
-import keys
-import worker
-from storage import db, get_db, get_store
-from storage.objects import ObjectStore
+from docshift.accounts import keys
+from docshift.storage import db
+from docshift.storage.objects import ObjectStore
+from docshift.tasks import conversion, maintenance
+from docshift.web.context import get_db, get_store
 
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
         return db.get_task(get_db(), task_id)
 
 
 def sweep(app):
     with app.app_context():
-        worker.sweep_once(get_db(), get_store(), app.config)
+        maintenance.sweep_once(get_db(), get_store(), app.config)
 
 
 def assert_swept(app):

@@ -3,8 +3,8 @@
 import pytest
 from conftest import _soffice_save
 
-import sniff
-from converter import ConversionFailed
+from docshift.engine import precheck as sniff
+from docshift.errors import ConversionFailed
 
 
 @pytest.fixture(scope="session")

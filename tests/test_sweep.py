@@ -5,20 +5,21 @@ from datetime import timedelta
 import requests
 from conftest import post_file
 
-import worker
-from storage import db, get_db, get_store
+from docshift.storage import db
+from docshift.tasks import conversion, maintenance
+from docshift.web.context import get_db, get_store
 
 
 def submit_and_run(app, office, client, key, data, name, **config):
     task_id = post_file(client, key, data, name).get_json()["task_id"]
     with app.app_context():
-        worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
     return task_id
 
 
 def sweep(app, at=None):
     with app.app_context():
-        worker.sweep_once(get_db(), get_store(), app.config, at)
+        maintenance.sweep_once(get_db(), get_store(), app.config, at)
 
 
 def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
@@ -51,7 +52,7 @@ def test_dead_worker_task_is_requeued_then_failed(app, client, account):
         for attempt in range(1, 4):
             assert db.start_processing(conn, task_id) is not None  # a worker claims it, then dies
             later = db.now() + timedelta(seconds=app.config["CONVERSION_TIMEOUT"] + 180)
-            worker.sweep_once(conn, get_store(), app.config, at=later)
+            maintenance.sweep_once(conn, get_store(), app.config, at=later)
             task = db.get_task(conn, task_id)
             if attempt < 3:
                 assert task["status"] == "QUEUED" and task["attempts"] == attempt

@@ -7,9 +7,10 @@ import pytest
 from conftest import post_file, register
 from msoffcrypto.format.ooxml import OOXMLFile
 
-import keys
-import worker
-from storage import db, get_db, get_store
+from docshift.accounts import keys
+from docshift.storage import db
+from docshift.tasks import conversion
+from docshift.web.context import get_db, get_store
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def submit(app, client, account):
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        outcome = worker.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
+        outcome = conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
         return outcome, db.get_task(get_db(), task_id)
 
 

@@ -8,42 +8,24 @@ import io
 import logging
 from pathlib import Path
 
-from office import LoadFailed, OfficeCrashed, OfficeTimeout
+from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
+from docshift.formats import FORMATS
 
-log = logging.getLogger("docshift.converter")
-
-TARGETS = {
-    "doc": ("docx", "MS Word 2007 XML"),
-    "xls": ("xlsx", "Calc MS Excel 2007 XML"),
-    "ppt": ("pptx", "Impress MS PowerPoint 2007 XML"),
-}
+log = logging.getLogger("docshift.engine")
 
 
-class ConversionFailed(Exception):
-    """A conversion that ends the task FAILED with ``code`` (never retried)."""
-
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def target(kind):
-    return TARGETS[kind][0]
-
-
-def convert(office, source, kind, workdir, timeout):
+def convert(office, source, kind, workdir, timeout, task_id=None):
     """Convert ``source`` on ``office`` and return the path of the checked OOXML file.
 
     A crash of LibreOffice is retried once on a fresh process; a second one fails.
     """
-    extension, export_filter = TARGETS[kind]
+    extension, export_filter = FORMATS[kind].target, FORMATS[kind].export_filter
     for attempt in (1, 2):
         # a killed LibreOffice leaves a partial file and its lock behind: start clean
         result = Path(workdir) / f"attempt-{attempt}" / f"result.{extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
         try:
-            facts = office.convert(source, result, export_filter, timeout)
+            facts = office.convert(source, result, export_filter, timeout, task_id)
             break
         except OfficeTimeout:
             raise ConversionFailed("conversion_timeout", f"The conversion took longer than {timeout} s.")

@@ -4,10 +4,11 @@ import logging
 
 from flask import Blueprint, current_app, jsonify, render_template, request
 
-import keys
-import marketplace
-from errors import InvalidRequest, ServiceUnavailable, problem
-from storage import db, get_db
+from docshift.accounts import keys
+from docshift.errors import InvalidRequest, MarketplaceUnavailable, RegistrationTokenInvalid, ServiceUnavailable
+from docshift.storage import db
+from docshift.web.context import get_db, get_marketplace
+from docshift.web.problems import problem
 
 log = logging.getLogger("docshift.registration")
 bp = Blueprint("registration", __name__)
@@ -17,26 +18,19 @@ INVALID = "registration token invalid or expired: restart setup from the marketp
 BUSY = "the marketplace did not answer: open the setup link again in a minute"
 
 
-def current_marketplace():
-    """The configured backend, made once per app."""
-    if "docshift.marketplace" not in current_app.extensions:
-        current_app.extensions["docshift.marketplace"] = marketplace.backend(current_app.config)
-    return current_app.extensions["docshift.marketplace"]
-
-
 @bp.route("/marketplace/register", methods=["GET", "POST"])
 def register():
     token = request.form.get("x-amzn-marketplace-token") or request.args.get("token") \
         or request.args.get("x-amzn-marketplace-token")
     if not token:
         return _refused(MISSING)
-    backend = current_marketplace()
+    backend = get_marketplace()
     try:
         customer = backend.resolve(token)
-    except marketplace.RegistrationTokenInvalid as error:
+    except RegistrationTokenInvalid as error:
         log.info("registration refused: %s", error)
         return _refused(INVALID)
-    except marketplace.MarketplaceUnavailable as error:
+    except MarketplaceUnavailable as error:
         log.warning("marketplace unavailable during registration: %s", error)
         return _refused(BUSY, 503)
 

@@ -16,17 +16,10 @@ from datetime import UTC, datetime
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
-from settings import PLANS
+from docshift.errors import MarketplaceUnavailable, RegistrationTokenInvalid
+from docshift.settings import PLANS
 
 log = logging.getLogger("docshift.marketplace")
-
-
-class RegistrationTokenInvalid(Exception):
-    """The token is unknown, tampered with or expired."""
-
-
-class MarketplaceUnavailable(Exception):
-    """The marketplace did not answer (throttled, down); try again later."""
 
 
 @dataclass
@@ -225,6 +218,7 @@ BACKENDS = {"local": LocalMarketplace, "aws": AwsMarketplace}
 
 
 def backend(config):
+    """The configured marketplace (``DOCSHIFT_MARKETPLACE``): the one place that builds it."""
     name = config["MARKETPLACE"]
     if name not in BACKENDS:
         raise RuntimeError(f"DOCSHIFT_MARKETPLACE={name!r} is not available; use one of {sorted(BACKENDS)}")

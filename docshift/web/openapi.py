@@ -7,7 +7,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, current_app, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
-import schemas
+from docshift.web import schemas
 
 bp = Blueprint("openapi", __name__)
 
@@ -95,7 +95,7 @@ def document(base_url):
 
 @bp.get("/v1/openapi.json")
 def openapi_json():
-    from api import public_base_url
+    from docshift.web.api import public_base_url
 
     return document(public_base_url())
 

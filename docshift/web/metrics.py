@@ -11,7 +11,6 @@ scrape time so that they are exact across processes: tasks by type and state,
 queue depth, conversion seconds and LibreOffice restarts.
 """
 
-import json
 import logging
 import os
 import re
@@ -22,24 +21,15 @@ from pathlib import Path
 
 from flask import Response, current_app, g, request
 
-from storage import db, get_db
+from docshift import logs
+from docshift.errors import NotFound
+from docshift.storage import db
+from docshift.web.context import get_db
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # gunicorn accepts any upper-case token as a method: labels must not grow with them
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
-
-
-class JsonFormatter(logging.Formatter):
-    def format(self, record):
-        line = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname,
-                "logger": record.name, "message": record.getMessage()}
-        request_id = getattr(record, "request_id", None)
-        if request_id:
-            line["request_id"] = request_id
-        if record.exc_info:
-            line["error"] = self.formatException(record.exc_info)
-        return json.dumps(line)
 
 
 class RequestIdFilter(logging.Filter):
@@ -51,21 +41,8 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
-def configure_logging():
-    """JSON lines on stderr for the docshift loggers (once per process)."""
-    logger = logging.getLogger("docshift")
-    if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter())
-    handler.addFilter(RequestIdFilter())
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-
-
 def init_app(app):
-    configure_logging()
+    logs.configure(RequestIdFilter())
     _metrics_dir(app)
     app.before_request(_start)
     app.after_request(_finish)
@@ -121,7 +98,6 @@ def metrics():
     """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token."""
     token = current_app.config.get("METRICS_TOKEN")
     if token and not secrets.compare_digest(request.headers.get("Authorization", ""), f"Bearer {token}"):
-        from errors import NotFound
         raise NotFound("No such endpoint.")
     from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 
@@ -140,25 +116,16 @@ class DatabaseCollector:
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
+        figures = db.task_metrics(self.conn, BUCKETS)
         tasks = GaugeMetricFamily("docshift_tasks", "Tasks by source type and state", labels=["type", "state"])
-        for row in self.conn.query("SELECT source_type, status, count(*) AS n FROM conversions GROUP BY 1, 2"):
-            tasks.add_metric([row["source_type"], row["status"]], row["n"])
+        for (kind, status), count in figures["tasks"].items():
+            tasks.add_metric([kind, status], count)
         yield tasks
-        queued = self.conn.execute("SELECT count(*) FROM conversions WHERE status = 'QUEUED'").fetchone()[0]
-        yield GaugeMetricFamily("docshift_queue_depth", "Tasks waiting for a worker", value=queued)
-        yield self._conversion_seconds(HistogramMetricFamily)
+        yield GaugeMetricFamily("docshift_queue_depth", "Tasks waiting for a worker", value=figures["queued"])
+        seconds = figures["conversion_seconds"]
+        yield HistogramMetricFamily("docshift_conversion_seconds", "Seconds from claim to final state",
+                                    buckets=seconds["buckets"], sum_value=seconds["sum"])
         restarts = CounterMetricFamily("docshift_libreoffice_restarts", "LibreOffice processes replaced "
                                        "(recycling, crashes, timeouts)")
-        restarts.add_metric([], db.tally(self.conn, "libreoffice_restarts"))
+        restarts.add_metric([], figures["libreoffice_restarts"])
         yield restarts
-
-    def _conversion_seconds(self, family):
-        duration = "(julianday(finished_at) - julianday(started_at)) * 86400"
-        columns = ", ".join(f"sum({duration} <= {le})" for le in BUCKETS)
-        row = self.conn.execute(
-            f"SELECT {columns}, count(*), coalesce(sum({duration}), 0) FROM conversions "
-            "WHERE started_at IS NOT NULL AND finished_at IS NOT NULL").fetchone()
-        counts, total, seconds = row[:len(BUCKETS)], row[-2], row[-1]
-        buckets = [(str(le), n or 0) for le, n in zip(BUCKETS, counts)] + [("+Inf", total)]
-        return family("docshift_conversion_seconds", "Seconds from claim to final state",
-                      buckets=buckets, sum_value=seconds)

@@ -8,18 +8,18 @@ instead of reaching LibreOffice (which would wait for a password).
 import olefile
 from msoffcrypto import OfficeFile
 
-from converter import ConversionFailed
+from docshift.errors import ConversionFailed
+from docshift.formats import FORMATS
 
 # Word 97+ and Word 6/95 keep "WordDocument"; BIFF8 "Workbook", BIFF5/7 "Book";
 # PowerPoint 97+ "PowerPoint Document", PowerPoint 4.0 "PP40"
 STREAMS = {"doc": ["WordDocument"], "xls": ["Workbook", "Book"], "ppt": ["PowerPoint Document", "PP40"]}
-NAMES = {"doc": "Word", "xls": "Excel", "ppt": "PowerPoint"}
 
 
 def check(path, kind):
     """Raise ConversionFailed unless ``path`` is a readable, unencrypted file of ``kind``."""
     if not olefile.isOleFile(str(path)):
-        raise ConversionFailed("unsupported_content", f"The file is not a legacy {NAMES[kind]} file.")
+        raise ConversionFailed("unsupported_content", f"The file is not a legacy {FORMATS[kind].name} file.")
     try:
         with olefile.OleFileIO(str(path)) as ole:
             streams = {"/".join(entry) for entry in ole.listdir()}
@@ -28,7 +28,7 @@ def check(path, kind):
     if "EncryptionInfo" in streams and "EncryptedPackage" in streams:
         raise ConversionFailed("encrypted_document", "The file is password-protected.")
     if not any(name in streams for name in STREAMS[kind]):
-        raise ConversionFailed("unsupported_content", f"The file is not a legacy {NAMES[kind]} file.")
+        raise ConversionFailed("unsupported_content", f"The file is not a legacy {FORMATS[kind].name} file.")
     if _encrypted(path):
         raise ConversionFailed("encrypted_document", "The file is password-protected.")
 

@@ -1,9 +1,10 @@
-"""Settings shared by the web app, the worker and the operator CLI.
+"""The one configuration of every docshift process: web, worker, operator CLI, object store.
 
-Every process reads ``DOCSHIFT_*`` from the environment the way Flask's
+``load(overrides)`` reads ``DOCSHIFT_*`` from the environment the way Flask's
 ``Config.from_prefixed_env`` does (values parse as JSON where they can), on
-top of the defaults below. The embedded object store's credentials and the
-token-signing secret are generated once into the data directory.
+top of the defaults below, then ``overrides`` (the tests' dict). The embedded
+object store's credentials and the token-signing secret are generated once
+into the data directory, when ``load`` is called: importing creates nothing.
 """
 
 import json
@@ -68,7 +69,7 @@ def load(overrides=None):
 
 
 def finish(config):
-    """Fill in what derives from other settings (data dir files, embedded store)."""
+    """Fill in what derives from other settings (data dir files, embedded store); idempotent."""
     data_dir = Path(config["DATA_DIR"]).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     config["DATA_DIR"] = str(data_dir)

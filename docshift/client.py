@@ -23,8 +23,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 import requests
 
+from docshift.formats import target_name
+
 DEFAULT_URL = "http://127.0.0.1:8000"
-TARGETS = {".doc": ".docx", ".xls": ".xlsx", ".ppt": ".pptx"}
 FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
 ATTEMPTS = 5            # per request: 0.5 + 1 + 2 + 4 s of backoff covers a service restart
 BACKOFF = 0.5
@@ -170,7 +171,7 @@ def output_name(content_disposition, source):
     # never let the server choose a path outside --out
     name = Path((name or "").replace("\\", "/")).name
     if name in ("", ".", ".."):
-        name = source.stem + TARGETS.get(source.suffix.lower(), ".out")
+        name = target_name(source.name) or f"{source.stem}.out"
     return name
 
 
@@ -268,7 +269,7 @@ def run_convert(api, args):
     # two inputs that would write the same output name would overwrite each other: refuse up front
     seen = {}
     for path in files:
-        name = (path.stem + TARGETS.get(path.suffix.lower(), "")).lower()
+        name = (target_name(path.name) or path.stem).lower()
         if name in seen:
             print(f"docshift: {seen[name]} and {path} would both become {name} in {out_dir}; "
                   "convert them into different --out folders.", file=sys.stderr)

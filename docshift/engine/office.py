@@ -1,6 +1,6 @@
 """A warm LibreOffice per worker thread: started, watched, recycled, killed.
 
-Each ``Office`` owns one ``office_uno.py`` bridge and its ``soffice``, with a
+Each ``Office`` owns one ``bridge.py`` process and its ``soffice``, with a
 throwaway profile, one conversion at a time. It is restarted after
 ``OFFICE_MAX_CONVERSIONS`` conversions, after a crash and after a timeout (a
 timeout kills only this process group). Where the system allows it, the pair
@@ -18,12 +18,15 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
+from docshift.errors import LoadFailed, OfficeCrashed, OfficeTimeout
+
 log = logging.getLogger("docshift.office")
 
-BRIDGE = Path(__file__).resolve().parent / "office_uno.py"
+BRIDGE = Path(__file__).resolve().parent / "bridge.py"
 # LibreOffice's Python: Debian's python3 with python3-uno
 UNO_PYTHON = "/usr/bin/python3"
 START_TIMEOUT = 60
@@ -38,18 +41,6 @@ PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
 </oor:items>
 """
-
-
-class OfficeCrashed(Exception):
-    """LibreOffice died (or was killed) during a conversion."""
-
-
-class OfficeTimeout(Exception):
-    """A conversion ran past its timeout; the process was killed."""
-
-
-class LoadFailed(Exception):
-    """LibreOffice could not load or store the document (the process is fine)."""
 
 
 # as root; else through an unprivileged user namespace, where the kernel allows one (Debian does)
@@ -85,6 +76,7 @@ class Office:
         self.conversions = 0
         self.starts = 0
         self.busy = False
+        self.task_id = None  # the task being converted, for the tags of LibreOffice's messages
 
     # lifecycle
 
@@ -96,8 +88,10 @@ class Office:
         pipe = f"docshift-{os.getpid()}-{self.profile.name}"
         argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), self.profile.as_uri(), pipe]
         self.process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, preexec_fn=self._limit_memory, text=True, bufsize=1)
+        threading.Thread(target=self._log_messages, args=(self.process.stderr,), daemon=True,
+                         name=f"{self.name}-stderr").start()
         try:
             ready = self._read(START_TIMEOUT)
         except (OfficeTimeout, OfficeCrashed):
@@ -106,6 +100,14 @@ class Office:
         self.conversions = 0
         self.starts += 1
         log.info("%s started (bridge pid %s, soffice pid %s)", self.name, self.process.pid, ready["pid"])
+
+    def _log_messages(self, stream):
+        """LibreOffice's and the bridge's own messages, to the log with the task they came from."""
+        for line in stream:
+            line = line.rstrip()
+            if line:
+                log.info("%s: %s", self.name, line, extra={"task_id": self.task_id})
+        stream.close()
 
     def _limit_memory(self):
         resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
@@ -141,8 +143,9 @@ class Office:
 
     # work
 
-    def convert(self, source, target, export_filter, timeout):
+    def convert(self, source, target, export_filter, timeout, task_id=None):
         """Convert ``source`` into ``target``; returns what LibreOffice found in the document."""
+        self.task_id = task_id
         if not self.running:
             self.stop()  # after a crash, the remains of the old process
             self.start()

@@ -3,7 +3,6 @@
 import hashlib
 import logging
 import re
-import sqlite3
 import unicodedata
 from pathlib import PurePosixPath
 from urllib.parse import quote
@@ -11,12 +10,12 @@ from urllib.parse import quote
 from flask import Blueprint, current_app, g, request
 from marshmallow import ValidationError
 
-import keys
-import schemas
-from converter import target
-from errors import (
+from docshift import formats, storage
+from docshift.accounts import keys
+from docshift.errors import (
     FileTooLarge,
     IdempotencyConflict,
+    IdempotencyKeyTaken,
     InvalidApiKey,
     InvalidRequest,
     MissingApiKey,
@@ -24,12 +23,13 @@ from errors import (
     TaskNotFound,
     UnsupportedFileType,
 )
-from storage import db, get_db, get_store
+from docshift.storage import db
+from docshift.web import schemas
+from docshift.web.context import get_db, get_queue, get_store
 
 log = logging.getLogger("docshift.api")
 bp = Blueprint("v1", __name__, url_prefix="/v1")
 
-EXTENSIONS = {".doc": "doc", ".xls": "xls", ".ppt": "ppt"}
 TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
 
 
@@ -60,8 +60,8 @@ def submit():
     idempotency_key = _idempotency_key()
     upload = _single_file()
     filename = clean_filename(upload.filename or "")
-    kind = EXTENSIONS.get(PurePosixPath(filename.lower()).suffix)
-    if kind is None:
+    found = formats.by_filename(filename)
+    if found is None:
         raise UnsupportedFileType("The file name must end in .doc, .xls or .ppt.")
     limit = current_app.config["MAX_UPLOAD_BYTES"]
     data = upload.stream.read(limit + 1)
@@ -78,30 +78,19 @@ def submit():
         if existing:
             return _replay(existing, digest, filename)
 
-    task_id = db.new_id("tsk")
-    get_store().put_input(task_id, data)  # a store that does not answer is a 503 (errors.py)
-    task = {"id": task_id, "account_id": account["id"], "status": "QUEUED",
-            "source_filename": filename, "source_type": kind, "source_size": len(data),
-            "source_sha256": digest, "idempotency_key": idempotency_key,
-            "created_at": db.iso(db.now())}
     try:
-        db.create_task(conn, task)
-    except db.IdempotencyKeyTaken:
-        # an identical request committed first: ours is dropped, theirs is the answer
-        get_store().delete_input(task_id)
+        task = storage.submit_task(conn, get_store(), account_id=account["id"], filename=filename,
+                                   kind=found.kind, data=data, sha256=digest, idempotency_key=idempotency_key)
+    except IdempotencyKeyTaken:
+        # an identical request committed first: ours is undone, theirs is the answer
         return _replay(db.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename)
-    except sqlite3.OperationalError:
-        get_store().delete_input(task_id)  # no row, so no input either; the 503 is errors.py's
-        raise
 
-    # row first, enqueue second: a lost enqueue is recovered by the worker's sweep. Imported
-    # here because importing worker opens huey's queue, which the web needs only to enqueue.
-    from worker import convert
+    # row first, enqueue second: a lost enqueue is recovered by the worker's sweep
     try:
-        convert(task_id)
+        get_queue().enqueue(task["id"])
     except Exception:
-        log.exception("enqueue of %s failed; the sweep will pick it up", task_id)
-    log.info("task %s queued for account %s (%s, %d bytes)", task_id, account["id"], kind, len(data))
+        log.exception("enqueue of %s failed; the sweep will pick it up", task["id"])
+    log.info("task %s queued for account %s (%s, %d bytes)", task["id"], account["id"], found.kind, len(data))
     return _submission(task, replay=False)
 
 
@@ -157,7 +146,7 @@ def task_view(row):
         view.update(billing_class=row["billing_class"], result_size=row["result_size"],
                     result_expires_at=row["result_expires_at"])
     if row["status"] == "SUCCEEDED":
-        extension = target(row["source_type"])
+        extension = formats.FORMATS[row["source_type"]].target
         expires_in = current_app.config["DOWNLOAD_EXPIRES_IN"]
         view["download_url"] = get_store().presign_result(
             row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)

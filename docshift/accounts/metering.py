@@ -1,0 +1,35 @@
+"""Overage reported to the marketplace, hour by hour, through a ledger that loses and
+doubles nothing."""
+
+import logging
+from datetime import timedelta
+
+from docshift.storage import db
+
+log = logging.getLogger("docshift.metering")
+
+METERING_WINDOW = timedelta(hours=6)  # the marketplace refuses records older than this
+
+
+def report_overage(conn, backend, at=None):
+    """Send the overage of every ended hour not yet in the ledger (or still pending there).
+
+    Each (account, hour) is written to the ledger as pending before it is sent and closed
+    after; hours that fell out of the marketplace's window unsent are recorded as missed.
+    Returns what the marketplace settled.
+    """
+    at = at or db.now()
+    this_hour = db.hour_of(at)
+    due = []
+    for account, hour, quantity in db.overage_to_report(conn, this_hour - timedelta(days=7), this_hour):
+        db.open_overage_report(conn, account["id"], hour, quantity)
+        if db.parse(hour) < at - METERING_WINDOW:
+            db.close_overage_report(conn, account["id"], hour, "missed")
+            log.error("overage of account %s for %s was never reported in time", account["id"], hour)
+        else:
+            due.append((account, hour, quantity))
+    settled = backend.meter(due) if due else {}
+    for (account_id, hour), (status, record_id) in settled.items():
+        db.close_overage_report(conn, account_id, hour, status, record_id)
+    db.miss_overage_reports(conn, at - METERING_WINDOW)
+    return settled

@@ -1,0 +1,123 @@
+"""Every exception docshift raises on purpose, by layer.
+
+Storage speaks in its own terms (never a driver's exception), the engine sorts
+LibreOffice's failures into the documented task error codes, the marketplace
+says whether a token or the marketplace itself failed, and the API's errors
+carry their HTTP status and problem code (``docshift.web.problems`` renders them).
+"""
+
+
+# storage ----------------------------------------------------------------------
+
+class StorageUnavailable(Exception):
+    """The database or the object store did not answer; retry later."""
+
+
+class DatabaseUnavailable(StorageUnavailable):
+    """SQLite could not be opened or stayed locked past its busy timeout."""
+
+
+class StoreUnavailable(StorageUnavailable):
+    """The S3 object store refused or did not answer."""
+
+
+class IdempotencyKeyTaken(Exception):
+    """Another request committed a task with this Idempotency-Key first."""
+
+
+# the conversion engine ---------------------------------------------------------
+
+class OfficeCrashed(Exception):
+    """LibreOffice died (or was killed) during a conversion."""
+
+
+class OfficeTimeout(Exception):
+    """A conversion ran past its timeout; the process was killed."""
+
+
+class LoadFailed(Exception):
+    """LibreOffice could not load or store the document (the process is fine)."""
+
+
+class ConversionFailed(Exception):
+    """A conversion that ends the task FAILED with ``code`` (never retried)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# the marketplace ----------------------------------------------------------------
+
+class RegistrationTokenInvalid(Exception):
+    """The token is unknown, tampered with or expired."""
+
+
+class MarketplaceUnavailable(Exception):
+    """The marketplace did not answer (throttled, down); try again later."""
+
+
+# the API: one class per documented problem code ---------------------------------
+
+class ApiError(Exception):
+    status = 500
+    code = "internal_error"
+    title = "Internal error"
+    headers = {}
+
+    def __init__(self, detail=None, headers=None):
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        if headers:
+            self.headers = {**self.headers, **headers}
+
+
+class MissingApiKey(ApiError):
+    status, code, title = 401, "missing_api_key", "Missing API key"
+    headers = {"WWW-Authenticate": 'Bearer realm="docshift"'}
+
+
+class InvalidApiKey(ApiError):
+    status, code, title = 401, "invalid_api_key", "Invalid API key"
+    headers = {"WWW-Authenticate": 'Bearer realm="docshift", error="invalid_token"'}
+
+
+class SubscriptionInactive(ApiError):
+    status, code, title = 403, "subscription_pending_or_inactive", "Subscription pending or inactive"
+
+
+class TaskNotFound(ApiError):
+    status, code, title = 404, "task_not_found", "Task not found"
+
+
+class NotFound(ApiError):
+    status, code, title = 404, "not_found", "Not found"
+
+
+class MethodNotAllowed(ApiError):
+    status, code, title = 405, "method_not_allowed", "Method not allowed"
+
+
+class IdempotencyConflict(ApiError):
+    status, code, title = 422, "idempotency_conflict", "Idempotency-Key reused with another payload"
+
+
+class TooManyTasks(ApiError):
+    status, code, title = 429, "too_many_tasks", "Too many unfinished tasks"
+
+
+class FileTooLarge(ApiError):
+    status, code, title = 413, "file_too_large", "File too large"
+
+
+class UnsupportedFileType(ApiError):
+    status, code, title = 415, "unsupported_file_type", "Unsupported file type"
+
+
+class InvalidRequest(ApiError):
+    status, code, title = 400, "invalid_request", "Invalid request"
+
+
+class ServiceUnavailable(ApiError):
+    status, code, title = 503, "service_unavailable", "Service unavailable"

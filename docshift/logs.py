@@ -1,0 +1,35 @@
+"""JSON log lines for every docshift process, tagged with the request or task they belong to.
+
+No query string, key or file content is ever logged (a registration link's token
+would otherwise sit in the log).
+"""
+
+import json
+import logging
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record):
+        line = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname,
+                "logger": record.name, "message": record.getMessage()}
+        for tag in ("request_id", "task_id"):
+            value = getattr(record, tag, None)
+            if value:
+                line[tag] = value
+        if record.exc_info:
+            line["error"] = self.formatException(record.exc_info)
+        return json.dumps(line)
+
+
+def configure(*filters):
+    """JSON lines on stderr for the docshift loggers (once per process)."""
+    logger = logging.getLogger("docshift")
+    if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    for log_filter in filters:
+        handler.addFilter(log_filter)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False

@@ -1,0 +1,56 @@
+"""docshift's web app: API v1, the marketplace registration page, health, metrics, docs,
+and the operator CLI."""
+
+from flask import Flask
+
+from docshift import settings
+from docshift.storage import db
+from docshift.web import api, cli, metrics, openapi, problems, registration
+from docshift.web.context import close_db, get_db, get_store
+
+
+def create_app(config=None):
+    """The app, configured by ``settings.load(config)``: defaults, the environment, then ``config``."""
+    app = Flask(__name__)
+    app.config.update(settings.load(config))
+    # werkzeug refuses bigger bodies before reading them; the slack is for multipart framing
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_UPLOAD_BYTES"] + 64 * 1024
+    app.config["MAX_FORM_PARTS"] = 16
+    app.json.sort_keys = False
+    # "/v1/conversions//x" must not be redirected to another path
+    app.url_map.merge_slashes = False
+    metrics.init_app(app)
+
+    problems.register(app)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(registration.bp)
+    app.register_blueprint(openapi.bp)
+    app.teardown_appcontext(close_db)
+    app.add_url_rule("/healthz", view_func=healthz)
+    cli.register(app)
+
+    conn = db.connect(app.config["DATABASE"])
+    db.init(conn)
+    conn.close()
+    return app
+
+
+def healthz():
+    """200 when the database, the object store and the worker answer; 503 with the report otherwise."""
+    checks = {}
+    try:
+        db.ping(get_db())
+        checks["database"] = "ok"
+        beat = db.last_heartbeat(get_db())
+        fresh = beat is not None and (db.now() - beat).total_seconds() < 150
+        checks["worker"] = "ok" if fresh else "no recent heartbeat"
+    except Exception as error:
+        checks["database"] = f"error: {type(error).__name__}"
+        checks.setdefault("worker", "unknown")
+    try:
+        get_store().ping()
+        checks["object_store"] = "ok"
+    except Exception as error:
+        checks["object_store"] = f"error: {type(error).__name__}"
+    healthy = all(value == "ok" for value in checks.values())
+    return {"status": "ok" if healthy else "unavailable", "checks": checks}, 200 if healthy else 503

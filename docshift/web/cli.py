@@ -1,0 +1,94 @@
+"""The operator CLI, ``flask --app app ...``: the database, registration links, plans, usage."""
+
+import click
+from flask import current_app
+from flask.cli import AppGroup, with_appcontext
+
+from docshift import settings
+from docshift.storage import db
+from docshift.web.context import get_db, get_marketplace
+
+
+@click.command("init-db")
+@with_appcontext
+def init_db():
+    """Create the tables from schema.sql (safe to run again)."""
+    db.init(get_db())
+    click.echo(f"database ready: {current_app.config['DATABASE']}")
+
+
+marketplace_cli = AppGroup("marketplace", help="Registration links, plans and subscription status.")
+accounts_cli = AppGroup("accounts", help="Accounts of the marketplace's customers.")
+usage_cli = AppGroup("usage", help="Allowance and overage per account.")
+PLAN = click.Choice(sorted(settings.PLANS))
+
+
+def register(app):
+    for command in (init_db, marketplace_cli, accounts_cli, usage_cli):
+        app.cli.add_command(command)
+
+
+@marketplace_cli.command("issue-token")
+@click.option("--customer", required=True, help="The customer's id in your marketplace or CRM.")
+@click.option("--plan", type=PLAN, required=True)
+def issue_token(customer, plan):
+    """Print a registration link; the customer opens it to get an API key."""
+    token = get_marketplace().issue_token(customer, plan)
+    base = current_app.config.get("BASE_URL") or f"http://127.0.0.1:{current_app.config['PORT']}"
+    click.echo(f"registration link for {customer} ({plan}), valid "
+               f"{current_app.config['REGISTRATION_TOKEN_MAX_AGE'] // 3600} h:")
+    click.echo(f"{base.rstrip('/')}/marketplace/register?token={token}")
+
+
+def _account(customer):
+    account = db.find_account(get_db(), current_app.config["MARKETPLACE"], customer)
+    if account is None:
+        raise click.ClickException(f"no account for customer {customer!r} (has it registered?)")
+    return account
+
+
+@marketplace_cli.command("set-plan")
+@click.option("--customer", required=True)
+@click.option("--plan", type=PLAN, required=True)
+def set_plan(customer, plan):
+    """Change a customer's plan; the new quota applies at once, the period's count stays."""
+    account = db.set_account(get_db(), _account(customer)["id"], plan=plan)
+    click.echo(f"{customer}: plan {account['plan']}")
+
+
+@marketplace_cli.command("activate")
+@click.option("--customer", required=True)
+def activate(customer):
+    """Let a customer's key call the API again."""
+    db.set_account(get_db(), _account(customer)["id"], status="active")
+    click.echo(f"{customer}: active")
+
+
+@marketplace_cli.command("deactivate")
+@click.option("--customer", required=True)
+def deactivate(customer):
+    """Refuse a customer's calls; their queued tasks end FAILED subscription_inactive."""
+    db.set_account(get_db(), _account(customer)["id"], status="inactive")
+    click.echo(f"{customer}: inactive")
+
+
+@accounts_cli.command("list")
+def list_accounts():
+    """One line per account: id, customer, plan, status."""
+    for account in db.list_accounts(get_db()):
+        click.echo(f"{account['id']}  {account['customer_id']}  {account['plan'] or '-'}  {account['status']}")
+
+
+@usage_cli.command("report")
+def usage_report():
+    """Per account: plan, included used/quota, overage and its amount in USD."""
+    conn = get_db()
+    for account in db.list_accounts(conn):
+        if not account["plan"]:
+            click.echo(f"{account['customer_id']}  no plan yet ({account['status']})")
+            continue
+        period = db.usage_period(conn, account)
+        quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
+        amount = period["overage_used"] * settings.OVERAGE_USD
+        click.echo(f"{account['customer_id']}  {account['plan']}  included {period['included_used']}/{quota}"
+                   f"  overage {period['overage_used']} (USD {amount:.2f})  period ends {period['ends_at']}")

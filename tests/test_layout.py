@@ -1,0 +1,105 @@
+"""The shape of the code: importing starts nothing, only storage talks SQL or S3, the installed
+distribution is namespaced, and the architecture map names every package."""
+
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import docshift
+import docshift.storage
+
+ROOT = Path(__file__).resolve().parent.parent
+# bridge.py runs under LibreOffice's own Python (it needs the uno module)
+NOT_IMPORTABLE_HERE = {"docshift.engine.bridge"}
+
+
+def all_modules():
+    names = ["app", "worker"]
+    for package in (docshift, docshift.storage):  # storage/ is installed as docshift.storage
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            if module.name not in NOT_IMPORTABLE_HERE:
+                names.append(module.name)
+    return names
+
+
+def test_every_module_is_found():
+    names = all_modules()
+    assert {"docshift.storage.db", "docshift.web.api", "docshift.tasks.worker", "docshift.client"} <= set(names)
+
+
+def test_importing_any_module_creates_nothing(tmp_path):
+    data_dir = tmp_path / "not-yet"
+    before = sorted(p.name for p in ROOT.iterdir())
+    env = {**os.environ, "DOCSHIFT_DATA_DIR": str(data_dir)}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+    subprocess.run([sys.executable, "-c", code, *all_modules()], cwd=ROOT, env=env, check=True, timeout=60)
+    assert not data_dir.exists()
+    assert sorted(p.name for p in ROOT.iterdir()) == before
+
+
+def test_only_storage_talks_sql_or_s3():
+    storage = ROOT / "storage"
+    sources = [ROOT / "app.py", ROOT / "worker.py", *(ROOT / "docshift").rglob("*.py")]
+    offenders = []
+    for path in sources:
+        text = path.read_text()
+        for pattern in (r"\bimport sqlite3\b", r"\bsqlite3\.", r"\bminio\b", r"\.execute\("):
+            if re.search(pattern, text):
+                offenders.append(f"{path.relative_to(ROOT)}: {pattern}")
+    assert offenders == []
+    assert any("sqlite3" in p.read_text() for p in storage.glob("*.py"))
+
+
+def test_installed_distribution_is_namespaced(tmp_path):
+    """``pip install .`` (not editable) puts only docshift-named entries into site-packages,
+    with the schema and templates inside, and its ``docshift`` command runs."""
+    source = tmp_path / "source"
+    tracked = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True, check=True)
+    for name in tracked.stdout.splitlines():
+        if (ROOT / name).exists():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, source / name)
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    (wheel,) = wheels.glob("docshift-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {"docshift", wheel.name.split("-py3")[0] + ".dist-info"}
+    assert "docshift/storage/schema.sql" in names and "docshift/web/templates/registered.html" in names
+
+    fresh = tmp_path / "fresh"
+    venv.create(fresh, with_pip=True)
+    subprocess.run([fresh / "bin" / "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
+                   capture_output=True, timeout=300)
+    site = next((fresh / "lib").glob("python3*/site-packages"))
+    # what a fresh venv holds before anything is installed into it
+    bare = {"pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils-precedence.pth", "__pycache__"}
+    ours = {n for n in (p.name for p in site.iterdir()) if n not in bare and not n.startswith(("pip-", "setuptools-"))}
+    assert ours == {"docshift", wheel.name.split("-py3")[0] + ".dist-info"}
+    # the client's one dependency comes from the suite's environment, after the fresh venv's own
+    deps = next(Path(sys.executable).parent.parent.glob("lib/python3*/site-packages"))
+    env = {**os.environ, "PYTHONPATH": str(deps)}
+    answer = subprocess.run([fresh / "bin" / "docshift", "--help"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert answer.returncode == 0, answer.stderr
+    assert "convert" in answer.stdout and "usage" in answer.stdout
+
+
+def test_architecture_map_names_every_package():
+    """docs/architecture.md is the map: every package is in it, and everything it names exists."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    packages = {f"docshift/{p.name}/" for p in (ROOT / "docshift").iterdir()
+                if (p / "__init__.py").exists() and p.name != "__pycache__"}
+    packages.add("storage/")
+    for package in packages:
+        assert f"`{package}`" in text, f"{package} is missing from docs/architecture.md"
+    for named in re.findall(r"`((?:docshift|storage|tests|bench)/[\w/.]*)`", text):
+        assert (ROOT / named).exists(), f"docs/architecture.md names {named}, which does not exist"
