@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS conversions (
     source_sha256 TEXT NOT NULL,
     idempotency_key TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,
-    worker TEXT,                          -- host:pid of the worker process that claimed it
+    worker TEXT,                          -- host:pid of the worker holding it; with attempts, the lease
     billing_class TEXT CHECK (billing_class IN ('INCLUDED', 'OVERAGE')),
     period_started_at TEXT,               -- the usage period this success was counted in
     result_size INTEGER,
@@ -59,6 +59,9 @@ CREATE TABLE IF NOT EXISTS conversions (
 CREATE UNIQUE INDEX IF NOT EXISTS conversions_idempotency
     ON conversions (account_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS conversions_status ON conversions (status);
+-- the fair claim and the per-account cap: what each account has waiting, running, last served
+CREATE INDEX IF NOT EXISTS conversions_account_status ON conversions (account_id, status, created_at);
+CREATE INDEX IF NOT EXISTS conversions_account_started ON conversions (account_id, started_at);
 
 -- Overage reported to the marketplace, one row per account and hour. A row is written
 -- 'pending' before it is sent and 'sent' after, so a crash in between re-sends the same
@@ -79,7 +82,7 @@ CREATE TABLE IF NOT EXISTS tallies (
     value INTEGER NOT NULL
 );
 
--- Liveness of the worker, read by /healthz.
+-- Liveness: 'worker' (any worker process, read by /healthz) and 'worker:<host>:<pid>' for each.
 CREATE TABLE IF NOT EXISTS heartbeats (
     name TEXT PRIMARY KEY,
     beat_at TEXT NOT NULL

@@ -43,6 +43,7 @@ HINTS = {
     "unsupported_file_type": "Only .doc, .xls and .ppt files are accepted.",
     "invalid_request": "The service refused the request as malformed.",
     "idempotency_conflict": "This file's Idempotency-Key was used for other content; rename it.",
+    "too_many_tasks": "The account has too many tasks in progress; wait for some to finish.",
     "service_unavailable": "The service is temporarily unavailable; try again shortly.",
     "internal_error": "The service failed; try again later or tell its operator.",
     "unreachable": "Check DOCSHIFT_URL and that the service is running.",
@@ -198,11 +199,19 @@ def download(url, source, out_dir, stop):
 def convert_one(api, path, out_dir, timeout, stop):
     """Submit, poll and download one file: ``(ok, message)``; Problems propagate."""
     data = path.read_bytes()  # bytes, not a file object: a retried POST must resend the whole file
-    body, _ = api.call("POST", "/v1/conversions", stop,
-                       headers={"Idempotency-Key": idempotency_key(path.name, data)},
-                       files={"file": (path.name, data)})
-    replay = body.get("idempotent_replay", False)
     deadline = time.monotonic() + timeout
+    while True:
+        try:
+            body, _ = api.call("POST", "/v1/conversions", stop,
+                               headers={"Idempotency-Key": idempotency_key(path.name, data)},
+                               files={"file": (path.name, data)})
+            break
+        except Problem as problem:
+            # the account's cap on unfinished tasks: wait as told, then go on with this file
+            if problem.code != "too_many_tasks" or stop.is_set() or time.monotonic() > deadline:
+                raise
+            time.sleep(problem.retry_after if problem.retry_after is not None else 2)
+    replay = body.get("idempotent_replay", False)
     # always query at least once: only the task view carries download_url and error
     while True:
         task, headers = api.call("GET", body["status_url"], stop)

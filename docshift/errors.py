@@ -25,6 +25,10 @@ class IdempotencyKeyTaken(Exception):
     """Another request committed a task with this Idempotency-Key first."""
 
 
+class TooManyUnfinished(Exception):
+    """The account already has as many QUEUED or PROCESSING tasks as it may."""
+
+
 # the conversion engine ---------------------------------------------------------
 
 class OfficeCrashed(Exception):

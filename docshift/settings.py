@@ -43,6 +43,13 @@ DEFAULTS = {
     # peaks at 2.6 GB resident and more in address space; 4096 made it fail)
     "OFFICE_MEMORY_LIMIT_MB": 8192,
     "RESULT_RETENTION_SECONDS": 1800,
+    # unfinished (QUEUED or PROCESSING) tasks an account may have before 429 too_many_tasks
+    "MAX_PENDING_TASKS": 100,
+    # how long one run waits out an outage of the database or the object store (5 min and some)
+    "OUTAGE_PATIENCE_SECONDS": 330,
+    # the worker's own duties, on a thread of their own: liveness, and the sweep of retention and recovery
+    "HEARTBEAT_SECONDS": 10,
+    "SWEEP_SECONDS": 15,
     "DOWNLOAD_EXPIRES_IN": 300,
     # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)
     "IDEMPOTENCY_KEY_TTL_SECONDS": 24 * 3600,

@@ -16,11 +16,13 @@ __all__ = ["ObjectStore", "db", "submit_task"]
 log = logging.getLogger("docshift.storage")
 
 
-def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idempotency_key=None):
+def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idempotency_key=None,
+                max_unfinished=None):
     """Store the input, then commit its QUEUED task row; returns the row.
 
-    When the row cannot be committed (the database is down, or an identical request with the
-    same Idempotency-Key committed first: ``IdempotencyKeyTaken``), the stored input is
+    When the row cannot be committed (the database is down; an identical request with the
+    same Idempotency-Key committed first: ``IdempotencyKeyTaken``; the account has
+    ``max_unfinished`` tasks waiting or running: ``TooManyUnfinished``), the stored input is
     removed again before the error goes on: no row, no input.
     """
     task = {"id": db.new_id("tsk"), "account_id": account_id, "status": "QUEUED",
@@ -28,7 +30,7 @@ def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idem
             "source_sha256": sha256, "idempotency_key": idempotency_key, "created_at": db.iso(db.now())}
     objects.put_input(task["id"], data)
     try:
-        db.create_task(conn, task)
+        db.create_task(conn, task, max_unfinished)
     except BaseException:
         try:
             objects.delete_input(task["id"])

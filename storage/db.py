@@ -15,7 +15,7 @@ from importlib.resources import files
 
 from sqlite_utils import Database
 
-from docshift.errors import DatabaseUnavailable, IdempotencyKeyTaken
+from docshift.errors import DatabaseUnavailable, IdempotencyKeyTaken, TooManyUnfinished
 
 # the top-level schema.sql, packaged beside this module (storage/schema.sql links to it)
 SCHEMA = files("docshift.storage") / "schema.sql"
@@ -191,18 +191,6 @@ def usage_period(db, account, at=None):
 
 # conversion tasks ------------------------------------------------------------
 
-def create_task(db, task):
-    """Commit a new QUEUED task row. Raises IdempotencyKeyTaken if its key is already used."""
-    try:
-        with transaction(db):
-            db["conversions"].insert(task)
-    except sqlite3.IntegrityError as error:
-        if task.get("idempotency_key") and "conversions.account_id" in str(error):
-            raise IdempotencyKeyTaken() from error
-        raise
-    return task
-
-
 def get_task(db, task_id, account_id=None):
     sql = "SELECT * FROM conversions WHERE id = ?"
     params = [task_id]
@@ -217,34 +205,114 @@ def task_by_idempotency_key(db, account_id, key):
                  [account_id, key])
 
 
-def start_processing(db, task_id, worker=None):
-    """QUEUED -> PROCESSING by ``worker`` (host:pid); returns the task and its account, or None."""
+def unfinished_count(db, account_id):
+    """How many of the account's tasks are QUEUED or PROCESSING."""
+    return db.execute("SELECT count(*) FROM conversions WHERE account_id = ? AND status IN ('QUEUED', 'PROCESSING')",
+                      [account_id]).fetchone()[0]
+
+
+def create_task(db, task, max_unfinished=None):
+    """Commit a new QUEUED task row. Raises IdempotencyKeyTaken if its key is already used, and
+    TooManyUnfinished (committing nothing) if the account already has ``max_unfinished`` tasks
+    QUEUED or PROCESSING: counted in the same transaction, so racing requests cannot overrun it."""
+    try:
+        with transaction(db):
+            if max_unfinished is not None and unfinished_count(db, task["account_id"]) >= max_unfinished:
+                raise TooManyUnfinished(task["account_id"])
+            db["conversions"].insert(task)
+    except sqlite3.IntegrityError as error:
+        if task.get("idempotency_key") and "conversions.account_id" in str(error):
+            raise IdempotencyKeyTaken() from error
+        raise
+    return task
+
+
+# The fairest QUEUED task: of the accounts with work waiting, the one with the fewest conversions
+# running, then the one served longest ago (never served first), then the oldest waiting work; of
+# its tasks, the oldest. One account's backlog thus delays another's task by at most what runs.
+FAIREST = """
+    SELECT conversions.id FROM conversions JOIN (
+        SELECT waiting.account_id,
+               (SELECT count(*) FROM conversions AS running
+                 WHERE running.account_id = waiting.account_id AND running.status = 'PROCESSING') AS running,
+               (SELECT max(started_at) FROM conversions AS served
+                 WHERE served.account_id = waiting.account_id) AS served_at,
+               min(waiting.created_at) AS oldest
+        FROM conversions AS waiting WHERE waiting.status = 'QUEUED' GROUP BY waiting.account_id
+        ORDER BY running, served_at IS NOT NULL, served_at, oldest LIMIT 1
+    ) AS pick ON conversions.account_id = pick.account_id
+    WHERE conversions.status = 'QUEUED' ORDER BY conversions.created_at LIMIT 1"""
+
+
+def claim_next(db, worker):
+    """QUEUED -> PROCESSING for the fairest waiting task, held by ``worker``; returns
+    ``(task, account)`` or None when nothing waits. The claim is the lease: the task's
+    ``worker`` and ``attempts`` name its holder, and only that holder may finish it."""
     with transaction(db):
-        cursor = db.execute(
-            "UPDATE conversions SET status = 'PROCESSING', attempts = attempts + 1, started_at = ?, worker = ? "
-            "WHERE id = ? AND status = 'QUEUED'", [iso(now()), worker, task_id])
-        if cursor.rowcount != 1:
+        row = db.execute(FAIREST).fetchone()
+        if row is None:
+            return None
+        _claim(db, row[0], worker)
+    task = get_task(db, row[0])
+    return task, db["accounts"].get(task["account_id"])
+
+
+def start_processing(db, task_id, worker=None):
+    """QUEUED -> PROCESSING of this task, held by ``worker``; returns the task and its account, or None."""
+    with transaction(db):
+        if not _claim(db, task_id, worker):
             return None
     task = get_task(db, task_id)
     return task, db["accounts"].get(task["account_id"])
 
 
-def requeue(db, task_id):
-    """PROCESSING -> QUEUED, so a retry can claim it again."""
-    db.execute("UPDATE conversions SET status = 'QUEUED' WHERE id = ? AND status = 'PROCESSING'",
-               [task_id])
+def _claim(db, task_id, worker):
+    cursor = db.execute(
+        "UPDATE conversions SET status = 'PROCESSING', attempts = attempts + 1, started_at = ?, worker = ? "
+        "WHERE id = ? AND status = 'QUEUED'", [iso(now()), worker, task_id])
+    return cursor.rowcount == 1
 
 
-def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None):
+def _held(lease):
+    """SQL condition and parameters: the task is PROCESSING, and by the lease's holder when given."""
+    if lease is None:
+        return "status = 'PROCESSING'", []
+    return "status = 'PROCESSING' AND worker IS ? AND attempts = ?", [lease[0], lease[1]]
+
+
+def lease_of(task):
+    """The lease a claimed task row stands for: (holder, attempt)."""
+    return task["worker"], task["attempts"]
+
+
+def requeue(db, task_id, lease=None):
+    """PROCESSING -> QUEUED, so a retry can claim it again (only by the lease's holder, if given)."""
+    held, params = _held(lease)
+    return db.execute(f"UPDATE conversions SET status = 'QUEUED' WHERE id = ? AND {held}",
+                      [task_id, *params]).rowcount == 1
+
+
+def release(db, task_id, lease):
+    """PROCESSING -> QUEUED without using up an attempt: the run was stopped by an outage of the
+    database or the object store, not by the file."""
+    held, params = _held(lease)
+    return db.execute(f"UPDATE conversions SET status = 'QUEUED', attempts = attempts - 1 WHERE id = ? AND {held}",
+                      [task_id, *params]).rowcount == 1
+
+
+def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None, lease=None):
     """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
 
     ``INCLUDED`` while the period's included count is below the plan's quota,
-    else ``OVERAGE``. Returns None (and counts nothing) if the task was not PROCESSING.
+    else ``OVERAGE``. Returns None (and counts nothing) if the task was not PROCESSING, or
+    not held by ``lease`` when one is given.
     """
     at = at or now()
     with transaction(db):
         task = get_task(db, task_id)
         if task is None or task["status"] != "PROCESSING":
+            return None
+        if lease is not None and lease_of(task) != tuple(lease):
             return None
         account = db["accounts"].get(task["account_id"])
         period = current_period(db, account, at)
@@ -262,11 +330,13 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None)
     return billing
 
 
-def mark_failed(db, task_id, code, message):
-    """Any non-final state -> FAILED with a documented code. Never counted."""
+def mark_failed(db, task_id, code, message, lease=None):
+    """Any non-final state -> FAILED with a documented code (only by the lease's holder, if given).
+    Never counted."""
+    held, params = ("status IN ('QUEUED', 'PROCESSING')", []) if lease is None else _held(lease)
     cursor = db.execute(
-        "UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ? "
-        "WHERE id = ? AND status IN ('QUEUED', 'PROCESSING')", [code, message, iso(now()), task_id])
+        f"UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ? "
+        f"WHERE id = ? AND {held}", [code, message, iso(now()), task_id, *params])
     return cursor.rowcount == 1
 
 
@@ -301,16 +371,8 @@ def processing_tasks(db):
     return list(db.query("SELECT * FROM conversions WHERE status = 'PROCESSING'"))
 
 
-def queued_tasks(db, created_before):
-    return list(db.query("SELECT id FROM conversions WHERE status = 'QUEUED' AND created_at < ?",
-                         [iso(created_before)]))
-
-
-def stale_tasks(db, queued_before, processing_before):
-    """Tasks a lost enqueue or a dead worker left behind."""
-    return list(db.query(
-        "SELECT * FROM conversions WHERE (status = 'QUEUED' AND created_at < ?) "
-        "OR (status = 'PROCESSING' AND started_at < ?)", [iso(queued_before), iso(processing_before)]))
+def queued_count(db):
+    return db.execute("SELECT count(*) FROM conversions WHERE status = 'QUEUED'").fetchone()[0]
 
 
 # overage metering ---------------------------------------------------------------
@@ -364,8 +426,8 @@ def overage_reports(db, account_id=None):
 
 # worker liveness ---------------------------------------------------------------
 
-def heartbeat(db, name="worker"):
-    db["heartbeats"].upsert({"name": name, "beat_at": iso(now())}, pk="name")
+def heartbeat(db, name="worker", at=None):
+    db["heartbeats"].upsert({"name": name, "beat_at": iso(at or now())}, pk="name")
 
 
 def last_heartbeat(db, name="worker"):

@@ -32,6 +32,10 @@ BACKSTOP = LifecycleConfig([
 
 OOXML_TYPES = {f.target: f.media_type for f in FORMATS.values()}
 
+CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES = 3, 60, 2
+# the longest one call can take before it answers or raises: every try waits its full timeouts
+LONGEST_CALL = (RETRIES + 1) * (CONNECT_TIMEOUT + READ_TIMEOUT) + 5
+
 
 def _domain_errors(method):
     """A store that refuses or does not answer is StoreUnavailable: callers never see the SDK's
@@ -53,8 +57,8 @@ class ObjectStore:
         # the SDK's default waits 5 minutes to connect and retries 5 times: an outage must
         # reach a client as a prompt 503, and the worker has its own retries
         http = urllib3.PoolManager(
-            timeout=urllib3.Timeout(connect=3, read=60), maxsize=10,
-            retries=urllib3.Retry(total=2, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]))
+            timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT), maxsize=10,
+            retries=urllib3.Retry(total=RETRIES, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]))
         self.client = Minio(config["S3_ENDPOINT"], secure=bool(config["S3_SECURE"]), http_client=http,
                             **credentials)
         public = urlsplit(config["S3_PUBLIC_URL"])

@@ -90,6 +90,38 @@ def s3(tmp_path_factory):
 
 
 @pytest.fixture
+def own_store(tmp_path):
+    """A SeaweedFS of this test's own, to stop and start again."""
+    from docshift import settings
+    from docshift.storage import objectstore
+
+    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
+    # not the session store's endpoint and credentials, which the environment carries
+    config = settings.load({"DATA_DIR": str(tmp_path / "store"), "S3_PORT": port, "S3_ENDPOINT": None,
+                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
+    argv = objectstore.command(config)
+
+    class Store:
+        env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
+               "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
+        process = None
+
+        def start(self):
+            with open(tmp_path / "weed.log", "ab") as log:
+                self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
+                     60, "SeaweedFS")
+
+        def stop(self):
+            stop_process_group(self.process)
+
+    store = Store()
+    store.start()
+    yield store
+    store.stop()
+
+
+@pytest.fixture
 def app(s3, tmp_path, request):
     """An app on its own database and bucket (no worker consumes its queue)."""
     from docshift.web import create_app
@@ -196,6 +228,11 @@ class Service:
                               "S3_ENDPOINT": self.env["DOCSHIFT_S3_ENDPOINT"],
                               "S3_ACCESS_KEY": self.env["DOCSHIFT_S3_ACCESS_KEY"],
                               "S3_SECRET_KEY": self.env["DOCSHIFT_S3_SECRET_KEY"]})
+
+    def store(self):
+        from docshift.storage import ObjectStore
+
+        return ObjectStore(self.config())
 
     def register(self, customer, plan="starter"):
         from docshift.accounts import marketplace

@@ -8,12 +8,8 @@ import subprocess
 import threading
 import time
 
-import pytest
 import requests
-from conftest import Service, free_port_block, stop_process_group, wait_for
-
-from docshift import settings
-from docshift.storage import objectstore
+from conftest import Service
 
 FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
 
@@ -51,35 +47,6 @@ def test_sigkill_of_the_consumer_mid_flight_then_restart(s3, tmp_path, legacy, s
         assert len(old) <= 2, old  # only the new consumer's two
     finally:
         service.stop()
-
-
-@pytest.fixture
-def own_store(tmp_path):
-    """A SeaweedFS of this test's own, to stop and start again."""
-    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
-    # not the session store's endpoint and credentials, which the environment carries
-    config = settings.load({"DATA_DIR": str(tmp_path / "store"), "S3_PORT": port, "S3_ENDPOINT": None,
-                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
-    argv = objectstore.command(config)
-
-    class Store:
-        env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
-               "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
-        process = None
-
-        def start(self):
-            with open(tmp_path / "weed.log", "ab") as log:
-                self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
-                     60, "SeaweedFS")
-
-        def stop(self):
-            stop_process_group(self.process)
-
-    store = Store()
-    store.start()
-    yield store
-    store.stop()
 
 
 def test_object_store_down_and_back(own_store, tmp_path, legacy):

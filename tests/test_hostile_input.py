@@ -247,6 +247,14 @@ def assert_sound(app, response):
 # werkzeug's multipart parser drops the spooled file of a part it was writing when the body
 # turns out broken (a ValueError it swallows): the file is only closed by its finalizer, which
 # warns. Nothing leaks in CPython (reference counting finalizes it at once); see the report.
+@pytest.fixture(autouse=True)
+def no_cap(request):
+    """The fuzz tests submit hundreds of files from one account; the cap on unfinished tasks
+    has tests of its own (test_scheduling.py)."""
+    if "app" in request.fixturenames:
+        request.getfixturevalue("app").config["MAX_PENDING_TASKS"] = 10**6
+
+
 SPOOLED_FILE_FINALIZED = pytest.mark.filterwarnings(
     "ignore:Unclosed file <tempfile.SpooledTemporaryFile:ResourceWarning")
 

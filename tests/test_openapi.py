@@ -25,7 +25,8 @@ def test_document_covers_every_endpoint_header_and_error(client):
     assert [p["name"] for p in post["parameters"]] == ["Idempotency-Key"]
     assert "0x21-0x7E" in post["parameters"][0]["description"]
     assert set(post["responses"]["202"]["headers"]) == {"Location", "Idempotent-Replayed"}
-    assert set(post["responses"]) == {"202", "400", "401", "403", "413", "415", "422", "503"}
+    assert set(post["responses"]) == {"202", "400", "401", "403", "413", "415", "422", "429", "503"}
+    assert "Retry-After" in post["responses"]["429"]["headers"]
     get = document["paths"]["/v1/conversions/{task_id}"]["get"]
     assert "Retry-After" in get["responses"]["200"]["headers"]
     assert set(get["responses"]) == {"200", "401", "403", "404", "503"}

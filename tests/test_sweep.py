@@ -1,5 +1,6 @@
 """The worker's minute sweep: results expire, leftover inputs go, stuck tasks come back."""
 
+import time
 from datetime import timedelta
 
 import requests
@@ -24,10 +25,16 @@ def sweep(app, at=None):
 
 def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
     task_id = submit_and_run(app, office, client, account, legacy["doc"].read_bytes(), "letter.doc",
-                             RESULT_RETENTION_SECONDS=0)
+                             RESULT_RETENTION_SECONDS=2)
     auth = {"Authorization": f"Bearer {account}"}
     link = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()["download_url"]
     assert requests.get(link, timeout=10).status_code == 200
+    time.sleep(2.1)
+    # past its retention the task is EXPIRED at once, before any sweep has run
+    body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
+    assert body["status"] == "EXPIRED" and "download_url" not in body
+    with app.app_context():
+        assert db.get_task(get_db(), task_id)["status"] == "SUCCEEDED"
     sweep(app)
     body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
     assert body["status"] == "EXPIRED" and "download_url" not in body
@@ -51,7 +58,7 @@ def test_dead_worker_task_is_requeued_then_failed(app, client, account):
         conn = get_db()
         for attempt in range(1, 4):
             assert db.start_processing(conn, task_id) is not None  # a worker claims it, then dies
-            later = db.now() + timedelta(seconds=app.config["CONVERSION_TIMEOUT"] + 180)
+            later = db.now() + timedelta(seconds=conversion.max_run_seconds(app.config) + 1)
             maintenance.sweep_once(conn, get_store(), app.config, at=later)
             task = db.get_task(conn, task_id)
             if attempt < 3:

@@ -1,67 +1,125 @@
 """One conversion task, from its QUEUED row to SUCCEEDED (counted) or FAILED.
 
-A task takes only a task id and re-reads its row, so running it twice is
-harmless: only the run that moves the row from QUEUED to PROCESSING converts.
+A run claims a task (the fairest waiting one, or a given one), which makes the
+run the task's lease holder: only the holder (its worker and attempt) may
+finish it, so a run that was given up on can never overwrite what a later run
+did. An outage of the database or the object store is waited out (up to
+``OUTAGE_PATIENCE_SECONDS`` per run), then the task goes back to the queue
+without using up an attempt.
 """
 
 import logging
 import tempfile
+import time
 from pathlib import Path
 
 from docshift.engine import convert, precheck
+from docshift.engine.office import START_TIMEOUT
 from docshift.errors import ConversionFailed, StorageUnavailable
 from docshift.formats import FORMATS
 from docshift.storage import db
+from docshift.storage.objects import LONGEST_CALL
 
 log = logging.getLogger("docshift.tasks")
 
 MAX_ATTEMPTS = 3
 
 
+def max_run_seconds(config):
+    """The longest one run can legitimately hold a task; past it, the task is declared stuck.
+
+    Three LibreOffice starts (the warm one may be replaced before the file, after a crash,
+    and after recycling), the file converted twice (a crash is retried once), the input
+    fetched and the result stored with every try of the store client timing out, and the
+    run's whole patience with an outage.
+    """
+    conversions = 3 * START_TIMEOUT + 2 * float(config["CONVERSION_TIMEOUT"])
+    transfers = 2 * LONGEST_CALL
+    return conversions + transfers + float(config["OUTAGE_PATIENCE_SECONDS"]) + 60
+
+
+class Patience:
+    """Retries a storage call while the database or the object store is unavailable, with
+    backoff, until the run's budget is spent; then the error goes on."""
+
+    def __init__(self, budget, sleep=time.sleep):
+        self.deadline = time.monotonic() + float(budget)
+        self.sleep = sleep
+
+    def __call__(self, action, *args, **kwargs):
+        delay = 0.5
+        while True:
+            try:
+                return action(*args, **kwargs)
+            except StorageUnavailable as error:
+                if time.monotonic() + delay > self.deadline:
+                    raise
+                log.warning("%s: %s; retrying in %.1f s", getattr(action, "__name__", action), error, delay)
+                self.sleep(delay)
+                delay = min(delay * 2, 15)
+
+
+def run_next(conn, objects, config, office, worker):
+    """Claim the fairest waiting task and run it; None when nothing waits."""
+    claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(db.claim_next, conn, worker)
+    return None if claimed is None else _run(*claimed, conn, objects, config, office)
+
+
 def run_conversion(task_id, conn, objects, config, office, worker=None):
-    """Take a QUEUED task to SUCCEEDED (counted) or FAILED. Transient errors re-raise for a retry."""
+    """Claim this task if it is QUEUED and run it; None if another run has it."""
     claimed = db.start_processing(conn, task_id, worker)
-    if claimed is None:
-        return None
-    task, account = claimed
+    return None if claimed is None else _run(*claimed, conn, objects, config, office)
+
+
+def _run(task, account, conn, objects, config, office):
+    """Take a claimed task to SUCCEEDED (counted) or FAILED. Transient errors re-raise for a retry."""
+    task_id, lease = task["id"], db.lease_of(task)
+    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
     if account["status"] != "active":
-        fail(conn, objects, task_id, "subscription_inactive",
-             "The subscription became inactive before the conversion ran; not billed.")
+        patiently(fail, conn, objects, task_id, "subscription_inactive",
+                  "The subscription became inactive before the conversion ran; not billed.", lease)
         return "FAILED"
     kind = task["source_type"]
     restarts = office.restarts
     try:
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=workdir(config)) as tmp:
             source = Path(tmp) / f"input.{kind}"
-            objects.fetch_input(task_id, source)
+            patiently(objects.fetch_input, task_id, source)
             precheck.check(source, kind)
             result = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id)
             size = result.stat().st_size
-            objects.put_result(task_id, result, FORMATS[kind].target)
+            patiently(objects.put_result, task_id, result, FORMATS[kind].target)
     except ConversionFailed as failure:
         log.info("task %s failed: %s", task_id, failure.code)
-        fail(conn, objects, task_id, failure.code, failure.message)
+        patiently(fail, conn, objects, task_id, failure.code, failure.message, lease)
         return "FAILED"
+    except StorageUnavailable:
+        log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
+        _quietly(db.release, conn, task_id, lease)
+        raise
     except Exception:
         log.exception("task %s: attempt %d broke", task_id, task["attempts"])
         if task["attempts"] >= MAX_ATTEMPTS:
-            fail(conn, objects, task_id, "conversion_failed", "The conversion failed repeatedly.")
+            patiently(fail, conn, objects, task_id, "conversion_failed", "The conversion failed repeatedly.", lease)
             return "FAILED"
-        db.requeue(conn, task_id)
+        patiently(db.requeue, conn, task_id, lease)
         raise
     finally:
         if office.restarts > restarts:
-            db.add_tally(conn, "libreoffice_restarts", office.restarts - restarts)
-    billing = db.mark_succeeded(conn, task_id, size, config["RESULT_RETENTION_SECONDS"],
-                                config["PLAN_QUOTAS"])
+            _quietly(db.add_tally, conn, "libreoffice_restarts", office.restarts - restarts)
+    billing = patiently(db.mark_succeeded, conn, task_id, size, config["RESULT_RETENTION_SECONDS"],
+                        config["PLAN_QUOTAS"], lease=lease)
+    if billing is None:
+        log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
+        return None
     drop_input(conn, objects, task_id)
     log.info("task %s succeeded (%s, %d bytes)", task_id, billing, size)
     return "SUCCEEDED"
 
 
-def fail(conn, objects, task_id, code, message):
-    db.mark_failed(conn, task_id, code, message)
-    drop_input(conn, objects, task_id)
+def fail(conn, objects, task_id, code, message, lease=None):
+    if db.mark_failed(conn, task_id, code, message, lease):
+        drop_input(conn, objects, task_id)
 
 
 def drop_input(conn, objects, task_id):
@@ -71,6 +129,13 @@ def drop_input(conn, objects, task_id):
         db.mark_input_deleted(conn, task_id)
     except StorageUnavailable as error:
         log.warning("input of %s not deleted yet: %r", task_id, error)
+
+
+def _quietly(action, *args):
+    try:
+        action(*args)
+    except StorageUnavailable as error:
+        log.warning("%s skipped: %r", action.__name__, error)
 
 
 def workdir(config):

@@ -1,4 +1,8 @@
-"""The service's own duties: heartbeat, retention, leftover inputs, forgotten keys, recovery."""
+"""The service's own duties: liveness, retention, leftover inputs, forgotten keys, recovery.
+
+They run on a thread of their own in every worker process (``docshift.tasks.worker``),
+never in the queue behind conversions.
+"""
 
 import logging
 import os
@@ -6,21 +10,34 @@ import socket
 from datetime import timedelta
 
 from docshift.storage import db
-from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail
+from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
 from docshift.tasks.queue import Queue
 
 log = logging.getLogger("docshift.maintenance")
 
 HOST = socket.gethostname()
+# a holder on another host is gone when its process has not beaten for this long
+HOLDER_SILENCE = timedelta(seconds=90)
 
 
-def sweep_once(conn, objects, config, at=None, enqueue=None):
-    """Heartbeat, expire results, delete leftover inputs, forget old Idempotency-Keys,
-    recover stuck tasks (``enqueue(task_id)`` hands one to the queue again; by default the
-    configured queue)."""
+def worker_name():
+    """host:pid, the holder recorded on each claim and the name of this process's heartbeat."""
+    return f"{HOST}:{os.getpid()}"
+
+
+def heartbeat(conn, at=None):
+    """This process is alive: its own beat, and the service's 'worker' beat read by /healthz."""
     at = at or db.now()
-    enqueue = enqueue or Queue(config).enqueue
-    db.heartbeat(conn)
+    db.heartbeat(conn, "worker", at)
+    db.heartbeat(conn, f"worker:{worker_name()}", at)
+
+
+def sweep_once(conn, objects, config, at=None, queue=None):
+    """Expire results, delete leftover inputs, forget old Idempotency-Keys, take back stuck
+    tasks, and keep a message in the queue for every QUEUED task."""
+    at = at or db.now()
+    queue = queue or Queue(config)
+    heartbeat(conn, at)
     for task in db.results_to_expire(conn, at):
         # delete first: a crash in between leaves a SUCCEEDED row that the next sweep finishes
         objects.delete_result(task["id"])
@@ -28,50 +45,57 @@ def sweep_once(conn, objects, config, at=None, enqueue=None):
     for task in db.final_tasks_with_input(conn):
         drop_input(conn, objects, task["id"])
     db.purge_idempotency_keys(conn, at - timedelta(seconds=int(config["IDEMPOTENCY_KEY_TTL_SECONDS"])))
-    recover_orphans(conn, objects, enqueue)
-    stuck_after = timedelta(seconds=int(config["CONVERSION_TIMEOUT"]) + 120)
-    for task in db.stale_tasks(conn, at - timedelta(minutes=10), at - stuck_after):
-        if task["status"] == "PROCESSING":
-            retry_or_fail(conn, objects, task, enqueue)
-        else:
-            log.warning("re-enqueueing task %s, queued since %s", task["id"], task["created_at"])
-            enqueue(task["id"])
+    recover_stuck(conn, objects, config, at)
+    top_up(conn, queue)
 
 
-def recover(conn, objects, enqueue, started_at):
-    """At a consumer's start: take back what a killed worker process left behind.
-
-    PROCESSING tasks of dead processes go back to the queue, and QUEUED tasks are
-    enqueued again, since a killed consumer may have taken them off huey's queue
-    without claiming them. A second enqueue of a task is harmless: only one run
-    can claim it.
-    """
-    recover_orphans(conn, objects, enqueue)
-    for task in db.queued_tasks(conn, started_at):
-        enqueue(task["id"])
+def recover(conn, objects, config, queue):
+    """At a worker's start: take back the tasks of dead workers, and make sure every QUEUED task
+    has its message (a killed consumer may have taken messages without claiming)."""
+    recover_stuck(conn, objects, config, db.now())
+    top_up(conn, queue)
 
 
-def recover_orphans(conn, objects, enqueue):
-    """PROCESSING tasks whose worker process on this host is gone: retried, or failed after
-    MAX_ATTEMPTS."""
+def recover_stuck(conn, objects, config, at):
+    """PROCESSING tasks whose holder is gone, or that were held past the longest legitimate run:
+    back to the queue, or FAILED after MAX_ATTEMPTS. Only that holder's lease is taken back."""
+    longest = timedelta(seconds=max_run_seconds(config))
     for task in db.processing_tasks(conn):
-        host, _, pid = (task["worker"] or "").partition(":")
-        if host == HOST and pid.isdigit() and not _alive(int(pid)):
-            log.warning("task %s was left by dead worker %s", task["id"], task["worker"])
-            retry_or_fail(conn, objects, task, enqueue)
+        overdue = db.parse(task["started_at"]) + longest < at
+        if overdue or holder_gone(conn, task["worker"], at):
+            log.warning("task %s taken back from %s (attempt %d%s)", task["id"], task["worker"], task["attempts"],
+                        ", overdue" if overdue else "")
+            retry_or_fail(conn, objects, task)
 
 
-def retry_or_fail(conn, objects, task, enqueue):
+def holder_gone(conn, holder, at):
+    """True when the process named ``holder`` (host:pid) has certainly stopped: on this host its
+    pid is gone; elsewhere its heartbeat went silent. An unknown holder is never declared gone."""
+    host, _, pid = (holder or "").partition(":")
+    if not pid.isdigit():
+        return False
+    if host == HOST:
+        return not _alive(int(pid))
+    beat = db.last_heartbeat(conn, f"worker:{holder}")
+    return beat is not None and beat + HOLDER_SILENCE < at
+
+
+def retry_or_fail(conn, objects, task):
+    lease = db.lease_of(task)
     if task["attempts"] >= MAX_ATTEMPTS:
-        fail(conn, objects, task["id"], "conversion_failed", "The conversion failed repeatedly.")
-        return
-    db.requeue(conn, task["id"])
-    enqueue(task["id"])
+        fail(conn, objects, task["id"], "conversion_failed", "The conversion failed repeatedly.", lease)
+    else:
+        db.requeue(conn, task["id"], lease)
 
 
-def worker_name():
-    """host:pid, recorded on each claim so that the tasks of a dead process can be found."""
-    return f"{HOST}:{os.getpid()}"
+def top_up(conn, queue):
+    """One message per QUEUED task at least: those lost (a killed consumer, a failed enqueue) are
+    replaced. Extra messages are harmless: a message that finds nothing to claim does nothing."""
+    missing = db.queued_count(conn) - queue.pending()
+    for _ in range(max(0, missing)):
+        queue.enqueue()
+    if missing > 0:
+        log.info("%d queue messages added for waiting tasks", missing)
 
 
 def _alive(pid):

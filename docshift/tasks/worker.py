@@ -1,12 +1,11 @@
-"""The worker process: huey consumer threads, each with its own warm LibreOffice, plus the
-service's periodic duties. ``python worker.py`` (the Procfile's ``worker``) runs ``main``."""
+"""The worker process: huey consumer threads, each with its own warm LibreOffice, and a thread
+of the service's own duties. ``python worker.py`` (the Procfile's ``worker``) runs ``main``."""
 
 import functools
 import logging
 import threading
+import time
 from pathlib import Path
-
-from huey import crontab
 
 from docshift import logs, settings
 from docshift.accounts import marketplace
@@ -16,21 +15,20 @@ from docshift.engine.office import Office
 from docshift.errors import StorageUnavailable
 from docshift.storage import ObjectStore, db
 from docshift.tasks import maintenance
-from docshift.tasks.conversion import run_conversion
+from docshift.tasks.conversion import run_next
 from docshift.tasks.queue import Queue
 
 log = logging.getLogger("docshift.worker")
 
 
 class Worker:
-    """What a consumer thread needs, made per thread on first use: a SQLite connection, an
-    object store client, a LibreOffice."""
+    """What a thread needs, made per thread on first use: a SQLite connection, an object store
+    client, a LibreOffice."""
 
     def __init__(self, config):
         self.config = config
         self.queue = Queue(config, runner=self)
         self._local = threading.local()
-        self._recovered = threading.Lock()
 
     def connection(self):
         if not hasattr(self._local, "db"):
@@ -56,17 +54,9 @@ class Worker:
         """The configured marketplace, made once per process (the aws one holds three API clients)."""
         return marketplace.backend(self.config)
 
-    # huey hooks and tasks
+    # huey hooks and the task
 
     def thread_started(self):
-        db.init(self.connection())
-        db.heartbeat(self.connection())
-        try:
-            self.store().ensure_bucket()
-        except StorageUnavailable as error:  # the store may still be starting; put_input creates it too
-            log.warning("bucket not ready yet: %r", error)
-        if self._recovered.acquire(blocking=False):  # once per process, not per worker thread
-            maintenance.recover(self.connection(), self.store(), self.queue.enqueue, started_at=db.now())
         try:
             self.office().start()  # warm before the first task arrives
         except Exception as error:
@@ -76,29 +66,65 @@ class Worker:
         if hasattr(self._local, "office"):
             self._local.office.stop()
 
-    def convert(self, task_id):
-        return run_conversion(task_id, self.connection(), self.store(), self.config, self.office(),
-                              maintenance.worker_name())
+    def convert(self, hint=None):
+        """A message: claim the fairest waiting task (not necessarily ``hint``) and convert it."""
+        return run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name())
 
-    def sweep(self):
-        maintenance.sweep_once(self.connection(), self.store(), self.config, enqueue=self.queue.enqueue)
+    # the service's own duties
 
-    def subscriptions(self):
-        sync_subscriptions(self.connection(), self.marketplace)
+    def duties(self):
+        """(name, every seconds, action), run by ``Duties`` on a thread of their own."""
+        return [
+            ("heartbeat", float(self.config["HEARTBEAT_SECONDS"]), lambda: maintenance.heartbeat(self.connection())),
+            ("sweep", float(self.config["SWEEP_SECONDS"]),
+             lambda: maintenance.sweep_once(self.connection(), self.store(), self.config, queue=self.queue)),
+            ("subscriptions", 60.0, lambda: sync_subscriptions(self.connection(), self.marketplace)),
+            # the ledger only sends ended hours, so running more often than hourly sends nothing twice
+            ("metering", 600.0, lambda: report_overage(self.connection(), self.marketplace)),
+        ]
 
-    def metering(self):
-        report_overage(self.connection(), self.marketplace)
+    def prepare(self):
+        """Once per process, before any conversion: tables, bucket, what a killed worker left."""
+        conn = self.connection()
+        db.init(conn)
+        maintenance.heartbeat(conn)
+        try:
+            self.store().ensure_bucket()
+        except StorageUnavailable as error:  # the store may still be starting; put_input creates it too
+            log.warning("bucket not ready yet: %r", error)
+        maintenance.recover(conn, self.store(), self.config, self.queue)
+
+
+class Duties(threading.Thread):
+    """Runs each duty on its own schedule, whatever the conversions are doing: they run on other
+    threads, so a backlog never delays the heartbeat, expiry, recovery, sync or metering."""
+
+    def __init__(self, duties):
+        super().__init__(name="duties", daemon=True)
+        self.duties = duties
+        self.stopping = threading.Event()
+
+    def run(self):
+        due = {name: time.monotonic() for name, _, _ in self.duties}
+        while not self.stopping.is_set():
+            for name, every, action in self.duties:
+                if time.monotonic() >= due[name]:
+                    try:
+                        action()
+                    except Exception:  # a duty that fails now runs again on its next turn
+                        log.exception("duty %s failed", name)
+                    due[name] = time.monotonic() + every
+            self.stopping.wait(max(0.0, min(due.values()) - time.monotonic()))
 
 
 def main():
     config = settings.load()
     logs.configure()
+    logging.getLogger("huey").setLevel(logging.INFO)
     worker = Worker(config)
+    worker.prepare()
     huey = worker.queue.huey
     huey.on_startup()(worker.thread_started)
     huey.on_shutdown()(worker.thread_stopping)
-    huey.periodic_task(crontab(minute="*"), name="sweep")(worker.sweep)
-    huey.periodic_task(crontab(minute="*"), name="subscriptions")(worker.subscriptions)
-    huey.periodic_task(crontab(minute="5"), name="metering")(worker.metering)
-    logging.getLogger("huey").setLevel(logging.INFO)
-    huey.create_consumer(workers=int(config["WORKERS"]), worker_type="thread").run()
+    Duties(worker.duties()).start()
+    worker.queue.consumer(int(config["WORKERS"])).run()

@@ -21,6 +21,8 @@ from docshift.errors import (
     MissingApiKey,
     SubscriptionInactive,
     TaskNotFound,
+    TooManyTasks,
+    TooManyUnfinished,
     UnsupportedFileType,
 )
 from docshift.storage import db
@@ -31,6 +33,7 @@ log = logging.getLogger("docshift.api")
 bp = Blueprint("v1", __name__, url_prefix="/v1")
 
 TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
+RETRY_AFTER = 2  # seconds a client should wait before polling again, or before resubmitting after a 429
 
 
 @bp.before_request
@@ -78,12 +81,18 @@ def submit():
         if existing:
             return _replay(existing, digest, filename)
 
+    cap = int(current_app.config["MAX_PENDING_TASKS"])
+    if db.unfinished_count(conn, account["id"]) >= cap:  # refused before anything is stored
+        raise _too_many(cap)
     try:
         task = storage.submit_task(conn, get_store(), account_id=account["id"], filename=filename,
-                                   kind=found.kind, data=data, sha256=digest, idempotency_key=idempotency_key)
+                                   kind=found.kind, data=data, sha256=digest, idempotency_key=idempotency_key,
+                                   max_unfinished=cap)
     except IdempotencyKeyTaken:
         # an identical request committed first: ours is undone, theirs is the answer
         return _replay(db.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename)
+    except TooManyUnfinished:
+        raise _too_many(cap) from None  # a racing submission took the last place; ours is undone
 
     # row first, enqueue second: a lost enqueue is recovered by the worker's sweep
     try:
@@ -92,6 +101,11 @@ def submit():
         log.exception("enqueue of %s failed; the sweep will pick it up", task["id"])
     log.info("task %s queued for account %s (%s, %d bytes)", task["id"], account["id"], found.kind, len(data))
     return _submission(task, replay=False)
+
+
+def _too_many(cap):
+    return TooManyTasks(f"This account already has {cap} tasks queued or processing; retry when some have "
+                        "finished.", headers={"Retry-After": str(RETRY_AFTER)})
 
 
 def _idempotency_key():
@@ -135,23 +149,28 @@ def task(task_id):
     row = db.get_task(get_db(), task_id, g.account["id"]) if TASK_ID.fullmatch(task_id) else None
     if row is None:
         raise TaskNotFound("No task with this id exists for this account.")
-    headers = {"Retry-After": "2"} if row["status"] in ("QUEUED", "PROCESSING") else {}
-    return schemas.Task().dump(task_view(row)), 200, headers
+    view = task_view(row)
+    headers = {"Retry-After": str(RETRY_AFTER)} if view["status"] in ("QUEUED", "PROCESSING") else {}
+    return schemas.Task().dump(view), 200, headers
 
 
 def task_view(row):
-    view = {"task_id": row["id"], "status": row["status"], "source_filename": row["source_filename"],
+    # a result past its retention is EXPIRED from that moment, whether or not the sweep has run
+    status = row["status"]
+    if status == "SUCCEEDED" and row["result_expires_at"] <= db.iso(db.now()):
+        status = "EXPIRED"
+    view = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
             "created_at": row["created_at"]}
-    if row["status"] in ("SUCCEEDED", "EXPIRED"):
+    if status in ("SUCCEEDED", "EXPIRED"):
         view.update(billing_class=row["billing_class"], result_size=row["result_size"],
                     result_expires_at=row["result_expires_at"])
-    if row["status"] == "SUCCEEDED":
+    if status == "SUCCEEDED":
         extension = formats.FORMATS[row["source_type"]].target
         expires_in = current_app.config["DOWNLOAD_EXPIRES_IN"]
         view["download_url"] = get_store().presign_result(
             row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)
         view["download_expires_in"] = expires_in
-    if row["status"] == "FAILED":
+    if status == "FAILED":
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}
     return view
 

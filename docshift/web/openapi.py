@@ -19,6 +19,8 @@ PROBLEMS = {
     413: ("file_too_large", "The file is over 4 MiB (4,194,304 bytes)."),
     415: ("unsupported_file_type", "The file name does not end in .doc, .xls or .ppt."),
     422: ("idempotency_conflict", "The Idempotency-Key was used with another file or name."),
+    429: ("too_many_tasks", "The account already has `DOCSHIFT_MAX_PENDING_TASKS` (default 100) tasks queued or "
+                            "processing; nothing was stored. Retry after `Retry-After` seconds."),
     503: ("service_unavailable", "The object store or the database is not answering; retry."),
 }
 AUTH_ERRORS = (401, 403)
@@ -26,8 +28,11 @@ AUTH_ERRORS = (401, 403)
 
 def problem(status):
     codes, text = PROBLEMS[status]
-    return {"description": f"`{codes}`: {text}",
-            "content": {"application/problem+json": {"schema": "Problem"}}}
+    answer = {"description": f"`{codes}`: {text}", "content": {"application/problem+json": {"schema": "Problem"}}}
+    if status in (429, 503):
+        answer["headers"] = {"Retry-After": {"description": "Seconds to wait before trying again.",
+                                             "schema": {"type": "integer"}}}
+    return answer
 
 
 def document(base_url):
@@ -63,7 +68,7 @@ def document(base_url):
                     "headers": {"Location": location, "Idempotent-Replayed": {
                         "description": "`true` when this answers a replay.",
                         "schema": {"type": "string", "enum": ["true"]}}}},
-            **{str(status): problem(status) for status in (400, *AUTH_ERRORS, 413, 415, 422, 503)},
+            **{str(status): problem(status) for status in (400, *AUTH_ERRORS, 413, 415, 422, 429, 503)},
         }}})
     spec.path("/v1/conversions/{task_id}", operations={"get": {
         "operationId": "getConversion",

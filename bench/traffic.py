@@ -1,0 +1,332 @@
+"""Real traffic against a live docshift: idle, a flood, polls, expiry, and the pool's speed.
+
+Starts its own instance the way ``make run`` does (the Procfile under honcho: web, worker,
+embedded object store) in a fresh data dir on a free port, with a short result retention,
+registers tenants through the local marketplace, and prints, in one run:
+
+1. latency (submit -> SUCCEEDED) of one small file after 0, 30 and 75 s of idle;
+2. while three tenants flood 100 tasks each: a fourth tenant's latency, one file at a time;
+   /healthz every second; open-loop polls at 100 requests/s (p50/p99, errors); and a result
+   that must turn EXPIRED (and its object be deleted) on time;
+3. the pool: median latency one file at a time and the throughput of a burst, against a cold
+   ``soffice --convert-to`` of the same files, side by side;
+4. the peak RSS of each LibreOffice process.
+
+    .venv/bin/python bench/traffic.py [--files 60] [--idle 0,30,75]
+
+Exit status 0 whatever the numbers: it is a benchmark, not a test.
+"""
+
+import argparse
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import harness
+import requests
+from harness import quantile
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+RETENTION = 20
+SWEEP = 5
+
+
+class Instance:
+    """web + worker + object store from the Procfile, as ``make run`` starts them."""
+
+    def __init__(self, data_dir, **settings):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DOCSHIFT_PORT": str(self.port),
+                    "DOCSHIFT_DATA_DIR": str(data_dir), "DOCSHIFT_S3_PORT": str(free_port(10004)),
+                    **{f"DOCSHIFT_{k}": str(v) for k, v in settings.items()}}
+        for name in ("DOCSHIFT_S3_ENDPOINT", "DOCSHIFT_S3_ACCESS_KEY", "DOCSHIFT_S3_SECRET_KEY",
+                     "PROMETHEUS_MULTIPROC_DIR"):
+            self.env.pop(name, None)
+        self.log = open(Path(data_dir).parent / "instance.log", "wb")
+        self.process = None
+
+    def __enter__(self):
+        subprocess.run([BIN / "flask", "--app", "app", "init-db"], cwd=ROOT, env=self.env, check=True,
+                       capture_output=True)
+        self.process = subprocess.Popen([BIN / "honcho", "start", "--no-prefix", "-f", "Procfile"], cwd=ROOT,
+                                        env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
+        raise SystemExit(f"the instance did not become healthy; see {self.log.name}")
+
+    def __exit__(self, *exc):
+        os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.log.close()
+
+    def register(self, customer):
+        issued = subprocess.run([BIN / "flask", "--app", "app", "marketplace", "issue-token", "--customer", customer,
+                                 "--plan", "business"], cwd=ROOT, env=self.env, check=True, capture_output=True,
+                                text=True).stdout.strip().splitlines()[-1]
+        token = issued.split("token=", 1)[1]
+        answer = requests.post(f"{self.url}/marketplace/register", data={"x-amzn-marketplace-token": token},
+                               headers={"Accept": "application/json"}, timeout=30)
+        answer.raise_for_status()
+        return answer.json()["api_key"]
+
+    def pids(self, command):
+        """Processes of this instance (by its data dir in their environment) whose command line has ``command``."""
+        mine = f"DOCSHIFT_DATA_DIR={self.env['DOCSHIFT_DATA_DIR']}".encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if (entry.name.isdigit() and command.encode() in (entry / "cmdline").read_bytes()
+                        and mine in (entry / "environ").read_bytes().split(b"\0")):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+
+def descendants(roots):
+    """Every process below ``roots`` (LibreOffice runs a few levels down, in its sandbox)."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port(span=0):
+    for _ in range(200):
+        port = random.randrange(20000, 40000)
+        try:
+            for offset in {0, 1, 2, 3, 4, span}:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + offset))
+            return port
+        except OSError:
+            continue
+    raise SystemExit("no free port")
+
+
+def files_of(corpus, count):
+    """``count`` corpus files that a cold soffice converts (expected ``ok``), all three types."""
+    import csv
+    with open(corpus / "expected.csv") as f:
+        ok = [corpus / row["file"] for row in csv.DictReader(f) if row["expected"] == "ok"]
+    random.Random(7).shuffle(ok)
+    return ok[:count]
+
+
+def small_file(corpus):
+    """The smallest ok .doc: the probe for idle latency."""
+    return min((p for p in files_of(corpus, 10_000) if p.suffix == ".doc"), key=lambda p: p.stat().st_size)
+
+
+def latency(url, key, path):
+    seconds, body = harness.convert_through_api(url, key, path)
+    return seconds, body["status"]
+
+
+def idle_latencies(instance, key, probe, idles):
+    print("\n## Latency after idle (one small .doc, submit -> SUCCEEDED)")
+    print("| idle s | latency s | status | worker CPU while idle |\n|---|---|---|---|")
+    workers = instance.pids("worker.py")
+    for idle in idles:
+        before = sum(cpu_seconds(pid) for pid in workers)
+        time.sleep(idle)
+        used = sum(cpu_seconds(pid) for pid in workers) - before
+        seconds, status = latency(instance.url, key, probe)
+        share = f"{100 * used / idle:.1f}% of a core" if idle else "-"
+        print(f"| {idle} | {seconds:.3f} | {status} | {share} |", flush=True)
+
+
+def flood(instance, tenants, probe_key, probe, files):
+    """Three tenants submit 100 tasks each at once; meanwhile the measurements of section 2."""
+    print("\n## Flood: three tenants submit 100 tasks each")
+    stop = threading.Event()
+    results = {"second": [], "health": [], "polls": [], "poll_errors": 0, "refused": 0, "accepted": []}
+    lock = threading.Lock()
+
+    expiring = requests.post(f"{instance.url}/v1/conversions", headers={"Authorization": f"Bearer {probe_key}"},
+                             files={"file": (probe.name, probe.read_bytes())}, timeout=30).json()
+    expiring_body = harness.poll(expiring["status_url"], probe_key)
+
+    def submit_all(key):
+        session = requests.Session()
+        for n in range(100):
+            path = files[n % len(files)]
+            answer = session.post(f"{instance.url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                                  files={"file": (f"{n}-{path.name}", path.read_bytes())}, timeout=60)
+            with lock:
+                if answer.status_code == 202:
+                    results["accepted"].append((key, answer.json()["status_url"]))
+                else:
+                    results["refused"] += 1
+
+    def second_tenant():
+        while not stop.is_set():
+            results["second"].append(latency(instance.url, probe_key, probe)[0])
+            stop.wait(1)
+
+    def health():
+        while not stop.is_set():
+            started = time.perf_counter()
+            try:
+                code = requests.get(f"{instance.url}/healthz", timeout=5).status_code
+            except requests.RequestException:
+                code = "error"
+            results["health"].append((code, time.perf_counter() - started))
+            stop.wait(1)
+
+    def one_poll(session, key, url):
+        started = time.perf_counter()
+        try:
+            ok = session.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=5).status_code == 200
+        except requests.RequestException:
+            ok = False
+        with lock:
+            results["polls"].append(time.perf_counter() - started)
+            results["poll_errors"] += not ok
+
+    def open_loop_polls(pool):
+        sessions = [requests.Session() for _ in range(16)]
+        tick, n = time.perf_counter(), 0
+        while not stop.is_set():
+            with lock:
+                picked = random.choice(results["accepted"]) if results["accepted"] else None
+            if picked:
+                pool.submit(one_poll, sessions[n % len(sessions)], *picked)
+                n += 1
+            tick += 0.01  # 100 requests/s, whatever the answers take: open loop
+            time.sleep(max(0.0, tick - time.perf_counter()))
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(32) as pool:
+        watchers = [threading.Thread(target=t) for t in (second_tenant, health)]
+        watchers.append(threading.Thread(target=open_loop_polls, args=(pool,)))
+        for w in watchers:
+            w.start()
+        submitters = [threading.Thread(target=submit_all, args=(key,)) for key in tenants]
+        for s in submitters:
+            s.start()
+        for s in submitters:
+            s.join()
+        expiry = expiry_check(instance, probe_key, expiring, expiring_body)
+        for key, url in list(results["accepted"]):
+            harness.poll(url, key, interval=0.5)
+        drained = time.perf_counter() - started
+        stop.set()
+        for w in watchers:
+            w.join()
+
+    second = results["second"]
+    print(f"- flood: {len(results['accepted'])} accepted, {results['refused']} refused, drained in {drained:.1f} s")
+    print(f"- fourth tenant, one file at a time during the flood: {len(second)} files, "
+          f"p50 {statistics.median(second):.3f} s, max {max(second):.3f} s")
+    codes = [code for code, _ in results["health"]]
+    print(f"- /healthz every second: {codes.count(200)}/{len(codes)} answered 200, "
+          f"slowest {max(s for _, s in results['health']) * 1000:.1f} ms")
+    polls = results["polls"]
+    print(f"- open-loop polls at 100/s: {len(polls)} polls, p50 {quantile(polls, 0.5) * 1000:.1f} ms, "
+          f"p99 {quantile(polls, 0.99) * 1000:.1f} ms, errors {results['poll_errors']}")
+    print(f"- expiry during the flood: {expiry}")
+
+
+def expiry_check(instance, key, submitted, body):
+    """The view says EXPIRED as soon as ``result_expires_at`` passes; the link dies after a sweep."""
+    from datetime import UTC, datetime
+    link = body["download_url"]
+    expires = datetime.strptime(body["result_expires_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.2)
+    view = requests.get(submitted["status_url"], headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+    deadline = time.monotonic() + SWEEP * 3 + 30
+    while requests.get(link, timeout=10).status_code == 200 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    late = (datetime.now(UTC) - expires).total_seconds()
+    gone = requests.get(link, timeout=10).status_code != 200
+    return (f"view {view['status']} 0.2 s after result_expires_at; object "
+            f"{'deleted' if gone else 'STILL THERE'} {late:.1f} s after it")
+
+
+def pool_against_cold(instance, key, files):
+    print(f"\n## The pool against a cold soffice, on the same {len(files)} files")
+    one = [latency(instance.url, key, path)[0] for path in files]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda p: latency(instance.url, key, p), files))
+    burst = time.perf_counter() - started
+    cold = [harness.convert_cold(path)[0] for path in files]
+    print("| measure | docshift | cold soffice | ratio |\n|---|---|---|---|")
+    print(f"| median latency, one at a time (s) | {statistics.median(one):.3f} | {statistics.median(cold):.3f} "
+          f"| {statistics.median(one) / statistics.median(cold):.2f} |")
+    print(f"| throughput (files/s) | {len(files) / burst:.2f} | {len(files) / sum(cold):.2f} "
+          f"| {(len(files) / burst) / (len(files) / sum(cold)):.1f}x |")
+
+
+def rss(instance):
+    peaks = []
+    for pid in descendants(instance.pids("worker.py")):
+        try:
+            if b"soffice.bin" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        peaks.append(int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) // 1024)
+    print(f"\n## LibreOffice peak RSS per process (MiB): {sorted(peaks)}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
+    parser.add_argument("--files", type=int, default=60, help="corpus files for the pool section")
+    parser.add_argument("--idle", default="0,30,75", help="idle seconds before each latency probe")
+    args = parser.parse_args()
+    files = files_of(args.corpus, args.files)
+    probe = small_file(args.corpus)
+    with tempfile.TemporaryDirectory(prefix="docshift-bench-") as tmp:
+        with Instance(Path(tmp) / "data", RESULT_RETENTION_SECONDS=RETENTION, SWEEP_SECONDS=SWEEP) as instance:
+            print(f"# docshift traffic bench: {instance.url}, {os.cpu_count()} cores")
+            probe_key = instance.register("probe")
+            harness.convert_through_api(instance.url, probe_key, probe)  # warm-up
+            idle_latencies(instance, probe_key, probe, [int(s) for s in args.idle.split(",")])
+            tenants = [instance.register(f"flood-{n}") for n in range(3)]
+            flood(instance, tenants, probe_key, probe, files)
+            pool_against_cold(instance, instance.register("pool"), files)
+            rss(instance)
+
+
+if __name__ == "__main__":
+    main()

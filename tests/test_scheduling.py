@@ -1,0 +1,185 @@
+"""Real traffic: fair order between accounts, the cap on unfinished work, leases, and the
+service's own duties under a backlog, against real huey consumers, SQLite, S3 and LibreOffice."""
+
+import random
+import time
+from datetime import timedelta
+
+import requests
+from conftest import Service, post_file, register
+
+from docshift import client
+from docshift.storage import db
+from docshift.tasks import conversion, maintenance
+from docshift.web.context import get_db, get_store
+
+
+def rows(service):
+    conn = db.connect(service.config()["DATABASE"])
+    try:
+        return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
+    finally:
+        conn.conn.close()
+
+
+def test_a_backlog_delays_another_account_by_at_most_what_runs(s3, tmp_path, slow_xls, legacy):
+    """One worker; account A queues five slow files, then B submits one: B's task is the next
+    one claimed, not the sixth."""
+    service = Service(tmp_path / "svc", s3["env"]).start(workers=1)
+    try:
+        flood, single = service.register("flood"), service.register("single")
+        backlog = [service.submit(flood, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(5)]
+        deadline = time.monotonic() + 60
+        while service.wait_status(flood, backlog[0]) != "PROCESSING":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        mine = service.submit(single, legacy["doc"]).json()["task_id"]
+        assert service.wait(single, mine, timeout=120)["status"] == "SUCCEEDED"
+        seen = rows(service)
+        started_before_mine = [t for t in backlog if seen[t]["started_at"]
+                               and seen[t]["started_at"] < seen[mine]["started_at"]]
+        assert started_before_mine == backlog[:1], "B waited behind A's queued files"
+    finally:
+        service.stop()
+
+
+def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
+    app.config["MAX_PENDING_TASKS"] = 2
+    auth = {"Authorization": f"Bearer {account}"}
+    accepted = [post_file(client, account, b"x" * 100, f"f{n}.doc") for n in range(2)]
+    assert [r.status_code for r in accepted] == [202, 202]
+    with app.app_context():
+        inputs_before = sum(1 for _ in get_store().client.list_objects(get_store().bucket, prefix="inputs/"))
+
+    refused = post_file(client, account, b"y" * 100, "third.doc", headers={"Idempotency-Key": "third-file-key"})
+    assert refused.status_code == 429
+    assert refused.content_type == "application/problem+json"
+    assert refused.get_json()["code"] == "too_many_tasks" and int(refused.headers["Retry-After"]) > 0
+    with app.app_context():
+        conn = get_db()
+        assert db.unfinished_count(conn, db.account_for_key(conn, _digest(account))["id"]) == 2
+        assert db.task_by_idempotency_key(conn, db.account_for_key(conn, _digest(account))["id"],
+                                          "third-file-key") is None
+        assert sum(1 for _ in get_store().client.list_objects(get_store().bucket, prefix="inputs/")) == inputs_before
+    usage = client.get("/v1/account/usage", headers=auth).get_json()
+    assert usage["included_used"] == 0 and usage["overage_used"] == 0
+
+    other = register(client, app, f"other-{random.randrange(10**9)}")
+    assert post_file(client, other, b"z" * 100, "theirs.doc").status_code == 202
+
+    with app.app_context():  # one of the two finishes (it fails: not a document), a place frees up
+        conversion.run_conversion(accepted[0].get_json()["task_id"], get_db(), get_store(), app.config, office)
+    assert post_file(client, account, b"y" * 100, "third.doc").status_code == 202
+
+
+def _digest(key):
+    from docshift.accounts import keys
+    return keys.digest(key)
+
+
+def test_the_client_waits_out_the_cap_and_converts_everything(s3, tmp_path, legacy, monkeypatch, capsys):
+    service = Service(tmp_path / "svc", s3["env"], MAX_PENDING_TASKS=1).start()
+    try:
+        key = service.register("capped")
+        monkeypatch.setenv("DOCSHIFT_URL", service.base_url)
+        monkeypatch.setenv("DOCSHIFT_API_KEY", key)
+        out = tmp_path / "out"
+        assert client.main(["convert", str(legacy["doc"]), str(legacy["xls"]), str(legacy["ppt"]),
+                            "--out", str(out), "--parallel", "3"]) == 0, capsys.readouterr().err
+        assert sorted(p.suffix for p in out.iterdir()) == [".docx", ".pptx", ".xlsx"]
+    finally:
+        service.stop()
+
+
+def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client, account, legacy):
+    task_id = post_file(client, account, legacy["doc"].read_bytes(), "letter.doc").get_json()["task_id"]
+    with app.app_context():
+        conn = get_db()
+        stale, _ = db.start_processing(conn, task_id, "gone-host:1")
+        later = db.now() + timedelta(seconds=conversion.max_run_seconds(app.config) + 1)
+        maintenance.recover_stuck(conn, get_store(), app.config, later)  # overdue: taken back
+        assert db.get_task(conn, task_id)["status"] == "QUEUED"
+        fresh, account_row = db.start_processing(conn, task_id, "new-host:2")
+        assert db.lease_of(fresh) == ("new-host:2", 2)
+
+        # the stale run wakes up and converts: nothing it does may land
+        outcome = conversion._run(stale, account_row, conn, get_store(), app.config, office)
+        assert outcome is None
+        assert not db.mark_failed(conn, task_id, "conversion_failed", "stale", db.lease_of(stale))
+        assert not db.requeue(conn, task_id, db.lease_of(stale))
+        row = db.get_task(conn, task_id)
+        assert row["status"] == "PROCESSING" and db.lease_of(row) == ("new-host:2", 2)
+        usage = db.usage_period(conn, account_row)
+        assert usage["included_used"] == 0
+
+        # the holder finishes, and is counted once
+        assert db.mark_succeeded(conn, task_id, 10, 1800, app.config["PLAN_QUOTAS"], lease=db.lease_of(fresh)) \
+            == "INCLUDED"
+        assert db.usage_period(conn, account_row)["included_used"] == 1
+
+
+def test_a_live_holder_keeps_its_task_until_the_longest_run(app, client, account):
+    """A task is taken back when its holder is gone or past the derived longest run, never before."""
+    task_id = post_file(client, account, b"data", "x.doc").get_json()["task_id"]
+    with app.app_context():
+        conn = get_db()
+        db.start_processing(conn, task_id, maintenance.worker_name())  # this very process: alive
+        soon = db.now() + timedelta(seconds=conversion.max_run_seconds(app.config) - 5)
+        maintenance.recover_stuck(conn, get_store(), app.config, soon)
+        assert db.get_task(conn, task_id)["status"] == "PROCESSING"
+
+        dead = post_file(client, account, b"data", "y.doc").get_json()["task_id"]
+        db.start_processing(conn, dead, f"{maintenance.HOST}:{_dead_pid()}")
+        maintenance.recover_stuck(conn, get_store(), app.config, db.now())
+        assert db.get_task(conn, dead)["status"] == "QUEUED"
+
+
+def _dead_pid():
+    import subprocess
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_duties_keep_their_schedule_under_a_backlog(s3, tmp_path, slow_xls, legacy):
+    """One worker busy with a backlog: the heartbeat stays fresh and a result still expires
+    (deleted from the store) on time."""
+    service = Service(tmp_path / "svc", s3["env"], RESULT_RETENTION_SECONDS=4, SWEEP_SECONDS=1,
+                      HEARTBEAT_SECONDS=1).start(workers=1)
+    try:
+        key = service.register("busy")
+        first = service.submit(key, legacy["doc"]).json()["task_id"]
+        assert service.wait(key, first)["status"] == "SUCCEEDED"
+        backlog = [service.submit(key, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(4)]
+        store = service.store()
+        deadline = time.monotonic() + 30
+        while store.result_exists(first):
+            assert time.monotonic() < deadline, "the result outlived its retention under a backlog"
+            time.sleep(0.5)
+        assert rows(service)[first]["status"] == "EXPIRED"
+        statuses = [service.wait_status(key, t) for t in backlog]
+        assert "QUEUED" in statuses or "PROCESSING" in statuses, statuses  # the backlog is still there
+        beat = db.last_heartbeat(db.connect(service.config()["DATABASE"]))
+        assert (db.now() - beat).total_seconds() < 5
+        assert requests.get(f"{service.base_url}/healthz", timeout=5).status_code == 200
+    finally:
+        service.stop()
+
+
+def test_a_store_outage_of_a_minute_mid_run_loses_nothing(own_store, tmp_path, legacy):
+    service = Service(tmp_path / "svc", own_store.env).start()
+    try:
+        key = service.register("outage")
+        files = [legacy["doc"], legacy["xls"], legacy["ppt"]] * 2
+        tasks = [service.submit(key, path, f"{n}-{path.name}").json()["task_id"] for n, path in enumerate(files)]
+        own_store.stop()
+        time.sleep(60)
+        assert requests.get(f"{service.base_url}/healthz", timeout=30).json()["checks"]["object_store"] != "ok"
+        own_store.start()
+        finals = [service.wait(key, task_id, timeout=240)["status"] for task_id in tasks]
+        assert finals == ["SUCCEEDED"] * len(files)
+        usage = requests.get(f"{service.base_url}/v1/account/usage", headers={"Authorization": f"Bearer {key}"},
+                             timeout=10).json()
+        assert usage["included_used"] == len(files)
+    finally:
+        service.stop()
