@@ -114,12 +114,13 @@ def descendants(roots):
             except (OSError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], list(roots)
+    found, todo = set(), list(roots)
     while todo:
         pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, []))
+    return sorted(found)
 
 
 def cpu_seconds(pid):
@@ -260,7 +261,7 @@ def flood(instance, tenants, probe_key, probe, files):
           f"slowest {max(s for _, s in results['health']) * 1000:.1f} ms")
     polls = results["polls"]
     print(f"- open-loop polls at 100/s: {len(polls)} polls, p50 {quantile(polls, 0.5) * 1000:.1f} ms, "
-          f"p99 {quantile(polls, 0.99) * 1000:.1f} ms, errors {results['poll_errors']}")
+          f"p99 {quantile(polls, 0.99) * 1000:.1f} ms, errors {results['poll_errors']} (timeout 5 s)")
     print(f"- expiry during the flood: {expiry}")
 
 
