@@ -12,7 +12,7 @@ SYSTEM_PACKAGES := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-cal
 # the registration page is tested in a real browser; conversion nodes are tested on a real Redis
 TEST_PACKAGES := chromium redis-server
 
-.PHONY: run test install system office test-system apt
+.PHONY: run node test install system office test-system apt
 
 run: install
 	@$(BIN)/flask --app app init-db
@@ -24,7 +24,12 @@ run: install
 	@echo "stop:              Ctrl-C"
 	@echo
 	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start --no-prefix -f Procfile 2>&1 || true
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start --no-prefix -f Procfile web worker objects 2>&1 || true
+
+# a conversion node: DOCSHIFT_QUEUE_URL (the coordinator's Redis) and DOCSHIFT_S3_* must be set
+node: install
+	@[ -n "$$DOCSHIFT_QUEUE_URL" ] || { echo "set DOCSHIFT_QUEUE_URL=redis://host:port/db (the coordinator's queue)"; exit 1; }
+	$(BIN)/python worker.py node
 
 test: install test-system
 	$(BIN)/ruff check .

@@ -53,14 +53,15 @@ class Instance:
         for name in ("DOCSHIFT_S3_ENDPOINT", "DOCSHIFT_S3_ACCESS_KEY", "DOCSHIFT_S3_SECRET_KEY",
                      "PROMETHEUS_MULTIPROC_DIR"):
             self.env.pop(name, None)
+        Path(data_dir).parent.mkdir(parents=True, exist_ok=True)
         self.log = open(Path(data_dir).parent / "instance.log", "wb")
         self.process = None
 
     def __enter__(self):
         subprocess.run([BIN / "flask", "--app", "app", "init-db"], cwd=ROOT, env=self.env, check=True,
                        capture_output=True)
-        self.process = subprocess.Popen([BIN / "honcho", "start", "--no-prefix", "-f", "Procfile"], cwd=ROOT,
-                                        env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        self.process = subprocess.Popen([BIN / "honcho", "start", "--no-prefix", "-f", "Procfile", "web", "worker",
+                                         "objects"], cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -79,6 +80,15 @@ class Instance:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.log.close()
+
+    def store_env(self):
+        """The embedded store's endpoint and credentials, as a conversion node is given them."""
+        from docshift import settings
+
+        config = settings.load({"DATA_DIR": self.env["DOCSHIFT_DATA_DIR"], "S3_PORT": int(self.env["DOCSHIFT_S3_PORT"]),
+                                "S3_ENDPOINT": None, "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
+        return {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
+                "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
 
     def register(self, customer):
         issued = subprocess.run([BIN / "flask", "--app", "app", "marketplace", "issue-token", "--customer", customer,

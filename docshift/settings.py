@@ -50,6 +50,11 @@ DEFAULTS = {
     # the worker's own duties, on a thread of their own: liveness, and the sweep of retention and recovery
     "HEARTBEAT_SECONDS": 10,
     "SWEEP_SECONDS": 15,
+    # redis://host:port/db moves the queue to Redis, for conversion nodes; unset, the SQLite queue
+    "QUEUE_URL": None,
+    # conversion nodes beat this often; one silent for longer is gone, and its jobs are taken back
+    "NODE_HEARTBEAT_SECONDS": 2,
+    "NODE_SILENCE_SECONDS": 15,
     "DOWNLOAD_EXPIRES_IN": 300,
     # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)
     "IDEMPOTENCY_KEY_TTL_SECONDS": 24 * 3600,

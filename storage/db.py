@@ -371,6 +371,10 @@ def processing_tasks(db):
     return list(db.query("SELECT * FROM conversions WHERE status = 'PROCESSING'"))
 
 
+def processing_count(db):
+    return db.execute("SELECT count(*) FROM conversions WHERE status = 'PROCESSING'").fetchone()[0]
+
+
 def queued_count(db):
     return db.execute("SELECT count(*) FROM conversions WHERE status = 'QUEUED'").fetchone()[0]
 

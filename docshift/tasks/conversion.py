@@ -11,6 +11,7 @@ without using up an attempt.
 import logging
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from docshift.engine import convert, precheck
@@ -59,6 +60,18 @@ class Patience:
                 delay = min(delay * 2, 15)
 
 
+@dataclass
+class Outcome:
+    """What one conversion of a task came to, wherever it ran; applied to the task's row by
+    ``apply_outcome`` (in the worker, or on the coordinator for a conversion node)."""
+    status: str                 # SUCCEEDED, FAILED, or RETRY (a transient failure: queue it again)
+    size: int | None = None     # bytes of the stored result
+    code: str | None = None     # FAILED: the documented error code
+    message: str | None = None
+    outage: bool = False        # RETRY because storage stayed away, not because of the file
+    restarts: int = 0           # LibreOffice processes replaced during the conversion
+
+
 def run_next(conn, objects, config, office, worker):
     """Claim the fairest waiting task and run it; None when nothing waits."""
     claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(db.claim_next, conn, worker)
@@ -72,14 +85,18 @@ def run_conversion(task_id, conn, objects, config, office, worker=None):
 
 
 def _run(task, account, conn, objects, config, office):
-    """Take a claimed task to SUCCEEDED (counted) or FAILED. Transient errors re-raise for a retry."""
-    task_id, lease = task["id"], db.lease_of(task)
-    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
     if account["status"] != "active":
-        patiently(fail, conn, objects, task_id, "subscription_inactive",
-                  "The subscription became inactive before the conversion ran; not billed.", lease)
-        return "FAILED"
-    kind = task["source_type"]
+        outcome = Outcome("FAILED", code="subscription_inactive",
+                          message="The subscription became inactive before the conversion ran; not billed.")
+    else:
+        outcome = convert_task(task["id"], task["source_type"], objects, config, office)
+    return apply_outcome(conn, objects, config, task, outcome)
+
+
+def convert_task(task_id, kind, objects, config, office):
+    """Fetch the input, convert it, store the result: the part of a task that needs no database
+    (a conversion node runs only this). Never raises for the file's sake: returns an Outcome."""
+    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
     restarts = office.restarts
     try:
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=workdir(config)) as tmp:
@@ -89,37 +106,51 @@ def _run(task, account, conn, objects, config, office):
             result = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id)
             size = result.stat().st_size
             patiently(objects.put_result, task_id, result, FORMATS[kind].target)
+        outcome = Outcome("SUCCEEDED", size=size)
     except ConversionFailed as failure:
         log.info("task %s failed: %s", task_id, failure.code)
-        patiently(fail, conn, objects, task_id, failure.code, failure.message, lease)
-        return "FAILED"
+        outcome = Outcome("FAILED", code=failure.code, message=failure.message)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
-        _quietly(db.release, conn, task_id, lease)
-        raise
+        outcome = Outcome("RETRY", outage=True)
     except Exception:
-        log.exception("task %s: attempt %d broke", task_id, task["attempts"])
-        if task["attempts"] >= MAX_ATTEMPTS:
-            patiently(fail, conn, objects, task_id, "conversion_failed", "The conversion failed repeatedly.", lease)
-            return "FAILED"
-        patiently(db.requeue, conn, task_id, lease)
-        raise
-    finally:
-        if office.restarts > restarts:
-            _quietly(db.add_tally, conn, "libreoffice_restarts", office.restarts - restarts)
-    billing = patiently(db.mark_succeeded, conn, task_id, size, config["RESULT_RETENTION_SECONDS"],
-                        config["PLAN_QUOTAS"], lease=lease)
-    if billing is None:
-        log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
-        return None
-    drop_input(conn, objects, task_id)
-    log.info("task %s succeeded (%s, %d bytes)", task_id, billing, size)
-    return "SUCCEEDED"
+        log.exception("task %s: the conversion broke", task_id)
+        outcome = Outcome("RETRY")
+    outcome.restarts = office.restarts - restarts
+    return outcome
+
+
+def apply_outcome(conn, objects, config, task, outcome):
+    """Record an Outcome on the task it was claimed for, if that claim still holds the task:
+    SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
+    MAX_ATTEMPTS). Returns the final status, "QUEUED", or None when the lease was lost."""
+    task_id, lease = task["id"], db.lease_of(task)
+    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
+    if outcome.restarts:
+        _quietly(db.add_tally, conn, "libreoffice_restarts", outcome.restarts)
+    if outcome.status == "SUCCEEDED":
+        billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
+                            config["PLAN_QUOTAS"], lease=lease)
+        if billing is None:
+            log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
+            return None
+        drop_input(conn, objects, task_id)
+        log.info("task %s succeeded (%s, %d bytes)", task_id, billing, outcome.size)
+        return "SUCCEEDED"
+    if outcome.status == "RETRY" and outcome.outage:
+        return "QUEUED" if patiently(db.release, conn, task_id, lease) else None
+    if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
+        return "QUEUED" if patiently(db.requeue, conn, task_id, lease) else None
+    if outcome.status == "RETRY":
+        outcome = Outcome("FAILED", code="conversion_failed", message="The conversion failed repeatedly.")
+    return "FAILED" if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease) else None
 
 
 def fail(conn, objects, task_id, code, message, lease=None):
-    if db.mark_failed(conn, task_id, code, message, lease):
-        drop_input(conn, objects, task_id)
+    if not db.mark_failed(conn, task_id, code, message, lease):
+        return False
+    drop_input(conn, objects, task_id)
+    return True
 
 
 def drop_input(conn, objects, task_id):

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from docshift.storage import db
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
-from docshift.tasks.queue import Queue
+from docshift.tasks.queue import Queue, on_redis
 
 log = logging.getLogger("docshift.maintenance")
 
@@ -32,11 +32,11 @@ def heartbeat(conn, at=None):
     db.heartbeat(conn, f"worker:{worker_name()}", at)
 
 
-def sweep_once(conn, objects, config, at=None, queue=None):
+def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
     """Expire results, delete leftover inputs, forget old Idempotency-Keys, take back stuck
-    tasks, and keep a message in the queue for every QUEUED task."""
+    tasks (``registry`` knows the conversion nodes' jobs), and on the SQLite queue keep a
+    message for every QUEUED task."""
     at = at or db.now()
-    queue = queue or Queue(config)
     heartbeat(conn, at)
     for task in db.results_to_expire(conn, at):
         # delete first: a crash in between leaves a SUCCEEDED row that the next sweep finishes
@@ -45,24 +45,31 @@ def sweep_once(conn, objects, config, at=None, queue=None):
     for task in db.final_tasks_with_input(conn):
         drop_input(conn, objects, task["id"])
     db.purge_idempotency_keys(conn, at - timedelta(seconds=int(config["IDEMPOTENCY_KEY_TTL_SECONDS"])))
-    recover_stuck(conn, objects, config, at)
-    top_up(conn, queue)
+    recover_stuck(conn, objects, config, at, registry)
+    if not on_redis(config):
+        top_up(conn, queue or Queue(config))
 
 
-def recover(conn, objects, config, queue):
+def recover(conn, objects, config, queue, registry=None):
     """At a worker's start: take back the tasks of dead workers, and make sure every QUEUED task
     has its message (a killed consumer may have taken messages without claiming)."""
-    recover_stuck(conn, objects, config, db.now())
-    top_up(conn, queue)
+    recover_stuck(conn, objects, config, db.now(), registry)
+    if not on_redis(config):
+        top_up(conn, queue)
 
 
-def recover_stuck(conn, objects, config, at):
+def recover_stuck(conn, objects, config, at, registry=None):
     """PROCESSING tasks whose holder is gone, or that were held past the longest legitimate run:
     back to the queue, or FAILED after MAX_ATTEMPTS. Only that holder's lease is taken back."""
     longest = timedelta(seconds=max_run_seconds(config))
     for task in db.processing_tasks(conn):
-        overdue = db.parse(task["started_at"]) + longest < at
-        if overdue or holder_gone(conn, task["worker"], at):
+        started = db.parse(task["started_at"])
+        overdue = started + longest < at
+        if task["worker"] and task["worker"].startswith("job:"):  # a conversion node's job
+            gone = registry is not None and registry.job_gone(task["worker"], started, at)
+        else:
+            gone = holder_gone(conn, task["worker"], at)
+        if overdue or gone:
             log.warning("task %s taken back from %s (attempt %d%s)", task["id"], task["worker"], task["attempts"],
                         ", overdue" if overdue else "")
             retry_or_fail(conn, objects, task)

@@ -3,6 +3,7 @@ of the service's own duties. ``python worker.py`` (the Procfile's ``worker``) ru
 
 import functools
 import logging
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,8 @@ from docshift.errors import StorageUnavailable
 from docshift.storage import ObjectStore, db
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import run_next
-from docshift.tasks.queue import Queue
+from docshift.tasks.nodes import Coordinator, Node, run_node
+from docshift.tasks.queue import Queue, on_redis
 
 log = logging.getLogger("docshift.worker")
 
@@ -28,6 +30,8 @@ class Worker:
     def __init__(self, config):
         self.config = config
         self.queue = Queue(config, runner=self)
+        # on Redis, conversions go to nodes through the coordinator
+        self.coordinator = Coordinator(config, self) if on_redis(config) else None
         self._local = threading.local()
 
     def connection(self):
@@ -67,8 +71,22 @@ class Worker:
             self._local.office.stop()
 
     def convert(self, hint=None):
-        """A message: claim the fairest waiting task (not necessarily ``hint``) and convert it."""
-        return run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name())
+        """A message: a task is waiting. On one box, claim the fairest waiting task (not
+        necessarily ``hint``) and convert it; with nodes, dispatch to free node slots."""
+        if self.coordinator is not None:
+            return self.coordinator.dispatch()
+        outcome = run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name())
+        if outcome == "QUEUED":  # a transient failure: it goes again, after a pause
+            self.queue.enqueue(delay=5)
+        return outcome
+
+    def apply(self, report):
+        """A conversion node's outcome (coordinator only)."""
+        return self.coordinator.apply(report)
+
+    @property
+    def registry(self):
+        return self.coordinator.registry if self.coordinator is not None else None
 
     # the service's own duties
 
@@ -77,7 +95,8 @@ class Worker:
         return [
             ("heartbeat", float(self.config["HEARTBEAT_SECONDS"]), lambda: maintenance.heartbeat(self.connection())),
             ("sweep", float(self.config["SWEEP_SECONDS"]),
-             lambda: maintenance.sweep_once(self.connection(), self.store(), self.config, queue=self.queue)),
+             lambda: maintenance.sweep_once(self.connection(), self.store(), self.config, queue=self.queue,
+                                            registry=self.registry)),
             ("subscriptions", 60.0, lambda: sync_subscriptions(self.connection(), self.marketplace)),
             # the ledger only sends ended hours, so running more often than hourly sends nothing twice
             ("metering", 600.0, lambda: report_overage(self.connection(), self.marketplace)),
@@ -92,7 +111,7 @@ class Worker:
             self.store().ensure_bucket()
         except StorageUnavailable as error:  # the store may still be starting; put_input creates it too
             log.warning("bucket not ready yet: %r", error)
-        maintenance.recover(conn, self.store(), self.config, self.queue)
+        maintenance.recover(conn, self.store(), self.config, self.queue, self.registry)
 
 
 class Duties(threading.Thread):
@@ -117,14 +136,31 @@ class Duties(threading.Thread):
             self.stopping.wait(max(0.0, min(due.values()) - time.monotonic()))
 
 
-def main():
+def main(argv=None):
+    """``python worker.py``: the worker (on Redis, the coordinator); ``python worker.py node``:
+    a conversion node."""
+    argv = sys.argv[1:] if argv is None else argv
     config = settings.load()
     logs.configure()
     logging.getLogger("huey").setLevel(logging.INFO)
     worker = Worker(config)
+    if argv[:1] == ["node"]:
+        if not on_redis(config):
+            sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
+        return run_node(config, worker)
     worker.prepare()
-    huey = worker.queue.huey
-    huey.on_startup()(worker.thread_started)
-    huey.on_shutdown()(worker.thread_stopping)
-    Duties(worker.duties()).start()
-    worker.queue.consumer(int(config["WORKERS"])).run()
+    duties = worker.duties()
+    slots = int(config["WORKERS"])
+    if worker.coordinator is None:
+        threads = slots
+        worker.queue.huey.on_startup()(worker.thread_started)
+        worker.queue.huey.on_shutdown()(worker.thread_stopping)
+    else:
+        # the coordinator's threads only claim, dispatch and apply; its own conversions, if
+        # DOCSHIFT_WORKERS > 0, run as a node inside this process
+        threads = 2
+        duties.append(("dispatch", 1.0, worker.coordinator.dispatch))
+        if slots > 0:
+            Node(config, Worker(config), slots).start()
+    Duties(duties).start()
+    worker.queue.consumer(threads).run()
