@@ -46,7 +46,7 @@ def test_warm_conversion_of_each_type(fresh_office, legacy, tmp_path):
     for kind in ("doc", "xls", "ppt"):
         work = tmp_path / kind
         work.mkdir()
-        result = converter.convert(fresh_office, legacy[kind], kind, work, 60)
+        result = converter.convert(fresh_office, legacy[kind], kind, work, 60).path
         assert result.suffix == f".{FORMATS[kind].target}" and result.stat().st_size > 0
     assert fresh_office.conversions == 3 and fresh_office.restarts == 0
 
@@ -60,7 +60,7 @@ def test_timeout_kills_only_that_process(office, fresh_office, slow_xls, legacy,
     assert dies(victim)
     assert alive(other), "a timeout must not touch another worker's LibreOffice"
     # the same Office serves the next task on a fresh process
-    result = converter.convert(fresh_office, legacy["doc"], "doc", tmp_path, 60)
+    result = converter.convert(fresh_office, legacy["doc"], "doc", tmp_path, 60).path
     assert result.exists() and fresh_office.office_pid() != victim
 
 

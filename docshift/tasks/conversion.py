@@ -34,13 +34,13 @@ def run_conversion(task_id, conn, objects, config, office, worker=None):
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=workdir(config)) as tmp:
             source = Path(tmp) / f"input.{kind}"
             objects.fetch_input(task_id, source)
-            precheck.check(source, kind)
-            result = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id)
-            size = result.stat().st_size
-            objects.put_result(task_id, result, FORMATS[kind].target)
+            precheck.check(source)
+            converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id)
+            size = converted.path.stat().st_size
+            objects.put_result(task_id, converted.path, FORMATS[kind].target)
     except ConversionFailed as failure:
-        log.info("task %s failed: %s", task_id, failure.code)
-        fail(conn, objects, task_id, failure.code, failure.message)
+        log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
+        fail(conn, objects, task_id, failure.code, failure.message, failure.detected_format)
         return "FAILED"
     except Exception:
         log.exception("task %s: attempt %d broke", task_id, task["attempts"])
@@ -53,14 +53,14 @@ def run_conversion(task_id, conn, objects, config, office, worker=None):
         if office.restarts > restarts:
             db.add_tally(conn, "libreoffice_restarts", office.restarts - restarts)
     billing = db.mark_succeeded(conn, task_id, size, config["RESULT_RETENTION_SECONDS"],
-                                config["PLAN_QUOTAS"])
+                                config["PLAN_QUOTAS"], detected_format=converted.detected_format)
     drop_input(conn, objects, task_id)
-    log.info("task %s succeeded (%s, %d bytes)", task_id, billing, size)
+    log.info("task %s succeeded (%s, %s, %d bytes)", task_id, converted.detected_format, billing, size)
     return "SUCCEEDED"
 
 
-def fail(conn, objects, task_id, code, message):
-    db.mark_failed(conn, task_id, code, message)
+def fail(conn, objects, task_id, code, message, detected_format=None):
+    db.mark_failed(conn, task_id, code, message, detected_format)
     drop_input(conn, objects, task_id)
 
 
