@@ -61,9 +61,10 @@ def convert(office, source, kind, workdir, timeout, task_id=None):
             raise not_loaded(source)
         except OfficeCrashed as error:
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
-            if str(error).startswith(RELOAD_STEP):  # the result itself brings LibreOffice down
-                raise ConversionFailed("output_invalid", f"{INVALID}: it does not open.")
+            crash = error
     else:
+        if str(crash).startswith(RELOAD_STEP):  # the result itself brings LibreOffice down
+            raise ConversionFailed("output_invalid", f"{INVALID}: it does not open.")
         raise ConversionFailed("conversion_failed", "LibreOffice crashed on this file twice.")
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
