@@ -107,7 +107,8 @@ class LibreOffice:
         self.desktop = manager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
         self.types = manager.createInstanceWithContext("com.sun.star.document.TypeDetection", context)
         self.filters = manager.createInstanceWithContext("com.sun.star.document.FilterFactory", context)
-        self.families = {}
+        self.families = {}  # filter name -> family, or None for a filter without a document service
+        self.importers = {}  # type name -> names of the filters that import it
 
     def filter_family(self, name):
         if name not in self.families:
@@ -132,12 +133,11 @@ class LibreOffice:
         return "other"
 
     def import_filters(self, type_name):
-        key = ("import", type_name)
-        if key not in self.families:
+        if type_name not in self.importers:
             found = {name: as_dict(self.filters.getByName(name)) for name in self.filters.getElementNames()}
-            self.families[key] = [name for name, entry in found.items()
-                                  if entry.get("Type") == type_name and entry.get("Flags", 0) & IMPORT]
-        return self.families[key]
+            self.importers[type_name] = [name for name, entry in found.items()
+                                         if entry.get("Type") == type_name and entry.get("Flags", 0) & IMPORT]
+        return self.importers[type_name]
 
     def detect(self, path):
         """Deep type detection: the report's type, family and media type, and whether it aborted."""
