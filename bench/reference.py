@@ -16,9 +16,8 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-TARGET = {"doc": ("docx", "MS Word 2007 XML", "word/document.xml"),
-          "xls": ("xlsx", "Calc MS Excel 2007 XML", "xl/workbook.xml"),
-          "ppt": ("pptx", "Impress MS PowerPoint 2007 XML", "ppt/presentation.xml")}
+from docshift.formats import FORMATS
+
 MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 PRESENTATION = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -35,7 +34,7 @@ def content(path, kind_):
         with zipfile.ZipFile(path) as package:
             if "[Content_Types].xml" not in package.namelist():
                 return None
-            with package.open(TARGET[kind_][2]) as main:
+            with package.open(FORMATS[kind_].main_part) as main:
                 root = ElementTree.parse(main).getroot()
     except (KeyError, OSError, zipfile.BadZipFile, ElementTree.ParseError):
         return None
@@ -77,7 +76,7 @@ class Cold:
         yield from (batch for batch in pending.values() if batch)
 
     def run(self, paths, outdir):
-        extension, export_filter, _ = TARGET[kind(paths[0])]
+        extension, export_filter = FORMATS[kind(paths[0])].target, FORMATS[kind(paths[0])].export_filter
         argv = ["soffice", "--headless", "--norestore", f"-env:UserInstallation={(outdir / 'profile').as_uri()}",
                 "--convert-to", f"{extension}:{export_filter}", "--outdir", str(outdir), *map(str, paths)]
         process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

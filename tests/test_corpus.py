@@ -21,6 +21,7 @@ from conftest import post_file, register
 from msoffcrypto import OfficeFile
 
 from docshift.engine.convert import content_lost
+from docshift.formats import FORMATS
 from docshift.storage import db
 from docshift.tasks import conversion
 from docshift.web import create_app
@@ -83,7 +84,7 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
         task = db.get_task(get_db(), task_id)
         ours = None
         if task["status"] == "SUCCEEDED":
-            url = get_store().presign_result(task_id, "attachment", reference.TARGET[reference.kind(path)][0], 60)
+            url = get_store().presign_result(task_id, "attachment", FORMATS[reference.kind(path)].target, 60)
             (tmp_path / "ours").write_bytes(requests.get(url, timeout=30).content)
             ours = reference.content(tmp_path / "ours", reference.kind(path))
     outcome = (task["status"], task["error_code"], task["detected_format"])
