@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS conversions (
     result_size INTEGER,
     error_code TEXT,
     error_message TEXT,
+    detected_format TEXT,                 -- what LibreOffice recognised in the upload (formats.detected_format)
     created_at TEXT NOT NULL,
     started_at TEXT,
     finished_at TEXT,

@@ -1,106 +1,106 @@
-"""Compatibility and speed of the conversion engine over the corpus, against a running docshift.
+"""Compatibility of the conversion engine over any folder of .doc/.xls/.ppt files, against a cold
+``soffice --convert-to`` of the same LibreOffice on the same files, in the same run.
 
-1. One file at a time: each outcome against ``expected.csv`` (``ok`` SUCCEEDS,
-   ``encrypted`` FAILS ``encrypted_document``, ``bad`` FAILS) and submit->SUCCEEDED
-   latency p50/p90 per type.
-2. A burst: every ``ok`` file submitted at once; throughput of the default pool.
-3. A cold ``soffice --convert-to`` of a sample of the same files, in the same run,
-   for the ratios: median latency / cold median (target <= 0.3) and pool
-   throughput / one cold soffice's (target >= 5).
-Peak RSS of each LibreOffice process is sampled from /proc while the passes run.
+Each file goes through the worker's engine (pre-check, then a warm LibreOffice: detection, load,
+OOXML, reload and compare); its outcome is set beside the cold soffice's (a valid OOXML document
+or not), and where both converted, what our result holds is compared with the cold one's: sheet
+names, slide count, text. No running docshift is needed.
 
-    DOCSHIFT_URL=http://127.0.0.1:8000 DOCSHIFT_API_KEY=dsk_... python bench/corpus.py
+    .venv/bin/python bench/corpus.py [FOLDER]        # default ../shared/corpus
 """
 
-import os
-import statistics
-import threading
+import argparse
+import tempfile
 import time
-from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from collections import Counter
+from pathlib import Path
 
-import harness
-from harness import quantile
+import reference
+
+from docshift.engine import convert, precheck
+from docshift.engine.office import Office
+from docshift.errors import ConversionFailed
+
+HERE = Path(__file__).resolve().parent
 
 
-class RssSampler(threading.Thread):
-    """Peak VmHWM of every soffice.bin with a docshift profile (``/office/`` in its command line)."""
+def convert_warm(office, path, timeout):
+    """(outcome, detected_format, content of our result or None, seconds) of one file."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-") as work:
+        try:
+            precheck.check(path)
+            converted = convert.convert(office, path, reference.kind(path), work, timeout)
+        except ConversionFailed as failure:
+            return f"FAILED {failure.code}", failure.detected_format, None, time.perf_counter() - started
+        ours = reference.content(converted.path, reference.kind(path))
+    return "SUCCEEDED", converted.detected_format, ours, time.perf_counter() - started
 
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.peaks = {}
-        self.stopped = threading.Event()
 
-    def run(self):
-        while not self.stopped.wait(0.25):
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit():
-                    continue
-                try:
-                    with open(f"/proc/{entry}/cmdline", "rb") as f:
-                        cmdline = f.read()
-                    if b"soffice.bin" not in cmdline or b"/office/" not in cmdline:
-                        continue
-                    with open(f"/proc/{entry}/status") as f:
-                        hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-                except (OSError, StopIteration):
-                    continue
-                self.peaks[entry] = max(self.peaks.get(entry, 0), hwm * 1024)
+def amount(facts):
+    """Sheets, slides and non-whitespace characters of text, as one row of counts."""
+    facts = facts or {}
+    return Counter(sheets=len(facts.get("sheets", [])), slides=facts.get("slides", 0),
+                   text=sum(facts.get("text", {}).values()))
 
 
 def main():
-    parser = harness.arguments(__doc__)
-    parser.add_argument("--cold-sample", type=int, default=40, help="files converted cold for the ratios")
-    parser.add_argument("--burst-clients", type=int, default=8)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=Path, nargs="?", default=HERE.parent.parent / "shared" / "corpus")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds per file, ours and cold")
     args = parser.parse_args()
-    rows = harness.corpus(args)
-    sampler = RssSampler()
-    sampler.start()
+    files = sorted(p for p in args.folder.rglob("*") if p.suffix.lower() in (".doc", ".xls", ".ppt"))
+    if not files:
+        raise SystemExit(f"no .doc, .xls or .ppt files under {args.folder}")
 
-    bodies, latency = [], defaultdict(list)
-    for row in rows:
-        seconds, body = harness.convert_through_api(args.url, args.key, args.corpus / row["file"])
-        bodies.append(body)
-        if body["status"] == "SUCCEEDED":
-            latency[harness.kind(row["file"])].append(seconds)
+    cold = reference.Cold(files, args.timeout)
+    office = Office(Path(tempfile.mkdtemp(prefix="bench-office-")), name="bench")
+    office.start()
+    rows = []
+    try:
+        for path in files:
+            outcome, found, ours, seconds = convert_warm(office, path, args.timeout)
+            expected, _ = cold.result(path)
+            rows.append((path, outcome, found, ours, expected, seconds))
+    finally:
+        office.stop()
+        cold.close()
 
-    ok_files = [args.corpus / row["file"] for row, body in zip(rows, bodies) if body["status"] == "SUCCEEDED"]
-    started = time.perf_counter()
-    with ThreadPoolExecutor(args.burst_clients) as pool:
-        urls = list(pool.map(lambda p: harness.submit(args.url, args.key, p)[0], ok_files))
-        burst = list(pool.map(lambda u: harness.poll(u, args.key, interval=0.2), urls))
-    burst_seconds = time.perf_counter() - started
-    sampler.stopped.set()
+    print(f"# docshift engine against a cold soffice: {len(files)} files under {args.folder.name}\n")
+    print("| type | files | cold soffice valid | SUCCEEDED | both | only cold | only ours | content as cold |")
+    print("|---|---|---|---|---|---|---|---|")
+    disagreements, kept, cold_total = [], Counter(), Counter()
+    for kind in ["doc", "xls", "ppt", "all"]:
+        mine = [r for r in rows if kind == "all" or reference.kind(r[0]) == kind]
+        valid = [r for r in mine if r[4] is not None]
+        succeeded = [r for r in mine if r[1] == "SUCCEEDED"]
+        both = [r for r in valid if r[1] == "SUCCEEDED"]
+        same = [r for r in both if convert.content_lost(r[4], r[3]) is None]
+        print(f"| {kind} | {len(mine)} | {len(valid)} | {len(succeeded)} | {len(both)} | {len(valid) - len(both)} "
+              f"| {len(succeeded) - len(both)} | {len(same)}/{len(both)} |")
+        if kind == "all":
+            for path, outcome, found, ours, expected, _ in mine:
+                if (expected is not None) != (outcome == "SUCCEEDED"):
+                    disagreements.append(f"{path.relative_to(args.folder)}: cold "
+                                         f"{'valid' if expected is not None else 'nothing'}, ours {outcome} ({found})")
+                elif expected is not None and convert.content_lost(expected, ours):
+                    disagreements.append(f"{path.relative_to(args.folder)}: {convert.content_lost(expected, ours)}")
+                if expected is not None and outcome == "SUCCEEDED":
+                    kept.update(amount(ours))
+                    cold_total.update(amount(expected))
 
-    step = max(1, len(ok_files) // args.cold_sample)
-    sample = ok_files[::step][:args.cold_sample]
-    cold = [harness.convert_cold(path)[0] for path in sample]
-
-    print(f"# docshift corpus: {len(rows)} files from {args.corpus.name}, against {args.url}\n")
-    harness.print_outcomes(rows, bodies)
-    every = [s for values in latency.values() for s in values]
-    print("\none at a time, submit->SUCCEEDED:")
-    print("| type | files | p50 s | p90 s |")
-    print("|---|---|---|---|")
-    for k in sorted(latency) + ["all"]:
-        values = every if k == "all" else latency[k]
-        print(f"| {k} | {len(values)} | {quantile(values, .5):.3f} | {quantile(values, .9):.3f} |")
-    cold_median = statistics.median(cold)
-    pool_rate = len(ok_files) / burst_seconds
-    cold_rate = len(cold) / sum(cold)
-    burst_ok = sum(body["status"] == "SUCCEEDED" for body in burst)
-    print(f"\ncold soffice, {len(sample)} of the same files, this run: p50 {cold_median:.3f} s, "
-          f"p90 {quantile(cold, .9):.3f} s, {cold_rate:.2f} files/s")
-    print(f"burst of {len(ok_files)} files ({burst_ok} SUCCEEDED) through the pool: {burst_seconds:.1f} s, "
-          f"{pool_rate:.2f} files/s")
-    print("\n| ratio | measured | target |")
-    print("|---|---|---|")
-    print(f"| median latency / cold soffice median | {statistics.median(every) / cold_median:.2f} | <= 0.30 |")
-    print(f"| pool throughput / one cold soffice | {pool_rate / cold_rate:.1f} | >= 5 |")
-    if sampler.peaks:
-        peaks = sorted(sampler.peaks.values())
-        print(f"\npeak RSS per LibreOffice process ({len(peaks)} processes seen): "
-              f"max {peaks[-1] / 2**20:.0f} MiB, median {statistics.median(peaks) / 2**20:.0f} MiB")
+    print("\ncontent of the files both converted, ours / the cold soffice's:")
+    for what in ("sheets", "slides", "text"):
+        print(f"- {what}: {kept[what]} / {cold_total[what]}")
+    print("\noutcomes:")
+    for (outcome, found), n in sorted(Counter((r[1], r[2]) for r in rows).items(), key=str):
+        print(f"- {outcome} {found or ''}: {n}")
+    seconds = sorted(r[5] for r in rows)
+    print(f"\nours, per file: median {seconds[len(seconds) // 2]:.2f} s, max {seconds[-1]:.1f} s, "
+          f"total {sum(seconds):.0f} s")
+    print(f"\ndisagreements with the cold soffice: {len(disagreements)}")
+    for line in disagreements:
+        print(f"  {line}")
 
 
 if __name__ == "__main__":

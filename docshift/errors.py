@@ -44,12 +44,14 @@ class LoadFailed(Exception):
 
 
 class ConversionFailed(Exception):
-    """A conversion that ends the task FAILED with ``code`` (never retried)."""
+    """A conversion that ends the task FAILED with ``code`` (never retried); ``detected_format``
+    says what LibreOffice found in a file it refused."""
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, detected_format=None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.detected_format = detected_format
 
 
 # the marketplace ----------------------------------------------------------------

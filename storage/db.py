@@ -42,8 +42,21 @@ def connect(path):
     return Database(conn)
 
 
+# columns added after the first release: CREATE TABLE IF NOT EXISTS leaves an older table as it was
+ADDED_COLUMNS = {"conversions": {"detected_format": "TEXT"}}
+
+
 def init(db):
     db.conn.executescript(SCHEMA.read_text())
+    for table, columns in ADDED_COLUMNS.items():
+        present = {row[1] for row in db.conn.execute(f"PRAGMA table_info({table})")}
+        for column, kind in columns.items():
+            if column not in present:
+                try:
+                    db.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                except sqlite3.OperationalError as error:  # another process added it just now
+                    if "duplicate column" not in str(error):
+                        raise
 
 
 def ping(db):
@@ -300,7 +313,7 @@ def release(db, task_id, lease):
                       [task_id, *params]).rowcount == 1
 
 
-def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None, lease=None):
+def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None, lease=None, detected_format=None):
     """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
 
     ``INCLUDED`` while the period's included count is below the plan's quota,
@@ -325,18 +338,18 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None,
             "status": "SUCCEEDED", "billing_class": billing, "period_started_at": period["started_at"],
             "result_size": result_size, "finished_at": iso(at),
             "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
-            "error_code": None, "error_message": None,
+            "error_code": None, "error_message": None, "detected_format": detected_format,
         })
     return billing
 
 
-def mark_failed(db, task_id, code, message, lease=None):
+def mark_failed(db, task_id, code, message, lease=None, detected_format=None):
     """Any non-final state -> FAILED with a documented code (only by the lease's holder, if given).
     Never counted."""
     held, params = ("status IN ('QUEUED', 'PROCESSING')", []) if lease is None else _held(lease)
     cursor = db.execute(
-        f"UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ? "
-        f"WHERE id = ? AND {held}", [code, message, iso(now()), task_id, *params])
+        f"UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, detected_format = ?, "
+        f"finished_at = ? WHERE id = ? AND {held}", [code, message, detected_format, iso(now()), task_id, *params])
     return cursor.rowcount == 1
 
 

@@ -354,3 +354,46 @@ def linked_doc(tmp_path_factory):
         "<html><body><p>A linked picture follows.</p>"
         f'<img src="http://127.0.0.1:{port}/pixel.png" width="10" height="10"></body></html>')
     return _soffice_save(out / "linked.html", "doc:MS Word 97", out), port
+
+
+@pytest.fixture(scope="session")
+def variants(tmp_path_factory):
+    """A directory of every kind of file a .doc, .xls or .ppt may really be (tests/make_variants.py,
+    run under LibreOffice's Python), made once a session in about 10 s."""
+    from docshift.engine.office import UNO_PYTHON
+
+    out = tmp_path_factory.mktemp("variants")
+    subprocess.run([UNO_PYTHON, str(ROOT / "tests" / "make_variants.py"), str(out)], check=True, capture_output=True,
+                   timeout=300)
+    chart_sheet(out / "chart_sheet.xls")
+    encrypted_ooxml(out / "encrypted_ooxml.xls")
+    return out
+
+
+def chart_sheet(path):
+    """An Excel workbook whose middle sheet is a chart sheet (openpyxl writes OOXML), named .xls."""
+    import openpyxl
+    from openpyxl.chart import BarChart, Reference
+
+    book = openpyxl.Workbook()
+    data = book.active
+    data.title = "Data"
+    for row in range(1, 6):
+        data.append([f"r{row}", row])
+    chart = BarChart()
+    chart.add_data(Reference(data, min_col=2, min_row=1, max_row=5))
+    book.create_chartsheet("Chart").add_chart(chart)
+    book.create_sheet("After")
+    book.save(path)
+
+
+def encrypted_ooxml(path, password="secret"):
+    """An Excel workbook in an encrypted OOXML package (ECMA-376 agile), named as ``path``."""
+    import openpyxl
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    plain = path.with_suffix(".plain.xlsx")
+    openpyxl.Workbook().save(plain)
+    with open(plain, "rb") as source, open(path, "wb") as out:
+        OOXMLFile(source).encrypt(password, out)
+    return path

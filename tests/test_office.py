@@ -46,7 +46,7 @@ def test_warm_conversion_of_each_type(fresh_office, legacy, tmp_path):
     for kind in ("doc", "xls", "ppt"):
         work = tmp_path / kind
         work.mkdir()
-        result = converter.convert(fresh_office, legacy[kind], kind, work, 60)
+        result = converter.convert(fresh_office, legacy[kind], kind, work, 60).path
         assert result.suffix == f".{FORMATS[kind].target}" and result.stat().st_size > 0
     assert fresh_office.conversions == 3 and fresh_office.restarts == 0
 
@@ -60,7 +60,7 @@ def test_timeout_kills_only_that_process(office, fresh_office, slow_xls, legacy,
     assert dies(victim)
     assert alive(other), "a timeout must not touch another worker's LibreOffice"
     # the same Office serves the next task on a fresh process
-    result = converter.convert(fresh_office, legacy["doc"], "doc", tmp_path, 60)
+    result = converter.convert(fresh_office, legacy["doc"], "doc", tmp_path, 60).path
     assert result.exists() and fresh_office.office_pid() != victim
 
 
@@ -87,7 +87,7 @@ def test_kill_9_mid_conversion_is_retried_on_a_fresh_process(fresh_office, slow_
     result = converter.convert(fresh_office, slow_xls, "xls", tmp_path, timeout=60)
     thread.join(5)
     assert len(killed) == 1 and dies(killed[0])
-    assert result.exists() and fresh_office.restarts == 1
+    assert result.path.exists() and fresh_office.restarts == 1
 
 
 def test_crashing_twice_fails_the_conversion(fresh_office, slow_xls, legacy, tmp_path):
@@ -96,7 +96,7 @@ def test_crashing_twice_fails_the_conversion(fresh_office, slow_xls, legacy, tmp
         converter.convert(fresh_office, slow_xls, "xls", tmp_path, timeout=60)
     thread.join(5)
     assert failure.value.code == "conversion_failed" and len(killed) == 2
-    assert converter.convert(fresh_office, legacy["ppt"], "ppt", tmp_path, 60).exists()
+    assert converter.convert(fresh_office, legacy["ppt"], "ppt", tmp_path, 60).path.exists()
 
 
 def test_recycled_after_n_conversions(tmp_path, legacy):
@@ -148,7 +148,7 @@ def test_linked_content_is_never_fetched(fresh_office, linked_doc, tmp_path):
         assert Recorder.requests, "the control conversion did not fetch the linked picture"
         Recorder.requests.clear()
         result = converter.convert(fresh_office, path, "doc", tmp_path, 60)
-        assert result.exists()
+        assert result.path.exists()
         time.sleep(0.5)
         assert Recorder.requests == []
     finally:

@@ -1,21 +1,16 @@
-"""The sniffing table: what is accepted as .doc, .xls and .ppt before LibreOffice sees it."""
+"""The pre-check: before LibreOffice, only what is certainly password-protected is refused; after
+LibreOffice loaded nothing, it tells password-protected files from damaged ones."""
 
 import pytest
-from conftest import _soffice_save
+from conftest import encrypted_ooxml
 
-from docshift.engine import precheck as sniff
+from docshift.engine import precheck
 from docshift.errors import ConversionFailed
 
 
-@pytest.fixture(scope="session")
-def rtf(tmp_path_factory, legacy):
-    """The suite's Word document saved as RTF, which Word users often name .doc."""
-    return _soffice_save(legacy["doc"], "rtf", tmp_path_factory.mktemp("rtf"))
-
-
-def outcome(path, kind):
+def outcome(path):
     try:
-        sniff.check(path, kind)
+        precheck.check(path)
     except ConversionFailed as failure:
         return failure.code
     return "accepted"
@@ -23,23 +18,45 @@ def outcome(path, kind):
 
 @pytest.mark.parametrize("real", ["doc", "xls", "ppt"])
 @pytest.mark.parametrize("claimed", ["doc", "xls", "ppt"])
-def test_each_type_only_under_its_own_extension(legacy, real, claimed):
-    assert outcome(legacy[real], claimed) == ("accepted" if real == claimed else "unsupported_content")
+def test_documents_go_on_to_libreoffice_whatever_their_name(legacy, tmp_path, real, claimed):
+    path = tmp_path / f"file.{claimed}"
+    path.write_bytes(legacy[real].read_bytes())
+    assert outcome(path) == "accepted"
+    assert not precheck.encrypted(path)
 
 
-def test_rtf_named_doc_is_not_a_legacy_word_file(rtf):
-    assert outcome(rtf, "doc") == "unsupported_content"
+@pytest.mark.parametrize("name", ["rtf.doc", "word_html.doc", "biff5.xls", "biff4.xls", "spreadsheetml.xls",
+                                  "docx_named.doc", "upper_case.ppt", "text.doc", "png.ppt", "zip.xls",
+                                  "random.doc"])
+def test_anything_in_doubt_goes_on_to_libreoffice(variants, name):
+    assert outcome(variants / name) == "accepted"
+    assert not precheck.encrypted(variants / name)
 
 
 @pytest.mark.parametrize("content", [b"", b"\xd0\xcf\x11\xe0", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\xff" * 600,
                                      b"PK\x03\x04 a zip", b"%PDF-1.7"])
-def test_damaged_or_foreign_bytes(tmp_path, content):
+def test_damaged_or_foreign_bytes_go_on_to_libreoffice(tmp_path, content):
     path = tmp_path / "x.doc"
     path.write_bytes(content)
-    assert outcome(path, "doc") == "unsupported_content"
+    assert outcome(path) == "accepted"
+    assert not precheck.encrypted(path)
 
 
-def test_truncated_real_file(tmp_path, legacy):
-    path = tmp_path / "cut.xls"
-    path.write_bytes(legacy["xls"].read_bytes()[:1500])
-    assert outcome(path, "xls") == "unsupported_content"
+def test_an_encrypted_ooxml_package_is_refused_before_libreoffice(tmp_path):
+    assert outcome(encrypted_ooxml(tmp_path / "locked.xls")) == "encrypted_document"
+
+
+def test_an_ooxml_package_with_the_default_password_goes_on(tmp_path):
+    """Excel opens a package encrypted with "VelvetSweatshop" without asking; so may LibreOffice."""
+    assert outcome(encrypted_ooxml(tmp_path / "velvet.xls", password="VelvetSweatshop")) == "accepted"
+
+
+def test_an_encrypted_word_file_is_refused_before_libreoffice(variants):
+    assert outcome(variants / "encrypted.doc") == "encrypted_document"
+
+
+def test_an_encrypted_workbook_is_left_to_libreoffice_then_recognised(variants):
+    """A FILEPASS record may hold the default password: only LibreOffice's failure to load decides."""
+    assert outcome(variants / "encrypted.xls") == "accepted"
+    assert precheck.encrypted(variants / "encrypted.xls")
+    assert outcome(variants / "velvet_sweatshop.xls") == "accepted"

@@ -5,12 +5,28 @@ python3-uno. It starts ``soffice`` listening on a named pipe (a file, so it
 works inside a network namespace with no network), then answers one JSON
 request per stdin line with one JSON line on stdout:
 
-    {"source": path, "target": path, "filter": name}
-    -> {"ok": true, "facts": {...}} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...}
+    {"source": path, "target": path, "filter": export filter name}
+    -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...}
+
+LibreOffice decides what the file is: its deep type detection names the type
+and, through the type's import filter, the document family. The report says:
+
+    {"type": LibreOffice's type name ("" when detection aborted), "media_type": the type's,
+     "family": "writer" | "calc" | "impress" | "draw" | "other",
+     "outcome": "converted" | "refused" | "not_loaded",
+     "loaded": facts of the source, "reloaded": facts of the OOXML written, loaded again (or null)}
+
+``refused``: plain text, or a family other than the one the export filter
+writes; such a file is never loaded (random bytes loaded as text can kill
+soffice). ``not_loaded``: detection aborted (an encrypted OOXML package) or the
+import filter gave nothing back (password-protected or damaged): LibreOffice
+itself is unhurt, the worker tells the two apart. Facts are what the output
+checks compare: every sheet name (chart sheets are sheets here), the slide
+count, the body text's characters without whitespace, counted per character.
 
 The first line it writes is ``{"ready": true, "pid": <soffice pid>}``. A crash of
-LibreOffice is reported as ``crashed`` and ends this process; the supervisor starts
-a fresh one.
+LibreOffice is reported as ``crashed`` (its detail names the step) and ends this
+process; the supervisor starts a fresh one.
 """
 
 import json
@@ -20,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import uno
 from com.sun.star.beans import PropertyValue
@@ -29,6 +46,20 @@ from com.sun.star.connection import NoConnectException
 # MacroExecutionMode NEVER_EXECUTE: no macro runs, whatever the document asks
 LOAD = {"Hidden": True, "ReadOnly": True, "UpdateDocMode": 0, "MacroExecutionMode": 0, "Silent": True}
 
+# a filter's DocumentService -> the family the worker compares; the only list of names here
+FAMILIES = {
+    "com.sun.star.text.TextDocument": "writer",
+    "com.sun.star.text.WebDocument": "writer",  # Word-saved HTML loads as Writer/Web
+    "com.sun.star.text.GlobalDocument": "writer",
+    "com.sun.star.sheet.SpreadsheetDocument": "calc",
+    "com.sun.star.presentation.PresentationDocument": "impress",
+    "com.sun.star.drawing.DrawingDocument": "draw",
+}
+PLAIN_TEXT = "generic_Text"
+IMPORT = 0x1  # a filter's Flags bit: it can import
+
+step = "starting"  # what the bridge was doing, for the detail of a crash
+
 
 def props(**values):
     result = []
@@ -37,6 +68,10 @@ def props(**values):
         prop.Name, prop.Value = name, value
         result.append(prop)
     return tuple(result)
+
+
+def as_dict(values):
+    return {value.Name: value.Value for value in values}
 
 
 def reply(**message):
@@ -61,19 +96,86 @@ def start(profile, pipe):
             if soffice.poll() is not None or time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
-    desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
-    return soffice, desktop
+    return soffice, LibreOffice(context)
+
+
+class LibreOffice:
+    """The desktop plus LibreOffice's type and filter registries, with the families cached."""
+
+    def __init__(self, context):
+        manager = context.ServiceManager
+        self.desktop = manager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+        self.types = manager.createInstanceWithContext("com.sun.star.document.TypeDetection", context)
+        self.filters = manager.createInstanceWithContext("com.sun.star.document.FilterFactory", context)
+        self.families = {}  # filter name -> family, or None for a filter without a document service
+        self.importers = {}  # type name -> names of the filters that import it
+
+    def filter_family(self, name):
+        if name not in self.families:
+            service = ""
+            if name and self.filters.hasByName(name):
+                service = as_dict(self.filters.getByName(name)).get("DocumentService", "")
+            self.families[name] = FAMILIES.get(service, "other") if service else None
+        return self.families[name]
+
+    def family(self, type_name, chosen_filter):
+        """The family of what a detected type loads as. The filter detection chose wins (it is the
+        one loading uses: HTML named .xls goes to Calc's web query), then the type's preferred
+        filter, then any import filter registered for the type."""
+        candidates = [chosen_filter]
+        if type_name and self.types.hasByName(type_name):
+            candidates.append(as_dict(self.types.getByName(type_name)).get("PreferredFilter", ""))
+            candidates += self.import_filters(type_name)
+        for name in candidates:
+            found = self.filter_family(name)
+            if found:
+                return found
+        return "other"
+
+    def import_filters(self, type_name):
+        if type_name not in self.importers:
+            found = {name: as_dict(self.filters.getByName(name)) for name in self.filters.getElementNames()}
+            self.importers[type_name] = [name for name, entry in found.items()
+                                         if entry.get("Type") == type_name and entry.get("Flags", 0) & IMPORT]
+        return self.importers[type_name]
+
+    def detect(self, path):
+        """Deep type detection: the report's type, family and media type, and whether it aborted."""
+        descriptor = props(URL=uno.systemPathToFileUrl(os.path.abspath(path)))
+        # pyuno hands the in/out descriptor back as the second item
+        type_name, descriptor = self.types.queryTypeByDescriptor(descriptor, True)
+        found = as_dict(descriptor)
+        media_type = ""
+        if type_name and self.types.hasByName(type_name):
+            media_type = as_dict(self.types.getByName(type_name)).get("MediaType", "")
+        if found.get("Aborted"):  # an encrypted OOXML package; the type it names is bogus
+            return {"type": "", "family": "other", "media_type": ""}, True
+        family = self.family(type_name, found.get("FilterName", ""))
+        return {"type": type_name, "family": family, "media_type": media_type}, False
+
+    def load(self, path):
+        url = uno.systemPathToFileUrl(os.path.abspath(path))
+        return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD))
 
 
 def facts(document):
-    """What the loaded document holds, for the supervisor's no-silent-loss checks."""
+    """What a loaded document holds, for the worker's no-silent-loss checks."""
     if document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
         return {"sheets": list(document.getSheets().getElementNames())}
     if document.supportsService("com.sun.star.presentation.PresentationDocument"):
         return {"slides": document.getDrawPages().getCount()}
-    if document.supportsService("com.sun.star.text.TextDocument"):
-        return {"characters": document.getText().getString().strip().__len__()}
+    if document.supportsService("com.sun.star.text.TextDocument") or \
+            document.supportsService("com.sun.star.text.WebDocument"):
+        # whitespace is layout, not content: the OOXML export turns some of it into indents
+        return {"text": Counter("".join(document.getText().getString().split()))}
     return {}
+
+
+def close(document):
+    try:
+        document.close(True)
+    except Exception:
+        pass
 
 
 def answers(desktop, error=None):
@@ -88,30 +190,51 @@ def answers(desktop, error=None):
         return False
 
 
-def convert(desktop, request):
-    url = uno.systemPathToFileUrl(request["source"])
+def convert(office, request):
+    global step
+    source, target = request["source"], request["target"]
+    step = "detecting the type"
+    detected, aborted = office.detect(source)
+    report = dict(detected, outcome="not_loaded", loaded=None, reloaded=None)
+    if aborted:
+        return {"ok": True, "facts": report}
+    if detected["type"] == PLAIN_TEXT or detected["family"] != office.filter_family(request["filter"]):
+        return {"ok": True, "facts": dict(report, outcome="refused")}
+    step = "loading the source"
     try:
-        document = desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD))
+        document = office.load(source)
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
-        if not answers(desktop, error):
+        if not answers(office.desktop, error):
             raise
         return {"ok": False, "error": "load_failed", "detail": f"{type(error).__name__}: {error}"}
-    if document is None:
-        return {"ok": False, "error": "load_failed", "detail": "nothing loaded"}
+    if document is None:  # the import filter said no: password-protected or damaged
+        return {"ok": True, "facts": report}
     try:
-        found = facts(document)
-        document.storeToURL(uno.systemPathToFileUrl(request["target"]),
+        step = "reading the source"
+        report["loaded"] = facts(document)
+        step = "storing the result"
+        document.storeToURL(uno.systemPathToFileUrl(os.path.abspath(target)),
                             props(FilterName=request["filter"], Overwrite=True))
     except Exception as error:
-        if not answers(desktop, error):
+        if not answers(office.desktop, error):
             raise
         return {"ok": False, "error": "store_failed", "detail": f"{type(error).__name__}: {error}"}
     finally:
+        close(document)
+    report["outcome"] = "converted"
+    step = "reloading the result"
+    try:
+        result = office.load(target)
+    except Exception as error:
+        if not answers(office.desktop, error):
+            raise
+        result = None
+    if result is not None:
         try:
-            document.close(True)
-        except Exception:
-            pass
-    return {"ok": True, "facts": found}
+            report["reloaded"] = facts(result)
+        finally:
+            close(result)
+    return {"ok": True, "facts": report}
 
 
 def end_group():
@@ -131,13 +254,13 @@ def main():
     profile, pipe = sys.argv[1], sys.argv[2]
     threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
     try:
-        soffice, desktop = start(profile, pipe)
+        soffice, office = start(profile, pipe)
         reply(ready=True, pid=soffice.pid)
         for line in sys.stdin:
             try:
-                reply(**convert(desktop, json.loads(line)))
+                reply(**convert(office, json.loads(line)))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
-                reply(ok=False, error="crashed", detail=f"{type(error).__name__}: {error}")
+                reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")
                 return 1
         return 0
     finally:

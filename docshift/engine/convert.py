@@ -1,21 +1,48 @@
 """Conversion of one legacy file to OOXML on a warm LibreOffice, and the checks of its output.
 
-Failures are sorted into the documented task error codes (``ConversionFailed``);
-LibreOffice's own messages go to the log, never to the client.
+LibreOffice decides (in ``bridge.py``) what the file is, loads it, writes the
+OOXML and loads that again; here its report is sorted into the documented task
+error codes (``ConversionFailed``) and the two loads are compared. LibreOffice's
+own messages go to the log, never to the client.
 """
 
-import io
 import logging
+import zipfile
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
+from docshift.engine import precheck
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
-from docshift.formats import FORMATS
+from docshift.formats import FORMATS, detected_format
 
 log = logging.getLogger("docshift.engine")
 
+# Excel keeps at most 31 characters of a sheet name; LibreOffice's export cuts longer ones
+SHEET_NAME_LIMIT = 31
+# Body text may lose a few characters on the way through OOXML without losing content: fields that
+# LibreOffice computes at load (dates, page numbers) and markers of objects. Whitespace is not
+# counted at all (the export turns some spaces, tabs and empty paragraphs into indents and spacing).
+TEXT_TOLERANCE_CHARACTERS = 8
+TEXT_TOLERANCE_RATIO = 0.001
+# The result is a zip that clients unpack: its directory (read without inflating anything) must not
+# promise more than this. Deflate cannot shrink data more than about 1032 times; beyond that the
+# directory lies or its entries overlap, as in zip bombs.
+MAX_RESULT_UNCOMPRESSED = 1 << 30
+MAX_RESULT_RATIO = 1000
+MAX_RESULT_ENTRIES = 10_000
+RELOAD_STEP = "reloading the result"
+INVALID = "The converted file failed validation"
+
+
+@dataclass(frozen=True)
+class Converted:
+    path: Path              # the checked OOXML file
+    detected_format: str    # what LibreOffice recognised in the source (``formats.detected_format``)
+
 
 def convert(office, source, kind, workdir, timeout, task_id=None):
-    """Convert ``source`` on ``office`` and return the path of the checked OOXML file.
+    """Convert ``source`` on ``office``; returns the checked result as :class:`Converted`.
 
     A crash of LibreOffice is retried once on a fresh process; a second one fails.
     """
@@ -25,72 +52,88 @@ def convert(office, source, kind, workdir, timeout, task_id=None):
         result = Path(workdir) / f"attempt-{attempt}" / f"result.{extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
         try:
-            facts = office.convert(source, result, export_filter, timeout, task_id)
+            report = office.convert(source, result, export_filter, timeout, task_id)
             break
         except OfficeTimeout:
             raise ConversionFailed("conversion_timeout", f"The conversion took longer than {timeout} s.")
         except LoadFailed as error:
             log.warning("LibreOffice could not convert %s: %s", source, error)
-            raise ConversionFailed("conversion_failed", "LibreOffice could not convert this file.")
+            raise not_loaded(source)
         except OfficeCrashed as error:
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
+            crash = error
     else:
+        if str(crash).startswith(RELOAD_STEP):  # the result itself brings LibreOffice down
+            raise ConversionFailed("output_invalid", f"{INVALID}: it does not open.")
         raise ConversionFailed("conversion_failed", "LibreOffice crashed on this file twice.")
+    found = detected_format(report.get("type"), report.get("media_type", ""))
+    if report["outcome"] == "refused":
+        raise ConversionFailed(
+            "unsupported_content",
+            f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert.",
+            detected_format=found)
+    if report["outcome"] != "converted":
+        raise not_loaded(source)
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed("conversion_failed", "LibreOffice produced no output.")
-    check_output(result, kind, source, facts)
-    return result
+    check_package(result, kind)
+    check_content(report["loaded"], report["reloaded"], source)
+    return Converted(result, found)
 
 
-def check_output(path, kind, source, facts):
-    """Raise ``output_invalid`` unless the OOXML opens in its reference library and lost nothing
-    that the source had: sheet names (xlrd reads the source), slide count, non-empty text."""
+def not_loaded(source):
+    """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters."""
+    if precheck.encrypted(source):
+        return ConversionFailed("encrypted_document", precheck.ENCRYPTED)
+    return ConversionFailed("conversion_failed", "LibreOffice could not read this file.")
+
+
+def check_package(path, kind):
+    """Raise ``output_invalid`` unless ``path`` is a zip holding the format's main part whose directory
+    promises a sane size. Only the directory is read: nothing is inflated here."""
     try:
-        loss = _loss(path, kind, source, facts)
-    except Exception as error:
-        log.warning("output of %s does not open: %r", kind, error)
-        raise ConversionFailed("output_invalid", "The converted file failed validation.") from error
+        with zipfile.ZipFile(path) as package:
+            entries = package.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        log.warning("output of %s is no zip: %r", kind, error)
+        raise ConversionFailed("output_invalid", f"{INVALID}: it is no OOXML package.") from error
+    names = {entry.filename for entry in entries}
+    unpacked = sum(entry.file_size for entry in entries)
+    problem = None
+    if not {"[Content_Types].xml", FORMATS[kind].main_part} <= names:
+        problem = "its main part is missing"
+    elif len(entries) > MAX_RESULT_ENTRIES or unpacked > MAX_RESULT_UNCOMPRESSED \
+            or unpacked > MAX_RESULT_RATIO * max(1, path.stat().st_size):
+        problem = "it would unpack to too much"
+    if problem:
+        log.warning("output of %s refused: %s (%d entries, %d bytes unpacked)", kind, problem, len(entries),
+                    unpacked)
+        raise ConversionFailed("output_invalid", f"{INVALID}: {problem}.")
+
+
+def check_content(loaded, reloaded, source):
+    """Raise ``output_invalid`` unless the OOXML, loaded again by LibreOffice, holds what LibreOffice
+    loaded from the source: every sheet (names cut to Excel's 31 characters), every slide, the text."""
+    loss = content_lost(loaded, reloaded)
     if loss:
         log.warning("output of %s lost content: %s", source, loss)
-        raise ConversionFailed("output_invalid", f"The converted file failed validation: {loss}.")
+        raise ConversionFailed("output_invalid", f"{INVALID}: {loss}.")
 
 
-def _loss(path, kind, source, facts):
-    if kind == "doc":
-        import docx
-
-        document = docx.Document(str(path))
-        text = "".join(p.text for p in document.paragraphs).strip() or any(
-            cell.text.strip() for table in document.tables for row in table.rows for cell in row.cells)
-        if facts.get("characters") and not text:
-            return "the text is missing"
-    elif kind == "xls":
-        import openpyxl
-
-        book = openpyxl.load_workbook(str(path), read_only=True)
-        names = book.sheetnames
-        book.close()
-        expected = _source_sheet_names(source) or facts.get("sheets")
-        if expected and names != expected:
-            return f"sheets {names} instead of {expected}"
-    else:
-        import pptx
-
-        slides = len(pptx.Presentation(str(path)).slides)
-        if "slides" in facts and slides != facts["slides"]:
-            return f"{slides} slides instead of {facts['slides']}"
+def content_lost(loaded, reloaded):
+    """What the result lacks of the source, in words, or None."""
+    if reloaded is None:
+        return "it does not open"
+    if "sheets" in loaded:
+        expected = [name[:SHEET_NAME_LIMIT] for name in loaded["sheets"]]
+        if reloaded.get("sheets") != expected:
+            return f"sheets {reloaded.get('sheets')} instead of {expected}"
+    if "slides" in loaded and reloaded.get("slides") != loaded["slides"]:
+        return f"{reloaded.get('slides')} slides instead of {loaded['slides']}"
+    if "text" in loaded:
+        source, result = Counter(loaded["text"]), Counter(reloaded.get("text", {}))
+        lost = sum((source - result).values())
+        allowed = TEXT_TOLERANCE_CHARACTERS + int(TEXT_TOLERANCE_RATIO * source.total())
+        if lost > allowed:
+            return f"{lost} of {source.total()} characters of text are missing"
     return None
-
-
-def _source_sheet_names(source):
-    """Sheet names as xlrd reads them from the .xls itself, or None where xlrd cannot."""
-    import xlrd
-
-    try:
-        book = xlrd.open_workbook(str(source), on_demand=True, logfile=io.StringIO())
-    except Exception:
-        return None
-    try:
-        return book.sheet_names()
-    finally:
-        book.release_resources()

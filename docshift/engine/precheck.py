@@ -1,42 +1,107 @@
-"""Is this upload really a legacy Office file of the type its name says?
+"""Is this upload password-protected?
 
-Every accepted type is an OLE2 compound file holding the type's main stream.
-Password-protected files are told apart so they fail ``encrypted_document``
-instead of reaching LibreOffice (which would wait for a password).
+LibreOffice decides what a file is (``bridge.py``). Before it runs, ``check``
+refuses only what is certainly encrypted, so such files never reach it; after
+it loaded nothing, ``encrypted`` tells a password-protected file from a damaged
+one. Files that Office opens without asking, because their password is the
+well-known default "VelvetSweatshop", are not encrypted in this sense: they
+convert.
 """
+
+import struct
 
 import olefile
 from msoffcrypto import OfficeFile
 
 from docshift.errors import ConversionFailed
-from docshift.formats import FORMATS
 
-# Word 97+ and Word 6/95 keep "WordDocument"; BIFF8 "Workbook", BIFF5/7 "Book";
-# PowerPoint 97+ "PowerPoint Document", PowerPoint 4.0 "PP40"
-STREAMS = {"doc": ["WordDocument"], "xls": ["Workbook", "Book"], "ppt": ["PowerPoint Document", "PP40"]}
-
-
-def check(path, kind):
-    """Raise ConversionFailed unless ``path`` is a readable, unencrypted file of ``kind``."""
-    if not olefile.isOleFile(str(path)):
-        raise ConversionFailed("unsupported_content", f"The file is not a legacy {FORMATS[kind].name} file.")
-    try:
-        with olefile.OleFileIO(str(path)) as ole:
-            streams = {"/".join(entry) for entry in ole.listdir()}
-    except Exception as error:  # olefile raises many kinds on damaged files
-        raise ConversionFailed("unsupported_content", "The file is damaged and cannot be read.") from error
-    if "EncryptionInfo" in streams and "EncryptedPackage" in streams:
-        raise ConversionFailed("encrypted_document", "The file is password-protected.")
-    if not any(name in streams for name in STREAMS[kind]):
-        raise ConversionFailed("unsupported_content", f"The file is not a legacy {FORMATS[kind].name} file.")
-    if _encrypted(path):
-        raise ConversionFailed("encrypted_document", "The file is password-protected.")
+DEFAULT_PASSWORD = "VelvetSweatshop"
+ENCRYPTED = "The file is password-protected."
+WORD_FENCRYPTED = 0x0100  # FIB base, flags at offset 0x0A
+BIFF_FILEPASS, BIFF_EOF = 0x002F, 0x000A
+BIFF_SCAN_LIMIT = 1 << 20  # FILEPASS sits right after the workbook's BOF; never read a whole stream
 
 
-def _encrypted(path):
+def check(path):
+    """Raise ``encrypted_document`` if ``path`` is certainly password-protected: an encrypted OOXML
+    package (unless its password is the default one) or a Word file whose header says so.
+    Anything else, damaged or foreign files included, goes on to LibreOffice."""
+    streams = _streams(path)
+    if streams is None:
+        return
+    if _encrypted_package(streams) and not _opens_with_default_password(path):
+        raise ConversionFailed("encrypted_document", ENCRYPTED)
+    if _word_encrypted(path, streams):
+        raise ConversionFailed("encrypted_document", ENCRYPTED)
+
+
+def encrypted(path):
+    """After LibreOffice loaded nothing: does the file say it is password-protected (in any variant:
+    RC4, CryptoAPI, XOR obfuscation, encrypted OOXML packages)?"""
+    streams = _streams(path)
+    if streams is None:
+        return False
+    if _encrypted_package(streams) or "encryptedsummary" in streams or _word_encrypted(path, streams) \
+            or _workbook_filepass(path, streams):
+        return True
     try:
         with open(path, "rb") as f:
             return OfficeFile(f).is_encrypted()
-    except Exception:
-        # msoffcrypto does not know every variant; LibreOffice gets to try
+    except Exception:  # msoffcrypto does not know every variant, nor damaged files
         return False
+
+
+def _streams(path):
+    """{lower-case stream path: its real path} of an OLE2 file, or None when it is none (or unreadable).
+    Office and LibreOffice compare stream names case-insensitively; so does this."""
+    try:
+        if not olefile.isOleFile(str(path)):
+            return None
+        with olefile.OleFileIO(str(path)) as ole:
+            return {"/".join(entry).lower(): entry for entry in ole.listdir()}
+    except Exception:  # olefile raises many kinds on damaged files
+        return None
+
+
+def _read(path, entry, size):
+    try:
+        with olefile.OleFileIO(str(path)) as ole, ole.openstream(entry) as stream:
+            return stream.read(size)
+    except Exception:
+        return b""
+
+
+def _encrypted_package(streams):
+    return "encryptioninfo" in streams and "encryptedpackage" in streams
+
+
+def _opens_with_default_password(path):
+    try:
+        with open(path, "rb") as f:
+            OfficeFile(f).load_key(password=DEFAULT_PASSWORD, verify_password=True)
+        return True
+    except Exception:
+        return False
+
+
+def _word_encrypted(path, streams):
+    if "worddocument" not in streams:
+        return False
+    fib = _read(path, streams["worddocument"], 12)
+    return len(fib) == 12 and bool(struct.unpack_from("<H", fib, 10)[0] & WORD_FENCRYPTED)
+
+
+def _workbook_filepass(path, streams):
+    """A FILEPASS record among the workbook globals (BIFF5 and BIFF8), whatever the password."""
+    for name in ("workbook", "book"):
+        if name in streams:
+            data = _read(path, streams[name], BIFF_SCAN_LIMIT)
+            at = 0
+            while at + 4 <= len(data):
+                record, length = struct.unpack_from("<HH", data, at)
+                if record == BIFF_FILEPASS:
+                    return True
+                if record == BIFF_EOF:
+                    break
+                at += 4 + length
+    return False

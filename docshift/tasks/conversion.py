@@ -68,6 +68,7 @@ class Outcome:
     size: int | None = None     # bytes of the stored result
     code: str | None = None     # FAILED: the documented error code
     message: str | None = None
+    detected_format: str | None = None  # what LibreOffice recognised in the upload
     outage: bool = False        # RETRY because storage stayed away, not because of the file
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
@@ -102,14 +103,15 @@ def convert_task(task_id, kind, objects, config, office):
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=workdir(config)) as tmp:
             source = Path(tmp) / f"input.{kind}"
             patiently(objects.fetch_input, task_id, source)
-            precheck.check(source, kind)
-            result = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id)
-            size = result.stat().st_size
-            patiently(objects.put_result, task_id, result, FORMATS[kind].target)
-        outcome = Outcome("SUCCEEDED", size=size)
+            precheck.check(source)
+            converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id)
+            size = converted.path.stat().st_size
+            patiently(objects.put_result, task_id, converted.path, FORMATS[kind].target)
+        outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format)
     except ConversionFailed as failure:
-        log.info("task %s failed: %s", task_id, failure.code)
-        outcome = Outcome("FAILED", code=failure.code, message=failure.message)
+        log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
+        outcome = Outcome("FAILED", code=failure.code, message=failure.message,
+                          detected_format=failure.detected_format)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
         outcome = Outcome("RETRY", outage=True)
@@ -130,12 +132,12 @@ def apply_outcome(conn, objects, config, task, outcome):
         _quietly(db.add_tally, conn, "libreoffice_restarts", outcome.restarts)
     if outcome.status == "SUCCEEDED":
         billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
-                            config["PLAN_QUOTAS"], lease=lease)
+                            config["PLAN_QUOTAS"], lease=lease, detected_format=outcome.detected_format)
         if billing is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
             return None
         drop_input(conn, objects, task_id)
-        log.info("task %s succeeded (%s, %d bytes)", task_id, billing, outcome.size)
+        log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billing, outcome.size)
         return "SUCCEEDED"
     if outcome.status == "RETRY" and outcome.outage:
         return "QUEUED" if patiently(db.release, conn, task_id, lease) else None
@@ -143,11 +145,12 @@ def apply_outcome(conn, objects, config, task, outcome):
         return "QUEUED" if patiently(db.requeue, conn, task_id, lease) else None
     if outcome.status == "RETRY":
         outcome = Outcome("FAILED", code="conversion_failed", message="The conversion failed repeatedly.")
-    return "FAILED" if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease) else None
+    return "FAILED" if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease,
+                                 outcome.detected_format) else None
 
 
-def fail(conn, objects, task_id, code, message, lease=None):
-    if not db.mark_failed(conn, task_id, code, message, lease):
+def fail(conn, objects, task_id, code, message, lease=None, detected_format=None):
+    if not db.mark_failed(conn, task_id, code, message, lease, detected_format):
         return False
     drop_input(conn, objects, task_id)
     return True

@@ -172,6 +172,9 @@ def task_view(row):
         view["download_expires_in"] = expires_in
     if status == "FAILED":
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}
+    if row["detected_format"] and (row["status"] in ("SUCCEEDED", "EXPIRED") or
+                                   row["error_code"] == "unsupported_content"):
+        view["detected_format"] = row["detected_format"]
     return view
 
 

@@ -43,6 +43,12 @@ class Task(Schema):
     download_expires_in = fields.Integer()
     result_expires_at = fields.String()
     error = fields.Nested(TaskError)
+    detected_format = fields.String(metadata={
+        "description": "What LibreOffice's type detection recognised in the upload, as a stable short name "
+                       "(word-97, word-6-95, rtf, html, excel-biff8, excel-biff5, excel-biff2-4, "
+                       "spreadsheetml-2003, powerpoint-97, ooxml, text, pdf, image, ...). On SUCCEEDED and "
+                       "EXPIRED tasks and on FAILED unsupported_content.",
+        "example": "rtf"})
 
 
 class Usage(Schema):

@@ -1,0 +1,112 @@
+"""The reference a compatibility run is judged against: a cold ``soffice --convert-to`` of the same
+LibreOffice, and what an OOXML package holds (sheet names, slide count, text).
+
+Used by ``bench/corpus.py`` and by ``tests/test_corpus.py``, so a change of LibreOffice moves the
+reference with it.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ElementTree
+import zipfile
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from docshift.formats import FORMATS
+
+MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+PRESENTATION = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+BATCH = 12  # files per cold soffice: its start-up dominates, and a batch cut short is redone file by file
+
+
+def kind(path):
+    return Path(path).suffix.lower()[1:]
+
+
+def content(path, kind_):
+    """What an OOXML package holds, in the shape of the engine's facts; None if it is not a valid one."""
+    try:
+        with zipfile.ZipFile(path) as package:
+            if "[Content_Types].xml" not in package.namelist():
+                return None
+            with package.open(FORMATS[kind_].main_part) as main:
+                root = ElementTree.parse(main).getroot()
+    except (KeyError, OSError, zipfile.BadZipFile, ElementTree.ParseError):
+        return None
+    if kind_ == "xls":
+        return {"sheets": [sheet.get("name") for sheet in root.iter(f"{MAIN}sheet")]}
+    if kind_ == "ppt":
+        return {"slides": sum(1 for _ in root.iter(f"{PRESENTATION}sldId"))}
+    text = "".join(node.text or "" for node in root.iter(f"{WORD}t"))
+    return {"text": Counter("".join(text.split()))}
+
+
+class Cold:
+    """Cold ``soffice --convert-to`` runs of many files, ``workers`` at a time, each with its own
+    profile, in the background; ``result(path)`` waits for one file's output (or None)."""
+
+    def __init__(self, paths, timeout, workers=2):
+        self.work = Path(tempfile.mkdtemp(prefix="cold-soffice-"))
+        self.timeout = timeout
+        self.pool = ThreadPoolExecutor(workers)
+        self.futures = {}
+        for batch in self.batches(paths):
+            future = self.pool.submit(self.convert, batch)
+            for path in batch:
+                self.futures[path] = future
+
+    @staticmethod
+    def batches(paths):
+        """Batches of one kind and distinct stems (soffice names outputs by the stem), in order."""
+        pending = defaultdict(list)
+        for path in paths:
+            batch = pending[kind(path)]
+            if any(p.stem == path.stem for p in batch):
+                yield batch
+                batch = pending[kind(path)] = []
+            batch.append(path)
+            if len(batch) == BATCH:
+                yield batch
+                pending[kind(path)] = []
+        yield from (batch for batch in pending.values() if batch)
+
+    def run(self, paths, outdir):
+        extension, export_filter = FORMATS[kind(paths[0])].target, FORMATS[kind(paths[0])].export_filter
+        argv = ["soffice", "--headless", "--norestore", f"-env:UserInstallation={(outdir / 'profile').as_uri()}",
+                "--convert-to", f"{extension}:{export_filter}", "--outdir", str(outdir), *map(str, paths)]
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        try:
+            complete = process.wait(self.timeout * len(paths)) == 0
+        except subprocess.TimeoutExpired:
+            complete = False
+        finally:
+            try:  # soffice is a launcher: its soffice.bin is in the same process group
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+        return complete, {path: outdir / f"{path.stem}.{extension}" for path in paths}
+
+    def convert(self, batch):
+        outdir = Path(tempfile.mkdtemp(dir=self.work))
+        complete, outputs = self.run(batch, outdir)
+        if not complete and len(batch) > 1:  # a file that crashed or stalled soffice is tried on its own
+            for path, output in outputs.items():
+                if content(output, kind(path)) is None:
+                    outputs[path] = self.convert([path])[path]
+        return outputs
+
+    def result(self, path):
+        """(content of the cold output or None, the output's path)."""
+        output = self.futures[path].result()[path]
+        return content(output, kind(path)), output
+
+    def close(self):
+        self.pool.shutdown(cancel_futures=True)
+        shutil.rmtree(self.work, ignore_errors=True)

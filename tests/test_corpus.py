@@ -1,0 +1,100 @@
+"""The compatibility corpus (``../shared/corpus``) through the worker's conversion path, against a cold
+``soffice --convert-to`` of the same LibreOffice, computed in this session (``bench/reference.py``).
+
+- a file the cold soffice converts into a valid document SUCCEEDS, and our result holds the same
+  sheets, slides and text as the cold one; plain text is the one exception (the SPEC refuses it, while
+  a cold soffice imports anything as text);
+- an encrypted file (msoffcrypto-tool says so, and the cold soffice makes nothing of it) FAILS
+  ``encrypted_document``;
+- every other file FAILS, within the conversion timeout.
+"""
+
+import importlib.util
+import random
+import zipfile
+from pathlib import Path
+
+import olefile
+import pytest
+import requests
+from conftest import post_file, register
+from msoffcrypto import OfficeFile
+
+from docshift.engine.convert import content_lost
+from docshift.formats import FORMATS
+from docshift.storage import db
+from docshift.tasks import conversion
+from docshift.web import create_app
+from docshift.web.context import get_db, get_store
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+TIMEOUT = 60  # sound.ppt waits 20 s for its GStreamer sound; nothing in the corpus needs more
+_spec = importlib.util.spec_from_file_location("docshift_bench_reference", ROOT / "bench" / "reference.py")
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
+
+FILES = sorted(p for p in CORPUS.glob("*/*") if p.suffix.lower() in (".doc", ".xls", ".ppt"))
+
+
+@pytest.fixture(scope="module")
+def cold():
+    runs = reference.Cold(FILES, TIMEOUT)
+    yield runs
+    runs.close()
+
+
+@pytest.fixture(scope="module")
+def corpus_app(s3, tmp_path_factory, cold):
+    app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path_factory.mktemp("corpus")),
+                      "S3_BUCKET": f"t-corpus-{random.randrange(10**6)}", "CONVERSION_TIMEOUT": TIMEOUT})
+    with app.app_context():
+        get_store().ensure_bucket()
+    client = app.test_client()
+    return app, client, register(client, app, f"corpus-{random.randrange(10**9)}", plan="business")
+
+
+def encrypted(path):
+    try:
+        with open(path, "rb") as f:
+            return OfficeFile(f).is_encrypted()
+    except Exception:
+        return False
+
+
+def taken_for_text(path, cold_content):
+    """Whether the cold soffice, too, read the file as text: it is neither an OLE2 compound file nor a
+    zip, or Calc's text import made of it its one sheet, named after the file."""
+    return (not olefile.isOleFile(str(path)) and not zipfile.is_zipfile(path)) or \
+        cold_content.get("sheets") == [path.stem[:31]]
+
+
+def test_the_corpus_is_there():
+    assert len(FILES) >= 250, f"the compatibility corpus is missing or short at ../shared/corpus ({len(FILES)} files)"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.name}" for p in FILES])
+def test_corpus_file(path, corpus_app, cold, office, tmp_path):
+    app, client, key = corpus_app
+    response = post_file(client, key, path.read_bytes(), path.name)
+    assert response.status_code == 202, response.get_data(as_text=True)
+    task_id = response.get_json()["task_id"]
+    with app.app_context():
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config, office)
+        task = db.get_task(get_db(), task_id)
+        ours = None
+        if task["status"] == "SUCCEEDED":
+            url = get_store().presign_result(task_id, "attachment", FORMATS[reference.kind(path)].target, 60)
+            (tmp_path / "ours").write_bytes(requests.get(url, timeout=30).content)
+            ours = reference.content(tmp_path / "ours", reference.kind(path))
+    outcome = (task["status"], task["error_code"], task["detected_format"])
+    expected, _ = cold.result(path)
+    if expected is not None and outcome == ("FAILED", "unsupported_content", "text"):
+        assert taken_for_text(path, expected), f"LibreOffice took a document for text: {outcome}"
+    elif expected is not None:
+        assert task["status"] == "SUCCEEDED", f"a cold soffice converts it: {outcome} {task['error_message']}"
+        assert ours is not None and content_lost(expected, ours) is None, (content_lost(expected, ours), ours)
+    elif encrypted(path):
+        assert outcome[:2] == ("FAILED", "encrypted_document"), outcome
+    else:
+        assert task["status"] == "FAILED", f"a cold soffice makes nothing of it, but: {outcome}"

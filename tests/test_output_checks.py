@@ -1,0 +1,65 @@
+"""The worker's checks of a result: the zip directory alone (nothing inflated), and what LibreOffice
+loaded from the source against what it loads from the result."""
+
+import zipfile
+from collections import Counter
+
+import pytest
+
+from docshift.engine.convert import check_package, content_lost
+from docshift.errors import ConversionFailed
+
+
+def package(path, parts):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, data in parts.items():
+            out.writestr(name, data)
+    return path
+
+
+def refusal(path, kind="xls"):
+    with pytest.raises(ConversionFailed) as failure:
+        check_package(path, kind)
+    assert failure.value.code == "output_invalid"
+    return failure.value.message
+
+
+def test_a_plain_package_passes(tmp_path):
+    check_package(package(tmp_path / "ok.xlsx", {"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<w/>"}),
+                  "xls")
+
+
+def test_a_decompression_bomb_is_refused_from_its_directory(tmp_path):
+    bomb = package(tmp_path / "bomb.xlsx", {"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<w/>",
+                                            "xl/zeros.xml": b"\0" * (20 << 20)})
+    assert "unpack to too much" in refusal(bomb)
+
+
+def test_no_zip_or_no_main_part_is_refused(tmp_path):
+    (tmp_path / "junk.xlsx").write_bytes(b"not a zip")
+    assert "no OOXML package" in refusal(tmp_path / "junk.xlsx")
+    docx = package(tmp_path / "wrong.xlsx", {"[Content_Types].xml": "<Types/>", "word/document.xml": "<d/>"})
+    assert "main part" in refusal(docx)
+
+
+def test_sheet_names_may_be_cut_to_excels_31_characters():
+    name = "a sheet name longer than thirty-one characters"
+    assert content_lost({"sheets": [name, "b"]}, {"sheets": [name[:31], "b"]}) is None
+    assert content_lost({"sheets": ["a", "b"]}, {"sheets": ["a"]}) == "sheets ['a'] instead of ['a', 'b']"
+
+
+def test_slides_must_all_be_there():
+    assert content_lost({"slides": 3}, {"slides": 3}) is None
+    assert content_lost({"slides": 3}, {"slides": 2}) == "2 slides instead of 3"
+
+
+def test_text_keeps_every_character_but_a_few():
+    source = Counter("x" * 10_000)
+    assert content_lost({"text": source}, {"text": Counter("x" * 9_982)}) is None  # 8 + 0.1%
+    assert content_lost({"text": source}, {"text": Counter("x" * 9_981)}) == \
+        "19 of 10000 characters of text are missing"
+    assert content_lost({"text": source}, {"text": Counter("y" * 10_000)}) is not None  # replaced, not kept
+
+
+def test_a_result_that_does_not_open_has_lost_everything():
+    assert content_lost({"slides": 1}, None) == "it does not open"
