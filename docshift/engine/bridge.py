@@ -8,7 +8,8 @@ request per stdin line with one JSON line on stdout:
     {"source": path, "target": path, "filter": name}
     -> {"ok": true, "facts": {...}} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...}
 
-The first line it writes is ``{"ready": true, "pid": <soffice pid>}``. A crash of
+The first line it writes is ``{"ready": true, "pid": <soffice pid>}``; a request
+``{"selftest": directory}`` runs ``selftest.py`` there instead of a conversion. A crash of
 LibreOffice is reported as ``crashed`` and ends this process; the supervisor starts
 a fresh one.
 """
@@ -21,6 +22,7 @@ import sys
 import threading
 import time
 
+import selftest
 import uno
 from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
@@ -134,8 +136,12 @@ def main():
         soffice, desktop = start(profile, pipe)
         reply(ready=True, pid=soffice.pid)
         for line in sys.stdin:
+            request = json.loads(line)
             try:
-                reply(**convert(desktop, json.loads(line)))
+                if "selftest" in request:  # office.py asks a fresh LibreOffice this before any work
+                    reply(**selftest.run(desktop, request["selftest"]))
+                else:
+                    reply(**convert(desktop, request))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
                 reply(ok=False, error="crashed", detail=f"{type(error).__name__}: {error}")
                 return 1
