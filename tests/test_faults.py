@@ -10,7 +10,7 @@ import time
 
 import pytest
 import requests
-from conftest import Service, free_port_block, stop_process_group, wait_for
+from conftest import Service, free_port_block, soffice_pids, stop_process_group, wait_for
 
 from docshift import settings
 from docshift.storage import objectstore
@@ -46,9 +46,8 @@ def test_sigkill_of_the_consumer_mid_flight_then_restart(s3, tmp_path, legacy, s
         assert usage["included_used"] == 6  # each counted once
         # the killed consumer's LibreOffice processes went with it
         time.sleep(1.5)
-        old = [line for line in subprocess.run(["pgrep", "-af", "soffice.bin"], capture_output=True,
-                                               text=True).stdout.splitlines() if str(service.data_dir) in line]
-        assert len(old) <= 2, old  # only the new consumer's two
+        assert soffice_pids(consumer.pid) == []
+        assert len(soffice_pids(service.processes["worker"].pid)) <= 2  # only the new consumer's two
     finally:
         service.stop()
 

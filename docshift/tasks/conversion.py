@@ -31,7 +31,9 @@ def run_conversion(task_id, conn, objects, config, office, worker=None):
     kind = task["source_type"]
     restarts = office.restarts
     try:
-        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=workdir(config)) as tmp:
+        # the office's job dir: the only host directory its sandbox can see
+        office.job_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.job_dir) as tmp:
             source = Path(tmp) / f"input.{kind}"
             objects.fetch_input(task_id, source)
             precheck.check(source, kind)
@@ -71,9 +73,3 @@ def drop_input(conn, objects, task_id):
         db.mark_input_deleted(conn, task_id)
     except StorageUnavailable as error:
         log.warning("input of %s not deleted yet: %r", task_id, error)
-
-
-def workdir(config):
-    path = Path(config["DATA_DIR"]) / "work"
-    path.mkdir(exist_ok=True)
-    return path

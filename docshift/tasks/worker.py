@@ -3,6 +3,8 @@ service's periodic duties. ``python worker.py`` (the Procfile's ``worker``) runs
 
 import functools
 import logging
+import os
+import sys
 import threading
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from docshift import logs, settings
 from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
-from docshift.engine.office import Office
+from docshift.engine import office, sandbox
 from docshift.errors import StorageUnavailable
 from docshift.storage import ObjectStore, db
 from docshift.tasks import maintenance
@@ -20,6 +22,9 @@ from docshift.tasks.conversion import run_conversion
 from docshift.tasks.queue import Queue
 
 log = logging.getLogger("docshift.worker")
+
+# EX_CONFIG: the host cannot run the sandbox; restarting will not help (systemd: RestartPreventExitStatus)
+EXIT_NO_SANDBOX = 78
 
 
 class Worker:
@@ -31,6 +36,8 @@ class Worker:
         self.queue = Queue(config, runner=self)
         self._local = threading.local()
         self._recovered = threading.Lock()
+        self._engines = {}  # Office name -> (state, detail) of its last start
+        self._engines_lock = threading.Lock()
 
     def connection(self):
         if not hasattr(self._local, "db"):
@@ -45,11 +52,28 @@ class Worker:
     def office(self):
         """This thread's own warm LibreOffice: workers and LibreOffices are one-to-one."""
         if not hasattr(self._local, "office"):
-            self._local.office = Office(Path(self.config["DATA_DIR"]) / "office",
-                                        max_conversions=int(self.config["OFFICE_MAX_CONVERSIONS"]),
-                                        memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
-                                        name=threading.current_thread().name)
+            self._local.office = office.Office(self.config["DATA_DIR"],
+                                               max_conversions=int(self.config["OFFICE_MAX_CONVERSIONS"]),
+                                               memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
+                                               name=threading.current_thread().name,
+                                               sandboxed=self.config["SANDBOX"] == "on",
+                                               on_start=self.office_started)
         return self._local.office
+
+    def office_started(self, started, state, detail):
+        with self._engines_lock:
+            self._engines[started.name] = (state, detail)
+        self.report_engine()
+
+    def report_engine(self):
+        """Record for /healthz what this process runs LibreOffice with, and whether any of its
+        LibreOffices keeps failing its self-test."""
+        with self._engines_lock:
+            engines = dict(self._engines)
+        broken = [f"{name}: {detail}" for name, (state, detail) in sorted(engines.items()) if state == "broken"]
+        state = "broken" if broken else "ok" if engines else "starting"
+        db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state,
+                         "; ".join(broken) or None)
 
     @functools.cached_property
     def marketplace(self):
@@ -74,7 +98,7 @@ class Worker:
 
     def thread_stopping(self):
         if hasattr(self._local, "office"):
-            self._local.office.stop()
+            self._local.office.close()
 
     def convert(self, task_id):
         return run_conversion(task_id, self.connection(), self.store(), self.config, self.office(),
@@ -82,6 +106,7 @@ class Worker:
 
     def sweep(self):
         maintenance.sweep_once(self.connection(), self.store(), self.config, enqueue=self.queue.enqueue)
+        self.report_engine()
 
     def subscriptions(self):
         sync_subscriptions(self.connection(), self.marketplace)
@@ -90,10 +115,29 @@ class Worker:
         report_overage(self.connection(), self.marketplace)
 
 
+def check_sandbox(config):
+    """Exit with EXIT_NO_SANDBOX, saying why, when the sandbox cannot be made here, unless the
+    operator turned it off (then warn)."""
+    if config["SANDBOX"] == "off":
+        log.warning("DOCSHIFT_SANDBOX=off: LibreOffice runs without its sandbox, as this worker's user, "
+                    "seeing what this worker sees")
+        return
+    why = sandbox.problem(Path(config["DATA_DIR"]) / "work" / f"{office.HOST}.{os.getpid()}.probe")
+    if why:
+        log.error("the worker does not start: the LibreOffice sandbox cannot be made here (%s). It needs "
+                  "bubblewrap and unprivileged user namespaces; DOCSHIFT_SANDBOX=off runs LibreOffice "
+                  "without it", why)
+        sys.exit(EXIT_NO_SANDBOX)
+
+
 def main():
     config = settings.load()
     logs.configure()
+    check_sandbox(config)
+    office.clear_leftovers(config["DATA_DIR"])
     worker = Worker(config)
+    db.init(worker.connection())
+    worker.report_engine()
     huey = worker.queue.huey
     huey.on_startup()(worker.thread_started)
     huey.on_shutdown()(worker.thread_stopping)
