@@ -198,8 +198,9 @@ class Service:
                             "--worker-class", "gthread", "--threads", "8", "--no-control-socket",
                             "app:create_app()"])
 
-    def start_worker(self, workers=2, name="worker"):
-        self._spawn(name, [str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))
+    def start_worker(self, workers=2, name="worker", prefix=()):
+        """``python worker.py``, behind the command ``prefix`` if one is given."""
+        self._spawn(name, [*prefix, str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))
 
     def stop(self):
         for process in self.processes.values():
