@@ -24,7 +24,7 @@ from harness import quantile
 
 
 class RssSampler(threading.Thread):
-    """Peak VmHWM of every soffice.bin with a docshift profile (``/office/`` in its command line)."""
+    """Peak VmHWM of every docshift soffice.bin (its UNO pipe is named ``docshift-...``)."""
 
     def __init__(self):
         super().__init__(daemon=True)
@@ -39,7 +39,7 @@ class RssSampler(threading.Thread):
                 try:
                     with open(f"/proc/{entry}/cmdline", "rb") as f:
                         cmdline = f.read()
-                    if b"soffice.bin" not in cmdline or b"/office/" not in cmdline:
+                    if b"soffice.bin" not in cmdline or b"pipe,name=docshift-" not in cmdline:
                         continue
                     with open(f"/proc/{entry}/status") as f:
                         hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
