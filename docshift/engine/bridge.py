@@ -139,7 +139,7 @@ def main():
             request = json.loads(line)
             try:
                 if "selftest" in request:  # office.py asks a fresh LibreOffice this before any work
-                    reply(**selftest.run(desktop, request["selftest"]))
+                    reply(**selftest.run(desktop, request["selftest"], props))
                 else:
                     reply(**convert(desktop, request))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed

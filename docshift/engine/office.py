@@ -357,12 +357,13 @@ def clear_leftovers(base_dir):
         for path in Path(base_dir, kind).glob(f"{glob.escape(HOST)}.*"):
             pid = path.name[len(HOST) + 1:].split(".", 1)[0]
             # our own pid in a name is a former process's (a container's worker always has the same)
-            if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            if pid.isdigit() and (int(pid) == os.getpid() or not alive(int(pid))):
                 log.info("removing %s, left by worker process %s", path, pid)
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def _alive(pid):
+def alive(pid):
+    """Whether process ``pid`` exists on this host."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -9,7 +9,6 @@ import os
 import time
 
 import uno
-from com.sun.star.beans import PropertyValue
 
 # (factory, legacy filter, file name, OOXML filter)
 KINDS = (
@@ -18,15 +17,6 @@ KINDS = (
     ("simpress", "MS PowerPoint 97", "selftest.ppt", "Impress MS PowerPoint 2007 XML"),
 )
 TEXT = "docshift self-test"
-
-
-def props(**values):
-    result = []
-    for name, value in values.items():
-        prop = PropertyValue()
-        prop.Name, prop.Value = name, value
-        result.append(prop)
-    return tuple(result)
 
 
 def write(document, factory):
@@ -46,8 +36,9 @@ def holds(document, factory):
     return document.getDrawPages().getCount() >= 1
 
 
-def run(desktop, directory):
-    """``{"ok": True, "seconds": s}`` when all three kinds convert, else ``{"ok": False, "detail": ...}``."""
+def run(desktop, directory, props):
+    """``{"ok": True, "seconds": s}`` when all three kinds convert, else ``{"ok": False, "detail": ...}``.
+    ``props(**values)`` makes UNO property tuples (the bridge's)."""
     started = time.monotonic()
     os.makedirs(directory, exist_ok=True)
     hidden = props(Hidden=True)

@@ -5,6 +5,7 @@ import os
 import socket
 from datetime import timedelta
 
+from docshift.engine.office import alive
 from docshift.storage import db
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail
 from docshift.tasks.queue import Queue
@@ -56,7 +57,7 @@ def recover_orphans(conn, objects, enqueue):
     MAX_ATTEMPTS."""
     for task in db.processing_tasks(conn):
         host, _, pid = (task["worker"] or "").partition(":")
-        if host == HOST and pid.isdigit() and not _alive(int(pid)):
+        if host == HOST and pid.isdigit() and not alive(int(pid)):
             log.warning("task %s was left by dead worker %s", task["id"], task["worker"])
             retry_or_fail(conn, objects, task, enqueue)
 
@@ -72,13 +73,3 @@ def retry_or_fail(conn, objects, task, enqueue):
 def worker_name():
     """host:pid, recorded on each claim so that the tasks of a dead process can be found."""
     return f"{HOST}:{os.getpid()}"
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
