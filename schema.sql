@@ -83,6 +83,15 @@ CREATE TABLE IF NOT EXISTS tallies (
     value INTEGER NOT NULL
 );
 
+-- What each worker process runs LibreOffice with, and whether it passes its self-test; read by /healthz.
+CREATE TABLE IF NOT EXISTS engines (
+    worker TEXT PRIMARY KEY,              -- host:pid of the worker process
+    sandbox TEXT NOT NULL CHECK (sandbox IN ('on', 'off')),
+    state TEXT NOT NULL CHECK (state IN ('starting', 'ok', 'broken')),
+    detail TEXT,                          -- why it is broken
+    updated_at TEXT NOT NULL
+);
+
 -- Liveness: 'worker' (any worker process, read by /healthz) and 'worker:<host>:<pid>' for each.
 CREATE TABLE IF NOT EXISTS heartbeats (
     name TEXT PRIMARY KEY,

@@ -39,6 +39,10 @@ class OfficeTimeout(Exception):
     """A conversion ran past its timeout; the process was killed."""
 
 
+class EngineBroken(Exception):
+    """LibreOffice failed its self-test at every start in a row: the install is damaged (retry later)."""
+
+
 class LoadFailed(Exception):
     """LibreOffice could not load or store the document (the process is fine)."""
 

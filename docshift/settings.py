@@ -42,6 +42,8 @@ DEFAULTS = {
     # address-space cap of each LibreOffice process, in MiB (a 571 KB .ppt of the corpus
     # peaks at 2.6 GB resident and more in address space; 4096 made it fail)
     "OFFICE_MEMORY_LIMIT_MB": 8192,
+    # LibreOffice runs in its bubblewrap sandbox; "off" runs it without (a warning at every start)
+    "SANDBOX": "on",
     "RESULT_RETENTION_SECONDS": 1800,
     # unfinished (QUEUED or PROCESSING) tasks an account may have before 429 too_many_tasks
     "MAX_PENDING_TASKS": 100,
@@ -98,7 +100,17 @@ def finish(config):
         scheme = "https" if config["S3_SECURE"] else "http"
         config["S3_PUBLIC_URL"] = f"{scheme}://{config['S3_ENDPOINT']}"
     config["PLAN_QUOTAS"] = {**PLANS, **(config.get("PLAN_QUOTAS") or {})}
+    config["SANDBOX"] = _on_or_off(config["SANDBOX"])
     return config
+
+
+def _on_or_off(value):
+    text = str(value).strip().lower()
+    if text in ("on", "true", "1", "yes"):
+        return "on"
+    if text in ("off", "false", "0", "no"):
+        return "off"
+    raise ValueError(f"DOCSHIFT_SANDBOX must be on or off, not {value!r}")
 
 
 def _new_s3_credentials():

@@ -452,6 +452,18 @@ def last_heartbeat(db, name="worker"):
     return parse(row["beat_at"]) if row else None
 
 
+def report_engine(db, worker, sandbox, state, detail=None):
+    """Record what worker process ``worker`` runs LibreOffice with ("on"/"off") and its state
+    ("starting", "ok", "broken" with ``detail``); refreshed with the heartbeat."""
+    db["engines"].upsert({"worker": worker, "sandbox": sandbox, "state": state, "detail": detail,
+                          "updated_at": iso(now())}, pk="worker")
+
+
+def engine_reports(db, since):
+    """The engine rows of worker processes that reported after ``since``."""
+    return list(db.query("SELECT * FROM engines WHERE updated_at >= ? ORDER BY worker", [iso(since)]))
+
+
 def add_tally(db, name, amount=1):
     db.execute("INSERT INTO tallies (name, value) VALUES (?, ?) "
                "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", [name, amount])

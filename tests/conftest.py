@@ -68,6 +68,23 @@ def stop_process_group(process, grace=30):
     process.wait()
 
 
+def soffice_pids(worker_pid):
+    """The soffice.bin processes of a worker process: their UNO pipe is named after it (the
+    sandbox hides every host path from their command lines)."""
+    mark = f"pipe,name=docshift-{worker_pid}-".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+            except OSError:
+                continue
+            if cmdline.startswith(b"/usr/lib/libreoffice/program/soffice.bin") and mark in cmdline:
+                found.append(int(entry))
+    return found
+
+
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
@@ -213,8 +230,9 @@ class Service:
                             "--worker-class", "gthread", "--threads", "8", "--no-control-socket",
                             "app:create_app()"])
 
-    def start_worker(self, workers=2, name="worker"):
-        self._spawn(name, [str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))
+    def start_worker(self, workers=2, name="worker", prefix=()):
+        """``python worker.py``, behind the command ``prefix`` if one is given."""
+        self._spawn(name, [*prefix, str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))
 
     def stop(self):
         for process in self.processes.values():

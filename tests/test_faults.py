@@ -4,12 +4,11 @@ database. A task accepted with 202 always reaches a final state, counted at most
 import os
 import signal
 import sqlite3
-import subprocess
 import threading
 import time
 
 import requests
-from conftest import Service
+from conftest import Service, soffice_pids
 
 FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
 
@@ -42,9 +41,8 @@ def test_sigkill_of_the_consumer_mid_flight_then_restart(s3, tmp_path, legacy, s
         assert usage["included_used"] == 6  # each counted once
         # the killed consumer's LibreOffice processes went with it
         time.sleep(1.5)
-        old = [line for line in subprocess.run(["pgrep", "-af", "soffice.bin"], capture_output=True,
-                                               text=True).stdout.splitlines() if str(service.data_dir) in line]
-        assert len(old) <= 2, old  # only the new consumer's two
+        assert soffice_pids(consumer.pid) == []
+        assert len(soffice_pids(service.processes["worker"].pid)) <= 2  # only the new consumer's two
     finally:
         service.stop()
 

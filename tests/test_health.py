@@ -6,7 +6,8 @@ import requests
 def test_healthy_live_service(live):
     response = requests.get(f"{live.base_url}/healthz", timeout=5)
     assert response.status_code == 200
-    assert response.json()["checks"] == {"database": "ok", "worker": "ok", "object_store": "ok"}
+    assert response.json()["checks"] == {"database": "ok", "worker": "ok", "engine": "ok", "sandbox": "ok",
+                                         "object_store": "ok"}
 
 
 def test_store_down_and_no_worker(app, client):
@@ -21,3 +22,4 @@ def test_store_down_and_no_worker(app, client):
     assert checks["database"] == "ok"
     assert checks["object_store"].startswith("error")
     assert checks["worker"] == "no recent heartbeat"
+    assert checks["engine"] == "no report" and checks["sandbox"] == "unknown"

@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from conftest import soffice_pids
 
 from docshift.engine import convert as converter
 from docshift.engine.office import Office
@@ -156,21 +157,6 @@ def test_linked_content_is_never_fetched(fresh_office, linked_doc, tmp_path):
         server.server_close()
 
 
-def soffice_pids_under(path):
-    """soffice.bin processes whose profile lives under ``path``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmdline = f.read().decode(errors="replace")
-            except OSError:
-                continue
-            if "soffice.bin" in cmdline and str(path) in cmdline:
-                found.append(int(entry))
-    return found
-
-
 def test_service_recovers_from_kill_9_and_the_task_ends(live, slow_xls):
     key = live.register("kill-9")
     task_id = live.submit(key, slow_xls).json()["task_id"]
@@ -179,10 +165,11 @@ def test_service_recovers_from_kill_9_and_the_task_ends(live, slow_xls):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     time.sleep(0.3)
-    before = soffice_pids_under(live.data_dir / "office")
+    worker = live.processes["worker"].pid
+    before = soffice_pids(worker)
     assert before
     for pid in before:
         os.kill(pid, signal.SIGKILL)
     task = live.wait(key, task_id)
     assert task["status"] == "SUCCEEDED", task
-    assert not set(before) & set(soffice_pids_under(live.data_dir / "office"))
+    assert not set(before) & set(soffice_pids(worker))

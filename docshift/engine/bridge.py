@@ -24,7 +24,8 @@ itself is unhurt, the worker tells the two apart. Facts are what the output
 checks compare: every sheet name (chart sheets are sheets here), the slide
 count, the body text's characters without whitespace, counted per character.
 
-The first line it writes is ``{"ready": true, "pid": <soffice pid>}``. A crash of
+The first line it writes is ``{"ready": true, "pid": <soffice pid>}``; a request
+``{"selftest": directory}`` runs ``selftest.py`` there instead of a conversion. A crash of
 LibreOffice is reported as ``crashed`` (its detail names the step) and ends this
 process; the supervisor starts a fresh one.
 """
@@ -38,6 +39,7 @@ import threading
 import time
 from collections import Counter
 
+import selftest
 import uno
 from com.sun.star.beans import PropertyValue
 from com.sun.star.connection import NoConnectException
@@ -257,8 +259,12 @@ def main():
         soffice, office = start(profile, pipe)
         reply(ready=True, pid=soffice.pid)
         for line in sys.stdin:
+            request = json.loads(line)
             try:
-                reply(**convert(office, json.loads(line)))
+                if "selftest" in request:  # office.py asks a fresh LibreOffice this before any work
+                    reply(**selftest.run(office.desktop, request["selftest"], props))
+                else:
+                    reply(**convert(office, request))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
                 reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")
                 return 1

@@ -1,28 +1,37 @@
-"""A warm LibreOffice per worker thread: started, watched, recycled, killed.
+"""A warm LibreOffice per worker thread: started, self-tested, watched, recycled, killed.
 
 Each ``Office`` owns one ``bridge.py`` process and its ``soffice``, with a
-throwaway profile, one conversion at a time. It is restarted after
+throwaway profile, one conversion at a time, shut in the bubblewrap sandbox of
+``sandbox.py`` (or, with ``DOCSHIFT_SANDBOX=off``, only in a network namespace
+where one can be made). It owns one job directory, bound into the sandbox as
+``/job``: conversions happen in subdirectories of ``office.job_dir``. Every
+start converts a tiny .doc, .xls and .ppt first (``selftest.py``); a
+LibreOffice that fails is replaced, and after ``START_ATTEMPTS`` failures in a
+row the Office reports itself broken. It is restarted after
 ``OFFICE_MAX_CONVERSIONS`` conversions, after a crash and after a timeout (a
-timeout kills only this process group). Where the system allows it, the pair
-runs in a network namespace of its own with no network at all, so a document
-can fetch nothing; the profile also turns macros off, and an address-space
-limit caps its memory.
+timeout kills only this process group). The profile turns macros off, and an
+address-space limit caps its memory.
 """
 
+import contextlib
+import glob
 import json
 import logging
 import os
+import re
 import resource
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from docshift.errors import LoadFailed, OfficeCrashed, OfficeTimeout
+from docshift.engine import sandbox
+from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
 
 log = logging.getLogger("docshift.office")
 
@@ -30,6 +39,10 @@ BRIDGE = Path(__file__).resolve().parent / "bridge.py"
 # LibreOffice's Python: Debian's python3 with python3-uno
 UNO_PYTHON = "/usr/bin/python3"
 START_TIMEOUT = 60
+SELF_TEST_TIMEOUT = 60
+# a LibreOffice that fails its self-test this many times in a row is reported broken
+START_ATTEMPTS = 3
+HOST = socket.gethostname()
 
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
@@ -39,11 +52,14 @@ PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="UseOpenCL" oor:op="fuse"><value>false</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="DisableActiveContent" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>1</value></prop></item>
 </oor:items>
 """
 
 
-# as root; else through an unprivileged user namespace, where the kernel allows one (Debian does)
+# the fallback of DOCSHIFT_SANDBOX=off: as root; else through an unprivileged user namespace, where the kernel allows one (Debian does)
 NAMESPACE_PREFIXES = (["unshare", "--net", "--"], ["unshare", "--user", "--map-root-user", "--net", "--"])
 _netns = None
 
@@ -66,40 +82,110 @@ def network_namespace():
 
 
 class Office:
-    def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office"):
+    def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office", sandboxed=True,
+                 on_start=None):
+        """An Office keeping its job dir in ``<base_dir>/work`` and its profile in ``<base_dir>/office``,
+        both named ``<host>.<pid>.<name>`` so that ``clear_leftovers`` knows whose they are.
+        ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why."""
         self.base_dir = Path(base_dir)
         self.max_conversions = max_conversions
         self.memory_limit = memory_limit_mb * 1024 * 1024
         self.name = name
+        self.sandboxed = sandboxed
+        self.on_start = on_start
+        own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
+        self.job_dir = self.base_dir / "work" / own
+        self.profile = self.base_dir / "office" / own
         self.process = None
-        self.profile = None
         self.conversions = 0
         self.starts = 0
         self.busy = False
         self.task_id = None  # the task being converted, for the tags of LibreOffice's messages
+        self.broken = None  # why the last start gave up, while it stands
+        self.timings = {}  # seconds of the last start: "launch", "self_test"
 
     # lifecycle
 
     def start(self):
-        self.base_dir.mkdir(parents=True, exist_ok=True)
-        self.profile = Path(tempfile.mkdtemp(prefix=f"{self.name}-", dir=self.base_dir))
-        (self.profile / "user").mkdir()
-        (self.profile / "user" / "registrymodifications.xcu").write_text(PROFILE_SETTINGS)
-        pipe = f"docshift-{os.getpid()}-{self.profile.name}"
-        argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), self.profile.as_uri(), pipe]
+        """Start LibreOffice and have it pass its self-test; raise EngineBroken after
+        ``START_ATTEMPTS`` failures in a row."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._launch()
+                break
+            except OfficeCrashed as error:
+                self.stop()
+                failure = error
+                log.warning("%s: LibreOffice failed to start (%d of %d): %s", self.name, attempt, START_ATTEMPTS,
+                            error)
+        else:
+            self.broken = str(failure)
+            self._report("broken", self.broken)
+            raise EngineBroken(f"LibreOffice failed {START_ATTEMPTS} starts in a row: {failure}")
+        self.broken = None
+        self._report("ok", None)
+
+    def _launch(self):
+        began = time.monotonic()
+        self._prepare()
+        pipe = f"docshift-{os.getpid()}-{self.name}"
+        env = {"HOME": self.inside(self.profile / "home"), "TMPDIR": self.inside(self.profile / "tmp")}
+        if self.sandboxed:
+            argv = sandbox.command(self.job_dir, self.profile, BRIDGE.parent,
+                                   [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
+                                    pipe], env)
+            env = {}
+        else:
+            log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
+            argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), self.profile.as_uri(), pipe]
+            env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
+        # the worker's environment (secret key, S3 and AWS credentials) stays out either way
         self.process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/",
             start_new_session=True, preexec_fn=self._limit_memory, text=True, bufsize=1)
         threading.Thread(target=self._log_messages, args=(self.process.stderr,), daemon=True,
                          name=f"{self.name}-stderr").start()
         try:
             ready = self._read(START_TIMEOUT)
         except (OfficeTimeout, OfficeCrashed):
-            self.stop()
             raise OfficeCrashed("LibreOffice did not start")
+        if not ready.get("ready"):
+            raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
+        launched = time.monotonic()
+        test_dir = self.job_dir / "selftest"
+        self._send({"selftest": self.inside(test_dir)})
+        try:
+            answer = self._read(SELF_TEST_TIMEOUT)
+        except OfficeTimeout:
+            raise OfficeCrashed("the self-test took too long")
+        finally:
+            shutil.rmtree(test_dir, ignore_errors=True)
+        if not answer.get("ok"):
+            raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
+        self.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
         self.conversions = 0
         self.starts += 1
-        log.info("%s started (bridge pid %s, soffice pid %s)", self.name, self.process.pid, ready["pid"])
+        log.info("%s started %s in %.2f s, self-test %.2f s (soffice pid %s)", self.name,
+                 "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", self.timings["launch"],
+                 self.timings["self_test"], ready["pid"])
+
+    def _prepare(self):
+        """A fresh profile (with LibreOffice's home and temp dir) and the job dir, both the sandbox's."""
+        shutil.rmtree(self.profile, ignore_errors=True)
+        for path in (self.job_dir, self.profile / "user", self.profile / "home", self.profile / "tmp"):
+            path.mkdir(parents=True, exist_ok=True)
+        settings = self.profile / "user" / "registrymodifications.xcu"
+        settings.write_text(PROFILE_SETTINGS)
+        if self.sandboxed:
+            for path in (self.job_dir, self.profile, *self.profile.iterdir(), settings):
+                sandbox.give(path)
+
+    def _report(self, state, detail):
+        if self.on_start is not None:
+            try:
+                self.on_start(self, state, detail)
+            except Exception as error:  # a report that cannot be recorded must not stop the engine
+                log.warning("%s: could not report its state %s: %r", self.name, state, error)
 
     def _log_messages(self, stream):
         """LibreOffice's and the bridge's own messages, to the log with the task they came from."""
@@ -117,6 +203,7 @@ class Office:
     def stop(self):
         if self.process is not None:
             try:
+                # the sandbox's own PID namespace dies with its outer bwrap (--die-with-parent)
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
@@ -124,9 +211,12 @@ class Office:
             self.process.stdin.close()
             self.process.stdout.close()
             self.process = None
-        if self.profile is not None:
-            shutil.rmtree(self.profile, ignore_errors=True)
-            self.profile = None
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def close(self):
+        """Stop LibreOffice and remove this Office's job dir: the worker is going away."""
+        self.stop()
+        shutil.rmtree(self.job_dir, ignore_errors=True)
 
     def restart(self):
         self.stop()
@@ -143,27 +233,38 @@ class Office:
 
     # work
 
+    def inside(self, path):
+        """``path`` as LibreOffice sees it: under ``/job`` or ``/profile`` in the sandbox."""
+        path = Path(path)
+        if self.sandboxed:
+            for host, jailed in ((self.job_dir, sandbox.JOB), (self.profile, sandbox.PROFILE)):
+                if path.is_relative_to(host):
+                    return str(Path(jailed) / path.relative_to(host))
+        return str(path)
+
     def convert(self, source, target, export_filter, timeout, task_id=None):
-        """Convert ``source`` into ``target``; returns what LibreOffice found in the document."""
+        """Convert ``source`` into ``target``; returns what LibreOffice found in the document.
+
+        Files outside ``job_dir`` are copied through it: the sandbox sees nothing else."""
         self.task_id = task_id
         if not self.running:
             self.stop()  # after a crash, the remains of the old process
             self.start()
-        request = {"source": str(source), "target": str(target), "filter": export_filter}
-        try:
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError) as error:
-            self.stop()
-            raise OfficeCrashed(str(error)) from error
-        self.busy = True
-        try:
-            answer = self._read(timeout)
-        except (OfficeTimeout, OfficeCrashed):
-            self.stop()
-            raise
-        finally:
-            self.busy = False
+        with self._visible(Path(source).resolve(), Path(target).resolve()) as (inner_source, inner_target):
+            request = {"source": inner_source, "target": inner_target, "filter": export_filter}
+            try:
+                self._send(request)
+            except OfficeCrashed:
+                self.stop()
+                raise
+            self.busy = True
+            try:
+                answer = self._read(timeout)
+            except (OfficeTimeout, OfficeCrashed):
+                self.stop()
+                raise
+            finally:
+                self.busy = False
         self.conversions += 1
         if answer.get("error") == "crashed":
             self.stop()
@@ -175,6 +276,39 @@ class Office:
         if self.conversions >= self.max_conversions:
             self.restart()  # LibreOffice never gives memory back; a fresh one does
         return answer.get("facts", {})
+
+    @contextlib.contextmanager
+    def _visible(self, source, target):
+        """Sandbox paths for ``source`` and ``target``, staged through the job dir if need be."""
+        if not self.sandboxed or (source.is_relative_to(self.job_dir) and target.is_relative_to(self.job_dir)):
+            self._hand_over(source, target)
+            yield self.inside(source), self.inside(target)
+            return
+        staging = Path(tempfile.mkdtemp(prefix="staged-", dir=self.job_dir))
+        try:
+            staged_source, staged_target = staging / f"source{source.suffix}", staging / f"target{target.suffix}"
+            shutil.copyfile(source, staged_source)
+            self._hand_over(staged_source, staged_target)
+            yield self.inside(staged_source), self.inside(staged_target)
+            if staged_target.exists():
+                shutil.move(staged_target, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _hand_over(self, source, target):
+        """A root worker's task dirs are its own: let the sandbox's user read the source and write the target."""
+        if not (self.sandboxed and sandbox.as_root()):
+            return
+        for path in (source, target, *source.parents, *target.parents):
+            if path.is_relative_to(self.job_dir) and path != self.job_dir and path.exists():
+                sandbox.give(path)
+
+    def _send(self, request):
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError) as error:
+            raise OfficeCrashed(str(error)) from error
 
     def _read(self, timeout):
         deadline = time.monotonic() + timeout
@@ -194,6 +328,7 @@ class Office:
         """The pid of this Office's ``soffice.bin`` (the process that does the work), or None."""
         if self.process is None:
             return None
+        children = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -202,7 +337,37 @@ class Office:
             except OSError:
                 continue
             command = stat[stat.index("(") + 1:stat.rindex(")")]
-            pgrp = int(stat[stat.rindex(")") + 2:].split()[2])
-            if pgrp == self.process.pid and command.startswith("soffice.bin"):
-                return int(entry.name)
+            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+            children.setdefault(parent, []).append((int(entry.name), command))
+        # the sandbox puts soffice.bin a few generations below the process started here
+        generation = [self.process.pid]
+        while generation:
+            below = [child for pid in generation for child in children.get(pid, [])]
+            for pid, command in below:
+                if command.startswith("soffice.bin"):
+                    return pid
+            generation = [pid for pid, _ in below]
         return None
+
+
+def clear_leftovers(base_dir):
+    """Remove the job and profile dirs that Offices of dead worker processes on this host left
+    in ``base_dir`` (a SIGKILL gives them no chance); call it when a worker process starts."""
+    for kind in ("work", "office"):
+        for path in Path(base_dir, kind).glob(f"{glob.escape(HOST)}.*"):
+            pid = path.name[len(HOST) + 1:].split(".", 1)[0]
+            # our own pid in a name is a former process's (a container's worker always has the same)
+            if pid.isdigit() and (int(pid) == os.getpid() or not alive(int(pid))):
+                log.info("removing %s, left by worker process %s", path, pid)
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def alive(pid):
+    """Whether process ``pid`` exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

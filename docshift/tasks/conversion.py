@@ -100,7 +100,9 @@ def convert_task(task_id, kind, objects, config, office):
     patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
     restarts = office.restarts
     try:
-        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=workdir(config)) as tmp:
+        # the office's job dir: the only host directory its sandbox can see
+        office.job_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.job_dir) as tmp:
             source = Path(tmp) / f"input.{kind}"
             patiently(objects.fetch_input, task_id, source)
             precheck.check(source)
@@ -170,9 +172,3 @@ def _quietly(action, *args):
         action(*args)
     except StorageUnavailable as error:
         log.warning("%s skipped: %r", action.__name__, error)
-
-
-def workdir(config):
-    path = Path(config["DATA_DIR"]) / "work"
-    path.mkdir(exist_ok=True)
-    return path

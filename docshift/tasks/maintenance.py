@@ -9,6 +9,7 @@ import os
 import socket
 from datetime import timedelta
 
+from docshift.engine.office import alive
 from docshift.storage import db
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
 from docshift.tasks.queue import Queue, on_redis
@@ -82,7 +83,7 @@ def holder_gone(conn, holder, at):
     if not pid.isdigit():
         return False
     if host == HOST:
-        return not _alive(int(pid))
+        return not alive(int(pid))
     beat = db.last_heartbeat(conn, f"worker:{holder}")
     return beat is not None and beat + HOLDER_SILENCE < at
 
@@ -103,13 +104,3 @@ def top_up(conn, queue):
         queue.enqueue()
     if missing > 0:
         log.info("%d queue messages added for waiting tasks", missing)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

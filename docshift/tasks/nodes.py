@@ -183,7 +183,7 @@ class Node:
             except Exception:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
-        self.worker.office().stop()
+        self.worker.office().close()
 
 
 def run_node(config, worker):

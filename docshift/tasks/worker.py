@@ -3,6 +3,7 @@ of the service's own duties. ``python worker.py`` (the Procfile's ``worker``) ru
 
 import functools
 import logging
+import os
 import sys
 import threading
 import time
@@ -12,7 +13,7 @@ from docshift import logs, settings
 from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
-from docshift.engine.office import Office
+from docshift.engine import office, sandbox
 from docshift.errors import StorageUnavailable
 from docshift.storage import ObjectStore, db
 from docshift.tasks import maintenance
@@ -21,6 +22,9 @@ from docshift.tasks.nodes import Coordinator, Node, run_node
 from docshift.tasks.queue import Queue, on_redis
 
 log = logging.getLogger("docshift.worker")
+
+# EX_CONFIG: the host cannot run the sandbox; restarting will not help (systemd: RestartPreventExitStatus)
+EXIT_NO_SANDBOX = 78
 
 
 class Worker:
@@ -33,6 +37,9 @@ class Worker:
         # on Redis, conversions go to nodes through the coordinator
         self.coordinator = Coordinator(config, self) if on_redis(config) else None
         self._local = threading.local()
+        self.is_node = False  # a conversion node: no database at all
+        self._engines = {}  # Office name -> (state, detail) of its last start
+        self._engines_lock = threading.Lock()
 
     def connection(self):
         if not hasattr(self._local, "db"):
@@ -47,11 +54,37 @@ class Worker:
     def office(self):
         """This thread's own warm LibreOffice: workers and LibreOffices are one-to-one."""
         if not hasattr(self._local, "office"):
-            self._local.office = Office(Path(self.config["DATA_DIR"]) / "office",
-                                        max_conversions=int(self.config["OFFICE_MAX_CONVERSIONS"]),
-                                        memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
-                                        name=threading.current_thread().name)
+            self._local.office = office.Office(self.config["DATA_DIR"],
+                                               max_conversions=int(self.config["OFFICE_MAX_CONVERSIONS"]),
+                                               memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
+                                               name=threading.current_thread().name,
+                                               sandboxed=self.config["SANDBOX"] == "on",
+                                               on_start=self.office_started)
         return self._local.office
+
+    def office_started(self, started, state, detail):
+        with self._engines_lock:
+            self._engines[started.name] = (state, detail)
+        if self.is_node:  # a conversion node has no database: its log says it
+            log.log(logging.ERROR if state == "broken" else logging.INFO, "%s: %s %s", started.name, state,
+                    detail or "")
+        else:
+            self.report_engine()
+
+    def report_engine(self):
+        """Record for /healthz what this process runs LibreOffice with, and whether any of its
+        LibreOffices keeps failing its self-test."""
+        if not self.converts:  # a coordinator whose conversions all run on nodes
+            nodes = len(self.registry.alive())
+            db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], "ok",
+                             f"conversions run on nodes ({nodes} alive)")
+            return
+        with self._engines_lock:
+            engines = dict(self._engines)
+        broken = [f"{name}: {detail}" for name, (state, detail) in sorted(engines.items()) if state == "broken"]
+        state = "broken" if broken else "ok" if engines else "starting"
+        db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state,
+                         "; ".join(broken) or None)
 
     @functools.cached_property
     def marketplace(self):
@@ -68,7 +101,7 @@ class Worker:
 
     def thread_stopping(self):
         if hasattr(self._local, "office"):
-            self._local.office.stop()
+            self._local.office.close()
 
     def convert(self, hint=None):
         """A message: a task is waiting. On one box, claim the fairest waiting task (not
@@ -94,19 +127,27 @@ class Worker:
         """(name, every seconds, action), run by ``Duties`` on a thread of their own."""
         return [
             ("heartbeat", float(self.config["HEARTBEAT_SECONDS"]), lambda: maintenance.heartbeat(self.connection())),
-            ("sweep", float(self.config["SWEEP_SECONDS"]),
-             lambda: maintenance.sweep_once(self.connection(), self.store(), self.config, queue=self.queue,
-                                            registry=self.registry)),
+            ("sweep", float(self.config["SWEEP_SECONDS"]), self.sweep),
             ("subscriptions", 60.0, lambda: sync_subscriptions(self.connection(), self.marketplace)),
             # the ledger only sends ended hours, so running more often than hourly sends nothing twice
             ("metering", 600.0, lambda: report_overage(self.connection(), self.marketplace)),
         ]
+
+    def sweep(self):
+        maintenance.sweep_once(self.connection(), self.store(), self.config, queue=self.queue, registry=self.registry)
+        self.report_engine()
+
+    @property
+    def converts(self):
+        """Whether this process runs LibreOffice: not a coordinator with DOCSHIFT_WORKERS=0."""
+        return self.coordinator is None or int(self.config["WORKERS"]) > 0
 
     def prepare(self):
         """Once per process, before any conversion: tables, bucket, what a killed worker left."""
         conn = self.connection()
         db.init(conn)
         maintenance.heartbeat(conn)
+        self.report_engine()
         try:
             self.store().ensure_bucket()
         except StorageUnavailable as error:  # the store may still be starting; put_input creates it too
@@ -136,6 +177,21 @@ class Duties(threading.Thread):
             self.stopping.wait(max(0.0, min(due.values()) - time.monotonic()))
 
 
+def check_sandbox(config):
+    """Exit with EXIT_NO_SANDBOX, saying why, when the sandbox cannot be made here, unless the
+    operator turned it off (then warn)."""
+    if config["SANDBOX"] == "off":
+        log.warning("DOCSHIFT_SANDBOX=off: LibreOffice runs without its sandbox, as this worker's user, "
+                    "seeing what this worker sees")
+        return
+    why = sandbox.problem(Path(config["DATA_DIR"]) / "work" / f"{office.HOST}.{os.getpid()}.probe")
+    if why:
+        log.error("the worker does not start: the LibreOffice sandbox cannot be made here (%s). It needs "
+                  "bubblewrap and unprivileged user namespaces; DOCSHIFT_SANDBOX=off runs LibreOffice "
+                  "without it", why)
+        sys.exit(EXIT_NO_SANDBOX)
+
+
 def main(argv=None):
     """``python worker.py``: the worker (on Redis, the coordinator); ``python worker.py node``:
     a conversion node."""
@@ -144,9 +200,14 @@ def main(argv=None):
     logs.configure()
     logging.getLogger("huey").setLevel(logging.INFO)
     worker = Worker(config)
-    if argv[:1] == ["node"]:
-        if not on_redis(config):
-            sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
+    node = argv[:1] == ["node"]
+    if node and not on_redis(config):
+        sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
+    if node or worker.converts:
+        check_sandbox(config)
+        office.clear_leftovers(config["DATA_DIR"])
+    if node:
+        worker.is_node = True
         return run_node(config, worker)
     worker.prepare()
     duties = worker.duties()

@@ -1,6 +1,8 @@
 """docshift's web app: API v1, the marketplace registration page, health, metrics, docs,
 and the operator CLI."""
 
+from datetime import timedelta
+
 from flask import Flask
 
 from docshift import settings
@@ -35,22 +37,42 @@ def create_app(config=None):
     return app
 
 
+HEARTBEAT_SECONDS = 150
+
+
 def healthz():
-    """200 when the database, the object store and the worker answer; 503 with the report otherwise."""
+    """200 when the database, the object store, the worker and its LibreOffice answer; 503 with
+    the report otherwise. ``sandbox`` says "off" while a worker runs LibreOffice without its
+    sandbox (the operator's choice: not a failure)."""
     checks = {}
     try:
         db.ping(get_db())
         checks["database"] = "ok"
         beat = db.last_heartbeat(get_db())
-        fresh = beat is not None and (db.now() - beat).total_seconds() < 150
+        fresh = beat is not None and (db.now() - beat).total_seconds() < HEARTBEAT_SECONDS
         checks["worker"] = "ok" if fresh else "no recent heartbeat"
+        checks["engine"], checks["sandbox"] = engine_checks(
+            db.engine_reports(get_db(), db.now() - timedelta(seconds=HEARTBEAT_SECONDS)))
     except Exception as error:
         checks["database"] = f"error: {type(error).__name__}"
-        checks.setdefault("worker", "unknown")
+        for name in ("worker", "engine", "sandbox"):
+            checks.setdefault(name, "unknown")
     try:
         get_store().ping()
         checks["object_store"] = "ok"
     except Exception as error:
         checks["object_store"] = f"error: {type(error).__name__}"
-    healthy = all(value == "ok" for value in checks.values())
+    healthy = all(value == "ok" for name, value in checks.items() if name != "sandbox")
     return {"status": "ok" if healthy else "unavailable", "checks": checks}, 200 if healthy else 503
+
+
+def engine_checks(reports):
+    """(engine, sandbox) for /healthz from the workers' recent reports."""
+    if not reports:
+        return "no report", "unknown"
+    broken = [r["detail"] for r in reports if r["state"] == "broken"]
+    if broken:
+        engine = "broken: LibreOffice fails its self-test at every start (" + "; ".join(broken) + ")"
+    else:
+        engine = "ok" if any(r["state"] == "ok" for r in reports) else "starting"
+    return engine, "off" if any(r["sandbox"] == "off" for r in reports) else "ok"

@@ -1,0 +1,126 @@
+"""The bubblewrap sandbox LibreOffice runs in: every document is hostile.
+
+Inside, the bridge and ``soffice`` have new user, mount, PID, IPC, UTS and
+network namespaces (only a loopback with nothing on it), a clean environment,
+no capabilities, and a read-only view of ``/usr``, the few pieces of ``/etc``
+LibreOffice needs, and the engine's code. The only writable host paths are
+this Office's job directory (``/job``) and its throwaway profile
+(``/profile``); ``/tmp``, where LibreOffice puts its UNO pipe whatever
+``TMPDIR`` says, is a private tmpfs that goes with the sandbox. The data dir
+with ``secret_key``, the object store and ``/etc/passwd`` are not there at all.
+
+A worker running as root starts bubblewrap as uid/gid 65534 (nobody), so
+LibreOffice is not root even in the host's eyes. bubblewrap resolves bind
+sources with the caller's rights, and the data dir may sit under a directory
+nobody cannot enter, so a root worker first binds the job and profile
+directories and the code onto a tmpfs in a private mount namespace
+(``unshare``, ``mount``, ``setpriv``: util-linux) and bubblewrap binds them from there.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+JOB = "/job"
+PROFILE = "/profile"
+CODE = "/opt/docshift"
+UID = GID = 65534
+
+# Only what LibreOffice and python need from /etc, never /etc itself: a document that
+# links file:///etc/passwd finds nothing. Debian links parts of LibreOffice into /etc and /var.
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/fonts",
+    "/etc/libreoffice",
+    "/etc/localtime",
+    "/var/lib/libreoffice",
+    # the system font cache: without it fontconfig builds one per start (about 1 s more)
+    "/var/cache/fontconfig",
+)
+
+# run by a root worker in its own mount namespace: the three directories onto a private
+# tmpfs (opened first: the tmpfs may hide them), then bubblewrap as nobody
+STAGE = ('exec 3<"$1" 4<"$2" 5<"$3" && mount -t tmpfs -o mode=0755,size=64k docshift /tmp'
+         ' && mkdir /tmp/job /tmp/profile /tmp/code'
+         ' && mount --no-canonicalize --bind /proc/self/fd/3 /tmp/job'
+         ' && mount --no-canonicalize --bind /proc/self/fd/4 /tmp/profile'
+         ' && mount --no-canonicalize --bind /proc/self/fd/5 /tmp/code'
+         ' && exec 3<&- 4<&- 5<&- && shift 3'
+         f' && exec setpriv --reuid={UID} --regid={GID} --clear-groups -- "$@"')
+
+
+class SandboxUnavailable(Exception):
+    """bubblewrap is missing or cannot build the sandbox on this host."""
+
+
+def as_root():
+    return os.geteuid() == 0
+
+
+def give(path):
+    """Let the sandbox's user write ``path`` (a root worker hands it to nobody)."""
+    if as_root():
+        os.chown(path, UID, GID)
+
+
+def command(job_dir, profile_dir, code_dir, program, env=None):
+    """The argv that runs ``program`` (sandbox paths) in the sandbox, with ``env`` only."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("bwrap (Debian package bubblewrap) is not on PATH")
+    sources = [str(Path(p).resolve()) for p in (job_dir, profile_dir, code_dir)]
+    if as_root():
+        binds = ["/tmp/job", "/tmp/profile", "/tmp/code"]
+        prefix = [_tool("unshare"), "--mount", "--propagation", "private", "--", "/bin/sh", "-c", STAGE,
+                  "docshift-sandbox", *sources]
+    else:
+        binds, prefix = sources, []
+    environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})}
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(UID), "--gid", str(GID),
+            "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--hostname", "docshift", "--clearenv"]
+    for name, value in environment.items():
+        argv += ["--setenv", name, value]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    for path in SYSTEM_FILES:
+        if os.path.exists(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+             "--bind", binds[0], JOB, "--bind", binds[1], PROFILE, "--ro-bind", binds[2], CODE,
+             "--remount-ro", "/", "--chdir", JOB, "--", *program]
+    return prefix + argv
+
+
+def _tool(name):
+    path = shutil.which(name)
+    if path is None:
+        raise SandboxUnavailable(f"{name} (util-linux) is not on PATH")
+    return path
+
+
+def problem(scratch, timeout=30):
+    """Why no sandbox can be made here (bubblewrap's own words), or None when it can.
+
+    Builds the real sandbox around ``/usr/bin/true`` in ``scratch``, which it removes.
+    """
+    scratch = Path(scratch)
+    try:
+        for name in ("job", "profile"):
+            (scratch / name).mkdir(parents=True, exist_ok=True)
+            give(scratch / name)
+        argv = command(scratch / "job", scratch / "profile", Path(__file__).parent, ["/usr/bin/true"])
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={}, cwd="/")
+    except (SandboxUnavailable, OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if done.returncode != 0:
+        return done.stderr.strip() or f"bwrap exited with {done.returncode}"
+    return None
