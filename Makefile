@@ -20,7 +20,7 @@ run: install
 	@echo
 	@echo "docshift API:      http://127.0.0.1:$(DOCSHIFT_PORT)/v1/   (health: /healthz)"
 	@echo "get an API key:    $(BIN)/flask --app app marketplace issue-token --customer me --plan starter"
-	@echo "                   then open the printed link (or curl it with -H 'Accept: application/json')"
+	@echo "                   then open the printed link and press its button (curl: see the README)"
 	@echo "stop:              Ctrl-C"
 	@echo
 	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error

@@ -113,7 +113,8 @@ def register(client, app, customer, plan="starter"):
     from docshift.accounts import marketplace
 
     token = marketplace.LocalMarketplace(app.config).issue_token(customer, plan)
-    response = client.get(f"/marketplace/register?token={token}", headers={"Accept": "application/json"})
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token},
+                           headers={"Accept": "application/json"})
     assert response.status_code == 200, response.get_data(as_text=True)
     return response.get_json()["api_key"]
 
@@ -201,8 +202,8 @@ class Service:
         from docshift.accounts import marketplace
 
         token = marketplace.LocalMarketplace(self.config()).issue_token(customer, plan)
-        response = requests.get(f"{self.base_url}/marketplace/register", params={"token": token},
-                                headers={"Accept": "application/json"}, timeout=10)
+        response = requests.post(f"{self.base_url}/marketplace/register", data={"x-amzn-marketplace-token": token},
+                                 headers={"Accept": "application/json"}, timeout=10)
         response.raise_for_status()
         return response.json()["api_key"]
 

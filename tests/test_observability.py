@@ -40,8 +40,8 @@ def test_metrics_token(app, client):
 
 def test_json_logs_with_request_id_and_no_secrets(live, legacy):
     token = marketplace.LocalMarketplace(live.config()).issue_token("logged", "starter")
-    key = requests.get(f"{live.base_url}/marketplace/register", params={"token": token},
-                       headers={"Accept": "application/json"}, timeout=10).json()["api_key"]
+    key = requests.post(f"{live.base_url}/marketplace/register", data={"x-amzn-marketplace-token": token},
+                        headers={"Accept": "application/json"}, timeout=10).json()["api_key"]
     answer = requests.get(f"{live.base_url}/v1/account/usage",
                           headers={"Authorization": f"Bearer {key}", "X-Request-Id": "trace-42"}, timeout=10)
     assert answer.headers["X-Request-Id"] == "trace-42"
