@@ -23,8 +23,10 @@ run: install
 	@echo "                   then open the printed link and press its button (curl: see the README)"
 	@echo "stop:              Ctrl-C"
 	@echo
-	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start --no-prefix -f Procfile 2>&1 || true
+	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error.
+	@# honcho sets PORT for every process, as a PaaS does: the --bind keeps the API on loopback
+	PATH="$(CURDIR)/$(BIN):$$PATH" GUNICORN_CMD_ARGS="--bind 127.0.0.1:$(DOCSHIFT_PORT)" \
+		$(BIN)/honcho start --no-prefix -f Procfile 2>&1 || true
 
 test: install test-system
 	$(BIN)/ruff check .

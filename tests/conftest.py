@@ -178,9 +178,9 @@ class Service:
                                                     stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_web(self):
-        self._spawn("web", [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
-                            "--worker-class", "gthread", "--threads", "8", "--no-control-socket",
-                            "app:create_app()"])
+        # the Procfile's settings, on this service's port
+        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.web.gunicorn_conf",
+                            "--bind", f"127.0.0.1:{self.port}", "app:create_app()"])
 
     def start_worker(self, workers=2, name="worker"):
         self._spawn(name, [str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))

@@ -16,7 +16,6 @@ import random
 import signal
 import socket
 import tempfile
-import time
 import unicodedata
 from contextlib import contextmanager
 from pathlib import Path
@@ -638,38 +637,6 @@ def test_body_shorter_than_its_length_live(live, live_key):
     status, head, _ = exchange(live, submission(live_key, cut, length=1000), shutdown=True)
     assert 400 <= status < 500, head
     assert_healthy(live)
-
-
-WEB_WORKERS = 2  # gunicorn --workers in the Procfile and in conftest.Service.start_web (8 threads each)
-
-
-def test_clients_that_never_finish_their_body_live(live, live_key):
-    """As many clients as there are web workers send half a body and wait, connections open.
-
-    The API must keep answering. With gunicorn's sync workers each stalled upload held a whole
-    worker until gunicorn's 30 s WORKER TIMEOUT killed it: two such clients took the API down.
-    Threaded workers (gthread) keep serving; a proxy that buffers bodies protects further.
-    """
-    cut = one_part(b'; filename="a.doc"', b"x" * 400)[:200]
-    stalled = []
-    try:
-        for _ in range(WEB_WORKERS):
-            conn = socket.create_connection(("127.0.0.1", live.port), timeout=10)
-            stalled.append(conn)
-            conn.sendall(submission(live_key, cut, length=1000))
-        time.sleep(0.5)  # let the workers pick the stalled uploads up
-        try:
-            status = requests.get(f"{live.base_url}/healthz", timeout=5).status_code
-        except requests.RequestException as error:
-            status = repr(error)
-        assert status == 200, (f"{WEB_WORKERS} stalled uploads left no web worker free: /healthz "
-                               f"got {status} within 5 s")
-    finally:
-        for conn in stalled:  # EOF frees the workers: the rest of the suite is unaffected
-            conn.close()
-    deadline = time.monotonic() + 30
-    while requests.get(f"{live.base_url}/healthz", timeout=35).status_code != 200:
-        assert time.monotonic() < deadline
 
 
 @pytest.mark.parametrize("what, request_for", [

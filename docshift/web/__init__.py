@@ -1,7 +1,7 @@
 """docshift's web app: API v1, the marketplace registration page, health, metrics, docs,
 and the operator CLI."""
 
-from flask import Flask
+from flask import Flask, current_app, request
 
 from docshift import settings
 from docshift.storage import db
@@ -20,6 +20,7 @@ def create_app(config=None):
     # "/v1/conversions//x" must not be redirected to another path
     app.url_map.merge_slashes = False
     metrics.init_app(app)
+    app.before_request(_bound_body_reads)
 
     problems.register(app)
     app.register_blueprint(api.bp)
@@ -33,6 +34,14 @@ def create_app(config=None):
     db.init(conn)
     conn.close()
     return app
+
+
+def _bound_body_reads():
+    # a client that stops sending its body is refused after READ_TIMEOUT s of silence, instead
+    # of holding its connection open for ever (gunicorn's own timeout covers only the headers)
+    sock = request.environ.get("gunicorn.socket")
+    if sock is not None:
+        sock.settimeout(current_app.config["READ_TIMEOUT"])
 
 
 def healthz():

@@ -62,7 +62,7 @@ _latency_made = threading.Lock()
 
 def latency():
     """The HTTP latency histogram, made on first use (after the multiprocess dir is set); the
-    lock matters: two threads of a gthread worker both making it is a DuplicateTimeseries."""
+    lock matters: two requests of one worker both making it is a DuplicateTimeseries."""
     global _latency
     with _latency_made:
         if _latency is None:
