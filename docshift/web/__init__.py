@@ -7,11 +7,13 @@ from docshift import settings
 from docshift.storage import db
 from docshift.web import api, cli, metrics, openapi, problems, registration
 from docshift.web.context import close_db, get_db, get_store
+from docshift.web.forms import DocshiftRequest
 
 
 def create_app(config=None):
     """The app, configured by ``settings.load(config)``: defaults, the environment, then ``config``."""
     app = Flask(__name__)
+    app.request_class = DocshiftRequest
     app.config.update(settings.load(config))
     # werkzeug refuses bigger bodies before reading them; the slack is for multipart framing
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_UPLOAD_BYTES"] + 64 * 1024
