@@ -38,6 +38,13 @@ def test_metrics_token(app, client):
     assert client.get("/metrics", headers={"Authorization": "Bearer s3cret-metrics"}).status_code == 200
 
 
+def test_metrics_token_with_a_non_ascii_header(app, client):
+    app.config["METRICS_TOKEN"] = "s3cret-metrics"
+    for value in ("Bearer s3cret-métrics", "Bearer \u2603", "B\xe9arer \xff"):
+        response = client.get("/metrics", headers={"Authorization": value})
+        assert response.status_code == 404 and response.get_json()["code"] == "not_found"
+
+
 def test_json_logs_with_request_id_and_no_secrets(live, legacy):
     token = marketplace.LocalMarketplace(live.config()).issue_token("logged", "starter")
     key = requests.post(f"{live.base_url}/marketplace/register", data={"x-amzn-marketplace-token": token},

@@ -97,7 +97,9 @@ def _finish(response):
 def metrics():
     """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token."""
     token = current_app.config.get("METRICS_TOKEN")
-    if token and not secrets.compare_digest(request.headers.get("Authorization", ""), f"Bearer {token}"):
+    # compared as bytes: compare_digest refuses non-ASCII str, and a header may carry any byte
+    given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+    if token and not secrets.compare_digest(given, f"Bearer {token}".encode()):
         raise NotFound("No such endpoint.")
     from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 
