@@ -179,7 +179,7 @@ class Service:
 
     def start_web(self):
         # the Procfile's settings, on this service's port
-        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.web.gunicorn_conf",
+        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.gunicorn_conf",
                             "--bind", f"127.0.0.1:{self.port}", "app:create_app()"])
 
     def start_worker(self, workers=2, name="worker"):

@@ -1,5 +1,5 @@
 """gunicorn's settings for the web process, one place for the Procfile, the systemd unit and
-the tests: ``gunicorn -c python:docshift.web.gunicorn_conf 'app:create_app()'``.
+the tests: ``gunicorn -c python:docshift.gunicorn_conf 'app:create_app()'``.
 
 gevent workers: every connection waits for its request in a greenlet, not in one of a
 few threads, so clients that send half a request and stall hold a socket each, never the
@@ -7,6 +7,9 @@ API (with gthread, 16 such clients left /healthz unanswered). A request's header
 arrive within ``keepalive`` seconds; its body may pause at most ``DOCSHIFT_READ_TIMEOUT``
 seconds (the app sets that on the socket). Nothing in a request holds a SQLite
 transaction across network I/O, so greenlets never wait on each other's locks.
+
+It lives outside ``docshift.web`` so that gunicorn's master, which reads it, imports nothing
+of the app: gevent must patch ``ssl`` before urllib3 is first imported.
 """
 
 import os
