@@ -68,24 +68,34 @@ def stop_process_group(process, grace=30):
     process.wait()
 
 
+def start_embedded_store(data_dir, port=None):
+    """``python -m docshift.storage.objectstore`` (the Procfile's ``objects``) on ``port`` (free
+    ports if None), with credentials of its own data dir; returns its configuration and process."""
+    from docshift import settings
+
+    port = port or free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
+    # not the session store's endpoint and credentials, which the environment may carry
+    config = settings.load({"DATA_DIR": str(data_dir), "S3_PORT": port, "S3_ENDPOINT": None,
+                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHIFT_S3_")}
+    env.update(DOCSHIFT_DATA_DIR=str(data_dir), DOCSHIFT_S3_PORT=str(port))
+    with open(Path(data_dir) / "weed.log", "ab") as log:
+        process = subprocess.Popen([str(BIN / "python"), "-m", "docshift.storage.objectstore"], cwd=ROOT,
+                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return config, process
+
+
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
-    from docshift import settings
-    from docshift.storage import objectstore
-
     data_dir = tmp_path_factory.mktemp("s3")
-    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
-    config = settings.load({"DATA_DIR": str(data_dir), "S3_PORT": port})
-    with open(data_dir / "weed.log", "wb") as log:
-        process = subprocess.Popen(objectstore.command(config), stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+    config, process = start_embedded_store(data_dir)
     env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
            "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
     wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
              60, "SeaweedFS")
     os.environ.update(env)
-    yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process}
+    yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process, "data_dir": data_dir}
     stop_process_group(process)
 
 

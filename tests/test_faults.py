@@ -10,10 +10,7 @@ import time
 
 import pytest
 import requests
-from conftest import Service, free_port_block, stop_process_group, wait_for
-
-from docshift import settings
-from docshift.storage import objectstore
+from conftest import Service, start_embedded_store, stop_process_group, wait_for
 
 FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
 
@@ -55,22 +52,21 @@ def test_sigkill_of_the_consumer_mid_flight_then_restart(s3, tmp_path, legacy, s
 
 @pytest.fixture
 def own_store(tmp_path):
-    """A SeaweedFS of this test's own, to stop and start again."""
-    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
-    # not the session store's endpoint and credentials, which the environment carries
-    config = settings.load({"DATA_DIR": str(tmp_path / "store"), "S3_PORT": port, "S3_ENDPOINT": None,
-                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
-    argv = objectstore.command(config)
+    """A SeaweedFS of this test's own, to stop and start again on the same port."""
 
     class Store:
-        env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
-               "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
-        process = None
+        config, process = None, None
+
+        @property
+        def env(self):
+            return {"DOCSHIFT_S3_ENDPOINT": self.config["S3_ENDPOINT"],
+                    "DOCSHIFT_S3_ACCESS_KEY": self.config["S3_ACCESS_KEY"],
+                    "DOCSHIFT_S3_SECRET_KEY": self.config["S3_SECRET_KEY"]}
 
         def start(self):
-            with open(tmp_path / "weed.log", "ab") as log:
-                self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
+            port = self.config["S3_PORT"] if self.config else None
+            self.config, self.process = start_embedded_store(tmp_path / "store", port)
+            wait_for(lambda: requests.get(f"http://{self.config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
                      60, "SeaweedFS")
 
         def stop(self):
