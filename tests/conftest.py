@@ -55,6 +55,17 @@ def wait_for(check, timeout, what):
     raise TimeoutError(f"{what} did not come up in {timeout} s")
 
 
+def read_until_closed(conn):
+    """Everything a socket receives until the other side closes (or resets) it."""
+    reply = b""
+    try:
+        while chunk := conn.recv(65536):
+            reply += chunk
+    except ConnectionResetError:
+        pass
+    return reply
+
+
 def stop_process_group(process, grace=30):
     """SIGTERM the process group, SIGKILL it if it is still there after ``grace`` seconds."""
     if process.poll() is None:

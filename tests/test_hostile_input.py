@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 import requests
-from conftest import post_file
+from conftest import post_file, read_until_closed
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -515,12 +515,7 @@ def exchange(live, request, shutdown=False, timeout=20):
                 conn.shutdown(socket.SHUT_WR)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server may answer and close before reading everything
-        reply = b""
-        try:
-            while chunk := conn.recv(65536):
-                reply += chunk
-        except ConnectionResetError:
-            pass
+        reply = read_until_closed(conn)
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1."), f"no HTTP answer: {reply[:200]!r}"
     return int(head.split()[1]), head.decode("latin-1"), body

@@ -8,7 +8,7 @@ import time
 
 import pytest
 import requests
-from conftest import Service
+from conftest import Service, read_until_closed
 
 STALLED = 40
 HALF_HEADERS = b"GET /v1/account/usage HTTP/1.1\r\nHost: x\r\nAuthorization: Bear"
@@ -25,16 +25,6 @@ def stall(port, request, count):
         conn.sendall(request)
         connections.append(conn)
     return connections
-
-
-def answer(conn):
-    reply = b""
-    try:
-        while chunk := conn.recv(65536):
-            reply += chunk
-    except ConnectionResetError:
-        pass
-    return reply
 
 
 def test_forty_stalled_clients_leave_healthz_answering(live):
@@ -68,7 +58,7 @@ def test_a_stalled_body_is_refused_after_the_read_timeout(impatient):
     key = impatient.register("slow-upload").encode()
     (conn,) = stall(impatient.port, HALF_BODY % key, 1)
     with conn:
-        reply = answer(conn)
+        reply = read_until_closed(conn)
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400"), reply[:300]
     assert json.loads(body)["code"] == "invalid_request"
@@ -78,4 +68,4 @@ def test_headers_that_never_end_are_dropped(impatient):
     """gunicorn closes a connection whose headers do not arrive within its keepalive (5 s)."""
     (conn,) = stall(impatient.port, HALF_HEADERS, 1)
     with conn:
-        assert answer(conn) == b""
+        assert read_until_closed(conn) == b""
