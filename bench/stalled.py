@@ -2,7 +2,7 @@
 docshift, beside its latency with none, in one run.
 
 Opens ``--stalled`` connections (default 40): half stop inside their request headers,
-half inside a multipart body; then times ``--probes`` GETs of /healthz (each may take
+half inside a registration form's body; then times ``--probes`` GETs of /healthz (each may take
 at most ``--timeout`` seconds) and prints p50/max and the ratio to the idle latency.
 
     DOCSHIFT_URL=http://127.0.0.1:8000 python bench/stalled.py [--stalled 40]
@@ -21,8 +21,9 @@ import requests
 from harness import quantile
 
 HALF_HEADERS = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Half: "
-HALF_BODY = (b"POST /v1/conversions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dsk_x\r\n"
-             b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000\r\n\r\n--b\r\n")
+# the registration form is read without a key: the app waits for the rest of this body
+HALF_BODY = (b"POST /marketplace/register HTTP/1.1\r\nHost: x\r\n"
+             b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nx-amzn-")
 
 
 def probe(url, count, timeout):
