@@ -20,11 +20,13 @@ run: install
 	@echo
 	@echo "docshift API:      http://127.0.0.1:$(DOCSHIFT_PORT)/v1/   (health: /healthz)"
 	@echo "get an API key:    $(BIN)/flask --app app marketplace issue-token --customer me --plan starter"
-	@echo "                   then open the printed link (or curl it with -H 'Accept: application/json')"
+	@echo "                   then open the printed link and press its button (curl: see the README)"
 	@echo "stop:              Ctrl-C"
 	@echo
-	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start --no-prefix -f Procfile web worker objects 2>&1 || true
+	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error.
+	@# honcho sets PORT for every process, as a PaaS does: the --bind keeps the API on loopback
+	PATH="$(CURDIR)/$(BIN):$$PATH" GUNICORN_CMD_ARGS="--bind 127.0.0.1:$(DOCSHIFT_PORT)" \
+		$(BIN)/honcho start --no-prefix -f Procfile web worker objects 2>&1 || true
 
 # a conversion node: DOCSHIFT_QUEUE_URL (the coordinator's Redis) and DOCSHIFT_S3_* must be set
 node: install

@@ -47,7 +47,9 @@ class Instance:
     def __init__(self, data_dir, **settings):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        # honcho sets PORT for every process, as a PaaS does: the --bind keeps the API where make run has it
         self.env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DOCSHIFT_PORT": str(self.port),
+                    "GUNICORN_CMD_ARGS": f"--bind 127.0.0.1:{self.port}",
                     "DOCSHIFT_DATA_DIR": str(data_dir), "DOCSHIFT_S3_PORT": str(free_port(10004)),
                     **{f"DOCSHIFT_{k}": str(v) for k, v in settings.items()}}
         for name in ("DOCSHIFT_S3_ENDPOINT", "DOCSHIFT_S3_ACCESS_KEY", "DOCSHIFT_S3_SECRET_KEY",

@@ -120,11 +120,22 @@ def with_retries(action, stop=None):
 class Api:
     def __init__(self, url, key):
         self.url = url.rstrip("/")
+        parts = urlsplit(self.url)
+        self.origin = f"{parts.scheme}://{parts.netloc}"
         self.auth = {"Authorization": f"Bearer {key}"}
 
     def call(self, method, url, stop=None, headers=None, **kwargs):
-        """JSON body and headers of an API call; a Problem for any error answer."""
-        if not url.startswith(("http://", "https://")):
+        """JSON body and headers of an API call; a Problem for any error answer.
+
+        ``url`` is a path under DOCSHIFT_URL, or a URL the service gave (a ``status_url``), of
+        which only the path is used: the key goes to the configured scheme, host and port only,
+        whatever host a status_url names (a service without DOCSHIFT_BASE_URL builds it from the
+        request's Host header).
+        """
+        if url.startswith(("http://", "https://")):
+            given = urlsplit(url)
+            url = self.origin + given.path + (f"?{given.query}" if given.query else "")
+        else:
             url = self.url + url
         headers = {**self.auth, **(headers or {})}
 

@@ -63,6 +63,8 @@ DEFAULTS = {
     "PLAN_QUOTAS": {},
     "REGISTRATION_TOKEN_MAX_AGE": 7 * 24 * 3600,
     "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,
+    # seconds a request body may pause under gunicorn before the request is refused
+    "READ_TIMEOUT": 30,
     # when set, /metrics answers only to "Authorization: Bearer <token>"
     "METRICS_TOKEN": None,
 }

@@ -24,11 +24,12 @@ from docshift.formats import FORMATS
 log = logging.getLogger("docshift.objects")
 
 # The sweep deletes inputs and results within minutes; this only catches what it would miss.
-BACKSTOP = LifecycleConfig([
+# The bucket's other rules (an operator's, another application's) are kept: only these ids are ours.
+BACKSTOP = [
     Rule(ENABLED, rule_filter=Filter(prefix=prefix), rule_id=f"backstop-{prefix.rstrip('/')}",
          expiration=Expiration(days=1))
     for prefix in ("inputs/", "results/")
-])
+]
 
 OOXML_TYPES = {f.target: f.media_type for f in FORMATS.values()}
 
@@ -74,14 +75,20 @@ class ObjectStore:
                 if error.code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                     raise
         try:
-            self.client.set_bucket_lifecycle(self.bucket, BACKSTOP)
+            current = self.client.get_bucket_lifecycle(self.bucket)
+            rules = current.rules if current else []
+            if any(_rule_key(ours) not in map(_rule_key, rules) for ours in BACKSTOP):
+                ids = {rule.rule_id for rule in BACKSTOP}
+                others = [rule for rule in rules if rule.rule_id not in ids]
+                self.client.set_bucket_lifecycle(self.bucket, LifecycleConfig(others + BACKSTOP))
         except S3Error as error:  # not every S3 server knows lifecycle rules; the sweep suffices
             log.warning("bucket lifecycle backstop not set: %s", error.code)
 
     @_domain_errors
     def lifecycle_days(self):
+        """``{rule id: (prefix, days)}`` of the bucket's expiration rules."""
         config = self.client.get_bucket_lifecycle(self.bucket)
-        return {rule.rule_filter.prefix: rule.expiration.days for rule in config.rules}
+        return {rule.rule_id: (rule.rule_filter.prefix, rule.expiration.days) for rule in config.rules}
 
     @_domain_errors
     def ping(self):
@@ -149,6 +156,11 @@ class ObjectStore:
                 return False
             raise
         return True
+
+
+def _rule_key(rule):
+    expiration = rule.expiration.days if rule.expiration else None
+    return rule.rule_id, rule.status, rule.rule_filter.prefix if rule.rule_filter else None, expiration
 
 
 def _input_key(task_id):

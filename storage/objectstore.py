@@ -1,24 +1,37 @@
 """The embedded object store: SeaweedFS (``weed mini``) serving S3 on loopback.
 
-Run as ``python -m docshift.storage.objectstore`` (the Procfile's ``objects``). It binds
-to 127.0.0.1 only, turns telemetry off, and always requires credentials:
-without an identities file SeaweedFS accepts any request, expired links
-included. All its ports derive from ``DOCSHIFT_S3_PORT`` so that two instances
-(a dev server and the test suite) can run side by side.
+Run as ``python -m docshift.storage.objectstore`` (the Procfile's ``objects``). SeaweedFS
+always requires credentials (without an identities file it accepts any request, expired
+links included) and has telemetry off.
+
+``weed mini`` also runs a master, a volume server and a filer, whose HTTP and gRPC ports
+answer anyone without credentials: any local user could read or write every object
+through them. So weed runs in a network namespace of its own (bubblewrap), where all its
+ports are out of reach, and serves S3 on a Unix socket in the data dir; this process
+forwards the S3 port on 127.0.0.1 to that socket, and nothing else. Where no namespace
+can be made, weed listens on loopback itself and a warning says what is open.
 """
 
+import asyncio
+import functools
 import json
+import logging
 import os
 import shutil
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
 from docshift import settings
 
+log = logging.getLogger("docshift.objectstore")
+S3_SOCKET = "s3.sock"
+
 
 def command(config):
-    """The ``weed mini`` argument list for this configuration (writes the identities file)."""
+    """The ``weed mini`` argument list for this configuration (writes the identities file).
+    Its ports derive from ``DOCSHIFT_S3_PORT`` so that two instances can run side by side."""
     data = Path(config["DATA_DIR"]) / "objects"
     data.mkdir(parents=True, exist_ok=True)
     identities = data / "s3-identities.json"
@@ -32,7 +45,7 @@ def command(config):
     weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
     return [
         weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-        "-master.telemetry=false", f"-s3.config={identities}",
+        "-master.telemetry=false", f"-s3.config={identities}", f"-s3.localSocket={data / S3_SOCKET}",
         f"-s3.port={port}", f"-master.port={port + 1}", f"-volume.port={port + 2}",
         f"-filer.port={port + 3}", f"-admin.port={port + 4}",
         f"-s3.port.grpc={port + 10000}", f"-master.port.grpc={port + 10001}",
@@ -42,7 +55,77 @@ def command(config):
     ]
 
 
+def isolated(argv, data_dir):
+    """``argv`` under bubblewrap: its own network and IPC namespaces, the system read-only, a
+    private /tmp (weed's other Unix sockets), only the object data writable."""
+    data = str(Path(data_dir, "objects").resolve())
+    return ["bwrap", "--unshare-net", "--unshare-ipc", "--die-with-parent",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--ro-bind", argv[0], argv[0], "--bind", data, data, "--", *argv]
+
+
+def can_isolate():
+    """Whether bubblewrap can make a network namespace here."""
+    if not shutil.which("bwrap"):
+        return False
+    probe = subprocess.run(["bwrap", "--unshare-net", "--ro-bind", "/", "/", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+async def _pipe(reader, writer):
+    try:
+        while data := await reader.read(1 << 16):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
+        pass
+
+
+async def _forward(socket_path, client_reader, client_writer):
+    try:
+        store_reader, store_writer = await asyncio.open_unix_connection(socket_path)
+    except OSError:  # weed is still starting: the client sees a closed connection and retries
+        client_writer.close()
+        return
+    try:
+        await asyncio.gather(_pipe(client_reader, store_writer), _pipe(store_reader, client_writer))
+    finally:
+        for writer in (store_writer, client_writer):
+            writer.close()
+
+
+def _stop(bwrap_pid):
+    # bubblewrap passes no signal on: weed itself gets SIGTERM, and stops cleanly
+    try:
+        children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children").read_text().split()
+    except OSError:
+        return
+    for pid in children:
+        try:
+            os.kill(int(pid), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+async def serve(config, argv):
+    """Run weed isolated and forward 127.0.0.1:S3_PORT to its S3 socket until weed exits."""
+    socket_path = Path(config["DATA_DIR"]) / "objects" / S3_SOCKET
+    socket_path.unlink(missing_ok=True)
+    weed = await asyncio.create_subprocess_exec(*isolated(argv, config["DATA_DIR"]))
+    server = await asyncio.start_server(functools.partial(_forward, str(socket_path)),
+                                        "127.0.0.1", int(config["S3_PORT"]))
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _stop, weed.pid)
+    code = await weed.wait()
+    server.close()
+    return code
+
+
 def main():
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = settings.load()
     if os.environ.get("DOCSHIFT_S3_ENDPOINT"):
         # an external store is configured: stay up so the Procfile's other processes do too
@@ -50,7 +133,11 @@ def main():
         signal.pause()
         return
     argv = command(config)
-    os.execv(argv[0], argv)
+    if not can_isolate():
+        log.warning("bubblewrap cannot make a network namespace here: SeaweedFS's master, volume and "
+                    "filer ports on 127.0.0.1 answer any local user without credentials")
+        os.execv(argv[0], argv)
+    sys.exit(asyncio.run(serve(config, argv)))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,17 @@ def wait_for(check, timeout, what):
     raise TimeoutError(f"{what} did not come up in {timeout} s")
 
 
+def read_until_closed(conn):
+    """Everything a socket receives until the other side closes (or resets) it."""
+    reply = b""
+    try:
+        while chunk := conn.recv(65536):
+            reply += chunk
+    except ConnectionResetError:
+        pass
+    return reply
+
+
 def stop_process_group(process, grace=30):
     """SIGTERM the process group, SIGKILL it if it is still there after ``grace`` seconds."""
     if process.poll() is None:
@@ -85,48 +96,54 @@ def soffice_pids(worker_pid):
     return found
 
 
+def start_embedded_store(data_dir, port=None):
+    """``python -m docshift.storage.objectstore`` (the Procfile's ``objects``) on ``port`` (free
+    ports if None), with credentials of its own data dir; returns its configuration and process."""
+    from docshift import settings
+
+    port = port or free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
+    # not the session store's endpoint and credentials, which the environment may carry
+    config = settings.load({"DATA_DIR": str(data_dir), "S3_PORT": port, "S3_ENDPOINT": None,
+                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHIFT_S3_")}
+    env.update(DOCSHIFT_DATA_DIR=str(data_dir), DOCSHIFT_S3_PORT=str(port))
+    with open(Path(data_dir) / "weed.log", "ab") as log:
+        process = subprocess.Popen([str(BIN / "python"), "-m", "docshift.storage.objectstore"], cwd=ROOT,
+                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return config, process
+
+
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
-    from docshift import settings
-    from docshift.storage import objectstore
-
     data_dir = tmp_path_factory.mktemp("s3")
-    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
-    config = settings.load({"DATA_DIR": str(data_dir), "S3_PORT": port})
-    with open(data_dir / "weed.log", "wb") as log:
-        process = subprocess.Popen(objectstore.command(config), stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+    config, process = start_embedded_store(data_dir)
     env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
            "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
     wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
              60, "SeaweedFS")
     os.environ.update(env)
-    yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process}
+    yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process, "data_dir": data_dir}
     stop_process_group(process)
 
 
 @pytest.fixture
 def own_store(tmp_path):
-    """A SeaweedFS of this test's own, to stop and start again."""
-    from docshift import settings
-    from docshift.storage import objectstore
-
-    port = free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
-    # not the session store's endpoint and credentials, which the environment carries
-    config = settings.load({"DATA_DIR": str(tmp_path / "store"), "S3_PORT": port, "S3_ENDPOINT": None,
-                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
-    argv = objectstore.command(config)
+    """A SeaweedFS of this test's own, to stop and start again on the same port."""
 
     class Store:
-        env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
-               "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
-        process = None
+        config, process = None, None
+
+        @property
+        def env(self):
+            return {"DOCSHIFT_S3_ENDPOINT": self.config["S3_ENDPOINT"],
+                    "DOCSHIFT_S3_ACCESS_KEY": self.config["S3_ACCESS_KEY"],
+                    "DOCSHIFT_S3_SECRET_KEY": self.config["S3_SECRET_KEY"]}
 
         def start(self):
-            with open(tmp_path / "weed.log", "ab") as log:
-                self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
+            port = self.config["S3_PORT"] if self.config else None
+            self.config, self.process = start_embedded_store(tmp_path / "store", port)
+            wait_for(lambda: requests.get(f"http://{self.config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
                      60, "SeaweedFS")
 
         def stop(self):
@@ -149,7 +166,20 @@ def app(s3, tmp_path, request):
     with app.app_context():
         from docshift.web.context import get_store
         get_store().ensure_bucket()
-    return app
+    yield app
+    with app.app_context():
+        drop_bucket(get_store())
+
+
+def drop_bucket(store):
+    """Delete a test's bucket and what is in it: SeaweedFS gives each bucket volumes of its own,
+    and their number is bounded by the disk (74 buckets with data on a disk with 80 GB free)."""
+    try:
+        for item in store.client.list_objects(store.bucket, recursive=True):
+            store.client.remove_object(store.bucket, item.object_name)
+        store.client.remove_bucket(store.bucket)
+    except Exception:  # a test that stopped the store, or removed the bucket itself
+        pass
 
 
 @pytest.fixture
@@ -162,7 +192,8 @@ def register(client, app, customer, plan="starter"):
     from docshift.accounts import marketplace
 
     token = marketplace.LocalMarketplace(app.config).issue_token(customer, plan)
-    response = client.get(f"/marketplace/register?token={token}", headers={"Accept": "application/json"})
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token},
+                           headers={"Accept": "application/json"})
     assert response.status_code == 200, response.get_data(as_text=True)
     return response.get_json()["api_key"]
 
@@ -226,9 +257,9 @@ class Service:
                                                     stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_web(self):
-        self._spawn("web", [str(BIN / "gunicorn"), "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
-                            "--worker-class", "gthread", "--threads", "8", "--no-control-socket",
-                            "app:create_app()"])
+        # the Procfile's settings, on this service's port
+        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.gunicorn_conf",
+                            "--bind", f"127.0.0.1:{self.port}", "app:create_app()"])
 
     def start_worker(self, workers=2, name="worker", prefix=()):
         """``python worker.py``, behind the command ``prefix`` if one is given."""
@@ -238,6 +269,7 @@ class Service:
         for process in self.processes.values():
             stop_process_group(process)
         self.processes.clear()
+        drop_bucket(self.store())
 
     def config(self):
         from docshift import settings
@@ -256,8 +288,8 @@ class Service:
         from docshift.accounts import marketplace
 
         token = marketplace.LocalMarketplace(self.config()).issue_token(customer, plan)
-        response = requests.get(f"{self.base_url}/marketplace/register", params={"token": token},
-                                headers={"Accept": "application/json"}, timeout=10)
+        response = requests.post(f"{self.base_url}/marketplace/register", data={"x-amzn-marketplace-token": token},
+                                 headers={"Accept": "application/json"}, timeout=10)
         response.raise_for_status()
         return response.json()["api_key"]
 

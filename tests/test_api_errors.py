@@ -107,6 +107,32 @@ def test_huge_body_is_refused_from_its_length(live):
     assert "application/problem+json" in reply and '"code":"file_too_large"' in reply
 
 
+def chunked_upload(client, key, body):
+    """A multipart body without a Content-Length, as a chunked client sends it."""
+    return client.post("/v1/conversions", headers=bearer(key), input_stream=io.BytesIO(body),
+                       content_type="multipart/form-data; boundary=b")
+
+
+@pytest.mark.parametrize("count", [17, 100])
+def test_too_many_form_parts_is_an_invalid_request(client, account, count):
+    """werkzeug stops at MAX_FORM_PARTS (16) with a 413: the file is not too large, the form is wrong."""
+    fields = {f"f{n}": "x" for n in range(count - 1)}
+    assert_problem(upload(client, account, **fields), 400, "invalid_request")
+
+
+def test_a_text_field_over_500_kb_is_an_invalid_request(client, account):
+    assert_problem(upload(client, account, note="x" * 600_000), 400, "invalid_request")
+    body = (b'--b\r\nContent-Disposition: form-data; name="note"\r\n\r\n' + b"x" * 600_000 + b"\r\n--b--\r\n")
+    assert_problem(chunked_upload(client, account, body), 400, "invalid_request")
+
+
+def test_a_chunked_body_over_the_limit_is_still_file_too_large(client, account):
+    """Without a Content-Length the limit is found while reading: still 413 file_too_large."""
+    body = (b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.doc"\r\n\r\n'
+            + b"\0" * (LIMIT + 128 * 1024) + b"\r\n--b--\r\n")
+    assert_problem(chunked_upload(client, account, body), 413, "file_too_large")
+
+
 @pytest.mark.parametrize("name", ["a.docx", "a.txt", "doc", "a.doc.exe", "a.pdf", "a.xlsx", ""])
 def test_unsupported_file_type(client, account, name):
     assert_problem(upload(client, account, name=name or "noname"), 415, "unsupported_file_type")

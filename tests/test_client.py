@@ -2,6 +2,8 @@
 
 import json
 import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -156,3 +158,71 @@ def test_usage_and_task_print_what_the_api_says(live, key, legacy, capsys):
     assert client.main(["task", "tsk_" + "f" * 24]) == 1
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("docshift: task_not_found: ")
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """Another host: answers 404 to everything and keeps what it was sent."""
+
+    seen = []
+
+    def do_GET(self):
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        self.send_error(404)
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+def host_rewriting_proxy(live, host):
+    """A front for the live service that passes every request on with ``Host: host``, as a
+    proxy that forwards the client's Host (or a client that sends a forged one) would."""
+    class Proxy(BaseHTTPRequestHandler):
+        def forward(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            answer = requests.request(self.command, f"{live.base_url}{self.path}", data=body, timeout=30,
+                                      headers={**headers, "Host": host}, allow_redirects=False)
+            self.send_response(answer.status_code)
+            for name, value in answer.headers.items():
+                if name.lower() not in ("connection", "transfer-encoding", "content-length", "date", "server"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(answer.content)))
+            self.end_headers()
+            self.wfile.write(answer.content)
+
+        do_GET = do_POST = forward
+
+        def log_message(self, *args):
+            pass
+
+    return Proxy
+
+
+def serve(handler):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_the_key_goes_only_to_the_configured_host(live, key, legacy, tmp_path, monkeypatch):
+    """Without DOCSHIFT_BASE_URL the service builds status_url from the Host header: reached with
+    another host's name, it names that host. The client polls its configured host instead."""
+    elsewhere = serve(Recorder)
+    front = serve(host_rewriting_proxy(live, f"127.0.0.1:{elsewhere.server_port}"))
+    try:
+        submitted = requests.post(f"http://127.0.0.1:{front.server_port}/v1/conversions",
+                                  headers={"Authorization": f"Bearer {key}"},
+                                  files={"file": ("probe.doc", legacy["doc"].read_bytes())}, timeout=30)
+        assert submitted.json()["status_url"].startswith(f"http://127.0.0.1:{elsewhere.server_port}/")
+
+        monkeypatch.setenv("DOCSHIFT_URL", f"http://127.0.0.1:{front.server_port}")
+        out = tmp_path / "out"
+        assert client.main(["convert", str(legacy["doc"]), "--out", str(out)]) == 0
+        assert (out / "letter.docx").exists()
+        assert Recorder.seen == []
+    finally:
+        for server in (front, elsewhere):
+            server.shutdown()
+            server.server_close()

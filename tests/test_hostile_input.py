@@ -16,7 +16,6 @@ import random
 import signal
 import socket
 import tempfile
-import time
 import unicodedata
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +23,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 import requests
-from conftest import post_file
+from conftest import post_file, read_until_closed
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -513,7 +512,7 @@ def test_wrong_content_types_in_process(app, client, account, content_type, body
 def test_too_many_parts_is_refused(app, client, account):
     body = b"".join(b'--b\r\nContent-Disposition: form-data; name="f%d"\r\n\r\nx\r\n' % n for n in range(100))
     code = assert_sound(app, post_raw(client, account, body + b"--b--\r\n", "multipart/form-data; boundary=b"))
-    assert code in {"invalid_request", "file_too_large"}
+    assert code == "invalid_request"
 
 
 # the real gunicorn and worker ------------------------------------------------------------
@@ -527,12 +526,7 @@ def exchange(live, request, shutdown=False, timeout=20):
                 conn.shutdown(socket.SHUT_WR)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server may answer and close before reading everything
-        reply = b""
-        try:
-            while chunk := conn.recv(65536):
-                reply += chunk
-        except ConnectionResetError:
-            pass
+        reply = read_until_closed(conn)
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1."), f"no HTTP answer: {reply[:200]!r}"
     return int(head.split()[1]), head.decode("latin-1"), body
@@ -649,38 +643,6 @@ def test_body_shorter_than_its_length_live(live, live_key):
     status, head, _ = exchange(live, submission(live_key, cut, length=1000), shutdown=True)
     assert 400 <= status < 500, head
     assert_healthy(live)
-
-
-WEB_WORKERS = 2  # gunicorn --workers in the Procfile and in conftest.Service.start_web (8 threads each)
-
-
-def test_clients_that_never_finish_their_body_live(live, live_key):
-    """As many clients as there are web workers send half a body and wait, connections open.
-
-    The API must keep answering. With gunicorn's sync workers each stalled upload held a whole
-    worker until gunicorn's 30 s WORKER TIMEOUT killed it: two such clients took the API down.
-    Threaded workers (gthread) keep serving; a proxy that buffers bodies protects further.
-    """
-    cut = one_part(b'; filename="a.doc"', b"x" * 400)[:200]
-    stalled = []
-    try:
-        for _ in range(WEB_WORKERS):
-            conn = socket.create_connection(("127.0.0.1", live.port), timeout=10)
-            stalled.append(conn)
-            conn.sendall(submission(live_key, cut, length=1000))
-        time.sleep(0.5)  # let the workers pick the stalled uploads up
-        try:
-            status = requests.get(f"{live.base_url}/healthz", timeout=5).status_code
-        except requests.RequestException as error:
-            status = repr(error)
-        assert status == 200, (f"{WEB_WORKERS} stalled uploads left no web worker free: /healthz "
-                               f"got {status} within 5 s")
-    finally:
-        for conn in stalled:  # EOF frees the workers: the rest of the suite is unaffected
-            conn.close()
-    deadline = time.monotonic() + 30
-    while requests.get(f"{live.base_url}/healthz", timeout=35).status_code != 200:
-        assert time.monotonic() < deadline
 
 
 @pytest.mark.parametrize("what, request_for", [

@@ -10,8 +10,8 @@ from docshift.accounts import marketplace
 
 def test_key_never_in_clear_outside_the_registration_page(live, legacy):
     token = marketplace.LocalMarketplace(live.config()).issue_token("secret-keeper", "starter")
-    registration = requests.get(f"{live.base_url}/marketplace/register", params={"token": token},
-                                headers={"Accept": "application/json"}, timeout=10)
+    registration = requests.post(f"{live.base_url}/marketplace/register", data={"x-amzn-marketplace-token": token},
+                                 headers={"Accept": "application/json"}, timeout=10)
     key = registration.json()["api_key"]
     auth = {"Authorization": f"Bearer {key}"}
 

@@ -127,6 +127,24 @@ def test_no_entitlement_yet_is_pending(app, client, aws):
     assert account(app)["status"] == "pending"
 
 
+def test_an_account_without_a_plan_is_not_activated_and_never_a_500(app, client, aws):
+    aws.resolves("tok-1")
+    aws.entitled()
+    key = register(client).get_json()["api_key"]
+    refused = app.test_cli_runner().invoke(args=["marketplace", "activate", "--customer", ACCOUNT])
+    assert refused.exit_code != 0 and "has no plan" in refused.output and "set-plan" in refused.output
+    assert account(app)["status"] == "pending"
+    # made active some other way (an operator's SQL, an older version's CLI): still a clear 403
+    with app.app_context():
+        db.set_account(get_db(), account(app)["id"], status="active")
+    for path in ("/v1/account/usage", "/v1/conversions/tsk_000000000000000000000000"):
+        denied = client.get(path, headers={"Authorization": f"Bearer {key}"})
+        assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
+    assert app.test_cli_runner().invoke(args=["marketplace", "set-plan", "--customer", ACCOUNT,
+                                              "--plan", "team"]).exit_code == 0
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).get_json()["plan"] == "team"
+
+
 def test_expired_entitlement_does_not_count(app, client, aws):
     aws.resolves("tok-1")
     aws.entitled("team", expires=datetime.now(UTC) - timedelta(days=1))

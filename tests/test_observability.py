@@ -38,10 +38,17 @@ def test_metrics_token(app, client):
     assert client.get("/metrics", headers={"Authorization": "Bearer s3cret-metrics"}).status_code == 200
 
 
+def test_metrics_token_with_a_non_ascii_header(app, client):
+    app.config["METRICS_TOKEN"] = "s3cret-metrics"
+    for value in ("Bearer s3cret-métrics", "Bearer \u2603", "B\xe9arer \xff"):
+        response = client.get("/metrics", headers={"Authorization": value})
+        assert response.status_code == 404 and response.get_json()["code"] == "not_found"
+
+
 def test_json_logs_with_request_id_and_no_secrets(live, legacy):
     token = marketplace.LocalMarketplace(live.config()).issue_token("logged", "starter")
-    key = requests.get(f"{live.base_url}/marketplace/register", params={"token": token},
-                       headers={"Accept": "application/json"}, timeout=10).json()["api_key"]
+    key = requests.post(f"{live.base_url}/marketplace/register", data={"x-amzn-marketplace-token": token},
+                        headers={"Accept": "application/json"}, timeout=10).json()["api_key"]
     answer = requests.get(f"{live.base_url}/v1/account/usage",
                           headers={"Authorization": f"Bearer {key}", "X-Request-Id": "trace-42"}, timeout=10)
     assert answer.headers["X-Request-Id"] == "trace-42"

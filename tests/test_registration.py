@@ -1,4 +1,5 @@
-"""The registration page: token in, key shown once; keys rotate; failures are clear pages."""
+"""The registration page: the link confirms, only a POST issues a key, shown once; keys rotate;
+failures are clear pages."""
 
 import re
 import sqlite3
@@ -14,12 +15,27 @@ def token(app, customer="buyer-1", plan="team"):
     return marketplace.LocalMarketplace(app.config).issue_token(customer, plan)
 
 
+def confirm_and_post(client, link):
+    """Open the link as a browser does, then press the page's button: the POST's response."""
+    page = client.get(link)
+    assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    html = page.get_data(as_text=True)
+    form = re.search(r'<form method="post" action="([^"]+)">\s*<input type="hidden" name="([^"]+)" value="([^"]+)">',
+                     html)
+    assert form and 'id="get-key"' in html, html
+    action, field, value = form.groups()
+    return client.post(action, data={field: value})
+
+
+def key_in(response):
+    return re.search(r'id="api-key">([^<]+)<', response.get_data(as_text=True)).group(1)
+
+
 def test_key_shown_once_in_the_page(app, client):
-    response = client.get(f"/marketplace/register?token={token(app)}")
+    response = confirm_and_post(client, f"/marketplace/register?token={token(app)}")
     assert response.status_code == 200
     assert response.headers["Cache-Control"] == "no-store"
-    html = response.get_data(as_text=True)
-    key = re.search(r'id="api-key">([^<]+)<', html).group(1)
+    key = key_in(response)
     assert keys.well_formed(key)
     assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).get_json()["plan"] == "team"
 
@@ -44,13 +60,41 @@ def test_invalid_and_expired_tokens(app, client):
     good = token(app)
     for bad in (good[:-2] + "xx", "garbage", marketplace.LocalMarketplace(
             {**app.config, "SECRET_KEY": "another secret"}).issue_token("buyer-1", "team")):
-        response = client.get(f"/marketplace/register?token={bad}")
-        assert response.status_code == 400
-        assert "registration token invalid or expired: restart setup from the marketplace" \
-            in response.get_data(as_text=True)
+        for response in (client.get(f"/marketplace/register?token={bad}"),
+                         client.post("/marketplace/register", data={"x-amzn-marketplace-token": bad})):
+            assert response.status_code == 400
+            assert "registration token invalid or expired: restart setup from the marketplace" \
+                in response.get_data(as_text=True)
     app.config["REGISTRATION_TOKEN_MAX_AGE"] = -1  # every token is now past its age
     app.extensions.pop("docshift.marketplace")  # the backend is built once per app, from the config
     assert client.get(f"/marketplace/register?token={good}").status_code == 400
+    assert client.post("/marketplace/register", data={"x-amzn-marketplace-token": good}).status_code == 400
+
+
+def test_opening_the_link_changes_no_key(app, client):
+    """A link preview or a mail scanner fetches the link, any number of times: no key is issued
+    or revoked; only the page's POST issues one, and opening the link after it keeps that key."""
+    link = f"/marketplace/register?token={token(app, 'previewed')}"
+    for accept in ("text/html", "application/json", "text/html", "*/*"):
+        opened = client.get(link, headers={"Accept": accept})
+        assert opened.status_code == 200 and opened.headers["Cache-Control"] == "no-store"
+        assert "api_key" not in opened.get_data(as_text=True) and 'id="api-key"' not in opened.get_data(as_text=True)
+    conn = sqlite3.connect(app.config["DATABASE"])
+    assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 0
+    key = key_in(confirm_and_post(client, link))
+    for _ in range(3):
+        assert client.get(link).status_code == 200
+    usage = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"})
+    assert usage.status_code == 200 and usage.get_json()["plan"] == "team"
+    assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
+    conn.close()
+
+
+def test_the_link_as_json_says_how_to_register(app, client):
+    opened = client.get(f"/marketplace/register?token={token(app)}", headers={"Accept": "application/json"})
+    assert opened.status_code == 200
+    assert opened.get_json() == {"plan": "team", "register": {
+        "method": "POST", "url": "/marketplace/register", "field": "x-amzn-marketplace-token"}}
 
 
 def test_registering_again_rotates_the_key(app, client):
@@ -89,5 +133,6 @@ def test_issue_token_cli_prints_the_link_last(app, client):
     link = result.output.strip().splitlines()[-1]
     assert link.startswith("http://") and "/marketplace/register?token=" in link
     url = urlsplit(link)
-    response = client.get(f"{url.path}?{url.query}", headers={"Accept": "application/json"})
-    assert response.get_json()["plan"] == "business"
+    assert "curl" not in result.output  # opening the link changes nothing: a person presses its button
+    response = confirm_and_post(client, f"{url.path}?{url.query}")
+    assert keys.well_formed(key_in(response)) and "<strong>business</strong>" in response.get_data(as_text=True)

@@ -1,6 +1,7 @@
-"""The registration page in a real headless Chromium against the live service: the buyer
-sees the key, copies it to the clipboard, uses it, and a reload shows a new key, never
-the same one again (the old one is revoked)."""
+"""The registration page in a real headless Chromium against the live service: opening the
+link shows a button and changes nothing; the button's POST shows the key, the buyer copies
+it to the clipboard and uses it; pressing it again shows a new key, never the same one
+again (the old one is revoked)."""
 
 import os
 import random
@@ -51,11 +52,27 @@ def usage(live, key):
                         headers={"Authorization": f"Bearer {key}"}, timeout=10)
 
 
+def press_get_key(page):
+    """Press the confirmation page's button; the response of the POST it makes."""
+    with page.expect_navigation() as navigation:
+        page.locator("#get-key").click()
+    return navigation.value
+
+
 def test_key_shown_copied_used_and_not_shown_again(page, live):
     customer = f"browser-buyer-{random.randrange(10**9)}"
     token = marketplace.LocalMarketplace(live.config()).issue_token(customer, "starter")
-    response = page.goto(f"{live.base_url}/marketplace/register?token={token}")
-    assert response.status == 200
+    link = f"{live.base_url}/marketplace/register?token={token}"
+    # opened twice, as a link preview and then the buyer would: a page with a button, no key
+    for _ in range(2):
+        response = page.goto(link)
+        assert response.status == 200
+        assert response.headers["cache-control"] == "no-store"
+        assert page.title() == "docshift: get your API key"
+        assert page.locator("#api-key").count() == 0
+
+    response = press_get_key(page)
+    assert response.status == 200 and response.request.method == "POST"
     assert response.headers["cache-control"] == "no-store"
     assert page.title() == "docshift: your API key"
 
@@ -75,10 +92,13 @@ def test_key_shown_copied_used_and_not_shown_again(page, live):
     assert before.status_code == 200, before.text
     assert before.json()["plan"] == "starter"
 
-    # a reload sends the same token again: a new key is issued and the first one revoked
-    reloaded = page.reload()
-    assert reloaded.status == 200
-    assert reloaded.headers["cache-control"] == "no-store"
+    # the link opened again after the key was issued: the key stays valid
+    assert page.goto(link).status == 200
+    assert first not in page.content()
+    assert usage(live, first).status_code == 200
+
+    # pressing the button again issues a new key and revokes the first one
+    assert press_get_key(page).status == 200
     second = page.locator("#api-key").inner_text().strip()
     assert keys.well_formed(second), second
     assert second != first

@@ -73,7 +73,28 @@ def test_inactive_accounts_results_are_deleted_too(office, app, client, account,
         assert not get_store().result_exists(task_id)
 
 
+BACKSTOP = {"backstop-inputs": ("inputs/", 1), "backstop-results": ("results/", 1)}
+
+
 def test_bucket_has_a_lifecycle_backstop(app):
     store = ObjectStore(app.config)
     store.ensure_bucket()
-    assert store.lifecycle_days() == {"inputs/": 1, "results/": 1}
+    assert store.lifecycle_days() == BACKSTOP
+
+
+def test_the_buckets_other_lifecycle_rules_are_kept(app):
+    """A bucket shared with an operator's own rules: docshift adds or replaces only its own."""
+    from minio.commonconfig import ENABLED, Filter
+    from minio.lifecycleconfig import Expiration, LifecycleConfig, Rule
+
+    store = ObjectStore(app.config)
+    store.ensure_bucket()
+    foreign = [Rule(ENABLED, rule_filter=Filter(prefix="logs/"), rule_id="operator-logs",
+                    expiration=Expiration(days=30)),
+               # an older docshift's backstop with another lifetime: replaced, not doubled
+               Rule(ENABLED, rule_filter=Filter(prefix="inputs/"), rule_id="backstop-inputs",
+                    expiration=Expiration(days=7))]
+    store.client.set_bucket_lifecycle(store.bucket, LifecycleConfig(foreign))
+    for _ in range(2):  # every worker start
+        store.ensure_bucket()
+        assert store.lifecycle_days() == {"operator-logs": ("logs/", 30), **BACKSTOP}

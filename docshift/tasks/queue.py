@@ -29,9 +29,11 @@ def _huey(config, name):
     return SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False)
 
 
-class Queue:
-    """The coordinator's queue: the web says a task is waiting; a node reports an outcome.
-    ``runner`` (the worker) does the work of each message; the web and nodes only enqueue."""
+class _Huey:
+    """A huey instance named ``name``, made on first use, with the tasks ``_register`` adds.
+    ``runner`` does the work of each message; a side that only enqueues has none."""
+
+    name = None
 
     def __init__(self, config, runner=None):
         self.config = config
@@ -41,11 +43,23 @@ class Queue:
     @property
     def huey(self):
         if self._huey is None:
-            huey = _huey(self.config, "docshift")
-            self._convert = huey.task(name="convert")(self._waiting)
-            self._outcome = huey.task(name="outcome")(self._reported)
+            huey = _huey(self.config, self.name)
+            self._register(huey)
             self._huey = huey
         return self._huey
+
+    def _register(self, huey):
+        raise NotImplementedError
+
+
+class Queue(_Huey):
+    """The coordinator's queue: the web says a task is waiting; a node reports an outcome."""
+
+    name = "docshift"
+
+    def _register(self, huey):
+        self._convert = huey.task(name="convert")(self._waiting)
+        self._outcome = huey.task(name="outcome")(self._reported)
 
     def enqueue(self, task_id=None, delay=None):
         """Say that a task is waiting (``task_id`` names the one that caused it, for the log)."""
@@ -75,21 +89,13 @@ class Queue:
         return self.runner.apply(outcome)
 
 
-class Jobs:
+class Jobs(_Huey):
     """The conversion nodes' queue (Redis only): one message per dispatched conversion."""
 
-    def __init__(self, config, runner=None):
-        self.config = config
-        self.runner = runner
-        self._huey = None
+    name = "docshift-jobs"
 
-    @property
-    def huey(self):
-        if self._huey is None:
-            huey = _huey(self.config, "docshift-jobs")
-            self._job = huey.task(name="job")(self._run)
-            self._huey = huey
-        return self._huey
+    def _register(self, huey):
+        self._job = huey.task(name="job")(self._run)
 
     def send(self, job):
         self.huey  # noqa: B018

@@ -3,17 +3,19 @@ and the operator CLI."""
 
 from datetime import timedelta
 
-from flask import Flask
+from flask import Flask, current_app, request
 
 from docshift import settings
 from docshift.storage import db
 from docshift.web import api, cli, metrics, openapi, problems, registration
 from docshift.web.context import close_db, get_db, get_store
+from docshift.web.forms import DocshiftRequest
 
 
 def create_app(config=None):
     """The app, configured by ``settings.load(config)``: defaults, the environment, then ``config``."""
     app = Flask(__name__)
+    app.request_class = DocshiftRequest
     app.config.update(settings.load(config))
     # werkzeug refuses bigger bodies before reading them; the slack is for multipart framing
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_UPLOAD_BYTES"] + 64 * 1024
@@ -22,6 +24,7 @@ def create_app(config=None):
     # "/v1/conversions//x" must not be redirected to another path
     app.url_map.merge_slashes = False
     metrics.init_app(app)
+    app.before_request(_bound_body_reads)
 
     problems.register(app)
     app.register_blueprint(api.bp)
@@ -38,6 +41,14 @@ def create_app(config=None):
 
 
 HEARTBEAT_SECONDS = 150
+
+
+def _bound_body_reads():
+    # a client that stops sending its body is refused after READ_TIMEOUT s of silence, instead
+    # of holding its connection open for ever (gunicorn's own timeout covers only the headers)
+    sock = request.environ.get("gunicorn.socket")
+    if sock is not None:
+        sock.settimeout(current_app.config["READ_TIMEOUT"])
 
 
 def healthz():

@@ -55,6 +55,8 @@ def authenticated_account():
     if account["status"] != "active":
         raise SubscriptionInactive(
             f"The subscription is {account['status']}; wait briefly and retry, then check the agreement.")
+    if not account["plan"]:  # active without an entitlement: nothing to count conversions against
+        raise SubscriptionInactive("The account has no plan yet; check the agreement with the marketplace.")
     return account
 
 

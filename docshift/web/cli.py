@@ -59,8 +59,12 @@ def set_plan(customer, plan):
 @marketplace_cli.command("activate")
 @click.option("--customer", required=True)
 def activate(customer):
-    """Let a customer's key call the API again."""
-    db.set_account(get_db(), _account(customer)["id"], status="active")
+    """Let a customer's key call the API again (the account needs a plan)."""
+    account = _account(customer)
+    if not account["plan"]:
+        raise click.ClickException(f"{customer} has no plan, so nothing to count its conversions against; "
+                                   f"give it one first: marketplace set-plan --customer {customer} --plan ...")
+    db.set_account(get_db(), account["id"], status="active")
     click.echo(f"{customer}: active")
 
 

@@ -62,7 +62,7 @@ _latency_made = threading.Lock()
 
 def latency():
     """The HTTP latency histogram, made on first use (after the multiprocess dir is set); the
-    lock matters: two threads of a gthread worker both making it is a DuplicateTimeseries."""
+    lock matters: two requests of one worker both making it is a DuplicateTimeseries."""
     global _latency
     with _latency_made:
         if _latency is None:
@@ -97,7 +97,9 @@ def _finish(response):
 def metrics():
     """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token."""
     token = current_app.config.get("METRICS_TOKEN")
-    if token and not secrets.compare_digest(request.headers.get("Authorization", ""), f"Bearer {token}"):
+    # compared as bytes: compare_digest refuses non-ASCII str, and a header may carry any byte
+    given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+    if token and not secrets.compare_digest(given, f"Bearer {token}".encode()):
         raise NotFound("No such endpoint.")
     from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 

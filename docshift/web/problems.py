@@ -27,6 +27,9 @@ try:  # gunicorn raises these while the app reads a malformed or cut-off body
     BROKEN_BODY = (ParseException, NoMoreData)
 except ImportError:  # another WSGI server
     BROKEN_BODY = ()
+# the socket's read timeout (READ_TIMEOUT) while the app reads a body that stopped coming;
+# the store and the database report their own timeouts as StorageUnavailable
+BROKEN_BODY += (TimeoutError,)
 
 # werkzeug's own errors (routing, body limits) mapped onto ours
 _BY_STATUS = {400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: FileTooLarge,

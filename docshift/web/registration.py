@@ -1,8 +1,13 @@
-"""The marketplace's landing page: a registration token in, an API key out (shown once)."""
+"""The marketplace's landing page: a registration token in, an API key out (shown once).
+
+Only a POST issues a key. ``GET ?token=...`` (the local marketplace's link) shows a page
+whose button POSTs the token: a link preview or a mail scanner that fetches the link
+must not rotate the customer's key.
+"""
 
 import logging
 
-from flask import Blueprint, current_app, jsonify, render_template, request
+from flask import Blueprint, current_app, jsonify, render_template, request, url_for
 
 from docshift.accounts import keys
 from docshift.errors import InvalidRequest, MarketplaceUnavailable, RegistrationTokenInvalid, ServiceUnavailable
@@ -13,27 +18,43 @@ from docshift.web.problems import problem
 log = logging.getLogger("docshift.registration")
 bp = Blueprint("registration", __name__)
 
+FIELD = "x-amzn-marketplace-token"
 MISSING = "registration token missing: open the setup link from the marketplace"
 INVALID = "registration token invalid or expired: restart setup from the marketplace"
 BUSY = "the marketplace did not answer: open the setup link again in a minute"
 
 
-@bp.route("/marketplace/register", methods=["GET", "POST"])
-def register():
-    token = request.form.get("x-amzn-marketplace-token") or request.args.get("token") \
-        or request.args.get("x-amzn-marketplace-token")
-    if not token:
-        return _refused(MISSING)
-    backend = get_marketplace()
-    try:
-        customer = backend.resolve(token)
-    except RegistrationTokenInvalid as error:
-        log.info("registration refused: %s", error)
-        return _refused(INVALID)
-    except MarketplaceUnavailable as error:
-        log.warning("marketplace unavailable during registration: %s", error)
-        return _refused(BUSY, 503)
+class _Refused(Exception):
+    def __init__(self, message, status=400):
+        super().__init__(message)
+        self.message, self.status = message, status
 
+
+@bp.get("/marketplace/register")
+def confirm():
+    """The link's page: checks the token (which changes nothing) and offers the button."""
+    token = request.args.get("token") or request.args.get(FIELD)
+    try:
+        customer = _resolve(token)
+    except _Refused as refused:
+        return _refused(refused)
+    if _wants_json():
+        response = jsonify(plan=customer.plan, register={"method": "POST", "url": url_for(".register"),
+                                                         "field": FIELD})
+    else:
+        response = current_app.make_response(render_template("confirm.html", plan=customer.plan, token=token,
+                                                             field=FIELD))
+    return _private(response)
+
+
+@bp.post("/marketplace/register")
+def register():
+    """The marketplace's form POST (or the confirmation button): issues a new key."""
+    try:
+        customer = _resolve(request.form.get(FIELD) or request.args.get("token"))
+    except _Refused as refused:
+        return _refused(refused)
+    backend = get_marketplace()
     conn = get_db()
     account = db.find_account(conn, backend.name, customer.customer_id)
     # the local operator's later changes (plan, status) outlive an old token; AWS is asked afresh
@@ -48,16 +69,34 @@ def register():
     else:
         response = current_app.make_response(
             render_template("registered.html", account=account, api_key=api_key))
+    return _private(response)
+
+
+def _resolve(token):
+    if not token:
+        raise _Refused(MISSING)
+    try:
+        return get_marketplace().resolve(token)
+    except RegistrationTokenInvalid as error:
+        log.info("registration refused: %s", error)
+        raise _Refused(INVALID) from error
+    except MarketplaceUnavailable as error:
+        log.warning("marketplace unavailable during registration: %s", error)
+        raise _Refused(BUSY, 503) from error
+
+
+def _private(response):
+    # the key, and the token on the confirmation page, must not stay in a cache
     response.headers["Cache-Control"] = "no-store"
     response.headers["Pragma"] = "no-cache"
     return response
 
 
-def _refused(message, status=400):
+def _refused(refused):
     if _wants_json():
-        error = InvalidRequest(message) if status == 400 else ServiceUnavailable(message)
+        error = InvalidRequest(refused.message) if refused.status == 400 else ServiceUnavailable(refused.message)
         return problem(error)
-    return render_template("registration_failed.html", message=message), status
+    return render_template("registration_failed.html", message=refused.message), refused.status
 
 
 def _wants_json():

@@ -1,0 +1,24 @@
+"""gunicorn's settings for the web process, one place for the Procfile, the systemd unit and
+the tests: ``gunicorn -c python:docshift.gunicorn_conf 'app:create_app()'``.
+
+gevent workers: every connection waits for its request in a greenlet, not in one of a
+few threads, so clients that send half a request and stall hold a socket each, never the
+API (with gthread, 16 such clients left /healthz unanswered). A request's headers must
+arrive within ``keepalive`` seconds; its body may pause at most ``DOCSHIFT_READ_TIMEOUT``
+seconds (the app sets that on the socket). Nothing in a request holds a SQLite
+transaction across network I/O, so greenlets never wait on each other's locks.
+
+It lives outside ``docshift.web`` so that gunicorn's master, which reads it, imports nothing
+of the app: gevent must patch ``ssl`` before urllib3 is first imported.
+"""
+
+import os
+
+# a PaaS says where to listen with PORT; otherwise loopback, as make run and the systemd unit want
+_paas_port = os.environ.get("PORT")
+bind = [f"0.0.0.0:{_paas_port}" if _paas_port else f"127.0.0.1:{os.environ.get('DOCSHIFT_PORT', '8000')}"]
+workers = 2
+worker_class = "gevent"
+worker_connections = 1000
+keepalive = 5
+control_socket_disable = True

@@ -1,0 +1,40 @@
+"""The request class of the app: werkzeug's, except that a form over its limits of parts
+(``MAX_FORM_PARTS``) or of text-field size (``MAX_FORM_MEMORY_SIZE``) is a 400
+``invalid_request``. werkzeug answers those with 413, the status SPEC keeps for a file
+over the upload limit."""
+
+from flask import Request
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.formparser import FormDataParser
+
+from docshift.errors import InvalidRequest
+
+
+class _WatchedBody:
+    """The body stream, noting whether reading it went past MAX_CONTENT_LENGTH."""
+
+    def __init__(self, stream):
+        self.stream, self.over_limit = stream, False
+
+    def read(self, *args):
+        try:
+            return self.stream.read(*args)
+        except RequestEntityTooLarge:
+            self.over_limit = True
+            raise
+
+
+class FormParser(FormDataParser):
+    def _parse_multipart(self, stream, mimetype, content_length, options):
+        body = _WatchedBody(stream)
+        try:
+            _, form, files = super()._parse_multipart(body, mimetype, content_length, options)
+        except RequestEntityTooLarge:
+            if body.over_limit:  # the body itself is too large: 413 file_too_large
+                raise
+            raise InvalidRequest("Send exactly one form part, named 'file', holding the file.") from None
+        return stream, form, files
+
+
+class DocshiftRequest(Request):
+    form_data_parser_class = FormParser

@@ -1,0 +1,63 @@
+"""The embedded SeaweedFS: S3 with credentials is all it serves to the host. Its master,
+volume and filer (HTTP and gRPC) run in a network namespace of their own, out of reach of
+any local client."""
+
+import socket
+from pathlib import Path
+
+import pytest
+import requests
+
+# offsets from DOCSHIFT_S3_PORT: master, volume, filer, admin (HTTP), then their gRPC ports
+INTERNAL = {"master": 1, "volume": 2, "filer": 3, "admin": 4, "s3 grpc": 10000, "master grpc": 10001,
+            "volume grpc": 10002, "filer grpc": 10003, "admin grpc": 10004}
+
+
+def s3_port(s3):
+    return int(s3["endpoint"].rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize("part", sorted(INTERNAL))
+def test_internal_ports_refuse_local_clients(s3, part):
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", s3_port(s3) + INTERNAL[part]), timeout=5).close()
+
+
+def test_filer_and_volume_unreachable_where_weed_listens(s3):
+    """weed's own Unix sockets are in its private /tmp, not the host's."""
+    port = s3_port(s3)
+    for name in (f"seaweedfs-filer-{port + 3}.sock", f"seaweedfs-s3-{port}.sock",
+                 f"seaweedfs-filer-grpc-{port + 10003}.sock", f"seaweedfs-master-grpc-{port + 10001}.sock"):
+        assert not (Path("/tmp") / name).exists(), name
+
+
+def test_s3_answers_only_with_credentials(s3, app):
+    from docshift.web.context import get_store
+
+    assert requests.get(f"http://{s3['endpoint']}/", timeout=5).status_code == 403
+    assert requests.put(f"http://{s3['endpoint']}/{app.config['S3_BUCKET']}/inputs/x", data=b"x",
+                        timeout=5).status_code == 403
+    with app.app_context():
+        store = get_store()
+        store.put_input("tsk_probe", b"stored through the forwarder")
+        assert store.input_exists("tsk_probe")
+        link = store.signer.presigned_get_object(store.bucket, "inputs/tsk_probe")
+    assert requests.get(link, timeout=5).content == b"stored through the forwarder"
+    unsigned = link.split("?", 1)[0]
+    assert requests.get(unsigned, timeout=5).status_code == 403
+
+
+def test_weed_runs_in_its_own_network_namespace(s3):
+    data = str(Path(s3["data_dir"]).resolve())
+    weeds = [pid for pid in Path("/proc").iterdir() if pid.name.isdigit() and _cmdline(pid)[:2] == ["weed", "mini"]
+             and any(arg.startswith(f"-dir={data}") for arg in _cmdline(pid))]
+    assert len(weeds) == 1, weeds
+    assert (weeds[0] / "ns" / "net").readlink() != Path("/proc/self/ns/net").readlink()
+
+
+def _cmdline(pid):
+    try:
+        args = (pid / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+    return [Path(args[0].decode()).name, *(a.decode() for a in args[1:])] if args[0] else []
