@@ -261,9 +261,9 @@ class Service:
         self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.gunicorn_conf",
                             "--bind", f"127.0.0.1:{self.port}", "app:create_app()"])
 
-    def start_worker(self, workers=2, name="worker", prefix=()):
-        """``python worker.py``, behind the command ``prefix`` if one is given."""
-        self._spawn(name, [*prefix, str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))
+    def start_worker(self, workers=2, name="worker"):
+        """``python worker.py`` with ``workers`` conversion threads."""
+        self._spawn(name, [str(BIN / "python"), "worker.py"], DOCSHIFT_WORKERS=str(workers))
 
     def stop(self):
         for process in self.processes.values():
