@@ -141,3 +141,23 @@ def _rows(cluster):
         return list(conn.query("SELECT * FROM conversions"))
     finally:
         conn.conn.close()
+
+
+def test_a_coordinator_with_workers_converts_as_its_own_node(s3, tmp_path, redis_url, legacy):
+    """DOCSHIFT_WORKERS > 0 on Redis: the coordinator converts too, and /healthz reports its
+    LibreOffice, not a node that is not there."""
+    cluster = Cluster(tmp_path, s3["env"], redis_url)
+    coordinator = cluster.coordinator
+    try:
+        coordinator.start_web()
+        coordinator.start_worker(workers=1)
+        coordinator.wait_healthy()
+        key = coordinator.register("coordinator-node")
+        task_id = coordinator.submit(key, legacy["xls"]).json()["task_id"]
+        assert coordinator.wait(key, task_id, timeout=120)["status"] == "SUCCEEDED"
+        assert _rows(cluster)[0]["worker"].startswith("job:")
+        time.sleep(2 * float(FAST["SWEEP_SECONDS"]))  # a sweep reports the engine again
+        health = requests.get(f"{coordinator.base_url}/healthz", timeout=10)
+        assert health.status_code == 200 and health.json()["checks"]["engine"] == "ok", health.text
+    finally:
+        cluster.stop()

@@ -221,7 +221,7 @@ def main(argv=None):
         # DOCSHIFT_WORKERS > 0, run as a node inside this process
         threads = 2
         duties.append(("dispatch", 1.0, worker.coordinator.dispatch))
-        if slots > 0:
-            Node(config, Worker(config), slots).start()
+        if slots > 0:  # the same Worker, so its LibreOffices are the ones report_engine sees
+            Node(config, worker, slots).start()
     Duties(duties).start()
     worker.queue.consumer(threads).run()
