@@ -1,5 +1,5 @@
 """The worker's checks of a result: the zip directory alone (nothing inflated), and what LibreOffice
-loaded from the source against what it loads from the result."""
+loaded from the source against what the result holds."""
 
 import zipfile
 from collections import Counter

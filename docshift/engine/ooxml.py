@@ -1,0 +1,140 @@
+"""What an OOXML result holds, read from its XML as a stream: the facts that the output checks
+compare with what LibreOffice loaded from the source.
+
+Loading the result again in LibreOffice told the same and cost as much as the conversion
+itself; the parts that carry the facts are read here instead, a chunk at a time, with nothing
+kept but the facts:
+
+- ``.xlsx``: every sheet's name, in order, from ``xl/workbook.xml`` (chart sheets included);
+- ``.pptx``: the slides of ``ppt/presentation.xml``'s slide list whose part is in the package;
+- ``.docx``: the characters of ``word/document.xml``'s text, counted per character, whitespace
+  left out: ``w:t`` and ``w:delText`` (LibreOffice keeps tracked deletions in its text), and the
+  characters that OOXML writes as elements (symbols, soft and non-breaking hyphens).
+
+A part that is missing, not well-formed XML, or declares a DTD (entity expansion) makes the
+result ``None``: it would not open. The package's directory has already been checked for its
+size (``convert.check_package``), and a member is never inflated past the size it declares.
+"""
+
+import posixpath
+import zipfile
+from collections import Counter
+from xml.parsers import expat
+
+from docshift.formats import FORMATS
+
+CHUNK = 1 << 16
+SEPARATOR = "}"
+SPREADSHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+PRESENTATION = "http://schemas.openxmlformats.org/presentationml/2006/main"
+WORD = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
+# characters a .docx writes as an element of their own, not inside w:t
+WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}
+
+
+class Unreadable(Exception):
+    """A part the facts come from is missing or is not well-formed XML."""
+
+
+def facts(path, kind):
+    """The facts of the OOXML package at ``path`` (the target of ``kind``), or None if it would not open."""
+    try:
+        with zipfile.ZipFile(path) as package:
+            if kind == "xls":
+                return {"sheets": _sheets(package)}
+            if kind == "ppt":
+                return {"slides": _slides(package)}
+            return {"text": _text(package)}
+    except (Unreadable, zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
+        return None
+
+
+def _parse(package, name, start=None, end=None, text=None):
+    """Stream part ``name`` of ``package`` through expat with namespaces resolved (``uri}local``)."""
+    parser = expat.ParserCreate(namespace_separator=SEPARATOR)
+
+    def no_dtd(*_):
+        raise Unreadable(f"{name} declares a DTD")
+
+    parser.StartDoctypeDeclHandler = no_dtd
+    parser.EntityDeclHandler = no_dtd
+    if start:
+        parser.StartElementHandler = start
+    if end:
+        parser.EndElementHandler = end
+    if text:
+        parser.CharacterDataHandler = text
+    parser.buffer_text = True
+    try:
+        with package.open(name) as part:
+            while chunk := part.read(CHUNK):
+                parser.Parse(chunk, False)
+        parser.Parse(b"", True)
+    except KeyError as error:
+        raise Unreadable(f"{name} is missing") from error
+    except expat.ExpatError as error:
+        raise Unreadable(f"{name}: {error}") from error
+
+
+def _sheets(package):
+    names = []
+
+    def start(tag, attributes):
+        if tag == f"{SPREADSHEET}{SEPARATOR}sheet":
+            names.append(attributes.get("name", ""))
+
+    _parse(package, FORMATS["xls"].main_part, start)
+    return names
+
+
+def _slides(package):
+    main = FORMATS["ppt"].main_part
+    slides, targets = [], {}
+
+    def slide(tag, attributes):
+        if tag == f"{PRESENTATION}{SEPARATOR}sldId":
+            slides.append(attributes.get(f"{RELATIONSHIPS}{SEPARATOR}id"))
+
+    def relationship(tag, attributes):
+        if tag == f"{PACKAGE_RELATIONSHIPS}{SEPARATOR}Relationship":
+            targets[attributes.get("Id")] = attributes.get("Target", "")
+
+    _parse(package, main, slide)
+    folder, name = posixpath.split(main)
+    _parse(package, f"{folder}/_rels/{name}.rels", relationship)
+    parts = set(package.namelist())
+    # a slide counts when its relationship leads to a part that is there
+    return sum(1 for rid in slides
+               if rid in targets and posixpath.normpath(posixpath.join(folder, targets[rid])) in parts)
+
+
+def _text(package):
+    counted = Counter()
+    inside = [0]  # depth of w:t / w:delText elements the parser is in
+    text_tags = {f"{WORD}{SEPARATOR}t", f"{WORD}{SEPARATOR}delText"}
+    symbol = f"{WORD}{SEPARATOR}sym"
+    symbol_char = f"{WORD}{SEPARATOR}char"
+
+    def start(tag, attributes):
+        if tag in text_tags:
+            inside[0] += 1
+        elif tag in WORD_CHARACTERS:
+            counted[WORD_CHARACTERS[tag]] += 1
+        elif tag == symbol:
+            try:
+                counted[chr(int(attributes.get(symbol_char, ""), 16))] += 1
+            except ValueError:
+                pass
+
+    def end(tag):
+        if tag in text_tags:
+            inside[0] -= 1
+
+    def text(data):
+        if inside[0]:
+            counted.update("".join(data.split()))
+
+    _parse(package, FORMATS["doc"].main_part, start, end, text)
+    return counted
