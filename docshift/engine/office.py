@@ -10,7 +10,12 @@ LibreOffice that fails is replaced, and after ``START_ATTEMPTS`` failures in a
 row the Office reports itself broken. It is restarted after
 ``OFFICE_MAX_CONVERSIONS`` conversions, after a crash and after a timeout (a
 timeout kills only this process group). The profile turns macros off, and an
-address-space limit caps its memory.
+address-space limit caps its memory. LibreOffice runs at nice 10, its session's
+autogroup too (``bridge.yield_the_cpu``), so the API keeps the CPU it needs.
+
+bubblewrap's ``--die-with-parent`` is tied to the thread that started it: an
+Office must be started, and restarted, by a thread that lives as long as it
+(the worker's consumer threads do), or LibreOffice dies when that thread ends.
 """
 
 import contextlib
