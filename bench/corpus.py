@@ -2,7 +2,7 @@
 ``soffice --convert-to`` of the same LibreOffice on the same files, in the same run.
 
 Each file goes through the worker's engine (pre-check, then a warm LibreOffice: detection, load,
-OOXML, reload and compare); its outcome is set beside the cold soffice's (a valid OOXML document
+OOXML, its XML read back and compared); its outcome is set beside the cold soffice's (a valid OOXML document
 or not), and where both converted, what our result holds is compared with the cold one's: sheet
 names, slide count, text. No running docshift is needed.
 

@@ -50,6 +50,8 @@ def test_slides_count_only_when_their_part_is_there(tmp_path):
     assert facts(package(tmp_path / "one.pptx", parts), "ppt") == {"slides": 1}
     parts["ppt/slides/slide2.xml"] = "<sld/>"
     assert facts(package(tmp_path / "two.pptx", parts), "ppt") == {"slides": 2}  # rId9 has no relationship
+    parts["ppt/_rels/presentation.xml.rels"] = rels.replace('"slides/slide2.xml"', '"/ppt/slides/slide2.xml"')
+    assert facts(package(tmp_path / "absolute.pptx", parts), "ppt") == {"slides": 2}  # a target from the root
 
 
 def test_text_counts_runs_deletions_symbols_and_hyphens_but_no_whitespace(tmp_path):

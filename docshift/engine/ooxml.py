@@ -105,9 +105,10 @@ def _slides(package):
     folder, name = posixpath.split(main)
     _parse(package, f"{folder}/_rels/{name}.rels", relationship)
     parts = set(package.namelist())
-    # a slide counts when its relationship leads to a part that is there
+    # a slide counts when its relationship leads to a part that is there; a target is relative to
+    # the folder of the part, or absolute from the package's root (OPC allows both)
     return sum(1 for rid in slides
-               if rid in targets and posixpath.normpath(posixpath.join(folder, targets[rid])) in parts)
+               if rid in targets and posixpath.normpath(posixpath.join("/" + folder, targets[rid]))[1:] in parts)
 
 
 def _text(package):
