@@ -31,8 +31,6 @@ FORMATS = {f.kind: f for f in (
            "Impress MS PowerPoint 2007 XML", "ppt/presentation.xml"),
 )}
 
-EXTENSIONS = ", ".join(f".{kind}" for kind in FORMATS)  # ".doc, .xls, .ppt", for messages
-
 
 def by_filename(filename):
     """The Format a file name asks for (its extension, any case), or None."""
