@@ -150,7 +150,8 @@ def test_duties_keep_their_schedule_under_a_backlog(s3, tmp_path, slow_xls, lega
         key = service.register("busy")
         first = service.submit(key, legacy["doc"]).json()["task_id"]
         assert service.wait(key, first)["status"] == "SUCCEEDED"
-        backlog = [service.submit(key, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(4)]
+        # far more work than the retention: the result must expire while conversions still wait
+        backlog = [service.submit(key, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(12)]
         store = service.store()
         deadline = time.monotonic() + 30
         while store.result_exists(first):
