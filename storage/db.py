@@ -7,8 +7,11 @@ allowance between a read and a write.
 
 import calendar
 import functools
+import inspect
+import os
 import secrets
 import sqlite3
+import sys
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
@@ -36,10 +39,81 @@ def parse(text):
 
 def connect(path):
     """Open the database; autocommit unless inside :func:`transaction`."""
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False,
+                           factory=connection_class())
     conn.execute("PRAGMA busy_timeout = 30000")
     conn.execute("PRAGMA foreign_keys = ON")
     return Database(conn)
+
+
+_READS = ("SELECT", "PRAGMA")
+
+
+class CooperativeConnection(sqlite3.Connection):
+    """A connection for a process that runs gevent's hub (the web): a statement that may wait
+    for the write lock, or for the disk at commit, runs in a native thread, so one request's
+    wait never stops the hub from answering the others. Reads run inline: in WAL mode they
+    take no lock that a writer holds."""
+
+    def execute(self, sql, parameters=(), /):
+        if sql.lstrip()[:6].upper() in _READS:
+            return super().execute(sql, parameters)
+        return _off_hub(sqlite3.Connection.execute, self, sql, parameters)
+
+    def executemany(self, sql, parameters, /):
+        return _off_hub(sqlite3.Connection.executemany, self, sql, parameters)
+
+    def commit(self):
+        return _off_hub(sqlite3.Connection.commit, self)
+
+    def close(self):
+        return _off_hub(sqlite3.Connection.close, self)
+
+
+def _off_hub(function, *args):
+    from gevent import get_hub  # only a patched process gets here: the worker never imports gevent
+    return get_hub().threadpool.apply(function, args)
+
+
+def connection_class():
+    """``CooperativeConnection`` where gevent has patched this process, else sqlite3's own."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_module_patched("threading"):
+        return CooperativeConnection
+    return sqlite3.Connection
+
+
+class Pool:
+    """Open connections to one database, handed to one request after another. Opening one, with
+    its pragmas and the first read of the schema, costs more CPU than the rest of a poll.
+
+    A connection comes back only outside a transaction (one an error left open is rolled
+    back, or closed if it cannot be); a pool inherited through ``fork`` is left to its parent.
+    """
+
+    def __init__(self, path, size=16):
+        self.path, self.size = path, size
+        self._idle, self._pid = [], os.getpid()
+
+    def take(self):
+        if self._pid != os.getpid():  # a forked child: these connections are the parent's
+            self._idle, self._pid = [], os.getpid()
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return connect(self.path)
+
+    def give_back(self, db):
+        try:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            db.conn.close()
+            return
+        if len(self._idle) < self.size and self._pid == os.getpid():
+            self._idle.append(db)
+        else:
+            db.conn.close()
 
 
 # columns added after the first release: CREATE TABLE IF NOT EXISTS leaves an older table as it was
@@ -125,7 +199,7 @@ def find_account(db, marketplace, customer_id):
 
 
 def list_accounts(db):
-    return list(db.query("SELECT * FROM accounts ORDER BY created_at"))
+    return select(db, "SELECT * FROM accounts ORDER BY created_at")
 
 
 def replace_key(db, account_id, key_hash, hint):
@@ -358,15 +432,15 @@ def mark_input_deleted(db, task_id):
 
 
 def final_tasks_with_input(db, limit=500):
-    return list(db.query(
-        "SELECT id FROM conversions WHERE input_deleted = 0 AND status IN ('SUCCEEDED', 'FAILED', 'EXPIRED') "
-        "LIMIT ?", [limit]))
+    return select(
+        db, "SELECT id FROM conversions WHERE input_deleted = 0 AND status IN ('SUCCEEDED', 'FAILED', 'EXPIRED') "
+        "LIMIT ?", [limit])
 
 
 def results_to_expire(db, at=None, limit=500):
-    return list(db.query(
-        "SELECT * FROM conversions WHERE status = 'SUCCEEDED' AND result_expires_at <= ? "
-        "ORDER BY result_expires_at LIMIT ?", [iso(at or now()), limit]))
+    return select(
+        db, "SELECT * FROM conversions WHERE status = 'SUCCEEDED' AND result_expires_at <= ? "
+        "ORDER BY result_expires_at LIMIT ?", [iso(at or now()), limit])
 
 
 def mark_expired(db, task_id):
@@ -381,7 +455,7 @@ def purge_idempotency_keys(db, created_before):
 
 
 def processing_tasks(db):
-    return list(db.query("SELECT * FROM conversions WHERE status = 'PROCESSING'"))
+    return select(db, "SELECT * FROM conversions WHERE status = 'PROCESSING'")
 
 
 def processing_count(db):
@@ -401,8 +475,8 @@ def hour_of(moment):
 def overage_to_report(db, since, until):
     """(account, hour, quantity) of OVERAGE successes in whole hours ``since`` <= hour < ``until``
     that the ledger has not closed yet (absent or still pending)."""
-    rows = db.query(
-        """SELECT conversions.account_id, substr(conversions.finished_at, 1, 13) AS hour_prefix,
+    rows = select(
+        db, """SELECT conversions.account_id, substr(conversions.finished_at, 1, 13) AS hour_prefix,
                   count(*) AS quantity
            FROM conversions
            WHERE billing_class = 'OVERAGE' AND finished_at >= ? AND finished_at < ?
@@ -438,7 +512,7 @@ def overage_reports(db, account_id=None):
     sql, params = "SELECT * FROM overage_reports", []
     if account_id:
         sql, params = sql + " WHERE account_id = ?", [account_id]
-    return list(db.query(sql + " ORDER BY hour", params))
+    return select(db, sql + " ORDER BY hour", params)
 
 
 # worker liveness ---------------------------------------------------------------
@@ -461,7 +535,7 @@ def report_engine(db, worker, sandbox, state, detail=None):
 
 def engine_reports(db, since):
     """The engine rows of worker processes that reported after ``since``."""
-    return list(db.query("SELECT * FROM engines WHERE updated_at >= ? ORDER BY worker", [iso(since)]))
+    return select(db, "SELECT * FROM engines WHERE updated_at >= ? ORDER BY worker", [iso(since)])
 
 
 def add_tally(db, name, amount=1):
@@ -479,7 +553,7 @@ def task_metrics(db, buckets):
     claim to final state (cumulative ``(le, count)`` pairs ending with +Inf, and the sum), and
     LibreOffice restarts."""
     tasks = {(row["source_type"], row["status"]): row["n"] for row in
-             db.query("SELECT source_type, status, count(*) AS n FROM conversions GROUP BY 1, 2")}
+             select(db, "SELECT source_type, status, count(*) AS n FROM conversions GROUP BY 1, 2")}
     queued = sum(n for (_, status), n in tasks.items() if status == "QUEUED")
     duration = "(julianday(finished_at) - julianday(started_at)) * 86400"
     columns = ", ".join(f"sum({duration} <= {le})" for le in buckets)
@@ -491,8 +565,17 @@ def task_metrics(db, buckets):
             "libreoffice_restarts": tally(db, "libreoffice_restarts")}
 
 
+def select(db, sql, params=()):
+    """The rows of a read, as dicts, from one statement (sqlite-utils' ``query`` wraps each read
+    in a savepoint: three statements, and the two around it would count as writes)."""
+    cursor = db.conn.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor]
+
+
 def first(db, sql, params=()):
-    return next(iter(db.query(sql, params)), None)
+    rows = select(db, sql, params)
+    return rows[0] if rows else None
 
 
 def _domain_errors(function):
@@ -508,6 +591,6 @@ def _domain_errors(function):
 
 
 for _name, _function in list(globals().items()):
-    if (callable(_function) and getattr(_function, "__module__", None) == __name__
+    if (inspect.isfunction(_function) and _function.__module__ == __name__
             and not _name.startswith("_") and _name not in ("transaction",)):
         globals()[_name] = _domain_errors(_function)

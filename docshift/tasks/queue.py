@@ -26,7 +26,8 @@ def on_redis(config):
 def _huey(config, name):
     if on_redis(config):
         return RedisHuey(name, url=config["QUEUE_URL"], results=False, blocking=True, read_timeout=1)
-    return SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False)
+    from docshift.storage import db
+    return SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False, factory=db.connection_class())
 
 
 class _Huey:

@@ -1,5 +1,5 @@
-"""What a request uses: its SQLite connection, and the app's object store, queue and marketplace
-(each made once per app, on first use)."""
+"""What a request uses: its SQLite connection (from a pool), and the app's object store, queue and
+marketplace (each made once per app, on first use)."""
 
 from flask import current_app, g
 
@@ -9,16 +9,24 @@ from docshift.tasks.queue import Queue
 
 
 def get_db():
-    """One SQLite connection per request, closed at teardown."""
+    """The request's SQLite connection, taken from the process's pool on first use."""
     if "db" not in g:
-        g.db = db.connect(current_app.config["DATABASE"])
+        g.db = _pool().take()
     return g.db
 
 
 def close_db(exception=None):
     conn = g.pop("db", None)
     if conn is not None:
-        conn.close()
+        _pool().give_back(conn)
+
+
+def _pool():
+    pools = current_app.extensions.setdefault("docshift.db", {})
+    path = current_app.config["DATABASE"]
+    if path not in pools:
+        pools[path] = db.Pool(path)
+    return pools[path]
 
 
 def _shared(name, make):

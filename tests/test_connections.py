@@ -1,0 +1,107 @@
+"""How the web holds SQLite: connections pooled per process, and under gevent a statement that
+may wait for the write lock runs off the hub, so one request's wait never stalls the others."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from docshift.storage import db
+
+HUB_PROBE = textwrap.dedent("""
+    from gevent import monkey
+    monkey.patch_all()
+    import json, subprocess, sys, time
+    import gevent
+    from docshift.storage import db
+    from docshift.tasks.queue import Queue
+
+    path, queue_path = sys.argv[1], sys.argv[2]
+    conn = db.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    # another process holds the write lock for a second, as the worker does while it claims
+    blocker = subprocess.Popen([sys.executable, "-c", '''
+    import sqlite3, sys, time
+    c = sqlite3.connect(sys.argv[1], isolation_level=None)
+    c.execute("BEGIN IMMEDIATE")
+    print("locked", flush=True)
+    time.sleep(1)
+    c.execute("ROLLBACK")
+    ''', path], stdout=subprocess.PIPE, text=True)
+    assert blocker.stdout.readline().strip() == "locked"
+    ticks = []
+
+    def ticker():  # another request's greenlet: it runs only while the hub is free
+        while True:
+            ticks.append(time.monotonic())
+            gevent.sleep(0.01)
+
+    gevent.spawn(ticker)
+    started = time.monotonic()
+    with db.transaction(conn):
+        conn.execute("INSERT INTO t VALUES (1)")
+    waited = time.monotonic() - started
+    blocker.wait()
+    during = [t for t in ticks if started <= t <= started + waited]
+    queue = Queue({"QUEUE_DATABASE": queue_path})
+    print(json.dumps({"waited": waited, "ticks": len(during),
+                      "gap": max((b - a for a, b in zip(during, during[1:])), default=waited),
+                      "rows": conn.execute("SELECT count(*) FROM t").fetchone()[0],
+                      "connection": type(conn.conn).__name__,
+                      "queue_connection": type(queue.huey.storage.conn).__name__}))
+""")
+
+
+def test_a_write_waiting_for_the_lock_leaves_the_hub_free(tmp_path):
+    answer = subprocess.run([sys.executable, "-c", HUB_PROBE, str(tmp_path / "d.db"), str(tmp_path / "q.db")],
+                            capture_output=True, text=True, timeout=60)
+    assert answer.returncode == 0, answer.stderr[-2000:]
+    seen = json.loads(answer.stdout.strip().splitlines()[-1])
+    assert seen["waited"] >= 0.8 and seen["rows"] == 1  # the insert waited for the lock, then landed
+    # meanwhile the hub kept running other greenlets, every 10 ms or so
+    assert seen["ticks"] >= 40 and seen["gap"] < 0.2, seen
+    assert seen["connection"] == seen["queue_connection"] == "CooperativeConnection"
+
+
+def test_without_gevent_connections_are_plain(tmp_path):
+    assert type(db.connect(str(tmp_path / "d.db")).conn) is db.sqlite3.Connection
+
+
+def test_the_pool_hands_back_the_same_connection(tmp_path):
+    pool = db.Pool(str(tmp_path / "d.db"))
+    first = pool.take()
+    pool.give_back(first)
+    assert pool.take() is first
+    assert pool.take() is not first  # taken: the next request opens another
+
+
+def test_a_transaction_left_open_is_rolled_back_before_reuse(tmp_path):
+    path = str(tmp_path / "d.db")
+    db.connect(path).execute("CREATE TABLE t (x)")
+    pool = db.Pool(path)
+    conn = pool.take()
+    conn.conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO t VALUES (1)")
+    pool.give_back(conn)  # as after a request that failed mid-transaction
+    again = pool.take()
+    assert again is conn and not again.conn.in_transaction
+    assert db.connect(path).execute("SELECT count(*) FROM t").fetchone()[0] == 0
+    # and the write lock is free for everyone else
+    other = db.connect(path)
+    other.conn.execute("BEGIN IMMEDIATE")
+    other.conn.execute("ROLLBACK")
+
+
+def test_a_forked_child_opens_its_own_connections(tmp_path):
+    pool = db.Pool(str(tmp_path / "d.db"))
+    parent = pool.take()
+    pool.give_back(parent)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        os.write(write, b"1" if pool.take() is not parent else b"0")
+        os._exit(0)
+    os.waitpid(child, 0)
+    assert os.read(read, 1) == b"1"
+    assert pool.take() is parent  # the parent's pool is as it was
