@@ -12,11 +12,24 @@ outcomes from the nodes; the nodes' queue (``docshift-jobs``) carries conversion
 jobs, which the coordinator dispatches one per free node slot, in fair order.
 """
 
-from huey import RedisHuey, SqliteHuey
+import ctypes
+import logging
+import os
+import struct
+import threading
+import time
+from pathlib import Path
 
-# an empty SQLite queue is polled this often by each worker thread (huey's default backs off
-# to 10 s, which a task submitted after idle would wait for); it costs a small SELECT
+from huey import RedisHuey, SqliteHuey
+from huey.storage import SqliteStorage
+
+log = logging.getLogger("docshift.queue")
+
+# where the kernel cannot say that the SQLite queue changed, each worker thread polls it this
+# often (huey's default backs off to 10 s, which a task submitted after idle would wait for)
 POLL_SECONDS = 0.02
+# where it can, a thread sleeps until the queue's file is written: the poll is a safety net
+IDLE_POLL_SECONDS = 1.0
 
 
 def on_redis(config):
@@ -27,7 +40,113 @@ def _huey(config, name):
     if on_redis(config):
         return RedisHuey(name, url=config["QUEUE_URL"], results=False, blocking=True, read_timeout=1)
     from docshift.storage import db
-    return SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False, factory=db.connection_class())
+    return _SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False, factory=db.connection_class())
+
+
+class Doorbell:
+    """A file that whoever enqueues touches once the message is committed, and that the threads
+    waiting to dequeue sleep on: inotify tells this process, which wakes them. (The queue's own
+    WAL would not do: a commit becomes visible only after its last write to it.) ``open`` gives
+    None where inotify is missing (not Linux, no watches left)."""
+
+    IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE = 0x2, 0x4, 0x8, 0x80, 0x100
+    EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
+
+    def __init__(self, fd, name):
+        self._fd, self._name = fd, name
+        self._rung = threading.Condition()
+        self.count, self.alive = 0, True
+        threading.Thread(target=self._listen, name="queue-doorbell", daemon=True).start()
+
+    @staticmethod
+    def ring(path):
+        try:
+            Path(path).touch()
+        except OSError as error:  # the waiting threads' safety-net poll finds the message
+            log.warning("queue doorbell not rung: %r", error)
+
+    @classmethod
+    def open(cls, path):
+        path = Path(path).absolute()
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_CLOEXEC)
+        except (OSError, AttributeError):
+            return None
+        if fd < 0:
+            return None
+        # the folder, not the file: the file may not exist yet, or be replaced
+        mask = cls.IN_MODIFY | cls.IN_ATTRIB | cls.IN_CLOSE_WRITE | cls.IN_MOVED_TO | cls.IN_CREATE
+        if libc.inotify_add_watch(fd, os.fsencode(path.parent), mask) < 0:
+            os.close(fd)
+            return None
+        return cls(fd, os.fsencode(path.name))
+
+    def _listen(self):
+        while True:
+            try:
+                events = os.read(self._fd, 64 * 1024)
+            except OSError as error:
+                log.warning("queue doorbell stopped (%r): idle threads poll every %s s", error, POLL_SECONDS)
+                with self._rung:
+                    self.alive = False
+                    self._rung.notify_all()
+                return
+            rung, offset = False, 0
+            while offset < len(events):
+                length = self.EVENT.unpack_from(events, offset)[3]
+                name = events[offset + self.EVENT.size:offset + self.EVENT.size + length].rstrip(b"\0")
+                rung = rung or name == self._name
+                offset += self.EVENT.size + length
+            if rung:
+                with self._rung:
+                    self.count += 1
+                    self._rung.notify_all()
+
+    def wait(self, seen, timeout):
+        """Until a ring after ``seen`` (the ``count`` read before the queue was last looked at),
+        or ``timeout`` (``POLL_SECONDS`` once the doorbell has stopped)."""
+        with self._rung:
+            self._rung.wait_for(lambda: self.count != seen or not self.alive,
+                                timeout if self.alive else POLL_SECONDS)
+
+
+class _WakingSqliteStorage(SqliteStorage):
+    """huey's SQLite queue, whose consumer threads sleep until a message is enqueued (by the web or
+    anyone else: ``enqueue`` rings the doorbell) instead of polling: a task submitted after any
+    idle period is taken at once, and an idle worker costs almost nothing."""
+
+    blocking = True  # huey's consumer then never sleeps between dequeues: ``dequeue`` waits
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.bell_path = f"{self.filename}.bell"
+        self._bell, self._bell_lock = None, threading.Lock()
+
+    def enqueue(self, data, priority=None):
+        super().enqueue(data, priority)
+        Doorbell.ring(self.bell_path)
+
+    def _doorbell(self):
+        with self._bell_lock:  # opened by the first dequeue: a side that only enqueues never watches
+            if self._bell is None:
+                self._bell = Doorbell.open(self.bell_path) or False
+            return self._bell
+
+    def dequeue(self):
+        bell = self._doorbell()
+        seen = bell.count if bell else None
+        data = super().dequeue()
+        if data is None:
+            if bell:
+                bell.wait(seen, IDLE_POLL_SECONDS)
+            else:
+                time.sleep(POLL_SECONDS)
+        return data
+
+
+class _SqliteHuey(SqliteHuey):
+    storage_class = _WakingSqliteStorage
 
 
 class _Huey:
