@@ -8,7 +8,8 @@ registers tenants through the local marketplace, and prints, in one run:
 2. while three tenants flood 100 tasks each: a fourth tenant's latency, one file at a time;
    /healthz every second; open-loop polls at 100 requests/s from a client process of their own
    (p50/p99 while the tenants upload and while the pool drains the backlog, errors); and a result
-   that must turn EXPIRED (and its object be deleted) on time;
+   that must turn EXPIRED (and its object be deleted) on time; and the CPU each part of the box
+   used, and waited for, while the tenants uploaded;
 3. the pool: median latency one file at a time and the throughput of a batch (all submitted at
    once, then waited for), against a cold ``soffice --convert-to`` of the same files, side by side;
 4. the peak RSS of each LibreOffice process.
@@ -137,6 +138,29 @@ def descendants(roots):
     return sorted(found)
 
 
+ROLES = (("soffice", "LibreOffice"), ("gunicorn", "web"), ("worker.py", "worker"), ("weed", "object store"),
+         ("objectstore", "object store"), ("honcho", "honcho (log relay)"))
+
+
+def scheduling(instance, clients):
+    """{role: [seconds on a CPU, seconds runnable but waiting for one]} summed over the threads of
+    the instance's processes, and of ``clients`` (this bench's own processes), from schedstat."""
+    totals = {}
+    for pid in descendants([instance.process.pid]) + [instance.process.pid] + clients:
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            role = "clients (this bench)" if pid in clients else next(
+                (name for marker, name in ROLES if marker in command), "other")
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                ran, waited = (int(n) / 1e9 for n in (task / "schedstat").read_text().split()[:2])
+                total = totals.setdefault(role, [0.0, 0.0])
+                total[0] += ran
+                total[1] += waited
+        except (OSError, ValueError):
+            continue
+    return totals
+
+
 def cpu_seconds(pid):
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -238,11 +262,14 @@ def flood(instance, tenants, probe_key, probe, files):
     for w in watchers:
         w.start()
     submitters = [threading.Thread(target=submit_all, args=(key,)) for key in tenants]
+    clients = [os.getpid(), poller.pid]
+    before, upload_started = scheduling(instance, clients), time.perf_counter()
     for s in submitters:
         s.start()
     for s in submitters:
         s.join()
     uploaded = time.time()
+    after, upload_seconds = scheduling(instance, clients), time.perf_counter() - upload_started
     expiry = expiry_check(instance, probe_key, expiring, expiring_body)
     for key, url in list(results["accepted"]):
         harness.poll(url, key, interval=0.5)
@@ -266,6 +293,12 @@ def flood(instance, tenants, probe_key, probe, files):
         print(f"- open-loop polls at 100/s {phase}: {len(polls)} polls, p50 {quantile(polls, 0.5) * 1000:.1f} ms, "
               f"p99 {quantile(polls, 0.99) * 1000:.1f} ms")
     print(f"- poll errors: {results['poll_errors']} (timeout 5 s)")
+    # the upload phase's polls wait for a CPU as much as for the web: every role's share of it
+    print(f"- while the tenants upload ({upload_seconds:.1f} s), cores used / cores waited for "
+          f"(runnable, no CPU free), per role: " + ", ".join(
+              f"{role} {(after[role][0] - before[role][0]) / upload_seconds:.2f} / "
+              f"{(after[role][1] - before[role][1]) / upload_seconds:.2f}"
+              for role in sorted(after, key=lambda r: -(after[r][0] - before.get(r, [0, 0])[0])) if role in before))
     print(f"- expiry during the flood: {expiry}")
 
 
