@@ -321,16 +321,24 @@ def open_loop_polls(targets, polled, stop):
     def one_poll(key, url):
         wall, began = time.time(), time.perf_counter()
         target = urlsplit(url)
-        try:
-            if getattr(mine, "connection", None) is None:
-                mine.connection = http.client.HTTPConnection(target.hostname, target.port, timeout=5)
-            mine.connection.request("GET", target.path, headers={"Authorization": f"Bearer {key}"})
-            answer = mine.connection.getresponse()
-            answer.read()
-            ok = answer.status == 200
-        except (OSError, http.client.HTTPException):
-            mine.connection.close()
-            mine.connection, ok = None, False
+        ok = False
+        for _ in range(2):
+            reused = getattr(mine, "connection", None) is not None
+            try:
+                if not reused:
+                    mine.connection = http.client.HTTPConnection(target.hostname, target.port, timeout=5)
+                mine.connection.request("GET", target.path, headers={"Authorization": f"Bearer {key}"})
+                answer = mine.connection.getresponse()
+                answer.read()
+                ok = answer.status == 200
+                break
+            except (OSError, http.client.HTTPException) as error:
+                mine.connection.close()
+                mine.connection = None
+                # a kept connection the server closed after its keep-alive is retried once, as requests
+                # does; a timeout or any other failure is an error
+                if not (reused and isinstance(error, ConnectionError)):
+                    break
         with lock:
             latencies.append((wall, time.perf_counter() - began))
             errors[0] += not ok
