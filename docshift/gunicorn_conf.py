@@ -22,28 +22,3 @@ worker_class = "gevent"
 worker_connections = 1000
 keepalive = 5
 control_socket_disable = True
-
-# The API before the rest of the box: a poll costs about 1.6 ms of CPU, yet while uploads, the
-# object store and conversions saturated two cores it waited as long again for one (nginx's
-# worker_priority is the same idea). A lower nice needs CAP_SYS_NICE; without it the web keeps
-# its nice and says so (the systemd unit gives it the nice and a CPU weight).
-_web_nice = int(os.environ.get("DOCSHIFT_WEB_NICE", "-10"))
-
-
-def on_starting(server):
-    """Lower the master's nice before it forks: the workers inherit it. With autogroup scheduling
-    (Debian's default) CPU time is shared between sessions first, so the session's group gets the
-    same nice: under make run and systemd the web has a session of its own."""
-    if _web_nice >= os.getpriority(os.PRIO_PROCESS, 0):
-        return
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, _web_nice)
-    except PermissionError:
-        server.log.info("the web keeps nice %d: nice %d (DOCSHIFT_WEB_NICE) needs CAP_SYS_NICE",
-                        os.getpriority(os.PRIO_PROCESS, 0), _web_nice)
-        return
-    try:
-        with open("/proc/self/autogroup", "w") as autogroup:
-            autogroup.write(str(_web_nice))
-    except OSError:  # no autogroups, or the kernel's default group: the nice alone counts
-        pass

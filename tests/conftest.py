@@ -447,14 +447,3 @@ def encrypted_ooxml(path, password="secret"):
     with open(plain, "rb") as source, open(path, "wb") as out:
         OOXMLFile(source).encrypt(password, out)
     return path
-
-
-def autogroup(pid):
-    """(group, nice) from /proc/<pid>/autogroup, or None: the file is missing without autogroup
-    scheduling, and empty for a process left in the kernel's default group (CI's runner is)."""
-    try:
-        with open(f"/proc/{pid}/autogroup") as group:
-            fields = group.read().split()  # "/autogroup-5133 nice 10"
-    except FileNotFoundError:
-        return None
-    return (fields[0], int(fields[-1])) if fields else None
