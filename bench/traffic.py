@@ -304,7 +304,7 @@ def flood(instance, tenants, probe_key, probe, files):
           f"(runnable, no CPU free), per role: " + ", ".join(
               f"{role} {(after[role][0] - before[role][0]) / upload_seconds:.2f} / "
               f"{(after[role][1] - before[role][1]) / upload_seconds:.2f}"
-              for role in sorted(after, key=lambda r: -(after[r][0] - before.get(r, [0, 0])[0])) if role in before))
+              for role in sorted(before.keys() & after.keys(), key=lambda r: before[r][0] - after[r][0])))
     print(f"- expiry during the flood: {expiry}")
 
 

@@ -28,7 +28,8 @@ log = logging.getLogger("docshift.queue")
 # where the kernel cannot say that the SQLite queue changed, each worker thread polls it this
 # often (huey's default backs off to 10 s, which a task submitted after idle would wait for)
 POLL_SECONDS = 0.02
-# where it can, a thread sleeps until the queue's file is written: the poll is a safety net
+# where it can, a thread sleeps until an enqueue rings the queue's doorbell; it looks anyway this
+# often, as a safety net
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -199,6 +200,7 @@ class Queue(_Huey):
         return self.huey.pending_count() + self.huey.scheduled_count()
 
     def consumer(self, workers):
+        # both storages block in dequeue, so huey's delays only space its retries after a failed read
         return self.huey.create_consumer(workers=workers, worker_type="thread", initial_delay=POLL_SECONDS,
                                          backoff=1, max_delay=POLL_SECONDS)
 
