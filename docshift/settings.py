@@ -28,6 +28,8 @@ DEFAULTS = {
     "S3_PUBLIC_URL": None,
     # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
     "S3_PORT": 8333,
+    # a Unix socket serving the same S3 as S3_ENDPOINT; the embedded store's by default
+    "S3_SOCKET": None,
     "MARKETPLACE": "local",
     # the aws marketplace backend
     "AWS_PRODUCT_CODE": None,
@@ -95,6 +97,8 @@ def finish(config):
         config["SECRET_KEY"] = _generated_once(data_dir / "secret_key", lambda: secrets.token_hex(32))
     if not config.get("S3_ENDPOINT"):
         config["S3_ENDPOINT"] = f"127.0.0.1:{config['S3_PORT']}"
+        # the web and the worker skip the port and its relay (storage.objectstore)
+        config["S3_SOCKET"] = config.get("S3_SOCKET") or str(data_dir / "objects" / "s3.sock")
         creds = json.loads(_generated_once(data_dir / "s3-credentials.json", _new_s3_credentials))
         config["S3_ACCESS_KEY"] = config.get("S3_ACCESS_KEY") or creds["access_key"]
         config["S3_SECRET_KEY"] = config.get("S3_SECRET_KEY") or creds["secret_key"]

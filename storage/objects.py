@@ -9,10 +9,14 @@ will call rather than rewritten afterwards.
 import functools
 import io
 import logging
+import socket
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 import urllib3
+from urllib3.connection import HTTPConnection
+from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.exceptions import NewConnectionError
 from minio import Minio
 from minio.commonconfig import ENABLED, Filter
 from minio.error import MinioException, S3Error
@@ -60,6 +64,8 @@ class ObjectStore:
         http = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT), maxsize=10,
             retries=urllib3.Retry(total=RETRIES, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]))
+        if config.get("S3_SOCKET"):
+            _through_socket(http, config["S3_SOCKET"])
         self.client = Minio(config["S3_ENDPOINT"], secure=bool(config["S3_SECURE"]), http_client=http,
                             **credentials)
         public = urlsplit(config["S3_PUBLIC_URL"])
@@ -156,6 +162,29 @@ class ObjectStore:
                 return False
             raise
         return True
+
+
+class _UnixConnection(HTTPConnection):
+    """HTTP to the embedded store's own Unix socket: no loopback TCP, no relay through the
+    ``objects`` process. Requests still name the S3 port's host, which their signature covers."""
+    socket_path = None
+
+    def _new_conn(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.socket_path)
+        except OSError as error:
+            sock.close()
+            raise NewConnectionError(self, f"Failed to connect to {self.socket_path}: {error}") from error
+        return sock
+
+
+def _through_socket(http, path):
+    """Make the pool manager ``http`` connect to the Unix socket ``path`` whatever the URL's host."""
+    connection = type("UnixConnection", (_UnixConnection,), {"socket_path": path})
+    pool = type("UnixConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": connection})
+    http.pool_classes_by_scheme = {"http": pool}
 
 
 def _rule_key(rule):

@@ -8,8 +8,10 @@ links included) and has telemetry off.
 answer anyone without credentials: any local user could read or write every object
 through them. So weed runs in a network namespace of its own (bubblewrap), where all its
 ports are out of reach, and serves S3 on a Unix socket in the data dir; this process
-forwards the S3 port on 127.0.0.1 to that socket, and nothing else. Where no namespace
-can be made, weed listens on loopback itself and a warning says what is open.
+forwards the S3 port on 127.0.0.1 to that socket, and nothing else. The port serves the
+download links; docshift's own processes use the socket (``S3_SOCKET``), without this
+relay. Where no namespace can be made, weed listens on loopback itself and a warning says
+what is open.
 """
 
 import asyncio

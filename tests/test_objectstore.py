@@ -61,3 +61,37 @@ def _cmdline(pid):
     except OSError:
         return []
     return [Path(args[0].decode()).name, *(a.decode() for a in args[1:])] if args[0] else []
+
+
+def test_docshift_reaches_the_embedded_store_through_its_socket(s3, tmp_path):
+    """With the embedded store, the web and the worker talk S3 to weed's socket in the data dir,
+    not to the port and its relay. Here the port they name has nothing listening: only the
+    socket can have carried the requests."""
+    from docshift import settings
+    from docshift.storage.objects import ObjectStore
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    config = settings.load({"DATA_DIR": str(s3["data_dir"]), "S3_PORT": port, "S3_ENDPOINT": None,
+                            "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None, "S3_BUCKET": "socket-path"})
+    assert config["S3_SOCKET"] == str(Path(s3["data_dir"]).resolve() / "objects" / "s3.sock")
+    store = ObjectStore(config)
+    store.ensure_bucket()
+    store.put_input("tsk_socket", b"carried by the socket")
+    store.fetch_input("tsk_socket", tmp_path / "back")
+    assert (tmp_path / "back").read_bytes() == b"carried by the socket"
+    store.delete_input("tsk_socket")
+    assert not store.input_exists("tsk_socket")
+    store.client.remove_bucket("socket-path")
+    # the download link still names the port: clients cannot reach the socket
+    assert store.presign_result("tsk_socket", "attachment", "docx", 60).startswith(f"http://127.0.0.1:{port}/")
+
+
+def test_an_external_store_is_reached_at_its_endpoint(tmp_path):
+    from docshift import settings
+
+    config = settings.load({"DATA_DIR": str(tmp_path), "S3_ENDPOINT": "objects.example:9000",
+                            "S3_ACCESS_KEY": "a", "S3_SECRET_KEY": "b"})
+    assert config["S3_SOCKET"] is None
