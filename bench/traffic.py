@@ -215,7 +215,8 @@ def latency(url, key, path):
 
 def idle_latencies(instance, key, probe, idles):
     print("\n## Latency after idle (one small .doc, submit -> SUCCEEDED)")
-    print("| idle s | until SUCCEEDED s | seen by the client s | status | worker CPU while idle |\n|---|---|---|---|---|")
+    print("| idle s | until SUCCEEDED s | seen by the client s | status | worker CPU while idle |\n"
+          "|---|---|---|---|---|")
     workers = instance.pids("worker.py")
     for idle in idles:
         before = sum(cpu_seconds(pid) for pid in workers)

@@ -14,13 +14,13 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 import urllib3
-from urllib3.connection import HTTPConnection
-from urllib3.connectionpool import HTTPConnectionPool
-from urllib3.exceptions import NewConnectionError
 from minio import Minio
 from minio.commonconfig import ENABLED, Filter
 from minio.error import MinioException, S3Error
 from minio.lifecycleconfig import Expiration, LifecycleConfig, Rule
+from urllib3.connection import HTTPConnection
+from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.exceptions import NewConnectionError
 
 from docshift.errors import StoreUnavailable
 from docshift.formats import FORMATS
