@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from conftest import free_port_block
 
 # offsets from DOCSHIFT_S3_PORT: master, volume, filer, admin (HTTP), then their gRPC ports
 INTERNAL = {"master": 1, "volume": 2, "filer": 3, "admin": 4, "s3 grpc": 10000, "master grpc": 10001,
@@ -70,10 +71,7 @@ def test_docshift_reaches_the_embedded_store_through_its_socket(s3, tmp_path):
     from docshift import settings
     from docshift.storage.objects import ObjectStore
 
-    closed = socket.socket()
-    closed.bind(("127.0.0.1", 0))
-    port = closed.getsockname()[1]
-    closed.close()
+    port = free_port_block()
     config = settings.load({"DATA_DIR": str(s3["data_dir"]), "S3_PORT": port, "S3_ENDPOINT": None,
                             "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None, "S3_BUCKET": "socket-path"})
     assert config["S3_SOCKET"] == str(Path(s3["data_dir"]).resolve() / "objects" / "s3.sock")
