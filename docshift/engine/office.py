@@ -49,6 +49,10 @@ SELF_TEST_TIMEOUT = 60
 START_ATTEMPTS = 3
 HOST = socket.gethostname()
 
+# No DisableActiveContent: LibreOffice then drops every embedded object and chart on load. Linked
+# content stays out without it: links are never updated (UpdateDocMode on load, the Link settings
+# below), and what LibreOffice would still fetch to show a linked picture cannot be reached from the
+# sandbox, which has no network and sees no host file but its job (tests/test_sandbox.py).
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
            xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
@@ -57,7 +61,6 @@ PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="UseOpenCL" oor:op="fuse"><value>false</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
-<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="DisableActiveContent" oor:op="fuse"><value>true</value></prop></item>
 <item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
 <item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>1</value></prop></item>
 </oor:items>
@@ -88,16 +91,18 @@ def network_namespace():
 
 class Office:
     def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office", sandboxed=True,
-                 on_start=None):
+                 on_start=None, profile_settings=None):
         """An Office keeping its job dir in ``<base_dir>/work`` and its profile in ``<base_dir>/office``,
         both named ``<host>.<pid>.<name>`` so that ``clear_leftovers`` knows whose they are.
-        ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why."""
+        ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why.
+        ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose)."""
         self.base_dir = Path(base_dir)
         self.max_conversions = max_conversions
         self.memory_limit = memory_limit_mb * 1024 * 1024
         self.name = name
         self.sandboxed = sandboxed
         self.on_start = on_start
+        self.profile_settings = profile_settings or PROFILE_SETTINGS
         own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
         self.job_dir = self.base_dir / "work" / own
         self.profile = self.base_dir / "office" / own
@@ -180,7 +185,7 @@ class Office:
         for path in (self.job_dir, self.profile / "user", self.profile / "home", self.profile / "tmp"):
             path.mkdir(parents=True, exist_ok=True)
         settings = self.profile / "user" / "registrymodifications.xcu"
-        settings.write_text(PROFILE_SETTINGS)
+        settings.write_text(self.profile_settings)
         if self.sandboxed:
             for path in (self.job_dir, self.profile, *self.profile.iterdir(), settings):
                 sandbox.give(path)
