@@ -1,0 +1,382 @@
+"""VBA projects in Office files: read their modules, find them in legacy files, carry a .ppt's over to a .pptm.
+
+LibreOffice keeps the VBA project of a .doc or .xls when it saves .docm/.xlsm, but for a .ppt it writes a
+``ppt/vbaProject.bin`` with no project in it: ``ppt_project`` takes the project out of the .ppt and
+``insert_project`` puts it into LibreOffice's .pptm. Nothing here runs a macro: olevba only reads
+and decompresses the source code.
+"""
+
+import logging
+import os
+import shutil
+import struct
+import tempfile
+import warnings
+import zipfile
+import zlib
+from pathlib import Path
+from xml.dom import minidom
+
+import olefile
+
+# oletools builds its pyparsing grammar at import time with names pyparsing now deprecates
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from oletools import olevba
+
+# oletools' loggers are silent until something enables them; make sure they stay so in the service
+for _name in ("olevba", "ppt", "crypto", "ooxml", "record_base", "oleform"):
+    logging.getLogger(_name).setLevel(logging.CRITICAL + 1)
+
+MODULE_EXTENSIONS = {"bas", "cls", "frm", "vba"}  # what olevba appends to a module's name; "vba" when unknown
+
+
+def modules(path):
+    """{module name: source code} of the VBA project(s) in ``path``: a legacy .doc/.xls/.ppt, an OOXML
+    .docm/.xlsm/.pptm or a bare vbaProject.bin (a path, or the file's bytes). Empty when there is none or it
+    cannot be read; never raises. Only reads the project: olevba decompresses the source, it runs nothing."""
+    found = {}
+    try:
+        # no P-code disassembly: only the source is wanted, and pcodedmp makes olevba switch its logging back on
+        if isinstance(path, (bytes, bytearray)):
+            parser = olevba.VBA_Parser("vbaProject.bin", data=bytes(path), disable_pcode=True)
+        else:
+            parser = olevba.VBA_Parser(str(path), disable_pcode=True)
+    except Exception:  # not an Office file, damaged, encrypted: no project to read
+        return found
+    try:
+        if parser.type in (olevba.TYPE_TEXT, olevba.TYPE_SLK):  # plain text or SYLK: olevba's guess, not a project
+            return found
+        for _, stream_path, vba_filename, code in parser.extract_macros():
+            name, _, ext = vba_filename.rpartition(".")
+            # skip olevba's extras: XLM macros, its P-code listing, code found in orphan streams
+            if not name or ext.lower() not in MODULE_EXTENSIONS or stream_path in ("xlm_macro", "VBA P-code"):
+                continue
+            found[name] = code
+    except Exception:  # a project olevba cannot parse to the end: keep the modules read so far
+        pass
+    finally:
+        try:
+            parser.close()
+        except Exception:  # closing a half-opened parser must not turn into an error
+            pass
+    return found
+
+
+# --- legacy files: is there a project? ---------------------------------------------------------------------------
+
+# [MS-PPT] record types on the way from the Current User stream to the VBA project storage
+RT_CURRENT_USER_ATOM = 0x0FF6
+RT_USER_EDIT_ATOM = 0x0FF5
+RT_PERSIST_DIRECTORY_ATOM = 0x1772
+RT_DOCUMENT = 0x03E8
+RT_LIST = 0x07D0  # DocInfoListContainer
+RT_VBA_INFO = 0x03FF
+RT_VBA_INFO_ATOM = 0x0400
+RT_EXTERNAL_OLE_OBJECT_STG = 0x1011  # VbaProjectStg: instance 1 compressed, 0 not
+HEADER_TOKEN_ENCRYPTED = 0xF3D1C4DF  # CurrentUserAtom.headerToken of an encrypted file: its records are unreadable
+
+
+def has_project(path, kind):
+    """Does the legacy file ``path`` of ``kind`` "doc", "xls" or "ppt" carry a VBA project? Fast: reads the OLE
+    directory and, for a .ppt, the few records that lead to the project, not the streams. Never raises: False for
+    damaged or non-OLE input (RTF, HTML, OOXML named .doc)."""
+    try:
+        if not olefile.isOleFile(str(path)):
+            return False
+        with olefile.OleFileIO(str(path)) as ole:
+            if kind == "doc":
+                return ole.get_type("Macros/VBA") == olefile.STGTY_STORAGE  # olefile compares names case-insensitively
+            if kind == "xls":
+                return ole.get_type("_VBA_PROJECT_CUR/VBA") == olefile.STGTY_STORAGE
+            if kind == "ppt":
+                return _ppt_project_record(ole) is not None
+    except Exception:  # olefile and the record walk raise on damaged files: no project to speak of
+        pass
+    return False
+
+
+class _Stream:
+    """Random access to one OLE stream that reads only the sectors asked for (olefile's ``openstream`` reads the
+    whole stream, several milliseconds for a large .ppt)."""
+
+    def __init__(self, ole, name):
+        entry = next((kid for kid in ole.root.kids if kid.name.lower() == name.lower()), None)
+        if entry is None or entry.entry_type != olefile.STGTY_STREAM:
+            raise ValueError(f"no stream {name!r}")
+        self.ole, self.size = ole, entry.size
+        self.data = None
+        if entry.size < ole.minisectorcutoff:  # small streams live in the mini stream: olefile reads them cheaply
+            self.data = ole.openstream(entry.name).read()
+        self.chain = [entry.isectStart]  # sector numbers, followed through the FAT only as far as reads need
+        self.max_sectors = -(-entry.size // ole.sectorsize)
+
+    def _sector(self, index):
+        while len(self.chain) <= index:
+            sect = self.chain[-1]
+            if len(self.chain) >= self.max_sectors or sect >= len(self.ole.fat):
+                raise ValueError("sector chain shorter than the stream")
+            self.chain.append(self.ole.fat[sect])
+        return self.chain[index]
+
+    def read(self, offset, size):
+        """``size`` bytes at ``offset``; ValueError when the stream ends before."""
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ValueError("read past the end of the stream")
+        if self.data is not None:
+            return self.data[offset:offset + size]
+        sectorsize, out = self.ole.sectorsize, bytearray()
+        while len(out) < size:
+            index, within = divmod(offset + len(out), sectorsize)
+            out += self.ole.getsect(self._sector(index))[within:within + size - len(out)]
+        return bytes(out)
+
+    def header(self, offset):
+        """(recVer, recInstance, recType, recLen) of the [MS-PPT] record header at ``offset``."""
+        ver_instance, rec_type, rec_len = struct.unpack("<HHI", self.read(offset, 8))
+        return ver_instance & 0x0F, ver_instance >> 4, rec_type, rec_len
+
+
+def _ppt_project_record(ole):
+    """(stream, offset) of the VbaProjectStg record in the "PowerPoint Document" stream that the document's
+    VBAInfoAtom refers to, or None. Follows [MS-PPT] 2.1.2: Current User -> newest UserEditAtom -> persist object
+    directory (every edit's PersistDirectoryAtom, newer entries winning) -> DocumentContainer -> DocInfoListContainer
+    -> VBAInfoContainer -> VBAInfoAtom.persistIdRef -> the record at that persist object's offset."""
+    current = _Stream(ole, "Current User").read(0, 20)
+    _, rec_type, _ = struct.unpack("<HHI", current[:8])
+    _, token, offset = struct.unpack("<III", current[8:20])
+    if rec_type != RT_CURRENT_USER_ATOM or token == HEADER_TOKEN_ENCRYPTED:
+        return None
+    stream = _Stream(ole, "PowerPoint Document")
+    directory, doc_ref = {}, None
+    while offset:
+        if stream.header(offset)[2] != RT_USER_EDIT_ATOM:
+            return None
+        # UserEditAtom after the header: lastSlideIdRef, version/minor/major, offsetLastEdit, offsetPersistDirectory,
+        # docPersistIdRef
+        last_edit, persist_offset, edit_doc_ref = struct.unpack("<III", stream.read(offset + 16, 12))
+        doc_ref = edit_doc_ref if doc_ref is None else doc_ref  # the newest edit names the live document
+        _, _, rec_type, rec_len = stream.header(persist_offset)
+        if rec_type != RT_PERSIST_DIRECTORY_ATOM:
+            return None
+        entries = stream.read(persist_offset + 8, rec_len)
+        pos = 0
+        while pos + 4 <= len(entries):
+            # PersistDirectoryEntry: 20-bit first persist id, 12-bit count, then that many 4-byte offsets
+            (word,) = struct.unpack_from("<I", entries, pos)
+            first, count = word & 0xFFFFF, word >> 20
+            offsets = struct.unpack_from(f"<{count}I", entries, pos + 4)
+            for i, object_offset in enumerate(offsets):
+                directory.setdefault(first + i, object_offset)  # walking newest to oldest: the first seen is live
+            pos += 4 + 4 * count
+        # each save's edit points back to an earlier one ([MS-PPT] 2.3.3); damaged files loop (57272_corrupted...)
+        offset = last_edit if last_edit < offset else 0
+    if doc_ref not in directory:
+        return None
+    atom = _vba_info_atom(stream, directory[doc_ref])
+    if atom is None:
+        return None
+    persist_id, has_macros = struct.unpack_from("<II", atom)
+    if not has_macros or persist_id not in directory:  # fHasMacros 0: the project storage is empty
+        return None
+    if stream.header(directory[persist_id])[2] != RT_EXTERNAL_OLE_OBJECT_STG:
+        return None
+    return stream, directory[persist_id]
+
+
+def _vba_info_atom(stream, doc_offset):
+    """The body of the VBAInfoAtom in the DocumentContainer at ``doc_offset``, or None. Reads only record
+    headers: the DocInfoListContainer comes right after the master list, long before the slides."""
+    _, _, rec_type, rec_len = stream.header(doc_offset)
+    if rec_type != RT_DOCUMENT:
+        return None
+    for child_type, child_offset, child_len in _children(stream, doc_offset + 8, rec_len):
+        if child_type != RT_LIST:
+            continue
+        for info_type, info_offset, info_len in _children(stream, child_offset + 8, child_len):
+            if info_type != RT_VBA_INFO:
+                continue
+            for atom_type, atom_offset, atom_len in _children(stream, info_offset + 8, info_len):
+                if atom_type == RT_VBA_INFO_ATOM and atom_len >= 12:
+                    return stream.read(atom_offset + 8, 12)
+        return None
+    return None
+
+
+def _children(stream, start, length):
+    """(recType, offset, recLen) of each record in a container's body of ``length`` bytes at ``start``."""
+    pos, end = start, min(start + length, stream.size)
+    while pos + 8 <= end:
+        _, _, rec_type, rec_len = stream.header(pos)
+        yield rec_type, pos, rec_len
+        pos += 8 + rec_len
+
+
+# --- .ppt -> .pptm ----------------------------------------------------------------------------------------------
+
+MAX_PROJECT_SIZE = 64 << 20  # VBA projects are kilobytes; a larger declared size is a damaged or hostile file
+PROJECT_PART = "ppt/vbaProject.bin"
+PROJECT_CONTENT_TYPE = "application/vnd.ms-office.vbaProject"
+MAIN_CONTENT_TYPE = "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml"
+VBA_RELATIONSHIP = "http://schemas.microsoft.com/office/2006/relationships/vbaProject"
+OFFICE_DOCUMENT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
+CT_NS = "http://schemas.openxmlformats.org/package/2006/content-types"
+REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+
+def ppt_project(path):
+    """The VBA project of the .ppt ``path`` as the bytes of a vbaProject.bin (an OLE compound file with the ``VBA``
+    storage and the ``PROJECT``/``PROJECTwm`` streams, as a .pptm holds it), or None when it has none or it cannot
+    be read. The .ppt keeps the project as the VbaProjectStg record its VBAInfoAtom names: a whole compound file,
+    zlib-compressed after a 4-byte decompressed size (recInstance 1) or stored as is (0). Its root already has
+    vbaProject.bin's layout, so it is returned as it inflates. Never raises."""
+    try:
+        if not olefile.isOleFile(str(path)):
+            return None
+        with olefile.OleFileIO(str(path)) as ole:
+            found = _ppt_project_record(ole)
+            if found is None:
+                return None
+            stream, offset = found
+            _, instance, _, rec_len = stream.header(offset)
+            if rec_len > MAX_PROJECT_SIZE:
+                return None
+            body = stream.read(offset + 8, rec_len)
+        if instance == 1:
+            (size,) = struct.unpack_from("<I", body)
+            if size > MAX_PROJECT_SIZE:
+                return None
+            # a decompressobj, not zlib.decompress: PowerPoint may leave the zlib stream without its end (59302.ppt)
+            data = zlib.decompressobj().decompress(body[4:], size)
+            if len(data) != size:
+                return None
+        else:
+            data = body
+        return data if _is_vba_project(data) else None
+    except Exception:  # damaged records, a storage that does not inflate: no project to carry over
+        return None
+
+
+def _is_vba_project(data):
+    """Is ``data`` a compound file laid out as vbaProject.bin: ``PROJECT`` and a ``VBA`` storage with ``dir``?"""
+    # olefile takes bytes shorter than a minimal compound file for a file name: check the size and magic here
+    if len(data) < olefile.MINIMAL_OLEFILE_SIZE or not data.startswith(olefile.MAGIC):
+        return False
+    with olefile.OleFileIO(data) as ole:
+        return (ole.get_type("PROJECT") == olefile.STGTY_STREAM and ole.get_type("VBA") == olefile.STGTY_STORAGE
+                and ole.get_type("VBA/dir") == olefile.STGTY_STREAM)
+
+
+def insert_project(package_path, project):
+    """Put ``project`` (a vbaProject.bin's bytes) into the .pptm ``package_path`` as ``ppt/vbaProject.bin``,
+    replacing the one LibreOffice writes (a compound file with no project in it). Every other part is kept byte
+    for byte, except that [Content_Types].xml and ppt/_rels/presentation.xml.rels get what a macro-enabled
+    presentation needs when they lack it (LibreOffice 25.2 already writes all of it). Writes a new file next to
+    the package and moves it over atomically. Raises ValueError when ``project`` is not a VBA project, and
+    zipfile's or the OS's errors for a package it cannot read or write."""
+    project = bytes(project)
+    if not _is_vba_project(project):
+        raise ValueError("not a vbaProject.bin: no PROJECT stream and VBA storage")
+    package_path = Path(package_path)
+    with zipfile.ZipFile(package_path) as src:
+        infos = src.infolist()
+        parts = {info.filename: src.read(info) for info in infos}
+    # part names in a package compare case-insensitively ([MS-OPC]); find the ones to touch whatever their case
+    names = {name.lower(): name for name in parts}
+    main = _main_part(parts.get(names.get("_rels/.rels")))
+    edits = {}
+    types_name = names.get("[content_types].xml", "[Content_Types].xml")
+    types = _content_types(parts.get(types_name), main)
+    if types is not None:
+        edits[types_name] = types
+    rels_name = names.get("ppt/_rels/presentation.xml.rels", "ppt/_rels/presentation.xml.rels")
+    rels = _relationships(parts.get(rels_name))
+    if rels is not None:
+        edits[rels_name] = rels
+    project_name = names.get(PROJECT_PART, PROJECT_PART)
+    edits[project_name] = project
+    fd, tmp = tempfile.mkstemp(prefix=".vba-", suffix=".pptm", dir=package_path.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
+            for info in infos:
+                out.writestr(_entry(info), edits.pop(info.filename, parts[info.filename]))
+            for name, data in edits.items():  # parts the package did not have at all
+                out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
+        shutil.copymode(package_path, tmp)  # mkstemp makes it 0600; the package keeps its own mode
+        os.replace(tmp, package_path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _entry(info):
+    """A fresh zip entry with ``info``'s name, date, compression and attributes (reusing ``info`` itself would copy
+    its extra fields and flags from the old archive)."""
+    entry = zipfile.ZipInfo(info.filename, info.date_time)
+    entry.compress_type, entry.external_attr, entry.create_system = info.compress_type, info.external_attr, \
+        info.create_system
+    return entry
+
+
+def _main_part(rels):
+    """Part name (with leading slash) of the package's main part from _rels/.rels; /ppt/presentation.xml if unsaid."""
+    if rels:
+        for rel in minidom.parseString(rels).getElementsByTagNameNS(REL_NS, "Relationship"):
+            if rel.getAttribute("Type") == OFFICE_DOCUMENT and rel.getAttribute("Target"):
+                return "/" + rel.getAttribute("Target").lstrip("/")
+    return "/ppt/presentation.xml"
+
+
+# minidom, not ElementTree, edits these parts: it writes namespaces back as they were (ElementTree renames them ns0)
+def _content_types(xml, main):
+    """[Content_Types].xml with a content type for /ppt/vbaProject.bin and the macro-enabled main part type, or
+    None when it already has both."""
+    doc = minidom.parseString(xml) if xml else minidom.parseString(f'<Types xmlns="{CT_NS}"/>')
+    root = doc.documentElement
+    overrides = {el.getAttribute("PartName").lower(): el for el in root.getElementsByTagNameNS(CT_NS, "Override")}
+    defaults = {el.getAttribute("Extension").lower(): el for el in root.getElementsByTagNameNS(CT_NS, "Default")}
+    changed = False
+    wanted = (("/" + PROJECT_PART, PROJECT_CONTENT_TYPE), (main, MAIN_CONTENT_TYPE))
+    for part, content_type in wanted:
+        element = overrides.get(part.lower())
+        if element is None and part.endswith(".bin") and "bin" in defaults \
+                and defaults["bin"].getAttribute("ContentType") == content_type:
+            continue  # a Default for .bin that says vbaProject covers the part
+        if element is None:
+            element = root.appendChild(_element(doc, "Override"))
+            element.setAttribute("PartName", part)
+        if element.getAttribute("ContentType") != content_type:
+            element.setAttribute("ContentType", content_type)
+            changed = True
+    return _serialize(doc) if changed else None
+
+
+def _relationships(xml):
+    """ppt/_rels/presentation.xml.rels with a vbaProject relationship to vbaProject.bin, or None when it has one."""
+    doc = minidom.parseString(xml) if xml else minidom.parseString(f'<Relationships xmlns="{REL_NS}"/>')
+    root = doc.documentElement
+    rels = root.getElementsByTagNameNS(REL_NS, "Relationship")
+    for rel in rels:
+        if rel.getAttribute("Type") == VBA_RELATIONSHIP:
+            if rel.getAttribute("Target") in ("vbaProject.bin", "/" + PROJECT_PART):
+                return None
+            rel.setAttribute("Target", "vbaProject.bin")
+            return _serialize(doc)
+    ids = {rel.getAttribute("Id") for rel in rels}
+    number = next(n for n in range(1, len(ids) + 2) if f"rId{n}" not in ids)
+    rel = root.appendChild(_element(doc, "Relationship"))
+    rel.setAttribute("Id", f"rId{number}")
+    rel.setAttribute("Type", VBA_RELATIONSHIP)
+    rel.setAttribute("Target", "vbaProject.bin")
+    return _serialize(doc)
+
+
+def _element(doc, name):
+    """A new element in the root's namespace, with the root's prefix if it has one (minidom declares nothing)."""
+    root = doc.documentElement
+    return doc.createElementNS(root.namespaceURI, f"{root.prefix}:{name}" if root.prefix else name)
+
+
+def _serialize(doc):
+    """A package XML part as bytes, with the declaration Office writes."""
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + doc.documentElement.toxml()).encode("utf-8")
