@@ -1,0 +1,131 @@
+"""Formula results as the source stored them, written back into an .xlsx that LibreOffice recalculated.
+
+LibreOffice recalculates every formula of an .xls it loads (its Excel import ends with
+``CalcAfterLoad``, which marks every formula cell dirty), and no setting or load option
+turns that off for the binary format: ``Formula/Load/OOXMLRecalcMode`` and ``ODFRecalcMode``
+apply to .xlsx and .ods only. Turning AutoCalc off keeps numeric results but loses every
+stored text, boolean and error result. So the export is left as it is, and where a formula
+cell's value in the result differs from what Excel stored (calls of VBA user-defined
+functions, add-in functions, stale results, functions LibreOffice computes otherwise), the
+stored value is written into that cell's ``<v>``, its formula kept. Readers of cached values
+then see what the source showed.
+"""
+
+import os
+import posixpath
+import re
+import tempfile
+import zipfile
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
+
+from docshift.engine import inventory
+
+SPREADSHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+RELATIONSHIP = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
+PACKAGE_RELATIONSHIP = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+# one cell as LibreOffice writes it: <c r="B1" s="1" t="e"><f aca="false">...</f><v>#VALUE!</v></c>
+CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"([^>]*?)(/>|>(.*?)</c>)', re.DOTALL)
+TYPE = re.compile(rb'\st="[^"]*"')
+VALUE = re.compile(rb"<v>.*?</v>|<v/>|<is>.*?</is>", re.DOTALL)
+
+
+def differing(source, result):
+    """``{result sheet name: {b"B1": stored value}}``: the formula cells whose result is not what the source
+    stored (``source`` and ``result`` are ``inventory.Inventory`` of an .xls and its .xlsx)."""
+    if source.cells is None or result.cells is None:
+        return {}
+    shift = 0.0
+    if source.date1904 != result.date1904:
+        shift = 1462.0 if source.date1904 else -1462.0
+    found = {}
+    for sheet, cells in source.cells.items():
+        target = sheet[:inventory.SHEET_NAME_LIMIT]
+        theirs, formulas = result.cells.get(target, {}), result.formulas.get(target, set())
+        for ref in formulas:
+            if ref not in cells:
+                continue
+            value, other = cells[ref], theirs.get(ref)
+            compared = value + shift if shift and isinstance(value, inventory.StoredDate) else value
+            if other is None or not inventory.same_value(compared, other):
+                found.setdefault(target, {})[ref] = compared
+    return found
+
+
+def restore(path, source, result):
+    """Write the stored values of :func:`differing` cells into the .xlsx at ``path``; returns how many were
+    written. The package is rewritten beside itself and replaced at once; parts without such cells are
+    copied byte for byte."""
+    wanted = differing(source, result)
+    if not wanted:
+        return 0
+    with zipfile.ZipFile(path) as package:
+        parts = _sheet_parts(package)
+        rewritten, written = {}, 0
+        for sheet, cells in wanted.items():
+            part = parts.get(sheet)
+            if part is None:
+                continue
+            data, count = _rewrite(package.read(part), cells)
+            if count:
+                rewritten[part], written = data, written + count
+        if not rewritten:
+            return 0
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".xlsx")
+        os.close(handle)
+        try:
+            with zipfile.ZipFile(temporary, "w") as out:
+                for info in package.infolist():
+                    data = rewritten.get(info.filename)
+                    if data is None:
+                        out.writestr(info, package.read(info.filename), compress_type=info.compress_type)
+                    else:
+                        out.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    return written
+
+
+def _sheet_parts(package):
+    """{sheet name: part name} from the workbook and its relationships (both small)."""
+    workbook = ElementTree.fromstring(package.read("xl/workbook.xml"))
+    relationships = ElementTree.fromstring(package.read("xl/_rels/workbook.xml.rels"))
+    targets = {r.get("Id"): r.get("Target", "") for r in relationships.iter(PACKAGE_RELATIONSHIP)}
+    parts = {}
+    for sheet in workbook.iter(f"{SPREADSHEET}sheet"):
+        target = targets.get(sheet.get(RELATIONSHIP), "")
+        parts[sheet.get("name")] = target.lstrip("/") if target.startswith("/") else \
+            posixpath.normpath(posixpath.join("xl", target))
+    return parts
+
+
+def _rewrite(data, cells):
+    """(the sheet part with ``cells`` given their values, how many were changed)."""
+    changed = 0
+
+    def replace(match):
+        nonlocal changed
+        ref = match.group(1)
+        if ref not in cells or match.group(3) == b"/>":
+            return match.group(0)
+        kind, text = _typed(cells[ref])
+        attributes = TYPE.sub(b"", match.group(2)) + (b' t="%s"' % kind if kind else b"")
+        content = VALUE.sub(b"", match.group(4)) + b"<v>" + text + b"</v>"
+        changed += 1
+        return b'<c r="' + ref + b'"' + attributes + b">" + content + b"</c>"
+
+    return CELL.sub(replace, data), changed
+
+
+def _typed(value):
+    """(the ``t`` attribute, or b"" for a number; the ``<v>`` text) of a stored value."""
+    if isinstance(value, inventory.ErrorValue):
+        return b"e", escape(str(value)).encode()
+    if isinstance(value, str):
+        return b"str", escape(value).encode("utf-8")
+    if isinstance(value, bool):
+        return b"b", b"1" if value else b"0"
+    number = repr(float(value))
+    return b"", (number[:-2] if number.endswith(".0") else number).encode()

@@ -1,0 +1,389 @@
+"""``engine.inventory`` on real files: a workbook made here and saved as .xls by LibreOffice (two soffice runs,
+the second also converting a few corpus files), corpus files whose counts were checked by hand, documents made
+by python-docx and python-pptx, and damaged input that must never make it raise."""
+
+import io
+import random
+import re
+import shutil
+import subprocess
+import time
+import zipfile
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from docshift.engine import inventory
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+CONVERTED_FROM_CORPUS = ["SimpleMacro", "WithTwoCharts"]  # .xls files run 2 also converts
+
+
+def _soffice(sources, target, outdir, profile):
+    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={profile.as_uri()}",
+                    "--convert-to", target, "--outdir", str(outdir), *map(str, sources)],
+                   check=True, capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    assert (CORPUS / "xls").is_dir() and (CORPUS / "doc").is_dir() and (CORPUS / "ppt").is_dir(), \
+        f"the corpus is missing at {CORPUS}"
+    return CORPUS
+
+
+@pytest.fixture(scope="module")
+def workbook(tmp_path_factory, corpus):
+    """(legacy .xls saved by LibreOffice from a workbook made here, {stem: LibreOffice's .xlsx of an .xls})."""
+    import openpyxl
+    from openpyxl.comments import Comment
+
+    out = tmp_path_factory.mktemp("inventory")
+    profile = out / "profile"
+    book = openpyxl.Workbook()
+    data = book.active
+    data.title = "Data"
+    data["A1"], data["B1"], data["C1"], data["D1"] = 1.5, "héllo wörld", True, "=A1*2"
+    data["E1"], data["F1"], data["G1"] = datetime(2024, 2, 29), "=1/0", 12345678.123456789
+    data["A2"], data["B2"] = 1e-300, "second row"
+    data["A1"].comment = Comment("first note", "docshift")
+    data["B2"].comment = Comment("second note", "docshift")
+    data.oddHeader.center.text = "Report title"
+    other = book.create_sheet("Other")
+    other["A1"], other["C5"] = "other sheet", -7
+    book.save(out / "made.xlsx")
+    _soffice([out / "made.xlsx"], "xls:MS Excel 97", out / "xls", profile)
+    legacy = out / "xls" / "made.xls"
+    assert legacy.exists()
+    sources = [legacy] + [corpus / "xls" / f"{stem}.xls" for stem in CONVERTED_FROM_CORPUS]
+    # the macro-enabled filter, as docshift uses for a source with a VBA project; the others get an .xlsm too
+    _soffice(sources, "xlsm:Calc MS Excel 2007 VBA XML", out / "xlsx", profile)
+    results = {source.stem: out / "xlsx" / f"{source.stem}.xlsm" for source in sources}
+    assert all(path.exists() for path in results.values())
+    return legacy, results
+
+
+def _rewrite(source, target, part, change):
+    """Copy the package ``source`` to ``target`` with ``change(bytes) -> bytes`` applied to ``part``."""
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as new:
+        for item in old.infolist():
+            data = old.read(item)
+            new.writestr(item, change(data) if item.filename == part else data)
+    return target
+
+
+def _sheet_part(path, name="Data"):
+    """The part name of sheet ``name`` in an .xlsx."""
+    with zipfile.ZipFile(path) as package:
+        workbook = package.read("xl/workbook.xml").decode()
+        rels = package.read("xl/_rels/workbook.xml.rels").decode()
+    rid = re.search(rf'<sheet name="{name}"[^>]*r:id="(\w+)"', workbook).group(1)
+    return "xl/" + re.search(rf'Id="{rid}"[^>]*Target="([^"]+)"', rels).group(1)
+
+
+# --- a workbook made here, through LibreOffice and back --------------------------------------------------------
+
+def test_round_trip_counts_and_complete(workbook):
+    legacy, results = workbook
+    source = inventory.of_source(legacy, "xls")
+    result = inventory.of_result(results["made"], "xls")
+    assert source.sheets == ["Data", "Other"]
+    assert source.counts["sheets"] == 2
+    assert source.counts["cells"] == 11  # 9 in Data (the formulas with their results), 2 in Other
+    assert source.counts["comments"] == 2
+    assert source.counts["headers_footers"] >= 1
+    assert source.counts["charts"] == source.counts["images"] == source.counts["embedded_objects"] == 0
+    assert source.counts["macros"] == 0
+    data = source.cells["Data"]
+    assert data[b"A1"] == 1.5 and data[b"B1"] == "héllo wörld" and data[b"C1"] is True and data[b"D1"] == 3.0
+    assert data[b"F1"] == "#DIV/0!" and isinstance(data[b"F1"], inventory.ErrorValue)
+    assert data[b"E1"] == 45351.0  # 2024-02-29 as the number it is stored as
+    fidelity = inventory.report(source, result)
+    assert fidelity["complete"] is True, fidelity["lost"]
+    assert fidelity["lost"] == []
+    assert set(fidelity["counts"]) == set(inventory.KINDS["xls"])
+    assert fidelity["counts"]["cells"] == {"source": 11, "result": 11}
+    assert fidelity["counts"]["comments"] == {"source": 2, "result": 2}
+
+
+def test_a_changed_value_is_named_with_its_cell(workbook, tmp_path):
+    legacy, results = workbook
+    part = _sheet_part(results["made"], "Other")
+    changed = _rewrite(results["made"], tmp_path / "changed.xlsx", part,
+                       lambda xml: xml.replace(b"<v>-7</v>", b"<v>-8</v>", 1))
+    fidelity = inventory.report(inventory.of_source(legacy, "xls"), inventory.of_result(changed, "xls"))
+    assert fidelity["complete"] is False
+    assert fidelity["counts"]["cells"] == {"source": 11, "result": 10}
+    assert fidelity["lost"] == [{"what": "cells", "count": 1,
+                                 "detail": "1 cell value differs from the source; first: sheet 'Other' C5"}]
+
+
+def test_a_changed_formula_result_and_a_lost_comment(workbook, tmp_path):
+    legacy, results = workbook
+    part = _sheet_part(results["made"])
+    step = _rewrite(results["made"], tmp_path / "step.xlsx", part,
+                    lambda xml: re.sub(rb"(<c r=\"D1\"[^>]*><f[^>]*>[^<]*</f><v>)3(</v>)", rb"\g<1>4\2", xml))
+    with zipfile.ZipFile(step) as package:
+        comments = next(name for name in package.namelist() if re.fullmatch(r"xl/comments\d*\.xml", name))
+    changed = _rewrite(step, tmp_path / "changed.xlsx", comments,
+                       lambda xml: re.sub(rb'<comment ref="B2".*?</comment>', b"", xml, flags=re.S))
+    fidelity = inventory.report(inventory.of_source(legacy, "xls"), inventory.of_result(changed, "xls"))
+    assert fidelity["complete"] is False
+    lost = {entry["what"]: entry for entry in fidelity["lost"]}
+    assert lost["cells"]["detail"] == "1 formula result differs from the source; first: sheet 'Data' D1"
+    assert lost["comments"]["count"] == 1
+    assert "sheet 'Data' B2" in lost["comments"]["detail"]
+
+
+def test_numbers_compare_within_a_relative_tolerance(workbook, tmp_path):
+    legacy, results = workbook
+    part = _sheet_part(results["made"])
+    close = _rewrite(results["made"], tmp_path / "close.xlsx", part,
+                     lambda xml: xml.replace(b"<v>1.5</v>", b"<v>1.5000000000001</v>", 1))
+    far = _rewrite(results["made"], tmp_path / "far.xlsx", part,
+                   lambda xml: xml.replace(b"<v>1.5</v>", b"<v>1.50001</v>", 1))
+    source = inventory.of_source(legacy, "xls")
+    assert inventory.report(source, inventory.of_result(close, "xls"))["complete"] is True
+    assert inventory.report(source, inventory.of_result(far, "xls"))["complete"] is False
+
+
+def test_a_missing_sheet_and_unreadable_cells(workbook, tmp_path):
+    legacy, results = workbook
+    source = inventory.of_source(legacy, "xls")
+    without = _rewrite(results["made"], tmp_path / "without.xlsx", "xl/workbook.xml",
+                       lambda xml: re.sub(rb'<sheet name="Other"[^>]*/>', b"", xml))
+    fidelity = inventory.report(source, inventory.of_result(without, "xls"))
+    lost = {entry["what"]: entry for entry in fidelity["lost"]}
+    assert lost["sheets"]["detail"] == "1 of 2 sheets is missing: 'Other'"
+    assert lost["cells"]["detail"] == "2 cells of the source are missing; first: sheet 'Other' A1"
+    broken = _rewrite(results["made"], tmp_path / "broken.xlsx", _sheet_part(results["made"]),
+                      lambda xml: xml[:len(xml) // 2])
+    held = inventory.of_result(broken, "xls")
+    assert held.counts["cells"] is None and held.counts["sheets"] == 2
+    fidelity = inventory.report(source, held)
+    assert fidelity["complete"] is False
+    assert fidelity["counts"]["cells"] == {"source": 11, "result": None}
+    assert {"what": "cells", "count": 11, "detail": "the cells could not be read in the result"} in fidelity["lost"]
+
+
+def test_a_sheet_part_in_another_layout_reads_the_same(workbook, tmp_path):
+    """The regular expression takes LibreOffice's layout; a prefixed namespace goes through expat instead."""
+    legacy, results = workbook
+    part = _sheet_part(results["made"])
+
+    def prefixed(xml):
+        xml = re.sub(rb"<(/?)(?![?!])([A-Za-z][\w.-]*)([\s>/])", rb"<\1x:\2\3", xml)
+        xml = xml.replace(b"<x:worksheet xmlns=", b"<x:worksheet xmlns:x=")
+        return re.sub(rb"<x:(\w+):", rb"<\1:", re.sub(rb"</x:(\w+):", rb"</\1:", xml))
+
+    other = _rewrite(results["made"], tmp_path / "prefixed.xlsx", part, prefixed)
+    with zipfile.ZipFile(other) as package:
+        assert b"<x:c " in package.read(part)
+    plain, expat = inventory.of_result(results["made"], "xls"), inventory.of_result(other, "xls")
+    assert expat.cells == plain.cells and expat.formulas == plain.formulas
+    assert expat.counts == plain.counts
+
+
+def test_macros_kept_missing_and_removed_on_request(workbook, corpus, tmp_path):
+    _, results = workbook
+    source = inventory.of_source(corpus / "xls" / "SimpleMacro.xls", "xls")
+    assert source.counts["macros"] == 5
+    kept = inventory.report(source, inventory.of_result(results["SimpleMacro"], "xls"))
+    # LibreOffice's project drops the procedures' Attribute lines (description, shortcut key): the code is the same
+    assert kept["complete"] is True, kept["lost"]
+    assert kept["counts"]["macros"] == {"source": 5, "result": 5}
+    without = _rewrite(results["SimpleMacro"], tmp_path / "without.xlsm", "xl/vbaProject.bin", lambda _: b"")
+    result = inventory.of_result(without, "xls")
+    assert result.counts["macros"] == 0
+    lost = inventory.report(source, result)
+    assert lost["complete"] is False
+    assert lost["lost"] == [{"what": "macros", "count": 5, "detail": "5 of 5 VBA modules are missing: "
+                             + ", ".join(source.macros)}]
+    removed = inventory.report(source, result, macros_removed=True)
+    assert removed["complete"] is True
+    assert removed["lost"] == [{"what": "macros", "count": 5, "detail": "5 VBA modules removed on request"}]
+
+
+def test_charts_of_an_xls(workbook, corpus):
+    _, results = workbook
+    source = inventory.of_source(corpus / "xls" / "WithTwoCharts.xls", "xls")
+    result = inventory.of_result(results["WithTwoCharts"], "xls")
+    assert source.counts["charts"] == result.counts["charts"] == 2
+    assert inventory.report(source, result)["complete"] is True
+
+
+# --- corpus files, counts checked by hand -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, expected", [
+    ("xls/WithTwoCharts.xls", {"sheets": 3, "charts": 2, "cells": 24, "images": 0}),
+    ("xls/SimpleWithComments.xls", {"comments": 3, "sheets": 3}),
+    ("xls/36947.xls", {"comments": 129, "cells": 2507}),  # NOTE records, one per commented cell
+    ("xls/43902.xls", {"headers_footers": 6}),  # a header and a footer on each of 3 sheets
+    ("xls/resize_compare.xls", {"images": 1}),
+    ("xls/SimpleMacro.xls", {"macros": 5}),
+    ("doc/SimpleMacro.doc", {"macros": 2, "characters": 34, "images": 0}),
+    ("doc/testPictures.doc", {"images": 6}),  # six different pictures: jpeg, png, gif, wmf
+    ("doc/Bug47731.doc", {"embedded_objects": 4, "images": 0}),  # 4 EMBED fields; their previews are no images
+    ("doc/footnote.doc", {"comments": 1}),
+    ("doc/ThreeColHeadFoot.doc", {"headers_footers": 2}),
+    ("doc/Word95.doc", {"characters": 113, "images": None, "comments": None}),  # Word 95: only the text is read
+    ("ppt/ppt_with_embeded.ppt", {"slides": 1, "embedded_objects": 6}),
+    ("ppt/WithComments.ppt", {"comments": 1, "slides": 1}),
+    ("ppt/headers_footers.ppt", {"headers_footers": 3}),  # date, slide number and footer
+    ("ppt/numbers2.ppt", {"images": 1}),  # 7 more pictures sit on masters no slide uses
+    ("ppt/57272_corrupted_usereditatom.ppt", {"slides": 6}),  # found again through the persist directories
+    ("ppt/basic_test_ppt_file.ppt", {"slides": 2, "notes": 2}),
+    ("ppt/SimpleMacro.ppt", {"macros": 1}),
+])
+def test_corpus_counts(corpus, name, expected):
+    kind = name.split("/")[0]
+    counts = inventory.of_source(corpus / name, kind).counts
+    assert set(counts) == set(inventory.KINDS[kind])
+    assert {what: counts[what] for what in expected} == expected
+
+
+@pytest.mark.parametrize("name", ["ppt/Password_Protected-hello.ppt", "doc/password_password_cryptoapi.doc"])
+def test_encrypted_sources_are_unknown(corpus, name):
+    kind = name.split("/")[0]
+    counts = inventory.of_source(corpus / name, kind).counts
+    assert all(counts[what] is None for what in counts if what != "macros")
+
+
+# --- results made by python-docx and python-pptx ----------------------------------------------------------------
+
+def _png(size=(4, 3), color=(200, 20, 20)):
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, "PNG")
+    buffer.seek(0)
+    return buffer
+
+
+def test_docx_result_counts(tmp_path):
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Hello world")
+    document.add_picture(_png())
+    document.add_picture(_png(color=(0, 0, 255)))
+    document.sections[0].header.paragraphs[0].text = "Top"
+    document.save(tmp_path / "made.docx")
+    held = inventory.of_result(tmp_path / "made.docx", "doc")
+    assert held.counts == {"characters": 10, "images": 2, "embedded_objects": 0, "comments": 0,
+                           "headers_footers": 1, "macros": 0}
+    assert held.text == inventory._characters("Helloworld")
+
+
+def test_pptx_result_counts(tmp_path):
+    import pptx
+
+    deck = pptx.Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[1])
+    first.shapes.title.text = "First slide"
+    first.shapes.add_picture(_png(), 0, 0)
+    first.notes_slide.notes_text_frame.text = "say this"
+    deck.slides.add_slide(deck.slide_layouts[6])
+    deck.save(tmp_path / "made.pptx")
+    counts = inventory.of_result(tmp_path / "made.pptx", "ppt").counts
+    assert counts == {"slides": 2, "notes": 1, "characters": 10, "images": 1, "embedded_objects": 0,
+                      "comments": 0, "headers_footers": 0, "macros": 0}
+
+
+def test_characters_compare_as_a_multiset_with_a_tolerance(corpus, tmp_path):
+    import docx
+
+    source = inventory.of_source(corpus / "doc" / "SimpleMacro.doc", "doc")
+    text = "".join(char * count for char, count in sorted(source.text.items()))
+    for name, written in (("same", text), ("short", text[:-8]), ("shorter", text[:-9])):
+        document = docx.Document()
+        document.add_paragraph(written)
+        document.save(tmp_path / f"{name}.docx")
+    same = inventory.report(source, inventory.of_result(tmp_path / "same.docx", "doc"))
+    assert same["counts"]["characters"] == {"source": 34, "result": 34}
+    assert [entry["what"] for entry in same["lost"]] == ["macros"]  # python-docx wrote no VBA project
+    short = inventory.report(source, inventory.of_result(tmp_path / "short.docx", "doc"))
+    assert short["counts"]["characters"] == {"source": 34, "result": 26}
+    assert [entry["what"] for entry in short["lost"]] == ["macros"]  # 8 missing: within the tolerance
+    shorter = inventory.report(source, inventory.of_result(tmp_path / "shorter.docx", "doc"))
+    assert [entry["what"] for entry in shorter["lost"]] == ["characters", "macros"]
+    assert shorter["lost"][0]["count"] == 9
+
+
+# --- damaged input ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
+def test_not_an_office_file(tmp_path, kind):
+    junk = tmp_path / f"junk.{kind}"
+    junk.write_bytes(bytes(random.Random(kind).randrange(256) for _ in range(5000)))
+    source, result = inventory.of_source(junk, kind), inventory.of_result(junk, kind)
+    assert all(value is None for what, value in source.counts.items() if what != "macros")
+    assert all(value is None for what, value in result.counts.items() if what != "macros")
+    assert inventory.report(source, result) == {
+        "complete": True, "lost": [],
+        "counts": {what: {"source": source.counts[what], "result": result.counts[what]}
+                   for what in inventory.KINDS[kind]}}
+
+
+def test_an_unreadable_result_loses_what_the_source_holds(corpus, tmp_path):
+    source = inventory.of_source(corpus / "ppt" / "WithComments.ppt", "ppt")
+    junk = tmp_path / "junk.pptx"
+    junk.write_bytes(b"PK\x03\x04 not really a zip")
+    fidelity = inventory.report(source, inventory.of_result(junk, "ppt"))
+    assert fidelity["complete"] is False
+    assert {entry["what"] for entry in fidelity["lost"]} == {"slides", "characters", "comments"}
+
+
+def test_a_member_that_inflates_past_its_declared_size(workbook, tmp_path):
+    _, results = workbook
+    part = _sheet_part(results["made"])
+    data = bytearray(results["made"].read_bytes())
+    with zipfile.ZipFile(results["made"]) as package:
+        info = package.getinfo(part)
+    # shrink the uncompressed size that the central directory declares for the sheet
+    entry = data.rfind(b"PK\x01\x02", 0, data.rfind(part.encode()))
+    assert int.from_bytes(data[entry + 24:entry + 28], "little") == info.file_size
+    data[entry + 24:entry + 28] = (info.file_size // 2).to_bytes(4, "little")
+    lying = tmp_path / "lying.xlsx"
+    lying.write_bytes(bytes(data))
+    held = inventory.of_result(lying, "xls")
+    assert held.counts["cells"] is None
+    assert held.counts["sheets"] == 2
+
+
+@pytest.mark.parametrize("kind, names", [
+    ("doc", ["testPictures.doc", "Bug47731.doc", "ProblemExtracting.doc", "Word95.doc"]),
+    ("xls", ["36947.xls", "WithTwoCharts.xls", "resize_compare.xls"]),
+    ("ppt", ["ppt_with_embeded.ppt", "customGeo.ppt", "headers_footers.ppt"]),
+])
+def test_damaged_sources_never_raise(corpus, tmp_path, kind, names):
+    """Cut short and scribbled over, the corpus's files still give an inventory, fast."""
+    rng = random.Random(kind)
+    for name in names:
+        original = (corpus / kind / name).read_bytes()
+        for attempt in range(12):
+            data = bytearray(original[:len(original) * (attempt + 4) // 16] if attempt % 3 == 0 else original)
+            for _ in range(1 + attempt * 4):
+                position = rng.randrange(512, len(data))
+                data[position:position + 4] = rng.randbytes(4)
+            damaged = tmp_path / f"damaged.{kind}"
+            damaged.write_bytes(bytes(data))
+            started = time.monotonic()
+            source = inventory.of_source(damaged, kind)
+            inventory.report(source, source)
+            assert set(source.counts) == set(inventory.KINDS[kind])
+            assert time.monotonic() - started < 5
+
+
+def test_the_report_of_a_copy_is_complete(corpus, tmp_path):
+    """A source compared with its own counts: the report machinery itself reports nothing lost."""
+    for kind, name in (("doc", "testPictures.doc"), ("ppt", "customGeo.ppt")):
+        source = inventory.of_source(corpus / kind / name, kind)
+        assert inventory.report(source, source) == {
+            "complete": True, "lost": [],
+            "counts": {what: {"source": n, "result": n} for what, n in source.counts.items()}}
+
+
+def test_soffice_is_there():
+    assert shutil.which("soffice"), "LibreOffice's soffice is needed to make the .xls these tests read"
