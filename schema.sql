@@ -51,6 +51,9 @@ CREATE TABLE IF NOT EXISTS conversions (
     error_code TEXT,
     error_message TEXT,
     detected_format TEXT,                 -- what LibreOffice recognised in the upload (formats.detected_format)
+    macros TEXT NOT NULL DEFAULT 'keep' CHECK (macros IN ('keep', 'remove')),  -- the client's choice for a VBA project
+    result_extension TEXT,                -- docx, docm, ...: the result's type (a VBA project makes it macro-enabled)
+    fidelity TEXT,                        -- JSON: what the source holds against what the result holds
     created_at TEXT NOT NULL,
     started_at TEXT,
     finished_at TEXT,

@@ -9,27 +9,62 @@ from pathlib import PurePosixPath
 
 
 @dataclass(frozen=True)
+class Target:
+    """One OOXML type a legacy file converts to: plain, or its macro-enabled sibling."""
+    extension: str        # of the result: docx, docm, ...
+    media_type: str       # the result's Content-Type
+    export_filter: str    # LibreOffice's filter that writes it
+
+
+@dataclass(frozen=True)
 class Format:
     kind: str             # the legacy extension without its dot, stored on the task row
     name: str             # the program, for messages
     family: str           # LibreOffice's document family that must be found in the file
-    target: str           # the OOXML extension of the result
-    media_type: str       # the result's Content-Type
-    export_filter: str    # LibreOffice's filter that writes the target
-    main_part: str        # the part every package of the target holds
+    plain: Target         # what a file without macros (or with macros removed on request) becomes
+    macro_enabled: Target  # what a file with a VBA project becomes, its modules kept
+    main_part: str        # the part every package of either target holds
+
+    @property
+    def target(self):
+        return self.plain.extension
+
+    @property
+    def media_type(self):
+        return self.plain.media_type
+
+    @property
+    def export_filter(self):
+        return self.plain.export_filter
+
+    def result(self, macros):
+        """The Target of a result that carries a VBA project (``macros``) or not."""
+        return self.macro_enabled if macros else self.plain
 
 
 FORMATS = {f.kind: f for f in (
-    Format("doc", "Word", "writer", "docx",
-           "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "MS Word 2007 XML",
+    Format("doc", "Word", "writer",
+           Target("docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                  "MS Word 2007 XML"),
+           Target("docm", "application/vnd.ms-word.document.macroEnabled.12", "MS Word 2007 XML VBA"),
            "word/document.xml"),
-    Format("xls", "Excel", "calc", "xlsx",
-           "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "Calc MS Excel 2007 XML",
+    Format("xls", "Excel", "calc",
+           Target("xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                  "Calc MS Excel 2007 XML"),
+           Target("xlsm", "application/vnd.ms-excel.sheet.macroEnabled.12", "Calc MS Excel 2007 VBA XML"),
            "xl/workbook.xml"),
-    Format("ppt", "PowerPoint", "impress", "pptx",
-           "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-           "Impress MS PowerPoint 2007 XML", "ppt/presentation.xml"),
+    Format("ppt", "PowerPoint", "impress",
+           Target("pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+                  "Impress MS PowerPoint 2007 XML"),
+           # LibreOffice writes an empty VBA project here: the engine puts the source's own in (``vba.py``)
+           Target("pptm", "application/vnd.ms-powerpoint.presentation.macroEnabled.12",
+                  "Impress MS PowerPoint 2007 XML VBA"),
+           "ppt/presentation.xml"),
 )}
+# every result extension -> its Content-Type
+MEDIA_TYPES = {t.extension: t.media_type for f in FORMATS.values() for t in (f.plain, f.macro_enabled)}
+# the result extension -> the legacy kind it comes from
+KIND_OF_RESULT = {t.extension: f.kind for f in FORMATS.values() for t in (f.plain, f.macro_enabled)}
 
 
 def by_filename(filename):
@@ -37,10 +72,11 @@ def by_filename(filename):
     return FORMATS.get(PurePosixPath(filename.lower()).suffix.lstrip("."))
 
 
-def target_name(filename):
-    """``report.DOC`` -> ``report.docx``; None for a name docshift does not convert."""
+def target_name(filename, extension=None):
+    """``report.DOC`` -> ``report.docx`` (or ``report.docm`` with that ``extension``); None for a name docshift
+    does not convert."""
     found = by_filename(filename)
-    return f"{PurePosixPath(filename).stem}.{found.target}" if found else None
+    return f"{PurePosixPath(filename).stem or 'converted'}.{extension or found.target}" if found else None
 
 
 # LibreOffice's type names (its TypeDetection registry) -> the stable short name a task shows as

@@ -17,7 +17,7 @@ log = logging.getLogger("docshift.storage")
 
 
 def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idempotency_key=None,
-                max_unfinished=None):
+                max_unfinished=None, macros="keep"):
     """Store the input, then commit its QUEUED task row; returns the row.
 
     When the row cannot be committed (the database is down; an identical request with the
@@ -27,7 +27,8 @@ def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idem
     """
     task = {"id": db.new_id("tsk"), "account_id": account_id, "status": "QUEUED",
             "source_filename": filename, "source_type": kind, "source_size": len(data),
-            "source_sha256": sha256, "idempotency_key": idempotency_key, "created_at": db.iso(db.now())}
+            "source_sha256": sha256, "idempotency_key": idempotency_key, "macros": macros,
+            "created_at": db.iso(db.now())}
     objects.put_input(task["id"], data)
     try:
         db.create_task(conn, task, max_unfinished)

@@ -8,6 +8,7 @@ allowance between a read and a write.
 import calendar
 import functools
 import inspect
+import json
 import os
 import secrets
 import sqlite3
@@ -117,7 +118,12 @@ class Pool:
 
 
 # columns added after the first release: CREATE TABLE IF NOT EXISTS leaves an older table as it was
-ADDED_COLUMNS = {"conversions": {"detected_format": "TEXT"}}
+ADDED_COLUMNS = {"conversions": {
+    "detected_format": "TEXT",
+    "macros": "TEXT NOT NULL DEFAULT 'keep' CHECK (macros IN ('keep', 'remove'))",
+    "result_extension": "TEXT",
+    "fidelity": "TEXT",
+}}
 
 
 def init(db):
@@ -387,7 +393,8 @@ def release(db, task_id, lease):
                       [task_id, *params]).rowcount == 1
 
 
-def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None, lease=None, detected_format=None):
+def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None, lease=None, detected_format=None,
+                   result_extension=None, fidelity=None):
     """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
 
     ``INCLUDED`` while the period's included count is below the plan's quota,
@@ -413,6 +420,7 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None,
             "result_size": result_size, "finished_at": iso(at),
             "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
             "error_code": None, "error_message": None, "detected_format": detected_format,
+            "result_extension": result_extension, "fidelity": json.dumps(fidelity) if fidelity is not None else None,
         })
     return billing
 

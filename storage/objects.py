@@ -23,7 +23,7 @@ from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.exceptions import NewConnectionError
 
 from docshift.errors import StoreUnavailable
-from docshift.formats import FORMATS
+from docshift.formats import MEDIA_TYPES
 
 log = logging.getLogger("docshift.objects")
 
@@ -34,8 +34,6 @@ BACKSTOP = [
          expiration=Expiration(days=1))
     for prefix in ("inputs/", "results/")
 ]
-
-OOXML_TYPES = {f.target: f.media_type for f in FORMATS.values()}
 
 CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES = 3, 60, 2
 # the longest one call can take before it answers or raises: every try waits its full timeouts
@@ -135,7 +133,7 @@ class ObjectStore:
     @_domain_errors
     def put_result(self, task_id, path, extension):
         self.client.fput_object(self.bucket, _result_key(task_id), str(path),
-                                content_type=OOXML_TYPES[extension])
+                                content_type=MEDIA_TYPES[extension])
 
     def presign_result(self, task_id, disposition, extension, expires_in):
         """A fresh GET link for the result, served with ``disposition`` and the OOXML type."""
@@ -143,7 +141,7 @@ class ObjectStore:
             self.bucket, _result_key(task_id), expires=timedelta(seconds=expires_in),
             response_headers={
                 "response-content-disposition": disposition,
-                "response-content-type": OOXML_TYPES[extension],
+                "response-content-type": MEDIA_TYPES[extension],
             })
 
     @_domain_errors

@@ -11,7 +11,8 @@ import pytest
 import requests
 from conftest import DOC_PARAGRAPHS, PPT_TITLES, XLS_SHEETS
 
-from docshift.storage.objects import OOXML_TYPES, ObjectStore
+from docshift.formats import MEDIA_TYPES
+from docshift.storage.objects import ObjectStore
 
 
 def _check_content(kind, data):
@@ -52,7 +53,7 @@ def test_round_trip_keeps_content(live, key, legacy, kind, extension):
 
     download = requests.get(task["download_url"], timeout=10)  # no Authorization
     assert download.status_code == 200
-    assert download.headers["Content-Type"] == OOXML_TYPES[extension]
+    assert download.headers["Content-Type"] == MEDIA_TYPES[extension]
     assert download.headers["Content-Disposition"] == \
         f'attachment; filename="{legacy[kind].stem}.{extension}"'
     assert len(download.content) == task["result_size"]

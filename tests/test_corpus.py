@@ -10,6 +10,7 @@
 """
 
 import importlib.util
+import json
 import random
 import zipfile
 from pathlib import Path
@@ -20,6 +21,7 @@ import requests
 from conftest import post_file, register
 from msoffcrypto import OfficeFile
 
+from docshift.engine import inventory, vba
 from docshift.engine.convert import content_lost
 from docshift.formats import FORMATS
 from docshift.storage import db
@@ -69,6 +71,30 @@ def taken_for_text(path, cold_content):
         cold_content.get("sheets") == [path.stem[:31]]
 
 
+# parts a plain soffice keeps that ours must keep too (cells, characters and macros are checked against the source)
+PARTS = ("sheets", "slides", "notes", "images", "embedded_objects", "charts", "comments", "headers_footers")
+
+
+def check_fidelity(path, result, cold_result, fidelity):
+    """Our result keeps every part the cold soffice's keeps, every VBA module (olevba) and every stored cell
+    value (xlrd), or the report names the difference; a report that says complete has nothing lost."""
+    kind = reference.kind(path)
+    source, ours, theirs = (inventory.of_source(path, kind), inventory.of_result(result, kind),
+                            inventory.of_result(cold_result, kind))
+    for what in PARTS:
+        if theirs.counts.get(what) is not None:
+            assert (ours.counts.get(what) or 0) >= theirs.counts[what], (what, ours.counts, theirs.counts)
+    modules = vba.modules(path)
+    if modules:
+        assert set(vba.modules(result)) == set(modules), "every VBA module is kept"
+    independent = inventory.report(source, ours)
+    assert fidelity == independent
+    if source.counts.get("cells"):
+        cells = fidelity["counts"]["cells"]
+        assert cells["result"] == cells["source"] or any(loss["what"] == "cells" for loss in fidelity["lost"])
+    assert fidelity["complete"] == (not fidelity["lost"])
+
+
 def test_the_corpus_is_there():
     assert len(FILES) >= 250, f"the compatibility corpus is missing or short at ../shared/corpus ({len(FILES)} files)"
 
@@ -94,6 +120,7 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
     elif expected is not None:
         assert task["status"] == "SUCCEEDED", f"a cold soffice converts it: {outcome} {task['error_message']}"
         assert ours is not None and content_lost(expected, ours) is None, (content_lost(expected, ours), ours)
+        check_fidelity(path, tmp_path / "ours", cold.result(path)[1], json.loads(task["fidelity"]))
     elif encrypted(path):
         assert outcome[:2] == ("FAILED", "encrypted_document"), outcome
     else:

@@ -22,8 +22,9 @@ def test_document_is_valid_openapi_3(client):
 def test_document_covers_every_endpoint_header_and_error(client):
     document = client.get("/v1/openapi.json").get_json()
     post = document["paths"]["/v1/conversions"]["post"]
-    assert [p["name"] for p in post["parameters"]] == ["Idempotency-Key"]
+    assert [(p["in"], p["name"]) for p in post["parameters"]] == [("header", "Idempotency-Key"), ("query", "macros")]
     assert "0x21-0x7E" in post["parameters"][0]["description"]
+    assert post["parameters"][1]["schema"]["enum"] == ["keep", "remove"]
     assert set(post["responses"]["202"]["headers"]) == {"Location", "Idempotent-Replayed"}
     assert set(post["responses"]) == {"202", "400", "401", "403", "413", "415", "422", "429", "503"}
     assert "Retry-After" in post["responses"]["429"]["headers"]
@@ -35,7 +36,10 @@ def test_document_covers_every_endpoint_header_and_error(client):
     assert document["paths"]["/v1/openapi.json"]["get"]["security"] == []
     # the schemas are the ones the views serialise with
     task = document["components"]["schemas"]["Task"]["properties"]
-    assert {"task_id", "status", "download_url", "download_expires_in", "billing_class", "error"} <= set(task)
+    assert {"task_id", "status", "download_url", "download_expires_in", "billing_class", "error", "result_filename",
+            "fidelity"} <= set(task)
+    fidelity = document["components"]["schemas"]["Fidelity"]
+    assert set(fidelity["required"]) == {"complete", "counts", "lost"}
 
 
 def test_docs_page_serves_its_own_assets(client):

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from docshift.engine import ooxml, precheck
+from docshift.engine import inventory, ooxml, precheck, stored, vba
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
@@ -39,20 +39,29 @@ INVALID = "The converted file failed validation"
 class Converted:
     path: Path              # the checked OOXML file
     detected_format: str    # what LibreOffice recognised in the source (``formats.detected_format``)
+    extension: str = ""     # the result's type: docx, docm, ...
+    fidelity: dict | None = None  # ``inventory.report``: what the source holds against what the result holds
 
 
-def convert(office, source, kind, workdir, timeout, task_id=None):
+def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep"):
     """Convert ``source`` on ``office``; returns the checked result as :class:`Converted`.
 
-    A crash of LibreOffice is retried once on a fresh process; a second one fails.
+    A source with a VBA project becomes the macro-enabled type with its modules, unless ``macros`` is
+    ``"remove"``. A crash of LibreOffice is retried once on a fresh process; a second one fails.
     """
-    extension, export_filter = FORMATS[kind].target, FORMATS[kind].export_filter
+    carries_macros = vba.has_project(source, kind)
+    project = None
+    if carries_macros and macros == "keep" and kind == "ppt":
+        # LibreOffice writes an empty project into a .pptm: the source's own goes in after the export
+        project = vba.ppt_project(source)
+    keep_macros = carries_macros and macros == "keep" and (kind != "ppt" or project is not None)
+    target = FORMATS[kind].result(keep_macros)
     for attempt in (1, 2):
         # a killed LibreOffice leaves a partial file and its lock behind: start clean
-        result = Path(workdir) / f"attempt-{attempt}" / f"result.{extension}"
+        result = Path(workdir) / f"attempt-{attempt}" / f"result.{target.extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
         try:
-            report = office.convert(source, result, export_filter, timeout, task_id)
+            report = office.convert(source, result, target.export_filter, timeout, task_id)
             break
         except OfficeTimeout:
             raise ConversionFailed("conversion_timeout", f"The conversion took longer than {timeout} s.")
@@ -73,9 +82,16 @@ def convert(office, source, kind, workdir, timeout, task_id=None):
         raise not_loaded(source)
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed("conversion_failed", "LibreOffice produced no output.")
+    if project is not None:
+        vba.insert_project(result, project)
     check_package(result, kind)
     check_content(report["loaded"], ooxml.facts(result, kind), source)
-    return Converted(result, found)
+    # what the legacy file itself holds, not what LibreOffice loaded: a part dropped on load shows too
+    holds, held = inventory.of_source(source, kind), inventory.of_result(result, kind)
+    if kind == "xls" and stored.restore(result, holds, held):
+        held = inventory.of_result(result, kind)
+    fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == "remove")
+    return Converted(result, found, target.extension, fidelity)
 
 
 def not_loaded(source):

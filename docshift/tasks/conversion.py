@@ -17,7 +17,6 @@ from pathlib import Path
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
 from docshift.errors import ConversionFailed, StorageUnavailable
-from docshift.formats import FORMATS
 from docshift.storage import db
 from docshift.storage.objects import LONGEST_CALL
 
@@ -69,6 +68,8 @@ class Outcome:
     code: str | None = None     # FAILED: the documented error code
     message: str | None = None
     detected_format: str | None = None  # what LibreOffice recognised in the upload
+    extension: str | None = None  # SUCCEEDED: the result's type (docx, docm, ...)
+    fidelity: dict | None = None  # SUCCEEDED: what the source holds against what the result holds
     outage: bool = False        # RETRY because storage stayed away, not because of the file
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
@@ -90,11 +91,11 @@ def _run(task, account, conn, objects, config, office):
         outcome = Outcome("FAILED", code="subscription_inactive",
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
-        outcome = convert_task(task["id"], task["source_type"], objects, config, office)
+        outcome = convert_task(task["id"], task["source_type"], objects, config, office, task["macros"])
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def convert_task(task_id, kind, objects, config, office):
+def convert_task(task_id, kind, objects, config, office, macros="keep"):
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome."""
     patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
@@ -106,10 +107,11 @@ def convert_task(task_id, kind, objects, config, office):
             source = Path(tmp) / f"input.{kind}"
             patiently(objects.fetch_input, task_id, source)
             precheck.check(source)
-            converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id)
+            converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id, macros)
             size = converted.path.stat().st_size
-            patiently(objects.put_result, task_id, converted.path, FORMATS[kind].target)
-        outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format)
+            patiently(objects.put_result, task_id, converted.path, converted.extension)
+        outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format,
+                          extension=converted.extension, fidelity=converted.fidelity)
     except ConversionFailed as failure:
         log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
         outcome = Outcome("FAILED", code=failure.code, message=failure.message,
@@ -134,7 +136,8 @@ def apply_outcome(conn, objects, config, task, outcome):
         _quietly(db.add_tally, conn, "libreoffice_restarts", outcome.restarts)
     if outcome.status == "SUCCEEDED":
         billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
-                            config["PLAN_QUOTAS"], lease=lease, detected_format=outcome.detected_format)
+                            config["PLAN_QUOTAS"], lease=lease, detected_format=outcome.detected_format,
+                            result_extension=outcome.extension, fidelity=outcome.fidelity)
         if billing is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
             return None

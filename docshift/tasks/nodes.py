@@ -102,8 +102,8 @@ class Coordinator:
                         "FAILED", code="subscription_inactive",
                         message="The subscription became inactive before the conversion ran; not billed."))
                     continue
-                self.jobs.send({"task_id": task["id"], "kind": task["source_type"], "holder": holder,
-                                "attempt": task["attempts"]})
+                self.jobs.send({"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"],
+                                "holder": holder, "attempt": task["attempts"]})
                 sent += 1
                 free -= 1
             return sent
@@ -140,7 +140,7 @@ class Node:
         self.registry.running(job["holder"], self.name)
         try:
             outcome = convert_task(job["task_id"], job["kind"], self.worker.store(), self.config,
-                                   self.worker.office())
+                                   self.worker.office(), job.get("macros", "keep"))
             self.queue.report({"task_id": job["task_id"], "holder": job["holder"], "attempt": job["attempt"],
                                **asdict(outcome)})
         finally:

@@ -1,6 +1,7 @@
 """API v1: submit a conversion, poll it, check usage."""
 
 import hashlib
+import json
 import logging
 import re
 import unicodedata
@@ -63,6 +64,7 @@ def authenticated_account():
 @bp.post("/conversions")
 def submit():
     idempotency_key = _idempotency_key()
+    macros = _macros()
     upload = _single_file()
     filename = clean_filename(upload.filename or "")
     found = formats.by_filename(filename)
@@ -81,7 +83,7 @@ def submit():
     if idempotency_key:
         existing = db.task_by_idempotency_key(conn, account["id"], idempotency_key)
         if existing:
-            return _replay(existing, digest, filename)
+            return _replay(existing, digest, filename, macros)
 
     cap = int(current_app.config["MAX_PENDING_TASKS"])
     if db.unfinished_count(conn, account["id"]) >= cap:  # refused before anything is stored
@@ -89,10 +91,10 @@ def submit():
     try:
         task = storage.submit_task(conn, get_store(), account_id=account["id"], filename=filename,
                                    kind=found.kind, data=data, sha256=digest, idempotency_key=idempotency_key,
-                                   max_unfinished=cap)
+                                   max_unfinished=cap, macros=macros)
     except IdempotencyKeyTaken:
         # an identical request committed first: ours is undone, theirs is the answer
-        return _replay(db.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename)
+        return _replay(db.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename, macros)
     except TooManyUnfinished:
         raise _too_many(cap) from None  # a racing submission took the last place; ours is undone
 
@@ -120,6 +122,14 @@ def _idempotency_key():
         raise InvalidRequest(schemas.IDEMPOTENCY_KEY_RULE) from error
 
 
+def _macros():
+    try:
+        return schemas.SubmissionQuery().load({"macros": request.args["macros"]} if "macros" in request.args
+                                              else {})["macros"]
+    except ValidationError as error:
+        raise InvalidRequest(schemas.MACROS_RULE) from error
+
+
 def _single_file():
     if request.mimetype != "multipart/form-data":
         raise InvalidRequest("Send the file as multipart/form-data with one part named 'file'.")
@@ -129,10 +139,13 @@ def _single_file():
     return files["file"]
 
 
-def _replay(task, digest, filename):
+def _replay(task, digest, filename, macros):
     if task["source_sha256"] != digest or task["source_filename"] != filename:
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with another file; use a new key per file.")
+    if task["macros"] != macros:
+        raise IdempotencyConflict(
+            f"This Idempotency-Key was already used with macros={task['macros']}; use a new key to change it.")
     return _submission(task, replay=True)
 
 
@@ -164,10 +177,13 @@ def task_view(row):
     view = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
             "created_at": row["created_at"]}
     if status in ("SUCCEEDED", "EXPIRED"):
+        extension = row["result_extension"] or formats.FORMATS[row["source_type"]].target
         view.update(billing_class=row["billing_class"], result_size=row["result_size"],
+                    result_filename=result_filename(row["source_filename"], extension),
                     result_expires_at=row["result_expires_at"])
+        if row["fidelity"]:
+            view["fidelity"] = json.loads(row["fidelity"])
     if status == "SUCCEEDED":
-        extension = formats.FORMATS[row["source_type"]].target
         expires_in = current_app.config["DOWNLOAD_EXPIRES_IN"]
         view["download_url"] = get_store().presign_result(
             row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)
@@ -213,9 +229,14 @@ def clean_filename(name):
     return name
 
 
+def result_filename(source_filename, extension):
+    """``<source stem>.<extension>``: what the result is called, in the view and in its download."""
+    return f"{PurePosixPath(source_filename).stem or 'converted'}.{extension}"
+
+
 def content_disposition(source_filename, extension):
-    """``attachment; filename="<stem>.<ext>"``; non-ASCII names add an RFC 6266 ``filename*``."""
-    name = f"{PurePosixPath(source_filename).stem or 'converted'}.{extension}"
+    """``attachment; filename="<result_filename>"``; non-ASCII names add an RFC 6266 ``filename*``."""
+    name = result_filename(source_filename, extension)
     ascii_name = name.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_")
     value = f'attachment; filename="{ascii_name}"'
     if ascii_name != name:

@@ -12,13 +12,14 @@ from docshift.web import schemas
 bp = Blueprint("openapi", __name__)
 
 PROBLEMS = {
-    400: ("invalid_request", "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart."),
+    400: ("invalid_request", "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
+                             "`macros` other than keep or remove."),
     401: ("missing_api_key, invalid_api_key", "No or malformed Authorization; an unknown, mistyped or rotated key."),
     403: ("subscription_pending_or_inactive", "The subscription is pending or inactive."),
     404: ("task_not_found", "No such task for this account (another account's task is not revealed)."),
     413: ("file_too_large", "The file is over 4 MiB (4,194,304 bytes)."),
     415: ("unsupported_file_type", "The file name does not end in .doc, .xls or .ppt."),
-    422: ("idempotency_conflict", "The Idempotency-Key was used with another file or name."),
+    422: ("idempotency_conflict", "The Idempotency-Key was used with another file, name or `macros`."),
     429: ("too_many_tasks", "The account already has `DOCSHIFT_MAX_PENDING_TASKS` (default 100) tasks queued or "
                             "processing; nothing was stored. Retry after `Retry-After` seconds."),
     503: ("service_unavailable", "The object store or the database is not answering; retry."),
@@ -55,7 +56,8 @@ def document(base_url):
                        "the same key with the same file bytes and name returns the original task "
                        "(`idempotent_replay: true`, header `Idempotent-Replayed: true`) and is never "
                        "charged twice; keys are kept 24 hours.",
-        "parameters": [{"in": "header", "schema": schemas.SubmissionHeaders}],
+        "parameters": [{"in": "header", "schema": schemas.SubmissionHeaders},
+                       {"in": "query", "schema": schemas.SubmissionQuery}],
         "requestBody": {"required": True, "content": {"multipart/form-data": {
             "schema": {"type": "object", "required": ["file"], "additionalProperties": False,
                        "properties": {"file": {"type": "string", "format": "binary",

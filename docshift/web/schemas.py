@@ -20,6 +20,19 @@ class SubmissionHeaders(Schema):
                                  "account, kept 24 hours; one value per source file."})
 
 
+MACRO_CHOICES = ["keep", "remove"]
+MACROS_RULE = "macros must be 'keep' (the default) or 'remove'."
+
+
+class SubmissionQuery(Schema):
+    macros = fields.String(
+        load_default="keep", validate=validate.OneOf(MACRO_CHOICES, error=MACROS_RULE),
+        metadata={"description": "What becomes of a VBA project in the source: `keep` (the default) converts it to "
+                                 "the macro-enabled type (.docm, .xlsm, .pptm) with every module; `remove` gives "
+                                 "the plain type and the fidelity report says so. Macros are never run. Part of "
+                                 "what an Idempotency-Key replays."})
+
+
 class Submission(Schema):
     task_id = fields.String(required=True)
     status = fields.String(required=True, validate=validate.OneOf(STATUSES))
@@ -32,6 +45,36 @@ class TaskError(Schema):
     message = fields.String(required=True)
 
 
+FIDELITY_PARTS = ["sheets", "cells", "slides", "notes", "characters", "images", "embedded_objects", "charts",
+                  "comments", "headers_footers", "macros"]
+
+
+class PartCount(Schema):
+    source = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "How many the legacy file holds, counted from the file itself; null where it could not be "
+                       "read."})
+    result = fields.Integer(required=True, allow_none=True, metadata={
+        "description": "How many of them the result holds (for cells: how many are equal in the result)."})
+
+
+class Loss(Schema):
+    what = fields.String(required=True, validate=validate.OneOf(FIDELITY_PARTS))
+    count = fields.Integer(required=True)
+    detail = fields.String(required=True, metadata={
+        "example": "14 formula results differ from the source; first: sheet 'b' B1"})
+
+
+class Fidelity(Schema):
+    complete = fields.Boolean(required=True, metadata={
+        "description": "False whenever anything the source holds is missing or changed in the result."})
+    counts = fields.Dict(keys=fields.String(validate=validate.OneOf(FIDELITY_PARTS)), values=fields.Nested(PartCount),
+                         required=True, metadata={"description": f"Per part ({', '.join(FIDELITY_PARTS)}), those "
+                                                                 "that apply to the file's type."})
+    lost = fields.List(fields.Nested(Loss), required=True, metadata={
+        "description": "Each part missing or changed, how many, and where. Macros removed on request are listed "
+                       "here too, without making the result incomplete."})
+
+
 class Task(Schema):
     task_id = fields.String(required=True)
     status = fields.String(required=True, validate=validate.OneOf(STATUSES))
@@ -39,6 +82,11 @@ class Task(Schema):
     created_at = fields.String(required=True)
     billing_class = fields.String(validate=validate.OneOf(["INCLUDED", "OVERAGE"]))
     result_size = fields.Integer()
+    result_filename = fields.String(metadata={
+        "description": "`<source stem>.<docx|xlsx|pptx|docm|xlsm|pptm>`: the macro-enabled type when the source "
+                       "carries a VBA project kept in the result.", "example": "report.docm"})
+    fidelity = fields.Nested(Fidelity, metadata={
+        "description": "SUCCEEDED and EXPIRED: what the source holds against what the result holds."})
     download_url = fields.Url()
     download_expires_in = fields.Integer()
     result_expires_at = fields.String()

@@ -1,0 +1,228 @@
+"""No silent loss: embedded objects, charts, macros and stored formula results reach the result, and the
+fidelity report says what did not, counted from the legacy file itself.
+
+Made here: a .doc with an embedded sheet, an .xls with a chart, a .ppt with an embedded workbook.
+Read from ``../shared/corpus``: files with VBA projects of each type and VBA user-defined functions.
+"""
+
+import io
+import subprocess
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pptx
+import pytest
+import requests
+from conftest import ROOT
+
+from docshift.engine import convert, inventory, vba
+from docshift.engine.office import PROFILE_SETTINGS, Office
+from docshift.formats import MEDIA_TYPES
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+MACRO_FILES = {"doc": CORPUS / "doc" / "SimpleMacro.doc", "xls": CORPUS / "xls" / "SimpleMacro.xls",
+               "ppt": CORPUS / "ppt" / "SimpleMacro.ppt"}
+# each calls a VBA user-defined function, whose result LibreOffice cannot recompute
+UDF_FILES = [CORPUS / "xls" / "27852.xls", CORPUS / "xls" / "30070.xls"]
+SHEET_IN_DOC = (
+    '<?xml version="1.0" encoding="UTF-8"?><office:document '
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+    'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
+    'office:mimetype="application/vnd.oasis.opendocument.text"><office:body><office:text>'
+    '<text:p>A sheet follows.</text:p><text:p><draw:frame draw:name="Sheet" text:anchor-type="as-char" '
+    'svg:width="6cm" svg:height="2cm"><draw:object><office:document office:version="1.2" '
+    'office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
+    '<table:table table:name="Inner"><table:table-row><table:table-cell office:value-type="float" '
+    'office:value="42"><text:p>42</text:p></table:table-cell></table:table-row></table:table>'
+    '</office:spreadsheet></office:body></office:document></draw:object></draw:frame></text:p>'
+    '<text:p>After the sheet.</text:p></office:text></office:body></office:document>')
+
+
+def soffice(source, fmt, outdir, infilter=None):
+    argv = ["soffice", "--headless", "--norestore", f"-env:UserInstallation={(outdir / 'profile').as_uri()}"]
+    argv += [f"--infilter={infilter}"] if infilter else []
+    subprocess.run(argv + ["--convert-to", fmt, "--outdir", str(outdir), str(source)], check=True,
+                   capture_output=True, timeout=120)
+    result = outdir / f"{source.stem}.{fmt.split(':')[0]}"
+    assert result.exists(), f"LibreOffice did not write {result}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    """``{kind: path}``: a .doc with an embedded sheet, an .xls with a chart, a .ppt with an embedded workbook."""
+    from openpyxl.chart import BarChart, Reference
+
+    out = tmp_path_factory.mktemp("embedded")
+    (out / "sheet_in_doc.fodt").write_text(SHEET_IN_DOC)
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in range(1, 6):
+        sheet.append([f"r{row}", row * 3])
+    chart = BarChart()
+    chart.add_data(Reference(sheet, min_col=2, min_row=1, max_row=5))
+    sheet.add_chart(chart, "D2")
+    book.save(out / "chart_in_xls.xlsx")
+    workbook = io.BytesIO()
+    openpyxl.Workbook().save(workbook)
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    slide.shapes.add_ole_object(io.BytesIO(workbook.getvalue()), pptx.enum.shapes.PROG_ID.XLSX, 914400, 914400)
+    deck.save(out / "object_in_ppt.pptx")
+    return {
+        "doc": soffice(out / "sheet_in_doc.fodt", "doc:MS Word 97", out, "OpenDocument Text Flat XML"),
+        "xls": soffice(out / "chart_in_xls.xlsx", "xls:MS Excel 97", out),
+        "ppt": soffice(out / "object_in_ppt.pptx", "ppt:MS PowerPoint 97", out),
+    }
+
+
+PARTS = {"doc": ("embedded_objects", "word/embeddings/"), "xls": ("charts", "xl/charts/chart"),
+         "ppt": ("embedded_objects", "ppt/embeddings/")}
+
+
+@pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
+def test_embedded_objects_and_charts_are_kept(embedded, office, kind, tmp_path):
+    what, prefix = PARTS[kind]
+    assert inventory.of_source(embedded[kind], kind).counts[what] == 1  # the made file holds one
+    converted = convert.convert(office, embedded[kind], kind, tmp_path, 60)
+    with zipfile.ZipFile(converted.path) as package:
+        assert any(name.startswith(prefix) for name in package.namelist()), package.namelist()
+    assert converted.fidelity["counts"][what] == {"source": 1, "result": 1}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+
+
+@pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
+def test_a_profile_that_drops_embedded_content_cannot_pass_unseen(embedded, kind, tmp_path):
+    """The profile setting that dropped every embedded object and chart last round: the report, counted from the
+    legacy file, names the loss."""
+    disabling = PROFILE_SETTINGS.replace(
+        "</oor:items>", '<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop '
+                        'oor:name="DisableActiveContent" oor:op="fuse"><value>true</value></prop></item>\n</oor:items>')
+    office = Office(tmp_path / "office", name="disabled", profile_settings=disabling)
+    try:
+        converted = convert.convert(office, embedded[kind], kind, tmp_path, 60)
+    finally:
+        office.close()
+    what, _ = PARTS[kind]
+    assert converted.fidelity["complete"] is False
+    assert converted.fidelity["counts"][what] == {"source": 1, "result": 0}
+    assert [loss["what"] for loss in converted.fidelity["lost"]] == [what]
+
+
+@pytest.mark.parametrize("kind,extension", [("doc", "docm"), ("xls", "xlsm"), ("ppt", "pptm")])
+def test_macros_are_kept_in_the_macro_enabled_type(office, kind, extension, tmp_path):
+    source = MACRO_FILES[kind]
+    modules = vba.modules(source)
+    assert modules, f"{source.name} carries VBA"
+    converted = convert.convert(office, source, kind, tmp_path, 60)
+    assert converted.extension == extension and converted.path.suffix == f".{extension}"
+    kept = vba.modules(converted.path)
+    assert set(kept) == set(modules)
+    for name, code in modules.items():  # Excel's hidden Attribute lines may go, never the code
+        assert inventory.normal_code(kept[name]) == inventory.normal_code(code), name
+    assert converted.fidelity["counts"]["macros"] == {"source": len(modules), "result": len(modules)}
+    assert not [loss for loss in converted.fidelity["lost"] if loss["what"] == "macros"]
+
+
+@pytest.mark.parametrize("kind,extension", [("doc", "docx"), ("xls", "xlsx"), ("ppt", "pptx")])
+def test_macros_removed_on_request(office, kind, extension, tmp_path):
+    source = MACRO_FILES[kind]
+    converted = convert.convert(office, source, kind, tmp_path, 60, macros="remove")
+    assert converted.extension == extension
+    assert vba.modules(converted.path) == {}
+    removed = [loss for loss in converted.fidelity["lost"] if loss["what"] == "macros"]
+    assert len(removed) == 1 and "removed on request" in removed[0]["detail"]
+    assert removed[0]["count"] == len(vba.modules(source))
+
+
+def test_a_file_without_macros_stays_plain(office, legacy, tmp_path):
+    converted = convert.convert(office, legacy["xls"], "xls", tmp_path, 60)
+    assert converted.extension == "xlsx"
+    assert converted.fidelity["complete"] is True
+    assert converted.fidelity["counts"]["macros"] == {"source": 0, "result": 0}
+
+
+@pytest.mark.parametrize("source", UDF_FILES, ids=[p.name for p in UDF_FILES])
+def test_formula_results_are_the_stored_ones(office, source, tmp_path):
+    """Calls of VBA user-defined functions keep what Excel stored; a plain LibreOffice gives #VALUE!."""
+    plain = soffice(source, "xlsx:Calc MS Excel 2007 XML", tmp_path)
+    before = inventory.report(inventory.of_source(source, "xls"), inventory.of_result(plain, "xls"))
+    assert before["counts"]["cells"]["result"] < before["counts"]["cells"]["source"]  # the control
+    converted = convert.convert(office, source, "xls", tmp_path, 60)
+    cells = converted.fidelity["counts"]["cells"]
+    assert cells["result"] == cells["source"], converted.fidelity["lost"]
+    # an independent reader of cached values sees the source's
+    theirs = openpyxl.load_workbook(converted.path, data_only=True, keep_vba=True)
+    source_cells = inventory.of_source(source, "xls").cells
+    for sheet, values in source_cells.items():
+        for ref, value in values.items():
+            read = theirs[sheet][ref.decode()].value
+            if isinstance(value, float) and not isinstance(value, inventory.StoredDate):
+                assert read == pytest.approx(value, rel=1e-9), (sheet, ref)
+            elif isinstance(value, str) and not isinstance(value, inventory.ErrorValue):
+                assert read == value, (sheet, ref)
+
+
+def test_stored_results_survive_a_reload_in_libreoffice(office, tmp_path):
+    """The rewritten package still opens: LibreOffice converts it again."""
+    converted = convert.convert(office, UDF_FILES[1], "xls", tmp_path / "first", 60)
+    again = soffice(converted.path, "ods", tmp_path)
+    assert again.stat().st_size > 0
+
+
+# the API ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def key(live):
+    return live.register("fidelity-tests")
+
+
+def submit(live, key, path, **params):
+    with open(path, "rb") as f:
+        return requests.post(f"{live.base_url}/v1/conversions", params=params,
+                             headers={"Authorization": f"Bearer {key}"}, files={"file": (path.name, f)}, timeout=30)
+
+
+@pytest.mark.parametrize("macros,extension", [(None, "docm"), ("keep", "docm"), ("remove", "docx")])
+def test_the_result_is_named_and_served_as_its_type(live, key, macros, extension):
+    source = MACRO_FILES["doc"]
+    response = submit(live, key, source, **({"macros": macros} if macros else {}))
+    assert response.status_code == 202, response.text
+    task = live.wait(key, response.json()["task_id"])
+    assert task["status"] == "SUCCEEDED", task
+    assert task["result_filename"] == f"{source.stem}.{extension}"
+    download = requests.get(task["download_url"], timeout=10)
+    assert download.headers["Content-Type"] == MEDIA_TYPES[extension]
+    assert download.headers["Content-Disposition"] == f'attachment; filename="{task["result_filename"]}"'
+    fidelity = task["fidelity"]
+    assert fidelity["complete"] is True, fidelity
+    macros_lost = [loss for loss in fidelity["lost"] if loss["what"] == "macros"]
+    assert bool(macros_lost) == (macros == "remove")
+
+
+def test_an_unknown_macros_value_is_refused(live, key):
+    response = submit(live, key, MACRO_FILES["xls"], macros="run")
+    assert response.status_code == 400
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "invalid_request" and "macros" in response.json()["detail"]
+
+
+def test_macros_are_part_of_what_an_idempotency_key_replays(live, key):
+    path = MACRO_FILES["xls"]
+    first = submit_with_key(live, key, path, "fidelity-key-1", "keep")
+    assert first.status_code == 202
+    assert submit_with_key(live, key, path, "fidelity-key-1", "keep").json()["task_id"] == first.json()["task_id"]
+    conflict = submit_with_key(live, key, path, "fidelity-key-1", "remove")
+    assert conflict.status_code == 422 and conflict.json()["code"] == "idempotency_conflict"
+    live.wait(key, first.json()["task_id"])
+
+
+def submit_with_key(live, key, path, idempotency_key, macros):
+    with open(path, "rb") as f:
+        return requests.post(f"{live.base_url}/v1/conversions", params={"macros": macros},
+                             headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key},
+                             files={"file": (Path(path).name, f)}, timeout=30)
