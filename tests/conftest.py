@@ -340,9 +340,10 @@ XLS_SHEETS = {"Alpha": {"A1": 42, "B2": "text cell", "C3": 3.5}, "Beta": {"A1": 
 PPT_TITLES = ["First slide", "Second slide", "Third slide"]
 
 
-def _soffice_save(source, fmt, outdir):
+def _soffice_save(source, fmt, outdir, infilter=None):
     profile = (outdir / "profile").as_uri()
-    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={profile}",
+    read_as = [f"--infilter={infilter}"] if infilter else []
+    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={profile}", *read_as,
                     "--convert-to", fmt, "--outdir", str(outdir), str(source)],
                    check=True, capture_output=True, timeout=120)
     result = outdir / f"{source.stem}.{fmt.split(':')[0]}"

@@ -6,7 +6,6 @@ Read from ``../shared/corpus``: files with VBA projects of each type and VBA use
 """
 
 import io
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pptx
 import pytest
 import requests
 from conftest import ROOT
+from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, inventory, vba
 from docshift.engine.office import PROFILE_SETTINGS, Office
@@ -40,16 +40,6 @@ SHEET_IN_DOC = (
     'office:value="42"><text:p>42</text:p></table:table-cell></table:table-row></table:table>'
     '</office:spreadsheet></office:body></office:document></draw:object></draw:frame></text:p>'
     '<text:p>After the sheet.</text:p></office:text></office:body></office:document>')
-
-
-def soffice(source, fmt, outdir, infilter=None):
-    argv = ["soffice", "--headless", "--norestore", f"-env:UserInstallation={(outdir / 'profile').as_uri()}"]
-    argv += [f"--infilter={infilter}"] if infilter else []
-    subprocess.run(argv + ["--convert-to", fmt, "--outdir", str(outdir), str(source)], check=True,
-                   capture_output=True, timeout=120)
-    result = outdir / f"{source.stem}.{fmt.split(':')[0]}"
-    assert result.exists(), f"LibreOffice did not write {result}"
-    return result
 
 
 @pytest.fixture(scope="module")

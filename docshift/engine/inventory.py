@@ -66,9 +66,10 @@ import struct
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
-from xml.parsers import expat
 
 import olefile
+
+from docshift.engine import ooxml, vba
 
 KINDS = {
     "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
@@ -160,10 +161,9 @@ def of_source(path, kind):
 def _count_macros(path, inventory, present):
     """The VBA modules (``vba.modules``) when ``present`` (a cheap look for a project) says there may be some."""
     try:
-        from docshift.engine import vba
         inventory.macros = vba.modules(path) if present(vba) else {}
         inventory.counts["macros"] = len(inventory.macros)
-    except Exception:  # vba.modules does not raise; an import problem leaves the count unknown
+    except Exception:  # vba.modules does not raise; this is a last guard: the count stays unknown
         inventory.macros = None
 
 
@@ -1206,26 +1206,7 @@ class _Package:
 
     def parse(self, name, start=None, end=None, text=None):
         """Stream ``name`` through expat, namespaces resolved (``uri}local``); no DTDs."""
-        parser = expat.ParserCreate(namespace_separator=SEP)
-
-        def no_dtd(*_):
-            raise _Unreadable(f"{name} declares a DTD")
-
-        parser.StartDoctypeDeclHandler = no_dtd
-        parser.EntityDeclHandler = no_dtd
-        parser.buffer_text = True
-        if start:
-            parser.StartElementHandler = start
-        if end:
-            parser.EndElementHandler = end
-        if text:
-            parser.CharacterDataHandler = text
-        try:
-            for chunk in self.chunks(name):
-                parser.Parse(chunk, False)
-            parser.Parse(b"", True)
-        except expat.ExpatError as error:
-            raise _Unreadable(f"{name}: {error}") from error
+        ooxml.stream(self.chunks(name), name, start, end, text, unreadable=_Unreadable)
 
     def relationships(self, name):
         """{Id: (type, target part name or None when external)} of part ``name``."""

@@ -53,10 +53,20 @@ def facts(path, kind):
 
 def _parse(package, name, start=None, end=None, text=None):
     """Stream part ``name`` of ``package`` through expat with namespaces resolved (``uri}local``)."""
+    try:
+        with package.open(name) as part:
+            stream(iter(lambda: part.read(CHUNK), b""), name, start, end, text)
+    except KeyError as error:
+        raise Unreadable(f"{name} is missing") from error
+
+
+def stream(chunks, name, start=None, end=None, text=None, unreadable=Unreadable):
+    """Feed the byte ``chunks`` of part ``name`` to expat, namespaces resolved (``uri}local``), with the
+    handlers given; a DTD (entity expansion) or XML that is not well-formed raises ``unreadable``."""
     parser = expat.ParserCreate(namespace_separator=SEPARATOR)
 
     def no_dtd(*_):
-        raise Unreadable(f"{name} declares a DTD")
+        raise unreadable(f"{name} declares a DTD")
 
     parser.StartDoctypeDeclHandler = no_dtd
     parser.EntityDeclHandler = no_dtd
@@ -68,14 +78,11 @@ def _parse(package, name, start=None, end=None, text=None):
         parser.CharacterDataHandler = text
     parser.buffer_text = True
     try:
-        with package.open(name) as part:
-            while chunk := part.read(CHUNK):
-                parser.Parse(chunk, False)
+        for chunk in chunks:
+            parser.Parse(chunk, False)
         parser.Parse(b"", True)
-    except KeyError as error:
-        raise Unreadable(f"{name} is missing") from error
     except expat.ExpatError as error:
-        raise Unreadable(f"{name}: {error}") from error
+        raise unreadable(f"{name}: {error}") from error
 
 
 def _sheets(package):
