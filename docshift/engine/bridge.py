@@ -152,13 +152,15 @@ class LibreOffice:
         if type_name and self.types.hasByName(type_name):
             media_type = as_dict(self.types.getByName(type_name)).get("MediaType", "")
         if found.get("Aborted"):  # an encrypted OOXML package; the type it names is bogus
-            return {"type": "", "family": "other", "media_type": ""}, True
+            return {"type": "", "family": "other", "media_type": ""}, True, ""
         family = self.family(type_name, found.get("FilterName", ""))
-        return {"type": type_name, "family": family, "media_type": media_type}, False
+        return {"type": type_name, "family": family, "media_type": media_type}, False, found.get("FilterName", "")
 
-    def load(self, path):
+    def load(self, path, import_filter=""):
+        """Load ``path``; with the ``import_filter`` deep detection chose, loading does not detect it again."""
         url = uno.systemPathToFileUrl(os.path.abspath(path))
-        return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD))
+        chosen = {"FilterName": import_filter} if import_filter else {}
+        return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD, **chosen))
 
 
 def facts(document):
@@ -197,7 +199,7 @@ def convert(office, request):
     global step
     source, target = request["source"], request["target"]
     step = "detecting the type"
-    detected, aborted = office.detect(source)
+    detected, aborted, import_filter = office.detect(source)
     report = dict(detected, outcome="not_loaded", loaded=None)
     if aborted:
         return {"ok": True, "facts": report}
@@ -205,7 +207,7 @@ def convert(office, request):
         return {"ok": True, "facts": dict(report, outcome="refused")}
     step = "loading the source"
     try:
-        document = office.load(source)
+        document = office.load(source, import_filter)
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise
