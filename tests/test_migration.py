@@ -1,0 +1,31 @@
+"""A database made by an earlier release gains the columns added since, and its tasks read as before."""
+
+import sqlite3
+
+from docshift.storage import db
+
+# the conversions table as the first release made it: none of the columns added since
+FIRST_RELEASE = """
+CREATE TABLE conversions (
+    id TEXT PRIMARY KEY, account_id TEXT NOT NULL, status TEXT NOT NULL, source_filename TEXT NOT NULL,
+    source_type TEXT NOT NULL, source_size INTEGER NOT NULL, source_sha256 TEXT NOT NULL, idempotency_key TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0, worker TEXT, billing_class TEXT, period_started_at TEXT,
+    result_size INTEGER, error_code TEXT, error_message TEXT, created_at TEXT NOT NULL, started_at TEXT,
+    finished_at TEXT, result_expires_at TEXT, input_deleted INTEGER NOT NULL DEFAULT 0);
+INSERT INTO conversions (id, account_id, status, source_filename, source_type, source_size, source_sha256,
+                         created_at) VALUES ('tsk_old', 'acc_old', 'QUEUED', 'old.doc', 'doc', 1, 'x', '2026-01-01');
+"""
+
+
+def test_an_old_database_gains_the_new_columns(tmp_path):
+    path = tmp_path / "docshift.db"
+    with sqlite3.connect(path) as old:
+        old.executescript(FIRST_RELEASE)
+    database = db.connect(path)
+    db.init(database)
+    db.init(database)  # twice: every process runs it at start
+    columns = {row[1] for row in database.conn.execute("PRAGMA table_info(conversions)")}
+    assert set(db.ADDED_COLUMNS["conversions"]) <= columns
+    task = db.get_task(database, "tsk_old")
+    assert task["macros"] == "keep"  # the default for tasks submitted before the option existed
+    assert task["result_extension"] is None and task["fidelity"] is None
