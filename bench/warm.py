@@ -19,20 +19,18 @@ import argparse
 import queue
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from docshift.engine import convert
+from docshift.engine.office import UNO_PYTHON, Office
+from docshift.errors import ConversionFailed
+from docshift.formats import FORMATS
 
-from docshift.engine import convert  # noqa: E402
-from docshift.engine.office import UNO_PYTHON, Office  # noqa: E402
-from docshift.errors import ConversionFailed  # noqa: E402
-from docshift.formats import FORMATS  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 TIMEOUT = 60
 

@@ -30,10 +30,6 @@ class Format:
         return self.plain.extension
 
     @property
-    def media_type(self):
-        return self.plain.media_type
-
-    @property
     def export_filter(self):
         return self.plain.export_filter
 
@@ -63,8 +59,6 @@ FORMATS = {f.kind: f for f in (
 )}
 # every result extension -> its Content-Type
 MEDIA_TYPES = {t.extension: t.media_type for f in FORMATS.values() for t in (f.plain, f.macro_enabled)}
-# the result extension -> the legacy kind it comes from
-KIND_OF_RESULT = {t.extension: f.kind for f in FORMATS.values() for t in (f.plain, f.macro_enabled)}
 
 
 def by_filename(filename):

@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 from urllib.parse import quote
 
 from flask import Blueprint, current_app, g, request
-from marshmallow import ValidationError
+from marshmallow import EXCLUDE, ValidationError
 
 from docshift import formats, storage
 from docshift.accounts import keys
@@ -124,8 +124,7 @@ def _idempotency_key():
 
 def _macros():
     try:
-        return schemas.SubmissionQuery().load({"macros": request.args["macros"]} if "macros" in request.args
-                                              else {})["macros"]
+        return schemas.SubmissionQuery().load(request.args.to_dict(), unknown=EXCLUDE)["macros"]
     except ValidationError as error:
         raise InvalidRequest(schemas.MACROS_RULE) from error
 
@@ -179,7 +178,7 @@ def task_view(row):
     if status in ("SUCCEEDED", "EXPIRED"):
         extension = row["result_extension"] or formats.FORMATS[row["source_type"]].target
         view.update(billing_class=row["billing_class"], result_size=row["result_size"],
-                    result_filename=result_filename(row["source_filename"], extension),
+                    result_filename=formats.target_name(row["source_filename"], extension),
                     result_expires_at=row["result_expires_at"])
         if row["fidelity"]:
             view["fidelity"] = json.loads(row["fidelity"])
@@ -229,14 +228,9 @@ def clean_filename(name):
     return name
 
 
-def result_filename(source_filename, extension):
-    """``<source stem>.<extension>``: what the result is called, in the view and in its download."""
-    return f"{PurePosixPath(source_filename).stem or 'converted'}.{extension}"
-
-
 def content_disposition(source_filename, extension):
     """``attachment; filename="<result_filename>"``; non-ASCII names add an RFC 6266 ``filename*``."""
-    name = result_filename(source_filename, extension)
+    name = formats.target_name(source_filename, extension)
     ascii_name = name.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_")
     value = f'attachment; filename="{ascii_name}"'
     if ascii_name != name:
