@@ -18,7 +18,7 @@ from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, inventory, vba
 from docshift.engine.office import PROFILE_SETTINGS, Office
-from docshift.formats import MEDIA_TYPES
+from docshift.formats import FORMATS, MEDIA_TYPES
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 MACRO_FILES = {"doc": CORPUS / "doc" / "SimpleMacro.doc", "xls": CORPUS / "xls" / "SimpleMacro.xls",
@@ -101,6 +101,31 @@ def test_a_profile_that_drops_embedded_content_cannot_pass_unseen(embedded, kind
     assert converted.fidelity["complete"] is False
     assert converted.fidelity["counts"][what] == {"source": 1, "result": 0}
     assert [loss["what"] for loss in converted.fidelity["lost"]] == [what]
+
+
+@pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
+def test_the_output_check_counts_what_libreoffice_loaded(embedded, office, kind, tmp_path):
+    """The bridge counts the embedded objects and charts of the loaded document; an export that drops them is
+    named as a loss even where the legacy file's own count cannot be read."""
+    what, prefix = PARTS[kind]
+    result = tmp_path / "loaded" / f"result.{kind}x"
+    result.parent.mkdir()
+    report = office.convert(embedded[kind], result, FORMATS[kind].export_filter, 60)
+    assert report["loaded"]["parts"][what] == 1
+    # the same package without the part: what an export that drops it would write
+    dropped = tmp_path / f"dropped.{kind}x"
+    with zipfile.ZipFile(result) as package, zipfile.ZipFile(dropped, "w") as out:
+        for entry in package.infolist():
+            if not entry.filename.startswith(prefix):
+                out.writestr(entry, package.read(entry))
+    unknown = inventory.of_source(embedded[kind], kind)
+    unknown.counts[what] = None  # as for a legacy file whose records cannot be read
+    kept = inventory.report(unknown, inventory.of_result(result, kind), loaded=report["loaded"]["parts"])
+    assert not [loss for loss in kept["lost"] if loss["what"] == what]
+    fidelity = inventory.report(unknown, inventory.of_result(dropped, kind), loaded=report["loaded"]["parts"])
+    assert fidelity["complete"] is False
+    assert [(loss["what"], loss["count"]) for loss in fidelity["lost"]] == [(what, 1)]
+    assert "LibreOffice loaded 1" in fidelity["lost"][0]["detail"]
 
 
 @pytest.mark.parametrize("kind,extension", [("doc", "docm"), ("xls", "xlsm"), ("ppt", "pptm")])

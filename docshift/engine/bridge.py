@@ -60,6 +60,11 @@ FAMILIES = {
 }
 PLAIN_TEXT = "generic_Text"
 IMPORT = 0x1  # a filter's Flags bit: it can import
+OLE_SHAPE = "com.sun.star.drawing.OLE2Shape"
+GROUP_SHAPE = "com.sun.star.drawing.GroupShape"
+CHART_CLSID = "12dcae26-281f-416f-a234-c3086127382e"  # LibreOffice's chart object
+# counting the shapes of a huge document would cost more than its conversion: past this many, "unknown"
+SHAPE_LIMIT = 5000
 
 step = "starting"  # what the bridge was doing, for the detail of a crash
 
@@ -164,16 +169,73 @@ class LibreOffice:
 
 
 def facts(document):
-    """What a loaded document holds, for the worker's no-silent-loss checks."""
+    """What a loaded document holds, for the worker's no-silent-loss checks. ``parts`` counts the embedded
+    objects and charts LibreOffice loaded (``None`` when it cannot tell), so that an export that drops them
+    shows even where the legacy file's own count cannot be read."""
     if document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
-        return {"sheets": list(document.getSheets().getElementNames())}
+        sheets = document.getSheets()
+        return {"sheets": list(sheets.getElementNames()), "parts": counted(lambda: sheet_parts(sheets))}
     if document.supportsService("com.sun.star.presentation.PresentationDocument"):
-        return {"slides": document.getDrawPages().getCount()}
+        pages = document.getDrawPages()
+        return {"slides": pages.getCount(),
+                "parts": counted(lambda: {"embedded_objects": slide_objects(pages, document.getMasterPages())})}
     if document.supportsService("com.sun.star.text.TextDocument") or \
             document.supportsService("com.sun.star.text.WebDocument"):
         # whitespace is layout, not content: the OOXML export turns some of it into indents
-        return {"text": Counter("".join(document.getText().getString().split()))}
+        return {"text": Counter("".join(document.getText().getString().split())),
+                # charts and formulas are embedded objects of a text document, as in a .doc's ObjectPool
+                "parts": counted(lambda: {"embedded_objects": document.getEmbeddedObjects().getCount()})}
     return {}
+
+
+def counted(count):
+    """``count()``, or None when the document does not say (a count is never made up)."""
+    try:
+        return count()
+    except Exception:
+        return None
+
+
+def sheet_parts(sheets):
+    charts = objects = 0
+    budget = [SHAPE_LIMIT]
+    for index in range(sheets.getCount()):
+        sheet = sheets.getByIndex(index)
+        charts += sheet.getCharts().getCount()
+        # a chart is an OLE shape too: the other OLE shapes are the embedded objects
+        objects += sum(1 for shape, kind in shapes(sheet.getDrawPage(), budget)
+                       if kind == OLE_SHAPE and shape.CLSID.lower() != CHART_CLSID)
+    return {"charts": charts, "embedded_objects": objects}
+
+
+def slide_objects(*page_lists):
+    """OLE shapes (charts and formulas included, as in a .ppt) on the slides and masters, empty placeholders left
+    out."""
+    found, budget = 0, [SHAPE_LIMIT]
+    pages = [pages.getByIndex(index) for pages in page_lists for index in range(pages.getCount())]
+    for page in pages:
+        for shape, kind in shapes(page, budget):
+            if kind in (OLE_SHAPE, "com.sun.star.presentation.ChartShape") or \
+                    kind == "com.sun.star.presentation.OLE2Shape" and not shape.IsEmptyPresentationObject:
+                found += 1
+    return found
+
+
+def shapes(container, budget):
+    """(shape, type) of each shape of a draw page, inside groups too; raises once ``budget[0]`` shapes of the
+    document are counted (each costs calls over the bridge)."""
+    pending = [container]
+    while pending:
+        group = pending.pop()
+        for index in range(group.getCount()):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise OverflowError("too many shapes to count")
+            shape = group.getByIndex(index)
+            kind = shape.getShapeType()
+            if kind == GROUP_SHAPE:
+                pending.append(shape)
+            yield shape, kind
 
 
 def close(document):

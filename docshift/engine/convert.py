@@ -8,6 +8,7 @@ own messages go to the log, never to the client.
 """
 
 import logging
+import threading
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
         project = vba.ppt_project(source)
     keep_macros = carries_macros and macros == "keep" and (kind != "ppt" or project is not None)
     target = FORMATS[kind].result(keep_macros)
+    # what the legacy file itself holds is read while LibreOffice works: it needs no LibreOffice
+    source_inventory = _in_background(inventory.of_source, source, kind)
     for attempt in (1, 2):
         # a killed LibreOffice leaves a partial file and its lock behind: start clean
         result = Path(workdir) / f"attempt-{attempt}" / f"result.{target.extension}"
@@ -85,13 +88,37 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
     if project is not None:
         vba.insert_project(result, project)
     check_package(result, kind)
-    check_content(report["loaded"], ooxml.facts(result, kind), source)
+    loaded = report["loaded"]
+    check_content(loaded, ooxml.facts(result, kind), source)
     # what the legacy file itself holds, not what LibreOffice loaded: a part dropped on load shows too
-    holds, held = inventory.of_source(source, kind), inventory.of_result(result, kind)
+    holds, held = source_inventory(), inventory.of_result(result, kind)
     if kind == "xls" and stored.restore(result, holds, held):
         held = inventory.of_result(result, kind)
-    fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == "remove")
+    fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == "remove",
+                                loaded=loaded.get("parts"))
     return Converted(result, found, target.extension, fidelity)
+
+
+def _in_background(function, *args):
+    """Run ``function(*args)`` in a thread; returns what waits for its value (re-raising what it raised)."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = function(*args)
+        except BaseException as error:  # handed to the caller, who decides
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True, name="source-inventory")
+    thread.start()
+
+    def value():
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    return value
 
 
 def not_loaded(source):

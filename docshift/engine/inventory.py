@@ -1745,7 +1745,7 @@ CELL_DETAILS = {"formula": ("{n} formula result differs from the source; first: 
                             "{n} cells of the source are missing; first: {first}")}
 
 
-def report(source, result, macros_removed=False):
+def report(source, result, macros_removed=False, loaded=None):
     """The fidelity report of ``result`` (an :class:`Inventory` from ``of_result``) against ``source`` (from
     ``of_source``): ``{"complete": bool, "counts": {what: {"source": n, "result": n}}, "lost": [{"what", "count",
     "detail"}]}``.
@@ -1762,6 +1762,9 @@ def report(source, result, macros_removed=False):
     ``macros_removed``: the VBA project was removed on request. That is what was asked for, not a loss of the
     conversion: the modules are listed in ``lost`` with the detail "removed on request", and ``complete`` stays
     true when nothing else is missing.
+
+    ``loaded``: counts of parts LibreOffice loaded (the bridge's ``parts``: embedded objects, charts). A result
+    holding fewer is a loss too, where the comparison with the source did not already name one.
     """
     counts, lost = {}, []
     blocking = False
@@ -1786,10 +1789,22 @@ def report(source, result, macros_removed=False):
             entries = [{"what": what, "count": missing,
                         "detail": f"{missing} of {have} {LABELS[what]} {verb} missing"
                                   f"{_places(source.where.get(what), result.where.get(what))}"}]
+        if not entries and what in (loaded or {}):
+            entries = _loaded_report(what, loaded[what], got)
         counts[what] = {"source": have, "result": got}
         lost += entries
         blocking = blocking or bool(entries)
     return {"complete": not blocking, "counts": counts, "lost": lost}
+
+
+def _loaded_report(what, loaded, got):
+    """A part LibreOffice loaded and its export dropped, where the source's own count did not show it (unreadable,
+    or LibreOffice found more than the legacy file's records name)."""
+    if loaded is None or got is None or got >= loaded:
+        return []
+    missing = loaded - got
+    return [{"what": what, "count": missing,
+             "detail": f"LibreOffice loaded {loaded} {LABELS[what]}; the result holds {got}"}]
 
 
 def _place(sheet, where):

@@ -336,7 +336,8 @@ class Office:
 
     def office_pid(self):
         """The pid of this Office's ``soffice.bin`` (the process that does the work), or None."""
-        if self.process is None:
+        process = self.process  # read once: a restart in another thread may set it to None meanwhile
+        if process is None:
             return None
         children = {}
         for entry in Path("/proc").iterdir():
@@ -350,7 +351,7 @@ class Office:
             parent = int(stat[stat.rindex(")") + 2:].split()[1])
             children.setdefault(parent, []).append((int(entry.name), command))
         # the sandbox puts soffice.bin a few generations below the process started here
-        generation = [self.process.pid]
+        generation = [process.pid]
         while generation:
             below = [child for pid in generation for child in children.get(pid, [])]
             for pid, command in below:
