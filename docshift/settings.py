@@ -63,7 +63,8 @@ DEFAULTS = {
     # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)
     "IDEMPOTENCY_KEY_TTL_SECONDS": 24 * 3600,
     "PLAN_QUOTAS": {},
-    "REGISTRATION_TOKEN_MAX_AGE": 7 * 24 * 3600,
+    # a local registration link's life: it is used once, and a fresh one is issued as easily
+    "REGISTRATION_TOKEN_MAX_AGE": 24 * 3600,
     "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,
     # seconds a request body may pause under gunicorn before the request is refused
     "READ_TIMEOUT": 30,
