@@ -68,8 +68,10 @@ DEFAULTS = {
     "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,
     # seconds a request body may pause under gunicorn before the request is refused
     "READ_TIMEOUT": 30,
-    # when set, /metrics answers only to "Authorization: Bearer <token>"
+    # when set, /metrics answers only to "Authorization: Bearer <token>"; required beyond loopback
     "METRICS_TOKEN": None,
+    # how long a web process reuses the database figures /metrics last read
+    "METRICS_CACHE_SECONDS": 5,
 }
 
 PLANS = {"starter": 500, "team": 2500, "business": 10000}

@@ -256,10 +256,12 @@ class Service:
             self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **env}, stdout=log,
                                                     stderr=subprocess.STDOUT, start_new_session=True)
 
-    def start_web(self):
-        # the Procfile's settings, on this service's port
-        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.gunicorn_conf",
-                            "--bind", f"127.0.0.1:{self.port}", "app:create_app()"])
+    def start_web(self, **env):
+        """The Procfile's settings, on this service's port; with ``PORT`` in ``env``, where
+        gunicorn_conf binds on a PaaS (all interfaces)."""
+        bind = [] if "PORT" in env else ["--bind", f"127.0.0.1:{self.port}"]
+        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.gunicorn_conf", *bind,
+                            "app:create_app()"], **env)
 
     def start_worker(self, workers=2, name="worker"):
         """``python worker.py`` with ``workers`` conversion threads."""
