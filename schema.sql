@@ -24,6 +24,15 @@ CREATE TABLE IF NOT EXISTS api_keys (
 );
 CREATE INDEX IF NOT EXISTS api_keys_account ON api_keys (account_id);
 
+-- Registration tokens already used: each issues one key, once. Kept: a marketplace's token may
+-- outlive any age of ours, and a row is written only for a token the marketplace vouched for.
+CREATE TABLE IF NOT EXISTS used_registration_tokens (
+    token_hash TEXT PRIMARY KEY,          -- SHA-256 hex of the token; the token itself is never stored
+    marketplace TEXT NOT NULL,
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    used_at TEXT NOT NULL
+);
+
 -- One row per account and contract period; the counters of the allowance.
 CREATE TABLE IF NOT EXISTS usage_periods (
     account_id TEXT NOT NULL REFERENCES accounts (id),

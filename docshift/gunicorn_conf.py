@@ -10,8 +10,12 @@ transaction across network I/O, so greenlets never wait on each other's locks.
 
 It lives outside ``docshift.web`` so that gunicorn's master, which reads it, imports nothing
 of the app: gevent must patch ``ssl`` before urllib3 is first imported.
+
+Listening beyond loopback (a PaaS's ``PORT``, or a ``--bind`` of the operator's), the web
+starts only with ``DOCSHIFT_METRICS_TOKEN`` set: ``/metrics`` must not be open to anyone.
 """
 
+import ipaddress
 import os
 
 # a PaaS says where to listen with PORT; otherwise loopback, as make run and the systemd unit want
@@ -22,3 +26,23 @@ worker_class = "gevent"
 worker_connections = 1000
 keepalive = 5
 control_socket_disable = True
+
+
+def on_starting(server):
+    """Refuse to start when a listener is reachable beyond loopback and /metrics has no token."""
+    exposed = [address for address in server.cfg.bind if not _loopback(address)]
+    if exposed and not os.environ.get("DOCSHIFT_METRICS_TOKEN"):
+        raise RuntimeError(f"docshift web listens on {', '.join(exposed)}, beyond loopback: set "
+                           "DOCSHIFT_METRICS_TOKEN, which /metrics then asks for, or bind 127.0.0.1")
+
+
+def _loopback(address):
+    if address.startswith("unix:"):
+        return True
+    host = address.rsplit(":", 1)[0].strip("[]") if ":" in address else address
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name or an inherited fd://: may be anything
+        return False

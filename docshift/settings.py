@@ -63,12 +63,15 @@ DEFAULTS = {
     # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)
     "IDEMPOTENCY_KEY_TTL_SECONDS": 24 * 3600,
     "PLAN_QUOTAS": {},
-    "REGISTRATION_TOKEN_MAX_AGE": 7 * 24 * 3600,
+    # a local registration link's life: it is used once, and a fresh one is issued as easily
+    "REGISTRATION_TOKEN_MAX_AGE": 24 * 3600,
     "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,
     # seconds a request body may pause under gunicorn before the request is refused
     "READ_TIMEOUT": 30,
-    # when set, /metrics answers only to "Authorization: Bearer <token>"
+    # when set, /metrics answers only to "Authorization: Bearer <token>"; required beyond loopback
     "METRICS_TOKEN": None,
+    # how long a web process reuses the database figures /metrics last read
+    "METRICS_CACHE_SECONDS": 5,
 }
 
 PLANS = {"starter": 500, "team": 2500, "business": 10000}
@@ -89,10 +92,13 @@ def load(overrides=None):
 def finish(config):
     """Fill in what derives from other settings (data dir files, embedded store); idempotent."""
     data_dir = Path(config["DATA_DIR"]).resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # keys' hashes, tasks, secrets: for the service's user only, whatever the umask says
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     config["DATA_DIR"] = str(data_dir)
     config.setdefault("DATABASE", str(data_dir / "docshift.db"))
     config.setdefault("QUEUE_DATABASE", str(data_dir / "queue.db"))
+    for database in (config["DATABASE"], config["QUEUE_DATABASE"]):
+        _private_file(database)  # SQLite gives its -wal and -shm files the database's mode
     if not config.get("SECRET_KEY"):
         config["SECRET_KEY"] = _generated_once(data_dir / "secret_key", lambda: secrets.token_hex(32))
     if not config.get("S3_ENDPOINT"):
@@ -121,6 +127,14 @@ def _on_or_off(value):
 
 def _new_s3_credentials():
     return json.dumps({"access_key": "ds" + secrets.token_hex(8), "secret_key": secrets.token_hex(20)})
+
+
+def _private_file(path):
+    """Create ``path`` empty with mode 0600 if it does not exist (an empty file is an empty database)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
 
 
 def _generated_once(path, make):

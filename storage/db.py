@@ -13,7 +13,7 @@ import os
 import secrets
 import sqlite3
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
 
@@ -145,14 +145,36 @@ def ping(db):
 
 @contextmanager
 def transaction(db):
-    """A write transaction that takes the lock up front (no upgrade deadlocks)."""
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
+    """A write transaction that takes the lock up front (no upgrade deadlocks). Inside another,
+    it is part of that one, which commits or rolls back the whole."""
+    if db.conn.in_transaction:
         yield db
-    except BaseException:
-        db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
+        return
+    with _one_writer(db):
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
+
+
+_cooperative_writer = None
+
+
+def _one_writer(db):
+    """Under gevent, one write transaction at a time in the process: greenlets waiting for SQLite's
+    write lock hold all of gevent's pool threads, and the one holding the lock, which needs a thread
+    for its next statement, would wait with them until the busy timeout."""
+    global _cooperative_writer
+    if not isinstance(db.conn, CooperativeConnection):
+        return nullcontext()
+    if _cooperative_writer is None:
+        from gevent.lock import Semaphore
+
+        _cooperative_writer = Semaphore()
+    return _cooperative_writer
 
 
 def new_id(prefix):

@@ -135,10 +135,11 @@ class ObjectStore:
         self.client.fput_object(self.bucket, _result_key(task_id), str(path),
                                 content_type=MEDIA_TYPES[extension])
 
-    def presign_result(self, task_id, disposition, extension, expires_in):
-        """A fresh GET link for the result, served with ``disposition`` and the OOXML type."""
+    def presign_result(self, task_id, disposition, extension, expires_in, signed_at=None):
+        """A fresh GET link for the result, served with ``disposition`` and the OOXML type, valid
+        ``expires_in`` seconds from ``signed_at`` (now)."""
         return self.signer.presigned_get_object(
-            self.bucket, _result_key(task_id), expires=timedelta(seconds=expires_in),
+            self.bucket, _result_key(task_id), expires=timedelta(seconds=expires_in), request_date=signed_at,
             response_headers={
                 "response-content-disposition": disposition,
                 "response-content-type": MEDIA_TYPES[extension],

@@ -256,10 +256,12 @@ class Service:
             self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **env}, stdout=log,
                                                     stderr=subprocess.STDOUT, start_new_session=True)
 
-    def start_web(self):
-        # the Procfile's settings, on this service's port
-        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.gunicorn_conf",
-                            "--bind", f"127.0.0.1:{self.port}", "app:create_app()"])
+    def start_web(self, **env):
+        """The Procfile's settings, on this service's port; with ``PORT`` in ``env``, where
+        gunicorn_conf binds on a PaaS (all interfaces)."""
+        bind = [] if "PORT" in env else ["--bind", f"127.0.0.1:{self.port}"]
+        self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:docshift.gunicorn_conf", *bind,
+                            "app:create_app()"], **env)
 
     def start_worker(self, workers=2, name="worker"):
         """``python worker.py`` with ``workers`` conversion threads."""
@@ -438,13 +440,14 @@ def chart_sheet(path):
     book.save(path)
 
 
-def encrypted_ooxml(path, password="secret"):
-    """An Excel workbook in an encrypted OOXML package (ECMA-376 agile), named as ``path``."""
+def encrypted_ooxml(path, password="secret", spin_count=100_000):
+    """An Excel workbook in an encrypted OOXML package (ECMA-376 agile, its key derived from the
+    password in ``spin_count`` rounds: Office's own count by default), named as ``path``."""
     import openpyxl
-    from msoffcrypto.format.ooxml import OOXMLFile
+    from msoffcrypto.method.ecma376_agile import ECMA376Agile
 
     plain = path.with_suffix(".plain.xlsx")
     openpyxl.Workbook().save(plain)
-    with open(plain, "rb") as source, open(path, "wb") as out:
-        OOXMLFile(source).encrypt(password, out)
+    with open(plain, "rb") as source:
+        path.write_bytes(ECMA376Agile.encrypt(password, source, spin_count=spin_count))
     return path

@@ -184,6 +184,17 @@ def test_registering_again_rotates_and_refreshes_the_plan(app, client, aws):
     assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {first}"}).status_code == 401
 
 
+def test_a_marketplace_token_issues_one_key_once(app, client, aws):
+    """The second POST of a token is refused without asking the marketplace again."""
+    aws.resolves("tok-1")
+    aws.entitled("starter")
+    key = register(client).get_json()["api_key"]
+    again = register(client)
+    assert again.status_code == 400 and again.get_json()["code"] == "invalid_request"
+    assert "registration token invalid or expired" in again.get_json()["detail"]
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+
+
 def test_subscribe_success_activates_a_pending_account(app, client, aws):
     aws.resolves("tok-1")
     aws.entitled()

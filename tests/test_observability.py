@@ -3,6 +3,7 @@
 import json
 
 import requests
+from conftest import post_file
 
 from docshift.accounts import marketplace
 
@@ -36,6 +37,41 @@ def test_metrics_token(app, client):
     app.config["METRICS_TOKEN"] = "s3cret-metrics"
     assert client.get("/metrics").status_code == 404
     assert client.get("/metrics", headers={"Authorization": "Bearer s3cret-metrics"}).status_code == 200
+
+
+def test_beyond_loopback_the_web_needs_a_metrics_token(s3, tmp_path):
+    """Listening on every interface (a PaaS's PORT), the web refuses to start without
+    DOCSHIFT_METRICS_TOKEN, saying so; with it, /metrics answers only to the token."""
+    from conftest import Service, wait_for
+
+    service = Service(tmp_path / "open", s3["env"])
+    service.env.pop("DOCSHIFT_METRICS_TOKEN", None)
+    service.start_web(PORT=str(service.port))
+    try:
+        assert service.processes["web"].wait(60) != 0
+        assert "DOCSHIFT_METRICS_TOKEN" in (service.data_dir / "web.log").read_text()
+    finally:
+        service.stop()
+
+    service = Service(tmp_path / "guarded", s3["env"], METRICS_TOKEN="scrape-me")
+    service.start_web(PORT=str(service.port))
+    try:
+        service.wait_healthy_web()
+        assert requests.get(f"{service.base_url}/metrics", timeout=10).status_code == 404
+        wait_for(lambda: requests.get(f"{service.base_url}/metrics", headers={"Authorization": "Bearer scrape-me"},
+                                      timeout=10).status_code == 200, 10, "metrics with the token")
+    finally:
+        service.stop()
+
+
+def test_the_database_figures_are_read_at_most_once_in_a_while(app, client, account):
+    """A scrape reads the task tables once per DOCSHIFT_METRICS_CACHE_SECONDS, whoever asks."""
+    app.config["METRICS_CACHE_SECONDS"] = 3600
+    before = metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth")
+    assert post_file(client, account, b"queued", "q.doc").status_code == 202
+    assert metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth") == before
+    app.config["METRICS_CACHE_SECONDS"] = 0
+    assert metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth") == before + 1
 
 
 def test_metrics_token_with_a_non_ascii_header(app, client):

@@ -3,10 +3,15 @@ failures are clear pages."""
 
 import re
 import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import pytest
+import requests
 from conftest import register
+from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from docshift.accounts import keys, marketplace
 
@@ -73,7 +78,8 @@ def test_invalid_and_expired_tokens(app, client):
 
 def test_opening_the_link_changes_no_key(app, client):
     """A link preview or a mail scanner fetches the link, any number of times: no key is issued
-    or revoked; only the page's POST issues one, and opening the link after it keeps that key."""
+    or revoked; only the page's POST issues one, and opening the (now used) link after it keeps
+    that key."""
     link = f"/marketplace/register?token={token(app, 'previewed')}"
     for accept in ("text/html", "application/json", "text/html", "*/*"):
         opened = client.get(link, headers={"Accept": accept})
@@ -83,7 +89,7 @@ def test_opening_the_link_changes_no_key(app, client):
     assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 0
     key = key_in(confirm_and_post(client, link))
     for _ in range(3):
-        assert client.get(link).status_code == 200
+        assert client.get(link).status_code == 400
     usage = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"})
     assert usage.status_code == 200 and usage.get_json()["plan"] == "team"
     assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
@@ -136,3 +142,85 @@ def test_issue_token_cli_prints_the_link_last(app, client):
     assert "curl" not in result.output  # opening the link changes nothing: a person presses its button
     response = confirm_and_post(client, f"{url.path}?{url.query}")
     assert keys.well_formed(key_in(response)) and "<strong>business</strong>" in response.get_data(as_text=True)
+
+
+def test_a_token_issues_one_key_once(app, client):
+    """A link seen in a proxy's log cannot take the account over: once used, the token is dead,
+    for the page and for the POST; the key it issued stays valid."""
+    link = f"/marketplace/register?token={token(app, 'once')}"
+    key = key_in(confirm_and_post(client, link))
+    value = link.split("=", 1)[1]
+    for response in (client.post("/marketplace/register", data={"x-amzn-marketplace-token": value}),
+                     client.post(link), client.get(link)):
+        assert response.status_code == 400
+        assert "registration token invalid or expired: restart setup from the marketplace" \
+            in response.get_data(as_text=True)
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    with sqlite3.connect(app.config["DATABASE"]) as conn:
+        assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
+        assert value.encode() not in b"".join(row[0].encode() for row in conn.iterdump())
+
+
+def test_two_tokens_for_one_customer_each_work(app, client):
+    """The recovery path: a fresh token for the same customer issues a new key, once."""
+    first = key_in(confirm_and_post(client, f"/marketplace/register?token={token(app, 'again')}"))
+    second = key_in(confirm_and_post(client, f"/marketplace/register?token={token(app, 'again')}"))
+    assert first != second
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {first}"}).status_code == 401
+
+
+def test_a_token_lives_a_day(app, client):
+    class DayOld(TimestampSigner):
+        def get_timestamp(self):
+            return int(time.time()) - 24 * 3600 - 60
+
+    issuer = marketplace.LocalMarketplace(app.config)
+    fresh = issuer.issue_token("late", "team")
+    issuer.serializer = URLSafeTimedSerializer(app.config["SECRET_KEY"], salt=issuer.serializer.salt,
+                                               signer=DayOld)
+    stale = issuer.issue_token("late", "team")
+    assert client.get(f"/marketplace/register?token={stale}").status_code == 400
+    assert client.post("/marketplace/register", data={"x-amzn-marketplace-token": stale}).status_code == 400
+    assert client.get(f"/marketplace/register?token={fresh}").status_code == 200
+
+
+def test_registration_pages_cannot_be_framed(app, client):
+    link = f"/marketplace/register?token={token(app, 'framed')}"
+    page = client.get(link)
+    answers = [page, confirm_and_post(client, link), client.get(link), client.get("/marketplace/register"),
+               client.post("/marketplace/register", headers={"Accept": "application/json"})]
+    for response in answers:
+        assert response.headers["X-Frame-Options"] == "DENY"
+        policy = dict(d.strip().split(" ", 1) for d in response.headers["Content-Security-Policy"].split(";"))
+        assert policy["default-src"] == "'none'" and policy["frame-ancestors"] == "'none'"
+        assert policy["form-action"] == "'self'" and "unsafe-inline" not in policy["script-src"]
+    nonce = re.search(r"'nonce-([^']+)'", answers[1].headers["Content-Security-Policy"]).group(1)
+    assert f'<script nonce="{nonce}">' in answers[1].get_data(as_text=True)
+    assert "onclick" not in answers[1].get_data(as_text=True)
+
+
+def test_one_token_posted_at_once_many_times_issues_one_key(s3, tmp_path):
+    """Concurrent POSTs of one token to the real gunicorn (two worker processes): one key."""
+    from conftest import Service
+
+    service = Service(tmp_path / "svc", s3["env"])
+    service.start_web()
+    try:
+        service.wait_healthy_web()
+        value = marketplace.LocalMarketplace(service.config()).issue_token("raced", "team")
+        start = threading.Barrier(12)
+
+        def post(_):
+            start.wait()
+            return requests.post(f"{service.base_url}/marketplace/register",
+                                 data={"x-amzn-marketplace-token": value}, headers={"Accept": "application/json"},
+                                 timeout=30)
+
+        with ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(post, range(12)))
+        assert sorted(a.status_code for a in answers) == [200] + [400] * 11, [a.text for a in answers]
+        assert all(a.json()["code"] == "invalid_request" for a in answers if a.status_code == 400)
+        with sqlite3.connect(service.config()["DATABASE"]) as conn:
+            assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
+    finally:
+        service.stop()

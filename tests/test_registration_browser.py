@@ -1,7 +1,7 @@
 """The registration page in a real headless Chromium against the live service: opening the
 link shows a button and changes nothing; the button's POST shows the key, the buyer copies
-it to the clipboard and uses it; pressing it again shows a new key, never the same one
-again (the old one is revoked)."""
+it to the clipboard (under the pages' Content-Security-Policy) and uses it; the used link
+is refused; a fresh link shows a new key, never the same one again (the old one is revoked)."""
 
 import os
 import random
@@ -59,10 +59,17 @@ def press_get_key(page):
     return navigation.value
 
 
+def link_for(live, customer):
+    token = marketplace.LocalMarketplace(live.config()).issue_token(customer, "starter")
+    return f"{live.base_url}/marketplace/register?token={token}"
+
+
 def test_key_shown_copied_used_and_not_shown_again(page, live):
     customer = f"browser-buyer-{random.randrange(10**9)}"
-    token = marketplace.LocalMarketplace(live.config()).issue_token(customer, "starter")
-    link = f"{live.base_url}/marketplace/register?token={token}"
+    link = link_for(live, customer)
+    refused = []  # what the browser blocked under the pages' Content-Security-Policy
+    page.on("console", lambda message: refused.append(message.text) if "Content Security Policy" in message.text
+            else None)
     # opened twice, as a link preview and then the buyer would: a page with a button, no key
     for _ in range(2):
         response = page.goto(link)
@@ -79,6 +86,8 @@ def test_key_shown_copied_used_and_not_shown_again(page, live):
     key_element = page.locator("#api-key")
     expect(key_element).to_be_visible()
     first = key_element.inner_text().strip()
+    # the page's own style applies (its nonce): the key sits in its grey box
+    assert key_element.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(242, 244, 247)"
     assert keys.well_formed(first), first
 
     page.locator("#copy").click()
@@ -92,12 +101,15 @@ def test_key_shown_copied_used_and_not_shown_again(page, live):
     assert before.status_code == 200, before.text
     assert before.json()["plan"] == "starter"
 
-    # the link opened again after the key was issued: the key stays valid
-    assert page.goto(link).status == 200
+    # the link opened again after the key was issued: refused, and the key stays valid
+    response = page.goto(link)
+    assert response.status == 400 and response.headers["x-frame-options"] == "DENY"
+    assert "registration token invalid or expired" in page.locator("#error").inner_text()
     assert first not in page.content()
     assert usage(live, first).status_code == 200
 
-    # pressing the button again issues a new key and revokes the first one
+    # a fresh link (the marketplace's recovery path) issues a new key and revokes the first one
+    assert page.goto(link_for(live, customer)).status == 200
     assert press_get_key(page).status == 200
     second = page.locator("#api-key").inner_text().strip()
     assert keys.well_formed(second), second
@@ -107,6 +119,7 @@ def test_key_shown_copied_used_and_not_shown_again(page, live):
     after = usage(live, first)
     assert after.status_code == 401 and after.json()["code"] == "invalid_api_key"
     assert usage(live, second).status_code == 200
+    assert refused == []
 
 
 @pytest.mark.parametrize("query,message", [
@@ -116,6 +129,8 @@ def test_key_shown_copied_used_and_not_shown_again(page, live):
 def test_refused_registration_pages(page, live, query, message):
     response = page.goto(f"{live.base_url}/marketplace/register{query}")
     assert response.status == 400
+    assert response.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     expect(page.locator("h1")).to_have_text("Registration failed")
     assert message in page.locator("body").inner_text()
     assert page.locator("#api-key").count() == 0

@@ -1,8 +1,11 @@
 """The pre-check: before LibreOffice, only what is certainly password-protected is refused; after
 LibreOffice loaded nothing, it tells password-protected files from damaged ones."""
 
+import olefile
 import pytest
 from conftest import encrypted_ooxml
+from msoffcrypto import OfficeFile
+from msoffcrypto.method.ecma376_agile import ECMA376Agile
 
 from docshift.engine import precheck
 from docshift.errors import ConversionFailed
@@ -60,3 +63,25 @@ def test_an_encrypted_workbook_is_left_to_libreoffice_then_recognised(variants):
     assert outcome(variants / "encrypted.xls") == "accepted"
     assert precheck.encrypted(variants / "encrypted.xls")
     assert outcome(variants / "velvet_sweatshop.xls") == "accepted"
+
+
+def test_a_package_that_asks_for_more_key_rounds_than_office_is_refused(tmp_path):
+    """Even with the default password: deriving its key would cost the worker seconds of CPU."""
+    velvet = encrypted_ooxml(tmp_path / "slow.xls", password="VelvetSweatshop", spin_count=1_000_000)
+    assert outcome(velvet) == "encrypted_document"
+
+
+def test_the_largest_spin_count_is_refused_without_deriving_a_key(tmp_path, monkeypatch):
+    """10,000,000 rounds (the format's ceiling) would take seconds: the refusal reads the count only."""
+    path = encrypted_ooxml(tmp_path / "ceiling.xls", password="VelvetSweatshop", spin_count=1_000_000)
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        info = ole.openstream("EncryptionInfo").read()
+        assert info.count(b'spinCount="1000000"') == 1
+        ole.write_stream("EncryptionInfo", info.replace(b'spinCount="1000000"', b'spinCount="9999999"'))
+    with open(path, "rb") as f:
+        assert OfficeFile(f).info["spinValue"] == 9_999_999
+    derived = []
+    monkeypatch.setattr(ECMA376Agile, "_derive_iterated_hash_from_password",
+                        staticmethod(lambda *args: derived.append(args) or pytest.fail("derived a key")))
+    assert outcome(path) == "encrypted_document"
+    assert derived == []

@@ -1,7 +1,8 @@
 """The worker's minute sweep: results expire, leftover inputs go, stuck tasks come back."""
 
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import requests
 from conftest import post_file
@@ -39,9 +40,31 @@ def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
     body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
     assert body["status"] == "EXPIRED" and "download_url" not in body
     assert body["result_expires_at"] <= db.iso(db.now())
-    assert requests.get(link, timeout=10).status_code == 404
+    assert requests.get(link, timeout=10).status_code == 403  # the link expired with the result
     with app.app_context():
         assert not get_store().result_exists(task_id)
+
+
+def test_a_link_lives_no_longer_than_its_result(office, app, client, account, legacy):
+    """A link handed out shortly before the result expires is signed only for the time left,
+    and the store refuses it from then on, though no sweep has deleted the object yet."""
+    task_id = submit_and_run(app, office, client, account, legacy["xls"].read_bytes(), "late.xls",
+                             RESULT_RETENTION_SECONDS=6)
+    body = client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {account}"}).get_json()
+    assert body["status"] == "SUCCEEDED"
+    query = parse_qs(urlsplit(body["download_url"]).query)
+    signed_at = datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    expires_at = db.parse(body["result_expires_at"])
+    # the time left, to the second the link is signed to: never past the result
+    left = int((expires_at - signed_at).total_seconds())
+    assert body["download_expires_in"] == int(query["X-Amz-Expires"][0]) == left
+    assert 0 < body["download_expires_in"] < app.config["DOWNLOAD_EXPIRES_IN"]
+    assert requests.get(body["download_url"], timeout=10).status_code == 200
+    time.sleep(max(0.0, (expires_at - db.now()).total_seconds()) + 0.5)
+    refused = requests.get(body["download_url"], timeout=10)
+    assert refused.status_code == 403 and b"expired" in refused.content
+    with app.app_context():
+        assert get_store().result_exists(task_id)
 
 
 def test_retained_result_is_left_alone(office, app, client, account, legacy):

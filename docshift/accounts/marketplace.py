@@ -11,6 +11,7 @@ rather than trusting a message.
 
 import json
 import logging
+import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -42,7 +43,8 @@ class LocalMarketplace:
     def issue_token(self, customer_id, plan):
         if plan not in PLANS:
             raise ValueError(f"unknown plan {plan!r}")
-        return self.serializer.dumps({"customer": customer_id, "plan": plan})
+        # a nonce: two tokens for one customer in one second must differ, each is used once
+        return self.serializer.dumps({"customer": customer_id, "plan": plan, "nonce": secrets.token_urlsafe(6)})
 
     def resolve(self, token):
         """The customer a registration token stands for; raises RegistrationTokenInvalid."""

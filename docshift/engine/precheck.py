@@ -20,11 +20,14 @@ ENCRYPTED = "The file is password-protected."
 WORD_FENCRYPTED = 0x0100  # FIB base, flags at offset 0x0A
 BIFF_FILEPASS, BIFF_EOF = 0x002F, 0x000A
 BIFF_SCAN_LIMIT = 1 << 20  # FILEPASS sits right after the workbook's BOF; never read a whole stream
+# Office derives an agile key in 100,000 rounds; the format allows 10,000,000, seconds of the worker's CPU
+MAX_SPIN_COUNT = 100_000
 
 
 def check(path):
     """Raise ``encrypted_document`` if ``path`` is certainly password-protected: an encrypted OOXML
-    package (unless its password is the default one) or a Word file whose header says so.
+    package (unless its password is the default one and its key costs no more rounds than Office's)
+    or a Word file whose header says so.
     Anything else, damaged or foreign files included, goes on to LibreOffice."""
     streams = _streams(path)
     if streams is None:
@@ -78,7 +81,10 @@ def _encrypted_package(streams):
 def _opens_with_default_password(path):
     try:
         with open(path, "rb") as f:
-            OfficeFile(f).load_key(password=DEFAULT_PASSWORD, verify_password=True)
+            package = OfficeFile(f)
+            if package.type == "agile" and package.info["spinValue"] > MAX_SPIN_COUNT:
+                return False  # never derive what the upload says costs more than Office spends
+            package.load_key(password=DEFAULT_PASSWORD, verify_password=True)
         return True
     except Exception:
         return False

@@ -169,10 +169,13 @@ def task(task_id):
 
 
 def task_view(row):
-    # a result past its retention is EXPIRED from that moment, whether or not the sweep has run
-    status = row["status"]
-    if status == "SUCCEEDED" and row["result_expires_at"] <= db.iso(db.now()):
-        status = "EXPIRED"
+    # a result past its retention is EXPIRED from that moment, whether or not the sweep has run;
+    # so is one in its last second, for which no link can be signed (S3 signs to the second)
+    status, signed_at = row["status"], db.now().replace(microsecond=0)
+    if status == "SUCCEEDED":
+        left = int((db.parse(row["result_expires_at"]) - signed_at).total_seconds())
+        if left < 1:
+            status = "EXPIRED"
     view = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
             "created_at": row["created_at"]}
     if status in ("SUCCEEDED", "EXPIRED"):
@@ -183,9 +186,10 @@ def task_view(row):
         if row["fidelity"]:
             view["fidelity"] = json.loads(row["fidelity"])
     if status == "SUCCEEDED":
-        expires_in = current_app.config["DOWNLOAD_EXPIRES_IN"]
+        # a link never outlives the result: one handed out late would download it until the sweep
+        expires_in = min(current_app.config["DOWNLOAD_EXPIRES_IN"], left)
         view["download_url"] = get_store().presign_result(
-            row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)
+            row["id"], content_disposition(row["source_filename"], extension), extension, expires_in, signed_at)
         view["download_expires_in"] = expires_in
     if status == "FAILED":
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}

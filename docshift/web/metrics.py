@@ -7,8 +7,10 @@ content are never logged.
 
 ``/metrics`` serves HTTP latency from every gunicorn worker (prometheus_client's
 multiprocess mode, files under the data dir) and, read from the database at
-scrape time so that they are exact across processes: tasks by type and state,
-queue depth, conversion seconds and LibreOffice restarts.
+scrape time so that they are exact across processes (and kept a few seconds, since
+they aggregate whole tables): tasks by type and state, queue depth, conversion
+seconds and LibreOffice restarts. Beyond loopback, the web starts only with its token
+set (``docshift.gunicorn_conf``).
 """
 
 import logging
@@ -105,20 +107,30 @@ def metrics():
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
-    registry.register(DatabaseCollector(get_db()))
+    registry.register(DatabaseCollector(_figures()))
     return Response(generate_latest(registry), mimetype="text/plain; version=0.0.4")
+
+
+def _figures():
+    """The database's task figures, read at most once per METRICS_CACHE_SECONDS in this process:
+    they aggregate whole tables, and scrapes may come as often as anyone likes."""
+    read_at, figures = current_app.extensions.get("docshift.metrics_figures", (None, None))
+    if read_at is None or time.monotonic() - read_at >= current_app.config["METRICS_CACHE_SECONDS"]:
+        figures = db.task_metrics(get_db(), BUCKETS)
+        current_app.extensions["docshift.metrics_figures"] = (time.monotonic(), figures)
+    return figures
 
 
 class DatabaseCollector:
     """Task metrics from the shared database, exact whichever process did the work."""
 
-    def __init__(self, conn):
-        self.conn = conn
+    def __init__(self, figures):
+        self.figures = figures
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-        figures = db.task_metrics(self.conn, BUCKETS)
+        figures = self.figures
         tasks = GaugeMetricFamily("docshift_tasks", "Tasks by source type and state", labels=["type", "state"])
         for (kind, status), count in figures["tasks"].items():
             tasks.add_metric([kind, status], count)

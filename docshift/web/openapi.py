@@ -77,7 +77,8 @@ def document(base_url):
         "summary": "Query a task",
         "description": "Poll while QUEUED or PROCESSING (every `Retry-After` seconds). A SUCCEEDED task "
                        "carries a fresh presigned `download_url`, valid `download_expires_in` seconds, on every "
-                       "query while the result is retained.",
+                       "query while the result is retained: 300, or the time left until `result_expires_at` when "
+                       "that is less (a link never outlives the result).",
         "parameters": [{"in": "path", "name": "task_id", "required": True, "schema": {"type": "string"}}],
         "responses": {
             "200": {"description": "The task.", "content": {"application/json": {"schema": "Task"}},

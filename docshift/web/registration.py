@@ -2,16 +2,18 @@
 
 Only a POST issues a key. ``GET ?token=...`` (the local marketplace's link) shows a page
 whose button POSTs the token: a link preview or a mail scanner that fetches the link
-must not rotate the customer's key.
+must not rotate the customer's key. A token issues a key once: the link sits in proxies'
+logs, and whoever saw it must not be able to take the account over afterwards.
 """
 
 import logging
+import secrets
 
-from flask import Blueprint, current_app, jsonify, render_template, request, url_for
+from flask import Blueprint, current_app, g, jsonify, render_template, request, url_for
 
 from docshift.accounts import keys
 from docshift.errors import InvalidRequest, MarketplaceUnavailable, RegistrationTokenInvalid, ServiceUnavailable
-from docshift.storage import db
+from docshift.storage import registrations
 from docshift.web.context import get_db, get_marketplace
 from docshift.web.problems import problem
 
@@ -22,6 +24,23 @@ FIELD = "x-amzn-marketplace-token"
 MISSING = "registration token missing: open the setup link from the marketplace"
 INVALID = "registration token invalid or expired: restart setup from the marketplace"
 BUSY = "the marketplace did not answer: open the setup link again in a minute"
+
+
+# the pages' own inline style and script (by nonce), a form that posts here, never in a frame
+POLICY = ("default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; form-action 'self'; "
+          "frame-ancestors 'none'; base-uri 'none'")
+
+
+@bp.before_request
+def _nonce():
+    g.csp_nonce = secrets.token_urlsafe(16)
+
+
+@bp.after_request
+def _unframed(response):
+    response.headers["Content-Security-Policy"] = POLICY.format(nonce=g.csp_nonce)
+    response.headers["X-Frame-Options"] = "DENY"
+    return response
 
 
 class _Refused(Exception):
@@ -50,18 +69,20 @@ def confirm():
 @bp.post("/marketplace/register")
 def register():
     """The marketplace's form POST (or the confirmation button): issues a new key."""
+    token = request.form.get(FIELD) or request.args.get("token")
     try:
-        customer = _resolve(request.form.get(FIELD) or request.args.get("token"))
+        customer = _resolve(token)
     except _Refused as refused:
         return _refused(refused)
     backend = get_marketplace()
-    conn = get_db()
-    account = db.find_account(conn, backend.name, customer.customer_id)
-    # the local operator's later changes (plan, status) outlive an old token; AWS is asked afresh
-    if account is None or backend.name != "local":
-        account = db.apply_subscription(conn, backend.name, customer)
     api_key = keys.generate()
-    db.replace_key(conn, account["id"], keys.digest(api_key), keys.hint(api_key))
+    try:
+        # the local operator's later changes (plan, status) outlive an old token; AWS is asked afresh
+        account = registrations.register(get_db(), backend.name, customer, token, keys.digest(api_key),
+                                         keys.hint(api_key), refresh=backend.name != "local")
+    except RegistrationTokenInvalid as error:  # a POST of the same token got there first
+        log.info("registration refused: %s", error)
+        return _refused(_Refused(INVALID))
     log.info("account %s registered, new key %s", account["id"], keys.hint(api_key))
 
     if _wants_json():
@@ -75,6 +96,9 @@ def register():
 def _resolve(token):
     if not token:
         raise _Refused(MISSING)
+    if registrations.token_used(get_db(), token):  # refused before the marketplace is asked again
+        log.info("registration refused: token already used")
+        raise _Refused(INVALID)
     try:
         return get_marketplace().resolve(token)
     except RegistrationTokenInvalid as error:

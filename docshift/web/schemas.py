@@ -88,7 +88,9 @@ class Task(Schema):
     fidelity = fields.Nested(Fidelity, metadata={
         "description": "SUCCEEDED and EXPIRED: what the source holds against what the result holds."})
     download_url = fields.Url()
-    download_expires_in = fields.Integer()
+    download_expires_in = fields.Integer(metadata={
+        "description": "Seconds the `download_url` is valid: 300, or fewer when the result expires sooner.",
+        "example": 300})
     result_expires_at = fields.String()
     error = fields.Nested(TaskError)
     detected_format = fields.String(metadata={
