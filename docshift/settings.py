@@ -44,6 +44,9 @@ DEFAULTS = {
     # address-space cap of each LibreOffice process, in MiB (a 571 KB .ppt of the corpus
     # peaks at 2.6 GB resident and more in address space; 4096 made it fail)
     "OFFICE_MEMORY_LIMIT_MB": 8192,
+    # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
+    # LibreOffice converts one account's files only) and at recycling; "off" starts one when needed
+    "OFFICE_SPARE": "on",
     # LibreOffice runs in its bubblewrap sandbox; "off" runs it without (a warning at every start)
     "SANDBOX": "on",
     "RESULT_RETENTION_SECONDS": 1800,

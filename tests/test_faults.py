@@ -42,7 +42,7 @@ def test_sigkill_of_the_consumer_mid_flight_then_restart(s3, tmp_path, legacy, s
         # the killed consumer's LibreOffice processes went with it
         time.sleep(1.5)
         assert soffice_pids(consumer.pid) == []
-        assert len(soffice_pids(service.processes["worker"].pid)) <= 2  # only the new consumer's two
+        assert len(soffice_pids(service.processes["worker"].pid)) <= 4  # only the new consumer's two and their spares
     finally:
         service.stop()
 

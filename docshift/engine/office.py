@@ -20,6 +20,7 @@ Office must be started, and restarted, by a thread that lives as long as it
 
 import contextlib
 import glob
+import itertools
 import json
 import logging
 import os
@@ -91,11 +92,13 @@ def network_namespace():
 
 class Office:
     def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office", sandboxed=True,
-                 on_start=None, profile_settings=None):
+                 on_start=None, profile_settings=None, spare=False):
         """An Office keeping its job dir in ``<base_dir>/work`` and its profile in ``<base_dir>/office``,
         both named ``<host>.<pid>.<name>`` so that ``clear_leftovers`` knows whose they are.
         ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why.
-        ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose)."""
+        ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose).
+        ``spare``: keep a second LibreOffice started and self-tested in the background, so that a new tenant
+        or a recycling takes over a fresh process at once instead of waiting for one to start."""
         self.base_dir = Path(base_dir)
         self.max_conversions = max_conversions
         self.memory_limit = memory_limit_mb * 1024 * 1024
@@ -106,13 +109,22 @@ class Office:
         own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
         self.job_dir = self.base_dir / "work" / own
         self.profile = self.base_dir / "office" / own
+        self.own_profile = self.profile  # the name every profile of this Office starts with
         self.process = None
         self.conversions = 0
         self.starts = 0
+        self._generations = itertools.count(1)  # numbers the profiles and pipes of its LibreOffices
         self.busy = False
         self.task_id = None  # the task being converted, for the tags of LibreOffice's messages
+        self.tenant = None  # the account whose files the running LibreOffice has seen
         self.broken = None  # why the last start gave up, while it stands
         self.timings = {}  # seconds of the last start: "launch", "self_test"
+        self.spare = spare
+        self._spare = None  # a started, self-tested LibreOffice that has seen no document: _Started
+        self._spare_lock = threading.Lock()
+        self._spare_wanted = threading.Event()
+        self._keeper = None
+        self._closing = False
 
     # lifecycle
 
@@ -121,10 +133,9 @@ class Office:
         ``START_ATTEMPTS`` failures in a row."""
         for attempt in range(1, START_ATTEMPTS + 1):
             try:
-                self._launch()
+                started = self._launch()
                 break
             except OfficeCrashed as error:
-                self.stop()
                 failure = error
                 log.warning("%s: LibreOffice failed to start (%d of %d): %s", self.name, attempt, START_ATTEMPTS,
                             error)
@@ -132,63 +143,121 @@ class Office:
             self.broken = str(failure)
             self._report("broken", self.broken)
             raise EngineBroken(f"LibreOffice failed {START_ATTEMPTS} starts in a row: {failure}")
+        self._adopt(started)
+        if self.spare and self._keeper is None:
+            # bubblewrap's --die-with-parent follows the thread that starts it: spares come from one that
+            # lives as long as this Office
+            self._keeper = threading.Thread(target=self._keep_spare, daemon=True, name=f"{self.name}-spare")
+            self._keeper.start()
+            self._spare_wanted.set()
+
+    def _adopt(self, started):
+        """Make ``started`` this Office's LibreOffice: it has seen no document and belongs to no tenant yet."""
+        self.process, self.profile, self.timings = started.process, started.profile, started.timings
+        self.conversions = 0
+        self.starts += 1
+        self.tenant = None
         self.broken = None
         self._report("ok", None)
 
     def _launch(self):
+        """A LibreOffice with a fresh profile of its own, started and self-tested: a :class:`_Started`."""
         began = time.monotonic()
-        self._prepare()
-        pipe = f"docshift-{os.getpid()}-{self.name}"
-        env = {"HOME": self.inside(self.profile / "home"), "TMPDIR": self.inside(self.profile / "tmp")}
+        generation = next(self._generations)  # the spare keeper launches too
+        profile = self.own_profile.with_name(f"{self.own_profile.name}.{generation}")
+        self._prepare(profile)
+        pipe = f"docshift-{os.getpid()}-{self.name}-{generation}"
+        env = {"HOME": self.inside(profile / "home", profile), "TMPDIR": self.inside(profile / "tmp", profile)}
         if self.sandboxed:
-            argv = sandbox.command(self.job_dir, self.profile, BRIDGE.parent,
+            argv = sandbox.command(self.job_dir, profile, BRIDGE.parent,
                                    [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
                                     pipe], env)
             env = {}
         else:
             log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
-            argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), self.profile.as_uri(), pipe]
+            argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), profile.as_uri(), pipe]
             env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
         # the worker's environment (secret key, S3 and AWS credentials) stays out either way
-        self.process = subprocess.Popen(
+        process = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/",
             start_new_session=True, preexec_fn=self._limit_memory, text=True, bufsize=1)
-        threading.Thread(target=self._log_messages, args=(self.process.stderr,), daemon=True,
+        started = _Started(process, profile)
+        threading.Thread(target=self._log_messages, args=(process.stderr,), daemon=True,
                          name=f"{self.name}-stderr").start()
         try:
-            ready = self._read(START_TIMEOUT)
-        except (OfficeTimeout, OfficeCrashed):
-            raise OfficeCrashed("LibreOffice did not start")
-        if not ready.get("ready"):
-            raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
-        launched = time.monotonic()
-        test_dir = self.job_dir / "selftest"
-        self._send({"selftest": self.inside(test_dir)})
-        try:
-            answer = self._read(SELF_TEST_TIMEOUT)
-        except OfficeTimeout:
-            raise OfficeCrashed("the self-test took too long")
-        finally:
-            shutil.rmtree(test_dir, ignore_errors=True)
-        if not answer.get("ok"):
-            raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
-        self.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
-        self.conversions = 0
-        self.starts += 1
+            try:
+                ready = self._read(START_TIMEOUT, process)
+            except (OfficeTimeout, OfficeCrashed):
+                raise OfficeCrashed("LibreOffice did not start")
+            if not ready.get("ready"):
+                raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
+            launched = time.monotonic()
+            # in its own profile: no other LibreOffice of this Office can reach the self-test's files
+            test_dir = profile / "selftest"
+            test_dir.mkdir()
+            if self.sandboxed:
+                sandbox.give(test_dir)
+            self._send({"selftest": self.inside(test_dir, profile)}, process)
+            try:
+                answer = self._read(SELF_TEST_TIMEOUT, process)
+            except OfficeTimeout:
+                raise OfficeCrashed("the self-test took too long")
+            finally:
+                shutil.rmtree(test_dir, ignore_errors=True)
+            if not answer.get("ok"):
+                raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
+        except BaseException:
+            started.kill()
+            raise
+        started.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
         log.info("%s started %s in %.2f s, self-test %.2f s (soffice pid %s)", self.name,
-                 "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", self.timings["launch"],
-                 self.timings["self_test"], ready["pid"])
+                 "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", started.timings["launch"],
+                 started.timings["self_test"], ready["pid"])
+        return started
 
-    def _prepare(self):
+    def _prepare(self, profile):
         """A fresh profile (with LibreOffice's home and temp dir) and the job dir, both the sandbox's."""
-        shutil.rmtree(self.profile, ignore_errors=True)
-        for path in (self.job_dir, self.profile / "user", self.profile / "home", self.profile / "tmp"):
+        shutil.rmtree(profile, ignore_errors=True)
+        for path in (self.job_dir, profile / "user", profile / "home", profile / "tmp"):
             path.mkdir(parents=True, exist_ok=True)
-        settings = self.profile / "user" / "registrymodifications.xcu"
+        settings = profile / "user" / "registrymodifications.xcu"
         settings.write_text(self.profile_settings)
         if self.sandboxed:
-            for path in (self.job_dir, self.profile, *self.profile.iterdir(), settings):
+            for path in (self.job_dir, profile, *profile.iterdir(), settings):
                 sandbox.give(path)
+
+    def _keep_spare(self):
+        """The spare keeper: whenever the spare was taken, start another (the lifetime of this thread is theirs)."""
+        delay = 1.0
+        while True:
+            self._spare_wanted.wait()
+            self._spare_wanted.clear()
+            if self._closing:
+                return
+            try:
+                started = self._launch()
+                delay = 1.0
+            except OfficeCrashed as error:
+                log.warning("%s: no spare LibreOffice: %s", self.name, error)
+                time.sleep(delay)
+                delay = min(delay * 2, 60)
+                self._spare_wanted.set()
+                continue
+            with self._spare_lock:
+                if self._spare is None and not self._closing:
+                    self._spare, started = started, None
+            if started is not None:
+                started.kill()
+
+    def _take_spare(self):
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and spare.process.poll() is None:
+            self._spare_wanted.set()
+            return spare
+        if spare is not None:
+            spare.kill()
+        return None
 
     def _report(self, state, detail):
         if self.on_start is not None:
@@ -211,26 +280,46 @@ class Office:
         os.nice(10)
 
     def stop(self):
+        """Kill this Office's LibreOffice and remove its profile (the spare stays)."""
         if self.process is not None:
-            try:
-                # the sandbox's own PID namespace dies with its outer bwrap (--die-with-parent)
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-            self.process.stdin.close()
-            self.process.stdout.close()
+            _Started(self.process, self.profile).kill()
             self.process = None
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def close(self):
-        """Stop LibreOffice and remove this Office's job dir: the worker is going away."""
+        """Stop LibreOffice and its spare and remove this Office's job dir: the worker is going away."""
+        self._closing = True
+        self._spare_wanted.set()
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.kill()
         self.stop()
         shutil.rmtree(self.job_dir, ignore_errors=True)
 
     def restart(self):
+        """A fresh LibreOffice in place of this one: the spare when one is ready, else a new start."""
         self.stop()
-        self.start()
+        spare = self._take_spare() if self.spare else None
+        if spare is not None:
+            self._adopt(spare)
+        else:
+            self.start()
+
+    def take(self, tenant):
+        """Ready this Office for a task of ``tenant`` (an account id): a LibreOffice that has converted a file
+        of another account never converts one of this account's, so it is replaced first. The job dir is
+        emptied: nothing of an earlier task, or that LibreOffice left there, is seen by this one."""
+        if self.tenant is not None and self.tenant != tenant and self.process is not None:
+            log.info("%s: a new tenant, a fresh LibreOffice", self.name)
+            self.restart()
+        if self.job_dir.exists():
+            for entry in list(self.job_dir.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        self.tenant = tenant
 
     @property
     def restarts(self):
@@ -243,11 +332,12 @@ class Office:
 
     # work
 
-    def inside(self, path):
-        """``path`` as LibreOffice sees it: under ``/job`` or ``/profile`` in the sandbox."""
+    def inside(self, path, profile=None):
+        """``path`` as LibreOffice sees it: under ``/job`` or ``/profile`` (``profile``, the running one's if
+        None) in the sandbox."""
         path = Path(path)
         if self.sandboxed:
-            for host, jailed in ((self.job_dir, sandbox.JOB), (self.profile, sandbox.PROFILE)):
+            for host, jailed in ((self.job_dir, sandbox.JOB), (profile or self.profile, sandbox.PROFILE)):
                 if path.is_relative_to(host):
                     return str(Path(jailed) / path.relative_to(host))
         return str(path)
@@ -258,8 +348,7 @@ class Office:
         Files outside ``job_dir`` are copied through it: the sandbox sees nothing else."""
         self.task_id = task_id
         if not self.running:
-            self.stop()  # after a crash, the remains of the old process
-            self.start()
+            self.restart()  # after a crash, the remains of the old process go
         with self._visible(Path(source).resolve(), Path(target).resolve()) as (inner_source, inner_target):
             request = {"source": inner_source, "target": inner_target, "filter": export_filter}
             try:
@@ -284,8 +373,16 @@ class Office:
             self.stop()
             raise LoadFailed(answer.get("detail", ""))
         if self.conversions >= self.max_conversions:
-            self.restart()  # LibreOffice never gives memory back; a fresh one does
+            self.recycle()
         return answer.get("facts", {})
+
+    def recycle(self):
+        """LibreOffice never gives memory back; a fresh one does. A fresh one that fails to start costs nothing
+        of the conversion just done: the next conversion starts one again."""
+        try:
+            self.restart()
+        except EngineBroken as error:
+            log.warning("%s: recycling failed, the next conversion starts LibreOffice: %s", self.name, error)
 
     @contextlib.contextmanager
     def _visible(self, source, target):
@@ -313,16 +410,17 @@ class Office:
             if path.is_relative_to(self.job_dir) and path != self.job_dir and path.exists():
                 sandbox.give(path)
 
-    def _send(self, request):
+    def _send(self, request, process=None):
+        process = process or self.process
         try:
-            self.process.stdin.write(json.dumps(request) + "\n")
-            self.process.stdin.flush()
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
         except (BrokenPipeError, OSError) as error:
             raise OfficeCrashed(str(error)) from error
 
-    def _read(self, timeout):
+    def _read(self, timeout, process=None):
         deadline = time.monotonic() + timeout
-        stdout = self.process.stdout
+        stdout = (process or self.process).stdout
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -334,9 +432,10 @@ class Office:
                     raise OfficeCrashed("the bridge exited")
                 return json.loads(line)
 
-    def office_pid(self):
-        """The pid of this Office's ``soffice.bin`` (the process that does the work), or None."""
-        process = self.process  # read once: a restart in another thread may set it to None meanwhile
+    def office_pid(self, process=None):
+        """The pid of this Office's ``soffice.bin`` (the process that does the work), or of the one
+        ``process`` (a bridge) started, or None."""
+        process = process or self.process  # read once: a restart in another thread may set it to None meanwhile
         if process is None:
             return None
         children = {}
@@ -359,6 +458,24 @@ class Office:
                     return pid
             generation = [pid for pid, _ in below]
         return None
+
+
+class _Started:
+    """One started LibreOffice (its bridge process) and the profile that is its alone."""
+
+    def __init__(self, process, profile):
+        self.process, self.profile, self.timings = process, profile, {}
+
+    def kill(self):
+        try:
+            # the sandbox's own PID namespace dies with its outer bwrap (--die-with-parent)
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        self.process.stdin.close()
+        self.process.stdout.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
 
 
 def clear_leftovers(base_dir):

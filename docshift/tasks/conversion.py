@@ -91,16 +91,21 @@ def _run(task, account, conn, objects, config, office):
         outcome = Outcome("FAILED", code="subscription_inactive",
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
-        outcome = convert_task(task["id"], task["source_type"], objects, config, office, task["macros"])
+        outcome = convert_task(task["id"], task["source_type"], objects, config, office, task["macros"],
+                               tenant=task["account_id"])
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def convert_task(task_id, kind, objects, config, office, macros="keep"):
+def convert_task(task_id, kind, objects, config, office, macros="keep", tenant=None):
     """Fetch the input, convert it, store the result: the part of a task that needs no database
-    (a conversion node runs only this). Never raises for the file's sake: returns an Outcome."""
+    (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
+
+    ``tenant`` (the task's account): the office's LibreOffice is replaced before it sees this file if it
+    has converted another account's (``Office.take``)."""
     patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
     restarts = office.restarts
     try:
+        office.take(tenant)
         # the office's job dir: the only host directory its sandbox can see
         office.job_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.job_dir) as tmp:

@@ -59,7 +59,8 @@ class Worker:
                                                memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
                                                name=threading.current_thread().name,
                                                sandboxed=self.config["SANDBOX"] == "on",
-                                               on_start=self.office_started)
+                                               on_start=self.office_started,
+                                               spare=self.config["OFFICE_SPARE"] == "on")
         return self._local.office
 
     def office_started(self, started, state, detail):
