@@ -63,3 +63,62 @@ def test_text_keeps_every_character_but_a_few():
 
 def test_a_result_that_does_not_open_has_lost_everything():
     assert content_lost({"slides": 1}, None) == "it does not open"
+
+
+# What only the source may explain: a LibreOffice that a document got code running in could add these to a result
+
+
+def rewritten(result, tmp_path, changes):
+    """A copy of the OOXML package ``result`` with parts replaced or added."""
+    out = tmp_path / f"rewritten{result.suffix}"
+    with zipfile.ZipFile(result) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            if entry.filename not in changes:
+                target.writestr(entry, source.read(entry))
+        for name, data in changes.items():
+            target.writestr(name, data)
+    return out
+
+
+SETTINGS_RELS = (
+    '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/'
+    'relationships"><Relationship Id="rId9" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+    'relationships/{kind}" Target="{target}" TargetMode="External"/></Relationships>')
+
+
+@pytest.fixture(scope="module")
+def converted_doc(office, legacy, tmp_path_factory):
+    from docshift.engine.convert import convert
+
+    return convert(office, legacy["doc"], "doc", tmp_path_factory.mktemp("explained"), 60).path
+
+
+def test_a_remote_template_the_source_does_not_name_is_refused(converted_doc, legacy, tmp_path):
+    from docshift.engine.unexplained import unexplained
+
+    assert unexplained(converted_doc, legacy["doc"], "doc") is None
+    planted = rewritten(converted_doc, tmp_path, {"word/_rels/settings.xml.rels": SETTINGS_RELS.format(
+        kind="attachedTemplate", target="https://reader-tracking.example/t.dotm")})
+    assert "external location" in unexplained(planted, legacy["doc"], "doc")
+    # a hyperlink opens only when a reader clicks it
+    linked = rewritten(converted_doc, tmp_path, {"word/_rels/settings.xml.rels": SETTINGS_RELS.format(
+        kind="hyperlink", target="https://example.org/somewhere")})
+    assert unexplained(linked, legacy["doc"], "doc") is None
+
+
+def test_a_vba_project_the_source_does_not_carry_is_refused(converted_doc, legacy, tmp_path):
+    from docshift.engine.unexplained import unexplained
+
+    planted = rewritten(converted_doc, tmp_path, {"word/vbaProject.bin": b"\xd0\xcf\x11\xe0" + b"\0" * 508})
+    assert "VBA project" in unexplained(planted, legacy["doc"], "doc")
+
+
+def test_a_link_the_source_holds_is_kept(office, linked_doc, tmp_path):
+    """The linked picture of a .doc stays a link (never fetched): the source names it, so it passes."""
+    from docshift.engine.convert import convert
+
+    path, port = linked_doc
+    result = convert(office, path, "doc", tmp_path, 60).path
+    with zipfile.ZipFile(result) as package:
+        rels = package.read("word/_rels/document.xml.rels").decode()
+    assert 'TargetMode="External"' in rels and f"127.0.0.1:{port}" in rels

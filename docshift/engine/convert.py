@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from docshift.engine import inventory, ooxml, precheck, stored, vba
+from docshift.engine import inventory, ooxml, precheck, stored, unexplained, vba
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
@@ -88,6 +88,7 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
     if project is not None:
         vba.insert_project(result, project)
     check_package(result, kind)
+    check_explained(result, source, kind)
     loaded = report["loaded"]
     check_content(loaded, ooxml.facts(result, kind), source)
     # what the legacy file itself holds, not what LibreOffice loaded: a part dropped on load shows too
@@ -149,6 +150,18 @@ def check_package(path, kind):
         log.warning("output of %s refused: %s (%d entries, %d bytes unpacked)", kind, problem, len(entries),
                     unpacked)
         raise ConversionFailed("output_invalid", f"{INVALID}: {problem}.")
+
+
+def check_explained(result, source, kind):
+    """Raise ``output_invalid`` when the result holds what its source does not explain (``unexplained``): an
+    external reference other than a hyperlink, a VBA project."""
+    try:
+        why = unexplained.unexplained(result, source, kind)
+    except (ooxml.Unreadable, zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as error:
+        why = f"its relationships do not read: {error}"
+    if why:
+        log.warning("output of %s refused: %s", source, why)
+        raise ConversionFailed("output_invalid", f"{INVALID}: {why}.")
 
 
 def check_content(loaded, written, source):

@@ -1,0 +1,72 @@
+"""What a result may hold only if its source explains it: the output check against a LibreOffice that a
+document got code running in (it could add a remote template, a linked picture that reports the reader, or a
+VBA project, and every other check would pass).
+
+- A relationship to something outside the package (``TargetMode="External"``) is a hyperlink (it opens only
+  when a reader clicks it), or its target is written in the legacy file itself: a linked picture or
+  object, an attached template the source names.
+- A VBA project is in the result only when the source carries one.
+
+Relationship parts are read as a stream (``ooxml.stream``), never inflated past their declared size.
+"""
+
+import re
+import zipfile
+from pathlib import Path
+from urllib.parse import unquote
+
+from docshift.engine import ooxml, vba
+
+HYPERLINK = f"{ooxml.RELATIONSHIPS}/hyperlink"
+VBA_PART = re.compile(r"(?:word|xl|ppt)/vbaProject\.bin")
+# a target shorter than this can be found in any file by chance: it explains nothing
+SHORTEST_TARGET = 6
+
+
+def unexplained(result, source, kind):
+    """Why ``result`` holds something its legacy ``source`` of ``kind`` does not explain, in words, or None."""
+    with zipfile.ZipFile(result) as package:
+        names = package.namelist()
+        if any(VBA_PART.fullmatch(name) for name in names) and not vba.has_project(source, kind):
+            return "it holds a VBA project the source does not carry"
+        external = [target for name in names if name.endswith(".rels")
+                    for target in _external_targets(package, name)]
+    if not external:
+        return None
+    written = _source_text(source)
+    for target in external:
+        if not _written_in(target, written):
+            return "it refers to an external location the source does not name"
+    return None
+
+
+def _external_targets(package, name):
+    """Targets of the part's relationships to outside the package, hyperlinks left out."""
+    targets = []
+
+    def start(tag, attributes):
+        if tag == f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relationship" \
+                and attributes.get("TargetMode") == "External" and attributes.get("Type") != HYPERLINK:
+            targets.append(attributes.get("Target", ""))
+
+    with package.open(name) as part:
+        ooxml.stream(iter(lambda: part.read(ooxml.CHUNK), b""), name, start=start)
+    return targets
+
+
+def _source_text(source):
+    """The legacy file's bytes as text both ways a legacy Office file writes strings: 8-bit and UTF-16LE."""
+    data = Path(source).read_bytes()
+    return data.decode("latin-1").lower(), data.decode("utf-16-le", "replace").lower() + \
+        data[1:].decode("utf-16-le", "replace").lower()
+
+
+def _written_in(target, written):
+    """Whether the legacy file writes ``target``, or a distinctive part of it (a host, folder or file name:
+    legacy files write paths in their own encodings, and LibreOffice rewrites them), in either encoding."""
+    for _ in range(3):  # LibreOffice escapes a '%' of the source again: "%2525" is a '%'
+        target = unquote(target)
+    target = target.lower().replace("\\", "/")
+    parts = [part for part in re.split(r"[/:]+", target) if part not in ("file", "http", "https", "..", ".")]
+    forms = [target, *parts, *(part.rsplit(".", 1)[0] for part in parts)]
+    return any(len(form) >= SHORTEST_TARGET and any(form in text for text in written) for form in forms)
