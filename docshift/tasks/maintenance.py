@@ -41,7 +41,7 @@ def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
     heartbeat(conn, at)
     for task in db.results_to_expire(conn, at):
         # delete first: a crash in between leaves a SUCCEEDED row that the next sweep finishes
-        objects.delete_result(task["id"])
+        objects.delete_result(task["result_key"])
         db.mark_expired(conn, task["id"])
     for task in db.final_tasks_with_input(conn):
         drop_input(conn, objects, task["id"])

@@ -185,7 +185,7 @@ def task_view(row):
     if status == "SUCCEEDED":
         expires_in = current_app.config["DOWNLOAD_EXPIRES_IN"]
         view["download_url"] = get_store().presign_result(
-            row["id"], content_disposition(row["source_filename"], extension), extension, expires_in)
+            row["result_key"], content_disposition(row["source_filename"], extension), extension, expires_in)
         view["download_expires_in"] = expires_in
     if status == "FAILED":
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}
