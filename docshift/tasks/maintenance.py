@@ -66,13 +66,16 @@ def recover_stuck(conn, objects, config, at, registry=None):
     for task in db.processing_tasks(conn):
         started = db.parse(task["started_at"])
         overdue = started + longest < at
-        if task["worker"] and task["worker"].startswith("job:"):  # a conversion node's job
+        job = bool(task["worker"] and task["worker"].startswith("job:"))  # a conversion node's job
+        if job:
             gone = registry is not None and registry.job_gone(task["worker"], started, at)
         else:
             gone = holder_gone(conn, task["worker"], at)
         if overdue or gone:
             log.warning("task %s taken back from %s (attempt %d%s)", task["id"], task["worker"], task["attempts"],
                         ", overdue" if overdue else "")
+            if job and registry is not None:  # its node, should it still run it, stores nothing
+                registry.revoke(task["worker"])
             retry_or_fail(conn, objects, task)
 
 
