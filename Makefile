@@ -28,9 +28,10 @@ run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" GUNICORN_CMD_ARGS="--bind 127.0.0.1:$(DOCSHIFT_PORT)" \
 		$(BIN)/honcho start --no-prefix -f Procfile web worker objects 2>&1 || true
 
-# a conversion node: DOCSHIFT_QUEUE_URL (the coordinator's Redis) and DOCSHIFT_S3_* must be set
+# a conversion node: DOCSHIFT_QUEUE_URL (the coordinator's Redis, with a password unless on loopback) and
+# DOCSHIFT_QUEUE_KEY (the coordinator's) must be set; worker.py refuses a Redis open to anyone
 node: install
-	@[ -n "$$DOCSHIFT_QUEUE_URL" ] || { echo "set DOCSHIFT_QUEUE_URL=redis://host:port/db (the coordinator's queue)"; exit 1; }
+	@[ -n "$$DOCSHIFT_QUEUE_URL" ] || { echo "set DOCSHIFT_QUEUE_URL=redis://:password@host:port/db (the coordinator's queue)"; exit 1; }
 	$(BIN)/python worker.py node
 
 test: install test-system

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS conversions (
     macros TEXT NOT NULL DEFAULT 'keep' CHECK (macros IN ('keep', 'remove')),  -- the client's choice for a VBA project
     result_extension TEXT,                -- docx, docm, ...: the result's type (a VBA project makes it macro-enabled)
     fidelity TEXT,                        -- JSON: what the source holds against what the result holds
+    result_key TEXT,                      -- where the result is in the bucket: the key its run's lease named
     created_at TEXT NOT NULL,
     started_at TEXT,
     finished_at TEXT,

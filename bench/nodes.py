@@ -15,6 +15,7 @@ Exit status 0 whatever the numbers: it is a benchmark, not a test.
 
 import argparse
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -36,8 +37,9 @@ def burst(instance, key, files):
 
 def start_node(instance, name, scratch):
     env = {k: v for k, v in instance.env.items() if not k.startswith("DOCSHIFT_")}
+    # a node needs no credential of the store: each job brings its links
     env.update({"DOCSHIFT_QUEUE_URL": instance.env["DOCSHIFT_QUEUE_URL"], "DOCSHIFT_WORKERS": "1",
-                "DOCSHIFT_DATA_DIR": str(scratch), **instance.store_env()})
+                "DOCSHIFT_QUEUE_KEY": instance.env["DOCSHIFT_QUEUE_KEY"], "DOCSHIFT_DATA_DIR": str(scratch)})
     log = open(scratch.parent / f"{name}.log", "wb")
     return subprocess.Popen([BIN / "python", "worker.py", "node"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -82,8 +84,8 @@ def main():
                                         start_new_session=True)
         nodes = []
         try:
-            with Instance(tmp / "coordinator" / "data", WORKERS=0,
-                          QUEUE_URL=f"redis://127.0.0.1:{port}/0") as coordinator:
+            with Instance(tmp / "coordinator" / "data", WORKERS=0, QUEUE_URL=f"redis://127.0.0.1:{port}/0",
+                          QUEUE_KEY=secrets.token_hex(32)) as coordinator:
                 key = coordinator.register("nodes")
                 for count in (1, 2):
                     scratch = tmp / f"node-{count}"

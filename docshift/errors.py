@@ -29,6 +29,17 @@ class TooManyUnfinished(Exception):
     """The account already has as many QUEUED or PROCESSING tasks as it may."""
 
 
+# the queues and conversion nodes -----------------------------------------------
+
+class ForgedMessage(Exception):
+    """A queue message, an outcome or a Redis entry that is not ours: not signed with the queue
+    key, or signed but out of bounds. Dropped and logged, never run nor applied."""
+
+
+class LeaseLost(Exception):
+    """The run no longer holds its task (it was taken back as stuck): it stores no result."""
+
+
 # the conversion engine ---------------------------------------------------------
 
 class OfficeCrashed(Exception):

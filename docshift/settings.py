@@ -7,10 +7,14 @@ object store's credentials and the token-signing secret are generated once
 into the data directory, when ``load`` is called: importing creates nothing.
 """
 
+import hashlib
+import hmac
+import ipaddress
 import json
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from flask import Config
 
@@ -57,11 +61,17 @@ DEFAULTS = {
     # the worker's own duties, on a thread of their own: liveness, and the sweep of retention and recovery
     "HEARTBEAT_SECONDS": 10,
     "SWEEP_SECONDS": 15,
-    # redis://host:port/db moves the queue to Redis, for conversion nodes; unset, the SQLite queue
+    # redis://host:port/db moves the queue to Redis, for conversion nodes; unset, the SQLite queue.
+    # Off loopback it must carry a password (redis://:password@host, or rediss:// for TLS)
     "QUEUE_URL": None,
+    # seals every queue message and Redis entry; on Redis, the same long secret on the coordinator,
+    # the web and every node (on one box it derives from SECRET_KEY)
+    "QUEUE_KEY": None,
     # conversion nodes beat this often; one silent for longer is gone, and its jobs are taken back
     "NODE_HEARTBEAT_SECONDS": 2,
     "NODE_SILENCE_SECONDS": 15,
+    # the most conversions one node is given at once, whatever it announces
+    "NODE_MAX_SLOTS": 32,
     "DOWNLOAD_EXPIRES_IN": 300,
     # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)
     "IDEMPOTENCY_KEY_TTL_SECONDS": 24 * 3600,
@@ -78,6 +88,7 @@ DEFAULTS = {
 }
 
 PLANS = {"starter": 500, "team": 2500, "business": 10000}
+MIN_QUEUE_KEY = 32
 OVERAGE_USD = 0.02
 
 
@@ -116,7 +127,37 @@ def finish(config):
         config["S3_PUBLIC_URL"] = f"{scheme}://{config['S3_ENDPOINT']}"
     config["PLAN_QUOTAS"] = {**PLANS, **(config.get("PLAN_QUOTAS") or {})}
     config["SANDBOX"] = _on_or_off(config["SANDBOX"])
+    _queue(config)
     return config
+
+
+def _queue(config):
+    """The queue key, and a Redis that is not open to anyone who reaches it."""
+    url = str(config.get("QUEUE_URL") or "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        # the SQLite queue, beside the secret key: its key needs no sharing
+        config["QUEUE_KEY"] = config.get("QUEUE_KEY") or hmac.new(
+            str(config["SECRET_KEY"]).encode(), b"docshift queue messages", hashlib.sha256).hexdigest()
+        return
+    if len(str(config.get("QUEUE_KEY") or "")) < MIN_QUEUE_KEY:
+        raise ValueError(f"DOCSHIFT_QUEUE_KEY must be set, at least {MIN_QUEUE_KEY} characters, the same on the "
+                         "coordinator, the web and every node (e.g. `openssl rand -hex 32`): it seals what goes "
+                         "through Redis")
+    parts = urlsplit(url)
+    if parts.scheme == "unix" or _loopback(parts.hostname) or parts.password or "password" in parse_qs(parts.query):
+        return
+    raise ValueError(f"DOCSHIFT_QUEUE_URL names Redis at {parts.hostname} without a password: anyone who reaches "
+                     "it could drop or flood the queue. Give it one (redis://:password@host:port/db, or rediss:// "
+                     "for TLS), or run Redis on loopback")
+
+
+def _loopback(host):
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
 
 
 def _on_or_off(value):

@@ -20,6 +20,7 @@ from importlib.resources import files
 from sqlite_utils import Database
 
 from docshift.errors import DatabaseUnavailable, IdempotencyKeyTaken, TooManyUnfinished
+from docshift.storage.objects import result_key
 
 # the top-level schema.sql, packaged beside this module (storage/schema.sql links to it)
 SCHEMA = files("docshift.storage") / "schema.sql"
@@ -123,6 +124,7 @@ ADDED_COLUMNS = {"conversions": {
     "macros": "TEXT NOT NULL DEFAULT 'keep' CHECK (macros IN ('keep', 'remove'))",
     "result_extension": "TEXT",
     "fidelity": "TEXT",
+    "result_key": "TEXT",
 }}
 
 
@@ -137,6 +139,9 @@ def init(db):
                 except sqlite3.OperationalError as error:  # another process added it just now
                     if "duplicate column" not in str(error):
                         raise
+    # results stored before each run had a key of its own were under results/<task id>
+    db.conn.execute("UPDATE conversions SET result_key = 'results/' || id "
+                    "WHERE result_key IS NULL AND status IN ('SUCCEEDED', 'EXPIRED')")
 
 
 def ping(db):
@@ -400,6 +405,12 @@ def lease_of(task):
     return task["worker"], task["attempts"]
 
 
+def holds(db, task_id, lease):
+    """Whether ``lease`` still holds the task: PROCESSING, by its holder and attempt."""
+    held, params = _held(lease)
+    return first(db, f"SELECT id FROM conversions WHERE id = ? AND {held}", [task_id, *params]) is not None
+
+
 def requeue(db, task_id, lease=None):
     """PROCESSING -> QUEUED, so a retry can claim it again (only by the lease's holder, if given)."""
     held, params = _held(lease)
@@ -421,7 +432,8 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None,
 
     ``INCLUDED`` while the period's included count is below the plan's quota,
     else ``OVERAGE``. Returns None (and counts nothing) if the task was not PROCESSING, or
-    not held by ``lease`` when one is given.
+    not held by ``lease`` when one is given. The row keeps the key its lease stored the result
+    under (``objects.result_key``).
     """
     at = at or now()
     with transaction(db):
@@ -443,6 +455,7 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None,
             "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
             "error_code": None, "error_message": None, "detected_format": detected_format,
             "result_extension": result_extension, "fidelity": json.dumps(fidelity) if fidelity is not None else None,
+            "result_key": result_key(task_id, lease_of(task)),
         })
     return billing
 

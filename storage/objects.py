@@ -7,8 +7,11 @@ will call rather than rewritten afterwards.
 """
 
 import functools
+import hashlib
 import io
 import logging
+import os
+import shutil
 import socket
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -36,6 +39,7 @@ BACKSTOP = [
 ]
 
 CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES = 3, 60, 2
+MISSING = ("NoSuchKey", "NoSuchObject", "ResourceNotFound")
 # the longest one call can take before it answers or raises: every try waits its full timeouts
 LONGEST_CALL = (RETRIES + 1) * (CONNECT_TIMEOUT + READ_TIMEOUT) + 5
 
@@ -128,36 +132,53 @@ class ObjectStore:
     def input_exists(self, task_id):
         return self._exists(_input_key(task_id))
 
-    # results
+    # results: each under the key its run's lease names (``result_key``); the task's row keeps it
 
     @_domain_errors
-    def put_result(self, task_id, path, extension):
-        self.client.fput_object(self.bucket, _result_key(task_id), str(path),
-                                content_type=MEDIA_TYPES[extension])
+    def put_result(self, key, path, extension):
+        self.client.fput_object(self.bucket, key, str(path), content_type=MEDIA_TYPES[extension])
 
-    def presign_result(self, task_id, disposition, extension, expires_in, signed_at=None):
-        """A fresh GET link for the result, served with ``disposition`` and the OOXML type, valid
-        ``expires_in`` seconds from ``signed_at`` (now)."""
+    def presign_result(self, key, disposition, extension, expires_in, signed_at=None):
+        """A fresh GET link for the result (under ``key``), served with ``disposition`` and the OOXML type,
+        valid ``expires_in`` seconds from ``signed_at`` (now)."""
         return self.signer.presigned_get_object(
-            self.bucket, _result_key(task_id), expires=timedelta(seconds=expires_in), request_date=signed_at,
+            self.bucket, key, expires=timedelta(seconds=expires_in), request_date=signed_at,
             response_headers={
                 "response-content-disposition": disposition,
                 "response-content-type": MEDIA_TYPES[extension],
             })
 
     @_domain_errors
-    def delete_result(self, task_id):
-        self.client.remove_object(self.bucket, _result_key(task_id))
+    def delete_result(self, key):
+        self.client.remove_object(self.bucket, key)
 
     @_domain_errors
-    def result_exists(self, task_id):
-        return self._exists(_result_key(task_id))
+    def result_exists(self, key):
+        return self._exists(key)
+
+    @_domain_errors
+    def result_size(self, key):
+        """Bytes of the result stored under ``key``; None when there is none."""
+        try:
+            return self.client.stat_object(self.bucket, key).size
+        except S3Error as error:
+            if error.code in MISSING:
+                return None
+            raise
+
+    def job_links(self, task_id, result_key, expires_in):
+        """What a conversion node may do in the store for one job, and nothing else: GET the task's
+        input, PUT its result under ``result_key``. Signed here (no request is made), for the
+        endpoint the nodes reach."""
+        expires = timedelta(seconds=expires_in)
+        return {"input": self.client.presigned_get_object(self.bucket, _input_key(task_id), expires=expires),
+                "result": self.client.presigned_put_object(self.bucket, result_key, expires=expires)}
 
     def _exists(self, key):
         try:
             self.client.stat_object(self.bucket, key)
         except S3Error as error:
-            if error.code in ("NoSuchKey", "NoSuchObject", "ResourceNotFound"):
+            if error.code in MISSING:
                 return False
             raise
         return True
@@ -195,6 +216,39 @@ def _input_key(task_id):
     return f"inputs/{task_id}"
 
 
-def _result_key(task_id):
-    return f"results/{task_id}"
+def result_key(task_id, lease):
+    """Where the run holding ``lease`` (holder, attempt) stores the task's result: a key of its own,
+    so that a run that lost its lease never writes where the current result is read from."""
+    holder, attempt = lease
+    return f"results/{task_id}/{attempt}-{hashlib.sha256(str(holder).encode()).hexdigest()[:16]}"
+
+
+class Links:
+    """A conversion node's way to the store: one job's presigned links (``ObjectStore.job_links``),
+    no credential. The same timeouts and retries as ``ObjectStore``'s client."""
+
+    def __init__(self):
+        self.http = urllib3.PoolManager(
+            timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT),
+            retries=urllib3.Retry(total=RETRIES, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504],
+                                  allowed_methods=None, raise_on_status=False))
+
+    @_domain_errors
+    def fetch(self, url, path):
+        response = self.http.request("GET", url, preload_content=False)
+        try:
+            if response.status != 200:
+                raise StoreUnavailable(f"the input link answered {response.status}")
+            with open(path, "wb") as out:
+                shutil.copyfileobj(response, out)
+        finally:
+            response.release_conn()
+
+    @_domain_errors
+    def put(self, url, path, extension):
+        with open(path, "rb") as body:
+            response = self.http.request("PUT", url, body=body, headers={
+                "Content-Type": MEDIA_TYPES[extension], "Content-Length": str(os.path.getsize(path))})
+        if response.status != 200:
+            raise StoreUnavailable(f"the result link answered {response.status}")
 

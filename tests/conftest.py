@@ -4,6 +4,7 @@ and a live service (gunicorn + huey_consumer) on loopback."""
 import io
 import os
 import random
+import secrets
 import signal
 import socket
 import subprocess
@@ -451,3 +452,88 @@ def encrypted_ooxml(path, password="secret", spin_count=100_000):
     with open(plain, "rb") as source:
         path.write_bytes(ECMA376Agile.encrypt(password, source, spin_count=spin_count))
     return path
+
+
+# conversion nodes on Redis ------------------------------------------------------------
+
+# nodes' beats and the sweep, fast enough for a test to see a node come and go
+FAST_NODES = {"NODE_HEARTBEAT_SECONDS": 0.5, "NODE_SILENCE_SECONDS": 3, "SWEEP_SECONDS": 1}
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory):
+    """A real redis-server on loopback, for this module only."""
+    port = free_port_block()
+    directory = tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--dir", str(directory)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    import redis
+    wait_for(lambda: redis.Redis(port=port).ping(), 30, "redis-server")
+    yield f"redis://127.0.0.1:{port}/0"
+    stop_process_group(process)
+
+
+class Cluster:
+    """A coordinator (web + worker with DOCSHIFT_WORKERS=0) and conversion nodes, sharing a
+    queue key of their own."""
+
+    def __init__(self, tmp_path, s3_env, redis_url, **settings_env):
+        # each test its own Redis database, so queues and node registries never mix
+        self.queue_url = redis_url.rsplit("/", 1)[0] + f"/{int(time.time() * 1000) % 15 + 1}"
+        import redis
+        self.redis = redis.Redis.from_url(self.queue_url)
+        self.redis.flushdb()
+        self.queue_key = secrets.token_hex(32)
+        self.tmp_path = tmp_path
+        self.settings = {"QUEUE_URL": self.queue_url, "QUEUE_KEY": self.queue_key, **FAST_NODES, **settings_env}
+        self.coordinator = Service(tmp_path / "coordinator", s3_env, **self.settings)
+        self.nodes = {}
+
+    def start(self):
+        self.coordinator.start_web()
+        self.coordinator.start_worker(workers=0)
+        self.coordinator.wait_healthy()
+        return self
+
+    def start_node(self, name):
+        """A node process: the queue, its key and its own scratch dir; nothing of the coordinator's
+        data dir, and no credential of the object store (each job brings links of its own)."""
+        scratch = self.tmp_path / name
+        scratch.mkdir()
+        env = {key: value for key, value in self.coordinator.env.items() if not key.startswith("DOCSHIFT_")}
+        env.update({key: value for key, value in self.coordinator.env.items() if key.startswith("DOCSHIFT_NODE_")})
+        env.update({"DOCSHIFT_QUEUE_URL": self.queue_url, "DOCSHIFT_QUEUE_KEY": self.queue_key,
+                    "DOCSHIFT_DATA_DIR": str(scratch), "DOCSHIFT_WORKERS": "1"})
+        with open(scratch / "node.log", "ab") as log:
+            self.nodes[name] = subprocess.Popen([str(BIN / "python"), "worker.py", "node"], cwd=ROOT, env=env,
+                                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return self.nodes[name]
+
+    def config(self, **overrides):
+        """Settings of a process that shares the coordinator's queue and key (the test's own side)."""
+        from docshift import settings
+
+        return settings.load({"DATA_DIR": str(self.tmp_path / "test-side"), **self.settings, **overrides})
+
+    def log(self, name="worker"):
+        """What a process logged: the coordinator's ``web`` or ``worker``, or a node's name."""
+        path = self.tmp_path / name / "node.log" if name in self.nodes else self.coordinator.data_dir / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def rows(self):
+        from docshift.storage import db
+        conn = db.connect(self.coordinator.config()["DATABASE"])
+        try:
+            return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
+        finally:
+            conn.conn.close()
+
+    def stop(self):
+        for process in self.nodes.values():
+            stop_process_group(process)
+        self.coordinator.stop()
+
+    def usage(self, key):
+        return requests.get(f"{self.coordinator.base_url}/v1/account/usage",
+                            headers={"Authorization": f"Bearer {key}"}, timeout=10).json()

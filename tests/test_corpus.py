@@ -110,7 +110,8 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
         task = db.get_task(get_db(), task_id)
         ours = None
         if task["status"] == "SUCCEEDED":
-            url = get_store().presign_result(task_id, "attachment", FORMATS[reference.kind(path)].target, 60)
+            url = get_store().presign_result(task["result_key"], "attachment", FORMATS[reference.kind(path)].target,
+                                             60)
             (tmp_path / "ours").write_bytes(requests.get(url, timeout=30).content)
             ours = reference.content(tmp_path / "ours", reference.kind(path))
     outcome = (task["status"], task["error_code"], task["detected_format"])

@@ -84,7 +84,8 @@ def test_docshift_reaches_the_embedded_store_through_its_socket(s3, tmp_path):
     assert not store.input_exists("tsk_socket")
     store.client.remove_bucket("socket-path")
     # the download link still names the port: clients cannot reach the socket
-    assert store.presign_result("tsk_socket", "attachment", "docx", 60).startswith(f"http://127.0.0.1:{port}/")
+    assert store.presign_result("results/tsk_socket/1-0", "attachment", "docx", 60).startswith(
+        f"http://127.0.0.1:{port}/")
 
 
 def test_an_external_store_is_reached_at_its_endpoint(tmp_path):

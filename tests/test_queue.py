@@ -21,7 +21,7 @@ CONSUMER = textwrap.dedent("""
             print(f"took {task_id} {time.time()}", flush=True)
             raise SystemExit(0)
 
-    queue = queues.Queue({"QUEUE_DATABASE": sys.argv[1]}, Runner())
+    queue = queues.Queue({"QUEUE_DATABASE": sys.argv[1], "QUEUE_KEY": "k" * 64}, Runner())
     print("ready", flush=True)
     queue.consumer(1).run()
 """)
@@ -29,7 +29,7 @@ CONSUMER = textwrap.dedent("""
 
 def take_after_idle(tmp_path, mode):
     path = str(tmp_path / "queue.db")
-    sender = queues.Queue({"QUEUE_DATABASE": path})
+    sender = queues.Queue({"QUEUE_DATABASE": path, "QUEUE_KEY": "k" * 64})
     sender.pending()  # the queue's tables exist before the consumer looks
     consumer = subprocess.Popen([sys.executable, "-c", CONSUMER, path, mode], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)

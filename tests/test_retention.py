@@ -26,9 +26,9 @@ def assert_swept(app):
         conn, store = get_db(), get_store()
         for task in conn["conversions"].rows:
             if task["status"] == "EXPIRED":
-                assert not store.result_exists(task["id"])
+                assert not store.result_exists(task["result_key"])
             if task["status"] == "SUCCEEDED":
-                assert store.result_exists(task["id"])
+                assert store.result_exists(task["result_key"])
             if task["status"] in ("SUCCEEDED", "FAILED", "EXPIRED"):
                 assert not store.input_exists(task["id"])
 
@@ -49,7 +49,7 @@ def test_interrupted_sweep_is_finished_by_the_next(office, app, client, account,
         run(app, office, task_id, RESULT_RETENTION_SECONDS=0)
     with app.app_context():
         # a sweep that died after deleting one object and before marking its task
-        get_store().delete_result(ids[0])
+        get_store().delete_result(db.get_task(get_db(), ids[0])["result_key"])
         # and an input whose deletion failed when its task ended
         get_store().put_input(ids[1], b"left behind")
         get_db().execute("UPDATE conversions SET input_deleted = 0 WHERE id = ?", [ids[1]])
@@ -69,8 +69,8 @@ def test_inactive_accounts_results_are_deleted_too(office, app, client, account,
         db.set_account(conn, db.account_for_key(conn, keys.digest(account))["id"], status="inactive")
     sweep(app)
     with app.app_context():
-        assert db.get_task(get_db(), task_id)["status"] == "EXPIRED"
-        assert not get_store().result_exists(task_id)
+        task = db.get_task(get_db(), task_id)
+        assert task["status"] == "EXPIRED" and not get_store().result_exists(task["result_key"])
 
 
 BACKSTOP = {"backstop-inputs": ("inputs/", 1), "backstop-results": ("results/", 1)}

@@ -42,7 +42,7 @@ def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
     assert body["result_expires_at"] <= db.iso(db.now())
     assert requests.get(link, timeout=10).status_code == 403  # the link expired with the result
     with app.app_context():
-        assert not get_store().result_exists(task_id)
+        assert not get_store().result_exists(db.get_task(get_db(), task_id)["result_key"])
 
 
 def test_a_link_lives_no_longer_than_its_result(office, app, client, account, legacy):
@@ -71,8 +71,8 @@ def test_retained_result_is_left_alone(office, app, client, account, legacy):
     task_id = submit_and_run(app, office, client, account, legacy["xls"].read_bytes(), "n.xls")
     sweep(app)
     with app.app_context():
-        assert db.get_task(get_db(), task_id)["status"] == "SUCCEEDED"
-        assert get_store().result_exists(task_id)
+        task = db.get_task(get_db(), task_id)
+        assert task["status"] == "SUCCEEDED" and get_store().result_exists(task["result_key"])
 
 
 def test_dead_worker_task_is_requeued_then_failed(app, client, account):

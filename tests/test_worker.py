@@ -49,7 +49,7 @@ def test_success_deletes_the_input_and_keeps_the_result(office, app, submit, leg
     assert outcome == "SUCCEEDED" and task["status"] == "SUCCEEDED" and task["billing_class"] == "INCLUDED"
     with app.app_context():
         assert not get_store().input_exists(task_id)
-        assert get_store().result_exists(task_id)
+        assert get_store().result_exists(task["result_key"])
     assert task["input_deleted"] == 1
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
-from docshift.errors import ConversionFailed, StorageUnavailable
+from docshift.errors import ConversionFailed, LeaseLost, StorageUnavailable
 from docshift.storage import db
 from docshift.storage.objects import LONGEST_CALL
+from docshift.tasks.leases import RunStore
 
 log = logging.getLogger("docshift.tasks")
 
@@ -91,8 +92,8 @@ def _run(task, account, conn, objects, config, office):
         outcome = Outcome("FAILED", code="subscription_inactive",
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
-        outcome = convert_task(task["id"], task["source_type"], objects, config, office, task["macros"],
-                               tenant=task["account_id"])
+        outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, office,
+                               task["macros"], tenant=task["account_id"])
     return apply_outcome(conn, objects, config, task, outcome)
 
 
@@ -124,6 +125,9 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", tenant=N
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
         outcome = Outcome("RETRY", outage=True)
+    except LeaseLost as lost:  # given up on while it ran: a later run has the task, this one stores nothing
+        log.warning("task %s: result not stored: %s", task_id, lost)
+        outcome = Outcome("RETRY")
     except Exception:
         log.exception("task %s: the conversion broke", task_id)
         outcome = Outcome("RETRY")

@@ -41,7 +41,7 @@ def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
     heartbeat(conn, at)
     for task in db.results_to_expire(conn, at):
         # delete first: a crash in between leaves a SUCCEEDED row that the next sweep finishes
-        objects.delete_result(task["id"])
+        objects.delete_result(task["result_key"])
         db.mark_expired(conn, task["id"])
     for task in db.final_tasks_with_input(conn):
         drop_input(conn, objects, task["id"])
@@ -66,13 +66,16 @@ def recover_stuck(conn, objects, config, at, registry=None):
     for task in db.processing_tasks(conn):
         started = db.parse(task["started_at"])
         overdue = started + longest < at
-        if task["worker"] and task["worker"].startswith("job:"):  # a conversion node's job
+        job = bool(task["worker"] and task["worker"].startswith("job:"))  # a conversion node's job
+        if job:
             gone = registry is not None and registry.job_gone(task["worker"], started, at)
         else:
             gone = holder_gone(conn, task["worker"], at)
         if overdue or gone:
             log.warning("task %s taken back from %s (attempt %d%s)", task["id"], task["worker"], task["attempts"],
                         ", overdue" if overdue else "")
+            if job and registry is not None:  # its node, should it still run it, stores nothing
+                registry.revoke(task["worker"])
             retry_or_fail(conn, objects, task)
 
 

@@ -9,9 +9,15 @@ LibreOffice pool, stores the result, and reports the outcome to the coordinator'
 which applies it once, in the transaction that counts it (a lease that no longer holds is
 ignored). Nodes beat into Redis; the coordinator takes back the jobs of a node that went
 silent, and of jobs that were lost between the queue and a node.
+
+Redis is not trusted. Every message and entry there is sealed with the queue key
+(``docshift.tasks.messages``), and checked before use: a job's values before they reach a path,
+an outcome's before they reach the database, and a SUCCEEDED only counts once the store holds
+a result of the reported size under the key the lease names. A node counts for at most
+``NODE_MAX_SLOTS`` slots. A node holds no credential of the store: each job brings a link to
+GET its input and one to PUT its result, valid as long as its lease can be.
 """
 
-import json
 import logging
 import secrets
 import signal
@@ -19,61 +25,109 @@ import threading
 import time
 from dataclasses import asdict
 
+from docshift.errors import ForgedMessage, StorageUnavailable
 from docshift.storage import db
-from docshift.tasks.conversion import Outcome, apply_outcome, convert_task
+from docshift.storage.objects import result_key
+from docshift.tasks import messages
+from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, max_run_seconds
+from docshift.tasks.leases import JobStore
 from docshift.tasks.maintenance import worker_name
 from docshift.tasks.queue import Jobs, Queue
 
 log = logging.getLogger("docshift.nodes")
 
-NODES = "docshift:nodes"      # node name -> {"slots": n, "beat": epoch seconds}
-RUNNING = "docshift:running"  # job holder -> node name, while a node converts it
+NODES = "docshift:nodes"         # node name -> sealed {"node", "slots", "beat": epoch seconds}
+RUNNING = "docshift:running"     # job holder -> sealed {"holder", "node"}, while a node converts it
+REVOKED = "docshift:revoked:"    # + job holder: taken back by the coordinator, its node stores nothing
+OUTCOME_FIELDS = messages.outcome_fields(Outcome)
 
 
 class Registry:
-    """Which nodes are alive, how many conversions they can run, which node runs which job."""
+    """Which nodes are alive, how many conversions they can run, which node runs which job, which
+    jobs were taken back. Entries are sealed; one that is not is removed and logged."""
 
     def __init__(self, config, jobs):
         self.silence = float(config["NODE_SILENCE_SECONDS"])
+        self.max_slots = int(config["NODE_MAX_SLOTS"])
+        self.revocation_seconds = int(max_run_seconds(config))  # a job's links expire by then anyway
         self.jobs = jobs
+        key = messages.queue_key(config)
+        self._beats, self._runs, self._revocations = (messages.Seal(key, f"registry:{kind}")
+                                                      for kind in ("node", "running", "revoked"))
 
     @property
     def redis(self):
         return self.jobs.huey.storage.conn
 
     def beat(self, node, slots):
-        self.redis.hset(NODES, node, json.dumps({"slots": slots, "beat": time.time()}))
+        self.redis.hset(NODES, node, self._beats.wrap({"node": node, "slots": slots, "beat": time.time()}))
 
     def leave(self, node):
         self.redis.hdel(NODES, node)
 
     def alive(self):
-        """{node: slots} of the nodes that beat within the silence limit."""
+        """{node: slots} of the nodes that beat within the silence limit, each at most NODE_MAX_SLOTS."""
         now, found = time.time(), {}
-        for node, raw in self.redis.hgetall(NODES).items():
-            entry = json.loads(raw)
-            if now - entry["beat"] <= self.silence:
-                found[node.decode()] = entry["slots"]
+        for node, entry in self._entries(NODES, self._beats, "node").items():
+            if type(entry.get("slots")) is int and isinstance(entry.get("beat"), (int, float)) \
+                    and abs(now - entry["beat"]) <= self.silence:
+                found[node] = max(0, min(entry["slots"], self.max_slots))
         return found
 
     def capacity(self):
         return sum(self.alive().values())
 
     def running(self, holder, node):
-        self.redis.hset(RUNNING, holder, node)
+        self.redis.hset(RUNNING, holder, self._runs.wrap({"holder": holder, "node": node}))
+
+    def running_nodes(self):
+        """{job holder: node name} of the jobs being converted."""
+        return {holder: entry["node"] for holder, entry in self._entries(RUNNING, self._runs, "holder").items()}
 
     def done(self, holder):
         self.redis.hdel(RUNNING, holder)
 
+    def revoke(self, holder):
+        """The coordinator took the job back: a node still running it must not store its result."""
+        self.redis.set(REVOKED + holder, self._revocations.wrap({"holder": holder}), ex=self.revocation_seconds)
+
+    def revoked(self, holder):
+        raw = self.redis.get(REVOKED + holder)
+        try:  # a forged revocation would only make a node throw its work away: not taken
+            return raw is not None and self._revocations.unwrap(raw).get("holder") == holder
+        except ForgedMessage:
+            return False
+
     def job_gone(self, holder, started_at, at):
         """True when the job is certainly not going to report: its node went silent, or it is
         neither waiting in the queue nor running anywhere, well after it was dispatched."""
-        node = self.redis.hget(RUNNING, holder)
+        raw = self.redis.hget(RUNNING, holder)
+        try:
+            entry = {} if raw is None else self._runs.unwrap(raw)
+        except ForgedMessage:  # not a node's word: as if nothing ran it
+            entry = {}
+        node = entry.get("node") if entry.get("holder") == holder else None
         if node is not None:
-            return node.decode() not in self.alive()
+            return node not in self.alive()
         if any(job["holder"] == holder for job in self.jobs.waiting()):
             return False
         return (at - started_at).total_seconds() > self.silence
+
+    def _entries(self, name, seal, field):
+        """The sealed entries of the hash ``name``, by the ``field`` each must name itself by."""
+        found = {}
+        for raw_key, raw in self.redis.hgetall(name).items():
+            key = raw_key.decode(errors="replace")
+            try:
+                entry = seal.unwrap(raw)
+                if entry.get(field) != key:
+                    raise ForgedMessage(f"sealed for {entry.get(field)!r}")
+            except ForgedMessage as error:
+                log.warning("%s entry %r removed: %s", name, key, error)
+                self.redis.hdel(name, raw_key)
+                continue
+            found[key] = entry
+        return found
 
 
 class Coordinator:
@@ -102,24 +156,54 @@ class Coordinator:
                         "FAILED", code="subscription_inactive",
                         message="The subscription became inactive before the conversion ran; not billed."))
                     continue
-                self.jobs.send({"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"],
-                                "tenant": task["account_id"], "holder": holder, "attempt": task["attempts"]})
+                self.jobs.send(self._job(task, holder))
                 sent += 1
                 free -= 1
             return sent
 
+    def _job(self, task, holder):
+        """What a node needs for one claimed task: what to convert, the lease, and links to GET the
+        input and to PUT the result under the key the lease names, valid as long as the lease can be."""
+        lease = (holder, task["attempts"])
+        links = self.worker.store().job_links(task["id"], result_key(task["id"], lease), max_run_seconds(self.config))
+        return {"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"], "holder": holder,
+                "attempt": task["attempts"], "input": links["input"], "result": links["result"],
+                "tenant": task["account_id"]}
+
     def apply(self, report):
-        """A node's outcome: applied to the task if the job still holds it, then the freed slot
-        is filled."""
-        conn = self.worker.connection()
-        task = db.get_task(conn, report["task_id"])
-        fields = {k: v for k, v in report.items() if k not in ("task_id", "holder", "attempt")}
-        if task is not None and db.lease_of(task) == (report["holder"], report["attempt"]):
-            apply_outcome(conn, self.worker.store(), self.config, task, Outcome(**fields))
+        """A node's outcome: applied to the task if the job still holds it (a SUCCEEDED only with
+        its result in the store), then the freed slot is filled."""
+        try:
+            report = messages.outcome(report, OUTCOME_FIELDS)
+        except ForgedMessage as error:
+            log.warning("outcome dropped: %s", error)
+            return
+        conn, store = self.worker.connection(), self.worker.store()
+        task_id, lease = report["task_id"], (report["holder"], report["attempt"])
+        outcome = Outcome(**{name: value for name, value in report.items() if name in OUTCOME_FIELDS})
+        task = db.get_task(conn, task_id)
+        if task is not None and db.lease_of(task) == lease:
+            apply_outcome(conn, store, self.config, task, self._verified(store, task_id, lease, outcome))
         else:
-            log.info("outcome of %s for %s ignored: the task is no longer held by it", report["task_id"],
-                     report["holder"])
+            log.info("outcome of %s for %s ignored: the task is no longer held by it", task_id, lease[0])
+            if outcome.status == "SUCCEEDED":  # under its lease's own key: nobody reads it
+                try:
+                    store.delete_result(result_key(task_id, lease))
+                except StorageUnavailable as error:  # the bucket's lifecycle rule removes it later
+                    log.warning("stale result of %s not removed: %r", task_id, error)
         self.dispatch()
+
+    def _verified(self, store, task_id, lease, outcome):
+        """A SUCCEEDED counts only when the store holds a result of the reported size under the key
+        the lease names; otherwise the conversion is tried again."""
+        if outcome.status != "SUCCEEDED":
+            return outcome
+        stored = Patience(self.config["OUTAGE_PATIENCE_SECONDS"])(store.result_size, result_key(task_id, lease))
+        if stored == outcome.size:
+            return outcome
+        log.warning("task %s: no result of %s bytes in the store for %s (found %s); not counted, tried again",
+                    task_id, outcome.size, lease[0], stored)
+        return Outcome("RETRY", restarts=outcome.restarts)
 
 
 class Node:
@@ -127,7 +211,7 @@ class Node:
 
     def __init__(self, config, worker, slots):
         self.config = config
-        self.worker = worker  # thread-local store client and LibreOffice
+        self.worker = worker  # thread-local LibreOffice
         self.slots = slots
         self.name = f"node:{worker_name()}"
         self.jobs = Jobs(config, runner=self)
@@ -137,14 +221,24 @@ class Node:
         self.threads = []
 
     def run_job(self, job):
-        self.registry.running(job["holder"], self.name)
         try:
-            outcome = convert_task(job["task_id"], job["kind"], self.worker.store(), self.config,
-                                   self.worker.office(), job.get("macros", "keep"), tenant=job.get("tenant"))
-            self.queue.report({"task_id": job["task_id"], "holder": job["holder"], "attempt": job["attempt"],
+            job = messages.job(job)
+        except ForgedMessage as error:
+            log.warning("job dropped: %s", error)
+            return
+        holder = job["holder"]
+        if self.registry.revoked(holder):
+            log.info("job %s of task %s was taken back before it started; skipped", holder, job["task_id"])
+            return
+        self.registry.running(holder, self.name)
+        try:
+            objects = JobStore(job, lambda: self.registry.revoked(holder))
+            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.office(),
+                                   job["macros"], tenant=job["tenant"])
+            self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
                                **asdict(outcome)})
         finally:
-            self.registry.done(job["holder"])
+            self.registry.done(holder)
 
     def start(self):
         """Beat, then take jobs on ``slots`` threads until ``stop``."""

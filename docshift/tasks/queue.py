@@ -10,6 +10,9 @@ Conversion nodes (``DOCSHIFT_QUEUE_URL=redis://...``): two queues on Redis. The
 coordinator's queue (``docshift``) carries "a task is waiting" from the web and
 outcomes from the nodes; the nodes' queue (``docshift-jobs``) carries conversion
 jobs, which the coordinator dispatches one per free node slot, in fair order.
+
+Every message is JSON of plain fields, sealed with the queue key (``docshift.tasks.messages``),
+never a pickle: one that is not sealed with the queue key is dropped and logged, never run.
 """
 
 import ctypes
@@ -21,7 +24,11 @@ import time
 from pathlib import Path
 
 from huey import RedisHuey, SqliteHuey
+from huey.exceptions import HueyException
 from huey.storage import SqliteStorage
+
+from docshift.errors import ForgedMessage
+from docshift.tasks.messages import SealedJSON, queue_key
 
 log = logging.getLogger("docshift.queue")
 
@@ -38,10 +45,49 @@ def on_redis(config):
 
 
 def _huey(config, name):
+    serializer = SealedJSON(queue_key(config), name)
     if on_redis(config):
-        return RedisHuey(name, url=config["QUEUE_URL"], results=False, blocking=True, read_timeout=1)
+        return _RedisHuey(name, url=config["QUEUE_URL"], results=False, blocking=True, read_timeout=1,
+                          serializer=serializer)
     from docshift.storage import db
-    return _SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False, factory=db.connection_class())
+    return _SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False, factory=db.connection_class(),
+                       serializer=serializer)
+
+
+class _Sealed:
+    """huey reading messages of sealed JSON (``messages.SealedJSON``): one that is not ours is
+    dropped and logged wherever huey reads one (its consumer, its scheduler, ``pending``), never
+    run. And nothing in the queue's store is a revocation: docshift never revokes a message."""
+
+    def dequeue(self):
+        data = self.storage.dequeue()
+        return None if data is None else self._checked(data)
+
+    def pending(self, limit=None):
+        return self._all(self.storage.enqueued_items(limit))
+
+    def scheduled(self, limit=None):
+        return self._all(self.storage.scheduled_items(limit))
+
+    def read_schedule(self, timestamp=None):
+        return self._all(self.storage.read_schedule(timestamp or self._get_timestamp()))
+
+    def is_revoked(self, task, timestamp=None, peek=True):
+        return False
+
+    def _all(self, messages):
+        return [task for task in map(self._checked, messages) if task is not None]
+
+    def _checked(self, data):
+        try:
+            return self.deserialize_task(data)
+        except (ForgedMessage, HueyException) as error:
+            log.warning("queue message dropped (%s): %s", self.name, error)
+            return None
+
+
+class _RedisHuey(_Sealed, RedisHuey):
+    pass
 
 
 class Doorbell:
@@ -146,7 +192,7 @@ class _WakingSqliteStorage(SqliteStorage):
         return data
 
 
-class _SqliteHuey(SqliteHuey):
+class _SqliteHuey(_Sealed, SqliteHuey):
     storage_class = _WakingSqliteStorage
 
 

@@ -197,7 +197,10 @@ def main(argv=None):
     """``python worker.py``: the worker (on Redis, the coordinator); ``python worker.py node``:
     a conversion node."""
     argv = sys.argv[1:] if argv is None else argv
-    config = settings.load()
+    try:
+        config = settings.load()
+    except ValueError as error:  # a setting that cannot work (an open Redis, no queue key)
+        sys.exit(f"docshift: {error}")
     logs.configure()
     logging.getLogger("huey").setLevel(logging.INFO)
     worker = Worker(config)

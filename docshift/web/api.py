@@ -189,7 +189,7 @@ def task_view(row):
         # a link never outlives the result: one handed out late would download it until the sweep
         expires_in = min(current_app.config["DOWNLOAD_EXPIRES_IN"], left)
         view["download_url"] = get_store().presign_result(
-            row["id"], content_disposition(row["source_filename"], extension), extension, expires_in, signed_at)
+            row["result_key"], content_disposition(row["source_filename"], extension), extension, expires_in, signed_at)
         view["download_expires_in"] = expires_in
     if status == "FAILED":
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}

@@ -1,0 +1,52 @@
+"""The object store as one run of a task sees it: the task's input, and a result that goes under
+the key the run's lease names (``storage.objects.result_key``), only while the lease holds.
+
+A run that was given up on (its lease taken back as stuck) may still be converting. Checking the
+lease before the upload keeps it from storing anything; the key of its own keeps it, should the
+lease be lost between the check and the upload, from overwriting the result of the run that holds
+the task now, or from recreating one that expired. The task's row names the key it serves.
+"""
+
+import logging
+
+from docshift.errors import LeaseLost
+from docshift.storage import db
+from docshift.storage.objects import Links, result_key
+
+log = logging.getLogger("docshift.tasks")
+
+
+class RunStore:
+    """One box: the store and the database, for the run holding ``task`` (a claimed row)."""
+
+    def __init__(self, objects, conn, task):
+        self.objects, self.conn = objects, conn
+        self.task_id, self.lease = task["id"], db.lease_of(task)
+
+    def fetch_input(self, task_id, path):
+        return self.objects.fetch_input(task_id, path)
+
+    def put_result(self, task_id, path, extension):
+        if not db.holds(self.conn, self.task_id, self.lease):
+            raise LeaseLost(f"task {self.task_id} is no longer held by {self.lease}")
+        self.objects.put_result(result_key(self.task_id, self.lease), path, extension)
+
+    def __getattr__(self, name):  # what else a run may ask of the store
+        return getattr(self.objects, name)
+
+
+class JobStore:
+    """A conversion node: no credential, only the job's links (a GET of its input, a PUT of its
+    result under the key its lease names); ``taken_back()`` asks the coordinator's registry."""
+
+    def __init__(self, job, taken_back):
+        self.job, self.taken_back = job, taken_back
+        self.links = Links()
+
+    def fetch_input(self, task_id, path):
+        self.links.fetch(self.job["input"], path)
+
+    def put_result(self, task_id, path, extension):
+        if self.taken_back():
+            raise LeaseLost(f"job {self.job['holder']} of task {self.job['task_id']} was taken back")
+        self.links.put(self.job["result"], path, extension)

@@ -1,0 +1,158 @@
+"""What docshift puts into its queues and into Redis, and how it takes it back: plain JSON fields,
+sealed with the queue key (signed and encrypted), never a pickle.
+
+Whoever can reach the queue (the Redis that nodes reach) must not make the coordinator or a node
+run anything, nor count a conversion, nor read a job's links: a message is opened only once its
+signature checks out, then only as data, and the values of a job or an outcome are checked before
+any reaches a path, a URL or the database. What is not ours raises ``ForgedMessage``; the queue
+drops it and logs it.
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import fields as dataclass_fields
+from datetime import datetime
+
+from cryptography.fernet import Fernet, InvalidToken
+from huey.registry import Message
+from huey.serializer import Serializer
+
+from docshift.errors import ForgedMessage
+from docshift.formats import FORMATS, MEDIA_TYPES
+
+TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
+HOLDER = re.compile(r"job:[0-9a-f]{16}")
+ACCOUNT_ID = re.compile(r"acc_[0-9a-f]{24}")  # a job's tenant: a node's LibreOffice serves one account at a time
+CODE = re.compile(r"[a-z_]{1,64}")
+DETECTED_FORMAT = re.compile(r"[\w-]{1,100}")
+LINK = re.compile(r"https?://[^\s]{1,4000}")
+MAX_MESSAGE = 2000            # characters of a failure's message
+MAX_FIDELITY = 256 * 1024     # bytes of a fidelity report, as JSON
+MAX_RESTARTS = 100
+
+
+def queue_key(config):
+    """The key every message and Redis entry is sealed with: ``DOCSHIFT_QUEUE_KEY``, the one
+    secret a node shares with its coordinator."""
+    return str(config["QUEUE_KEY"]).encode()
+
+
+class Seal:
+    """Seals dicts as JSON in a Fernet token (AES-CBC, authenticated with HMAC-SHA256): only the
+    holders of the queue key can make one or read one (a job carries links to a customer's
+    input). ``purpose`` derives a key of its own per use, so that a sealed entry of one kind is
+    never taken for another."""
+
+    def __init__(self, key, purpose):
+        derived = hmac.new(key, purpose.encode(), hashlib.sha256).digest()
+        self._fernet = Fernet(base64.urlsafe_b64encode(derived))
+
+    def wrap(self, fields):
+        return self._fernet.encrypt(json.dumps(fields, separators=(",", ":")).encode())
+
+    def unwrap(self, blob):
+        try:
+            fields = json.loads(self._fernet.decrypt(bytes(blob)))
+        except (InvalidToken, TypeError):
+            raise ForgedMessage("not sealed with the queue key") from None
+        except ValueError as error:
+            raise ForgedMessage(f"sealed, but not JSON: {error}") from error
+        if not isinstance(fields, dict):
+            raise ForgedMessage("sealed, but not a JSON object")
+        return fields
+
+
+# huey's Message fields that are plain values; pipelines, error handlers and chords are never used
+_PLAIN = ("id", "name", "retries", "retry_delay", "priority", "expires", "timeout", "retry_backoff")
+_TIMES = ("eta", "expires_resolved")
+
+
+class SealedJSON(Serializer):
+    """huey's serializer for the queue named ``queue``: each Message as its plain fields in JSON,
+    sealed. Refuses to write what it could not read back as plain data."""
+
+    def __init__(self, key, queue):
+        super().__init__()
+        self.seal = Seal(key, f"queue:{queue}")
+
+    def _serialize(self, message):
+        if not isinstance(message, Message) or message.on_complete or message.on_error or message.chord_config:
+            raise TypeError("only plain task messages go through docshift's queues")
+        fields = {name: getattr(message, name) for name in _PLAIN}
+        fields.update({name: getattr(message, name) and getattr(message, name).isoformat() for name in _TIMES})
+        fields.update(args=list(message.args), kwargs=message.kwargs)
+        return self.seal.wrap(fields)
+
+    def _deserialize(self, data):
+        fields = self.seal.unwrap(data)
+        try:
+            plain = {name: _scalar(fields[name]) for name in _PLAIN}
+            times = {name: fields[name] and datetime.fromisoformat(fields[name]) for name in _TIMES}
+            args, kwargs = fields["args"], fields["kwargs"]
+            if not isinstance(args, list) or not isinstance(kwargs, dict) or not isinstance(plain["name"], str):
+                raise TypeError("args, kwargs or name of the wrong type")
+        except (KeyError, TypeError, ValueError) as error:
+            raise ForgedMessage(f"sealed, but not a message of ours: {error!r}") from error
+        return Message(args=tuple(args), kwargs=kwargs, on_complete=None, on_error=None, chord_config=None,
+                       **plain, **times)
+
+
+def _scalar(value):
+    if value is not None and not isinstance(value, (str, int, float)):
+        raise TypeError(f"{type(value).__name__} where a plain value belongs")
+    return value
+
+
+def job(fields):
+    """A conversion job as a node takes it (see ``nodes.Coordinator.dispatch``), each value checked."""
+    checks = {"task_id": _match(TASK_ID), "kind": lambda v: v in FORMATS, "macros": lambda v: v in ("keep", "remove"),
+              "holder": _match(HOLDER), "attempt": _count, "input": _match(LINK), "result": _match(LINK),
+              "tenant": _match(ACCOUNT_ID)}
+    return _checked("job", fields, checks, required=checks)
+
+
+def outcome(fields, known):
+    """A node's outcome as the coordinator takes it: the lease it claims, and the ``known`` fields
+    of an Outcome, checked where they reach the database, a link or a log. Other fields are left out."""
+    checks = {
+        "task_id": _match(TASK_ID), "holder": _match(HOLDER), "attempt": _count,
+        "status": lambda v: v in ("SUCCEEDED", "FAILED", "RETRY"),
+        "size": lambda v: v is None or (type(v) is int and 0 <= v <= 2**40),
+        "code": lambda v: v is None or _match(CODE)(v),
+        "message": lambda v: v is None or (isinstance(v, str) and len(v) <= MAX_MESSAGE),
+        "detected_format": lambda v: v is None or _match(DETECTED_FORMAT)(v),
+        "extension": lambda v: v is None or v in MEDIA_TYPES,
+        "fidelity": lambda v: v is None or (isinstance(v, dict) and len(json.dumps(v)) <= MAX_FIDELITY),
+        "outage": lambda v: isinstance(v, bool),
+        "restarts": lambda v: type(v) is int and 0 <= v <= MAX_RESTARTS,
+    }
+    kept = {name: value for name, value in fields.items() if name in ("task_id", "holder", "attempt", *known)}
+    checked = _checked("outcome", kept, checks, required=("task_id", "holder", "attempt", "status"))
+    if checked["status"] == "SUCCEEDED" and (checked.get("size") is None or checked.get("extension") is None):
+        raise ForgedMessage("outcome: SUCCEEDED without the result's size and type")
+    return checked
+
+
+def outcome_fields(outcome_class):
+    return tuple(field.name for field in dataclass_fields(outcome_class))
+
+
+def _checked(what, fields, checks, required):
+    if not isinstance(fields, dict):
+        raise ForgedMessage(f"{what}: not a JSON object")
+    missing = [name for name in required if name not in fields]
+    wrong = [name for name, value in fields.items() if name in checks and not checks[name](value)]
+    if missing or wrong:
+        raise ForgedMessage(f"{what}: missing {missing}, out of bounds {wrong}")
+    return fields
+
+
+def _match(pattern):
+    return lambda value: isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+def _count(value):
+    return type(value) is int and 1 <= value <= 2**31
