@@ -28,6 +28,10 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
                                                         worker="stale-host:1")
 
     stale = threading.Thread(target=stale_run)
+    with app.app_context():
+        # the current run's LibreOffice is this account's before the stale run starts: a fresh one is not
+        # started in the window where the stale run must still be converting
+        office.take(db.get_task(get_db(), task_id)["account_id"])
     try:
         stale_office.start()
         stale.start()

@@ -64,7 +64,7 @@ def test_a_link_lives_no_longer_than_its_result(office, app, client, account, le
     refused = requests.get(body["download_url"], timeout=10)
     assert refused.status_code == 403 and b"expired" in refused.content
     with app.app_context():
-        assert get_store().result_exists(task_id)
+        assert get_store().result_exists(db.get_task(get_db(), task_id)["result_key"])
 
 
 def test_retained_result_is_left_alone(office, app, client, account, legacy):
