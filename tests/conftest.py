@@ -329,6 +329,17 @@ def office(tmp_path_factory):
     office.stop()
 
 
+@pytest.fixture
+def fresh_office(tmp_path):
+    """A LibreOffice of this test's own, without a spare."""
+    from docshift.engine.office import Office
+
+    office = Office(tmp_path / "office", name="fresh")
+    office.start()
+    yield office
+    office.close()
+
+
 @pytest.fixture(scope="session")
 def live(s3, tmp_path_factory):
     service = Service(tmp_path_factory.mktemp("live"), s3["env"]).start()

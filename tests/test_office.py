@@ -16,14 +16,6 @@ from docshift.engine.office import Office
 from docshift.formats import FORMATS
 
 
-@pytest.fixture
-def fresh_office(tmp_path):
-    office = Office(tmp_path / "office", name="fresh")
-    office.start()
-    yield office
-    office.stop()
-
-
 def dies(pid, within=10):
     """True once ``pid`` is gone; a killed big process takes a moment to be torn down."""
     deadline = time.monotonic() + within

@@ -12,14 +12,6 @@ from docshift.engine.office import Office
 
 
 @pytest.fixture
-def unspared(tmp_path):
-    office = Office(tmp_path / "office", name="unspared")
-    office.start()
-    yield office
-    office.close()
-
-
-@pytest.fixture
 def spared(tmp_path):
     office = Office(tmp_path / "office", name="spared", spare=True)
     office.start()
@@ -63,11 +55,11 @@ def test_an_account_keeps_its_libreoffice_and_another_gets_the_spare(spared, leg
     assert spared.office_pid() not in (first, waiting)
 
 
-def test_without_a_spare_a_new_account_still_gets_a_fresh_libreoffice(unspared, legacy):
-    convert_for(unspared, "acct_a", legacy["doc"], "doc", "1")
-    first = unspared.office_pid()
-    convert_for(unspared, "acct_b", legacy["doc"], "doc", "2")
-    assert unspared.office_pid() != first and dies(first)
+def test_without_a_spare_a_new_account_still_gets_a_fresh_libreoffice(fresh_office, legacy):
+    convert_for(fresh_office, "acct_a", legacy["doc"], "doc", "1")
+    first = fresh_office.office_pid()
+    convert_for(fresh_office, "acct_b", legacy["doc"], "doc", "2")
+    assert fresh_office.office_pid() != first and dies(first)
 
 
 def test_the_job_dir_is_emptied_between_tasks(spared, legacy):
