@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from docshift.engine import inventory
+from docshift.engine.inventory.common import characters
 
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
 CONVERTED_FROM_CORPUS = ["SimpleMacro", "WithTwoCharts"]  # .xls files run 2 also converts
@@ -273,7 +274,7 @@ def test_docx_result_counts(tmp_path):
     held = inventory.of_result(tmp_path / "made.docx", "doc")
     assert held.counts == {"characters": 10, "images": 2, "embedded_objects": 0, "comments": 0,
                            "headers_footers": 1, "macros": 0}
-    assert held.text == inventory._characters("Helloworld")
+    assert held.text == characters("Helloworld")
 
 
 def test_pptx_result_counts(tmp_path):

@@ -1,0 +1,151 @@
+"""What the readers of the inventory share: the kinds and their labels, :class:`Inventory`, the record budget, the
+values of cells, the text as counted, and the OLE helpers of the three legacy formats.
+
+Work is bounded: OLE streams are read whole only up to ``MAX_STREAM``, zip members are streamed and never inflated
+past the size they declare nor ``MAX_PART``, record walks share a budget of ``MAX_RECORDS`` per file and nest at
+most ``MAX_DEPTH`` deep.
+"""
+
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+
+import olefile
+
+KINDS = {
+    "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
+    "xls": ("sheets", "cells", "images", "embedded_objects", "charts", "comments", "headers_footers", "macros"),
+    "ppt": ("slides", "notes", "characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
+}
+LABELS = {"sheets": "sheets", "slides": "slides", "notes": "notes pages", "images": "images",
+          "embedded_objects": "embedded objects", "charts": "charts", "comments": "comments",
+          "headers_footers": "headers and footers", "macros": "VBA modules", "cells": "cells",
+          "characters": "characters"}
+SHEET_NAME_LIMIT = 31
+MAX_STREAM = 16 << 20  # uploads are at most 4 MiB (settings.MAX_UPLOAD_BYTES)
+MAX_PART = 256 << 20
+MAX_RECORDS = 2_000_000
+MAX_DEPTH = 32
+CHUNK = 1 << 20
+
+# MS Graph and Equation Editor (LibreOffice turns them into a chart / a formula) by the CLSID of their storage
+MSGRAPH_CLSIDS = {"00020801-0000-0000-C000-000000000046", "00020803-0000-0000-C000-000000000046"}
+EQUATION_CLSIDS = {"0002CE02-0000-0000-C000-000000000046"}
+EMBEDDED = ("object", "equation", "chart")  # the kinds of OLE storage that count as embedded objects
+
+CONTROL = {c: None for c in range(0x20)}
+CONTROL.update({0x1E: "\u2011", 0x1F: "\u00ad"})  # non-breaking and soft hyphens: .docx writes them as elements
+FOLDED = "\uffff"  # stands for any character beyond ASCII in the text of a Word 6/95 file
+
+
+class Unreadable(Exception):
+    """A structure is broken, or reading it would exceed the budget: its count is unknown."""
+
+
+class ErrorValue(str):
+    """An error value of a cell (#N/A, #DIV/0! ...), told apart from text."""
+
+
+class StoredDate(float):
+    """A number stored in a date-formatted .xls cell (shifted when the result's 1904 date system differs)."""
+
+
+@dataclass
+class Inventory:
+    """What one file holds: ``counts`` {what: int, or None when unknown}, and what the report compares in detail."""
+    kind: str
+    counts: dict
+    sheets: list | None = None    # sheet names in order (.xls / .xlsx)
+    cells: dict | None = None     # {sheet name: {b"B1": value}}; None when unreadable
+    formulas: dict = field(default_factory=dict)  # result only: {sheet name: {refs of cells with a formula}}
+    date1904: bool = False
+    text: Counter | None = None   # non-whitespace characters of the body text
+    macros: dict | None = None    # {VBA module name: code}
+    where: dict = field(default_factory=dict)  # {what: [place names]} to name what is missing
+
+
+class Budget:
+    """Records left to visit in one file, over all its walks."""
+
+    def __init__(self, records=MAX_RECORDS):
+        self.left = records
+
+    def spend(self, n=1):
+        self.left -= n
+        if self.left < 0:
+            raise Unreadable("record budget exceeded")
+
+
+def attempt(function, *args):
+    """``function(*args)``, or None when the structure it reads is broken."""
+    try:
+        return function(*args)
+    except Exception:
+        return None
+
+
+def stream(ole, name):
+    """The whole OLE stream ``name`` (case-insensitive), None when it is missing; too large is unreadable."""
+    if not ole.exists(name) or ole.get_type(name) != olefile.STGTY_STREAM:
+        return None
+    if ole.get_size(name) > MAX_STREAM:
+        raise Unreadable(f"stream {name} too large")
+    with ole.openstream(name) as opened:
+        return opened.read(MAX_STREAM)
+
+
+def embedded_objects(ole, parent=None, prefix=""):
+    """How many of the OLE object storages under ``parent`` (the root when None), whose names start with
+    ``prefix``, are embedded objects (MS Graph charts and equations included; not linked objects, not ActiveX
+    controls); None when one of them cannot be read."""
+    storages, members = [], {}
+    for entry in ole.listdir(streams=True, storages=True):
+        depth = 0 if parent is None else 1
+        if parent is not None and (len(entry) < 2 or entry[0].lower() != parent.lower()):
+            continue
+        if len(entry) == depth + 1 and entry[depth].upper().startswith(prefix) \
+                and ole.get_type(entry) == olefile.STGTY_STORAGE:
+            storages.append("/".join(entry))
+        elif len(entry) == depth + 2:
+            members.setdefault("/".join(entry[:-1]).lower(), set()).add(entry[-1].lower())
+    kinds = [attempt(_object_class, ole, storage, members.get(storage.lower(), set())) for storage in storages]
+    return None if None in kinds else sum(1 for kind in kinds if kind in EMBEDDED)
+
+
+def _object_class(ole, storage, names):
+    """"chart" (MS Graph), "equation", "control" (ActiveX), "link" (linked, not embedded) or "object"; ``names``
+    are the lower-case names in the storage."""
+    clsid = (ole.getclsid(storage) or "").upper()
+    compobj = b""
+    if "\x01compobj" in names:
+        compobj = attempt(stream, ole, f"{storage}/\x01CompObj") or b""
+    if clsid in MSGRAPH_CLSIDS or b"MSGraph.Chart" in compobj:
+        return "chart"
+    if clsid in EQUATION_CLSIDS or b"Equation.3" in compobj:
+        return "equation"
+    if "\x03ocxname" in names:
+        return "control"
+    if "\x01ole" in names:
+        ole_stream = attempt(stream, ole, f"{storage}/\x01Ole") or b""
+        if len(ole_stream) >= 8 and struct.unpack_from("<I", ole_stream, 4)[0] & 1:
+            return "link"
+    return "object"
+
+
+def characters(text):
+    """The non-whitespace characters of ``text`` as a multiset, control characters left out."""
+    return Counter("".join(text.translate(CONTROL).split()))
+
+
+def fold(counted):
+    """``counted`` (characters as a multiset) with every character beyond ASCII counted as ``FOLDED``."""
+    folded = Counter({char: n for char, n in counted.items() if char < "\x80"})
+    beyond = sum(n for char, n in counted.items() if char >= "\x80")
+    if beyond:
+        folded[FOLDED] = beyond
+    return folded
+
+
+def place(sheet, where):
+    """A place in a workbook as the report names it: "sheet 'Name' B1"."""
+    return f"sheet '{sheet[:SHEET_NAME_LIMIT]}' {where}"

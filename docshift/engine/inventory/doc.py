@@ -1,0 +1,321 @@
+"""The counts of a .doc ([MS-DOC]): its FIB, piece table, PlcfandRef, PlcfHdd, CHPX and DggInfo, and its
+``ObjectPool``. Of a Word 6/95 file only the text and the objects."""
+
+import re
+import struct
+from dataclasses import dataclass
+
+from docshift.engine.inventory import officeart
+from docshift.engine.inventory.common import CONTROL, Unreadable, attempt, characters, embedded_objects, fold, stream
+
+FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_COMPLEX = 0x0100, 0x0200, 0x0004
+# indexes of FibRgFcLcb97 pairs (the same order as Word 6's FIB, whose pairs start at 0x58)
+PAIR_PLCF_AND_REF, PAIR_PLCF_SED, PAIR_PLCF_HDD, PAIR_PLCF_BTE_CHPX, PAIR_DOP, PAIR_CLX, PAIR_DGG_INFO = (
+    4, 6, 11, 12, 31, 33, 50)
+SPRM_FSPEC, SPRM_PIC_LOCATION, SPRM_FOLE2, SPRM_FDATA, SPRM_TITLE_PAGE = 0x0855, 0x6A03, 0x080A, 0x0806, 0x300A
+ANNOTATION_SIZE = 4 + 30  # a CP and an ATRDPre10
+FIELD_MARKS = re.compile("[\x13\x14\x15]")
+
+
+@dataclass
+class _Word:
+    """The parts of a Word binary file that the counts read: its streams, FIB values and piece table."""
+    word: bytes
+    table: bytes
+    nfib: int
+    flags: int
+    ccp: list        # ccpText, ccpFtn, ccpHdd, ccpMcr, ccpAtn
+    pairs: list      # [(fc, lcb)]
+    pieces: list     # [(cp start, cp end, fc, compressed)]
+
+    def pair(self, index):
+        return self.pairs[index] if index < len(self.pairs) else (0, 0)
+
+    def text(self, start, end):
+        """The characters of CPs ``start`` to ``end``, from the pieces that hold them."""
+        parts = []
+        for cp_start, cp_end, fc, compressed in self.pieces:
+            low, high = max(start, cp_start), min(end, cp_end)
+            if low >= high:
+                continue
+            if compressed:
+                offset = fc + (low - cp_start)
+                parts.append(self.word[offset:offset + high - low].decode("cp1252", "replace"))
+            else:
+                offset = fc + 2 * (low - cp_start)
+                parts.append(self.word[offset:offset + 2 * (high - low)].decode("utf_16_le", "replace"))
+        return "".join(parts)
+
+    def live(self, fc):
+        """Is the byte offset ``fc`` of the WordDocument stream inside a piece of the text?"""
+        for cp_start, cp_end, start, compressed in self.pieces:
+            if start <= fc < start + (cp_end - cp_start) * (1 if compressed else 2):
+                return True
+        return False
+
+
+def _fib(word, table_of):
+    """The :class:`_Word` of the WordDocument stream ``word`` (``table_of(name)`` reads a table stream)."""
+    ident, nfib = struct.unpack_from("<HH", word, 0)
+    flags = struct.unpack_from("<H", word, 0x0A)[0]
+    if ident not in (0xA5EC, 0xA5DC) or flags & FIB_ENCRYPTED:
+        raise Unreadable("no Word FIB, or encrypted")
+    if nfib >= 0xC0:  # Word 97 and later: FibBase, FibRgW97, FibRgLw97, FibRgFcLcb
+        csw = struct.unpack_from("<H", word, 32)[0]
+        pos = 34 + 2 * csw
+        cslw = struct.unpack_from("<H", word, pos)[0]
+        lw = struct.unpack_from(f"<{cslw}I", word, pos + 2)
+        pos += 2 + 4 * cslw
+        pairs_count = struct.unpack_from("<H", word, pos)[0]
+        raw = struct.unpack_from(f"<{2 * pairs_count}I", word, pos + 2)
+        ccp = list(lw[3:8])
+        table = table_of("1Table" if flags & FIB_WHICH_TABLE else "0Table")
+    else:  # Word 6 and 95: one fixed layout, the table data inside the WordDocument stream
+        ccp = list(struct.unpack_from("<5I", word, 0x34))
+        raw = struct.unpack_from("<112I", word, 0x58)
+        table = word
+    if table is None:
+        raise Unreadable("no table stream")
+    pairs = [(raw[2 * i], raw[2 * i + 1]) for i in range(len(raw) // 2)]
+    return _Word(word, table, nfib, flags, ccp, pairs, [])
+
+
+def _pieces(doc):
+    """The piece table of the CLX: [(cp start, cp end, fc, compressed)]."""
+    fc, lcb = doc.pair(PAIR_CLX)
+    table, modern = doc.table, doc.nfib >= 0xC0
+    if not lcb:
+        if modern or doc.flags & FIB_COMPLEX:
+            raise Unreadable("no piece table")
+        fc_min = struct.unpack_from("<I", doc.word, 0x18)[0]  # Word 6 non-complex: one run of 8-bit text
+        return [(0, sum(doc.ccp) + 1, fc_min, True)]
+    pos, end = fc, min(fc + lcb, len(table))
+    while pos < end and table[pos] == 0x01:  # Prc: property modifiers before the piece table
+        pos += 3 + struct.unpack_from("<H", table, pos + 1)[0]
+    if pos >= end or table[pos] != 0x02:
+        raise Unreadable("no Pcdt")
+    length = struct.unpack_from("<I", table, pos + 1)[0]
+    pos += 5
+    count = (length - 4) // 12
+    if count <= 0 or pos + length > len(table):
+        raise Unreadable("bad piece table")
+    cps = struct.unpack_from(f"<{count + 1}I", table, pos)
+    pieces = []
+    for index in range(count):
+        value = struct.unpack_from("<I", table, pos + 4 * (count + 1) + 8 * index + 2)[0]
+        if modern:
+            compressed = bool(value & 0x40000000)
+            offset = (value & 0x3FFFFFFF) // 2 if compressed else value & 0x3FFFFFFF
+        else:
+            compressed, offset = True, value
+        if cps[index + 1] > cps[index]:
+            pieces.append((cps[index], cps[index + 1], offset, compressed))
+    return pieces
+
+
+def _visible(text):
+    """``text`` without its field codes (0x13 code 0x14 result 0x15; nested fields too)."""
+    if "\x13" not in text:
+        return text
+    kept, stack, pos = [], [], 0
+    for mark in FIELD_MARKS.finditer(text):
+        if all(stack):
+            kept.append(text[pos:mark.start()])
+        char = mark.group()
+        if char == "\x13":
+            stack.append(False)
+        elif char == "\x14" and stack:
+            stack[-1] = True
+        elif char == "\x15" and stack:
+            stack.pop()
+        pos = mark.end()
+    if all(stack):
+        kept.append(text[pos:])
+    return "".join(kept)
+
+
+def _has_content(text):
+    """Does a header/footer story show anything: text, or a picture or drawing (0x01, 0x08)?"""
+    text = _visible(text)
+    return "\x01" in text or "\x08" in text or bool("".join(text.translate(CONTROL).split()))
+
+
+def _sprms(grpprl):
+    """(sprm, operand) of a grpprl (Word 97 two-byte sprms)."""
+    pos, end = 0, len(grpprl)
+    while pos + 2 <= end:
+        sprm = struct.unpack_from("<H", grpprl, pos)[0]
+        pos += 2
+        size = (1, 1, 2, 4, 2, 2, None, 3)[sprm >> 13]
+        if size is None:
+            if sprm == 0xD608 and pos + 2 <= end:
+                size = struct.unpack_from("<H", grpprl, pos)[0] + 1
+            elif pos < end:
+                size = grpprl[pos] + 1
+            else:
+                return
+        yield sprm, grpprl[pos:pos + size]
+        pos += size
+
+
+def read(ole, inventory, budget, path):
+    """Counts of a .doc: FIB, piece table, PlcfandRef, PlcfHdd, CHPX and DggInfo, ObjectPool."""
+    counts = inventory.counts
+    word = stream(ole, "WordDocument")
+    if word is None:
+        return
+    doc = _fib(word, lambda name: stream(ole, name))  # raises for an encrypted file: all stays unknown
+    counts["embedded_objects"] = attempt(embedded_objects, ole, "ObjectPool")
+    doc.pieces = _pieces(doc)
+    inventory.text = characters(_visible(doc.text(0, doc.ccp[0])))
+    if doc.nfib < 0xC0:
+        # Word 6/95: 8-bit text in the code page of each run's font, which is not read here: the characters
+        # beyond ASCII count as one kind. Annotations, headers and pictures have other layouts: unknown.
+        inventory.text = fold(inventory.text)
+        counts["characters"] = inventory.text.total()
+        return
+    counts["characters"] = inventory.text.total()
+    fc, lcb = doc.pair(PAIR_PLCF_AND_REF)
+    counts["comments"] = max(0, (lcb - 4) // ANNOTATION_SIZE) if lcb else 0
+    counts["headers_footers"] = attempt(_headers, doc)
+    data = attempt(stream, ole, "Data")
+    counts["images"] = attempt(_images, doc, data, budget)
+
+
+def _headers(doc):
+    """The header/footer stories in effect that show something."""
+    fc, lcb = doc.pair(PAIR_PLCF_HDD)
+    if lcb < 8:
+        return 0
+    cps = struct.unpack_from(f"<{lcb // 4}I", doc.table, fc)
+    start = doc.ccp[0] + doc.ccp[1]
+    facing = False
+    dop_fc, dop_lcb = doc.pair(PAIR_DOP)
+    if dop_lcb:
+        facing = bool(doc.table[dop_fc] & 1)
+    title_pages = []
+    sed_fc, sed_lcb = doc.pair(PAIR_PLCF_SED)
+    sections = (sed_lcb - 4) // 16 if sed_lcb >= 20 else 0
+    for index in range(sections):
+        sepx = struct.unpack_from("<I", doc.table, sed_fc + 4 * (sections + 1) + 12 * index + 2)[0]
+        title = False
+        if sepx != 0xFFFFFFFF and sepx + 2 <= len(doc.word):
+            size = struct.unpack_from("<H", doc.word, sepx)[0]
+            for sprm, operand in _sprms(doc.word[sepx + 2:sepx + 2 + size]):
+                if sprm == SPRM_TITLE_PAGE and operand:
+                    title = bool(operand[0])
+        title_pages.append(title)
+    found = 0
+    for story in range(6, len(cps) - 1):
+        section, role = divmod(story - 6, 6)
+        if section >= max(1, sections):
+            break
+        if role in (0, 2) and not facing:
+            continue
+        if role in (4, 5) and not (section < len(title_pages) and title_pages[section]):
+            continue
+        if cps[story + 1] > cps[story] and _has_content(doc.text(start + cps[story], start + cps[story + 1])):
+            found += 1
+    return found
+
+
+def _images(doc, data, budget):
+    """Distinct pictures: inline ones (CHPX runs with a picture location on a live 0x01) and the floating
+    shapes of the OfficeArt drawing (DggInfo)."""
+    found = set()
+    fc, lcb = doc.pair(PAIR_PLCF_BTE_CHPX)
+    count = (lcb - 4) // 8 if lcb >= 12 else 0
+    word = doc.word
+    pictures, ole_runs = [], []
+    for index in range(count):
+        page_number = struct.unpack_from("<I", doc.table, fc + 4 * (count + 1) + 4 * index)[0] & 0x3FFFFF
+        page = word[page_number * 512:page_number * 512 + 512]
+        if len(page) < 512:
+            continue
+        runs = page[511]
+        if 5 * runs + 4 > 511:
+            continue
+        budget.spend(runs + 1)
+        bounds = struct.unpack_from(f"<{runs + 1}I", page, 0)
+        for run in range(runs):
+            offset = page[4 * (runs + 1) + run] * 2
+            if not offset:
+                continue
+            properties = dict(_sprms(page[offset + 1:offset + 1 + page[offset]]))
+            if properties.get(SPRM_FOLE2, b"\0")[:1] == b"\1":
+                ole_runs.append((bounds[run], bounds[run + 1]))
+                continue
+            location = properties.get(SPRM_PIC_LOCATION)
+            if location is None or len(location) < 4 or properties.get(SPRM_FSPEC, b"\0")[:1] != b"\1" \
+                    or properties.get(SPRM_FDATA, b"\0")[:1] == b"\1":
+                continue
+            pictures.append((bounds[run], bounds[run + 1], struct.unpack_from("<I", location)[0]))
+    locations = set()
+    for start, end, location in pictures:
+        for position in _picture_characters(doc, start, end, budget):
+            # the picture right after the separator of an EMBED field (an fOle2 run) is the object's preview
+            if not any(low < position <= high for low, high in ole_runs):
+                locations.add(location)
+                break
+    for location in locations:
+        uid = _inline_picture(data, location, budget) if data else None
+        if uid is not None:
+            found.add(uid)
+    fc, lcb = doc.pair(PAIR_DGG_INFO)
+    if lcb:
+        table, end = doc.table, min(fc + lcb, len(doc.table))
+        _, _, rec_type, body, stop = officeart.header(table, fc)
+        bstore = officeart.bstore(table, body, min(stop, end), budget) if rec_type == officeart.OA_DGG else []
+        shapes, pos = [], min(stop, end)
+        while pos + 9 <= end:
+            _, _, rec_type, body, stop = officeart.header(table, pos + 1)  # a dgglbl byte before each drawing
+            if rec_type != 0xF002:
+                break
+            shapes += officeart.shapes(table, body, min(stop, end), budget)
+            pos = stop
+        found |= officeart.pictures(shapes, bstore, lambda entry: entry[1] < len(word) or entry[3])
+    return len(found)
+
+
+def _picture_characters(doc, start, end, budget):
+    """The byte offsets of the 0x01 characters of the text pieces between ``start`` and ``end`` (FCs)."""
+    for _, (cp_start, cp_end, fc, compressed) in zip(range(100_000), doc.pieces):
+        width = 1 if compressed else 2
+        low, high = max(start, fc), min(end, fc + (cp_end - cp_start) * width)
+        if low >= high:
+            continue
+        low += (low - fc) % width
+        budget.spend((high - low) // 4096)
+        pattern = b"\x01" if compressed else b"\x01\x00"
+        position = doc.word.find(pattern, low, high)
+        while position >= 0:
+            if (position - fc) % width == 0:
+                yield position
+            position = doc.word.find(pattern, position + 1, high)
+
+
+def _inline_picture(data, location, budget):
+    """The uid of the picture at ``location`` of the Data stream (PICF then OfficeArtInlineSpContainer), or None
+    when there is no picture data there."""
+    if location + 10 > len(data):
+        return None
+    size, header_size, mode = struct.unpack_from("<IHH", data, location)
+    end = min(location + size, len(data))
+    if size <= header_size:
+        return None
+    if mode not in (0x64, 0x66):  # [MS-DOC] allows no other mapping mode
+        return None
+    pos = location + header_size
+    if mode == 0x66:
+        pos += 1 + data[pos]
+    shapes, entries = [], []
+    for rec_type, _, _, body, stop in officeart.children(data, pos, end, budget):
+        if rec_type == officeart.OA_SP:
+            shapes = officeart.shapes(data, body - 8, stop, budget)
+        elif rec_type == officeart.OA_FBSE and stop - body > 36:
+            entries.append(bytes(data[body + 2:body + 18]))
+    if not entries:
+        return None
+    pibs = [pib for shape in shapes for pib in shape.pibs if 1 <= pib <= len(entries)]
+    uid = entries[pibs[0] - 1] if pibs else entries[0]
+    return uid if any(uid) else ("inline", location)

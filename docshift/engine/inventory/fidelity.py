@@ -1,0 +1,218 @@
+"""The fidelity report: what the result's :class:`Inventory` holds against its source's, kind by kind, and what
+is lost and where."""
+
+import math
+from collections import Counter
+
+from docshift.engine.inventory.common import FOLDED, KINDS, LABELS, SHEET_NAME_LIMIT, StoredDate, fold
+
+TEXT_TOLERANCE_CHARACTERS = 8  # the allowance of convert.py's text check: fields computed at load
+TEXT_TOLERANCE_RATIO = 0.001
+RELATIVE_TOLERANCE = 1e-9  # numbers in cells; LibreOffice writes 15 significant digits
+
+
+def same_value(source, result):
+    """Is the result cell's value the source's: numbers within RELATIVE_TOLERANCE, the rest exactly and of the same
+    type (text, boolean, error)."""
+    if isinstance(source, float):
+        return isinstance(result, float) and (source == result or math.isclose(source, result,
+                                                                                 rel_tol=RELATIVE_TOLERANCE))
+    if isinstance(source, bool):
+        return isinstance(result, bool) and source == result
+    return type(source) is type(result) and source == result
+
+
+def _compare_cells(source, result):
+    """(equal cells, {category: [count, first place]}) over the source's cells."""
+    shift = 0.0
+    if source.date1904 != result.date1904:
+        shift = 1462.0 if source.date1904 else -1462.0  # the same day counted from 1904 / from 1900
+    equal, problems = 0, {}
+
+    def note(category, sheet, ref):
+        entry = problems.setdefault(category, [0, f"sheet '{sheet}' {ref.decode()}"])
+        entry[0] += 1
+
+    for sheet, cells in source.cells.items():
+        target = sheet[:SHEET_NAME_LIMIT]  # the name the result gives the sheet
+        found = result.cells.get(target, {})
+        formulas = result.formulas.get(target, set())
+        for ref, value in cells.items():
+            other = found.get(ref)
+            if other == value and other.__class__ is value.__class__:  # most cells: no need to look closer
+                equal += 1
+                continue
+            if shift and isinstance(value, StoredDate):
+                value = value + shift
+            if other is not None and same_value(value, other):
+                equal += 1
+            elif other is None:
+                note("missing", sheet, ref)
+            elif ref in formulas:
+                note("formula", sheet, ref)
+            else:
+                note("value", sheet, ref)
+    return equal, problems
+
+
+CELL_DETAILS = {"formula": ("{n} formula result differs from the source; first: {first}",
+                            "{n} formula results differ from the source; first: {first}"),
+                "value": ("{n} cell value differs from the source; first: {first}",
+                          "{n} cell values differ from the source; first: {first}"),
+                "missing": ("{n} cell of the source is missing; first: {first}",
+                            "{n} cells of the source are missing; first: {first}")}
+
+
+def report(source, result, macros_removed=False, loaded=None):
+    """The fidelity report of ``result`` (an :class:`Inventory` from ``of_result``) against ``source`` (from
+    ``of_source``): ``{"complete": bool, "counts": {what: {"source": n, "result": n}}, "lost": [{"what", "count",
+    "detail"}]}``.
+
+    ``counts`` has every kind of ``KINDS`` for the file type, 0 included; ``null`` is a count that could not be
+    read. For ``cells``, ``characters`` and ``macros`` the result figure is how many of the source's are in the
+    result (equal cells, characters found, modules with the same code); for the others it is the result's own count,
+    and a loss is a result count below the source's. An unknown source count is not compared (it never makes a
+    loss); an unknown result count is a loss when the source holds something.
+
+    Characters may miss up to ``TEXT_TOLERANCE_CHARACTERS`` + ``TEXT_TOLERANCE_RATIO`` of the source's without a
+    loss (fields LibreOffice computes at load: dates, page and slide numbers).
+
+    ``macros_removed``: the VBA project was removed on request. That is what was asked for, not a loss of the
+    conversion: the modules are listed in ``lost`` with the detail "removed on request", and ``complete`` stays
+    true when nothing else is missing.
+
+    ``loaded``: counts of parts LibreOffice loaded (the bridge's ``parts``: embedded objects, charts). A result
+    holding fewer is a loss too, where the comparison with the source did not already name one.
+    """
+    counts, lost = {}, []
+    blocking = False
+    for what in KINDS[source.kind]:
+        have, got = source.counts.get(what), result.counts.get(what)
+        entries = []
+        if what == "cells":
+            got, entries = _cells_report(source, result, have, got)
+        elif what == "characters":
+            got, entries = _text_report(source, result, have, got)
+        elif what == "macros":
+            got, entries, removed = _macros_report(source, result, have, got, macros_removed)
+            if removed:
+                lost.append(removed)
+        elif what == "sheets":
+            entries = _sheets_report(source, result, have, got)
+        elif have and got is None:
+            entries = [{"what": what, "count": have, "detail": f"the {LABELS[what]} could not be read in the result"}]
+        elif have is not None and got is not None and got < have:
+            missing = have - got
+            verb = "is" if missing == 1 else "are"
+            entries = [{"what": what, "count": missing,
+                        "detail": f"{missing} of {have} {LABELS[what]} {verb} missing"
+                                  f"{_places(source.where.get(what), result.where.get(what))}"}]
+        if not entries and what in (loaded or {}):
+            entries = _loaded_report(what, loaded[what], got)
+        counts[what] = {"source": have, "result": got}
+        lost += entries
+        blocking = blocking or bool(entries)
+    return {"complete": not blocking, "counts": counts, "lost": lost}
+
+
+def _loaded_report(what, loaded, got):
+    """A part LibreOffice loaded and its export dropped, where the source's own count did not show it (unreadable,
+    or LibreOffice found more than the legacy file's records name)."""
+    if loaded is None or got is None or got >= loaded:
+        return []
+    missing = loaded - got
+    return [{"what": what, "count": missing,
+             "detail": f"LibreOffice loaded {loaded} {LABELS[what]}; the result holds {got}"}]
+
+
+def _places(source, result):
+    """Where the missing ones were ("; first: sheet 'a' B1, sheet 'b' C2") when both sides say where theirs are."""
+    if not source or result is None:
+        return ""
+    missing = list((Counter(source) - Counter(result)).elements())
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return f"; missing: {', '.join(missing[:3])}{more}" if missing else ""
+
+
+def _sheets_report(source, result, have, got):
+    """The lost entries of the sheets: names of the source missing in the result."""
+    if have is None:
+        return []
+    if got is None or result.sheets is None:
+        return [{"what": "sheets", "count": have, "detail": "the sheets could not be read in the result"}] \
+            if have else []
+    missing = Counter(name[:SHEET_NAME_LIMIT] for name in source.sheets or []) - Counter(result.sheets)
+    if not missing:
+        return []
+    names = ", ".join(f"'{name}'" for name in list(missing.elements())[:5])
+    count = missing.total()
+    return [{"what": "sheets", "count": count,
+             "detail": f"{count} of {have} sheets {'is' if count == 1 else 'are'} missing: {names}"}]
+
+
+def _cells_report(source, result, have, got):
+    """(equal cells, lost entries) of the cells."""
+    if have is None or source.cells is None:
+        return None, []
+    if result.cells is None:
+        return None, ([{"what": "cells", "count": have, "detail": "the cells could not be read in the result"}]
+                      if have else [])
+    equal, problems = _compare_cells(source, result)
+    entries = [{"what": "cells", "count": problems[category][0],
+                "detail": CELL_DETAILS[category][problems[category][0] != 1].format(
+                    n=problems[category][0], first=problems[category][1])}
+               for category in ("formula", "value", "missing") if category in problems]
+    return equal, entries
+
+
+def _text_report(source, result, have, got):
+    """(characters found, lost entries) of the text."""
+    if have is None or source.text is None:
+        return None, []
+    if result.text is None:
+        return None, ([{"what": "characters", "count": have,
+                        "detail": "the text could not be read in the result"}] if have else [])
+    theirs = fold(result.text) if FOLDED in source.text else result.text
+    missing = source.text - theirs
+    count = missing.total()
+    found = have - count
+    allowed = TEXT_TOLERANCE_CHARACTERS + int(TEXT_TOLERANCE_RATIO * have)
+    if count <= allowed:
+        return found, []
+    sample = "".join(char for char, _ in missing.most_common(10))
+    return found, [{"what": "characters", "count": count,
+                    "detail": f"{count} of {have} characters of the text are missing (more than the {allowed} "
+                              f"allowed for fields computed at load); most missing: {sample!r}"}]
+
+
+def normal_code(code):
+    """VBA code as compared: its lines without line-end and trailing-space differences, and without ``Attribute``
+    lines (module and procedure metadata: LibreOffice's project drops procedure descriptions, shortcut keys and
+    control declarations, the code stays the same)."""
+    lines = code.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return [line.rstrip() for line in lines if line.strip() and not line.startswith("Attribute ")]
+
+
+def _macros_report(source, result, have, got, removed_on_request):
+    """(modules kept, blocking losses, the "removed on request" entry or None)."""
+    if have is None or source.macros is None:
+        return got, [], None
+    if removed_on_request:
+        entry = {"what": "macros", "count": have,
+                 "detail": f"{have} VBA module{'s' if have != 1 else ''} removed on request"} if have else None
+        return got, [], entry
+    if result.macros is None:
+        return None, ([{"what": "macros", "count": have, "detail": "the VBA modules could not be read in the result"}]
+                      if have else [])
+    missing = [name for name in source.macros if name not in result.macros]
+    changed = [name for name in source.macros if name in result.macros
+               and normal_code(source.macros[name]) != normal_code(result.macros[name])]
+    entries = []
+    if missing:
+        entries.append({"what": "macros", "count": len(missing),
+                        "detail": f"{len(missing)} of {have} VBA modules are missing: {', '.join(missing[:10])}"})
+    if changed:
+        names = ", ".join(changed[:10])
+        entries.append({"what": "macros", "count": len(changed),
+                        "detail": f"the code of {len(changed)} of {have} VBA modules differs: {names}"})
+    return have - len(missing) - len(changed), entries, None

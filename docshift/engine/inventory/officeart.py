@@ -1,0 +1,115 @@
+"""OfficeArt ([MS-ODRAW]), shared by the three formats: its records and the walks over them, the BStore of
+pictures, the shapes and the pictures they show."""
+
+import struct
+from dataclasses import dataclass, field
+
+from docshift.engine.inventory.common import MAX_DEPTH
+
+OA_DGG, OA_BSTORE, OA_SPGR, OA_SP, OA_FBSE, OA_FSP, OA_OPT, OA_TERTIARY_OPT = (
+    0xF000, 0xF001, 0xF003, 0xF004, 0xF007, 0xF00A, 0xF00B, 0xF122)
+OA_CLIENT_TEXTBOX, OA_CLIENT_DATA = 0xF00D, 0xF011
+FSP_DELETED, FSP_OLE, FSP_BACKGROUND = 0x0008, 0x0010, 0x0400
+PROP_PIB, PROP_FILL_TYPE, PROP_FILL_BLIP = 0x0104, 0x0180, 0x0186
+FILL_TEXTURE, FILL_PICTURE = 2, 3
+
+
+def header(data, pos):
+    """(recVer, recInstance, recType, body start, body end) of the 8-byte record header at ``pos``."""
+    ver_instance, rec_type, length = struct.unpack_from("<HHI", data, pos)
+    return ver_instance & 0xF, ver_instance >> 4, rec_type, pos + 8, pos + 8 + length
+
+
+def children(data, start, end, budget):
+    """(recType, recInstance, recVer, body start, body end) of the records in ``data[start:end]``, one level."""
+    pos = start
+    end = min(end, len(data))
+    while pos + 8 <= end:
+        budget.spend()
+        ver, instance, rec_type, body, stop = header(data, pos)
+        yield rec_type, instance, ver, body, min(stop, end)
+        pos = stop
+
+
+def walk(data, start, end, budget, into=(), skip=(), only=None):
+    """Every record in ``data[start:end]`` in document order, descending into containers (recVer 0xF) and the
+    record types ``into``, not into those of ``skip``, and when ``only`` is given into those types alone:
+    (recType, recInstance, recVer, body start, body end, depth)."""
+    stack = [(start, min(end, len(data)), 0)]
+    while stack:
+        pos, stop, depth = stack.pop()
+        if pos + 8 > stop:
+            continue
+        budget.spend()
+        ver, instance, rec_type, body, body_end = header(data, pos)
+        body_end = min(body_end, stop)
+        stack.append((body_end, stop, depth))  # the next sibling, after this record's children
+        yield rec_type, instance, ver, body, body_end, depth
+        if (ver == 0xF or rec_type in into) and rec_type not in skip and (only is None or rec_type in only) \
+                and depth < MAX_DEPTH:
+            stack.append((body, body_end, depth + 1))
+
+
+def bstore(data, start, end, budget):
+    """The BStore entries of the OfficeArtDggContainer at ``data[start:end]``: [(uid, foDelay, size, has_blip)]."""
+    entries = []
+    for rec_type, _, _, body, stop, _ in walk(data, start, end, budget):
+        if rec_type == OA_FBSE and stop - body >= 36:
+            uid = bytes(data[body + 2:body + 18])
+            size, _, delay = struct.unpack_from("<III", data, body + 20)
+            entries.append((uid, delay, size, stop - body > 36))
+    return entries
+
+
+@dataclass
+class Shape:
+    """An OfficeArt shape: FSP flags, the BStore indexes of its pictures and, in PowerPoint, its text,
+    placeholder type and OLE object reference."""
+    flags: int = 0
+    pibs: list = field(default_factory=list)
+    placeholder: int | None = None
+    text: str = ""
+    object_ref: int | None = None
+
+
+def shapes(data, start, end, budget, client=None):
+    """The shapes (:class:`Shape`) of the OfficeArt drawing records in ``data[start:end]``. ``client`` reads
+    the host's records inside a shape's client text box and client data (PowerPoint: text, placeholders)."""
+    found = []
+    for rec_type, _, _, body, stop, _ in walk(data, start, end, budget, skip=(OA_SP,)):
+        if rec_type != OA_SP:
+            continue
+        shape = Shape()
+        fill_type, fill_blip = 0, None
+        for child, instance, _, child_body, child_stop in children(data, body, stop, budget):
+            if child == OA_FSP and child_stop - child_body >= 8:
+                shape.flags = struct.unpack_from("<I", data, child_body + 4)[0]
+            elif child in (OA_OPT, OA_TERTIARY_OPT):
+                for index in range(min(instance, (child_stop - child_body) // 6)):
+                    opid, value = struct.unpack_from("<HI", data, child_body + 6 * index)
+                    number = opid & 0x3FFF
+                    if number == PROP_PIB and opid & 0x4000:
+                        shape.pibs.append(value)
+                    elif number == PROP_FILL_TYPE:
+                        fill_type = value
+                    elif number == PROP_FILL_BLIP and opid & 0x4000:
+                        fill_blip = value
+            elif client and child in (OA_CLIENT_TEXTBOX, OA_CLIENT_DATA):
+                client(shape, data, child_body, child_stop, budget)
+        if fill_blip and fill_type in (FILL_TEXTURE, FILL_PICTURE):
+            shape.pibs.append(fill_blip)
+        found.append(shape)
+    return found
+
+
+def pictures(shapes, bstore, present=lambda entry: entry[3] or entry[2] > 0):
+    """The uids of the BStore entries that non-deleted, non-OLE ``shapes`` point to (1-based pib)."""
+    found = set()
+    for shape in shapes:
+        if shape.flags & (FSP_DELETED | FSP_OLE):
+            continue
+        for pib in shape.pibs:
+            if 1 <= pib <= len(bstore) and present(bstore[pib - 1]):
+                uid = bstore[pib - 1][0]
+                found.add(uid if any(uid) else ("entry", pib))
+    return found

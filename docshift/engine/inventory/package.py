@@ -1,0 +1,193 @@
+"""An OOXML result as a package: its members streamed with bounds, their relationships, and the one pass over a
+content part (text, pictures, equations, placeholders) that the counts of .docx, .xlsx and .pptx share."""
+
+import posixpath
+import re
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+
+from docshift.engine import ooxml
+from docshift.engine.inventory.common import CHUNK, MAX_PART, Unreadable
+
+SEP, W_CHARACTERS = ooxml.SEPARATOR, ooxml.WORD_CHARACTERS
+NS_W, NS_P, NS_S = ooxml.WORD, ooxml.PRESENTATION, ooxml.SPREADSHEET
+NS_R, NS_PR = ooxml.RELATIONSHIPS, ooxml.PACKAGE_RELATIONSHIPS
+NS_A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+NS_V = "urn:schemas-microsoft-com:vml"
+NS_O = "urn:schemas-microsoft-com:office:office"
+NS_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+NS_M = "http://schemas.openxmlformats.org/officeDocument/2006/math"
+IMAGE_RELATIONSHIP = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/image"
+# elements whose pictures are the rendering of something else: OLE objects, controls, alternative content
+NOT_PICTURES = {f"{NS_W}{SEP}object", f"{NS_W}{SEP}control", f"{NS_P}{SEP}oleObj", f"{NS_P}{SEP}control",
+                f"{NS_S}{SEP}objectPr", f"{NS_S}{SEP}controlPr", f"{NS_MC}{SEP}Fallback"}
+PICTURE_REFERENCES = {f"{NS_A}{SEP}blip": (f"{NS_R}{SEP}embed",),
+                      f"{NS_V}{SEP}imagedata": (f"{NS_R}{SEP}id", f"{NS_O}{SEP}relid"),
+                      f"{NS_V}{SEP}fill": (f"{NS_R}{SEP}id", f"{NS_O}{SEP}relid")}
+MATH = {f"{NS_M}{SEP}oMath", f"{NS_M}{SEP}oMathPara"}
+HEADER_FOOTER_CONTENT = {f"{NS_W}{SEP}drawing", f"{NS_W}{SEP}pict", f"{NS_W}{SEP}object",
+                         f"{NS_W}{SEP}fldSimple"}
+
+
+class Package:
+    """A zip package read with bounds: members streamed, never past the size they declare nor ``MAX_PART``."""
+
+    def __init__(self, zip_file):
+        self.zip = zip_file
+        self.names = {info.filename: info for info in zip_file.infolist()}
+
+    def chunks(self, name):
+        info = self.names.get(name)
+        if info is None:
+            raise Unreadable(f"{name} is missing")
+        if info.file_size > MAX_PART:
+            raise Unreadable(f"{name} is too large")
+        read = 0
+        with self.zip.open(info) as part:
+            while chunk := part.read(CHUNK):
+                read += len(chunk)
+                if read > info.file_size:
+                    raise Unreadable(f"{name} inflates past its declared size")
+                yield chunk
+
+    def parse(self, name, start=None, end=None, text=None):
+        """Stream ``name`` through expat, namespaces resolved (``uri}local``); no DTDs."""
+        ooxml.stream(self.chunks(name), name, start, end, text, unreadable=Unreadable)
+
+    def relationships(self, name):
+        """{Id: (type, target part name or None when external)} of part ``name``."""
+        folder, base = posixpath.split(name)
+        rels_name = posixpath.join(folder, "_rels", base + ".rels")
+        found = {}
+        if rels_name not in self.names:
+            return found
+
+        def start(tag, attributes):
+            if tag == f"{NS_PR}{SEP}Relationship":
+                target = attributes.get("Target", "")
+                if attributes.get("TargetMode") == "External":
+                    resolved = None
+                elif target.startswith("/"):
+                    resolved = posixpath.normpath(target)[1:]
+                else:
+                    resolved = posixpath.normpath(posixpath.join("/" + folder, target))[1:]
+                found[attributes.get("Id")] = (attributes.get("Type", ""), resolved)
+
+        self.parse(rels_name, start)
+        return found
+
+    def matching(self, pattern):
+        return sorted(name for name in self.names if re.fullmatch(pattern, name))
+
+
+@dataclass
+class Part:
+    """What one content part of the result holds."""
+    text: Counter = field(default_factory=Counter)
+    pictures: set = field(default_factory=set)      # relationship ids
+    math: int = 0
+    content: bool = False                            # anything shown (headers and footers)
+    placeholders: set = field(default_factory=set)  # PresentationML placeholder types
+    note_text: bool = False                          # text in a body placeholder or a free shape (notes)
+    elements: Counter = field(default_factory=Counter)
+
+
+def scan(package, name, text_tags=(), count=()):
+    """One pass over a content part: its text (``text_tags``), pictures outside OLE objects and fallbacks,
+    equations, placeholders, and how many of the elements ``count`` it holds."""
+    part = Part()
+    state = {"text": 0, "hidden": 0, "math": 0, "sp": None}
+    text_tags = set(text_tags)
+    count = set(count)
+    sp_tag, ph_tag = f"{NS_P}{SEP}sp", f"{NS_P}{SEP}ph"
+
+    def start(tag, attributes):
+        if tag in text_tags:
+            state["text"] += 1
+        elif tag in W_CHARACTERS:
+            part.text[W_CHARACTERS[tag]] += 1
+            part.content = True
+        elif tag == f"{NS_W}{SEP}sym":
+            try:
+                part.text[chr(int(attributes.get(f"{NS_W}{SEP}char", ""), 16))] += 1
+            except ValueError:
+                pass
+        if tag in NOT_PICTURES:
+            state["hidden"] += 1
+        elif tag in PICTURE_REFERENCES and not state["hidden"]:
+            for attribute in PICTURE_REFERENCES[tag]:
+                if attributes.get(attribute):
+                    part.pictures.add(attributes[attribute])
+        if tag in MATH:
+            if not state["math"]:
+                part.math += 1
+            state["math"] += 1
+        if tag in HEADER_FOOTER_CONTENT:
+            part.content = True
+        if tag in count:
+            part.elements[tag] += 1
+        if tag == sp_tag:
+            state["sp"] = [None, []]
+        elif tag == ph_tag:
+            kind = attributes.get("type", "body")
+            part.placeholders.add(kind)
+            if state["sp"] is not None:
+                state["sp"][0] = kind
+
+    def end(tag):
+        if tag in text_tags:
+            state["text"] -= 1
+        elif tag in NOT_PICTURES:
+            state["hidden"] -= 1
+        elif tag in MATH:
+            state["math"] -= 1
+        elif tag == sp_tag and state["sp"] is not None:
+            kind, texts = state["sp"]
+            if kind == "body" and "".join("".join(texts).split()):
+                part.note_text = True
+            state["sp"] = None
+
+    def text(data):
+        if state["text"]:
+            chars = "".join(data.split())
+            if chars:
+                part.text.update(chars)
+                part.content = True
+                if state["sp"] is not None:
+                    state["sp"][1].append(chars)
+
+    package.parse(name, start, end, text)
+    return part
+
+
+def pictures_of(package, name, part):
+    """The media parts that ``part`` (content part ``name``) shows as pictures."""
+    if not part.pictures:
+        return set()
+    relationships = package.relationships(name)
+    found = set()
+    for rid in part.pictures:
+        rel_type, target = relationships.get(rid, ("", None))
+        if target and rel_type == IMAGE_RELATIONSHIP and target in package.names:
+            found.add(target)
+    return found
+
+
+def has_vba_part(path):
+    """Does the package hold a vbaProject.bin (read from its directory only)? True when that cannot be told."""
+    try:
+        with zipfile.ZipFile(path) as zip_file:
+            return any(name.lower().endswith("vbaproject.bin") for name in zip_file.namelist())
+    except Exception:
+        return True
+
+
+def charts_and_objects(package, folder):
+    """(charts, embedded objects) of the package: chart parts, and embeddings no chart refers to."""
+    charts = package.matching(rf"{folder}/charts/chart[0-9]*\.xml")
+    data = set()
+    for chart in charts:
+        data |= {target for _, target in package.relationships(chart).values() if target}
+    objects = [name for name in package.matching(rf"{folder}/embeddings/[^/]+") if name not in data]
+    return len(charts), len(objects)

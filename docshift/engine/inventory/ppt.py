@@ -1,0 +1,270 @@
+"""The counts of a .ppt ([MS-PPT]): the live DocumentContainer of its "PowerPoint Document" stream and the slides,
+masters and notes it lists. The persist directory finds them (2.1.2: Current User -> UserEditAtoms ->
+PersistDirectoryAtoms -> DocumentContainer); it is rebuilt from all the stream's PersistDirectoryAtoms when that
+chain is broken, as PowerPoint's repair does."""
+
+import struct
+from collections import Counter
+
+from docshift.engine.inventory import officeart
+from docshift.engine.inventory.common import Unreadable, characters, stream
+
+RT_DOCUMENT, RT_SLIDE, RT_SLIDE_ATOM, RT_NOTES, RT_MAIN_MASTER = 0x03E8, 0x03EE, 0x03EF, 0x03F0, 0x03F8
+RT_SLIDE_LIST, RT_SLIDE_PERSIST, RT_DRAWING_GROUP, RT_DRAWING = 0x0FF0, 0x03F3, 0x040B, 0x040C
+RT_EXOBJ_LIST, RT_EXEMBED, RT_EXOLEOBJ_ATOM, RT_CSTRING, RT_EXOBJ_REF = 0x0409, 0x0FCC, 0x0FC3, 0x0FBA, 0x0BC1
+RT_TEXT_HEADER, RT_TEXT_CHARS, RT_TEXT_BYTES, RT_PLACEHOLDER, RT_COMMENT10 = 0x0F9F, 0x0FA0, 0x0FA8, 0x0BC3, 0x2EE0
+RT_HEADERS_FOOTERS, RT_HEADERS_FOOTERS_ATOM, RT_BINARY_TAG_DATA = 0x0FD9, 0x0FDA, 0x138B
+COMMENT_PATH = (0x1388, 0x138A, RT_BINARY_TAG_DATA)  # ProgTags -> ProgBinaryTag -> BinaryTagDataBlob -> Comment10
+RT_USER_EDIT, RT_PERSIST_DIRECTORY, RT_CURRENT_USER = 0x0FF5, 0x1772, 0x0FF6
+# fields in text: each stands on a "*" of the text atom (slide number, dates, header, footer)
+RT_FIELDS = {0x0FD8, 0x0FF7, 0x0FF8, 0x0FF9, 0x0FFA, 0x1015}
+PT_NOTES_BODY = 0x0C
+SLIDE_MASTER_BACKGROUND = 0x0004  # SlideAtom.slideFlags.fMasterBackground
+MASTER_PLACEHOLDERS = {0x07: "dt", 0x08: "sldNum", 0x09: "ftr"}  # PT_MasterDate, PT_MasterSlideNumber, PT_MasterFooter
+HF_DATE, HF_TODAY, HF_SLIDE_NUMBER, HF_FOOTER = 0x01, 0x02, 0x08, 0x20
+MAX_USER_EDITS = 4096
+
+
+def _directory(current, doc, budget):
+    """(docPersistIdRef, {persist id: offset}) of the live edit ([MS-PPT] 2.1.2)."""
+    if len(current) < 20:
+        raise Unreadable("no CurrentUserAtom")
+    _, _, rec_type, _, _ = officeart.header(current, 0)
+    token, offset = struct.unpack_from("<II", current, 12)
+    if rec_type != RT_CURRENT_USER or token == 0xF3D1C4DF:
+        raise Unreadable("no CurrentUserAtom, or encrypted")
+    directory, doc_ref, seen = {}, None, set()
+    while offset and offset not in seen and len(seen) < MAX_USER_EDITS and offset + 8 <= len(doc):
+        seen.add(offset)
+        budget.spend()
+        _, _, rec_type, body, stop = officeart.header(doc, offset)
+        if rec_type != RT_USER_EDIT or stop - body < 28:
+            break  # a damaged chain: what was read so far stands, _rescan may fill in
+        last_edit, persist_offset, edit_doc_ref = struct.unpack_from("<III", doc, body + 8)
+        if doc_ref is None:
+            doc_ref = edit_doc_ref
+            if stop - body >= 32 and struct.unpack_from("<I", doc, body + 28)[0]:
+                raise Unreadable("encrypted")
+        if persist_offset + 8 <= len(doc):
+            _persist_entries(doc, persist_offset, directory, budget, newest_first=True)
+        offset = last_edit
+    if doc_ref is None:
+        raise Unreadable("no UserEditAtom")
+    return doc_ref, directory
+
+
+def _persist_entries(doc, offset, directory, budget, newest_first):
+    """Add the entries of the PersistDirectoryAtom at ``offset`` to ``directory``."""
+    _, _, rec_type, pos, end = officeart.header(doc, offset)
+    if rec_type != RT_PERSIST_DIRECTORY:
+        return
+    end = min(end, len(doc))
+    while pos + 4 <= end:
+        word = struct.unpack_from("<I", doc, pos)[0]
+        first, count = word & 0xFFFFF, min(word >> 20, (end - pos - 4) // 4)
+        budget.spend(count)
+        for index, object_offset in enumerate(struct.unpack_from(f"<{count}I", doc, pos + 4)):
+            if newest_first:
+                directory.setdefault(first + index, object_offset)
+            else:
+                directory[first + index] = object_offset
+        pos += 4 + 4 * count
+
+
+def _rescan(doc, budget):
+    """The persist directory rebuilt from every PersistDirectoryAtom of the stream, later ones winning: what
+    PowerPoint's own repair does when the chain of UserEditAtoms is broken."""
+    directory = {}
+    for rec_type, _, _, body, _ in officeart.children(doc, 0, len(doc), budget):
+        if rec_type == RT_PERSIST_DIRECTORY:
+            _persist_entries(doc, body - 8, directory, budget, newest_first=False)
+    return directory
+
+
+def _text(data, start, end, budget):
+    """The text of the text atoms among the records of ``data[start:end]`` (not descending), without the "*"
+    that fields stand on."""
+    parts, fields = [], 0
+    for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
+        if rec_type == RT_TEXT_CHARS:
+            parts.append(bytes(data[body:stop]).decode("utf_16_le", "replace"))
+        elif rec_type == RT_TEXT_BYTES:
+            parts.append(bytes(data[body:stop]).decode("latin-1"))
+        elif rec_type in RT_FIELDS:
+            fields += 1
+    text = "\n".join(parts)
+    return text.replace("*", "", fields) if fields else text
+
+
+def _client(shape, data, start, end, budget):
+    """A shape's PowerPoint records: its text, placeholder type and OLE object reference."""
+    for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
+        if rec_type == RT_PLACEHOLDER and stop - body >= 5:
+            shape.placeholder = data[body + 4]
+        elif rec_type == RT_EXOBJ_REF and stop - body >= 4:
+            shape.object_ref = struct.unpack_from("<I", data, body)[0]
+    shape.text += _text(data, start, end, budget)
+
+
+class _Presentation:
+    """The live objects of a "PowerPoint Document" stream, found through its persist directory."""
+
+    def __init__(self, doc, current, budget):
+        self.doc, self.budget = doc, budget
+        doc_ref, self.directory = _directory(current, doc, budget)
+        self.rescanned = False
+        located = self.container(doc_ref, RT_DOCUMENT)
+        if located is None:
+            raise Unreadable("no DocumentContainer")
+        self.document = located
+
+    def container(self, ref, *expected):
+        """(body start, body end) of persist object ``ref`` if it is a record of one of the ``expected`` types.
+        A reference the directory lacks makes it rebuilt once from the whole stream."""
+        offset = self.directory.get(ref)
+        if offset is None and not self.rescanned:
+            self.rescanned = True
+            self.directory = {**_rescan(self.doc, self.budget), **self.directory}
+            offset = self.directory.get(ref)
+        if offset is None or offset + 8 > len(self.doc):
+            return None
+        _, _, rec_type, body, stop = officeart.header(self.doc, offset)
+        return (body, min(stop, len(self.doc))) if rec_type in expected else None
+
+    def shapes(self, located):
+        """The shapes of the PPDrawing of a slide, master or notes container."""
+        shapes = []
+        for rec_type, _, _, body, stop in officeart.children(self.doc, *located, self.budget):
+            if rec_type == RT_DRAWING:
+                shapes += officeart.shapes(self.doc, body, stop, self.budget, client=_client)
+        return shapes
+
+    def headers_footers(self, start, end):
+        """The date, slide number and footer items a HeadersFootersContainer in ``doc[start:end]`` shows."""
+        flags, strings = None, {}
+        for rec_type, instance, _, body, stop in officeart.children(self.doc, start, end, self.budget):
+            if rec_type == RT_HEADERS_FOOTERS_ATOM and stop - body >= 4:
+                flags = struct.unpack_from("<H", self.doc, body + 2)[0]
+            elif rec_type == RT_CSTRING:
+                strings[instance] = bytes(self.doc[body:stop]).decode("utf_16_le", "replace").strip()
+        if flags is None:
+            return None
+        shown = set()
+        if flags & HF_DATE and (flags & HF_TODAY or strings.get(0)):
+            shown.add("dt")
+        if flags & HF_SLIDE_NUMBER:
+            shown.add("sldNum")
+        if flags & HF_FOOTER and strings.get(2):
+            shown.add("ftr")
+        return shown
+
+
+def read(ole, inventory, budget, path):
+    """Counts of a .ppt, from the live DocumentContainer and the slides, masters and notes it lists."""
+    counts = inventory.counts
+    doc = stream(ole, "PowerPoint Document")
+    current = stream(ole, "Current User")
+    if doc is None or current is None:
+        return
+    show = _Presentation(doc, current, budget)
+    lists, bstore, embeds, slide_footers = {0: [], 1: [], 2: []}, [], {}, set()
+    for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
+        if rec_type == RT_SLIDE_LIST and instance in lists:
+            entries = lists[instance]
+            for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
+                if child == RT_SLIDE_PERSIST and child_stop - child_body >= 16:
+                    ref, _, _, slide_id = struct.unpack_from("<IIII", doc, child_body)
+                    entries.append([ref, slide_id, child_stop, child_stop])
+                elif entries:
+                    entries[-1][3] = child_stop  # the text records of the slide run up to the next persist atom
+        elif rec_type == RT_DRAWING_GROUP:
+            bstore = officeart.bstore(doc, body, stop, budget)
+        elif rec_type == RT_EXOBJ_LIST:
+            embeds = _embeds(doc, body, stop, budget)
+        elif rec_type == RT_HEADERS_FOOTERS and instance == 3:
+            slide_footers = show.headers_footers(body, stop) or set()
+    # the masters: their placeholders (a date, slide number or footer shows only where the master has one)
+    masters = {}
+    for ref, slide_id, _, _ in lists[1]:
+        located = show.container(ref, RT_MAIN_MASTER, RT_SLIDE)
+        if located is not None:
+            master_shapes = show.shapes(located)
+            placeholders = {MASTER_PLACEHOLDERS[shape.placeholder] for shape in master_shapes
+                            if shape.placeholder in MASTER_PLACEHOLDERS}
+            masters[slide_id] = [master_shapes, placeholders, _slide_atom(doc, located, budget)[0], False]
+    text, comments, shapes, notes, footers = Counter(), 0, [], 0, set()
+    slides = 0
+    for ref, _, text_start, text_end in lists[0]:
+        located = show.container(ref, RT_SLIDE)
+        if located is None:
+            raise Unreadable("a slide of the slide list is missing")
+        slides += 1
+        slide_shapes = show.shapes(located)
+        master_id, slide_flags = _slide_atom(doc, located, budget)
+        if slide_flags & SLIDE_MASTER_BACKGROUND:  # the slide shows its master's background, not its own
+            slide_shapes = [shape for shape in slide_shapes if not shape.flags & officeart.FSP_BACKGROUND]
+        shapes += slide_shapes
+        text.update(characters(_text(doc, text_start, text_end, budget)
+                                + "".join(shape.text for shape in slide_shapes)))
+        own_footers = None
+        for rec_type, instance, _, body, stop in officeart.children(doc, *located, budget):
+            if rec_type == RT_HEADERS_FOOTERS:
+                own_footers = show.headers_footers(body, stop)
+        master = masters.get(master_id)
+        if master is not None:
+            footers |= (slide_footers if own_footers is None else own_footers) & master[1]
+            master[3] = True
+            if master[2] in masters:  # a title master uses a main master
+                masters[master[2]][3] = True
+        for rec_type, _, _, _, _, _ in officeart.walk(doc, *located, budget, into=(RT_BINARY_TAG_DATA,),
+                                                      only=COMMENT_PATH):
+            comments += rec_type == RT_COMMENT10
+    counts["slides"] = slides
+    inventory.text = text
+    counts["characters"] = text.total()
+    counts["comments"] = comments
+    counts["headers_footers"] = len(footers)
+    for master_shapes, _, _, used in masters.values():
+        if used:  # pictures on masters no slide uses are not shown
+            shapes += master_shapes
+    for ref, _, text_start, text_end in lists[2]:
+        located = show.container(ref, RT_NOTES)
+        if located is None:
+            continue
+        note_shapes = show.shapes(located)
+        shapes += note_shapes
+        written = _text(doc, text_start, text_end, budget)
+        written += "".join(s.text for s in note_shapes if s.placeholder == PT_NOTES_BODY)
+        notes += bool(characters(written))
+    counts["notes"] = notes
+    used = {shape.object_ref for shape in shapes
+            if shape.object_ref is not None and not shape.flags & officeart.FSP_DELETED}
+    counts["embedded_objects"] = sum(1 for ident in embeds if ident in used)
+    size = ole.get_size("Pictures") if ole.exists("Pictures") else 0
+    counts["images"] = len(officeart.pictures(shapes, bstore, lambda entry: entry[3] or entry[1] < size))
+
+
+def _slide_atom(doc, located, budget):
+    """(masterIdRef, slideFlags) of the SlideAtom of a slide (or title master) container, or (None, 0)."""
+    for rec_type, _, _, body, stop in officeart.children(doc, *located, budget):
+        if rec_type == RT_SLIDE_ATOM and stop - body >= 22:
+            master, flags = struct.unpack_from("<I4xH", doc, body + 12)
+            return master, flags
+    return None, 0
+
+
+def _embeds(doc, start, end, budget):
+    """{exObjId: progId} of the embedded (not linked) OLE objects of the ExObjList."""
+    embeds = {}
+    for rec_type, _, _, body, stop in officeart.children(doc, start, end, budget):
+        if rec_type != RT_EXEMBED:
+            continue
+        kind, ident, prog = None, None, ""
+        for atom, instance, _, atom_body, atom_stop in officeart.children(doc, body, stop, budget):
+            if atom == RT_EXOLEOBJ_ATOM and atom_stop - atom_body >= 24:
+                _, kind, ident = struct.unpack_from("<III", doc, atom_body)
+            elif atom == RT_CSTRING and instance == 2:
+                prog = bytes(doc[atom_body:atom_stop]).decode("utf_16_le", "replace")
+        if ident is not None and kind == 0:
+            embeds[ident] = prog
+    return embeds

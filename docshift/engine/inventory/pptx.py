@@ -1,0 +1,52 @@
+"""The counts of a .pptx/.pptm, the result of a .ppt."""
+
+from collections import Counter
+
+from docshift.engine.inventory.common import attempt
+from docshift.engine.inventory.package import NS_A, NS_P, NS_R, SEP, charts_and_objects, pictures_of, scan
+
+NS_P188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"  # modern comments
+A_TEXT = f"{NS_A}{SEP}t"
+
+
+def read(package, inventory):
+    """Counts of a .pptx/.pptm: the slide list, slides, their notes and comments, masters and layouts."""
+    counts = inventory.counts
+    objects = attempt(lambda: sum(charts_and_objects(package, "ppt")))  # charts: MS Graph objects, as in .docx
+    main = "ppt/presentation.xml"
+    slide_ids = []
+
+    def slide(tag, attributes):
+        if tag == f"{NS_P}{SEP}sldId":
+            slide_ids.append(attributes.get(f"{NS_R}{SEP}id"))
+
+    package.parse(main, slide)
+    relationships = package.relationships(main)
+    slides = [relationships[rid][1] for rid in slide_ids
+              if rid in relationships and relationships[rid][1] in package.names]
+    counts["slides"] = len(slides)
+    text, pictures, placeholders, notes, comments, math = Counter(), set(), set(), 0, 0, 0
+    cm = (f"{NS_P}{SEP}cm", f"{NS_P188}{SEP}cm")
+    for name in slides:
+        part = scan(package, name, (A_TEXT,))
+        text.update(part.text)
+        math += part.math
+        pictures |= pictures_of(package, name, part)
+        placeholders |= part.placeholders
+        for rel_type, target in package.relationships(name).values():
+            if target and target in package.names and rel_type.endswith("/notesSlide"):
+                notes_part = scan(package, target, (A_TEXT,))
+                notes += notes_part.note_text
+                pictures |= pictures_of(package, target, notes_part)
+            elif target and target in package.names and rel_type.endswith("/comments"):
+                comments += sum(scan(package, target, count=cm).elements.values())
+    inventory.text = text
+    counts["characters"] = text.total()
+    counts["notes"] = notes
+    counts["comments"] = comments
+    counts["headers_footers"] = len(placeholders & {"dt", "sldNum", "ftr"})
+    counts["embedded_objects"] = None if objects is None else objects + math
+    for name in package.matching(r"ppt/(slideMasters/slideMaster|slideLayouts/slideLayout)[0-9]*\.xml"):
+        part = scan(package, name)
+        pictures |= pictures_of(package, name, part)
+    counts["images"] = len(pictures)

@@ -1,0 +1,229 @@
+"""The counts of an .xls, from the BIFF records of its Workbook stream (the scan skips cell records in one step:
+xlrd reads the cells)."""
+
+import struct
+from dataclasses import dataclass, field
+
+from docshift.engine.inventory import officeart
+from docshift.engine.inventory.common import (
+    ErrorValue,
+    StoredDate,
+    Unreadable,
+    attempt,
+    embedded_objects,
+    place,
+    stream,
+)
+
+BIFF_BOF = {0x0809, 0x0409, 0x0209, 0x0009}
+BIFF_EOF, BIFF_CONTINUE, BIFF_BOUNDSHEET, BIFF_CODEPAGE = 0x000A, 0x003C, 0x0085, 0x0042
+BIFF_NOTE, BIFF_HEADER, BIFF_FOOTER = 0x001C, 0x0014, 0x0015
+BIFF_DRAWING_GROUP, BIFF_DRAWING, BIFF_FILEPASS, BIFF_OBJ, BIFF_TXO = 0x00EB, 0x00EC, 0x002F, 0x005D, 0x01B6
+DT_GLOBALS, DT_WORKSHEET, DT_CHART, DT_MACRO_SHEET = 0x0005, 0x0010, 0x0020, 0x0040
+# NUMBER, RK, MULRK, LABELSST, LABEL, FORMULA, STRING, BOOLERR, BLANK, MULBLANK, ROW, DBCELL
+BIFF_CELLS = frozenset({0x0203, 0x027E, 0x00BD, 0x00FD, 0x0204, 0x0006, 0x0207, 0x0205, 0x0201, 0x00BE, 0x0208,
+                        0x00D7})
+SHEET_TYPES = {0: "worksheet", 1: "macro sheet", 2: "chart"}  # BOUNDSHEET.dt; 6 (VBA module) is no sheet
+XL_ERRORS = {0x00: "#NULL!", 0x07: "#DIV/0!", 0x0F: "#VALUE!", 0x17: "#REF!", 0x1D: "#NAME?", 0x24: "#NUM!",
+             0x2A: "#N/A", 0x2B: "#GETTING_DATA"}
+
+
+@dataclass
+class _Workbook:
+    """What one pass over the BIFF records of a Workbook stream finds."""
+    sheets: list = field(default_factory=list)      # names of the sheets in BOUNDSHEET order
+    charts: int = 0
+    notes: int = 0
+    headers: list = field(default_factory=list)     # sheet names of each non-empty header/footer
+    comments_at: list = field(default_factory=list)
+    group: bytearray = field(default_factory=bytearray)    # MSODRAWINGGROUP and its CONTINUEs
+    drawings: list = field(default_factory=list)    # one bytearray of MSODRAWING data per worksheet
+    encrypted: bool = False
+    globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
+
+
+def _biff(data, budget):
+    """One pass over the BIFF records of the Workbook stream (bounded by the budget)."""
+    book = _Workbook()
+    stack, biff8, codepage, last, drawing = [], True, "cp1252", None, None
+    mode, text_left, runs_left = None, 0, 0
+    if len(data) < 8 or struct.unpack_from("<H", data, 0)[0] not in BIFF_BOF:
+        raise Unreadable("the Workbook stream does not start with a BOF record")
+    pos, size, substream, every_sheet = 0, len(data), -1, []
+    header = struct.Struct("<HH").unpack_from
+    while pos + 4 <= size:
+        rec_type, length = header(data, pos)
+        end = pos + 4 + length
+        if rec_type in BIFF_CELLS:  # most of a sheet: nothing here needs them (xlrd reads the cells)
+            pos, last, mode = end, rec_type, None
+            continue
+        body = pos + 4
+        if end > size:
+            break
+        budget.spend()
+        top = stack[-1] if stack else None
+        if rec_type in BIFF_BOF and length >= 4:
+            version, dt = struct.unpack_from("<HH", data, body)
+            if not stack:
+                if dt == DT_GLOBALS or dt == 0x0100:
+                    biff8 = rec_type == 0x0809 and version == 0x0600
+                    book.globals = True
+                else:
+                    substream += 1  # the sheets follow the globals in BOUNDSHEET order
+                    drawing = bytearray()
+                    book.drawings.append(drawing)
+            stack.append(dt)
+            if dt == DT_CHART:
+                book.charts += 1
+        elif rec_type == BIFF_EOF:
+            if stack:
+                stack.pop()
+        elif top == DT_GLOBALS or (top == 0x0100):
+            if rec_type == BIFF_BOUNDSHEET and length >= 8:
+                name = _sheet_name(data, body + 6, end, biff8, codepage)
+                every_sheet.append(name)
+                if data[body + 5] in SHEET_TYPES:
+                    book.sheets.append(name)
+            elif rec_type == BIFF_CODEPAGE and length >= 2:
+                number = struct.unpack_from("<H", data, body)[0]
+                codepage = "utf_16_le" if number == 1200 else "cp1252" if number in (0x8000, 0x8001, 1252) \
+                    else f"cp{number}"
+            elif rec_type == BIFF_FILEPASS:
+                book.encrypted = True
+            elif rec_type == BIFF_DRAWING_GROUP or (rec_type == BIFF_CONTINUE and last == BIFF_DRAWING_GROUP):
+                book.group += data[body:end]
+        elif top in (DT_WORKSHEET, DT_MACRO_SHEET) and len(stack) == 1:
+            name = every_sheet[substream] if 0 <= substream < len(every_sheet) else "?"
+            if rec_type == BIFF_NOTE and length >= 6:
+                row, column = struct.unpack_from("<HH", data, body)
+                if biff8 or row != 0xFFFF:  # BIFF5 continues long notes in NOTE records of row 0xFFFF
+                    book.notes += 1
+                    cell = (COLUMNS[column] if column < len(COLUMNS) else b"?") + b"%d" % (row + 1)
+                    book.comments_at.append(place(name, cell.decode()))
+            elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length:
+                chars = struct.unpack_from("<H", data, body)[0] if biff8 and length >= 2 else data[body]
+                if chars:
+                    book.headers.append(place(name, "header" if rec_type == BIFF_HEADER else "footer"))
+            # drawing data: MSODRAWING records, and CONTINUE records after them, after OBJ records and after
+            # a TXO's own CONTINUE records (its text and formatting runs)
+            if rec_type == BIFF_DRAWING and drawing is not None:
+                drawing += data[body:end]
+                mode = "drawing"
+            elif rec_type == BIFF_OBJ:
+                mode = "drawing"
+            elif rec_type == BIFF_TXO and length >= 14:
+                text_left, runs_left = struct.unpack_from("<HH", data, body + 10)
+                mode = "txo"
+            elif rec_type == BIFF_CONTINUE and mode == "txo" and (text_left or runs_left):
+                if text_left and length:
+                    text_left = max(0, text_left - (length - 1) // (2 if data[body] & 1 else 1))
+                else:
+                    runs_left = max(0, runs_left - length)
+            elif rec_type == BIFF_CONTINUE and mode and drawing is not None:
+                drawing += data[body:end]
+                mode = "drawing"
+            elif rec_type != BIFF_CONTINUE:
+                mode = None
+        if rec_type != BIFF_CONTINUE:
+            last = rec_type
+        pos = end
+    return book
+
+
+def _sheet_name(data, pos, end, biff8, codepage):
+    """The sheet name of a BOUNDSHEET record (a BIFF8 ShortXLUnicodeString, or BIFF5 8-bit text)."""
+    length = data[pos]
+    if biff8:
+        if data[pos + 1] & 1:
+            return bytes(data[pos + 2:min(end, pos + 2 + 2 * length)]).decode("utf_16_le", "replace")
+        return bytes(data[pos + 2:min(end, pos + 2 + length)]).decode("latin-1")
+    try:
+        return bytes(data[pos + 1:min(end, pos + 1 + length)]).decode(codepage, "replace")
+    except LookupError:
+        return bytes(data[pos + 1:min(end, pos + 1 + length)]).decode("cp1252", "replace")
+
+
+def read(ole, inventory, budget, path):
+    """Counts of an .xls: one pass over the BIFF records, its MBD storages, xlrd for the cells."""
+    counts = inventory.counts
+    name = "Workbook" if ole.exists("Workbook") else "Book"
+    data = stream(ole, name)
+    if data is None:
+        return
+    book = _biff(data, budget)
+    if book.encrypted:
+        return
+    if book.globals:
+        inventory.sheets = book.sheets
+        counts["sheets"] = len(book.sheets)
+    counts["comments"] = book.notes
+    inventory.where["comments"] = book.comments_at
+    counts["headers_footers"] = len(book.headers)
+    inventory.where["headers_footers"] = book.headers
+    counts["charts"] = book.charts
+    counts["embedded_objects"] = attempt(embedded_objects, ole, None, "MBD")
+    try:
+        bstore = officeart.bstore(book.group, 0, len(book.group), budget) if book.group else []
+        found = set()
+        for drawing in book.drawings:
+            found |= officeart.pictures(officeart.shapes(drawing, 0, len(drawing), budget), bstore)
+        counts["images"] = len(found)
+    except Exception:
+        pass
+    _cells(path, inventory)
+
+
+class _Discard:
+    """xlrd's log, not kept."""
+    def write(self, _):
+        pass
+
+
+def _column_names(limit):
+    """[b"A", b"B", ... ] for ``limit`` columns."""
+    names = []
+    for index in range(limit):
+        name, n = "", index + 1
+        while n:
+            n, rest = divmod(n - 1, 26)
+            name = chr(65 + rest) + name
+        names.append(name.encode())
+    return names
+
+
+COLUMNS = _column_names(16384)
+
+
+def _cells(path, inventory):
+    """xlrd's cells with a stored value, by sheet name: {b"B1": float | StoredDate | str | bool | ErrorValue}."""
+    import xlrd
+    try:
+        book = xlrd.open_workbook(str(path), logfile=_Discard(), ragged_rows=True)
+    except Exception:  # encrypted, damaged, not BIFF: the cells are unknown
+        return
+    try:
+        cells, total = {}, 0
+        for sheet in book.sheets():
+            found = cells.setdefault(sheet.name, {})
+            for row in range(sheet.nrows):
+                label = b"%d" % (row + 1)
+                for column, (ctype, value) in enumerate(zip(sheet.row_types(row), sheet.row_values(row))):
+                    if ctype == 2:
+                        found[COLUMNS[column] + label] = float(value)
+                    elif ctype == 1:
+                        if value:
+                            found[COLUMNS[column] + label] = value
+                    elif ctype == 3:
+                        found[COLUMNS[column] + label] = StoredDate(value)
+                    elif ctype == 4:
+                        found[COLUMNS[column] + label] = bool(value)
+                    elif ctype == 5:
+                        found[COLUMNS[column] + label] = ErrorValue(XL_ERRORS.get(value, f"#ERR{value}"))
+            total += len(found)
+        inventory.cells = cells
+        inventory.date1904 = bool(book.datemode)
+        inventory.counts["cells"] = total
+    except Exception:
+        pass
+    finally:
+        book.release_resources()

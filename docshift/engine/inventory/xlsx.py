@@ -1,0 +1,273 @@
+"""The counts of an .xlsx/.xlsm, the result of an .xls.
+
+Its sheets and shared strings are read a megabyte at a time by a regular expression over LibreOffice's own
+layout (its matches checked against the part's count of ``</c>``, the part checked to end with its root); expat
+reads any other layout.
+"""
+
+import html
+import re
+
+from docshift.engine.inventory.common import CHUNK, ErrorValue, Unreadable, attempt, place
+from docshift.engine.inventory.package import NS_R, NS_S, SEP, charts_and_objects, pictures_of, scan
+
+# a cell as LibreOffice writes it: <c r="B1" s="3" t="n"><f ...>formula</f><v>value</v></c>, or an inline string
+SHEET_CELL = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?>'
+                        rb'(<f[^>]*/>|<f[^>]*>[^<]*</f>)?(?:<v>([^<]*)</v>|<v/>|<is>(.*?)</is>)?</c>', re.S)
+INLINE_TEXT = re.compile(rb"<t(?:\s[^>]*)?>([^<]*)</t>")
+PHONETIC = re.compile(rb"<rPh\b.*?</rPh>", re.S)
+SHARED_STRING = re.compile(rb"<si>(.*?)</si>|<si/>", re.S)
+HEADER_FOOTER = re.compile(rb"<odd(Header|Footer)>([^<]*)</odd(?:Header|Footer)>")
+DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(NS_S.encode()) + rb"\"")
+ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
+
+
+def read(package, inventory):
+    """Counts of an .xlsx/.xlsm: the workbook, shared strings, sheets, their drawings and comments."""
+    counts = inventory.counts
+    charts_objects = attempt(charts_and_objects, package, "xl")
+    if charts_objects:
+        counts["charts"], counts["embedded_objects"] = charts_objects
+    main = "xl/workbook.xml"
+    sheets, flags = [], {}
+
+    def start(tag, attributes):
+        if tag == f"{NS_S}{SEP}sheet":
+            sheets.append((attributes.get("name", ""), attributes.get(f"{NS_R}{SEP}id")))
+        elif tag == f"{NS_S}{SEP}workbookPr":
+            flags["date1904"] = attributes.get("date1904", "false").lower() in ("1", "true")
+
+    package.parse(main, start)
+    inventory.date1904 = flags.get("date1904", False)
+    inventory.sheets = [name for name, _ in sheets]
+    counts["sheets"] = len(sheets)
+    relationships = package.relationships(main)
+    strings = attempt(_shared_strings, package, relationships)
+    cells, pictures, headers_at, comments_at = {}, set(), [], []
+    readable = strings is not None
+    for name, rid in sheets:
+        target = relationships.get(rid, ("", None))[1]
+        if not target or target not in package.names:
+            continue
+        try:
+            found, formulas, headers = _sheet(package, target, strings or [])
+        except Exception:
+            readable = False
+            continue
+        cells[name], inventory.formulas[name] = found, formulas
+        headers_at += [place(name, which) for which in headers]
+        for rel_type, part in package.relationships(target).values():
+            if part and part in package.names and rel_type.endswith("/drawing"):
+                pictures |= pictures_of(package, part, scan(package, part))
+            elif part and part in package.names and rel_type.endswith("/comments"):
+                comments_at += [place(name, ref) for ref in _comment_refs(package, part)]
+    counts["images"] = len(pictures)
+    counts["comments"] = len(comments_at)
+    inventory.where["comments"] = comments_at
+    if readable:  # a sheet that could not be read leaves its cells and headers unknown
+        inventory.cells = cells
+        counts["cells"] = sum(len(found) for found in cells.values())
+        counts["headers_footers"] = len(headers_at)
+        inventory.where["headers_footers"] = headers_at
+
+
+def _comment_refs(package, name):
+    """The cell references of the comments in a comments part."""
+    refs = []
+
+    def start(tag, attributes):
+        if tag == f"{NS_S}{SEP}comment":
+            refs.append(attributes.get("ref", "?"))
+
+    package.parse(name, start)
+    return refs
+
+
+def _unescape(raw):
+    """The text of XML character data: entities and the _xHHHH_ escapes of OOXML resolved."""
+    text = raw.decode("utf-8", "replace")
+    if "&" in text:
+        text = html.unescape(text)
+    if "_x" in text:
+        text = ESCAPED_CHARACTER.sub(lambda m: chr(int(m.group(1), 16)), text)
+    return text
+
+
+def _shared_strings(package, relationships):
+    """The shared strings of the workbook, in order (rich text runs joined, phonetic runs left out)."""
+    names = [target for rel_type, target in relationships.values()
+             if target and rel_type.endswith("/sharedStrings") and target in package.names]
+    if not names:
+        return []
+    strings = []
+    head, tail = None, b""
+    for chunk in package.chunks(names[0]):
+        data = tail + chunk
+        if head is None:
+            head = data[:4096]
+            if not DEFAULT_NAMESPACE.search(head):
+                return _shared_strings_expat(package, names[0])
+        last = max(data.rfind(b"</si>") + 5, data.rfind(b"<si/>") + 5, 0)
+        for match in SHARED_STRING.finditer(data, 0, last):
+            strings.append(_string_item(match.group(1) or b""))
+        tail = data[last:]
+    if not tail.rstrip().endswith(b"</sst>"):
+        raise Unreadable(f"{names[0]} ends early")
+    return strings
+
+
+def _string_item(content):
+    """The text of an ``<si>`` or ``<is>`` element's content."""
+    if b"<rPh" in content:
+        content = PHONETIC.sub(b"", content)
+    return "".join(_unescape(text) for text in INLINE_TEXT.findall(content))
+
+
+def _shared_strings_expat(package, name):
+    """The shared strings read by expat: for a part in another layout than LibreOffice's."""
+    strings, state = [], {"in": 0, "phonetic": 0}
+    si, t, rph = f"{NS_S}{SEP}si", f"{NS_S}{SEP}t", f"{NS_S}{SEP}rPh"
+
+    def start(tag, _):
+        if tag == si:
+            strings.append([])
+        elif tag == t:
+            state["in"] += 1
+        elif tag == rph:
+            state["phonetic"] += 1
+
+    def end(tag):
+        if tag == t:
+            state["in"] -= 1
+        elif tag == rph:
+            state["phonetic"] -= 1
+
+    def text(data):
+        if state["in"] and not state["phonetic"] and strings:
+            strings[-1].append(data)
+
+    package.parse(name, start, end, text)
+    return [ESCAPED_CHARACTER.sub(lambda m: chr(int(m.group(1), 16)), "".join(parts)) for parts in strings]
+
+
+def _cell_value(kind, raw, strings):
+    """The value of a result cell from its ``t`` and the text of its ``<v>``, or None when it has none."""
+    if kind == b"s":
+        index = int(raw)
+        return strings[index] if 0 <= index < len(strings) else None
+    if kind in (b"str", b"inlineStr"):
+        return _unescape(raw)
+    if kind == b"b":
+        return raw.strip() in (b"1", b"true")
+    if kind == b"e":
+        return ErrorValue(_unescape(raw))
+    if kind == b"d":
+        return _unescape(raw)
+    return float(raw)
+
+
+def _sheet(package, name, strings):
+    """({ref: value}, {refs with a formula}, non-empty odd headers and footers) of one worksheet part."""
+    cells, formulas = {}, set()
+    head, tail, matched, closed = None, b"", 0, 0
+    for chunk in package.chunks(name):
+        data = tail + chunk
+        if head is None:
+            head = data[:4096]
+            if not DEFAULT_NAMESPACE.search(head):
+                return _sheet_expat(package, name, strings)
+        last = data.rfind(b"</c>")
+        if last < 0:
+            tail = data if len(data) < CHUNK else data[-(CHUNK // 4):]
+            continue
+        last += 4
+        closed += data.count(b"</c>", 0, last)
+        found = SHEET_CELL.findall(data, 0, last)
+        matched += len(found)
+        for ref, kind, formula, raw, inline in found:
+            try:
+                if not kind or kind == b"n":
+                    if not raw:
+                        continue
+                    value = float(raw)
+                elif kind == b"s":
+                    index = int(raw)
+                    if index < 0:
+                        continue
+                    value = strings[index]
+                elif kind == b"inlineStr":
+                    value = _string_item(inline)
+                else:
+                    value = _cell_value(kind, raw, strings)
+            except (ValueError, IndexError):
+                continue
+            cells[ref] = value
+            if formula:
+                formulas.add(ref)
+        tail = data[last:]
+    if matched != closed:  # a cell the expression did not take: read the part properly
+        return _sheet_expat(package, name, strings)
+    if not tail.rstrip().endswith(b"</worksheet>"):
+        raise Unreadable(f"{name} ends early")
+    headers = [which.decode().lower() for which, text in HEADER_FOOTER.findall(tail) if text.strip()]
+    return cells, formulas, headers
+
+
+def _sheet_expat(package, name, strings):
+    """What ``_sheet`` reads, by expat: for a part in another layout than LibreOffice's."""
+    cells, formulas, state = {}, set(), {"ref": None, "t": b"n", "v": None, "f": False, "in": None,
+                                         "inline": [], "headers": [], "hf": None}
+    c, v, f, t, is_ = (f"{NS_S}{SEP}{local}" for local in ("c", "v", "f", "t", "is"))
+    hf_tags = {f"{NS_S}{SEP}oddHeader", f"{NS_S}{SEP}oddFooter"}
+
+    def start(tag, attributes):
+        if tag == c:
+            state.update(ref=attributes.get("r", "").encode(), t=attributes.get("t", "n").encode(), v=None,
+                         f=False, inline=[])
+        elif tag == v:
+            state["in"], state["v"] = "v", []
+        elif tag == f:
+            state["f"] = True
+        elif tag == t and state["ref"] is not None:
+            state["in"] = "t"
+        elif tag in hf_tags:
+            state["hf"] = []
+
+    def end(tag):
+        if tag == c:
+            value = None
+            try:
+                if state["t"] == b"inlineStr":
+                    value = "".join(state["inline"])
+                elif state["v"] is not None:
+                    raw = "".join(state["v"])
+                    if state["t"] in (b"str", b"e", b"d"):
+                        value = raw if state["t"] != b"e" else ErrorValue(raw)
+                    else:
+                        value = _cell_value(state["t"], raw.encode(), strings)
+            except ValueError:
+                value = None
+            if value is not None and state["ref"]:
+                cells[state["ref"]] = value
+                if state["f"]:
+                    formulas.add(state["ref"])
+            state["ref"] = None
+        elif tag in (v, t):
+            state["in"] = None
+        elif tag in hf_tags:
+            if "".join(state["hf"]).strip():
+                state["headers"].append(tag.rpartition("odd")[2].lower())
+            state["hf"] = None
+        elif tag == is_:
+            state["in"] = None
+
+    def text(data):
+        if state["in"] == "v":
+            state["v"].append(data)
+        elif state["in"] == "t":
+            state["inline"].append(data)
+        elif state["hf"] is not None:
+            state["hf"].append(data)
+
+    package.parse(name, start, end, text)
+    return cells, formulas, state["headers"]
