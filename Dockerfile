@@ -17,8 +17,8 @@ RUN apt-get update -qq \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log
 
 # `make image` passes the host's pip index and CA bundle when its pip has them configured
-ARG PIP_INDEX_URL
-ARG PIP_CERT
+ARG PIP_INDEX_URL=
+ARG PIP_CERT=
 ENV PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 # the dependencies first, in a layer of their own: a change of the code does not fetch them again
 COPY pyproject.toml /src/pyproject.toml
