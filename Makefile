@@ -94,13 +94,14 @@ $(VENV)/.installed: pyproject.toml
 # debian:bookworm-slim image, `base-image` makes one first. pip reaches its index as the host's pip does
 # (the index and CA bundle of its configuration; the bundle is mounted for the build, not copied).
 image: container-system $(PODMAN_CONF)
-	@$(PODMAN) image exists docker.io/library/debian:bookworm-slim || $(MAKE) --no-print-directory base-image
+	@$(PODMAN) image exists debian:bookworm-slim || $(MAKE) --no-print-directory base-image
 	@set --; index=$${PIP_INDEX_URL:-$$($(PYTHON) -m pip config get global.index-url 2>/dev/null)}; \
 	case "$$index" in http://*|https://*) set -- --build-arg "PIP_INDEX_URL=$$index";; esac; \
 	cert=$${PIP_CERT:-$$($(PYTHON) -m pip config get global.cert 2>/dev/null)}; \
 	[ -f "$$cert" ] && set -- "$$@" --volume "$$cert:/run/pip-cert.pem:ro" --build-arg PIP_CERT=/run/pip-cert.pem; \
 	echo "building $(IMAGE)"; \
 	$(PODMAN) build --pull=never --format docker "$$@" -t $(IMAGE) .
+	@$(PODMAN) image prune -f >/dev/null  # the build it replaced
 
 # debian:bookworm-slim made by mmdebstrap from the host's own Debian sources (the Dockerfile's
 # backports come from them too), with the slim image's dpkg excludes
@@ -114,7 +115,7 @@ base-image: container-system $(PODMAN_CONF)
 		--dpkgopt='path-exclude=/usr/share/lintian/*' \
 		--customize-hook='cd "$$1/etc/apt/sources.list.d" && for f in 0000*; do [ -e "$$f" ] && mv "$$f" "$${f#0000}"; done; true' \
 		bookworm .podman/base.tar "$$sources" \
-		&& $(PODMAN) import --change 'CMD ["bash"]' .podman/base.tar docker.io/library/debian:bookworm-slim; \
+		&& $(PODMAN) import --change 'CMD ["bash"]' .podman/base.tar debian:bookworm-slim; \
 	status=$$?; rm -f .podman/base.tar; exit $$status
 
 # the all-in-one container, as the README runs it, in the foreground until Ctrl-C (which drains)
