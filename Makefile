@@ -12,7 +12,19 @@ SYSTEM_PACKAGES := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-cal
 # the registration page is tested in a real browser; conversion nodes are tested on a real Redis
 TEST_PACKAGES := chromium redis-server
 
-.PHONY: run node test install system office test-system apt
+.PHONY: run node test install system office test-system apt image base-image image-run image-test container-system
+
+# The container image (see the README's "Containers"), built, run and tested with podman
+IMAGE ?= docshift:latest
+DOCSHIFT_S3_PORT ?= 8333
+CONTAINER_PACKAGES := podman runc netavark aardvark-dns iptables uidmap slirp4netns mmdebstrap
+# podman reads only this file, which `make` writes: runc and cgroupfs run on cgroups v1 and v2, and
+# without podman's default ulimits, which a host without CAP_SYS_RESOURCE refuses to raise
+PODMAN_CONF := .podman/containers.conf
+PODMAN := CONTAINERS_CONF=$(CURDIR)/$(PODMAN_CONF) podman
+# what LibreOffice's sandbox needs in a podman container (compose.yaml has Docker's and podman's)
+SANDBOX_OPTIONS := --security-opt seccomp=deploy/container/seccomp.json --security-opt 'unmask=/proc/*' \
+	--security-opt apparmor=unconfined --security-opt no-new-privileges --cap-drop ALL
 
 run: install
 	@$(BIN)/flask --app app init-db
@@ -78,3 +90,51 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
+
+# docshift:latest from the Dockerfile, with nothing pulled from a registry: without a
+# debian:bookworm-slim image, `base-image` makes one first. pip reaches its index as the host's pip does
+# (the index and CA bundle of its configuration; the bundle is mounted for the build, not copied).
+image: container-system $(PODMAN_CONF)
+	@$(PODMAN) image exists debian:bookworm-slim || $(MAKE) --no-print-directory base-image
+	@set --; index=$${PIP_INDEX_URL:-$$($(PYTHON) -m pip config get global.index-url 2>/dev/null)}; \
+	case "$$index" in http://*|https://*) set -- --build-arg "PIP_INDEX_URL=$$index";; esac; \
+	cert=$${PIP_CERT:-$$($(PYTHON) -m pip config get global.cert 2>/dev/null)}; \
+	[ -f "$$cert" ] && set -- "$$@" --volume "$$cert:/run/pip-cert.pem:ro" --build-arg PIP_CERT=/run/pip-cert.pem; \
+	echo "building $(IMAGE)"; \
+	$(PODMAN) build --pull=never --format docker "$$@" -t $(IMAGE) .
+	@$(PODMAN) image prune -f >/dev/null  # the build it replaced
+
+# debian:bookworm-slim made by mmdebstrap from the host's own Debian sources (the Dockerfile's
+# backports come from them too), with the slim image's dpkg excludes
+base-image: container-system $(PODMAN_CONF)
+	@echo "making debian:bookworm-slim with mmdebstrap from this machine's apt sources"
+	@sources=/etc/apt/sources.list.d/debian.sources; [ -f "$$sources" ] || sources=/etc/apt/sources.list; \
+	mmdebstrap --quiet --variant=minbase --format=tar \
+		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+		--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+		--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/groff/*' \
+		--dpkgopt='path-exclude=/usr/share/lintian/*' \
+		--customize-hook='cd "$$1/etc/apt/sources.list.d" && for f in 0000*; do [ -e "$$f" ] && mv "$$f" "$${f#0000}"; done; true' \
+		bookworm .podman/base.tar "$$sources" \
+		&& $(PODMAN) import --change 'CMD ["bash"]' .podman/base.tar debian:bookworm-slim; \
+	status=$$?; rm -f .podman/base.tar; exit $$status
+
+# the all-in-one container, as the README runs it, in the foreground until Ctrl-C (which drains)
+image-run: image
+	$(PODMAN) run --rm --pull never --name docshift -p $(DOCSHIFT_PORT):8000 -p $(DOCSHIFT_S3_PORT):8333 -v docshift:/data \
+		-e DOCSHIFT_S3_PUBLIC_URL=http://127.0.0.1:$(DOCSHIFT_S3_PORT) \
+		-e DOCSHIFT_BASE_URL=http://127.0.0.1:$(DOCSHIFT_PORT) \
+		--stop-timeout 150 $(SANDBOX_OPTIONS) $(IMAGE)
+
+# the image's roles started as compose.yaml starts them, used from the host; leaves nothing behind
+image-test: install image
+	PODMAN_CONF="$(CURDIR)/$(PODMAN_CONF)" IMAGE=$(IMAGE) SANDBOX_OPTIONS="$(SANDBOX_OPTIONS)" \
+		$(BIN)/python tests/image/run.py
+
+container-system:
+	@$(MAKE) --no-print-directory apt PACKAGES="$(CONTAINER_PACKAGES)"
+
+$(PODMAN_CONF): Makefile
+	@mkdir -p $(@D)
+	@printf '%s\n' '# written by make (see the Makefile): what podman needs on any host this builds on' \
+		'[containers]' 'default_ulimits = []' '[engine]' 'runtime = "runc"' 'cgroup_manager = "cgroupfs"' > $@

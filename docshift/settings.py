@@ -32,6 +32,8 @@ DEFAULTS = {
     "S3_PUBLIC_URL": None,
     # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
     "S3_PORT": 8333,
+    # the address that port listens on; the container image opens it to its published port
+    "S3_BIND": "127.0.0.1",
     # a Unix socket serving the same S3 as S3_ENDPOINT; the embedded store's by default
     "S3_SOCKET": None,
     "MARKETPLACE": "local",

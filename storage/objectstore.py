@@ -112,12 +112,13 @@ def _stop(bwrap_pid):
 
 
 async def serve(config, argv):
-    """Run weed isolated and forward 127.0.0.1:S3_PORT to its S3 socket until weed exits."""
+    """Run weed isolated and forward S3_BIND:S3_PORT (127.0.0.1 by default) to its S3 socket until
+    weed exits."""
     socket_path = Path(config["DATA_DIR"]) / "objects" / S3_SOCKET
     socket_path.unlink(missing_ok=True)
     weed = await asyncio.create_subprocess_exec(*isolated(argv, config["DATA_DIR"]))
     server = await asyncio.start_server(functools.partial(_forward, str(socket_path)),
-                                        "127.0.0.1", int(config["S3_PORT"]))
+                                        config["S3_BIND"], int(config["S3_PORT"]))
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _stop, weed.pid)

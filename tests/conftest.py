@@ -97,9 +97,10 @@ def soffice_pids(worker_pid):
     return found
 
 
-def start_embedded_store(data_dir, port=None):
+def start_embedded_store(data_dir, port=None, bind=None):
     """``python -m docshift.storage.objectstore`` (the Procfile's ``objects``) on ``port`` (free
-    ports if None), with credentials of its own data dir; returns its configuration and process."""
+    ports if None) of ``bind`` (its default if None), with credentials of its own data dir; returns
+    its configuration and process."""
     from docshift import settings
 
     port = port or free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
@@ -108,6 +109,8 @@ def start_embedded_store(data_dir, port=None):
                             "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHIFT_S3_")}
     env.update(DOCSHIFT_DATA_DIR=str(data_dir), DOCSHIFT_S3_PORT=str(port))
+    if bind:
+        env["DOCSHIFT_S3_BIND"] = bind
     with open(Path(data_dir) / "weed.log", "ab") as log:
         process = subprocess.Popen([str(BIN / "python"), "-m", "docshift.storage.objectstore"], cwd=ROOT,
                                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

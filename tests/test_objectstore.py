@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import free_port_block
+from conftest import free_port_block, start_embedded_store, stop_process_group, wait_for
 
 # offsets from DOCSHIFT_S3_PORT: master, volume, filer, admin (HTTP), then their gRPC ports
 INTERNAL = {"master": 1, "volume": 2, "filer": 3, "admin": 4, "s3 grpc": 10000, "master grpc": 10001,
@@ -94,3 +94,23 @@ def test_an_external_store_is_reached_at_its_endpoint(tmp_path):
     config = settings.load({"DATA_DIR": str(tmp_path), "S3_ENDPOINT": "objects.example:9000",
                             "S3_ACCESS_KEY": "a", "S3_SECRET_KEY": "b"})
     assert config["S3_SOCKET"] is None
+
+
+def listening(port):
+    """The addresses (hex, as /proc/net/tcp shows them) a TCP socket on ``port`` listens on."""
+    rows = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    return {local.split(":")[0] for _, local, _, state, *_ in rows
+            if state == "0A" and int(local.split(":")[1], 16) == port}
+
+
+def test_the_s3_port_listens_on_loopback_unless_s3_bind_opens_it(s3, tmp_path):
+    """The container image sets DOCSHIFT_S3_BIND=0.0.0.0: a published port reaches the container's
+    interface, never its loopback."""
+    assert listening(s3_port(s3)) == {"0100007F"}  # 127.0.0.1
+    config, process = start_embedded_store(tmp_path, bind="0.0.0.0")
+    try:
+        port = int(config["S3_PORT"])
+        wait_for(lambda: requests.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 403, 60, "SeaweedFS")
+        assert listening(port) == {"00000000"}
+    finally:
+        stop_process_group(process)

@@ -311,6 +311,8 @@ def test_the_worker_refuses_to_start_without_a_sandbox(s3, tmp_path, unusable_bw
         assert service.processes["worker"].wait(60) == 78
         log = (service.data_dir / "worker.log").read_text()
         assert "the LibreOffice sandbox cannot be made here" in log and "DOCSHIFT_SANDBOX=off" in log
+        # in a container, the runtime options it lacks
+        assert "seccomp=deploy/container/seccomp.json" in log and "systempaths=unconfined" in log
         assert ("No permissions to create new namespace" if how == "failing" else "bwrap") in log
     finally:
         service.stop()

@@ -25,6 +25,10 @@ log = logging.getLogger("docshift.worker")
 
 # EX_CONFIG: the host cannot run the sandbox; restarting will not help (systemd: RestartPreventExitStatus)
 EXIT_NO_SANDBOX = 78
+# what the sandbox needs from a container runtime (compose.yaml has them, the README says why)
+CONTAINER_OPTIONS = ("--security-opt seccomp=deploy/container/seccomp.json (in the image: "
+                     "/usr/local/share/docshift/seccomp.json), --security-opt systempaths=unconfined "
+                     "(podman: unmask=/proc/*) and, where AppArmor runs, --security-opt apparmor=unconfined")
 
 
 class Worker:
@@ -188,8 +192,8 @@ def check_sandbox(config):
     why = sandbox.problem(Path(config["DATA_DIR"]) / "work" / f"{office.HOST}.{os.getpid()}.probe")
     if why:
         log.error("the worker does not start: the LibreOffice sandbox cannot be made here (%s). It needs "
-                  "bubblewrap and unprivileged user namespaces; DOCSHIFT_SANDBOX=off runs LibreOffice "
-                  "without it", why)
+                  "bubblewrap and unprivileged user namespaces; in a container, run it with %s; "
+                  "DOCSHIFT_SANDBOX=off runs LibreOffice without it", why, CONTAINER_OPTIONS)
         sys.exit(EXIT_NO_SANDBOX)
 
 

@@ -1,0 +1,77 @@
+"""``python -m docshift.allinone [process ...]``: processes of the ``Procfile`` run side by side
+and stopped in the right order; by default ``web``, ``worker`` and ``objects``. It is the
+container image's default command, for platforms that run one container: SQLite needs the web and
+the worker on one volume.
+
+SIGTERM (or SIGINT) drains. The web finishes the requests it serves (gunicorn on SIGTERM); the
+worker finishes the conversions it runs, so it gets SIGINT (huey stops at once on SIGTERM); the
+embedded object store stops last, once the worker has stored its last results. A process that
+exits by itself stops the others the same way, and its exit status becomes this one's (the
+worker's 78, no sandbox, among them).
+"""
+
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+DEFAULT = ("web", "worker", "objects")
+# how each process is asked to stop without losing work; the others get SIGTERM
+DRAIN = {"worker": signal.SIGINT}
+# stopped after all the others: the worker stores its results in it while it drains
+LAST = {"objects"}
+SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
+
+
+def procfile(path="Procfile"):
+    """``{name: argv}`` of a Procfile."""
+    commands = {}
+    for line in Path(path).read_text().splitlines():
+        name, sep, command = line.partition(":")
+        if sep and name.strip() and not name.startswith("#"):
+            commands[name.strip()] = shlex.split(command)
+    return commands
+
+
+def run(names, commands):
+    """Start ``names``, wait for a stop signal or for one of them to exit, then stop them all;
+    returns the exit status."""
+    unknown = [name for name in names if name not in commands]
+    if unknown:
+        raise SystemExit(f"not in the Procfile: {', '.join(unknown)} (it has {', '.join(commands)})")
+    # blocked before the first start, so no signal is missed; each child gets the usual mask back
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    # each in a process group of its own: a terminal's Ctrl-C reaches only this process, which
+    # then stops them in order
+    processes = {name: subprocess.Popen(commands[name], process_group=0,
+                                        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS))
+                 for name in names}
+    exited = None
+    while exited is None:
+        exited = next((name for name, p in processes.items() if p.poll() is not None), None)
+        if exited is None and signal.sigwaitinfo(SIGNALS).si_signo != signal.SIGCHLD:
+            break
+    if exited:
+        print(f"docshift: {exited} exited with status {processes[exited].returncode}; stopping the others",
+              file=sys.stderr, flush=True)
+    stop(processes)
+    return processes[exited].returncode if exited else max(abs(p.returncode) for p in processes.values())
+
+
+def stop(processes):
+    for group in ([n for n in processes if n not in LAST], [n for n in processes if n in LAST]):
+        for name in group:
+            if processes[name].poll() is None:
+                processes[name].send_signal(DRAIN.get(name, signal.SIGTERM))
+        for name in group:
+            processes[name].wait()
+
+
+def main(argv=None):
+    names = (sys.argv[1:] if argv is None else argv) or list(DEFAULT)
+    sys.exit(run(names, procfile()))
+
+
+if __name__ == "__main__":
+    main()

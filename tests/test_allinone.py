@@ -1,0 +1,114 @@
+"""``python -m docshift.allinone``, the container image's default command: web, worker and objects
+in one process tree; SIGTERM drains them in order, and one that exits stops the others."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import requests
+import sqlite_utils
+from conftest import BIN, ROOT, free_port_block, stop_process_group, wait_for
+
+from docshift import settings
+from docshift.accounts import marketplace
+
+
+def allinone(cwd, env, *names, log_dir=None):
+    """Started in ``cwd`` (its Procfile), its output in ``allinone.log`` of ``log_dir`` (``cwd``)."""
+    with open(Path(log_dir or cwd) / "allinone.log", "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "docshift.allinone", *names], cwd=cwd, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def children(pid):
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def stop(process):
+    """Each process runs in a group of its own: a test that fails leaves none of them behind."""
+    for pid in children(process.pid):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    stop_process_group(process)
+
+
+def test_sigterm_drains_a_running_conversion_and_stops_the_store_last(tmp_path, slow_xls):
+    data = tmp_path / "data"
+    port, s3_port = free_port_block(), free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHIFT_")}
+    env.update(PATH=f"{BIN}:{env['PATH']}", DOCSHIFT_DATA_DIR=str(data), DOCSHIFT_PORT=str(port),
+               DOCSHIFT_S3_PORT=str(s3_port), DOCSHIFT_WORKERS="1",
+               # a worker that finds the store gone gives the task back at once: QUEUED, not SUCCEEDED
+               DOCSHIFT_OUTAGE_PATIENCE_SECONDS="3")
+    process = allinone(ROOT, env, log_dir=tmp_path)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: requests.get(f"{base}/healthz", timeout=2).status_code == 200, 120, "all in one")
+        config = settings.load({"DATA_DIR": str(data), "S3_ENDPOINT": None, "S3_ACCESS_KEY": None,
+                                "S3_SECRET_KEY": None, "S3_PORT": s3_port})
+        token = marketplace.LocalMarketplace(config).issue_token("allinone", "starter")
+        key = requests.post(f"{base}/marketplace/register", data={"x-amzn-marketplace-token": token},
+                            headers={"Accept": "application/json"}, timeout=10).json()["api_key"]
+        with open(slow_xls, "rb") as f:
+            task_id = requests.post(f"{base}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                                    files={"file": ("big.xls", f)}, timeout=30).json()["task_id"]
+        tasks = sqlite_utils.Database(data / "docshift.db")["conversions"]
+        wait_for(lambda: tasks.get(task_id)["status"] == "PROCESSING", 60, "the conversion")
+        started = children(process.pid)
+        assert len(started) == 3
+
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(180) == 0
+        assert tasks.get(task_id)["status"] == "SUCCEEDED"
+        assert [pid for pid in started if Path(f"/proc/{pid}").exists()] == []
+    finally:
+        stop(process)
+
+
+def fake_procfile(cwd, **commands):
+    (cwd / "Procfile").write_text("".join(f"{name}: sh -c {command!r}\n" for name, command in commands.items()))
+
+
+# each process notes the signal that stopped it in ``stops``, after the time it takes to stop
+WAITS = "while :; do sleep 0.1; done"
+
+
+def test_the_worker_gets_sigint_and_the_store_stops_after_it(tmp_path):
+    fake_procfile(tmp_path,
+                  web=f"trap 'echo web TERM >> stops; exit 0' TERM; {WAITS}",
+                  worker=f"trap 'sleep 1; echo worker INT >> stops; exit 0' INT; {WAITS}",
+                  objects=f"trap 'echo objects TERM >> stops; exit 0' TERM; {WAITS}")
+    process = allinone(tmp_path, os.environ)
+    try:
+        wait_for(lambda: len(children(process.pid)) == 3, 10, "three processes")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        stop(process)
+    stops = (tmp_path / "stops").read_text().splitlines()
+    assert sorted(stops[:2]) == ["web TERM", "worker INT"] and stops[2] == "objects TERM"
+
+
+def test_a_process_that_exits_stops_the_others_with_its_status(tmp_path):
+    fake_procfile(tmp_path, web=f"trap 'exit 0' TERM; {WAITS}", worker="sleep 0.5; exit 78",
+                  objects=f"trap 'exit 0' TERM; {WAITS}")
+    process = allinone(tmp_path, os.environ)
+    try:
+        assert process.wait(30) == 78
+    finally:
+        stop(process)
+    assert "worker exited with status 78; stopping the others" in (tmp_path / "allinone.log").read_text()
+
+
+def test_only_procfile_processes(tmp_path):
+    fake_procfile(tmp_path, web="true")
+    process = allinone(tmp_path, os.environ, "web", "scheduler")
+    assert process.wait(10) == 1
+    assert "not in the Procfile: scheduler" in (tmp_path / "allinone.log").read_text()
