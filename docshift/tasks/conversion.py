@@ -17,6 +17,7 @@ from pathlib import Path
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
 from docshift.errors import ConversionFailed, StorageUnavailable
+from docshift.formats import source_name
 from docshift.storage import db
 from docshift.storage.objects import LONGEST_CALL
 
@@ -91,20 +92,23 @@ def _run(task, account, conn, objects, config, office):
         outcome = Outcome("FAILED", code="subscription_inactive",
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
-        outcome = convert_task(task["id"], task["source_type"], objects, config, office, task["macros"])
+        outcome = convert_task(task["id"], task["source_type"], objects, config, office, task["macros"],
+                               task["source_filename"])
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def convert_task(task_id, kind, objects, config, office, macros="keep"):
+def convert_task(task_id, kind, objects, config, office, macros="keep", filename=None):
     """Fetch the input, convert it, store the result: the part of a task that needs no database
-    (a conversion node runs only this). Never raises for the file's sake: returns an Outcome."""
+    (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
+    LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``)."""
     patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
     restarts = office.restarts
     try:
         # the office's job dir: the only host directory its sandbox can see
         office.job_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.job_dir) as tmp:
-            source = Path(tmp) / f"input.{kind}"
+            # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
+            source = Path(tmp) / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
             precheck.check(source)
             converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id, macros)

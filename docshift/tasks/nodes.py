@@ -103,7 +103,7 @@ class Coordinator:
                         message="The subscription became inactive before the conversion ran; not billed."))
                     continue
                 self.jobs.send({"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"],
-                                "holder": holder, "attempt": task["attempts"]})
+                                "filename": task["source_filename"], "holder": holder, "attempt": task["attempts"]})
                 sent += 1
                 free -= 1
             return sent
@@ -140,7 +140,7 @@ class Node:
         self.registry.running(job["holder"], self.name)
         try:
             outcome = convert_task(job["task_id"], job["kind"], self.worker.store(), self.config,
-                                   self.worker.office(), job.get("macros", "keep"))
+                                   self.worker.office(), job.get("macros", "keep"), job.get("filename"))
             self.queue.report({"task_id": job["task_id"], "holder": job["holder"], "attempt": job["attempt"],
                                **asdict(outcome)})
         finally:
