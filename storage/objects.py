@@ -22,7 +22,7 @@ from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.exceptions import NewConnectionError
 
-from docshift.errors import StoreUnavailable
+from docshift.errors import InputMissing, StoreUnavailable
 from docshift.formats import MEDIA_TYPES
 
 log = logging.getLogger("docshift.objects")
@@ -35,6 +35,8 @@ BACKSTOP = [
     for prefix in ("inputs/", "results/")
 ]
 
+# what S3 servers answer for an object that is not there
+MISSING = ("NoSuchKey", "NoSuchObject", "ResourceNotFound")
 CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES = 3, 60, 2
 # the longest one call can take before it answers or raises: every try waits its full timeouts
 LONGEST_CALL = (RETRIES + 1) * (CONNECT_TIMEOUT + READ_TIMEOUT) + 5
@@ -118,7 +120,14 @@ class ObjectStore:
 
     @_domain_errors
     def fetch_input(self, task_id, path):
-        self.client.fget_object(self.bucket, _input_key(task_id), str(path))
+        """Fetch the input into ``path``; InputMissing when the bucket is there but the input is not."""
+        try:
+            self.client.fget_object(self.bucket, _input_key(task_id), str(path))
+        except S3Error as error:
+            # a HEAD names any 404 NoSuchKey: a missing bucket (a wrong setting) is no missing input
+            if error.code in MISSING and self.client.bucket_exists(self.bucket):
+                raise InputMissing(f"no stored input for {task_id}") from error
+            raise
 
     @_domain_errors
     def delete_input(self, task_id):
@@ -156,7 +165,7 @@ class ObjectStore:
         try:
             self.client.stat_object(self.bucket, key)
         except S3Error as error:
-            if error.code in ("NoSuchKey", "NoSuchObject", "ResourceNotFound"):
+            if error.code in MISSING:
                 return False
             raise
         return True

@@ -5,7 +5,7 @@ run the task's lease holder: only the holder (its worker and attempt) may
 finish it, so a run that was given up on can never overwrite what a later run
 did. An outage of the database or the object store is waited out (up to
 ``OUTAGE_PATIENCE_SECONDS`` per run), then the task goes back to the queue
-without using up an attempt.
+without using up an attempt. An input that is gone fails ``input_missing`` at once.
 """
 
 import logging
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
-from docshift.errors import ConversionFailed, StorageUnavailable
+from docshift.errors import ConversionFailed, InputMissing, StorageUnavailable
 from docshift.formats import source_name
 from docshift.storage import db
 from docshift.storage.objects import LONGEST_CALL
@@ -24,6 +24,8 @@ from docshift.storage.objects import LONGEST_CALL
 log = logging.getLogger("docshift.tasks")
 
 MAX_ATTEMPTS = 3
+INPUT_MISSING = ("The uploaded file was no longer stored when its conversion ran (inputs are kept at most a day); "
+                 "submit it again. Not billed.")
 
 
 def max_run_seconds(config):
@@ -116,6 +118,9 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
             patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format,
                           extension=converted.extension, fidelity=converted.fidelity)
+    except InputMissing:
+        log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
+        outcome = Outcome("FAILED", code="input_missing", message=INPUT_MISSING)
     except ConversionFailed as failure:
         log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
         outcome = Outcome("FAILED", code=failure.code, message=failure.message,
