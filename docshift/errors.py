@@ -44,8 +44,17 @@ class OfficeTimeout(Exception):
     """A conversion ran past its timeout; the process was killed."""
 
 
-class EngineBroken(Exception):
+class ServiceFault(Exception):
+    """A fault of the service, not of the file: the task is retried without using one of its
+    attempts and never ends FAILED for it (``docshift.tasks.faults``)."""
+
+
+class EngineBroken(ServiceFault):
     """LibreOffice failed its self-test at every start in a row: the install is damaged (retry later)."""
+
+
+class DiskFull(ServiceFault):
+    """The disk of a job, a LibreOffice profile or a fetched input ran out of room."""
 
 
 class LoadFailed(Exception):

@@ -6,6 +6,7 @@ host is part of its signature, so it must be signed for the host the client
 will call rather than rewritten afterwards.
 """
 
+import errno
 import functools
 import io
 import logging
@@ -22,7 +23,7 @@ from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.exceptions import NewConnectionError
 
-from docshift.errors import InputMissing, StoreUnavailable
+from docshift.errors import DiskFull, InputMissing, StoreUnavailable
 from docshift.formats import MEDIA_TYPES
 
 log = logging.getLogger("docshift.objects")
@@ -50,6 +51,8 @@ def _domain_errors(method):
         try:
             return method(*args, **kwargs)
         except (MinioException, urllib3.exceptions.HTTPError, OSError) as error:
+            if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(f"no room for a fetched file: {error}") from error  # our disk, not the store
             raise StoreUnavailable(f"{type(error).__name__}: {error}") from error
     return wrapper
 

@@ -5,7 +5,9 @@ run the task's lease holder: only the holder (its worker and attempt) may
 finish it, so a run that was given up on can never overwrite what a later run
 did. An outage of the database or the object store is waited out (up to
 ``OUTAGE_PATIENCE_SECONDS`` per run), then the task goes back to the queue
-without using up an attempt. An input that is gone fails ``input_missing`` at once.
+without using up an attempt; so does a fault of the service (a full disk, a
+LibreOffice that cannot start: ``faults.py``). An input that is gone fails
+``input_missing`` at once.
 """
 
 import logging
@@ -20,6 +22,7 @@ from docshift.errors import ConversionFailed, InputMissing, StorageUnavailable
 from docshift.formats import source_name
 from docshift.storage import db
 from docshift.storage.objects import LONGEST_CALL
+from docshift.tasks.faults import diagnose
 
 log = logging.getLogger("docshift.tasks")
 
@@ -74,13 +77,15 @@ class Outcome:
     extension: str | None = None  # SUCCEEDED: the result's type (docx, docm, ...)
     fidelity: dict | None = None  # SUCCEEDED: what the source holds against what the result holds
     outage: bool = False        # RETRY because storage stayed away, not because of the file
+    fault: str | None = None    # RETRY because of a fault of the service (``faults.py``): what it was
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
 
-def run_next(conn, objects, config, office, worker):
-    """Claim the fairest waiting task and run it; None when nothing waits."""
+def run_next(conn, objects, config, office, worker, faults=None):
+    """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
+    ``faults.Faults``) hears how the conversion went."""
     claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(db.claim_next, conn, worker)
-    return None if claimed is None else _run(*claimed, conn, objects, config, office)
+    return None if claimed is None else _run(*claimed, conn, objects, config, office, faults)
 
 
 def run_conversion(task_id, conn, objects, config, office, worker=None):
@@ -89,13 +94,15 @@ def run_conversion(task_id, conn, objects, config, office, worker=None):
     return None if claimed is None else _run(*claimed, conn, objects, config, office)
 
 
-def _run(task, account, conn, objects, config, office):
+def _run(task, account, conn, objects, config, office, faults=None):
     if account["status"] != "active":
         outcome = Outcome("FAILED", code="subscription_inactive",
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], objects, config, office, task["macros"],
                                task["source_filename"])
+        if faults is not None:
+            faults.observe(outcome)
     return apply_outcome(conn, objects, config, task, outcome)
 
 
@@ -122,17 +129,31 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
         log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
         outcome = Outcome("FAILED", code="input_missing", message=INPUT_MISSING)
     except ConversionFailed as failure:
-        log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
-        outcome = Outcome("FAILED", code=failure.code, message=failure.message,
-                          detected_format=failure.detected_format)
+        fault = diagnose(failure, office)  # a full disk fails a conversion too
+        if fault is not None:
+            outcome = _held_back(task_id, fault)
+        else:
+            log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
+            outcome = Outcome("FAILED", code=failure.code, message=failure.message,
+                              detected_format=failure.detected_format)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
         outcome = Outcome("RETRY", outage=True)
-    except Exception:
-        log.exception("task %s: the conversion broke", task_id)
-        outcome = Outcome("RETRY")
+    except Exception as error:
+        fault = diagnose(error, office)
+        if fault is not None:
+            outcome = _held_back(task_id, fault)
+        else:
+            log.exception("task %s: the conversion broke", task_id)
+            outcome = Outcome("RETRY")
     outcome.restarts = office.restarts - restarts
     return outcome
+
+
+def _held_back(task_id, fault):
+    log.error("task %s: a fault of the service, not of the file (%s); back to the queue without using an attempt",
+              task_id, fault)
+    return Outcome("RETRY", fault=str(fault))
 
 
 def apply_outcome(conn, objects, config, task, outcome):
@@ -153,7 +174,7 @@ def apply_outcome(conn, objects, config, task, outcome):
         drop_input(conn, objects, task_id)
         log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billing, outcome.size)
         return "SUCCEEDED"
-    if outcome.status == "RETRY" and outcome.outage:
+    if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
         return "QUEUED" if patiently(db.release, conn, task_id, lease) else None
     if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
         return "QUEUED" if patiently(db.requeue, conn, task_id, lease) else None

@@ -141,6 +141,7 @@ class Node:
         try:
             outcome = convert_task(job["task_id"], job["kind"], self.worker.store(), self.config,
                                    self.worker.office(), job.get("macros", "keep"), job.get("filename"))
+            self.worker.faults.observe(outcome)
             self.queue.report({"task_id": job["task_id"], "holder": job["holder"], "attempt": job["attempt"],
                                **asdict(outcome)})
         finally:
@@ -168,7 +169,8 @@ class Node:
     def _beat(self):
         while not self.stopping.wait(float(self.config["NODE_HEARTBEAT_SECONDS"])):
             try:
-                self.registry.beat(self.name, self.slots)
+                # while a fault of the service holds it off, the coordinator sends it nothing
+                self.registry.beat(self.name, 0 if self.worker.faults.wait() else self.slots)
             except Exception as error:
                 log.warning("node heartbeat failed: %r", error)
 
@@ -178,6 +180,10 @@ class Node:
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first job will retry: %r", error)
         while not self.stopping.is_set():
+            pause = self.worker.faults.wait()
+            if pause:  # a fault of the service (faults.py): other nodes take the jobs meanwhile
+                self.stopping.wait(pause)
+                continue
             try:
                 self.jobs.take()
             except Exception:

@@ -45,7 +45,9 @@ class Submission(Schema):
 class TaskError(Schema):
     code = fields.String(required=True, validate=validate.OneOf(list(TASK_ERROR_CODES)), metadata={
         "description": "Why the task FAILED (a failure is never billed):\n\n"
-                       + "".join(f"- `{code}`: {meaning}\n" for code, meaning in TASK_ERROR_CODES.items())})
+                       + "".join(f"- `{code}`: {meaning}\n" for code, meaning in TASK_ERROR_CODES.items())
+                       + "\nA fault of the service (a full disk, an engine that cannot start) never fails a task: "
+                         "it stays QUEUED or PROCESSING and is retried."})
     message = fields.String(required=True)
 
 
