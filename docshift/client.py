@@ -49,6 +49,17 @@ HINTS = {
     "unreachable": "Check DOCSHIFT_URL and that the service is running.",
     "unexpected_response": "Check DOCSHIFT_URL: it should point at a docshift service.",
 }
+# One short hint per code of a FAILED task (docshift.errors.TASK_ERROR_CODES); a failure is never billed.
+FAILURE_HINTS = {
+    "unsupported_content": "The file holds no document of its extension's type.",
+    "encrypted_document": "Remove the password in Office and convert it again.",
+    "conversion_failed": "The file may be damaged; open and save it again in Office.",
+    "conversion_timeout": "The file takes too long to convert; try saving it smaller.",
+    "output_invalid": "The result lost content; tell the service's operator.",
+    "subscription_inactive": "Check the subscription with the marketplace or operator.",
+    "input_missing": "The upload was lost before it was converted; rename the file to convert it again "
+                     "(its Idempotency-Key replays this task for 24 h).",
+}
 # Codes no other file or retry can fix: stop the whole run and exit 2.
 CONFIG_CODES = {"missing_api_key", "invalid_api_key", "subscription_pending_or_inactive",
                 "not_found", "method_not_allowed", "unexpected_response"}
@@ -237,8 +248,9 @@ def convert_one(api, path, out_dir, timeout, stop):
     where = f"task {task['task_id']}"
     if task["status"] == "FAILED":
         error = task.get("error") or {}
-        return False, (f"{path.name}: FAILED {error.get('code', 'unknown')}: "
-                       f"{error.get('message', '')} ({where})")
+        code = error.get("code", "unknown")
+        hint = f" {FAILURE_HINTS[code]}" if code in FAILURE_HINTS else ""
+        return False, f"{path.name}: FAILED {code}: {error.get('message', '')} ({where}){hint}"
     if task["status"] == "EXPIRED":
         return False, (f"{path.name}: EXPIRED: the result was deleted after its retention time, "
                        "and this file's Idempotency-Key replays that task for 24 h; rename the "

@@ -21,6 +21,11 @@ class StoreUnavailable(StorageUnavailable):
     """The S3 object store refused or did not answer."""
 
 
+class InputMissing(Exception):
+    """The stored input of a task is gone (past the bucket's lifecycle rule, or removed): the task
+    can never run; it fails ``input_missing``."""
+
+
 class IdempotencyKeyTaken(Exception):
     """Another request committed a task with this Idempotency-Key first."""
 
@@ -50,8 +55,17 @@ class OfficeTimeout(Exception):
     """A conversion ran past its timeout; the process was killed."""
 
 
-class EngineBroken(Exception):
+class ServiceFault(Exception):
+    """A fault of the service, not of the file: the task is retried without using one of its
+    attempts and never ends FAILED for it (``docshift.tasks.faults``)."""
+
+
+class EngineBroken(ServiceFault):
     """LibreOffice failed its self-test at every start in a row: the install is damaged (retry later)."""
+
+
+class DiskFull(ServiceFault):
+    """The disk of a job, a LibreOffice profile or a fetched input ran out of room."""
 
 
 class LoadFailed(Exception):
@@ -67,6 +81,20 @@ class ConversionFailed(Exception):
         self.code = code
         self.message = message
         self.detected_format = detected_format
+
+
+# The documented codes of a FAILED task (``error.code``), and what each means; a FAILED task is never billed.
+TASK_ERROR_CODES = {
+    "unsupported_content": "LibreOffice's type detection finds no document of the extension's family in the file "
+                           "(plain text, an image, another family); `detected_format` says what it found.",
+    "encrypted_document": "The file is password-protected.",
+    "conversion_failed": "LibreOffice could not read or convert the file, or crashed on it twice.",
+    "conversion_timeout": "The conversion took longer than the service's conversion timeout.",
+    "output_invalid": "The result failed the checks against what LibreOffice loaded from the source.",
+    "subscription_inactive": "The subscription became inactive before the conversion ran.",
+    "input_missing": "The stored upload was gone before the conversion ran (inputs are kept at most a day, "
+                     "for example after a long outage); submit the file again.",
+}
 
 
 # the marketplace ----------------------------------------------------------------

@@ -4,6 +4,8 @@ The client, the API, the engine and the object store all read it; nothing else
 lists extensions, MIME types or LibreOffice filters.
 """
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -71,6 +73,26 @@ def target_name(filename, extension=None):
     does not convert."""
     found = by_filename(filename)
     return f"{PurePosixPath(filename).stem or 'converted'}.{extension or found.target}" if found else None
+
+
+# The customer's name for the job file: letters, digits and marks of any script, and this punctuation;
+# nothing special in a path or a file URL (/ \ % # ? :). Other characters become "_".
+SAFE_PUNCTUATION = " -_.,()[]+&'!@~"
+SOURCE_STEM_BYTES = 120
+SOURCE_FALLBACK = "document"
+
+
+def source_name(filename, kind):
+    """The name LibreOffice gets the source under: the stem of the customer's ``filename`` made safe
+    (``Budget 2024.xls`` stays), the extension always ``kind``; ``document.<kind>`` when nothing is left."""
+    name = unicodedata.normalize("NFC", filename or "")
+    stem = name.rpartition(".")[0] if "." in name else name
+    stem = "".join(c if unicodedata.category(c)[0] in "LNM" or c in SAFE_PUNCTUATION else "\0" for c in stem)
+    stem = re.sub("\0+", "_", stem)  # a run of unsafe characters becomes one "_"
+    stem = stem.encode()[:SOURCE_STEM_BYTES].decode(errors="ignore").strip(" .")
+    if not any(unicodedata.category(c)[0] in "LN" for c in stem):
+        stem = SOURCE_FALLBACK
+    return f"{stem}.{kind}"
 
 
 # LibreOffice's type names (its TypeDetection registry) -> the stable short name a task shows as

@@ -6,6 +6,7 @@ host is part of its signature, so it must be signed for the host the client
 will call rather than rewritten afterwards.
 """
 
+import errno
 import functools
 import hashlib
 import io
@@ -25,7 +26,7 @@ from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool
 from urllib3.exceptions import NewConnectionError
 
-from docshift.errors import StoreUnavailable
+from docshift.errors import DiskFull, InputMissing, StoreUnavailable
 from docshift.formats import MEDIA_TYPES
 
 log = logging.getLogger("docshift.objects")
@@ -38,6 +39,8 @@ BACKSTOP = [
     for prefix in ("inputs/", "results/")
 ]
 
+# what S3 servers answer for an object that is not there
+MISSING = ("NoSuchKey", "NoSuchObject", "ResourceNotFound")
 CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES = 3, 60, 2
 MISSING = ("NoSuchKey", "NoSuchObject", "ResourceNotFound")
 # the longest one call can take before it answers or raises: every try waits its full timeouts
@@ -52,6 +55,8 @@ def _domain_errors(method):
         try:
             return method(*args, **kwargs)
         except (MinioException, urllib3.exceptions.HTTPError, OSError) as error:
+            if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(f"no room for a fetched file: {error}") from error  # our disk, not the store
             raise StoreUnavailable(f"{type(error).__name__}: {error}") from error
     return wrapper
 
@@ -122,7 +127,14 @@ class ObjectStore:
 
     @_domain_errors
     def fetch_input(self, task_id, path):
-        self.client.fget_object(self.bucket, _input_key(task_id), str(path))
+        """Fetch the input into ``path``; InputMissing when the bucket is there but the input is not."""
+        try:
+            self.client.fget_object(self.bucket, _input_key(task_id), str(path))
+        except S3Error as error:
+            # a HEAD names any 404 NoSuchKey: a missing bucket (a wrong setting) is no missing input
+            if error.code in MISSING and self.client.bucket_exists(self.bucket):
+                raise InputMissing(f"no stored input for {task_id}") from error
+            raise
 
     @_domain_errors
     def delete_input(self, task_id):
@@ -237,6 +249,8 @@ class Links:
     def fetch(self, url, path):
         response = self.http.request("GET", url, preload_content=False)
         try:
+            if response.status == 404 and b"NoSuchKey" in response.read(4096):
+                raise InputMissing("the input link's object is gone")  # a missing bucket says NoSuchBucket
             if response.status != 200:
                 raise StoreUnavailable(f"the input link answered {response.status}")
             with open(path, "wb") as out:

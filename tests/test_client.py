@@ -10,6 +10,7 @@ import requests
 
 from docshift import client
 from docshift.accounts import keys
+from docshift.errors import TASK_ERROR_CODES
 from docshift.storage import db
 
 
@@ -226,3 +227,7 @@ def test_the_key_goes_only_to_the_configured_host(live, key, legacy, tmp_path, m
         for server in (front, elsewhere):
             server.shutdown()
             server.server_close()
+
+
+def test_every_code_of_a_failed_task_has_a_hint():
+    assert set(client.FAILURE_HINTS) == set(TASK_ERROR_CODES)

@@ -151,7 +151,8 @@ def test_a_stale_node_run_never_overwrites_the_current_result(cluster, legacy, s
 
 JOB = {"task_id": "tsk_0123456789abcdef01234567", "kind": "doc", "macros": "keep", "holder": "job:0123456789abcdef",
        "attempt": 1, "input": "http://store:8333/b/inputs/x?X-Amz-Signature=1",
-       "result": "http://store:8333/b/results/x?X-Amz-Signature=2", "tenant": "acc_0123456789abcdef01234567"}
+       "result": "http://store:8333/b/results/x?X-Amz-Signature=2", "tenant": "acc_0123456789abcdef01234567",
+       "filename": "Budget 2024.doc"}
 OUTCOME = {"task_id": JOB["task_id"], "holder": JOB["holder"], "attempt": 1, "status": "SUCCEEDED", "size": 10,
            "code": None, "message": None, "detected_format": "word-97", "extension": "docx", "fidelity": {},
            "outage": False, "restarts": 0}
@@ -160,7 +161,7 @@ OUTCOME = {"task_id": JOB["task_id"], "holder": JOB["holder"], "attempt": 1, "st
 @pytest.mark.parametrize("change", [{"task_id": "../../etc/passwd"}, {"task_id": "tsk_0123456789abcdef0123456/"},
                                     {"kind": "sh"}, {"macros": "run"}, {"holder": "job:../../x"}, {"attempt": "1"},
                                     {"attempt": 0}, {"input": "file:///etc/passwd"}, {"result": "ftp://store/x"},
-                                    {"tenant": "acc_x"}, {"tenant": None}])
+                                    {"tenant": "acc_x"}, {"tenant": None}, {"filename": None}])
 def test_a_jobs_values_are_checked_before_they_reach_a_path(change):
     from docshift.errors import ForgedMessage
     from docshift.tasks import messages

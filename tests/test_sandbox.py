@@ -344,7 +344,7 @@ def test_an_engine_that_keeps_failing_makes_healthz_say_so(s3, tmp_path):
 
         def broken():
             response = requests.get(f"{service.base_url}/healthz", timeout=5)
-            return response.status_code == 503 and response.json()["checks"]["engine"].startswith("broken")
+            return response.status_code == 503 and response.json()["checks"]["engine"].startswith("failing: ")
         wait_for(broken, 120, "the broken engine report")
         assert "failed 3 starts in a row" in (service.data_dir / "worker.log").read_text()
     finally:

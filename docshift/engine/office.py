@@ -373,16 +373,16 @@ class Office:
             self.stop()
             raise LoadFailed(answer.get("detail", ""))
         if self.conversions >= self.max_conversions:
-            self.recycle()
+            self._recycle()
         return answer.get("facts", {})
 
-    def recycle(self):
-        """LibreOffice never gives memory back; a fresh one does. A fresh one that fails to start costs nothing
-        of the conversion just done: the next conversion starts one again."""
+    def _recycle(self):
+        """A fresh LibreOffice (it never gives memory back). One that fails to start leaves the
+        finished conversion be: the next conversion starts one again."""
         try:
             self.restart()
-        except EngineBroken as error:
-            log.warning("%s: recycling failed, the next conversion starts LibreOffice: %s", self.name, error)
+        except (EngineBroken, OSError) as error:
+            log.error("%s: LibreOffice not replaced after %d conversions: %s", self.name, self.max_conversions, error)
 
     @contextlib.contextmanager
     def _visible(self, source, target):

@@ -5,7 +5,9 @@ run the task's lease holder: only the holder (its worker and attempt) may
 finish it, so a run that was given up on can never overwrite what a later run
 did. An outage of the database or the object store is waited out (up to
 ``OUTAGE_PATIENCE_SECONDS`` per run), then the task goes back to the queue
-without using up an attempt.
+without using up an attempt; so does a fault of the service (a full disk, a
+LibreOffice that cannot start: ``faults.py``). An input that is gone fails
+``input_missing`` at once.
 """
 
 import logging
@@ -16,14 +18,18 @@ from pathlib import Path
 
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
-from docshift.errors import ConversionFailed, LeaseLost, StorageUnavailable
+from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
+from docshift.formats import source_name
 from docshift.storage import db
 from docshift.storage.objects import LONGEST_CALL
+from docshift.tasks.faults import diagnose
 from docshift.tasks.leases import RunStore
 
 log = logging.getLogger("docshift.tasks")
 
 MAX_ATTEMPTS = 3
+INPUT_MISSING = ("The uploaded file was no longer stored when its conversion ran (inputs are kept at most a day); "
+                 "submit it again. Not billed.")
 
 
 def max_run_seconds(config):
@@ -72,13 +78,15 @@ class Outcome:
     extension: str | None = None  # SUCCEEDED: the result's type (docx, docm, ...)
     fidelity: dict | None = None  # SUCCEEDED: what the source holds against what the result holds
     outage: bool = False        # RETRY because storage stayed away, not because of the file
+    fault: str | None = None    # RETRY because of a fault of the service (``faults.py``): what it was
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
 
-def run_next(conn, objects, config, office, worker):
-    """Claim the fairest waiting task and run it; None when nothing waits."""
+def run_next(conn, objects, config, office, worker, faults=None):
+    """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
+    ``faults.Faults``) hears how the conversion went."""
     claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(db.claim_next, conn, worker)
-    return None if claimed is None else _run(*claimed, conn, objects, config, office)
+    return None if claimed is None else _run(*claimed, conn, objects, config, office, faults)
 
 
 def run_conversion(task_id, conn, objects, config, office, worker=None):
@@ -87,19 +95,22 @@ def run_conversion(task_id, conn, objects, config, office, worker=None):
     return None if claimed is None else _run(*claimed, conn, objects, config, office)
 
 
-def _run(task, account, conn, objects, config, office):
+def _run(task, account, conn, objects, config, office, faults=None):
     if account["status"] != "active":
         outcome = Outcome("FAILED", code="subscription_inactive",
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, office,
-                               task["macros"], tenant=task["account_id"])
+                               task["macros"], task["source_filename"], tenant=task["account_id"])
+        if faults is not None:
+            faults.observe(outcome)
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def convert_task(task_id, kind, objects, config, office, macros="keep", tenant=None):
+def convert_task(task_id, kind, objects, config, office, macros="keep", filename=None, tenant=None):
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
+    LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
     ``tenant`` (the task's account): the office's LibreOffice is replaced before it sees this file if it
     has converted another account's (``Office.take``)."""
@@ -110,7 +121,8 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", tenant=N
         # the office's job dir: the only host directory its sandbox can see
         office.job_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.job_dir) as tmp:
-            source = Path(tmp) / f"input.{kind}"
+            # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
+            source = Path(tmp) / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
             precheck.check(source)
             converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id, macros)
@@ -118,21 +130,38 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", tenant=N
             patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format,
                           extension=converted.extension, fidelity=converted.fidelity)
+    except InputMissing:
+        log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
+        outcome = Outcome("FAILED", code="input_missing", message=INPUT_MISSING)
     except ConversionFailed as failure:
-        log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
-        outcome = Outcome("FAILED", code=failure.code, message=failure.message,
-                          detected_format=failure.detected_format)
+        fault = diagnose(failure, office)  # a full disk fails a conversion too
+        if fault is not None:
+            outcome = _held_back(task_id, fault)
+        else:
+            log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
+            outcome = Outcome("FAILED", code=failure.code, message=failure.message,
+                              detected_format=failure.detected_format)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
         outcome = Outcome("RETRY", outage=True)
     except LeaseLost as lost:  # given up on while it ran: a later run has the task, this one stores nothing
         log.warning("task %s: result not stored: %s", task_id, lost)
         outcome = Outcome("RETRY")
-    except Exception:
-        log.exception("task %s: the conversion broke", task_id)
-        outcome = Outcome("RETRY")
+    except Exception as error:
+        fault = diagnose(error, office)
+        if fault is not None:
+            outcome = _held_back(task_id, fault)
+        else:
+            log.exception("task %s: the conversion broke", task_id)
+            outcome = Outcome("RETRY")
     outcome.restarts = office.restarts - restarts
     return outcome
+
+
+def _held_back(task_id, fault):
+    log.error("task %s: a fault of the service, not of the file (%s); back to the queue without using an attempt",
+              task_id, fault)
+    return Outcome("RETRY", fault=str(fault))
 
 
 def apply_outcome(conn, objects, config, task, outcome):
@@ -153,7 +182,7 @@ def apply_outcome(conn, objects, config, task, outcome):
         drop_input(conn, objects, task_id)
         log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billing, outcome.size)
         return "SUCCEEDED"
-    if outcome.status == "RETRY" and outcome.outage:
+    if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
         return "QUEUED" if patiently(db.release, conn, task_id, lease) else None
     if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
         return "QUEUED" if patiently(db.requeue, conn, task_id, lease) else None

@@ -30,6 +30,7 @@ CODE = re.compile(r"[a-z_]{1,64}")
 DETECTED_FORMAT = re.compile(r"[\w-]{1,100}")
 LINK = re.compile(r"https?://[^\s]{1,4000}")
 MAX_MESSAGE = 2000            # characters of a failure's message
+MAX_FILENAME = 1024           # characters of a job's file name (the API takes no longer)
 MAX_FIDELITY = 256 * 1024     # bytes of a fidelity report, as JSON
 MAX_RESTARTS = 100
 
@@ -110,7 +111,9 @@ def job(fields):
     """A conversion job as a node takes it (see ``nodes.Coordinator.dispatch``), each value checked."""
     checks = {"task_id": _match(TASK_ID), "kind": lambda v: v in FORMATS, "macros": lambda v: v in ("keep", "remove"),
               "holder": _match(HOLDER), "attempt": _count, "input": _match(LINK), "result": _match(LINK),
-              "tenant": _match(ACCOUNT_ID)}
+              "tenant": _match(ACCOUNT_ID),
+              # the customer's file name: made safe again where it becomes a path (``formats.source_name``)
+              "filename": lambda v: isinstance(v, str) and len(v) <= MAX_FILENAME}
     return _checked("job", fields, checks, required=checks)
 
 
@@ -128,6 +131,7 @@ def outcome(fields, known):
         "fidelity": lambda v: v is None or (isinstance(v, dict) and len(json.dumps(v)) <= MAX_FIDELITY),
         "outage": lambda v: isinstance(v, bool),
         "restarts": lambda v: type(v) is int and 0 <= v <= MAX_RESTARTS,
+        "fault": lambda v: v is None or (isinstance(v, str) and len(v) <= MAX_MESSAGE),
     }
     kept = {name: value for name, value in fields.items() if name in ("task_id", "holder", "attempt", *known)}
     checked = _checked("outcome", kept, checks, required=("task_id", "holder", "attempt", "status"))

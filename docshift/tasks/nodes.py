@@ -168,7 +168,7 @@ class Coordinator:
         links = self.worker.store().job_links(task["id"], result_key(task["id"], lease), max_run_seconds(self.config))
         return {"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"], "holder": holder,
                 "attempt": task["attempts"], "input": links["input"], "result": links["result"],
-                "tenant": task["account_id"]}
+                "tenant": task["account_id"], "filename": task["source_filename"]}
 
     def apply(self, report):
         """A node's outcome: applied to the task if the job still holds it (a SUCCEEDED only with
@@ -234,7 +234,8 @@ class Node:
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
             outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.office(),
-                                   job["macros"], tenant=job["tenant"])
+                                   job["macros"], job["filename"], tenant=job["tenant"])
+            self.worker.faults.observe(outcome)
             self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
                                **asdict(outcome)})
         finally:
@@ -262,7 +263,8 @@ class Node:
     def _beat(self):
         while not self.stopping.wait(float(self.config["NODE_HEARTBEAT_SECONDS"])):
             try:
-                self.registry.beat(self.name, self.slots)
+                # while a fault of the service holds it off, the coordinator sends it nothing
+                self.registry.beat(self.name, 0 if self.worker.faults.wait() else self.slots)
             except Exception as error:
                 log.warning("node heartbeat failed: %r", error)
 
@@ -272,6 +274,10 @@ class Node:
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first job will retry: %r", error)
         while not self.stopping.is_set():
+            pause = self.worker.faults.wait()
+            if pause:  # a fault of the service (faults.py): other nodes take the jobs meanwhile
+                self.stopping.wait(pause)
+                continue
             try:
                 self.jobs.take()
             except Exception:

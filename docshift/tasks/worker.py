@@ -18,6 +18,7 @@ from docshift.errors import StorageUnavailable
 from docshift.storage import ObjectStore, db
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import run_next
+from docshift.tasks.faults import Faults
 from docshift.tasks.nodes import Coordinator, Node, run_node
 from docshift.tasks.queue import Queue, on_redis
 
@@ -44,6 +45,8 @@ class Worker:
         self.is_node = False  # a conversion node: no database at all
         self._engines = {}  # Office name -> (state, detail) of its last start
         self._engines_lock = threading.Lock()
+        # a full disk, an engine that cannot start: held off, and named in /healthz while it stands
+        self.faults = Faults(on_change=self.fault_changed)
 
     def connection(self):
         if not hasattr(self._local, "db"):
@@ -76,6 +79,10 @@ class Worker:
         else:
             self.report_engine()
 
+    def fault_changed(self):
+        if not self.is_node:  # a node has no database; the conversion's log line says it
+            self.report_engine()
+
     def report_engine(self):
         """Record for /healthz what this process runs LibreOffice with, and whether any of its
         LibreOffices keeps failing its self-test."""
@@ -87,9 +94,11 @@ class Worker:
         with self._engines_lock:
             engines = dict(self._engines)
         broken = [f"{name}: {detail}" for name, (state, detail) in sorted(engines.items()) if state == "broken"]
-        state = "broken" if broken else "ok" if engines else "starting"
-        db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state,
-                         "; ".join(broken) or None)
+        # a standing fault says more than the starts that failed with it
+        detail = self.faults.describe() or (
+            f"LibreOffice fails its self-test at every start ({'; '.join(broken)})" if broken else None)
+        state = "broken" if detail else "ok" if engines else "starting"
+        db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state, detail)
 
     @functools.cached_property
     def marketplace(self):
@@ -113,7 +122,12 @@ class Worker:
         necessarily ``hint``) and convert it; with nodes, dispatch to free node slots."""
         if self.coordinator is not None:
             return self.coordinator.dispatch()
-        outcome = run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name())
+        pause = self.faults.wait()
+        if pause:  # a fault of the service stands: the waiting tasks stay QUEUED until the next try
+            self.queue.enqueue(delay=pause)
+            return None
+        outcome = run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name(),
+                           self.faults)
         if outcome == "QUEUED":  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
         return outcome

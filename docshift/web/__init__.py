@@ -53,7 +53,8 @@ def _bound_body_reads():
 
 def healthz():
     """200 when the database, the object store, the worker and its LibreOffice answer; 503 with
-    the report otherwise. ``sandbox`` says "off" while a worker runs LibreOffice without its
+    the report otherwise (``engine`` then says "failing: " and why: a LibreOffice that cannot
+    start, a full disk). ``sandbox`` says "off" while a worker runs LibreOffice without its
     sandbox (the operator's choice: not a failure)."""
     checks = {}
     try:
@@ -82,8 +83,8 @@ def engine_checks(reports):
     if not reports:
         return "no report", "unknown"
     broken = [r["detail"] for r in reports if r["state"] == "broken"]
-    if broken:
-        engine = "broken: LibreOffice fails its self-test at every start (" + "; ".join(broken) + ")"
+    if broken:  # what a worker says stops its conversions: a full disk, a LibreOffice that cannot start
+        engine = "failing: " + "; ".join(detail or "unknown" for detail in broken)
     else:
         engine = "ok" if any(r["state"] == "ok" for r in reports) else "starting"
     return engine, "off" if any(r["sandbox"] == "off" for r in reports) else "ok"

@@ -2,6 +2,8 @@
 
 from marshmallow import Schema, ValidationError, fields, validate
 
+from docshift.errors import TASK_ERROR_CODES
+
 STATUSES = ["QUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "EXPIRED"]
 IDEMPOTENCY_KEY_RULE = "Idempotency-Key must be 8 to 128 printable ASCII characters (0x21-0x7E)."
 
@@ -41,7 +43,11 @@ class Submission(Schema):
 
 
 class TaskError(Schema):
-    code = fields.String(required=True)
+    code = fields.String(required=True, validate=validate.OneOf(list(TASK_ERROR_CODES)), metadata={
+        "description": "Why the task FAILED (a failure is never billed):\n\n"
+                       + "".join(f"- `{code}`: {meaning}\n" for code, meaning in TASK_ERROR_CODES.items())
+                       + "\nA fault of the service (a full disk, an engine that cannot start) never fails a task: "
+                         "it stays QUEUED or PROCESSING and is retried."})
     message = fields.String(required=True)
 
 

@@ -1,0 +1,124 @@
+"""Faults of the service, not of the file: a full disk, a LibreOffice that cannot start.
+
+Such a fault is retried without using the file's attempts and never ends a task FAILED
+(SPEC). ``diagnose`` tells it from the file's own failures; each worker process keeps one
+``Faults``, which holds its conversions off a little longer after every try that met one
+(so a fault that stays is no busy loop) and names what stands for ``/healthz``, until a
+conversion gets through.
+"""
+
+import errno
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from docshift.errors import ConversionFailed, DiskFull, ServiceFault
+
+log = logging.getLogger("docshift.faults")
+
+# A conversion that fails while the disk of its job or profile has less than this free ran out of
+# room: LibreOffice says only that it could not write, and removes what it had written.
+DISK_RESERVE_BYTES = 64 * 1024 * 1024
+DISK_RESERVE_INODES = 1000
+# the failures a full disk causes: a load or store that failed, no output, a truncated package
+DISK_CODES = ("conversion_failed", "output_invalid")
+OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# seconds a process holds off after a try met a fault: doubled at each one in a row, up to the longest
+FIRST_PAUSE, LONGEST_PAUSE = 5.0, 300.0
+
+
+def diagnose(error, office):
+    """The fault of the service behind ``error``, whatever a conversion on ``office`` raised, or
+    None when it may be the file's."""
+    if isinstance(error, ConversionFailed) and error.code not in DISK_CODES:
+        return None
+    short = short_of_room({"work": office.job_dir, "LibreOffice profile": office.profile})
+    if short or _out_of_space(error):
+        return DiskFull(short or f"the disk is full: {error}")
+    return error if isinstance(error, ServiceFault) else None
+
+
+def short_of_room(places):
+    """What the file system of each ``{name: path}`` lacks, in words (no host path), or None."""
+    for name, path in places.items():
+        try:
+            found = os.statvfs(_existing(Path(path)))
+        except OSError:  # a disk that cannot even say how full it is: the failure stays the file's
+            continue
+        free = found.f_bavail * found.f_frsize
+        if free < DISK_RESERVE_BYTES:
+            return f"the disk of the {name} directory is full ({free // 2**20} MiB free)"
+        if found.f_files and found.f_favail < DISK_RESERVE_INODES:
+            return f"the disk of the {name} directory has no inodes left"
+    return None
+
+
+def _existing(path):
+    # a profile is removed with its LibreOffice; its parent is on the same disk
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _out_of_space(error):
+    while error is not None:
+        if isinstance(error, OSError) and error.errno in OUT_OF_SPACE:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+class Faults:
+    """The fault of the service this process met last, while it stands, and how long the process
+    holds off its conversions. ``on_change()`` hears when a fault comes or goes."""
+
+    def __init__(self, on_change=None, first=FIRST_PAUSE, longest=LONGEST_PAUSE):
+        self.on_change = on_change
+        self.first, self.longest = first, longest
+        self._lock = threading.Lock()
+        self.reason = None
+        self.pause = 0.0
+        self.until = 0.0
+
+    def observe(self, outcome):
+        """Take note of a conversion's Outcome: a fault, or a conversion that got through
+        (SUCCEEDED, or FAILED for the file's sake)."""
+        if outcome.fault:
+            self.failed(outcome.fault)
+        elif outcome.status in ("SUCCEEDED", "FAILED"):
+            self.passed()
+
+    def failed(self, reason):
+        with self._lock:
+            self.reason = reason
+            self.pause = min(self.longest, max(self.first, 2 * self.pause))
+            self.until = time.monotonic() + self.pause
+        self._changed()
+
+    def passed(self):
+        with self._lock:
+            standing, self.reason, self.pause, self.until = self.reason, None, 0.0, 0.0
+        if standing:
+            log.info("the fault of the service has passed: %s", standing)
+            self._changed()
+
+    def wait(self):
+        """Seconds to hold off before the next conversion; 0 when nothing stands or the pause is over."""
+        with self._lock:
+            return max(0.0, self.until - time.monotonic()) if self.reason else 0.0
+
+    def describe(self):
+        """What stands, for /healthz, or None."""
+        with self._lock:
+            if self.reason is None:
+                return None
+            return f"{self.reason}; conversions wait, next try in {max(0, self.until - time.monotonic()):.0f} s"
+
+    def _changed(self):
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception as error:  # a report that cannot be recorded must not stop the conversions
+                log.warning("could not report the fault: %r", error)

@@ -1,0 +1,163 @@
+"""Faults that are the service's, not the file's, and the reverse.
+
+A task whose stored input is gone ends FAILED ``input_missing`` at once, unbilled, never
+requeued. A full disk and a LibreOffice that cannot start are retried without using the
+file's attempts and never end a task FAILED; ``/healthz`` says what is wrong meanwhile. A
+recycle restart that fails after a conversion keeps the finished result."""
+
+import shutil
+import subprocess
+
+import pytest
+import requests
+from conftest import Service, post_file, stop_process_group, wait_for
+
+from docshift.engine.office import Office
+from docshift.storage import db
+from docshift.tasks import conversion
+from docshift.web.context import get_db, get_store
+
+# an address space too small for LibreOffice: every start fails, for real
+TOO_LITTLE_MEMORY_MB = 250
+
+
+def usage(service, key):
+    return requests.get(f"{service.base_url}/v1/account/usage", headers={"Authorization": f"Bearer {key}"},
+                        timeout=10).json()
+
+
+def row(service, task_id):
+    return db.get_task(db.connect(service.config()["DATABASE"]), task_id)
+
+
+def health(service):
+    response = requests.get(f"{service.base_url}/healthz", timeout=10)
+    return response.status_code, response.json()["checks"]
+
+
+def tries_given_up(service, task_id):
+    """How often the worker put this task back for a fault of its own (its log says so)."""
+    log = (service.data_dir / "worker.log").read_text()
+    return log.count(f"task {task_id}: a fault of the service")
+
+
+@pytest.fixture
+def small_disk():
+    """``mount(path)``: a 16 MiB tmpfs of its own on ``path``, to fill for real (mounting needs
+    root, as the sandbox's root path does)."""
+    mounted = []
+
+    def mount(path, size="16m"):
+        path.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "docshift-test", str(path)],
+                       check=True)
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(["umount", "--lazy", str(path)], check=True)
+
+
+def fill(directory, leave):
+    """Fill the file system of ``directory`` until ``leave`` bytes are free."""
+    with open(directory / "filler", "wb") as filler:
+        filler.write(bytes(shutil.disk_usage(directory).free - leave))
+
+
+# the input is gone: the file's fault, final at once ------------------------------------------
+
+def test_a_missing_input_fails_input_missing_at_once(s3, tmp_path, legacy):
+    service = Service(tmp_path / "svc", s3["env"])
+    service.start_web()
+    try:
+        service.wait_healthy_web()
+        key = service.register("input-gone")
+        task_id = service.submit(key, legacy["doc"]).json()["task_id"]
+        store = service.store()
+        store.delete_input(task_id)  # as the bucket's lifecycle rule does after a long outage
+        assert not store.input_exists(task_id)
+        service.start_worker(workers=1)
+        task = service.wait(key, task_id, timeout=60)
+        assert task["status"] == "FAILED" and task["error"]["code"] == "input_missing"
+        assert task["error"]["message"] and "billing_class" not in task
+        stored = row(service, task_id)
+        assert stored["attempts"] == 1 and stored["billing_class"] is None  # tried once, not requeued
+        assert usage(service, key)["included_used"] == 0
+    finally:
+        service.stop()
+
+
+# faults of the service: retried without using an attempt, never FAILED ------------------------
+
+def test_an_engine_that_cannot_start_never_fails_a_task(s3, tmp_path, legacy):
+    service = Service(tmp_path / "svc", s3["env"], OFFICE_MEMORY_LIMIT_MB=TOO_LITTLE_MEMORY_MB)
+    service.start_web()
+    service.start_worker(workers=1)
+    try:
+        service.wait_healthy_web()
+        key = service.register("engine-down")
+        task_id = service.submit(key, legacy["xls"]).json()["task_id"]
+        # tried as often as a file may be, holding off longer each time
+        wait_for(lambda: tries_given_up(service, task_id) >= conversion.MAX_ATTEMPTS
+                 or service.wait_status(key, task_id) == "FAILED", 120, "the retries")
+        assert service.wait_status(key, task_id) in ("QUEUED", "PROCESSING")
+        assert row(service, task_id)["attempts"] <= 1
+        status, checks = health(service)
+        assert status == 503 and checks["engine"].startswith("failing: ") and "LibreOffice" in checks["engine"]
+
+        # the operator gives LibreOffice its memory back: the same task converts, counted once
+        stop_process_group(service.processes["worker"])
+        service.env["DOCSHIFT_OFFICE_MEMORY_LIMIT_MB"] = "8192"
+        service.start_worker(workers=1)
+        task = service.wait(key, task_id, timeout=120)
+        assert task["status"] == "SUCCEEDED" and task["billing_class"] == "INCLUDED"
+        assert usage(service, key)["included_used"] == 1
+    finally:
+        service.stop()
+
+
+def test_a_full_disk_is_retried_not_failed(s3, tmp_path, small_disk, slow_xls):
+    service = Service(tmp_path / "svc", s3["env"])
+    work = small_disk(service.data_dir / "work")  # where each LibreOffice's job dir lives
+    try:
+        service.start(workers=1)
+        key = service.register("disk-full")
+        # the input fits, LibreOffice's export does not
+        fill(work, leave=slow_xls.stat().st_size + 64 * 1024)
+        task_id = service.submit(key, slow_xls).json()["task_id"]
+
+        def says_disk_full():
+            status, checks = health(service)
+            return status == 503 and checks["engine"].startswith("failing: ") and "disk" in checks["engine"]
+        wait_for(lambda: says_disk_full() or service.wait_status(key, task_id) == "FAILED", 120,
+                 "the full disk in /healthz")
+        assert service.wait_status(key, task_id) in ("QUEUED", "PROCESSING")
+        assert row(service, task_id)["attempts"] <= 1
+
+        (work / "filler").unlink()  # the operator frees the disk: the same task converts, counted once
+        task = service.wait(key, task_id, timeout=120)
+        assert task["status"] == "SUCCEEDED" and usage(service, key)["included_used"] == 1
+        wait_for(lambda: health(service)[0] == 200, 60, "a healthy service")
+    finally:
+        service.stop()
+
+
+def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy, tmp_path):
+    office = Office(tmp_path / "office", max_conversions=1, name="recycled")
+    office.start()
+    try:
+        office.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
+        submitted = [post_file(client, account, legacy["doc"].read_bytes(), "letter.doc").get_json()["task_id"]
+                     for _ in range(2)]
+        with app.app_context():
+            conn, store = get_db(), get_store()
+            # the conversion is done when LibreOffice is recycled and fails to come back
+            assert conversion.run_conversion(submitted[0], conn, store, app.config, office) == "SUCCEEDED"
+            assert store.result_exists(submitted[0]) and office.broken
+            # the next task meets an engine that cannot start: back to the queue, no attempt used
+            assert conversion.run_conversion(submitted[1], conn, store, app.config, office) == "QUEUED"
+            task = db.get_task(conn, submitted[1])
+            assert task["status"] == "QUEUED" and task["attempts"] == 0 and task["error_code"] is None
+    finally:
+        office.close()

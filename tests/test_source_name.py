@@ -1,0 +1,90 @@
+"""LibreOffice gets the file under the customer's own name, made safe: what it derives from the
+name (a Word FILENAME field) shows theirs, as a plain ``soffice`` of the same file does."""
+
+import io
+import re
+import shutil
+import unicodedata
+import zipfile
+
+import pytest
+import requests
+from conftest import _soffice_save, post_file
+
+from docshift.formats import source_name
+from docshift.tasks import conversion
+from docshift.web.context import get_db, get_store
+
+
+@pytest.mark.parametrize("filename,kind,expected", [
+    ("Budget 2024.xls", "xls", "Budget 2024.xls"),
+    ("report.DOC", "doc", "report.doc"),
+    ("Überweisung März (final).doc", "doc", "Überweisung März (final).doc"),
+    ("ÜBERSICHT.ppt".replace("Ü", "U\u0308"), "ppt", "ÜBERSICHT.ppt"),  # NFD, as macOS sends it
+    ("..hidden.xls", "xls", "hidden.xls"),
+    ("a/b\\c.doc", "doc", "a_b_c.doc"),
+    ("what? *really*: <yes>|.doc", "doc", "what_ _really_ _yes_.doc"),
+    ("tab\there\x00.doc", "doc", "tab_here_.doc"),
+    ("%#$;`.ppt", "ppt", "document.ppt"),
+    ("...", "doc", "document.doc"),
+    ("", "xls", "document.xls"),
+    (None, "xls", "document.xls"),
+    ("bericht.xls", "doc", "bericht.doc"),  # the extension is always the task's type
+])
+def test_source_name(filename, kind, expected):
+    assert source_name(filename, kind) == expected
+
+
+def test_a_long_name_is_cut_on_a_character_boundary():
+    name = source_name("ß" * 300 + ".doc", "doc")
+    stem = name.removesuffix(".doc")
+    assert name.endswith(".doc") and set(stem) == {"ß"}
+    assert 0 < len(name.encode()) <= 255 and len(stem.encode()) <= 120
+
+
+def test_every_safe_name_keeps_only_safe_characters():
+    for code in range(0x20, 0x3000):
+        name = source_name(f"x{chr(code)}y.doc", "doc")
+        assert "/" not in name and "\\" not in name and not name.startswith(".")
+        assert all(unicodedata.category(c)[0] in "LNM" or c in " -_.,()[]+&'!@~" for c in name), name
+
+
+def filename_field_text(docx):
+    """The text Word shows for the FILENAME field of ``docx``."""
+    with zipfile.ZipFile(docx) as package:
+        body = package.read("word/document.xml").decode()
+    field = re.search(r"FILENAME.*?</w:fldSimple>|FILENAME.*?w:fldCharType=\"end\"", body, re.S).group(0)
+    return "".join(re.findall(r"<w:t(?: [^>]*)?>([^<]*)</w:t>", field))
+
+
+@pytest.fixture(scope="session")
+def filename_field_doc(tmp_path_factory):
+    """A .doc with a Word FILENAME field (LibreOffice computes its text from the file's name)."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    out = tmp_path_factory.mktemp("filename-field")
+    document = docx.Document()
+    paragraph = document.add_paragraph("This file is called ")
+    paragraph._p.append(parse_xml(f'<w:fldSimple {nsdecls("w")} w:instr=" FILENAME ">'
+                                  '<w:r><w:t>placeholder</w:t></w:r></w:fldSimple>'))
+    document.save(out / "fields.docx")
+    return _soffice_save(out / "fields.docx", "doc:MS Word 97", out)
+
+
+def test_a_filename_field_shows_the_customers_name(office, app, client, account, filename_field_doc, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copy(filename_field_doc, plain / "Budget 2024.doc")
+    expected = filename_field_text(_soffice_save(plain / "Budget 2024.doc", "docx", plain))
+    assert expected == "Budget 2024.doc"
+
+    response = post_file(client, account, filename_field_doc.read_bytes(), "Budget 2024.doc")
+    task_id = response.get_json()["task_id"]
+    with app.app_context():
+        assert conversion.run_conversion(task_id, get_db(), get_store(), app.config, office) == "SUCCEEDED"
+    task = client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {account}"}).get_json()
+    download = requests.get(task["download_url"], timeout=30)
+    assert download.status_code == 200
+    assert filename_field_text(io.BytesIO(download.content)) == expected
