@@ -154,7 +154,7 @@ def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy
             conn, store = get_db(), get_store()
             # the conversion is done when LibreOffice is recycled and fails to come back
             assert conversion.run_conversion(submitted[0], conn, store, app.config, office) == "SUCCEEDED"
-            assert store.result_exists(submitted[0]) and office.broken
+            assert store.result_exists(db.get_task(conn, submitted[0])["result_key"]) and office.broken
             # the next task meets an engine that cannot start: back to the queue, no attempt used
             assert conversion.run_conversion(submitted[1], conn, store, app.config, office) == "QUEUED"
             task = db.get_task(conn, submitted[1])
