@@ -33,9 +33,11 @@ process; the supervisor starts a fresh one.
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -280,8 +282,12 @@ def convert(office, request):
         step = "reading the source"
         report["loaded"] = facts(document)
         step = "storing the result"
-        document.storeToURL(uno.systemPathToFileUrl(os.path.abspath(target)),
-                            props(FilterName=request["filter"], Overwrite=True))
+        # LibreOffice writes beside its target, and the target's dir is not the sandbox's to write:
+        # it stores in its own temp dir (in memory), and the worker's empty target gets a copy
+        with tempfile.TemporaryDirectory(prefix="result-") as scratch:
+            stored = os.path.join(scratch, "result" + os.path.splitext(target)[1])
+            document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
+            shutil.copyfile(stored, target)
     except Exception as error:
         if not answers(office.desktop, error):
             raise

@@ -4,7 +4,9 @@ Each ``Office`` owns one ``bridge.py`` process and its ``soffice``, with a
 throwaway profile, one conversion at a time, shut in the bubblewrap sandbox of
 ``sandbox.py`` (or, with ``DOCSHIFT_SANDBOX=off``, only in a network namespace
 where one can be made). It owns one job directory, bound into the sandbox as
-``/job``: conversions happen in subdirectories of ``office.job_dir``. Every
+``/job``, where each conversion gets a copy of its source and an empty target
+(``jobfiles.py``); a task keeps its own files in ``office.tasks_dir``, which the
+sandbox never sees. Every
 start converts a tiny .doc, .xls and .ppt first (``selftest.py``); a
 LibreOffice that fails is replaced, and after ``START_ATTEMPTS`` failures in a
 row the Office reports itself broken. It is restarted after
@@ -30,12 +32,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from docshift.engine import sandbox
+from docshift.engine import jobfiles, sandbox
 from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
 
 log = logging.getLogger("docshift.office")
@@ -92,8 +93,9 @@ def network_namespace():
 class Office:
     def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office", sandboxed=True,
                  on_start=None, profile_settings=None):
-        """An Office keeping its job dir in ``<base_dir>/work`` and its profile in ``<base_dir>/office``,
-        both named ``<host>.<pid>.<name>`` so that ``clear_leftovers`` knows whose they are.
+        """An Office keeping its job dir in ``<base_dir>/work``, its tasks' files in ``<base_dir>/tasks`` and
+        its profile in ``<base_dir>/office``, all named ``<host>.<pid>.<name>`` so that ``clear_leftovers``
+        knows whose they are.
         ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why.
         ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose)."""
         self.base_dir = Path(base_dir)
@@ -106,6 +108,7 @@ class Office:
         own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
         self.job_dir = self.base_dir / "work" / own
         self.profile = self.base_dir / "office" / own
+        self.tasks_dir = self.base_dir / "tasks" / own
         self.process = None
         self.conversions = 0
         self.starts = 0
@@ -162,7 +165,7 @@ class Office:
         if not ready.get("ready"):
             raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
         launched = time.monotonic()
-        test_dir = self.job_dir / "selftest"
+        test_dir = self.profile / "tmp" / "selftest"  # the sandbox's own, in memory
         self._send({"selftest": self.inside(test_dir)})
         try:
             answer = self._read(SELF_TEST_TIMEOUT)
@@ -180,15 +183,12 @@ class Office:
                  self.timings["self_test"], ready["pid"])
 
     def _prepare(self):
-        """A fresh profile (with LibreOffice's home and temp dir) and the job dir, both the sandbox's."""
+        """A fresh profile (with LibreOffice's home and temp dir; the sandbox gets a copy) and the job dir."""
         shutil.rmtree(self.profile, ignore_errors=True)
-        for path in (self.job_dir, self.profile / "user", self.profile / "home", self.profile / "tmp"):
+        for path in (self.profile / "user", self.profile / "home", self.profile / "tmp"):
             path.mkdir(parents=True, exist_ok=True)
-        settings = self.profile / "user" / "registrymodifications.xcu"
-        settings.write_text(self.profile_settings)
-        if self.sandboxed:
-            for path in (self.job_dir, self.profile, *self.profile.iterdir(), settings):
-                sandbox.give(path)
+        (self.profile / "user" / "registrymodifications.xcu").write_text(self.profile_settings)
+        jobfiles.prepare(self.job_dir)
 
     def _report(self, state, detail):
         if self.on_start is not None:
@@ -224,9 +224,10 @@ class Office:
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def close(self):
-        """Stop LibreOffice and remove this Office's job dir: the worker is going away."""
+        """Stop LibreOffice and remove this Office's job and tasks dirs: the worker is going away."""
         self.stop()
         shutil.rmtree(self.job_dir, ignore_errors=True)
+        shutil.rmtree(self.tasks_dir, ignore_errors=True)
 
     def restart(self):
         self.stop()
@@ -255,7 +256,7 @@ class Office:
     def convert(self, source, target, export_filter, timeout, task_id=None):
         """Convert ``source`` into ``target``; returns what LibreOffice found in the document.
 
-        Files outside ``job_dir`` are copied through it: the sandbox sees nothing else."""
+        Both are the worker's own paths: the sandbox gets copies staged in ``job_dir``."""
         self.task_id = task_id
         if not self.running:
             self.stop()  # after a crash, the remains of the old process
@@ -289,29 +290,18 @@ class Office:
 
     @contextlib.contextmanager
     def _visible(self, source, target):
-        """Sandbox paths for ``source`` and ``target``, staged through the job dir if need be."""
-        if not self.sandboxed or (source.is_relative_to(self.job_dir) and target.is_relative_to(self.job_dir)):
-            self._hand_over(source, target)
-            yield self.inside(source), self.inside(target)
+        """Sandbox paths for ``source`` and ``target``: a staged copy of the source and an empty target,
+        whose content is copied to ``target`` on the way out (``jobfiles.py``)."""
+        if not self.sandboxed:
+            yield str(source), str(target)
             return
-        staging = Path(tempfile.mkdtemp(prefix="staged-", dir=self.job_dir))
-        try:
-            staged_source, staged_target = staging / f"source{source.suffix}", staging / f"target{target.suffix}"
-            shutil.copyfile(source, staged_source)
-            self._hand_over(staged_source, staged_target)
-            yield self.inside(staged_source), self.inside(staged_target)
-            if staged_target.exists():
-                shutil.move(staged_target, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-
-    def _hand_over(self, source, target):
-        """A root worker's task dirs are its own: let the sandbox's user read the source and write the target."""
-        if not (self.sandboxed and sandbox.as_root()):
-            return
-        for path in (source, target, *source.parents, *target.parents):
-            if path.is_relative_to(self.job_dir) and path != self.job_dir and path.exists():
-                sandbox.give(path)
+        with jobfiles.Staging(self.job_dir, source, target.suffix) as staging:
+            yield self.inside(staging.source), self.inside(staging.target)
+            try:
+                staging.take(target)
+            except OfficeCrashed:
+                self.stop()  # what left that behind will not convert the next file
+                raise
 
     def _send(self, request):
         try:
@@ -362,9 +352,9 @@ class Office:
 
 
 def clear_leftovers(base_dir):
-    """Remove the job and profile dirs that Offices of dead worker processes on this host left
+    """Remove the job, profile and tasks dirs that Offices of dead worker processes on this host left
     in ``base_dir`` (a SIGKILL gives them no chance); call it when a worker process starts."""
-    for kind in ("work", "office"):
+    for kind in ("work", "office", "tasks"):
         for path in Path(base_dir, kind).glob(f"{glob.escape(HOST)}.*"):
             pid = path.name[len(HOST) + 1:].split(".", 1)[0]
             # our own pid in a name is a former process's (a container's worker always has the same)
