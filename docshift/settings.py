@@ -44,6 +44,11 @@ DEFAULTS = {
     # address-space cap of each LibreOffice process, in MiB (a 571 KB .ppt of the corpus
     # peaks at 2.6 GB resident and more in address space; 4096 made it fail)
     "OFFICE_MEMORY_LIMIT_MB": 8192,
+    # CPU seconds each process in the sandbox may use (a busy LibreOffice is recycled long before;
+    # one killed mid-conversion is retried on a fresh one): an idle compromised one cannot spin forever
+    "OFFICE_CPU_LIMIT_SECONDS": 600,
+    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write
+    "OFFICE_SCRATCH_LIMIT_MB": 512,
     # LibreOffice runs in its bubblewrap sandbox; "off" runs it without (a warning at every start)
     "SANDBOX": "on",
     "RESULT_RETENTION_SECONDS": 1800,

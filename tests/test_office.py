@@ -7,11 +7,13 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from conftest import soffice_pids
 
 from docshift.engine import convert as converter
+from docshift.engine import sandbox
 from docshift.engine.office import Office
 from docshift.formats import FORMATS
 
@@ -126,6 +128,31 @@ def test_memory_is_capped(tmp_path):
         office.stop()
 
 
+def test_the_sandbox_limits_reach_libreoffice(tmp_path):
+    """Processes, file size and CPU time are capped, and LibreOffice's profile and temp files
+    (``TMPDIR``) are on a sized in-memory file system of the sandbox, not on the data disk."""
+    limits = sandbox.Limits(cpu_seconds=700, scratch_mb=300)
+    office = Office(tmp_path / "office", name="limited", limits=limits)
+    office.start()
+    try:
+        pid = office.office_pid()
+        with open(f"/proc/{pid}/limits") as lines:
+            found = {line[:26].strip(): line[26:].split()[:2] for line in lines}
+        assert found["Max processes"] == [str(sandbox.MAX_PROCESSES)] * 2
+        assert found["Max file size"] == [str(300 << 20)] * 2
+        assert found["Max cpu time"] == ["700"] * 2
+        assert Path(f"/proc/{pid}/oom_score_adj").read_text().strip() == "500"
+        with open(f"/proc/{pid}/mountinfo") as lines:
+            mounts = {line.split()[4]: line.split(" - ")[1].split() for line in lines}
+        environ = dict(entry.split("=", 1) for entry in
+                       Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0") if entry)
+        assert environ["TMPDIR"].startswith(sandbox.PROFILE + "/")
+        kind, _, options = mounts[sandbox.PROFILE]
+        assert kind == "tmpfs" and f"size={300 << 10}k" in options.split(","), mounts[sandbox.PROFILE]
+    finally:
+        office.stop()
+
+
 def test_libreoffice_yields_the_cpu_to_the_api(tmp_path):
     """nice 10, for the process and for its session's autogroup: the sandbox's own session would
     otherwise weigh as much as the whole API on a kernel with autogroups (Debian's default). Two
@@ -207,3 +234,4 @@ def test_service_recovers_from_kill_9_and_the_task_ends(live, slow_xls):
     task = live.wait(key, task_id)
     assert task["status"] == "SUCCEEDED", task
     assert not set(before) & set(soffice_pids(worker))
+

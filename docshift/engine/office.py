@@ -48,6 +48,8 @@ START_TIMEOUT = 60
 SELF_TEST_TIMEOUT = 60
 # a LibreOffice that fails its self-test this many times in a row is reported broken
 START_ATTEMPTS = 3
+# LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
+OOM_SCORE_ADJ = 500
 HOST = socket.gethostname()
 
 # No DisableActiveContent: LibreOffice then drops every embedded object and chart on load. Linked
@@ -92,12 +94,13 @@ def network_namespace():
 
 class Office:
     def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office", sandboxed=True,
-                 on_start=None, profile_settings=None):
+                 on_start=None, profile_settings=None, limits=None):
         """An Office keeping its job dir in ``<base_dir>/work``, its tasks' files in ``<base_dir>/tasks`` and
         its profile in ``<base_dir>/office``, all named ``<host>.<pid>.<name>`` so that ``clear_leftovers``
         knows whose they are.
         ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why.
-        ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose)."""
+        ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose).
+        ``limits`` (``sandbox.Limits``) caps what the sandbox may use besides memory."""
         self.base_dir = Path(base_dir)
         self.max_conversions = max_conversions
         self.memory_limit = memory_limit_mb * 1024 * 1024
@@ -105,6 +108,7 @@ class Office:
         self.sandboxed = sandboxed
         self.on_start = on_start
         self.profile_settings = profile_settings or PROFILE_SETTINGS
+        self.limits = limits or sandbox.Limits()
         own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
         self.job_dir = self.base_dir / "work" / own
         self.profile = self.base_dir / "office" / own
@@ -146,7 +150,7 @@ class Office:
         if self.sandboxed:
             argv = sandbox.command(self.job_dir, self.profile, BRIDGE.parent,
                                    [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
-                                    pipe], env)
+                                    pipe], env, self.limits)
             env = {}
         else:
             log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
@@ -207,6 +211,9 @@ class Office:
 
     def _limit_memory(self):
         resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
+        # out of memory in the worker's unit (MemoryMax), the kernel kills a LibreOffice, not the worker
+        with open("/proc/self/oom_score_adj", "w") as score:
+            score.write(str(OOM_SCORE_ADJ))
         # conversions yield the CPU to the API: polls stay fast while LibreOffice works
         os.nice(10)
 

@@ -6,9 +6,14 @@ no capabilities, and a read-only view of ``/usr``, the few pieces of ``/etc``
 LibreOffice needs, and the engine's code. The one host path it sees is this
 Office's job directory (``/job``), where it may write only the target file the
 worker made for it (``jobfiles.py``). Its profile (``/profile``, with its home and
-``TMPDIR``) and ``/tmp`` (where LibreOffice puts its UNO pipe whatever ``TMPDIR``
-says) are private in-memory file systems that go with the sandbox. The data dir
-with ``secret_key``, the object store and ``/etc/passwd`` are not there at all.
+``TMPDIR``), ``/tmp`` (where LibreOffice puts its UNO pipe whatever ``TMPDIR``
+says) and ``/dev/shm`` are private in-memory file systems of a fixed size that go
+with the sandbox; ``/dev`` takes no new files. The data dir with ``secret_key``,
+the object store and ``/etc/passwd`` are not there at all.
+
+What it may use is capped (``Limits``): processes (a fork bomb stops there; the
+count is this sandbox's own, its user namespace's), the size of any file it writes,
+CPU seconds per process. The Office caps its address space.
 
 A worker running as root starts bubblewrap as uid/gid 65534 (nobody), so
 LibreOffice is not root even in the host's eyes. bubblewrap resolves bind
@@ -21,6 +26,7 @@ code onto a tmpfs in a private mount namespace (``unshare``, ``mount``,
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 JOB = "/job"
@@ -29,6 +35,17 @@ CODE = "/opt/docshift"
 UID = GID = 65534
 # the profile's settings, copied into the in-memory profile (the rest of the profile starts empty)
 SETTINGS = "user/registrymodifications.xcu"
+# a sandbox runs about 30 processes and threads (Calc adds a thread per core): a fork bomb stops here
+MAX_PROCESSES = 256
+# /tmp holds LibreOffice's UNO pipe and /dev/shm nothing we know of: their temp files go to TMPDIR
+SMALL_TMPFS_MB = 16
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandbox may use besides memory (the Office caps its address space)."""
+    cpu_seconds: int = 600  # CPU time of each of its processes; past it the kernel kills it
+    scratch_mb: int = 512   # its in-memory profile and temp files, and any one file it writes
 
 
 # Only what LibreOffice and python need from /etc, never /etc itself: a document that
@@ -69,7 +86,7 @@ def give(path):
         os.chown(path, UID, GID, follow_symlinks=False)
 
 
-def command(job_dir, profile_dir, code_dir, program, env=None):
+def command(job_dir, profile_dir, code_dir, program, env=None, limits=Limits()):
     """The argv that runs ``program`` (sandbox paths) in the sandbox, with ``env`` only.
 
     The sandbox's ``/profile`` is an in-memory copy of ``profile_dir``'s directories and settings
@@ -103,14 +120,18 @@ def command(job_dir, profile_dir, code_dir, program, env=None):
     for path in SYSTEM_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", PROFILE]
+    small, scratch = str(SMALL_TMPFS_MB << 20), str(limits.scratch_mb << 20)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", small, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+             "--size", small, "--tmpfs", "/tmp", "--size", scratch, "--tmpfs", PROFILE]
     directories = sorted(p.name for p in profile_dir.iterdir() if p.is_dir()) if profile_dir.is_dir() else []
     for directory in directories:
         argv += ["--dir", f"{PROFILE}/{directory}"]
     if settings.is_file():
         argv += ["--perms", "0600", "--file", "5", f"{PROFILE}/{SETTINGS}"]
     argv += ["--bind", binds[0], JOB, "--ro-bind", binds[1], CODE, "--remount-ro", "/", "--chdir", JOB, "--",
-             *program]
+             # set inside: the count of processes is then this sandbox's (its user namespace's) alone
+             "/usr/bin/prlimit", f"--nproc={MAX_PROCESSES}", f"--fsize={limits.scratch_mb << 20}",
+             f"--cpu={limits.cpu_seconds}", "--", *program]
     return prefix + argv
 
 
