@@ -4,6 +4,7 @@ import http.server
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from conftest import soffice_pids
 from docshift.engine import convert as converter
 from docshift.engine import sandbox
 from docshift.engine.office import Office
+from docshift.errors import OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS
 
 
@@ -235,3 +237,45 @@ def test_service_recovers_from_kill_9_and_the_task_ends(live, slow_xls):
     assert task["status"] == "SUCCEEDED", task
     assert not set(before) & set(soffice_pids(worker))
 
+
+# what the bridge says: a compromised one must not hang or swamp the worker -----------------------
+
+HOSTILE_REPLIES = {
+    # half a reply, then nothing: the deadline holds for a partial line too
+    "no newline": ('import sys, time\nsys.stdout.write(\'{"ok": true\')\nsys.stdout.flush()\ntime.sleep(300)',
+                   OfficeTimeout),
+    # a line that never ends: the reader stops long before it holds 64 MiB
+    "endless line": ('import sys, time\nsys.stdout.write("x" * (64 << 20))\nsys.stdout.flush()\ntime.sleep(300)',
+                     OfficeCrashed),
+    "no json": ('import time\nprint("hello", flush=True)\ntime.sleep(300)', OfficeCrashed),
+    "no object": ('import time\nprint("[1, 2]", flush=True)\ntime.sleep(300)', OfficeCrashed),
+    "deep nesting": ('import time\nprint("[" * 100000 + "]" * 100000, flush=True)\ntime.sleep(300)', OfficeCrashed),
+    "gone": ('import sys\nsys.stdout.write(\'{"ok": \')', OfficeCrashed),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_REPLIES))
+def test_a_hostile_reply_neither_hangs_nor_swamps_the_reader(tmp_path, name):
+    """The Office's reader against a real process that answers as a compromised bridge would
+    (a test program, not LibreOffice: what is tested is the reader of the protocol)."""
+    script, expected = HOSTILE_REPLIES[name]
+    office = Office(tmp_path / "office", name="reader")
+    # as _launch starts the bridge: text pipes, line-buffered, a session of its own
+    office.process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      text=True, bufsize=1, start_new_session=True)
+    outcome = {}
+
+    def read():
+        try:
+            outcome["reply"] = office._read(2)
+        except Exception as error:  # what the reader raised is the finding
+            outcome["error"] = error
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        reader.join(60)
+        assert not reader.is_alive(), "the reader hangs"
+        assert isinstance(outcome.get("error"), expected), outcome
+    finally:
+        office.stop()

@@ -50,6 +50,8 @@ SELF_TEST_TIMEOUT = 60
 START_ATTEMPTS = 3
 # LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
 OOM_SCORE_ADJ = 500
+# the longest reply line the bridge may send (its facts: sheet names, characters counted)
+MAX_REPLY_BYTES = 8 << 20
 HOST = socket.gethostname()
 
 # No DisableActiveContent: LibreOffice then drops every embedded object and chart on load. Linked
@@ -318,18 +320,32 @@ class Office:
             raise OfficeCrashed(str(error)) from error
 
     def _read(self, timeout):
+        """The bridge's next reply: one JSON object on one line, within ``timeout`` seconds and
+        ``MAX_REPLY_BYTES``; raises OfficeTimeout, or OfficeCrashed for anything else it says."""
         deadline = time.monotonic() + timeout
-        stdout = self.process.stdout
-        while True:
+        # the raw pipe, never its buffered reader: a reply is read only as far as it goes
+        stdout = self.process.stdout.fileno()
+        line = bytearray()
+        while not line.endswith(b"\n"):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise OfficeTimeout()
             ready, _, _ = select.select([stdout], [], [], remaining)
-            if ready:
-                line = stdout.readline()
-                if not line:
-                    raise OfficeCrashed("the bridge exited")
-                return json.loads(line)
+            if not ready:
+                continue
+            chunk = os.read(stdout, 65536)
+            if not chunk:
+                raise OfficeCrashed("the bridge exited")
+            line += chunk
+            if len(line) > MAX_REPLY_BYTES or b"\n" in line[:-1]:
+                raise OfficeCrashed("the bridge's reply is too long, or more than one line")
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise OfficeCrashed(f"the bridge's reply is no JSON: {error}") from None
+        if not isinstance(reply, dict):
+            raise OfficeCrashed("the bridge's reply is no JSON object")
+        return reply
 
     def office_pid(self):
         """The pid of this Office's ``soffice.bin`` (the process that does the work), or None."""
