@@ -53,6 +53,11 @@ DEFAULTS = {
     # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
     # LibreOffice converts one account's files only) and at recycling; "off" starts one when needed
     "OFFICE_SPARE": "on",
+    # CPU seconds each process in the sandbox may use (a busy LibreOffice is recycled long before;
+    # one killed mid-conversion is retried on a fresh one): an idle compromised one cannot spin forever
+    "OFFICE_CPU_LIMIT_SECONDS": 600,
+    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write
+    "OFFICE_SCRATCH_LIMIT_MB": 512,
     # LibreOffice runs in its bubblewrap sandbox; "off" runs it without (a warning at every start)
     "SANDBOX": "on",
     "RESULT_RETENTION_SECONDS": 1800,

@@ -4,15 +4,19 @@ import http.server
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from conftest import soffice_pids
 
 from docshift.engine import convert as converter
+from docshift.engine import sandbox
 from docshift.engine.office import Office
+from docshift.errors import OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS
 
 
@@ -118,6 +122,31 @@ def test_memory_is_capped(tmp_path):
         office.stop()
 
 
+def test_the_sandbox_limits_reach_libreoffice(tmp_path):
+    """Processes, file size and CPU time are capped, and LibreOffice's profile and temp files
+    (``TMPDIR``) are on a sized in-memory file system of the sandbox, not on the data disk."""
+    limits = sandbox.Limits(cpu_seconds=700, scratch_mb=300)
+    office = Office(tmp_path / "office", name="limited", limits=limits)
+    office.start()
+    try:
+        pid = office.office_pid()
+        with open(f"/proc/{pid}/limits") as lines:
+            found = {line[:26].strip(): line[26:].split()[:2] for line in lines}
+        assert found["Max processes"] == [str(sandbox.MAX_PROCESSES)] * 2
+        assert found["Max file size"] == [str(300 << 20)] * 2
+        assert found["Max cpu time"] == ["700"] * 2
+        assert Path(f"/proc/{pid}/oom_score_adj").read_text().strip() == "500"
+        with open(f"/proc/{pid}/mountinfo") as lines:
+            mounts = {line.split()[4]: line.split(" - ")[1].split() for line in lines}
+        environ = dict(entry.split("=", 1) for entry in
+                       Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0") if entry)
+        assert environ["TMPDIR"].startswith(sandbox.PROFILE + "/")
+        kind, _, options = mounts[sandbox.PROFILE]
+        assert kind == "tmpfs" and f"size={300 << 10}k" in options.split(","), mounts[sandbox.PROFILE]
+    finally:
+        office.stop()
+
+
 def test_libreoffice_yields_the_cpu_to_the_api(tmp_path):
     """nice 10, for the process and for its session's autogroup: the sandbox's own session would
     otherwise weigh as much as the whole API on a kernel with autogroups (Debian's default). Two
@@ -199,3 +228,46 @@ def test_service_recovers_from_kill_9_and_the_task_ends(live, slow_xls):
     task = live.wait(key, task_id)
     assert task["status"] == "SUCCEEDED", task
     assert not set(before) & set(soffice_pids(worker))
+
+
+# what the bridge says: a compromised one must not hang or swamp the worker -----------------------
+
+HOSTILE_REPLIES = {
+    # half a reply, then nothing: the deadline holds for a partial line too
+    "no newline": ('import sys, time\nsys.stdout.write(\'{"ok": true\')\nsys.stdout.flush()\ntime.sleep(300)',
+                   OfficeTimeout),
+    # a line that never ends: the reader stops long before it holds 64 MiB
+    "endless line": ('import sys, time\nsys.stdout.write("x" * (64 << 20))\nsys.stdout.flush()\ntime.sleep(300)',
+                     OfficeCrashed),
+    "no json": ('import time\nprint("hello", flush=True)\ntime.sleep(300)', OfficeCrashed),
+    "no object": ('import time\nprint("[1, 2]", flush=True)\ntime.sleep(300)', OfficeCrashed),
+    "deep nesting": ('import time\nprint("[" * 100000 + "]" * 100000, flush=True)\ntime.sleep(300)', OfficeCrashed),
+    "gone": ('import sys\nsys.stdout.write(\'{"ok": \')', OfficeCrashed),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_REPLIES))
+def test_a_hostile_reply_neither_hangs_nor_swamps_the_reader(tmp_path, name):
+    """The Office's reader against a real process that answers as a compromised bridge would
+    (a test program, not LibreOffice: what is tested is the reader of the protocol)."""
+    script, expected = HOSTILE_REPLIES[name]
+    office = Office(tmp_path / "office", name="reader")
+    # as _launch starts the bridge: text pipes, line-buffered, a session of its own
+    office.process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      text=True, bufsize=1, start_new_session=True)
+    outcome = {}
+
+    def read():
+        try:
+            outcome["reply"] = office._read(2)
+        except Exception as error:  # what the reader raised is the finding
+            outcome["error"] = error
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        reader.join(60)
+        assert not reader.is_alive(), "the reader hangs"
+        assert isinstance(outcome.get("error"), expected), outcome
+    finally:
+        office.stop()

@@ -118,6 +118,124 @@ def test_the_sandbox_sees_no_data_dir_and_no_network(tmp_path):
     assert report["writable"] == ["/job", "/profile", "/tmp"]
 
 
+# what a hostile program may use inside ----------------------------------------------------
+
+def run_inside(tmp_path, script, limits=None):
+    """``script`` run by python in the sandbox Office uses, with ``limits`` (the defaults if None)."""
+    job, profile = tmp_path / "job", tmp_path / "profile"
+    for path in (job, profile):
+        path.mkdir(exist_ok=True)
+        sandbox.give(path)
+    extra = {} if limits is None else {"limits": limits}
+    argv = sandbox.command(job, profile, Path(sandbox.__file__).parent, ["/usr/bin/python3", "-c", script], **extra)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=180, env={}, cwd="/")
+
+
+FORK_BOMB = r"""
+import json, os
+forked, error = 0, None
+while forked < 1000:
+    try:
+        pid = os.fork()
+    except OSError as failure:
+        error = type(failure).__name__
+        break
+    if pid == 0:
+        os.execv("/usr/bin/sleep", ["sleep", "120"])
+    forked += 1
+print(json.dumps({"forked": forked, "error": error}), flush=True)
+"""
+
+
+def test_a_fork_bomb_stops_at_the_process_limit(tmp_path):
+    done = run_inside(tmp_path, FORK_BOMB)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["error"] == "BlockingIOError" and report["forked"] < sandbox.MAX_PROCESSES, report
+
+
+def test_the_limit_on_processes_is_each_sandboxs_own(tmp_path):
+    """The count is per sandbox (its user namespace), not per host user: 65534 is every sandbox's,
+    and a fork bomb in one leaves the others their processes."""
+    job, profile = tmp_path / "bomb-job", tmp_path / "bomb-profile"
+    for path in (job, profile):
+        path.mkdir()
+        sandbox.give(path)
+    holding = FORK_BOMB + "import time\ntime.sleep(120)\n"  # keeps what it got
+    argv = sandbox.command(job, profile, Path(sandbox.__file__).parent, ["/usr/bin/python3", "-c", holding])
+    bomb = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env={}, cwd="/", start_new_session=True)
+    try:
+        assert json.loads(bomb.stdout.readline())["error"] == "BlockingIOError"
+        done = run_inside(tmp_path, FORK_BOMB)
+        assert json.loads(done.stdout)["forked"] >= sandbox.MAX_PROCESSES - 10, done.stdout
+    finally:
+        os.killpg(bomb.pid, signal.SIGKILL)
+        bomb.wait()
+        bomb.stdout.close()
+
+
+BIG_FILE = r"""
+import errno, json, os
+error = None
+try:
+    with open("/job/big", "wb") as f:
+        for _ in range(64):
+            f.write(b"x" * (1 << 20))
+            f.flush()
+except OSError as failure:
+    error = errno.errorcode[failure.errno]
+print(json.dumps({"size": os.path.getsize("/job/big"), "error": error}))
+"""
+
+
+def test_no_file_grows_past_the_scratch_limit(tmp_path):
+    done = run_inside(tmp_path, BIG_FILE, sandbox.Limits(scratch_mb=8))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"size": 8 << 20, "error": "EFBIG"}
+
+
+FILL = r"""
+import errno, json, os
+found = {}
+for where in ("/tmp", "/dev/shm", "/dev", "/profile"):
+    written, error = 0, None
+    try:
+        while written < 48:
+            with open(f"{where}/fill-{written}", "wb") as f:
+                f.write(b"x" * (1 << 20))
+            written += 1
+    except OSError as failure:
+        error = errno.errorcode[failure.errno]
+    found[where] = [written, error]
+print(json.dumps(found))
+"""
+
+
+def test_the_sandbox_file_systems_are_sized(tmp_path):
+    """``/tmp`` and ``/dev/shm`` are small, ``/dev`` takes no files, the profile (with LibreOffice's
+    temp files) holds the scratch limit: none can fill the host's memory or disk."""
+    done = run_inside(tmp_path, FILL, sandbox.Limits(scratch_mb=32))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["/dev"] == [0, "EROFS"]
+    for where, size in (("/tmp", sandbox.SMALL_TMPFS_MB), ("/dev/shm", sandbox.SMALL_TMPFS_MB), ("/profile", 32)):
+        assert found[where][1] == "ENOSPC" and size - 2 <= found[where][0] <= size, (where, found)
+    assert list((tmp_path / "profile").iterdir()) == []  # nothing went to the host's disk
+
+
+SPIN = r"""
+import resource
+while resource.getrusage(resource.RUSAGE_SELF).ru_utime < 4:
+    pass
+print("spun 4 s of CPU")
+"""
+
+
+def test_cpu_time_is_limited(tmp_path):
+    done = run_inside(tmp_path, SPIN, sandbox.Limits(cpu_seconds=1))
+    assert "spun" not in done.stdout and done.returncode != 0, (done.returncode, done.stdout)
+
+
 # linked content -----------------------------------------------------------------------
 
 RTF = '{{\\rtf1\\ansi\\deff0{{\\fonttbl{{\\f0 Arial;}}}}\\f0 Before.\\par\n{{\\field{{\\*\\fldinst {field}}}' \

@@ -34,9 +34,11 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -296,8 +298,12 @@ def convert(office, request):
         report["loaded"] = facts(document)
         took("facts")
         step = "storing the result"
-        document.storeToURL(uno.systemPathToFileUrl(os.path.abspath(target)),
-                            props(FilterName=request["filter"], Overwrite=True))
+        # LibreOffice writes beside its target, and the target's dir is not the sandbox's to write:
+        # it stores in its own temp dir (in memory), and the worker's empty target gets a copy
+        with tempfile.TemporaryDirectory(prefix="result-") as scratch:
+            stored = os.path.join(scratch, "result" + os.path.splitext(target)[1])
+            document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
+            shutil.copyfile(stored, target)
         took("store")
     except Exception as error:
         if not answers(office.desktop, error):

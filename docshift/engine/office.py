@@ -4,7 +4,9 @@ Each ``Office`` owns one ``bridge.py`` process and its ``soffice``, with a
 throwaway profile, one conversion at a time, shut in the bubblewrap sandbox of
 ``sandbox.py`` (or, with ``DOCSHIFT_SANDBOX=off``, only in a network namespace
 where one can be made). It owns one job directory, bound into the sandbox as
-``/job``: conversions happen in subdirectories of ``office.job_dir``. Every
+``/job``, where each conversion gets a copy of its source and an empty target
+(``jobfiles.py``); a task keeps its own files in ``office.tasks_dir``, which the
+sandbox never sees. Every
 start converts a tiny .doc, .xls and .ppt first (``selftest.py``); a
 LibreOffice that fails is replaced, and after ``START_ATTEMPTS`` failures in a
 row the Office reports itself broken. It is restarted after
@@ -31,12 +33,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-from docshift.engine import sandbox
+from docshift.engine import jobfiles, sandbox
 from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
 
 log = logging.getLogger("docshift.office")
@@ -48,6 +49,10 @@ START_TIMEOUT = 60
 SELF_TEST_TIMEOUT = 60
 # a LibreOffice that fails its self-test this many times in a row is reported broken
 START_ATTEMPTS = 3
+# LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
+OOM_SCORE_ADJ = 500
+# the longest reply line the bridge may send (its facts: sheet names, characters counted)
+MAX_REPLY_BYTES = 8 << 20
 HOST = socket.gethostname()
 
 # No DisableActiveContent: LibreOffice then drops every embedded object and chart on load. Linked
@@ -92,13 +97,15 @@ def network_namespace():
 
 class Office:
     def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office", sandboxed=True,
-                 on_start=None, profile_settings=None, spare=False):
-        """An Office keeping its job dir in ``<base_dir>/work`` and its profile in ``<base_dir>/office``,
-        both named ``<host>.<pid>.<name>`` so that ``clear_leftovers`` knows whose they are.
+                 on_start=None, profile_settings=None, spare=False, limits=None):
+        """An Office keeping its job dir in ``<base_dir>/work``, its tasks' files in ``<base_dir>/tasks`` and
+        the seeds of its LibreOffices' profiles in ``<base_dir>/office``, all named ``<host>.<pid>.<name>`` so
+        that ``clear_leftovers`` knows whose they are.
         ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why.
         ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose).
         ``spare``: keep a second LibreOffice started and self-tested in the background, so that a new tenant
-        or a recycling takes over a fresh process at once instead of waiting for one to start."""
+        or a recycling takes over a fresh process at once instead of waiting for one to start.
+        ``limits`` (``sandbox.Limits``) caps what the sandbox may use besides memory."""
         self.base_dir = Path(base_dir)
         self.max_conversions = max_conversions
         self.memory_limit = memory_limit_mb * 1024 * 1024
@@ -106,10 +113,12 @@ class Office:
         self.sandboxed = sandboxed
         self.on_start = on_start
         self.profile_settings = profile_settings or PROFILE_SETTINGS
+        self.limits = limits or sandbox.Limits()
         own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
         self.job_dir = self.base_dir / "work" / own
         self.profile = self.base_dir / "office" / own
         self.own_profile = self.profile  # the name every profile of this Office starts with
+        self.tasks_dir = self.base_dir / "tasks" / own
         self.process = None
         self.conversions = 0
         self.starts = 0
@@ -171,7 +180,7 @@ class Office:
         if self.sandboxed:
             argv = sandbox.command(self.job_dir, profile, BRIDGE.parent,
                                    [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
-                                    pipe], env)
+                                    pipe], env, self.limits)
             env = {}
         else:
             log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
@@ -192,11 +201,7 @@ class Office:
             if not ready.get("ready"):
                 raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
             launched = time.monotonic()
-            # in its own profile: no other LibreOffice of this Office can reach the self-test's files
-            test_dir = profile / "selftest"
-            test_dir.mkdir()
-            if self.sandboxed:
-                sandbox.give(test_dir)
+            test_dir = profile / "tmp" / "selftest"  # the sandbox's own, in memory
             self._send({"selftest": self.inside(test_dir, profile)}, process)
             try:
                 answer = self._read(SELF_TEST_TIMEOUT, process)
@@ -216,15 +221,13 @@ class Office:
         return started
 
     def _prepare(self, profile):
-        """A fresh profile (with LibreOffice's home and temp dir) and the job dir, both the sandbox's."""
+        """A fresh profile seed (LibreOffice's home and temp dir, its settings; the sandbox gets an in-memory
+        copy) and the job dir."""
         shutil.rmtree(profile, ignore_errors=True)
-        for path in (self.job_dir, profile / "user", profile / "home", profile / "tmp"):
+        for path in (profile / "user", profile / "home", profile / "tmp"):
             path.mkdir(parents=True, exist_ok=True)
-        settings = profile / "user" / "registrymodifications.xcu"
-        settings.write_text(self.profile_settings)
-        if self.sandboxed:
-            for path in (self.job_dir, profile, *profile.iterdir(), settings):
-                sandbox.give(path)
+        (profile / "user" / "registrymodifications.xcu").write_text(self.profile_settings)
+        jobfiles.prepare(self.job_dir)
 
     def _keep_spare(self):
         """The spare keeper: whenever the spare was taken, start another (the lifetime of this thread is theirs)."""
@@ -276,6 +279,9 @@ class Office:
 
     def _limit_memory(self):
         resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
+        # out of memory in the worker's unit (MemoryMax), the kernel kills a LibreOffice, not the worker
+        with open("/proc/self/oom_score_adj", "w") as score:
+            score.write(str(OOM_SCORE_ADJ))
         # conversions yield the CPU to the API: polls stay fast while LibreOffice works
         os.nice(10)
 
@@ -287,7 +293,7 @@ class Office:
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def close(self):
-        """Stop LibreOffice and its spare and remove this Office's job dir: the worker is going away."""
+        """Stop LibreOffice and its spare and remove this Office's job and tasks dirs: the worker is going away."""
         self._closing = True
         self._spare_wanted.set()
         with self._spare_lock:
@@ -296,6 +302,7 @@ class Office:
             spare.kill()
         self.stop()
         shutil.rmtree(self.job_dir, ignore_errors=True)
+        shutil.rmtree(self.tasks_dir, ignore_errors=True)
 
     def restart(self):
         """A fresh LibreOffice in place of this one: the spare when one is ready, else a new start."""
@@ -345,7 +352,7 @@ class Office:
     def convert(self, source, target, export_filter, timeout, task_id=None):
         """Convert ``source`` into ``target``; returns what LibreOffice found in the document.
 
-        Files outside ``job_dir`` are copied through it: the sandbox sees nothing else."""
+        Both are the worker's own paths: the sandbox gets copies staged in ``job_dir``."""
         self.task_id = task_id
         if not self.running:
             self.restart()  # after a crash, the remains of the old process go
@@ -386,29 +393,18 @@ class Office:
 
     @contextlib.contextmanager
     def _visible(self, source, target):
-        """Sandbox paths for ``source`` and ``target``, staged through the job dir if need be."""
-        if not self.sandboxed or (source.is_relative_to(self.job_dir) and target.is_relative_to(self.job_dir)):
-            self._hand_over(source, target)
-            yield self.inside(source), self.inside(target)
+        """Sandbox paths for ``source`` and ``target``: a staged copy of the source and an empty target,
+        whose content is copied to ``target`` on the way out (``jobfiles.py``)."""
+        if not self.sandboxed:
+            yield str(source), str(target)
             return
-        staging = Path(tempfile.mkdtemp(prefix="staged-", dir=self.job_dir))
-        try:
-            staged_source, staged_target = staging / f"source{source.suffix}", staging / f"target{target.suffix}"
-            shutil.copyfile(source, staged_source)
-            self._hand_over(staged_source, staged_target)
-            yield self.inside(staged_source), self.inside(staged_target)
-            if staged_target.exists():
-                shutil.move(staged_target, target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-
-    def _hand_over(self, source, target):
-        """A root worker's task dirs are its own: let the sandbox's user read the source and write the target."""
-        if not (self.sandboxed and sandbox.as_root()):
-            return
-        for path in (source, target, *source.parents, *target.parents):
-            if path.is_relative_to(self.job_dir) and path != self.job_dir and path.exists():
-                sandbox.give(path)
+        with jobfiles.Staging(self.job_dir, source, target.suffix) as staging:
+            yield self.inside(staging.source), self.inside(staging.target)
+            try:
+                staging.take(target)
+            except OfficeCrashed:
+                self.stop()  # what left that behind will not convert the next file
+                raise
 
     def _send(self, request, process=None):
         process = process or self.process
@@ -419,18 +415,32 @@ class Office:
             raise OfficeCrashed(str(error)) from error
 
     def _read(self, timeout, process=None):
+        """The bridge's next reply: one JSON object on one line, within ``timeout`` seconds and
+        ``MAX_REPLY_BYTES``; raises OfficeTimeout, or OfficeCrashed for anything else it says."""
         deadline = time.monotonic() + timeout
-        stdout = (process or self.process).stdout
-        while True:
+        # the raw pipe, never its buffered reader: a reply is read only as far as it goes
+        stdout = (process or self.process).stdout.fileno()
+        line = bytearray()
+        while not line.endswith(b"\n"):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise OfficeTimeout()
             ready, _, _ = select.select([stdout], [], [], remaining)
-            if ready:
-                line = stdout.readline()
-                if not line:
-                    raise OfficeCrashed("the bridge exited")
-                return json.loads(line)
+            if not ready:
+                continue
+            chunk = os.read(stdout, 65536)
+            if not chunk:
+                raise OfficeCrashed("the bridge exited")
+            line += chunk
+            if len(line) > MAX_REPLY_BYTES or b"\n" in line[:-1]:
+                raise OfficeCrashed("the bridge's reply is too long, or more than one line")
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise OfficeCrashed(f"the bridge's reply is no JSON: {error}") from None
+        if not isinstance(reply, dict):
+            raise OfficeCrashed("the bridge's reply is no JSON object")
+        return reply
 
     def office_pid(self, process=None):
         """The pid of this Office's ``soffice.bin`` (the process that does the work), or of the one
@@ -479,9 +489,9 @@ class _Started:
 
 
 def clear_leftovers(base_dir):
-    """Remove the job and profile dirs that Offices of dead worker processes on this host left
+    """Remove the job, profile and tasks dirs that Offices of dead worker processes on this host left
     in ``base_dir`` (a SIGKILL gives them no chance); call it when a worker process starts."""
-    for kind in ("work", "office"):
+    for kind in ("work", "office", "tasks"):
         for path in Path(base_dir, kind).glob(f"{glob.escape(HOST)}.*"):
             pid = path.name[len(HOST) + 1:].split(".", 1)[0]
             # our own pid in a name is a former process's (a container's worker always has the same)

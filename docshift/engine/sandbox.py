@@ -3,29 +3,50 @@
 Inside, the bridge and ``soffice`` have new user, mount, PID, IPC, UTS and
 network namespaces (only a loopback with nothing on it), a clean environment,
 no capabilities, and a read-only view of ``/usr``, the few pieces of ``/etc``
-LibreOffice needs, and the engine's code. The only writable host paths are
-this Office's job directory (``/job``) and its throwaway profile
-(``/profile``); ``/tmp``, where LibreOffice puts its UNO pipe whatever
-``TMPDIR`` says, is a private tmpfs that goes with the sandbox. The data dir
-with ``secret_key``, the object store and ``/etc/passwd`` are not there at all.
+LibreOffice needs, and the engine's code. The one host path it sees is this
+Office's job directory (``/job``), where it may write only the target file the
+worker made for it (``jobfiles.py``). Its profile (``/profile``, with its home and
+``TMPDIR``), ``/tmp`` (where LibreOffice puts its UNO pipe whatever ``TMPDIR``
+says) and ``/dev/shm`` are private in-memory file systems of a fixed size that go
+with the sandbox; ``/dev`` takes no new files. The data dir with ``secret_key``,
+the object store and ``/etc/passwd`` are not there at all.
+
+What it may use is capped (``Limits``): processes (a fork bomb stops there; the
+count is this sandbox's own, its user namespace's), the size of any file it writes,
+CPU seconds per process. The Office caps its address space.
 
 A worker running as root starts bubblewrap as uid/gid 65534 (nobody), so
 LibreOffice is not root even in the host's eyes. bubblewrap resolves bind
 sources with the caller's rights, and the data dir may sit under a directory
-nobody cannot enter, so a root worker first binds the job and profile
-directories and the code onto a tmpfs in a private mount namespace
-(``unshare``, ``mount``, ``setpriv``: util-linux) and bubblewrap binds them from there.
+nobody cannot enter, so a root worker first binds the job directory and the
+code onto a tmpfs in a private mount namespace (``unshare``, ``mount``,
+``setpriv``: util-linux) and bubblewrap binds them from there.
 """
 
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 JOB = "/job"
 PROFILE = "/profile"
 CODE = "/opt/docshift"
 UID = GID = 65534
+# the profile's settings, copied into the in-memory profile (the rest of the profile starts empty)
+SETTINGS = "user/registrymodifications.xcu"
+# a sandbox runs about 30 processes and threads (Calc adds a thread per core): a fork bomb stops here
+MAX_PROCESSES = 256
+# /tmp holds LibreOffice's UNO pipe and /dev/shm nothing we know of: their temp files go to TMPDIR
+SMALL_TMPFS_MB = 16
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandbox may use besides memory (the Office caps its address space)."""
+    cpu_seconds: int = 600  # CPU time of each of its processes; past it the kernel kills it
+    scratch_mb: int = 512   # its in-memory profile and temp files, and any one file it writes
+
 
 # Only what LibreOffice and python need from /etc, never /etc itself: a document that
 # links file:///etc/passwd finds nothing. Debian links parts of LibreOffice into /etc and /var.
@@ -39,14 +60,15 @@ SYSTEM_FILES = (
     "/var/cache/fontconfig",
 )
 
-# run by a root worker in its own mount namespace: the three directories onto a private
-# tmpfs (opened first: the tmpfs may hide them), then bubblewrap as nobody
+# fd 5: the profile's settings, for bwrap's --file (the profile itself is the sandbox's own tmpfs)
+OPEN_SETTINGS = 'exec 5<"$1" && shift && exec "$@"'
+# run by a root worker in its own mount namespace: the two directories onto a private tmpfs
+# (opened first: the tmpfs may hide them), then bubblewrap as nobody
 STAGE = ('exec 3<"$1" 4<"$2" 5<"$3" && mount -t tmpfs -o mode=0755,size=64k docshift /tmp'
-         ' && mkdir /tmp/job /tmp/profile /tmp/code'
+         ' && mkdir /tmp/job /tmp/code'
          ' && mount --no-canonicalize --bind /proc/self/fd/3 /tmp/job'
-         ' && mount --no-canonicalize --bind /proc/self/fd/4 /tmp/profile'
-         ' && mount --no-canonicalize --bind /proc/self/fd/5 /tmp/code'
-         ' && exec 3<&- 4<&- 5<&- && shift 3'
+         ' && mount --no-canonicalize --bind /proc/self/fd/4 /tmp/code'
+         ' && exec 3<&- 4<&- && shift 3'
          f' && exec setpriv --reuid={UID} --regid={GID} --clear-groups -- "$@"')
 
 
@@ -59,23 +81,29 @@ def as_root():
 
 
 def give(path):
-    """Let the sandbox's user write ``path`` (a root worker hands it to nobody)."""
+    """Let the sandbox's user write ``path`` (a root worker hands it to nobody); a link is not followed."""
     if as_root():
-        os.chown(path, UID, GID)
+        os.chown(path, UID, GID, follow_symlinks=False)
 
 
-def command(job_dir, profile_dir, code_dir, program, env=None):
-    """The argv that runs ``program`` (sandbox paths) in the sandbox, with ``env`` only."""
+def command(job_dir, profile_dir, code_dir, program, env=None, limits=Limits()):
+    """The argv that runs ``program`` (sandbox paths) in the sandbox, with ``env`` only.
+
+    The sandbox's ``/profile`` is an in-memory copy of ``profile_dir``'s directories and settings
+    file; ``/job`` is ``job_dir`` itself."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bwrap (Debian package bubblewrap) is not on PATH")
-    sources = [str(Path(p).resolve()) for p in (job_dir, profile_dir, code_dir)]
+    job, code = (str(Path(p).resolve()) for p in (job_dir, code_dir))
+    profile_dir = Path(profile_dir).resolve()
+    settings = profile_dir / SETTINGS
+    seed = str(settings) if settings.is_file() else os.devnull
     if as_root():
-        binds = ["/tmp/job", "/tmp/profile", "/tmp/code"]
+        binds = ["/tmp/job", "/tmp/code"]
         prefix = [_tool("unshare"), "--mount", "--propagation", "private", "--", "/bin/sh", "-c", STAGE,
-                  "docshift-sandbox", *sources]
+                  "docshift-sandbox", job, code, seed]
     else:
-        binds, prefix = sources, []
+        binds, prefix = [job, code], ["/bin/sh", "-c", OPEN_SETTINGS, "docshift-sandbox", seed]
     environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **(env or {})}
     argv = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(UID), "--gid", str(GID),
             "--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
@@ -92,9 +120,18 @@ def command(job_dir, profile_dir, code_dir, program, env=None):
     for path in SYSTEM_FILES:
         if os.path.exists(path):
             argv += ["--ro-bind", path, path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-             "--bind", binds[0], JOB, "--bind", binds[1], PROFILE, "--ro-bind", binds[2], CODE,
-             "--remount-ro", "/", "--chdir", JOB, "--", *program]
+    small, scratch = str(SMALL_TMPFS_MB << 20), str(limits.scratch_mb << 20)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", small, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+             "--size", small, "--tmpfs", "/tmp", "--size", scratch, "--tmpfs", PROFILE]
+    directories = sorted(p.name for p in profile_dir.iterdir() if p.is_dir()) if profile_dir.is_dir() else []
+    for directory in directories:
+        argv += ["--dir", f"{PROFILE}/{directory}"]
+    if settings.is_file():
+        argv += ["--perms", "0600", "--file", "5", f"{PROFILE}/{SETTINGS}"]
+    argv += ["--bind", binds[0], JOB, "--ro-bind", binds[1], CODE, "--remount-ro", "/", "--chdir", JOB, "--",
+             # set inside: the count of processes is then this sandbox's (its user namespace's) alone
+             "/usr/bin/prlimit", f"--nproc={MAX_PROCESSES}", f"--fsize={limits.scratch_mb << 20}",
+             f"--cpu={limits.cpu_seconds}", "--", *program]
     return prefix + argv
 
 

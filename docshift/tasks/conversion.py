@@ -118,9 +118,9 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
     restarts = office.restarts
     try:
         office.take(tenant)
-        # the office's job dir: the only host directory its sandbox can see
-        office.job_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.job_dir) as tmp:
+        # the office's tasks dir: the sandbox never sees it, and gets copies through its job dir
+        office.tasks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.tasks_dir) as tmp:
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
             source = Path(tmp) / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)

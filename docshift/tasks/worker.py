@@ -64,6 +64,9 @@ class Worker:
             self._local.office = office.Office(self.config["DATA_DIR"],
                                                max_conversions=int(self.config["OFFICE_MAX_CONVERSIONS"]),
                                                memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
+                                               limits=sandbox.Limits(
+                                                   cpu_seconds=int(self.config["OFFICE_CPU_LIMIT_SECONDS"]),
+                                                   scratch_mb=int(self.config["OFFICE_SCRATCH_LIMIT_MB"])),
                                                name=threading.current_thread().name,
                                                sandboxed=self.config["SANDBOX"] == "on",
                                                on_start=self.office_started,
