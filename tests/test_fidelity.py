@@ -241,3 +241,15 @@ def submit_with_key(live, key, path, idempotency_key, macros):
         return requests.post(f"{live.base_url}/v1/conversions", params={"macros": macros},
                              headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key},
                              files={"file": (Path(path).name, f)}, timeout=30)
+
+
+def test_result_macros_that_cannot_be_read_are_a_named_loss(office, tmp_path):
+    """The result's VBA project unreadable (its count unknown): the report names the loss, it does not break."""
+    source = MACRO_FILES["doc"]
+    converted = convert.convert(office, source, "doc", tmp_path, 60)
+    held = inventory.of_result(converted.path, "doc")
+    held.macros = held.counts["macros"] = None
+    fidelity = inventory.report(inventory.of_source(source, "doc"), held)
+    assert fidelity["complete"] is False
+    assert [(loss["what"], loss["detail"]) for loss in fidelity["lost"]] == \
+        [("macros", "the VBA modules could not be read in the result")]

@@ -203,7 +203,7 @@ def _macros_report(source, result, have, got, removed_on_request):
         return got, [], entry
     if result.macros is None:
         return None, ([{"what": "macros", "count": have, "detail": "the VBA modules could not be read in the result"}]
-                      if have else [])
+                      if have else []), None
     missing = [name for name in source.macros if name not in result.macros]
     changed = [name for name in source.macros if name in result.macros
                and normal_code(source.macros[name]) != normal_code(result.macros[name])]
