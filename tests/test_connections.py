@@ -44,7 +44,7 @@ HUB_PROBE = textwrap.dedent("""
     waited = time.monotonic() - started
     blocker.wait()
     during = [t for t in ticks if started <= t <= started + waited]
-    queue = Queue({"QUEUE_DATABASE": queue_path})
+    queue = Queue({"QUEUE_DATABASE": queue_path, "QUEUE_KEY": "k" * 32})
     print(json.dumps({"waited": waited, "ticks": len(during),
                       "gap": max((b - a for a, b in zip(during, during[1:])), default=waited),
                       "rows": conn.execute("SELECT count(*) FROM t").fetchone()[0],
