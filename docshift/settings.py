@@ -32,6 +32,9 @@ DEFAULTS = {
     "S3_PUBLIC_URL": None,
     # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
     "S3_PORT": 8333,
+    # the store as conversion nodes reach it (http://host:port), for the links each job carries; unset,
+    # S3_ENDPOINT (nodes on this host or network reach it as the coordinator does)
+    "S3_NODE_URL": None,
     # the address that port listens on; the container image opens it to its published port
     "S3_BIND": "127.0.0.1",
     # a Unix socket serving the same S3 as S3_ENDPOINT; the embedded store's by default

@@ -77,6 +77,10 @@ class ObjectStore:
                             **credentials)
         public = urlsplit(config["S3_PUBLIC_URL"])
         self.signer = Minio(public.netloc, secure=public.scheme == "https", **credentials)
+        # a job's links are signed for the store as conversion nodes reach it (another host than ours)
+        nodes = urlsplit(config.get("S3_NODE_URL") or "")
+        self.node_signer = Minio(nodes.netloc, secure=nodes.scheme == "https", **credentials) \
+            if nodes.netloc else self.client
 
     @_domain_errors
     def ensure_bucket(self):
@@ -183,8 +187,8 @@ class ObjectStore:
         input, PUT its result under ``result_key``. Signed here (no request is made), for the
         endpoint the nodes reach."""
         expires = timedelta(seconds=expires_in)
-        return {"input": self.client.presigned_get_object(self.bucket, _input_key(task_id), expires=expires),
-                "result": self.client.presigned_put_object(self.bucket, result_key, expires=expires)}
+        return {"input": self.node_signer.presigned_get_object(self.bucket, _input_key(task_id), expires=expires),
+                "result": self.node_signer.presigned_put_object(self.bucket, result_key, expires=expires)}
 
     def _exists(self, key):
         try:
