@@ -67,7 +67,7 @@ OLE_SHAPE = "com.sun.star.drawing.OLE2Shape"
 GROUP_SHAPE = "com.sun.star.drawing.GroupShape"
 CHART_CLSID = "12dcae26-281f-416f-a234-c3086127382e"  # LibreOffice's chart object
 # past this many shapes, the embedded objects are counted from the document's storage names instead
-SHAPE_LIMIT = 50
+SHAPE_LIMIT = 200
 OBJECT_STORAGE = re.compile(r"Object [0-9]+")  # an embedded object's storage in a loaded document
 
 step = "starting"  # what the bridge was doing, for the detail of a crash
