@@ -83,7 +83,7 @@ class Ours:
         tenant = f"account-{n % self.tenants}"
         self.switches += self.office.tenant not in (None, tenant)
         self.office.take(tenant)
-        out = self.office.job_dir / f"job-{n}"
+        out = self.office.tasks_dir / f"job-{n}"
         try:
             converted = convert.convert(self.office, path, kind, out, TIMEOUT)
         except ConversionFailed:

@@ -56,6 +56,11 @@ DEFAULTS = {
     # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
     # LibreOffice converts one account's files only) and at recycling; "off" starts one when needed
     "OFFICE_SPARE": "on",
+    # the LibreOffices each worker thread keeps, one per account, the converting one included: an account's
+    # next task finds its own warm (a new account's takes over the spare); each idle one holds its memory
+    "OFFICE_ACCOUNTS": 4,
+    # an account's LibreOffice that waited this long for its next task is stopped
+    "OFFICE_IDLE_SECONDS": 600,
     # CPU seconds each process in the sandbox may use (a busy LibreOffice is recycled long before;
     # one killed mid-conversion is retried on a fresh one): an idle compromised one cannot spin forever
     "OFFICE_CPU_LIMIT_SECONDS": 600,

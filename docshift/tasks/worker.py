@@ -70,7 +70,9 @@ class Worker:
                                                name=threading.current_thread().name,
                                                sandboxed=self.config["SANDBOX"] == "on",
                                                on_start=self.office_started,
-                                               spare=self.config["OFFICE_SPARE"] == "on")
+                                               spare=self.config["OFFICE_SPARE"] == "on",
+                                               accounts=int(self.config["OFFICE_ACCOUNTS"]),
+                                               idle_seconds=float(self.config["OFFICE_IDLE_SECONDS"]))
         return self._local.office
 
     def office_started(self, started, state, detail):
