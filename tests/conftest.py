@@ -24,6 +24,18 @@ SESSION_DATA = Path(tempfile.mkdtemp(prefix="docshift-tests-"))
 os.environ["DOCSHIFT_DATA_DIR"] = str(SESSION_DATA / "default")
 os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
+# The fixtures that start LibreOffice, SeaweedFS or Redis (these below, and the test modules' own
+# that do): a test that uses one, even through another fixture, is ``slow``, and ``make test-fast``
+# leaves it out. A test that starts one itself says ``@pytest.mark.slow``.
+REAL_PARTS = {"s3", "own_store", "office", "fresh_office", "live", "legacy", "slow_xls", "linked_doc",
+              "variants", "redis_url", "embedded", "workbook", "converted", "linked", "tls_redis"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if REAL_PARTS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 def _ports_free(ports):
     for port in ports:

@@ -112,6 +112,7 @@ def test_recycled_after_n_conversions(tmp_path, legacy):
         office.stop()
 
 
+@pytest.mark.slow
 def test_memory_is_capped(tmp_path):
     office = Office(tmp_path / "office", memory_limit_mb=3000, name="capped")
     office.start()
@@ -123,6 +124,7 @@ def test_memory_is_capped(tmp_path):
         office.stop()
 
 
+@pytest.mark.slow
 def test_the_sandbox_limits_reach_libreoffice(tmp_path):
     """Processes, file size and CPU time are capped, and LibreOffice's profile and temp files
     (``TMPDIR``) are on a sized in-memory file system of the sandbox, not on the data disk."""
@@ -148,6 +150,7 @@ def test_the_sandbox_limits_reach_libreoffice(tmp_path):
         office.stop()
 
 
+@pytest.mark.slow
 def test_libreoffice_yields_the_cpu_to_the_api(tmp_path):
     """nice 10, for the process and for its session's autogroup: the sandbox's own session would
     otherwise weigh as much as the whole API on a kernel with autogroups (Debian's default). Two

@@ -89,6 +89,7 @@ def test_recycling_takes_the_spare(tmp_path, legacy):
         office.close()
 
 
+@pytest.mark.slow
 def test_closing_stops_the_spare_too(tmp_path):
     office = Office(tmp_path / "office", name="closing", spare=True)
     office.start()
