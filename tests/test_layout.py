@@ -15,22 +15,36 @@ import docshift
 import docshift.storage
 
 ROOT = Path(__file__).resolve().parent.parent
-# bridge.py and its selftest.py run under LibreOffice's own Python (they need the uno module)
-NOT_IMPORTABLE_HERE = {"docshift.engine.bridge", "docshift.engine.selftest"}
+# what runs inside the sandbox, under LibreOffice's own Python (it needs the uno module): files, not a package
+UNO = ROOT / "docshift" / "engine" / "uno"
 
 
 def all_modules():
     names = ["app", "worker"]
     for package in (docshift, docshift.storage):  # storage/ is installed as docshift.storage
         for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            if module.name not in NOT_IMPORTABLE_HERE:
-                names.append(module.name)
+            names.append(module.name)
     return names
 
 
 def test_every_module_is_found():
     names = all_modules()
     assert {"docshift.storage.db", "docshift.web.api", "docshift.tasks.worker", "docshift.client"} <= set(names)
+
+
+def test_what_runs_in_the_sandbox_is_apart():
+    """``engine/uno/`` is no package the host can import, imports nothing of docshift, and nothing of docshift
+    imports it: the code of the two sides of the sandbox's wall never mixes."""
+    inside = sorted(p.name for p in UNO.glob("*.py"))
+    assert inside == ["bridge.py", "selftest.py"] and not (UNO / "__init__.py").exists()
+    assert not any(name.startswith("docshift.engine.uno") for name in all_modules())
+    for path in UNO.glob("*.py"):
+        assert not re.search(r"^\s*(from|import) docshift", path.read_text(), re.MULTILINE), path
+    host = [ROOT / "app.py", ROOT / "worker.py", *(ROOT / "docshift").rglob("*.py"), *(ROOT / "storage").rglob("*.py")]
+    for path in host:
+        if UNO not in path.parents:
+            assert not re.search(r"^\s*(from|import) (docshift\.engine\.uno|bridge|selftest)\b", path.read_text(),
+                                 re.MULTILINE), path
 
 
 def test_importing_any_module_creates_nothing(tmp_path):

@@ -1,6 +1,6 @@
 """Conversion of one legacy file to OOXML on a warm LibreOffice, and the checks of its output.
 
-LibreOffice decides (in ``bridge.py``) what the file is, loads it and writes the
+LibreOffice decides (in ``uno/bridge.py``) what the file is, loads it and writes the
 OOXML; here its report is sorted into the documented task error codes
 (``ConversionFailed``), and what it loaded from the source is compared with what
 the OOXML holds (``ooxml.py`` reads that from the package's XML). LibreOffice's

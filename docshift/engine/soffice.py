@@ -1,8 +1,8 @@
 """One LibreOffice: its bridge process in the sandbox, the profile and job dir that are its alone.
 
-``Launcher.launch`` starts one and has it pass its self-test (``selftest.py``: a tiny .doc, .xls
+``Launcher.launch`` starts one and has it pass its self-test (``uno/selftest.py``: a tiny .doc, .xls
 and .ppt); a :class:`Soffice` is then one conversion at a time, over one line of JSON each way
-(``bridge.py``). Its profile turns macros off, an address-space limit caps its memory, and it runs
+(``uno/bridge.py``). Its profile turns macros off, an address-space limit caps its memory, and it runs
 at nice 10, its session's autogroup too (``bridge.yield_the_cpu``), so the API keeps the CPU it needs.
 Its job dir is the one host directory its sandbox sees (``/job``): no other LibreOffice sees it.
 """
@@ -24,7 +24,8 @@ from docshift.errors import OfficeCrashed, OfficeTimeout
 
 log = logging.getLogger("docshift.office")
 
-BRIDGE = Path(__file__).resolve().parent / "bridge.py"
+# what runs inside the sandbox, under LibreOffice's Python: the only code the sandbox sees
+BRIDGE = Path(__file__).resolve().parent / "uno" / "bridge.py"
 # LibreOffice's Python: Debian's python3 with python3-uno
 UNO_PYTHON = "/usr/bin/python3"
 START_TIMEOUT = 60
