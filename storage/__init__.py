@@ -1,4 +1,4 @@
-"""The only code that talks SQL (``storage.db``) or S3 (``storage.objects``).
+"""The only code that talks SQL (``storage.db``) or S3 (``storage.s3``).
 
 Installed as ``docshift.storage``. It speaks the domain: verbs on tasks,
 accounts and results, and its own errors (``docshift.errors.StorageUnavailable``
@@ -10,7 +10,7 @@ import logging
 
 from docshift.errors import StorageUnavailable
 from docshift.storage import db
-from docshift.storage.objects import ObjectStore
+from docshift.storage.s3 import ObjectStore
 
 __all__ = ["ObjectStore", "db", "submit_task"]
 log = logging.getLogger("docshift.storage")

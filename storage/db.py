@@ -20,7 +20,7 @@ from importlib.resources import files
 from sqlite_utils import Database
 
 from docshift.errors import DatabaseUnavailable, IdempotencyKeyTaken, TooManyUnfinished
-from docshift.storage.objects import result_key
+from docshift.storage.s3 import result_key
 
 # the top-level schema.sql, packaged beside this module (storage/schema.sql links to it)
 SCHEMA = files("docshift.storage") / "schema.sql"
@@ -433,7 +433,7 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None,
     ``INCLUDED`` while the period's included count is below the plan's quota,
     else ``OVERAGE``. Returns None (and counts nothing) if the task was not PROCESSING, or
     not held by ``lease`` when one is given. The row keeps the key its lease stored the result
-    under (``objects.result_key``).
+    under (``s3.result_key``).
     """
     at = at or now()
     with transaction(db):

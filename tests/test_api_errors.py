@@ -173,7 +173,7 @@ def test_bad_idempotency_key(client, account, value):
 def test_store_down_answers_503_and_keeps_nothing(app, client, account):
     app.extensions.pop("docshift.store", None)
     app.config["S3_ENDPOINT"] = "127.0.0.1:9"  # nothing listens on the discard port
-    from docshift.storage.objects import ObjectStore
+    from docshift.storage.s3 import ObjectStore
     store = ObjectStore(app.config)
     app.extensions["docshift.store"] = store
     assert_problem(upload(client, account), 503, "service_unavailable")

@@ -13,7 +13,7 @@ from conftest import DOC_PARAGRAPHS, PPT_TITLES, XLS_SHEETS
 
 from docshift.formats import MEDIA_TYPES
 from docshift.storage import db
-from docshift.storage.objects import ObjectStore
+from docshift.storage.s3 import ObjectStore
 
 
 def _check_content(kind, data):

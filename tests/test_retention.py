@@ -4,7 +4,7 @@ from conftest import post_file
 
 from docshift.accounts import keys
 from docshift.storage import db
-from docshift.storage.objects import ObjectStore
+from docshift.storage.s3 import ObjectStore
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 

@@ -21,7 +21,7 @@ from docshift.engine.office import START_TIMEOUT
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
 from docshift.formats import source_name
 from docshift.storage import db
-from docshift.storage.objects import LONGEST_CALL
+from docshift.storage.s3 import LONGEST_CALL
 from docshift.tasks.faults import diagnose
 from docshift.tasks.leases import RunStore
 

@@ -1,5 +1,5 @@
 """The object store as one run of a task sees it: the task's input, and a result that goes under
-the key the run's lease names (``storage.objects.result_key``), only while the lease holds.
+the key the run's lease names (``storage.s3.result_key``), only while the lease holds.
 
 A run that was given up on (its lease taken back as stuck) may still be converting. Checking the
 lease before the upload keeps it from storing anything; the key of its own keeps it, should the
@@ -11,7 +11,7 @@ import logging
 
 from docshift.errors import LeaseLost
 from docshift.storage import db
-from docshift.storage.objects import Links, result_key
+from docshift.storage.s3 import Links, result_key
 
 log = logging.getLogger("docshift.tasks")
 

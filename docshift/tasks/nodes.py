@@ -27,7 +27,7 @@ from dataclasses import asdict
 
 from docshift.errors import ForgedMessage, StorageUnavailable
 from docshift.storage import db
-from docshift.storage.objects import result_key
+from docshift.storage.s3 import result_key
 from docshift.tasks import messages
 from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, max_run_seconds
 from docshift.tasks.leases import JobStore
