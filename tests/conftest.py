@@ -536,8 +536,8 @@ class Cluster:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def rows(self):
-        from docshift.storage import db
-        conn = db.connect(self.coordinator.config()["DATABASE"])
+        from docshift.storage import connection
+        conn = connection.connect(self.coordinator.config()["DATABASE"])
         try:
             return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
         finally:

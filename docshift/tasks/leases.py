@@ -10,7 +10,7 @@ the task now, or from recreating one that expired. The task's row names the key 
 import logging
 
 from docshift.errors import LeaseLost
-from docshift.storage import db
+from docshift.storage import tasks
 from docshift.storage.s3 import Links, result_key
 
 log = logging.getLogger("docshift.tasks")
@@ -21,13 +21,13 @@ class RunStore:
 
     def __init__(self, objects, conn, task):
         self.objects, self.conn = objects, conn
-        self.task_id, self.lease = task["id"], db.lease_of(task)
+        self.task_id, self.lease = task["id"], tasks.lease_of(task)
 
     def fetch_input(self, task_id, path):
         return self.objects.fetch_input(task_id, path)
 
     def put_result(self, task_id, path, extension):
-        if not db.holds(self.conn, self.task_id, self.lease):
+        if not tasks.holds(self.conn, self.task_id, self.lease):
             raise LeaseLost(f"task {self.task_id} is no longer held by {self.lease}")
         self.objects.put_result(result_key(self.task_id, self.lease), path, extension)
 
