@@ -1,5 +1,6 @@
 """Usage periods: an account's contract periods, each with its counts of included and overage
-successes."""
+successes. What counts as which is the accounts' billing rule (``docshift.accounts.billing``);
+this module only keeps the counts."""
 
 import calendar
 

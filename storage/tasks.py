@@ -129,14 +129,15 @@ def release(db, task_id, lease):
                       [task_id, *params]).rowcount == 1
 
 
-def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None, lease=None, detected_format=None,
+def mark_succeeded(db, task_id, result_size, retention_seconds, bill, at=None, lease=None, detected_format=None,
                    result_extension=None, fidelity=None):
     """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
 
-    ``INCLUDED`` while the period's included count is below the plan's quota,
-    else ``OVERAGE``. Returns None (and counts nothing) if the task was not PROCESSING, or
-    not held by ``lease`` when one is given. The row keeps the key its lease stored the result
-    under (``s3.result_key``).
+    ``bill(account, period)`` is the accounts' rule (``docshift.accounts.billing.rule``): given
+    the account and its current period as read inside the transaction, it says ``INCLUDED`` or
+    ``OVERAGE``, and that is what is counted. Returns None (and counts nothing) if the task was
+    not PROCESSING, or not held by ``lease`` when one is given. The row keeps the key its lease
+    stored the result under (``s3.result_key``).
     """
     at = at or now()
     with transaction(db):
@@ -147,8 +148,7 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None,
             return None
         account = db["accounts"].get(task["account_id"])
         period = periods.current_period(db, account, at)
-        quota = quotas.get(account["plan"], 0)
-        billing = "INCLUDED" if period["included_used"] < quota else "OVERAGE"
+        billing = bill(account, period)
         periods.count(db, period, billing)
         db["conversions"].update(task_id, {
             "status": "SUCCEEDED", "billing_class": billing, "period_started_at": period["started_at"],

@@ -9,7 +9,7 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docshift.accounts import marketplace
+from docshift.accounts import billing, marketplace
 from docshift.errors import IdempotencyKeyTaken
 from docshift.storage import accounts, connection, periods, tasks
 
@@ -59,7 +59,7 @@ def test_counting_matches_a_simple_model(tmp_path_factory, steps):
             keyed.append(key)
             expected = "INCLUDED" if model["included"] < QUOTAS[plan] else "OVERAGE"
             model["included" if expected == "INCLUDED" else "overage"] += 1
-            assert tasks.mark_succeeded(conn, task_id, 10, 1800, QUOTAS, at=clock) == expected
+            assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(QUOTAS), at=clock) == expected
             succeeded.append(task_id)
         elif step[0] == "failure":
             assert tasks.mark_failed(conn, new_task(), "conversion_failed", "no")
@@ -70,7 +70,7 @@ def test_counting_matches_a_simple_model(tmp_path_factory, steps):
             except IdempotencyKeyTaken:
                 pass
         elif step[0] == "run_again" and succeeded:
-            assert tasks.mark_succeeded(conn, succeeded[-1], 10, 1800, QUOTAS, at=clock) is None
+            assert tasks.mark_succeeded(conn, succeeded[-1], 10, 1800, billing.rule(QUOTAS), at=clock) is None
         elif step[0] == "wait":
             clock += timedelta(minutes=step[1])
             while clock >= model_month(model["period"] + 1):
@@ -85,6 +85,33 @@ def test_counting_matches_a_simple_model(tmp_path_factory, steps):
             connection.iso(model_month(model["period"])), connection.iso(model_month(model["period"] + 1)))
     counted = conn.execute("SELECT count(*) FROM conversions WHERE billing_class IS NOT NULL").fetchone()[0]
     assert counted == len(succeeded)
+    conn.close()
+
+
+def test_storage_counts_what_the_billing_rule_says(tmp_path):
+    """The rule is the accounts' (``docshift.accounts.billing``): storage asks the one it is given, with the
+    period as read in the success's transaction, and counts the success under the class it answers."""
+    conn = connection.connect(str(tmp_path / "rule.db"))
+    connection.init(conn)
+    account = accounts.apply_subscription(conn, "local", marketplace.Customer("rule", "starter"))
+    asked = []
+
+    def alternate(account, period):
+        asked.append((period["included_used"], period["overage_used"]))
+        return "INCLUDED" if len(asked) % 2 else "OVERAGE"
+
+    answers = []
+    for _ in range(4):
+        task = {"id": connection.new_id("tsk"), "account_id": account["id"], "status": "QUEUED",
+                "source_filename": "a.doc", "source_type": "doc", "source_size": 1, "source_sha256": "0" * 64,
+                "idempotency_key": None, "created_at": connection.iso(connection.now())}
+        tasks.create_task(conn, task)
+        tasks.start_processing(conn, task["id"])
+        answers.append(tasks.mark_succeeded(conn, task["id"], 10, 1800, alternate))
+    assert answers == ["INCLUDED", "OVERAGE"] * 2
+    assert asked == [(0, 0), (1, 0), (1, 1), (2, 1)]
+    period = periods.usage_period(conn, account)
+    assert (period["included_used"], period["overage_used"]) == (2, 2)
     conn.close()
 
 

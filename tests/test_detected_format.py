@@ -6,6 +6,7 @@ import sqlite3
 import pytest
 from conftest import post_file
 
+from docshift.accounts import billing
 from docshift.formats import detected_format
 from docshift.storage import connection, tasks
 from docshift.web.context import get_db
@@ -69,7 +70,7 @@ def task(app, client, account, legacy, finish):
 
 def test_shown_on_succeeded_and_expired(app, client, account, legacy):
     def succeed(conn, task_id):
-        tasks.mark_succeeded(conn, task_id, 10, 1800, app.config["PLAN_QUOTAS"], detected_format="rtf")
+        tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["PLAN_QUOTAS"]), detected_format="rtf")
     assert task(app, client, account, legacy, succeed)["detected_format"] == "rtf"
 
     def expire(conn, task_id):

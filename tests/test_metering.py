@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_marketplace_aws import ACCOUNT, LICENSE, PRODUCT, Aws
 
-from docshift.accounts import marketplace, metering
+from docshift.accounts import billing, marketplace, metering
 from docshift.storage import accounts, connection, ledger, tasks
 
 NOW = datetime(2026, 11, 21, 12, 5, tzinfo=UTC)  # five past noon: the report runs for 11:00-12:00
@@ -40,7 +40,7 @@ def overage(conn, account, at, n=1):
                                  "source_filename": "a.doc", "source_type": "doc", "source_size": 1,
                                  "source_sha256": "0" * 64, "idempotency_key": None, "created_at": connection.iso(at)})
         tasks.start_processing(conn, task_id)
-        assert tasks.mark_succeeded(conn, task_id, 10, 1800, QUOTAS, at=at) == "OVERAGE"
+        assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(QUOTAS), at=at) == "OVERAGE"
 
 
 def expect_batch(aws, records, statuses=None, unprocessed=()):

@@ -9,6 +9,7 @@ import requests
 from conftest import Service, post_file, register
 
 from docshift import client
+from docshift.accounts import billing
 from docshift.storage import accounts, connection, liveness, periods, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
@@ -113,7 +114,7 @@ def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client
         assert usage["included_used"] == 0
 
         # the holder finishes, and is counted once
-        assert tasks.mark_succeeded(conn, task_id, 10, 1800, app.config["PLAN_QUOTAS"],
+        assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["PLAN_QUOTAS"]),
                                     lease=tasks.lease_of(fresh)) == "INCLUDED"
         assert periods.usage_period(conn, account_row)["included_used"] == 1
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from docshift.accounts import billing
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
@@ -173,14 +174,14 @@ def apply_outcome(conn, objects, config, task, outcome):
     if outcome.restarts:
         _quietly(liveness.add_tally, conn, "libreoffice_restarts", outcome.restarts)
     if outcome.status == "SUCCEEDED":
-        billing = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
-                            config["PLAN_QUOTAS"], lease=lease, detected_format=outcome.detected_format,
-                            result_extension=outcome.extension, fidelity=outcome.fidelity)
-        if billing is None:
+        billed = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
+                           billing.rule(config["PLAN_QUOTAS"]), lease=lease, detected_format=outcome.detected_format,
+                           result_extension=outcome.extension, fidelity=outcome.fidelity)
+        if billed is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
             return None
         drop_input(conn, objects, task_id)
-        log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billing, outcome.size)
+        log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billed, outcome.size)
         return "SUCCEEDED"
     if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
         return "QUEUED" if patiently(tasks.release, conn, task_id, lease) else None
