@@ -7,7 +7,10 @@ import subprocess
 import sys
 import textwrap
 
-from docshift.storage import connection
+import pytest
+
+from docshift.errors import DatabaseUnavailable
+from docshift.storage import connection, liveness
 
 HUB_PROBE = textwrap.dedent("""
     from gevent import monkey
@@ -66,6 +69,29 @@ def test_a_write_waiting_for_the_lock_leaves_the_hub_free(tmp_path):
 
 def test_without_gevent_connections_are_plain(tmp_path):
     assert type(connection.connect(str(tmp_path / "d.db")).conn) is connection.Connection
+
+
+def test_a_database_locked_past_the_busy_timeout_is_unavailable(tmp_path):
+    """The connection itself turns the driver's error into the domain's: in a verb, in a transaction
+    a caller opens, in a bare statement. Nobody upstream sees sqlite3's exceptions."""
+    path = str(tmp_path / "d.db")
+    conn = connection.connect(path)
+    connection.init(conn)
+    conn.execute("PRAGMA busy_timeout = 50")
+    blocker = connection.connect(path)
+    blocker.conn.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(DatabaseUnavailable, match="locked"):
+            liveness.heartbeat(conn)
+        with pytest.raises(DatabaseUnavailable, match="locked"):
+            with connection.transaction(conn):
+                pass
+        with pytest.raises(DatabaseUnavailable, match="locked"):
+            conn.execute("INSERT INTO tallies (name, value) VALUES ('x', 1)")
+    finally:
+        blocker.conn.execute("ROLLBACK")
+    liveness.add_tally(conn, "x")  # and once the lock is gone, the same connection writes
+    assert liveness.tally(conn, "x") == 1
 
 
 def test_the_pool_hands_back_the_same_connection(tmp_path):

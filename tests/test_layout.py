@@ -58,6 +58,13 @@ def test_only_storage_talks_sql_or_s3():
     assert any("sqlite3" in p.read_text() for p in storage.glob("*.py"))
 
 
+def test_storage_is_one_concern_a_module():
+    """storage/ is split by concern (connection, tasks, accounts, periods, ledger, liveness, s3, ...):
+    no module of it grows past 400 lines."""
+    lines = {path.name: len(path.read_text().splitlines()) for path in (ROOT / "storage").glob("*.py")}
+    assert {name: n for name, n in lines.items() if n > 400} == {}
+
+
 def test_installed_distribution_is_namespaced(tmp_path):
     """``pip install .`` (not editable) puts only docshift-named entries into site-packages,
     with the schema and templates inside, and its ``docshift`` command runs."""
