@@ -132,7 +132,7 @@ def finish(config):
         config["SECRET_KEY"] = _generated_once(data_dir / "secret_key", lambda: secrets.token_hex(32))
     if not config.get("S3_ENDPOINT"):
         config["S3_ENDPOINT"] = f"127.0.0.1:{config['S3_PORT']}"
-        # the web and the worker skip the port and its relay (storage.objectstore)
+        # the web and the worker skip the port and its relay (storage.seaweed)
         config["S3_SOCKET"] = config.get("S3_SOCKET") or str(data_dir / "objects" / "s3.sock")
         creds = json.loads(_generated_once(data_dir / "s3-credentials.json", _new_s3_credentials))
         config["S3_ACCESS_KEY"] = config.get("S3_ACCESS_KEY") or creds["access_key"]

@@ -110,7 +110,7 @@ def soffice_pids(worker_pid):
 
 
 def start_embedded_store(data_dir, port=None, bind=None):
-    """``python -m docshift.storage.objectstore`` (the Procfile's ``objects``) on ``port`` (free
+    """``python -m docshift.storage.seaweed`` (the Procfile's ``objects``) on ``port`` (free
     ports if None) of ``bind`` (its default if None), with credentials of its own data dir; returns
     its configuration and process."""
     from docshift import settings
@@ -124,7 +124,7 @@ def start_embedded_store(data_dir, port=None, bind=None):
     if bind:
         env["DOCSHIFT_S3_BIND"] = bind
     with open(Path(data_dir) / "weed.log", "ab") as log:
-        process = subprocess.Popen([str(BIN / "python"), "-m", "docshift.storage.objectstore"], cwd=ROOT,
+        process = subprocess.Popen([str(BIN / "python"), "-m", "docshift.storage.seaweed"], cwd=ROOT,
                                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return config, process
 
@@ -548,8 +548,8 @@ class Cluster:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def rows(self):
-        from docshift.storage import db
-        conn = db.connect(self.coordinator.config()["DATABASE"])
+        from docshift.storage import connection
+        conn = connection.connect(self.coordinator.config()["DATABASE"])
         try:
             return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
         finally:

@@ -24,7 +24,7 @@ from msoffcrypto import OfficeFile
 from docshift.engine import inventory, vba
 from docshift.engine.convert import content_lost
 from docshift.formats import FORMATS
-from docshift.storage import db
+from docshift.storage import tasks
 from docshift.tasks import conversion
 from docshift.web import create_app
 from docshift.web.context import get_db, get_store
@@ -107,7 +107,7 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
     task_id = response.get_json()["task_id"]
     with app.app_context():
         conversion.run_conversion(task_id, get_db(), get_store(), app.config, office)
-        task = db.get_task(get_db(), task_id)
+        task = tasks.get_task(get_db(), task_id)
         ours = None
         if task["status"] == "SUCCEEDED":
             url = get_store().presign_result(task["result_key"], "attachment", FORMATS[reference.kind(path)].target,

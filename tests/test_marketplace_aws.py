@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from conftest import post_file
 
 from docshift.accounts import marketplace, subscriptions
-from docshift.storage import db
+from docshift.storage import accounts, tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
 
@@ -90,7 +90,7 @@ def register(client, token="tok-1"):
 
 def account(app, customer=ACCOUNT):
     with app.app_context():
-        return db.find_account(get_db(), "aws", customer)
+        return accounts.find_account(get_db(), "aws", customer)
 
 
 def sync(app, aws):
@@ -136,7 +136,7 @@ def test_an_account_without_a_plan_is_not_activated_and_never_a_500(app, client,
     assert account(app)["status"] == "pending"
     # made active some other way (an operator's SQL, an older version's CLI): still a clear 403
     with app.app_context():
-        db.set_account(get_db(), account(app)["id"], status="active")
+        accounts.set_account(get_db(), account(app)["id"], status="active")
     for path in ("/v1/account/usage", "/v1/conversions/tsk_000000000000000000000000"):
         denied = client.get(path, headers={"Authorization": f"Bearer {key}"})
         assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
@@ -242,7 +242,7 @@ def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy
     assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
     with app.app_context():
         conversion.run_conversion(queued, get_db(), get_store(), app.config, office)
-        task = db.get_task(get_db(), queued)
+        task = tasks.get_task(get_db(), queued)
     assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
 
 

@@ -16,12 +16,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from docshift.accounts import billing
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
 from docshift.formats import source_name
-from docshift.storage import db
-from docshift.storage.objects import LONGEST_CALL
+from docshift.storage import liveness, tasks
+from docshift.storage.s3 import LONGEST_CALL
 from docshift.tasks.faults import diagnose
 from docshift.tasks.leases import RunStore
 
@@ -85,13 +86,13 @@ class Outcome:
 def run_next(conn, objects, config, office, worker, faults=None):
     """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
     ``faults.Faults``) hears how the conversion went."""
-    claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(db.claim_next, conn, worker)
+    claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(tasks.claim_next, conn, worker)
     return None if claimed is None else _run(*claimed, conn, objects, config, office, faults)
 
 
 def run_conversion(task_id, conn, objects, config, office, worker=None):
     """Claim this task if it is QUEUED and run it; None if another run has it."""
-    claimed = db.start_processing(conn, task_id, worker)
+    claimed = tasks.start_processing(conn, task_id, worker)
     return None if claimed is None else _run(*claimed, conn, objects, config, office)
 
 
@@ -168,24 +169,24 @@ def apply_outcome(conn, objects, config, task, outcome):
     """Record an Outcome on the task it was claimed for, if that claim still holds the task:
     SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
     MAX_ATTEMPTS). Returns the final status, "QUEUED", or None when the lease was lost."""
-    task_id, lease = task["id"], db.lease_of(task)
+    task_id, lease = task["id"], tasks.lease_of(task)
     patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
     if outcome.restarts:
-        _quietly(db.add_tally, conn, "libreoffice_restarts", outcome.restarts)
+        _quietly(liveness.add_tally, conn, "libreoffice_restarts", outcome.restarts)
     if outcome.status == "SUCCEEDED":
-        billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
-                            config["PLAN_QUOTAS"], lease=lease, detected_format=outcome.detected_format,
-                            result_extension=outcome.extension, fidelity=outcome.fidelity)
-        if billing is None:
+        billed = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
+                           billing.rule(config["PLAN_QUOTAS"]), lease=lease, detected_format=outcome.detected_format,
+                           result_extension=outcome.extension, fidelity=outcome.fidelity)
+        if billed is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
             return None
         drop_input(conn, objects, task_id)
-        log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billing, outcome.size)
+        log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billed, outcome.size)
         return "SUCCEEDED"
     if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
-        return "QUEUED" if patiently(db.release, conn, task_id, lease) else None
+        return "QUEUED" if patiently(tasks.release, conn, task_id, lease) else None
     if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
-        return "QUEUED" if patiently(db.requeue, conn, task_id, lease) else None
+        return "QUEUED" if patiently(tasks.requeue, conn, task_id, lease) else None
     if outcome.status == "RETRY":
         outcome = Outcome("FAILED", code="conversion_failed", message="The conversion failed repeatedly.")
     return "FAILED" if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease,
@@ -193,7 +194,7 @@ def apply_outcome(conn, objects, config, task, outcome):
 
 
 def fail(conn, objects, task_id, code, message, lease=None, detected_format=None):
-    if not db.mark_failed(conn, task_id, code, message, lease, detected_format):
+    if not tasks.mark_failed(conn, task_id, code, message, lease, detected_format):
         return False
     drop_input(conn, objects, task_id)
     return True
@@ -203,7 +204,7 @@ def drop_input(conn, objects, task_id):
     """Inputs go as soon as the task is final; the sweep retries if the store is down now."""
     try:
         objects.delete_input(task_id)
-        db.mark_input_deleted(conn, task_id)
+        tasks.mark_input_deleted(conn, task_id)
     except StorageUnavailable as error:
         log.warning("input of %s not deleted yet: %r", task_id, error)
 

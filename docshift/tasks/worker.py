@@ -15,7 +15,7 @@ from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.engine import office, sandbox
 from docshift.errors import StorageUnavailable
-from docshift.storage import ObjectStore, db
+from docshift.storage import ObjectStore, connection, liveness
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import run_next
 from docshift.tasks.faults import Faults
@@ -50,7 +50,7 @@ class Worker:
 
     def connection(self):
         if not hasattr(self._local, "db"):
-            self._local.db = db.connect(self.config["DATABASE"])
+            self._local.db = connection.connect(self.config["DATABASE"])
         return self._local.db
 
     def store(self):
@@ -93,8 +93,8 @@ class Worker:
         LibreOffices keeps failing its self-test."""
         if not self.converts:  # a coordinator whose conversions all run on nodes
             nodes = len(self.registry.alive())
-            db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], "ok",
-                             f"conversions run on nodes ({nodes} alive)")
+            liveness.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], "ok",
+                                   f"conversions run on nodes ({nodes} alive)")
             return
         with self._engines_lock:
             engines = dict(self._engines)
@@ -103,7 +103,7 @@ class Worker:
         detail = self.faults.describe() or (
             f"LibreOffice fails its self-test at every start ({'; '.join(broken)})" if broken else None)
         state = "broken" if detail else "ok" if engines else "starting"
-        db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state, detail)
+        liveness.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state, detail)
 
     @functools.cached_property
     def marketplace(self):
@@ -169,7 +169,7 @@ class Worker:
     def prepare(self):
         """Once per process, before any conversion: tables, bucket, what a killed worker left."""
         conn = self.connection()
-        db.init(conn)
+        connection.init(conn)
         maintenance.heartbeat(conn)
         self.report_engine()
         try:

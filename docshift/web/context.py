@@ -4,7 +4,7 @@ marketplace (each made once per app, on first use)."""
 from flask import current_app, g
 
 from docshift.accounts import marketplace as marketplaces
-from docshift.storage import ObjectStore, db
+from docshift.storage import ObjectStore, connection
 from docshift.tasks.queue import Queue
 
 
@@ -25,7 +25,7 @@ def _pool():
     pools = current_app.extensions.setdefault("docshift.db", {})
     path = current_app.config["DATABASE"]
     if path not in pools:
-        pools[path] = db.Pool(path)
+        pools[path] = connection.Pool(path)
     return pools[path]
 
 
