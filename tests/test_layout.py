@@ -1,6 +1,7 @@
 """The shape of the code: importing starts nothing, only storage talks SQL or S3, the installed
 distribution is namespaced, and the architecture map names every package."""
 
+import ast
 import os
 import pkgutil
 import re
@@ -125,3 +126,63 @@ def test_architecture_map_names_every_package():
         assert f"`{package}`" in text, f"{package} is missing from docs/architecture.md"
     for named in re.findall(r"`((?:docshift|storage|tests|bench)/[\w/.]*)`", text):
         assert (ROOT / named).exists(), f"docs/architecture.md names {named}, which does not exist"
+
+
+# The layers, bottom first: a package may import its own layer's and those below, never one above.
+LAYERS = [
+    {"docshift.settings", "docshift.formats", "docshift.errors", "docshift.logs"},
+    {"docshift.storage", "docshift.engine"},
+    {"docshift.accounts"},
+    {"docshift.tasks"},
+    {"docshift.web", "docshift.allinone", "docshift.gunicorn_conf"},
+]
+# the command customers run on their own machines: nothing of the server's
+CLIENT = {"docshift.client": {"docshift.formats", "docshift.errors", "docshift.settings"}}
+
+
+def package_imports():
+    """{top-level docshift package or module: the others it imports} (storage/ is docshift.storage)."""
+    found = {}
+    for path in [*(ROOT / "docshift").rglob("*.py"), *(ROOT / "storage").rglob("*.py")]:
+        if UNO in path.parents or path == ROOT / "docshift" / "__init__.py":
+            continue
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        parts = ["docshift", *parts] if parts[0] == "storage" else parts
+        own = ".".join(parts[:2])
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("docshift.") and ".".join(name.split(".")[:2]) != own:
+                    found.setdefault(own, set()).add(".".join(name.split(".")[:2]))
+                elif name == "docshift" and isinstance(node, ast.ImportFrom):
+                    found.setdefault(own, set()).update(f"docshift.{alias.name}" for alias in node.names)
+        found.setdefault(own, set())
+    return found
+
+
+def test_layers_import_down_only_and_never_in_a_cycle():
+    layer = {name: n for n, names in enumerate(LAYERS) for name in names}
+    imports = package_imports()
+    unplaced = set(imports) - set(layer) - set(CLIENT)
+    assert unplaced == set(), f"packages without a layer: {unplaced}"
+    upward = [f"{own} -> {other}" for own, others in imports.items() if own in layer
+              for other in others if layer.get(other, len(LAYERS)) > layer[own]]
+    assert upward == []
+    for client, allowed in CLIENT.items():
+        assert imports.get(client, set()) <= allowed
+    # no cycle between packages, within a layer either
+    visiting, done = set(), set()
+
+    def visit(name, path):
+        assert name not in visiting, f"an import cycle: {' -> '.join([*path, name])}"
+        if name in done:
+            return
+        visiting.add(name)
+        for other in sorted(imports.get(name, ())):
+            visit(other, [*path, name])
+        visiting.discard(name)
+        done.add(name)
+
+    for name in sorted(imports):
+        visit(name, [])
