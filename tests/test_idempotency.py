@@ -6,6 +6,7 @@ from datetime import timedelta
 import requests
 from conftest import post_file
 
+from docshift.engine import Engine
 from docshift.storage import connection
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
@@ -22,7 +23,7 @@ def test_replay_returns_the_original_task_with_its_current_status(app, client, a
     assert "Idempotent-Replayed" not in first.headers
     task_id = first.get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config, Engine(office))
     again = submit(client, account, data, "a.doc", "retry-me-0001")
     body = again.get_json()
     assert again.status_code == 202 and again.headers["Idempotent-Replayed"] == "true"

@@ -186,3 +186,23 @@ def test_layers_import_down_only_and_never_in_a_cycle():
 
     for name in sorted(imports):
         visit(name, [])
+
+
+def test_the_task_layer_sees_only_the_engines_face():
+    """Outside ``engine/``, code imports ``docshift.engine`` itself and only what its ``__all__`` names: the
+    offices, the sandbox, the bridge and the checks stay the engine's own."""
+    import docshift.engine as engine
+
+    offenders = []
+    host = [ROOT / "app.py", ROOT / "worker.py", *(ROOT / "docshift").rglob("*.py"), *(ROOT / "storage").rglob("*.py")]
+    for path in host:
+        if (ROOT / "docshift" / "engine") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("docshift.engine"):
+                if node.module != "docshift.engine" or {a.name for a in node.names} - set(engine.__all__):
+                    offenders.append(f"{path.relative_to(ROOT)}: from {node.module} import ...")
+            elif isinstance(node, ast.Import):
+                offenders += [f"{path.relative_to(ROOT)}: import {a.name}" for a in node.names
+                              if a.name.startswith("docshift.engine")]
+    assert offenders == []

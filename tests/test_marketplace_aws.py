@@ -12,6 +12,7 @@ from botocore.stub import Stubber
 from conftest import post_file
 
 from docshift.accounts import marketplace, subscriptions
+from docshift.engine import Engine
 from docshift.storage import accounts, tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
@@ -241,7 +242,7 @@ def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy
     denied = post_file(client, key, legacy["doc"].read_bytes(), "later.doc")
     assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
     with app.app_context():
-        conversion.run_conversion(queued, get_db(), get_store(), app.config, office)
+        conversion.run_conversion(queued, get_db(), get_store(), app.config, Engine(office))
         task = tasks.get_task(get_db(), queued)
     assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
 
@@ -252,7 +253,7 @@ def test_entitlement_update_raises_the_quota_and_keeps_the_count(app, client, aw
     key = register(client).get_json()["api_key"]
     task_id = post_file(client, key, legacy["xls"].read_bytes(), "n.xls").get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config, Engine(office))
     receipt, = aws.notify("entitlement-updated")
     aws.entitled("business")
     aws.acknowledged(receipt)

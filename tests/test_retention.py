@@ -3,6 +3,7 @@
 from conftest import post_file
 
 from docshift.accounts import keys
+from docshift.engine import Engine
 from docshift.storage import accounts, tasks
 from docshift.storage.s3 import ObjectStore
 from docshift.tasks import conversion, maintenance
@@ -11,7 +12,7 @@ from docshift.web.context import get_db, get_store
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, Engine(office))
         return tasks.get_task(get_db(), task_id)
 
 

@@ -10,6 +10,7 @@ from conftest import Service, post_file, register
 
 from docshift import client
 from docshift.accounts import billing
+from docshift.engine import Engine
 from docshift.storage import accounts, connection, liveness, periods, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
@@ -69,7 +70,7 @@ def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
     assert post_file(client, other, b"z" * 100, "theirs.doc").status_code == 202
 
     with app.app_context():  # one of the two finishes (it fails: not a document), a place frees up
-        conversion.run_conversion(accepted[0].get_json()["task_id"], get_db(), get_store(), app.config, office)
+        conversion.run_conversion(accepted[0].get_json()["task_id"], get_db(), get_store(), app.config, Engine(office))
     assert post_file(client, account, b"y" * 100, "third.doc").status_code == 202
 
 

@@ -12,6 +12,7 @@ import pytest
 import requests
 from conftest import Service, post_file, stop_process_group, wait_for
 
+from docshift.engine import Engine
 from docshift.engine.office import Office
 from docshift.storage import connection, tasks
 from docshift.tasks import conversion
@@ -153,10 +154,10 @@ def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy
         with app.app_context():
             conn, store = get_db(), get_store()
             # the conversion is done when LibreOffice is recycled and fails to come back
-            assert conversion.run_conversion(submitted[0], conn, store, app.config, office) == "SUCCEEDED"
+            assert conversion.run_conversion(submitted[0], conn, store, app.config, Engine(office)) == "SUCCEEDED"
             assert store.result_exists(tasks.get_task(conn, submitted[0])["result_key"]) and office.broken
             # the next task meets an engine that cannot start: back to the queue, no attempt used
-            assert conversion.run_conversion(submitted[1], conn, store, app.config, office) == "QUEUED"
+            assert conversion.run_conversion(submitted[1], conn, store, app.config, Engine(office)) == "QUEUED"
             task = tasks.get_task(conn, submitted[1])
             assert task["status"] == "QUEUED" and task["attempts"] == 0 and task["error_code"] is None
     finally:

@@ -9,6 +9,7 @@ import pytest
 import requests
 from conftest import post_file, wait_for
 
+from docshift.engine import Engine
 from docshift.engine.office import Office
 from docshift.storage import ObjectStore, connection, tasks
 from docshift.tasks import conversion, maintenance
@@ -24,8 +25,8 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
 
     def stale_run():
         conn = connection.connect(config["DATABASE"])
-        finished["outcome"] = conversion.run_conversion(task_id, conn, ObjectStore(config), config, stale_office,
-                                                        worker="stale-host:1")
+        finished["outcome"] = conversion.run_conversion(task_id, conn, ObjectStore(config), config,
+                                                        Engine(stale_office), worker="stale-host:1")
 
     stale = threading.Thread(target=stale_run)
     with app.app_context():
@@ -43,7 +44,7 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
             assert tasks.requeue(conn, task_id, ("stale-host:1", 1))
             # the input changes under it (a small workbook), so that the two results are told apart
             store.put_input(task_id, legacy["xls"].read_bytes())
-            assert conversion.run_conversion(task_id, conn, store, config, office, worker="current-host:2") \
+            assert conversion.run_conversion(task_id, conn, store, config, Engine(office), worker="current-host:2") \
                 == "SUCCEEDED"
             if then == "expired":
                 maintenance.sweep_once(conn, store, config, at=connection.now() + timedelta(days=1))

@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 from conftest import post_file
 
+from docshift.engine import Engine
 from docshift.storage import connection, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
@@ -15,7 +16,7 @@ from docshift.web.context import get_db, get_store
 def submit_and_run(app, office, client, key, data, name, **config):
     task_id = post_file(client, key, data, name).get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
+        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, Engine(office))
     return task_id
 
 

@@ -8,6 +8,7 @@ from conftest import post_file, register
 from msoffcrypto.format.ooxml import OOXMLFile
 
 from docshift.accounts import keys
+from docshift.engine import Engine
 from docshift.storage import accounts, tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
@@ -25,7 +26,7 @@ def submit(app, client, account):
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        outcome = conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, office)
+        outcome = conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, Engine(office))
         return outcome, tasks.get_task(get_db(), task_id)
 
 

@@ -11,14 +11,11 @@ LibreOffice that cannot start: ``faults.py``). An input that is gone fails
 """
 
 import logging
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from docshift.accounts import billing
-from docshift.engine import convert, precheck
-from docshift.engine.office import START_TIMEOUT
+from docshift.engine import LONGEST_START_SECONDS
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
 from docshift.formats import source_name
 from docshift.storage import liveness, tasks
@@ -41,7 +38,7 @@ def max_run_seconds(config):
     fetched and the result stored with every try of the store client timing out, and the
     run's whole patience with an outage.
     """
-    conversions = 3 * START_TIMEOUT + 2 * float(config["CONVERSION_TIMEOUT"])
+    conversions = 3 * LONGEST_START_SECONDS + 2 * float(config["CONVERSION_TIMEOUT"])
     transfers = 2 * LONGEST_CALL
     return conversions + transfers + float(config["OUTAGE_PATIENCE_SECONDS"]) + 60
 
@@ -83,50 +80,46 @@ class Outcome:
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
 
-def run_next(conn, objects, config, office, worker, faults=None):
+def run_next(conn, objects, config, engine, worker, faults=None):
     """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
     ``faults.Faults``) hears how the conversion went."""
     claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(tasks.claim_next, conn, worker)
-    return None if claimed is None else _run(*claimed, conn, objects, config, office, faults)
+    return None if claimed is None else _run(*claimed, conn, objects, config, engine, faults)
 
 
-def run_conversion(task_id, conn, objects, config, office, worker=None):
+def run_conversion(task_id, conn, objects, config, engine, worker=None):
     """Claim this task if it is QUEUED and run it; None if another run has it."""
     claimed = tasks.start_processing(conn, task_id, worker)
-    return None if claimed is None else _run(*claimed, conn, objects, config, office)
+    return None if claimed is None else _run(*claimed, conn, objects, config, engine)
 
 
-def _run(task, account, conn, objects, config, office, faults=None):
+def _run(task, account, conn, objects, config, engine, faults=None):
     if account["status"] != "active":
         outcome = Outcome("FAILED", code="subscription_inactive",
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
-        outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, office,
+        outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
                                task["macros"], task["source_filename"], tenant=task["account_id"])
         if faults is not None:
             faults.observe(outcome)
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def convert_task(task_id, kind, objects, config, office, macros="keep", filename=None, tenant=None):
+def convert_task(task_id, kind, objects, config, engine, macros="keep", filename=None, tenant=None):
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
-    ``tenant`` (the task's account): the office's LibreOffice is replaced before it sees this file if it
-    has converted another account's (``Office.take``)."""
+    ``tenant`` (the task's account): no LibreOffice that has converted another account's file sees it."""
     patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
-    restarts = office.restarts
+    restarts = engine.restarts
     try:
-        office.take(tenant)
-        # the office's tasks dir: the sandbox never sees it, and gets copies through its job dir
-        office.tasks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.tasks_dir) as tmp:
+        # the engine's workspace: no sandbox sees it, and LibreOffice gets copies
+        with engine.workspace(task_id) as tmp:
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
-            source = Path(tmp) / source_name(filename, kind)
+            source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
-            precheck.check(source)
-            converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id, macros)
+            converted = engine.convert(source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id, macros, tenant)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format,
@@ -135,7 +128,7 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
         log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
         outcome = Outcome("FAILED", code="input_missing", message=INPUT_MISSING)
     except ConversionFailed as failure:
-        fault = diagnose(failure, office)  # a full disk fails a conversion too
+        fault = diagnose(failure, engine)  # a full disk fails a conversion too
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
@@ -149,13 +142,13 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
         log.warning("task %s: result not stored: %s", task_id, lost)
         outcome = Outcome("RETRY")
     except Exception as error:
-        fault = diagnose(error, office)
+        fault = diagnose(error, engine)
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
             log.exception("task %s: the conversion broke", task_id)
             outcome = Outcome("RETRY")
-    outcome.restarts = office.restarts - restarts
+    outcome.restarts = engine.restarts - restarts
     return outcome
 
 

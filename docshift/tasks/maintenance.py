@@ -9,7 +9,7 @@ import os
 import socket
 from datetime import timedelta
 
-from docshift.engine.office import alive
+from docshift.engine import alive
 from docshift.storage import connection, liveness, tasks
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
 from docshift.tasks.queue import Queue, on_redis

@@ -233,7 +233,7 @@ class Node:
         self.registry.running(holder, self.name)
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
-            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.office(),
+            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.engine(),
                                    job["macros"], job["filename"], tenant=job["tenant"])
             self.worker.faults.observe(outcome)
             self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
@@ -270,7 +270,7 @@ class Node:
 
     def _take(self):
         try:
-            self.worker.office().start()  # warm before the first job
+            self.worker.engine().start()  # warm before the first job
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first job will retry: %r", error)
         while not self.stopping.is_set():
@@ -283,7 +283,7 @@ class Node:
             except Exception:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
-        self.worker.office().close()
+        self.worker.engine().close()
 
 
 def run_node(config, worker):

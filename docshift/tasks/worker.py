@@ -3,17 +3,15 @@ of the service's own duties. ``python worker.py`` (the Procfile's ``worker``) ru
 
 import functools
 import logging
-import os
 import sys
 import threading
 import time
-from pathlib import Path
 
 from docshift import logs, settings
 from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
-from docshift.engine import office, sandbox
+from docshift.engine import Engine, clear_leftovers, sandbox_problem
 from docshift.errors import StorageUnavailable
 from docshift.storage import ObjectStore, connection, liveness
 from docshift.tasks import maintenance
@@ -58,22 +56,19 @@ class Worker:
             self._local.store = ObjectStore(self.config)
         return self._local.store
 
-    def office(self):
-        """This thread's own warm LibreOffice: workers and LibreOffices are one-to-one."""
-        if not hasattr(self._local, "office"):
-            self._local.office = office.Office(self.config["DATA_DIR"],
-                                               max_conversions=int(self.config["OFFICE_MAX_CONVERSIONS"]),
-                                               memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
-                                               limits=sandbox.Limits(
-                                                   cpu_seconds=int(self.config["OFFICE_CPU_LIMIT_SECONDS"]),
-                                                   scratch_mb=int(self.config["OFFICE_SCRATCH_LIMIT_MB"])),
-                                               name=threading.current_thread().name,
-                                               sandboxed=self.config["SANDBOX"] == "on",
-                                               on_start=self.office_started,
-                                               spare=self.config["OFFICE_SPARE"] == "on",
-                                               accounts=int(self.config["OFFICE_ACCOUNTS"]),
-                                               idle_seconds=float(self.config["OFFICE_IDLE_SECONDS"]))
-        return self._local.office
+    def engine(self):
+        """This thread's own engine, its warm LibreOffices: worker threads and engines are one-to-one."""
+        if not hasattr(self._local, "engine"):
+            config = self.config
+            self._local.engine = Engine.build(
+                config["DATA_DIR"], threading.current_thread().name,
+                max_conversions=int(config["OFFICE_MAX_CONVERSIONS"]),
+                memory_limit_mb=int(config["OFFICE_MEMORY_LIMIT_MB"]),
+                cpu_seconds=int(config["OFFICE_CPU_LIMIT_SECONDS"]), scratch_mb=int(config["OFFICE_SCRATCH_LIMIT_MB"]),
+                sandboxed=config["SANDBOX"] == "on", spare=config["OFFICE_SPARE"] == "on",
+                accounts=int(config["OFFICE_ACCOUNTS"]), idle_seconds=float(config["OFFICE_IDLE_SECONDS"]),
+                on_start=self.office_started)
+        return self._local.engine
 
     def office_started(self, started, state, detail):
         with self._engines_lock:
@@ -114,13 +109,13 @@ class Worker:
 
     def thread_started(self):
         try:
-            self.office().start()  # warm before the first task arrives
+            self.engine().start()  # warm before the first task arrives
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first task will retry: %r", error)
 
     def thread_stopping(self):
-        if hasattr(self._local, "office"):
-            self._local.office.close()
+        if hasattr(self._local, "engine"):
+            self._local.engine.close()
 
     def convert(self, hint=None):
         """A message: a task is waiting. On one box, claim the fairest waiting task (not
@@ -131,7 +126,7 @@ class Worker:
         if pause:  # a fault of the service stands: the waiting tasks stay QUEUED until the next try
             self.queue.enqueue(delay=pause)
             return None
-        outcome = run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name(),
+        outcome = run_next(self.connection(), self.store(), self.config, self.engine(), maintenance.worker_name(),
                            self.faults)
         if outcome == "QUEUED":  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
@@ -208,7 +203,7 @@ def check_sandbox(config):
         log.warning("DOCSHIFT_SANDBOX=off: LibreOffice runs without its sandbox, as this worker's user, "
                     "seeing what this worker sees")
         return
-    why = sandbox.problem(Path(config["DATA_DIR"]) / "work" / f"{office.HOST}.{os.getpid()}.probe")
+    why = sandbox_problem(config["DATA_DIR"])
     if why:
         log.error("the worker does not start: the LibreOffice sandbox cannot be made here (%s). It needs "
                   "bubblewrap and unprivileged user namespaces; in a container, run it with %s; "
@@ -232,7 +227,7 @@ def main(argv=None):
         sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
     if node or worker.converts:
         check_sandbox(config)
-        office.clear_leftovers(config["DATA_DIR"])
+        clear_leftovers(config["DATA_DIR"])
     if node:
         worker.is_node = True
         return run_node(config, worker)
