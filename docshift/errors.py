@@ -7,6 +7,14 @@ carry their HTTP status and problem code (``docshift.web.problems`` renders them
 """
 
 
+class DocshiftError(Exception):
+    """The root of every exception docshift raises on purpose."""
+
+
+class BadSetting(DocshiftError, ValueError):
+    """A setting that cannot work (a wrong type, out of range, an open Redis): the process does not start."""
+
+
 # storage ----------------------------------------------------------------------
 
 class StorageUnavailable(Exception):

@@ -27,7 +27,7 @@ def usage(service, key):
 
 
 def row(service, task_id):
-    return db.get_task(db.connect(service.config()["DATABASE"]), task_id)
+    return db.get_task(db.connect(service.config().database), task_id)
 
 
 def health(service):
@@ -153,10 +153,10 @@ def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy
         with app.app_context():
             conn, store = get_db(), get_store()
             # the conversion is done when LibreOffice is recycled and fails to come back
-            assert conversion.run_conversion(submitted[0], conn, store, app.config, office) == "SUCCEEDED"
+            assert conversion.run_conversion(submitted[0], conn, store, app.config["DOCSHIFT"], office) == "SUCCEEDED"
             assert store.result_exists(db.get_task(conn, submitted[0])["result_key"]) and office.broken
             # the next task meets an engine that cannot start: back to the queue, no attempt used
-            assert conversion.run_conversion(submitted[1], conn, store, app.config, office) == "QUEUED"
+            assert conversion.run_conversion(submitted[1], conn, store, app.config["DOCSHIFT"], office) == "QUEUED"
             task = db.get_task(conn, submitted[1])
             assert task["status"] == "QUEUED" and task["attempts"] == 0 and task["error_code"] is None
     finally:

@@ -67,7 +67,7 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
             report = office.convert(source, result, target.export_filter, timeout, task_id)
             break
         except OfficeTimeout:
-            raise ConversionFailed("conversion_timeout", f"The conversion took longer than {timeout} s.")
+            raise ConversionFailed("conversion_timeout", f"The conversion took longer than {timeout:g} s.")
         except LoadFailed as error:
             log.warning("LibreOffice could not convert %s: %s", source, error)
             raise not_loaded(source)

@@ -40,9 +40,9 @@ def max_run_seconds(config):
     fetched and the result stored with every try of the store client timing out, and the
     run's whole patience with an outage.
     """
-    conversions = 3 * START_TIMEOUT + 2 * float(config["CONVERSION_TIMEOUT"])
+    conversions = 3 * START_TIMEOUT + 2 * config.conversion_timeout
     transfers = 2 * LONGEST_CALL
-    return conversions + transfers + float(config["OUTAGE_PATIENCE_SECONDS"]) + 60
+    return conversions + transfers + config.outage_patience_seconds + 60
 
 
 class Patience:
@@ -50,7 +50,7 @@ class Patience:
     backoff, until the run's budget is spent; then the error goes on."""
 
     def __init__(self, budget, sleep=time.sleep):
-        self.deadline = time.monotonic() + float(budget)
+        self.deadline = time.monotonic() + budget
         self.sleep = sleep
 
     def __call__(self, action, *args, **kwargs):
@@ -85,7 +85,7 @@ class Outcome:
 def run_next(conn, objects, config, office, worker, faults=None):
     """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
     ``faults.Faults``) hears how the conversion went."""
-    claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(db.claim_next, conn, worker)
+    claimed = Patience(config.outage_patience_seconds)(db.claim_next, conn, worker)
     return None if claimed is None else _run(*claimed, conn, objects, config, office, faults)
 
 
@@ -114,7 +114,7 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
 
     ``tenant`` (the task's account): the office's LibreOffice is replaced before it sees this file if it
     has converted another account's (``Office.take``)."""
-    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
+    patiently = Patience(config.outage_patience_seconds)
     restarts = office.restarts
     try:
         office.take(tenant)
@@ -125,7 +125,7 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
             source = Path(tmp) / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
             precheck.check(source)
-            converted = convert.convert(office, source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id, macros)
+            converted = convert.convert(office, source, kind, tmp, config.conversion_timeout, task_id, macros)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format,
@@ -169,12 +169,12 @@ def apply_outcome(conn, objects, config, task, outcome):
     SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
     MAX_ATTEMPTS). Returns the final status, "QUEUED", or None when the lease was lost."""
     task_id, lease = task["id"], db.lease_of(task)
-    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
+    patiently = Patience(config.outage_patience_seconds)
     if outcome.restarts:
         _quietly(db.add_tally, conn, "libreoffice_restarts", outcome.restarts)
     if outcome.status == "SUCCEEDED":
-        billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
-                            config["PLAN_QUOTAS"], lease=lease, detected_format=outcome.detected_format,
+        billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config.result_retention_seconds,
+                            config.plan_quotas, lease=lease, detected_format=outcome.detected_format,
                             result_extension=outcome.extension, fidelity=outcome.fidelity)
         if billing is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)

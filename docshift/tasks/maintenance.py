@@ -45,7 +45,7 @@ def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
         db.mark_expired(conn, task["id"])
     for task in db.final_tasks_with_input(conn):
         drop_input(conn, objects, task["id"])
-    db.purge_idempotency_keys(conn, at - timedelta(seconds=int(config["IDEMPOTENCY_KEY_TTL_SECONDS"])))
+    db.purge_idempotency_keys(conn, at - timedelta(seconds=config.idempotency_key_ttl_seconds))
     recover_stuck(conn, objects, config, at, registry)
     if not on_redis(config):
         top_up(conn, queue or Queue(config))

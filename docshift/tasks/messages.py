@@ -38,7 +38,7 @@ MAX_RESTARTS = 100
 def queue_key(config):
     """The key every message and Redis entry is sealed with: ``DOCSHIFT_QUEUE_KEY``, the one
     secret a node shares with its coordinator."""
-    return str(config["QUEUE_KEY"]).encode()
+    return config.queue_key.encode()
 
 
 class Seal:

@@ -14,7 +14,7 @@ from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.engine import office, sandbox
-from docshift.errors import StorageUnavailable
+from docshift.errors import BadSetting, StorageUnavailable
 from docshift.storage import ObjectStore, db
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import run_next
@@ -50,7 +50,7 @@ class Worker:
 
     def connection(self):
         if not hasattr(self._local, "db"):
-            self._local.db = db.connect(self.config["DATABASE"])
+            self._local.db = db.connect(self.config.database)
         return self._local.db
 
     def store(self):
@@ -61,16 +61,16 @@ class Worker:
     def office(self):
         """This thread's own warm LibreOffice: workers and LibreOffices are one-to-one."""
         if not hasattr(self._local, "office"):
-            self._local.office = office.Office(self.config["DATA_DIR"],
-                                               max_conversions=int(self.config["OFFICE_MAX_CONVERSIONS"]),
-                                               memory_limit_mb=int(self.config["OFFICE_MEMORY_LIMIT_MB"]),
+            self._local.office = office.Office(self.config.data_dir,
+                                               max_conversions=self.config.office_max_conversions,
+                                               memory_limit_mb=self.config.office_memory_limit_mb,
                                                limits=sandbox.Limits(
-                                                   cpu_seconds=int(self.config["OFFICE_CPU_LIMIT_SECONDS"]),
-                                                   scratch_mb=int(self.config["OFFICE_SCRATCH_LIMIT_MB"])),
+                                                   cpu_seconds=self.config.office_cpu_limit_seconds,
+                                                   scratch_mb=self.config.office_scratch_limit_mb),
                                                name=threading.current_thread().name,
-                                               sandboxed=self.config["SANDBOX"] == "on",
+                                               sandboxed=self.config.sandbox,
                                                on_start=self.office_started,
-                                               spare=self.config["OFFICE_SPARE"] == "on")
+                                               spare=self.config.office_spare)
         return self._local.office
 
     def office_started(self, started, state, detail):
@@ -91,7 +91,7 @@ class Worker:
         LibreOffices keeps failing its self-test."""
         if not self.converts:  # a coordinator whose conversions all run on nodes
             nodes = len(self.registry.alive())
-            db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], "ok",
+            db.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), "ok",
                              f"conversions run on nodes ({nodes} alive)")
             return
         with self._engines_lock:
@@ -101,7 +101,7 @@ class Worker:
         detail = self.faults.describe() or (
             f"LibreOffice fails its self-test at every start ({'; '.join(broken)})" if broken else None)
         state = "broken" if detail else "ok" if engines else "starting"
-        db.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state, detail)
+        db.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), state, detail)
 
     @functools.cached_property
     def marketplace(self):
@@ -148,8 +148,8 @@ class Worker:
     def duties(self):
         """(name, every seconds, action), run by ``Duties`` on a thread of their own."""
         return [
-            ("heartbeat", float(self.config["HEARTBEAT_SECONDS"]), lambda: maintenance.heartbeat(self.connection())),
-            ("sweep", float(self.config["SWEEP_SECONDS"]), self.sweep),
+            ("heartbeat", self.config.heartbeat_seconds, lambda: maintenance.heartbeat(self.connection())),
+            ("sweep", self.config.sweep_seconds, self.sweep),
             ("subscriptions", 60.0, lambda: sync_subscriptions(self.connection(), self.marketplace)),
             # the ledger only sends ended hours, so running more often than hourly sends nothing twice
             ("metering", 600.0, lambda: report_overage(self.connection(), self.marketplace)),
@@ -162,7 +162,7 @@ class Worker:
     @property
     def converts(self):
         """Whether this process runs LibreOffice: not a coordinator with DOCSHIFT_WORKERS=0."""
-        return self.coordinator is None or int(self.config["WORKERS"]) > 0
+        return self.coordinator is None or self.config.workers > 0
 
     def prepare(self):
         """Once per process, before any conversion: tables, bucket, what a killed worker left."""
@@ -199,14 +199,19 @@ class Duties(threading.Thread):
             self.stopping.wait(max(0.0, min(due.values()) - time.monotonic()))
 
 
+def _on_off(sandboxed):
+    """How the engines table and /healthz name the sandbox's state."""
+    return "on" if sandboxed else "off"
+
+
 def check_sandbox(config):
     """Exit with EXIT_NO_SANDBOX, saying why, when the sandbox cannot be made here, unless the
     operator turned it off (then warn)."""
-    if config["SANDBOX"] == "off":
+    if not config.sandbox:
         log.warning("DOCSHIFT_SANDBOX=off: LibreOffice runs without its sandbox, as this worker's user, "
                     "seeing what this worker sees")
         return
-    why = sandbox.problem(Path(config["DATA_DIR"]) / "work" / f"{office.HOST}.{os.getpid()}.probe")
+    why = sandbox.problem(Path(config.data_dir) / "work" / f"{office.HOST}.{os.getpid()}.probe")
     if why:
         log.error("the worker does not start: the LibreOffice sandbox cannot be made here (%s). It needs "
                   "bubblewrap and unprivileged user namespaces; in a container, run it with %s; "
@@ -220,7 +225,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         config = settings.load()
-    except ValueError as error:  # a setting that cannot work (an open Redis, no queue key)
+    except BadSetting as error:  # a setting that cannot work (a wrong type, an open Redis, no queue key)
         sys.exit(f"docshift: {error}")
     logs.configure()
     logging.getLogger("huey").setLevel(logging.INFO)
@@ -230,13 +235,13 @@ def main(argv=None):
         sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
     if node or worker.converts:
         check_sandbox(config)
-        office.clear_leftovers(config["DATA_DIR"])
+        office.clear_leftovers(config.data_dir)
     if node:
         worker.is_node = True
         return run_node(config, worker)
     worker.prepare()
     duties = worker.duties()
-    slots = int(config["WORKERS"])
+    slots = config.workers
     if worker.coordinator is None:
         threads = slots
         worker.queue.huey.on_startup()(worker.thread_started)

@@ -8,7 +8,7 @@ import unicodedata
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
-from flask import Blueprint, current_app, g, request
+from flask import Blueprint, g, request
 from marshmallow import EXCLUDE, ValidationError
 
 from docshift import formats, storage
@@ -28,7 +28,7 @@ from docshift.errors import (
 )
 from docshift.storage import db
 from docshift.web import schemas
-from docshift.web.context import get_db, get_queue, get_store
+from docshift.web.context import get_db, get_queue, get_settings, get_store
 
 log = logging.getLogger("docshift.api")
 bp = Blueprint("v1", __name__, url_prefix="/v1")
@@ -70,7 +70,7 @@ def submit():
     found = formats.by_filename(filename)
     if found is None:
         raise UnsupportedFileType("The file name must end in .doc, .xls or .ppt.")
-    limit = current_app.config["MAX_UPLOAD_BYTES"]
+    limit = get_settings().max_upload_bytes
     data = upload.stream.read(limit + 1)
     if len(data) > limit:
         raise FileTooLarge(f"The file is larger than the {limit:,} byte limit.")
@@ -85,7 +85,7 @@ def submit():
         if existing:
             return _replay(existing, digest, filename, macros)
 
-    cap = int(current_app.config["MAX_PENDING_TASKS"])
+    cap = get_settings().max_pending_tasks
     if db.unfinished_count(conn, account["id"]) >= cap:  # refused before anything is stored
         raise _too_many(cap)
     try:
@@ -187,7 +187,7 @@ def task_view(row):
             view["fidelity"] = json.loads(row["fidelity"])
     if status == "SUCCEEDED":
         # a link never outlives the result: one handed out late would download it until the sweep
-        expires_in = min(current_app.config["DOWNLOAD_EXPIRES_IN"], left)
+        expires_in = min(get_settings().download_expires_in, left)
         view["download_url"] = get_store().presign_result(
             row["result_key"], content_disposition(row["source_filename"], extension), extension, expires_in, signed_at)
         view["download_expires_in"] = expires_in
@@ -203,7 +203,7 @@ def task_view(row):
 def usage():
     account = g.account
     period = db.usage_period(get_db(), account)
-    quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
+    quota = get_settings().plan_quotas[account["plan"]]
     return schemas.Usage().dump({
         "plan": account["plan"], "subscription_status": account["status"],
         "included_quota": quota, "included_used": period["included_used"],
@@ -215,7 +215,7 @@ def usage():
 
 def public_base_url():
     """``DOCSHIFT_BASE_URL``, or the scheme and host the request came to."""
-    return (current_app.config.get("BASE_URL") or request.host_url).rstrip("/")
+    return (get_settings().base_url or request.host_url).rstrip("/")
 
 
 def task_url(task_id):
