@@ -19,6 +19,7 @@ from importlib.resources import files
 
 from sqlite_utils import Database
 
+from docshift.contract import BillingClass, Status
 from docshift.errors import DatabaseUnavailable, IdempotencyKeyTaken, TooManyUnfinished
 from docshift.storage.objects import result_key
 
@@ -438,19 +439,19 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, quotas, at=None,
     at = at or now()
     with transaction(db):
         task = get_task(db, task_id)
-        if task is None or task["status"] != "PROCESSING":
+        if task is None or task["status"] != Status.PROCESSING:
             return None
         if lease is not None and lease_of(task) != tuple(lease):
             return None
         account = db["accounts"].get(task["account_id"])
         period = current_period(db, account, at)
         quota = quotas.get(account["plan"], 0)
-        billing = "INCLUDED" if period["included_used"] < quota else "OVERAGE"
-        column = "included_used" if billing == "INCLUDED" else "overage_used"
+        billing = BillingClass.INCLUDED if period["included_used"] < quota else BillingClass.OVERAGE
+        column = "included_used" if billing == BillingClass.INCLUDED else "overage_used"
         db.execute(f"UPDATE usage_periods SET {column} = {column} + 1 "
                    "WHERE account_id = ? AND started_at = ?", [account["id"], period["started_at"]])
         db["conversions"].update(task_id, {
-            "status": "SUCCEEDED", "billing_class": billing, "period_started_at": period["started_at"],
+            "status": Status.SUCCEEDED, "billing_class": billing, "period_started_at": period["started_at"],
             "result_size": result_size, "finished_at": iso(at),
             "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
             "error_code": None, "error_message": None, "detected_format": detected_format,

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from docshift.contract import Status, TaskErrorCode
 from docshift.engine import convert, precheck
 from docshift.engine.office import START_TIMEOUT
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
@@ -97,7 +98,7 @@ def run_conversion(task_id, conn, objects, config, office, worker=None):
 
 def _run(task, account, conn, objects, config, office, faults=None):
     if account["status"] != "active":
-        outcome = Outcome("FAILED", code="subscription_inactive",
+        outcome = Outcome(Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, office,
@@ -128,18 +129,18 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
             converted = convert.convert(office, source, kind, tmp, config.conversion_timeout, task_id, macros)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
-        outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format,
+        outcome = Outcome(Status.SUCCEEDED, size=size, detected_format=converted.detected_format,
                           extension=converted.extension, fidelity=converted.fidelity)
     except InputMissing:
         log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
-        outcome = Outcome("FAILED", code="input_missing", message=INPUT_MISSING)
+        outcome = Outcome(Status.FAILED, code=TaskErrorCode.INPUT_MISSING, message=INPUT_MISSING)
     except ConversionFailed as failure:
         fault = diagnose(failure, office)  # a full disk fails a conversion too
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
             log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
-            outcome = Outcome("FAILED", code=failure.code, message=failure.message,
+            outcome = Outcome(Status.FAILED, code=failure.code, message=failure.message,
                               detected_format=failure.detected_format)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
@@ -172,7 +173,7 @@ def apply_outcome(conn, objects, config, task, outcome):
     patiently = Patience(config.outage_patience_seconds)
     if outcome.restarts:
         _quietly(db.add_tally, conn, "libreoffice_restarts", outcome.restarts)
-    if outcome.status == "SUCCEEDED":
+    if outcome.status == Status.SUCCEEDED:
         billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config.result_retention_seconds,
                             config.plan_quotas, lease=lease, detected_format=outcome.detected_format,
                             result_extension=outcome.extension, fidelity=outcome.fidelity)
@@ -181,14 +182,15 @@ def apply_outcome(conn, objects, config, task, outcome):
             return None
         drop_input(conn, objects, task_id)
         log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billing, outcome.size)
-        return "SUCCEEDED"
+        return Status.SUCCEEDED
     if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
-        return "QUEUED" if patiently(db.release, conn, task_id, lease) else None
+        return Status.QUEUED if patiently(db.release, conn, task_id, lease) else None
     if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
-        return "QUEUED" if patiently(db.requeue, conn, task_id, lease) else None
+        return Status.QUEUED if patiently(db.requeue, conn, task_id, lease) else None
     if outcome.status == "RETRY":
-        outcome = Outcome("FAILED", code="conversion_failed", message="The conversion failed repeatedly.")
-    return "FAILED" if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease,
+        outcome = Outcome(Status.FAILED, code=TaskErrorCode.CONVERSION_FAILED,
+                          message="The conversion failed repeatedly.")
+    return Status.FAILED if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease,
                                  outcome.detected_format) else None
 
 

@@ -9,6 +9,7 @@ import os
 import socket
 from datetime import timedelta
 
+from docshift.contract import TaskErrorCode
 from docshift.engine.office import alive
 from docshift.storage import db
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
@@ -94,7 +95,7 @@ def holder_gone(conn, holder, at):
 def retry_or_fail(conn, objects, task):
     lease = db.lease_of(task)
     if task["attempts"] >= MAX_ATTEMPTS:
-        fail(conn, objects, task["id"], "conversion_failed", "The conversion failed repeatedly.", lease)
+        fail(conn, objects, task["id"], TaskErrorCode.CONVERSION_FAILED, "The conversion failed repeatedly.", lease)
     else:
         db.requeue(conn, task["id"], lease)
 

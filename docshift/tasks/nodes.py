@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import asdict
 
+from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ForgedMessage, StorageUnavailable
 from docshift.storage import db
 from docshift.storage.objects import result_key
@@ -153,7 +154,7 @@ class Coordinator:
                 task, account = claimed
                 if account["status"] != "active":
                     apply_outcome(conn, self.worker.store(), self.config, task, Outcome(
-                        "FAILED", code="subscription_inactive",
+                        Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                         message="The subscription became inactive before the conversion ran; not billed."))
                     continue
                 self.jobs.send(self._job(task, holder))
@@ -186,7 +187,7 @@ class Coordinator:
             apply_outcome(conn, store, self.config, task, self._verified(store, task_id, lease, outcome))
         else:
             log.info("outcome of %s for %s ignored: the task is no longer held by it", task_id, lease[0])
-            if outcome.status == "SUCCEEDED":  # under its lease's own key: nobody reads it
+            if outcome.status == Status.SUCCEEDED:  # under its lease's own key: nobody reads it
                 try:
                     store.delete_result(result_key(task_id, lease))
                 except StorageUnavailable as error:  # the bucket's lifecycle rule removes it later
@@ -196,7 +197,7 @@ class Coordinator:
     def _verified(self, store, task_id, lease, outcome):
         """A SUCCEEDED counts only when the store holds a result of the reported size under the key
         the lease names; otherwise the conversion is tried again."""
-        if outcome.status != "SUCCEEDED":
+        if outcome.status != Status.SUCCEEDED:
             return outcome
         stored = Patience(self.config.outage_patience_seconds)(store.result_size, result_key(task_id, lease))
         if stored == outcome.size:

@@ -13,6 +13,7 @@ from docshift import logs, settings
 from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
+from docshift.contract import Status
 from docshift.engine import office, sandbox
 from docshift.errors import BadSetting, StorageUnavailable
 from docshift.storage import ObjectStore, db
@@ -131,7 +132,7 @@ class Worker:
             return None
         outcome = run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name(),
                            self.faults)
-        if outcome == "QUEUED":  # a transient failure: it goes again, after a pause
+        if outcome == Status.QUEUED:  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
         return outcome
 

@@ -13,6 +13,7 @@ from marshmallow import EXCLUDE, ValidationError
 
 from docshift import formats, storage
 from docshift.accounts import keys
+from docshift.contract import UNFINISHED, WITH_RESULT, Status, TaskErrorCode
 from docshift.errors import (
     FileTooLarge,
     IdempotencyConflict,
@@ -164,7 +165,7 @@ def task(task_id):
     if row is None:
         raise TaskNotFound("No task with this id exists for this account.")
     view = task_view(row)
-    headers = {"Retry-After": str(RETRY_AFTER)} if view["status"] in ("QUEUED", "PROCESSING") else {}
+    headers = {"Retry-After": str(RETRY_AFTER)} if view["status"] in UNFINISHED else {}
     return schemas.Task().dump(view), 200, headers
 
 
@@ -172,29 +173,29 @@ def task_view(row):
     # a result past its retention is EXPIRED from that moment, whether or not the sweep has run;
     # so is one in its last second, for which no link can be signed (S3 signs to the second)
     status, signed_at = row["status"], db.now().replace(microsecond=0)
-    if status == "SUCCEEDED":
+    if status == Status.SUCCEEDED:
         left = int((db.parse(row["result_expires_at"]) - signed_at).total_seconds())
         if left < 1:
-            status = "EXPIRED"
+            status = Status.EXPIRED
     view = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
             "created_at": row["created_at"]}
-    if status in ("SUCCEEDED", "EXPIRED"):
+    if status in WITH_RESULT:
         extension = row["result_extension"] or formats.FORMATS[row["source_type"]].target
         view.update(billing_class=row["billing_class"], result_size=row["result_size"],
                     result_filename=formats.target_name(row["source_filename"], extension),
                     result_expires_at=row["result_expires_at"])
         if row["fidelity"]:
             view["fidelity"] = json.loads(row["fidelity"])
-    if status == "SUCCEEDED":
+    if status == Status.SUCCEEDED:
         # a link never outlives the result: one handed out late would download it until the sweep
         expires_in = min(get_settings().download_expires_in, left)
         view["download_url"] = get_store().presign_result(
             row["result_key"], content_disposition(row["source_filename"], extension), extension, expires_in, signed_at)
         view["download_expires_in"] = expires_in
-    if status == "FAILED":
+    if status == Status.FAILED:
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}
-    if row["detected_format"] and (row["status"] in ("SUCCEEDED", "EXPIRED") or
-                                   row["error_code"] == "unsupported_content"):
+    if row["detected_format"] and (row["status"] in WITH_RESULT or
+                                   row["error_code"] == TaskErrorCode.UNSUPPORTED_CONTENT):
         view["detected_format"] = row["detected_format"]
     return view
 

@@ -7,29 +7,34 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, current_app, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
+from docshift.contract import ProblemCode
 from docshift.web import schemas
+from docshift.web.problems import STATUS
 
 bp = Blueprint("openapi", __name__)
 
+# what each documented error status of the API means
 PROBLEMS = {
-    400: ("invalid_request", "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
-                             "`macros` other than keep or remove."),
-    401: ("missing_api_key, invalid_api_key", "No or malformed Authorization; an unknown, mistyped or rotated key."),
-    403: ("subscription_pending_or_inactive", "The subscription is pending or inactive."),
-    404: ("task_not_found", "No such task for this account (another account's task is not revealed)."),
-    413: ("file_too_large", "The file is over 4 MiB (4,194,304 bytes)."),
-    415: ("unsupported_file_type", "The file name does not end in .doc, .xls or .ppt."),
-    422: ("idempotency_conflict", "The Idempotency-Key was used with another file, name or `macros`."),
-    429: ("too_many_tasks", "The account already has `DOCSHIFT_MAX_PENDING_TASKS` (default 100) tasks queued or "
-                            "processing; nothing was stored. Retry after `Retry-After` seconds."),
-    503: ("service_unavailable", "The object store or the database is not answering; retry."),
+    400: "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
+         "`macros` other than keep or remove.",
+    401: "No or malformed Authorization; an unknown, mistyped or rotated key.",
+    403: "The subscription is pending or inactive.",
+    404: "No such task for this account (another account's task is not revealed).",
+    413: "The file is over 4 MiB (4,194,304 bytes).",
+    415: "The file name does not end in .doc, .xls or .ppt.",
+    422: "The Idempotency-Key was used with another file, name or `macros`.",
+    429: "The account already has `DOCSHIFT_MAX_PENDING_TASKS` (default 100) tasks queued or "
+         "processing; nothing was stored. Retry after `Retry-After` seconds.",
+    503: "The object store or the database is not answering; retry.",
 }
 AUTH_ERRORS = (401, 403)
 
 
 def problem(status):
-    codes, text = PROBLEMS[status]
-    answer = {"description": f"`{codes}`: {text}", "content": {"application/problem+json": {"schema": "Problem"}}}
+    # the codes of a status in the order ProblemCode lists them; 404 for a task is task_not_found
+    codes = ", ".join(code for code in ProblemCode if STATUS[code] == status and code != ProblemCode.NOT_FOUND)
+    answer = {"description": f"`{codes}`: {PROBLEMS[status]}",
+              "content": {"application/problem+json": {"schema": "Problem"}}}
     if status in (429, 503):
         answer["headers"] = {"Retry-After": {"description": "Seconds to wait before trying again.",
                                              "schema": {"type": "integer"}}}

@@ -1,0 +1,79 @@
+"""The API's words are written once: statuses, problem codes and task error codes are one
+enumeration each (docshift.contract) that the schema, the web, the OpenAPI document and the
+client use; every exception lives in docshift.errors under one root, and only the web knows
+HTTP statuses."""
+
+import importlib
+import inspect
+import pkgutil
+import re
+
+from conftest import ROOT
+
+import docshift
+import docshift.storage
+from docshift import client as docshift_client
+from docshift import errors, settings
+from docshift.contract import TASK_ERROR_MEANINGS, BillingClass, ProblemCode, Status, TaskErrorCode
+from docshift.web import problems
+
+# bridge.py and selftest.py run under LibreOffice's own Python (they need the uno module)
+NOT_IMPORTABLE_HERE = {"docshift.engine.bridge", "docshift.engine.selftest"}
+
+
+def modules():
+    found = []
+    for package in (docshift, docshift.storage):
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            if module.name not in NOT_IMPORTABLE_HERE:
+                found.append(importlib.import_module(module.name))
+    return found
+
+
+def schema_choices(table, column):
+    """The values the CHECK constraint of ``table.column`` in schema.sql allows."""
+    text = (ROOT / "schema.sql").read_text()
+    body = text[text.index(f"CREATE TABLE IF NOT EXISTS {table} ("):]
+    found = re.search(rf"\n\s+{column} TEXT[^\n]*CHECK \({column} IN \(([^)]*)\)\)", body)
+    return [value.strip().strip("'") for value in found.group(1).split(",")]
+
+
+def test_the_schema_allows_exactly_the_enumerated_statuses_and_billing_classes():
+    assert schema_choices("conversions", "status") == list(Status)
+    assert schema_choices("conversions", "billing_class") == list(BillingClass)
+
+
+def test_the_openapi_document_states_the_enumerations(client):
+    document = client.get("/v1/openapi.json").get_json()
+    schemas = document["components"]["schemas"]
+    assert schemas["Task"]["properties"]["status"]["enum"] == list(Status)
+    assert schemas["Submission"]["properties"]["status"]["enum"] == list(Status)
+    assert schemas["Task"]["properties"]["billing_class"]["enum"] == list(BillingClass)
+    assert schemas["TaskError"]["properties"]["code"]["enum"] == list(TaskErrorCode)
+    assert schemas["Usage"]["properties"]["plan"]["enum"] == list(settings.PLANS)
+    described = {code for path in document["paths"].values() for operation in path.values()
+                 for status, answer in operation["responses"].items() if status >= "400"
+                 for code in re.match(r"`([^`]*)`", answer["description"]).group(1).split(", ")}
+    assert described and described <= set(ProblemCode)
+
+
+def test_every_code_has_its_status_meaning_and_hint():
+    assert set(problems.STATUS) == set(ProblemCode)
+    assert set(TASK_ERROR_MEANINGS) == set(TaskErrorCode)
+    assert set(ProblemCode) <= set(docshift_client.HINTS)
+    assert set(docshift_client.FAILURE_HINTS) == set(TaskErrorCode)
+    api_errors = [kind for kind in vars(errors).values()
+                  if inspect.isclass(kind) and issubclass(kind, errors.ApiError) and kind is not errors.ApiError]
+    assert sorted(kind.code for kind in api_errors) == sorted(set(ProblemCode) - {ProblemCode.INTERNAL_ERROR})
+
+
+def test_every_exception_lives_in_errors_under_one_root():
+    outside = [f"{module.__name__}.{name}" for module in modules() for name, kind in vars(module).items()
+               if inspect.isclass(kind) and issubclass(kind, BaseException) and kind.__module__ == module.__name__
+               and module is not errors]
+    assert outside == []
+    ours = [kind for kind in vars(errors).values()
+            if inspect.isclass(kind) and issubclass(kind, BaseException) and kind.__module__ == errors.__name__]
+    assert len(ours) > 20 and all(issubclass(kind, errors.DocshiftError) for kind in ours)
+    # which HTTP status an error answers with is the web's to say (docshift.web.problems)
+    assert [kind.__name__ for kind in ours if hasattr(kind, "status")] == []
