@@ -26,6 +26,7 @@ import requests
 from docshift.contract import FINAL, ProblemCode, Status, TaskErrorCode
 from docshift.errors import ClientProblem as Problem
 from docshift.formats import target_name
+from docshift.settings import HOUR, MIN_IDEMPOTENCY_KEY_TTL
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 ATTEMPTS = 5            # per request: 0.5 + 1 + 2 + 4 s of backoff covers a service restart
@@ -34,6 +35,9 @@ TIMEOUT = (10, 60)      # (connect, read) seconds for one HTTP request
 
 # The client's own codes, beside the service's problem codes
 UNREACHABLE, UNEXPECTED_RESPONSE, DOWNLOAD_FAILED = "unreachable", "unexpected_response", "download_failed"
+# The client runs without the service's settings: a limit comes from the service's own answer (a 413's
+# detail names it), and how long a key replays is what the contract promises at least.
+REPLAY_TIME = f"at least {MIN_IDEMPOTENCY_KEY_TTL // HOUR} h"
 
 # One short hint per problem code: what the user can do about it.
 HINTS = {
@@ -43,7 +47,7 @@ HINTS = {
     ProblemCode.TASK_NOT_FOUND: "Check the task id; a task is only visible to the account that submitted it.",
     ProblemCode.NOT_FOUND: f"Check DOCSHIFT_URL: it should be the service's base URL, e.g. {DEFAULT_URL}.",
     ProblemCode.METHOD_NOT_ALLOWED: "Check DOCSHIFT_URL: it should be the service's base URL.",
-    ProblemCode.FILE_TOO_LARGE: "Files are limited to 4 MiB.",
+    ProblemCode.FILE_TOO_LARGE: "Save the file smaller, or split it, to stay within the service's limit.",
     ProblemCode.UNSUPPORTED_FILE_TYPE: "Only .doc, .xls and .ppt files are accepted.",
     ProblemCode.INVALID_REQUEST: "The service refused the request as malformed.",
     ProblemCode.IDEMPOTENCY_CONFLICT: "This file's Idempotency-Key was used for other content; rename it.",
@@ -62,7 +66,7 @@ FAILURE_HINTS = {
     TaskErrorCode.OUTPUT_INVALID: "The result lost content; tell the service's operator.",
     TaskErrorCode.SUBSCRIPTION_INACTIVE: "Check the subscription with the marketplace or operator.",
     TaskErrorCode.INPUT_MISSING: "The upload was lost before it was converted; rename the file to convert it again "
-                                 "(its Idempotency-Key replays this task for 24 h).",
+                                 f"(its Idempotency-Key replays this task for {REPLAY_TIME}).",
 }
 # Codes no other file or retry can fix: stop the whole run and exit 2.
 CONFIG_CODES = {ProblemCode.MISSING_API_KEY, ProblemCode.INVALID_API_KEY, ProblemCode.SUBSCRIPTION_PENDING_OR_INACTIVE,
@@ -253,7 +257,7 @@ def convert_one(api, path, out_dir, timeout, stop):
         return False, f"{path.name}: FAILED {code}: {error.get('message', '')} ({where}){hint}"
     if task["status"] == Status.EXPIRED:
         return False, (f"{path.name}: EXPIRED: the result was deleted after its retention time, "
-                       "and this file's Idempotency-Key replays that task for 24 h; rename the "
+                       f"and this file's Idempotency-Key replays that task for {REPLAY_TIME}; rename the "
                        f"file to convert it again ({where})")
     target = download(task["download_url"], path, out_dir, stop)
     note = ", replayed: not charged again" if replay else ""

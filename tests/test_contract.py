@@ -1,14 +1,16 @@
-"""The API's words are written once: statuses, problem codes and task error codes are one
-enumeration each (docshift.contract) that the schema, the web, the OpenAPI document and the
-client use; every exception lives in docshift.errors under one root, and only the web knows
-HTTP statuses."""
+"""The API's words and limits are written once: statuses, problem codes and task error codes are
+one enumeration each (docshift.contract) that the schema, the web, the OpenAPI document and the
+client use; every limit a message or the document states comes from the settings; every
+exception lives in docshift.errors under one root, and only the web knows HTTP statuses."""
 
 import importlib
 import inspect
 import pkgutil
 import re
 
-from conftest import ROOT
+import pytest
+import requests
+from conftest import ROOT, Service
 
 import docshift
 import docshift.storage
@@ -77,3 +79,45 @@ def test_every_exception_lives_in_errors_under_one_root():
     assert len(ours) > 20 and all(issubclass(kind, errors.DocshiftError) for kind in ours)
     # which HTTP status an error answers with is the web's to say (docshift.web.problems)
     assert [kind.__name__ for kind in ours if hasattr(kind, "status")] == []
+
+
+def test_the_limits_the_api_states_are_the_configured_ones(s3, tmp_path, monkeypatch, capsys):
+    limit, ttl = 1024 * 1024, 2 * settings.MIN_IDEMPOTENCY_KEY_TTL
+    service = Service(tmp_path / "small", s3["env"], MAX_UPLOAD_BYTES=limit, MAX_PENDING_TASKS=7,
+                      IDEMPOTENCY_KEY_TTL_SECONDS=ttl, DOWNLOAD_EXPIRES_IN=120)
+    try:
+        service.start_web()
+        service.wait_healthy_web()
+        stated = "1 MiB (1,048,576 bytes)"
+        document = requests.get(f"{service.base_url}/v1/openapi.json", timeout=10).json()
+        post = document["paths"]["/v1/conversions"]["post"]
+        assert stated in post["responses"]["413"]["description"]
+        assert "7 tasks" in post["responses"]["429"]["description"]
+        assert f"{ttl // settings.HOUR} hours" in post["description"]
+        part = post["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]["file"]
+        assert stated in part["description"]
+        assert "120" in document["paths"]["/v1/conversions/{task_id}"]["get"]["description"]
+        assert re.findall(r"4 MiB|24 hours|\b300\b", str(document)) == []
+
+        key = service.register("small-limits")
+        for size in (limit + 1, 2 * limit):  # refused by the view, and by werkzeug from the length
+            answer = requests.post(f"{service.base_url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                                   files={"file": ("big.doc", b"\0" * size)}, timeout=30)
+            assert answer.status_code == 413 and stated in answer.json()["detail"], answer.text
+
+        # the client has no settings of the service: it states what the service answered
+        big = tmp_path / "big.doc"
+        big.write_bytes(b"\0" * (limit + 1))
+        monkeypatch.setenv("DOCSHIFT_URL", service.base_url)
+        monkeypatch.setenv("DOCSHIFT_API_KEY", key)
+        assert docshift_client.main(["convert", str(big), "--out", str(tmp_path / "out")]) == 1
+        said = capsys.readouterr().err
+        assert "file_too_large" in said and stated in said and "4 MiB" not in said
+    finally:
+        service.stop()
+
+
+@pytest.mark.parametrize("name", ["client.py", "web/openapi.py", "web/problems.py", "web/schemas.py"])
+def test_no_limit_is_restated_as_a_literal(name):
+    text = (ROOT / "docshift" / name).read_text()
+    assert re.findall(r"4 MiB|4,194,304|24 hours|24 h\b|\b300\b|\(default 100\)", text) == []

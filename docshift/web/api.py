@@ -30,6 +30,7 @@ from docshift.errors import (
 from docshift.storage import db
 from docshift.web import schemas
 from docshift.web.context import get_db, get_queue, get_settings, get_store
+from docshift.web.problems import upload_limit
 
 log = logging.getLogger("docshift.api")
 bp = Blueprint("v1", __name__, url_prefix="/v1")
@@ -74,7 +75,7 @@ def submit():
     limit = get_settings().max_upload_bytes
     data = upload.stream.read(limit + 1)
     if len(data) > limit:
-        raise FileTooLarge(f"The file is larger than the {limit:,} byte limit.")
+        raise FileTooLarge(f"The file is larger than the {upload_limit(limit)} limit.")
     if not data:
         raise InvalidRequest("The file is empty.")
     digest = hashlib.sha256(data).hexdigest()

@@ -20,6 +20,8 @@ from docshift.errors import (
     StorageUnavailable,
     UnsupportedFileType,
 )
+from docshift.settings import MIB
+from docshift.web.context import get_settings
 
 log = logging.getLogger("docshift")
 
@@ -72,6 +74,12 @@ def _answer(code, title, status, detail, headers):
     return response
 
 
+def upload_limit(limit):
+    """``limit`` bytes as the API's messages and document state it: "2 MiB (2,097,152 bytes)"."""
+    mib, rest = divmod(limit, MIB)
+    return f"{mib} MiB ({limit:,} bytes)" if mib and not rest else f"{limit:,} bytes"
+
+
 def register(app):
     @app.errorhandler(ApiError)
     def api_error(error):
@@ -95,7 +103,7 @@ def register(app):
         detail = {
             404: "No such endpoint.",
             405: f"{request.method} is not allowed here.",
-            413: "The file is larger than the 4 MiB (4,194,304 bytes) limit.",
+            413: f"The file is larger than the {upload_limit(get_settings().max_upload_bytes)} limit.",
         }.get(error.code, error.description)
         response = problem(kind(detail))
         if error.code == 405 and getattr(error, "valid_methods", None):

@@ -20,7 +20,7 @@ class SubmissionHeaders(Schema):
         data_key="Idempotency-Key",
         validate=[validate.Regexp(r"^[\x21-\x7e]{8,128}$", error=IDEMPOTENCY_KEY_RULE), _no_line_break],
         metadata={"description": "Optional. 8-128 printable ASCII characters (0x21-0x7E), scoped to the "
-                                 "account, kept 24 hours; one value per source file."})
+                                 "account, kept as long as the operation says; one value per source file."})
 
 
 MACRO_CHOICES = ["keep", "remove"]
@@ -96,8 +96,8 @@ class Task(Schema):
         "description": "SUCCEEDED and EXPIRED: what the source holds against what the result holds."})
     download_url = fields.Url()
     download_expires_in = fields.Integer(metadata={
-        "description": "Seconds the `download_url` is valid: 300, or fewer when the result expires sooner.",
-        "example": 300})
+        "description": "Seconds the `download_url` is valid: the service's link life (see getConversion), or "
+                       "fewer when the result expires sooner."})
     result_expires_at = fields.String()
     error = fields.Nested(TaskError)
     detected_format = fields.String(metadata={
