@@ -121,3 +121,14 @@ def test_the_limits_the_api_states_are_the_configured_ones(s3, tmp_path, monkeyp
 def test_no_limit_is_restated_as_a_literal(name):
     text = (ROOT / "docshift" / name).read_text()
     assert re.findall(r"4 MiB|4,194,304|24 hours|24 h\b|\b300\b|\(default 100\)", text) == []
+
+
+def test_only_formats_names_libreoffice_filters():
+    """The self-test's filters come from formats.py too (office.py sends them to the bridge)."""
+    from docshift.formats import FORMATS
+
+    filters = {name for f in FORMATS.values() for name in (f.legacy_filter, f.export_filter,
+                                                             f.macro_enabled.export_filter)}
+    offenders = [f"{path.relative_to(ROOT)}: {name}" for path in ROOT.glob("docshift/**/*.py")
+                 if path.name != "formats.py" for name in filters if f'"{name}"' in path.read_text()]
+    assert offenders == []

@@ -37,6 +37,7 @@ import threading
 import time
 from pathlib import Path
 
+from docshift import formats
 from docshift.engine import jobfiles, sandbox
 from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
 
@@ -202,7 +203,7 @@ class Office:
                 raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
             launched = time.monotonic()
             test_dir = profile / "tmp" / "selftest"  # the sandbox's own, in memory
-            self._send({"selftest": self.inside(test_dir, profile)}, process)
+            self._send({"selftest": self.inside(test_dir, profile), "kinds": formats.self_test_kinds()}, process)
             try:
                 answer = self._read(SELF_TEST_TIMEOUT, process)
             except OfficeTimeout:
