@@ -12,7 +12,7 @@ SYSTEM_PACKAGES := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-cal
 # the registration page is tested in a real browser; conversion nodes are tested on a real Redis
 TEST_PACKAGES := chromium redis-server
 
-.PHONY: run node test install system office test-system apt image base-image image-run image-test container-system
+.PHONY: run node test test-fast install system office test-system apt image base-image image-run image-test container-system
 
 # The container image (see the README's "Containers"), built, run and tested with podman
 IMAGE ?= docshift:latest
@@ -49,6 +49,12 @@ node: install
 test: install test-system
 	$(BIN)/ruff check .
 	$(BIN)/pytest
+
+# the tests that need no LibreOffice, SeaweedFS, Redis, podman or chromium (tests/conftest.py marks
+# the others slow): the virtualenv only, none of the system packages
+test-fast: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/pytest -m "not slow"
 
 install: system $(VENV)/.installed
 

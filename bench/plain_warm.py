@@ -18,7 +18,7 @@ import time
 import uno
 from com.sun.star.connection import NoConnectException
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docshift", "engine"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docshift", "engine", "uno"))
 from bridge import props  # noqa: E402
 
 NICE = 10  # office.py's

@@ -48,8 +48,9 @@ def one_round(sandboxed, paths, work):
             print(f"  {path.name}: {type(error).__name__}")
         latencies.append(time.perf_counter() - t)
     elapsed = time.perf_counter() - began
+    timings = office.timings
     office.close()
-    return {"start": started, "launch": office.timings["launch"], "self_test": office.timings["self_test"],
+    return {"start": started, "launch": timings["launch"], "self_test": timings["self_test"],
             "latencies": latencies, "rate": len(paths) / elapsed}
 
 

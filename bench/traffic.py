@@ -144,7 +144,7 @@ def descendants(roots):
 
 
 ROLES = (("soffice", "LibreOffice"), ("gunicorn", "web"), ("worker.py", "worker"), ("weed", "object store"),
-         ("objectstore", "object store"), ("honcho", "honcho (log relay)"))
+         ("storage.seaweed", "object store"), ("honcho", "honcho (log relay)"))
 
 
 def scheduling(instance, clients):

@@ -34,6 +34,7 @@ from docshift.engine import convert
 from docshift.engine.office import UNO_PYTHON, Office
 from docshift.errors import ConversionFailed
 from docshift.formats import FORMATS
+from docshift.settings import DEFAULTS
 
 HERE = Path(__file__).resolve().parent
 
@@ -63,12 +64,13 @@ class Plain:
 
 
 class Ours:
-    """One docshift Office, as a worker thread runs it: with its spare, each file for account ``n % tenants``
-    (a LibreOffice converts one account's files only: another account's file goes to a fresh one)."""
+    """One docshift Office, as a worker thread runs it: with its spare and the default number of accounts kept,
+    each file for account ``n % tenants`` (a LibreOffice converts one account's files only: another account's
+    file goes to that account's idle one, or to a fresh one)."""
 
     def __init__(self, work, name, tenants=1):
         self.work = Path(tempfile.mkdtemp(dir=work))
-        self.office = Office(self.work / "office", name=name, spare=True)
+        self.office = Office(self.work / "office", name=name, spare=True, accounts=DEFAULTS["OFFICE_ACCOUNTS"])
         self.office.start()
         # a worker starts its spare once, long before a flood: it is up before the clock starts
         deadline = time.monotonic() + 120
@@ -81,9 +83,10 @@ class Ours:
         kind = path.suffix.lower()[1:]
         started = time.perf_counter()
         tenant = f"account-{n % self.tenants}"
-        self.switches += self.office.tenant not in (None, tenant)
+        starts = self.office.starts
         self.office.take(tenant)
-        out = self.office.job_dir / f"job-{n}"
+        self.switches += self.office.starts - starts
+        out = self.office.tasks_dir / f"job-{n}"
         try:
             converted = convert.convert(self.office, path, kind, out, TIMEOUT)
         except ConversionFailed:
@@ -171,7 +174,7 @@ def flood(files, work, args, tenants):
         print(f"- round {round_ + 1}: {args.pool} plain warm LibreOffices {seconds['plain']:.1f} s "
               f"({len(files) / seconds['plain']:.2f} files/s), {args.pool} docshift Offices {seconds['ours']:.1f} s "
               f"({len(files) / seconds['ours']:.2f} files/s): {seconds['plain'] / seconds['ours']:.2f}x; "
-              f"{sum(runner.switches for runner in made)} fresh LibreOffices for a new account")
+              f"{sum(runner.switches for runner in made)} fresh LibreOffices taken over")
     return plain_seconds / ours_seconds
 
 

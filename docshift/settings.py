@@ -120,6 +120,11 @@ class Settings:
     # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
     # LibreOffice converts one account's files only) and at recycling; off starts one when needed
     office_spare: bool = _switch(True)
+    # the LibreOffices each worker thread keeps, one per account, the converting one included: an account's
+    # next task finds its own warm (a new account's takes over the spare); each idle one holds its memory
+    office_accounts: int = _count(4)
+    # an account's LibreOffice that waited this long for its next task is stopped
+    office_idle_seconds: float = _seconds(600)
     # CPU seconds each process in the sandbox may use (a busy LibreOffice is recycled long before;
     # one killed mid-conversion is retried on a fresh one): an idle compromised one cannot spin forever
     office_cpu_limit_seconds: int = _count(600)
@@ -165,7 +170,7 @@ class Settings:
     metrics_token: str | None = _text(secret=True)
     # how long a web process reuses the database figures /metrics last read
     metrics_cache_seconds: float = _seconds(5, above=False)
-    # derived: no s3_endpoint was given, so docshift runs SeaweedFS itself (storage.objectstore)
+    # derived: no s3_endpoint was given, so docshift runs SeaweedFS itself (storage.seaweed)
     embedded_store: bool = field(default=False, metadata={"derived": True})
 
 
@@ -227,7 +232,7 @@ def _finish(config: Settings) -> Settings:
     if not endpoint:
         endpoint = derived["s3_endpoint"] = f"127.0.0.1:{config.s3_port}"
         derived["embedded_store"] = True
-        # the web and the worker skip the port and its relay (storage.objectstore)
+        # the web and the worker skip the port and its relay (storage.seaweed)
         derived["s3_socket"] = config.s3_socket or str(data_dir / "objects" / "s3.sock")
         creds = json.loads(_generated_once(data_dir / "s3-credentials.json", _new_s3_credentials))
         derived["s3_access_key"] = config.s3_access_key or creds["access_key"]

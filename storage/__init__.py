@@ -1,4 +1,4 @@
-"""The only code that talks SQL (``storage.db``) or S3 (``storage.objects``).
+"""The only code that talks SQL (``connection`` and a module per concern) or S3 (``s3``).
 
 Installed as ``docshift.storage``. It speaks the domain: verbs on tasks,
 accounts and results, and its own errors (``docshift.errors.StorageUnavailable``
@@ -10,10 +10,11 @@ import logging
 
 from docshift.contract import Status
 from docshift.errors import StorageUnavailable
-from docshift.storage import db
-from docshift.storage.objects import ObjectStore
+from docshift.storage import tasks
+from docshift.storage.connection import iso, new_id, now
+from docshift.storage.s3 import ObjectStore
 
-__all__ = ["ObjectStore", "db", "submit_task"]
+__all__ = ["ObjectStore", "submit_task"]
 log = logging.getLogger("docshift.storage")
 
 
@@ -26,13 +27,13 @@ def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idem
     ``max_unfinished`` tasks waiting or running: ``TooManyUnfinished``), the stored input is
     removed again before the error goes on: no row, no input.
     """
-    task = {"id": db.new_id("tsk"), "account_id": account_id, "status": Status.QUEUED,
+    task = {"id": new_id("tsk"), "account_id": account_id, "status": Status.QUEUED,
             "source_filename": filename, "source_type": kind, "source_size": len(data),
             "source_sha256": sha256, "idempotency_key": idempotency_key, "macros": macros,
-            "created_at": db.iso(db.now())}
+            "created_at": iso(now())}
     objects.put_input(task["id"], data)
     try:
-        db.create_task(conn, task, max_unfinished)
+        tasks.create_task(conn, task, max_unfinished)
     except BaseException:
         try:
             objects.delete_input(task["id"])

@@ -25,6 +25,18 @@ SESSION_DATA = Path(tempfile.mkdtemp(prefix="docshift-tests-"))
 os.environ["DOCSHIFT_DATA_DIR"] = str(SESSION_DATA / "default")
 os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
+# The fixtures that start LibreOffice, SeaweedFS or Redis (these below, and the test modules' own
+# that do): a test that uses one, even through another fixture, is ``slow``, and ``make test-fast``
+# leaves it out. A test that starts one itself says ``@pytest.mark.slow``.
+REAL_PARTS = {"s3", "own_store", "office", "fresh_office", "live", "legacy", "slow_xls", "linked_doc",
+              "variants", "redis_url", "embedded", "workbook", "converted", "linked", "tls_redis"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if REAL_PARTS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 def _ports_free(ports):
     for port in ports:
@@ -99,7 +111,7 @@ def soffice_pids(worker_pid):
 
 
 def start_embedded_store(data_dir, port=None, bind=None):
-    """``python -m docshift.storage.objectstore`` (the Procfile's ``objects``) on ``port`` (free
+    """``python -m docshift.storage.seaweed`` (the Procfile's ``objects``) on ``port`` (free
     ports if None) of ``bind`` (its default if None), with credentials of its own data dir; returns
     its configuration and process."""
     from docshift import settings
@@ -113,7 +125,7 @@ def start_embedded_store(data_dir, port=None, bind=None):
     if bind:
         env["DOCSHIFT_S3_BIND"] = bind
     with open(Path(data_dir) / "weed.log", "ab") as log:
-        process = subprocess.Popen([str(BIN / "python"), "-m", "docshift.storage.objectstore"], cwd=ROOT,
+        process = subprocess.Popen([str(BIN / "python"), "-m", "docshift.storage.seaweed"], cwd=ROOT,
                                    env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return config, process
 
@@ -542,8 +554,8 @@ class Cluster:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def rows(self):
-        from docshift.storage import db
-        conn = db.connect(self.coordinator.config().database)
+        from docshift.storage import connection
+        conn = connection.connect(self.coordinator.config().database)
         try:
             return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
         finally:

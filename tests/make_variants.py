@@ -20,7 +20,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docshift" / "engine"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docshift" / "engine" / "uno"))
 import bridge  # noqa: E402
 import uno  # noqa: E402
 

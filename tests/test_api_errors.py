@@ -8,7 +8,7 @@ import pytest
 from conftest import post_file, register
 
 from docshift.accounts import keys
-from docshift.storage import db
+from docshift.storage import accounts
 
 LIMIT = 4 * 1024 * 1024
 
@@ -58,8 +58,8 @@ def test_subscription_inactive(app, client, account):
     with app.app_context():
         from docshift.web.context import get_db
         conn = get_db()
-        row = db.account_for_key(conn, keys.digest(account))
-        db.set_account(conn, row["id"], status="inactive")
+        row = accounts.account_for_key(conn, keys.digest(account))
+        accounts.set_account(conn, row["id"], status="inactive")
     assert_problem(client.get("/v1/account/usage", headers=bearer(account)), 403,
                    "subscription_pending_or_inactive")
     assert_problem(upload(client, account), 403, "subscription_pending_or_inactive")
@@ -175,7 +175,7 @@ def test_store_down_answers_503_and_keeps_nothing(app, client, account):
     app.extensions.pop("docshift.store", None)
     # nothing listens on the discard port
     app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], s3_endpoint="127.0.0.1:9")
-    from docshift.storage.objects import ObjectStore
+    from docshift.storage.s3 import ObjectStore
     store = ObjectStore(app.config["DOCSHIFT"])
     app.extensions["docshift.store"] = store
     assert_problem(upload(client, account), 503, "service_unavailable")

@@ -11,7 +11,7 @@ import requests
 from docshift import client
 from docshift.accounts import keys
 from docshift.contract import TaskErrorCode
-from docshift.storage import db
+from docshift.storage import connection
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def usage(live, key):
 
 
 def task_count(live, key):
-    conn = db.connect(live.config().database)
+    conn = connection.connect(live.config().database)
     try:
         row = conn.execute("select count(*) from conversions where account_id ="
                            " (select account_id from api_keys where key_hash = ?)",

@@ -7,19 +7,22 @@ import subprocess
 import sys
 import textwrap
 
-from docshift.storage import db
+import pytest
+
+from docshift.errors import DatabaseUnavailable
+from docshift.storage import connection, liveness
 
 HUB_PROBE = textwrap.dedent("""
     from gevent import monkey
     monkey.patch_all()
     import json, subprocess, sys, time
     import gevent
-    from docshift.storage import db
+    from docshift.storage import connection
     from docshift.settings import Settings
     from docshift.tasks.queue import Queue
 
     path, queue_path = sys.argv[1], sys.argv[2]
-    conn = db.connect(path)
+    conn = connection.connect(path)
     conn.execute("CREATE TABLE t (x)")
     # another process holds the write lock for a second, as the worker does while it claims
     blocker = subprocess.Popen([sys.executable, "-c", '''
@@ -40,7 +43,7 @@ HUB_PROBE = textwrap.dedent("""
 
     gevent.spawn(ticker)
     started = time.monotonic()
-    with db.transaction(conn):
+    with connection.transaction(conn):
         conn.execute("INSERT INTO t VALUES (1)")
     waited = time.monotonic() - started
     blocker.wait()
@@ -49,8 +52,8 @@ HUB_PROBE = textwrap.dedent("""
     print(json.dumps({"waited": waited, "ticks": len(during),
                       "gap": max((b - a for a, b in zip(during, during[1:])), default=waited),
                       "rows": conn.execute("SELECT count(*) FROM t").fetchone()[0],
-                      "connection": type(conn.conn).__name__,
-                      "queue_connection": type(queue.huey.storage.conn).__name__}))
+                      "cooperative": [isinstance(c, connection.CooperativeConnection)
+                                      for c in (conn.conn, queue.huey.storage.conn)]}))
 """)
 
 
@@ -62,15 +65,38 @@ def test_a_write_waiting_for_the_lock_leaves_the_hub_free(tmp_path):
     assert seen["waited"] >= 0.8 and seen["rows"] == 1  # the insert waited for the lock, then landed
     # meanwhile the hub kept running other greenlets, every 10 ms or so
     assert seen["ticks"] >= 40 and seen["gap"] < 0.2, seen
-    assert seen["connection"] == seen["queue_connection"] == "CooperativeConnection"
+    assert seen["cooperative"] == [True, True]  # ours and the queue's
 
 
 def test_without_gevent_connections_are_plain(tmp_path):
-    assert type(db.connect(str(tmp_path / "d.db")).conn) is db.sqlite3.Connection
+    assert type(connection.connect(str(tmp_path / "d.db")).conn) is connection.Connection
+
+
+def test_a_database_locked_past_the_busy_timeout_is_unavailable(tmp_path):
+    """The connection itself turns the driver's error into the domain's: in a verb, in a transaction
+    a caller opens, in a bare statement. Nobody upstream sees sqlite3's exceptions."""
+    path = str(tmp_path / "d.db")
+    conn = connection.connect(path)
+    connection.init(conn)
+    conn.execute("PRAGMA busy_timeout = 50")
+    blocker = connection.connect(path)
+    blocker.conn.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(DatabaseUnavailable, match="locked"):
+            liveness.heartbeat(conn)
+        with pytest.raises(DatabaseUnavailable, match="locked"):
+            with connection.transaction(conn):
+                pass
+        with pytest.raises(DatabaseUnavailable, match="locked"):
+            conn.execute("INSERT INTO tallies (name, value) VALUES ('x', 1)")
+    finally:
+        blocker.conn.execute("ROLLBACK")
+    liveness.add_tally(conn, "x")  # and once the lock is gone, the same connection writes
+    assert liveness.tally(conn, "x") == 1
 
 
 def test_the_pool_hands_back_the_same_connection(tmp_path):
-    pool = db.Pool(str(tmp_path / "d.db"))
+    pool = connection.Pool(str(tmp_path / "d.db"))
     first = pool.take()
     pool.give_back(first)
     assert pool.take() is first
@@ -79,23 +105,23 @@ def test_the_pool_hands_back_the_same_connection(tmp_path):
 
 def test_a_transaction_left_open_is_rolled_back_before_reuse(tmp_path):
     path = str(tmp_path / "d.db")
-    db.connect(path).execute("CREATE TABLE t (x)")
-    pool = db.Pool(path)
+    connection.connect(path).execute("CREATE TABLE t (x)")
+    pool = connection.Pool(path)
     conn = pool.take()
     conn.conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT INTO t VALUES (1)")
     pool.give_back(conn)  # as after a request that failed mid-transaction
     again = pool.take()
     assert again is conn and not again.conn.in_transaction
-    assert db.connect(path).execute("SELECT count(*) FROM t").fetchone()[0] == 0
+    assert connection.connect(path).execute("SELECT count(*) FROM t").fetchone()[0] == 0
     # and the write lock is free for everyone else
-    other = db.connect(path)
+    other = connection.connect(path)
     other.conn.execute("BEGIN IMMEDIATE")
     other.conn.execute("ROLLBACK")
 
 
 def test_a_forked_child_opens_its_own_connections(tmp_path):
-    pool = db.Pool(str(tmp_path / "d.db"))
+    pool = connection.Pool(str(tmp_path / "d.db"))
     parent = pool.take()
     pool.give_back(parent)
     read, write = os.pipe()

@@ -19,17 +19,11 @@ from docshift import errors, settings
 from docshift.contract import TASK_ERROR_MEANINGS, BillingClass, ProblemCode, Status, TaskErrorCode
 from docshift.web import problems
 
-# bridge.py and selftest.py run under LibreOffice's own Python (they need the uno module)
-NOT_IMPORTABLE_HERE = {"docshift.engine.bridge", "docshift.engine.selftest"}
-
 
 def modules():
-    found = []
-    for package in (docshift, docshift.storage):
-        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            if module.name not in NOT_IMPORTABLE_HERE:
-                found.append(importlib.import_module(module.name))
-    return found
+    """Every module the host imports (engine/uno/ is files under LibreOffice's Python, no package)."""
+    return [importlib.import_module(module.name) for package in (docshift, docshift.storage)
+            for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")]
 
 
 def schema_choices(table, column):

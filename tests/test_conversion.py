@@ -12,8 +12,8 @@ import requests
 from conftest import DOC_PARAGRAPHS, PPT_TITLES, XLS_SHEETS
 
 from docshift.formats import MEDIA_TYPES
-from docshift.storage import db
-from docshift.storage.objects import ObjectStore
+from docshift.storage import connection, tasks
+from docshift.storage.s3 import ObjectStore
 
 
 def _check_content(kind, data):
@@ -78,8 +78,8 @@ def test_expired_link_is_refused_and_a_new_query_gives_a_working_one(live, key, 
     first = live.wait(key, task_id)
     assert first["status"] == "SUCCEEDED"
     # the same signer the API uses, with a one-second life instead of 300
-    conn = db.connect(live.config().database)
-    stored = db.get_task(conn, task_id)["result_key"]
+    conn = connection.connect(live.config().database)
+    stored = tasks.get_task(conn, task_id)["result_key"]
     conn.conn.close()
     short = ObjectStore(live.config()).presign_result(stored, 'attachment; filename="numbers.xlsx"', "xlsx", 1)
     assert requests.get(short, timeout=10).status_code == 200

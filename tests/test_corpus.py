@@ -21,10 +21,10 @@ import requests
 from conftest import post_file, register
 from msoffcrypto import OfficeFile
 
-from docshift.engine import inventory, vba
+from docshift.engine import Engine, inventory, vba
 from docshift.engine.convert import content_lost
 from docshift.formats import FORMATS
-from docshift.storage import db
+from docshift.storage import tasks
 from docshift.tasks import conversion
 from docshift.web import create_app
 from docshift.web.context import get_db, get_store
@@ -106,8 +106,8 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
     assert response.status_code == 202, response.get_data(as_text=True)
     task_id = response.get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], office)
-        task = db.get_task(get_db(), task_id)
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
+        task = tasks.get_task(get_db(), task_id)
         ours = None
         if task["status"] == "SUCCEEDED":
             url = get_store().presign_result(task["result_key"], "attachment", FORMATS[reference.kind(path)].target,

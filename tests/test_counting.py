@@ -9,8 +9,9 @@ import requests
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docshift.accounts import marketplace
-from docshift.storage import db
+from docshift.accounts import billing, marketplace
+from docshift.errors import IdempotencyKeyTaken
+from docshift.storage import accounts, connection, periods, tasks
 
 QUOTAS = {"starter": 2, "team": 4, "business": 6}
 ACTIVATION = datetime(2026, 1, 31, 9, 30, tzinfo=UTC)  # the end of a long month, on purpose
@@ -35,20 +36,20 @@ def model_month(months):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=operations)
 def test_counting_matches_a_simple_model(tmp_path_factory, steps):
-    conn = db.connect(str(tmp_path_factory.mktemp("model") / "counting.db"))
-    db.init(conn)
-    account = db.apply_subscription(conn, "local", marketplace.Customer("model", "starter"))
-    db.set_account(conn, account["id"], activated_at=db.iso(ACTIVATION))
+    conn = connection.connect(str(tmp_path_factory.mktemp("model") / "counting.db"))
+    connection.init(conn)
+    account = accounts.apply_subscription(conn, "local", marketplace.Customer("model", "starter"))
+    accounts.set_account(conn, account["id"], activated_at=connection.iso(ACTIVATION))
     clock, plan = ACTIVATION + timedelta(minutes=1), "starter"
     model = {"period": 0, "included": 0, "overage": 0}
     keyed, succeeded = [], []
 
     def new_task(key=None):
-        task = {"id": db.new_id("tsk"), "account_id": account["id"], "status": "QUEUED",
+        task = {"id": connection.new_id("tsk"), "account_id": account["id"], "status": "QUEUED",
                 "source_filename": "a.doc", "source_type": "doc", "source_size": 1, "source_sha256": "0" * 64,
-                "idempotency_key": key, "created_at": db.iso(clock)}
-        db.create_task(conn, task)
-        db.start_processing(conn, task["id"])
+                "idempotency_key": key, "created_at": connection.iso(clock)}
+        tasks.create_task(conn, task)
+        tasks.start_processing(conn, task["id"])
         return task["id"]
 
     for step in steps:
@@ -58,44 +59,71 @@ def test_counting_matches_a_simple_model(tmp_path_factory, steps):
             keyed.append(key)
             expected = "INCLUDED" if model["included"] < QUOTAS[plan] else "OVERAGE"
             model["included" if expected == "INCLUDED" else "overage"] += 1
-            assert db.mark_succeeded(conn, task_id, 10, 1800, QUOTAS, at=clock) == expected
+            assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(QUOTAS), at=clock) == expected
             succeeded.append(task_id)
         elif step[0] == "failure":
-            assert db.mark_failed(conn, new_task(), "conversion_failed", "no")
+            assert tasks.mark_failed(conn, new_task(), "conversion_failed", "no")
         elif step[0] == "replay" and keyed:
             try:
                 new_task(keyed[-1])
                 raise AssertionError("a replayed Idempotency-Key made a second task")
-            except db.IdempotencyKeyTaken:
+            except IdempotencyKeyTaken:
                 pass
         elif step[0] == "run_again" and succeeded:
-            assert db.mark_succeeded(conn, succeeded[-1], 10, 1800, QUOTAS, at=clock) is None
+            assert tasks.mark_succeeded(conn, succeeded[-1], 10, 1800, billing.rule(QUOTAS), at=clock) is None
         elif step[0] == "wait":
             clock += timedelta(minutes=step[1])
             while clock >= model_month(model["period"] + 1):
                 model.update(period=model["period"] + 1, included=0, overage=0)
         elif step[0] == "plan":
             plan = step[1]
-            db.set_account(conn, account["id"], plan=plan)  # the period's count stays
-        with db.transaction(conn):
-            period = db.current_period(conn, db.find_account(conn, "local", "model"), clock)
+            accounts.set_account(conn, account["id"], plan=plan)  # the period's count stays
+        with connection.transaction(conn):
+            period = periods.current_period(conn, accounts.find_account(conn, "local", "model"), clock)
         assert (period["included_used"], period["overage_used"]) == (model["included"], model["overage"])
         assert (period["started_at"], period["ends_at"]) == (
-            db.iso(model_month(model["period"])), db.iso(model_month(model["period"] + 1)))
+            connection.iso(model_month(model["period"])), connection.iso(model_month(model["period"] + 1)))
     counted = conn.execute("SELECT count(*) FROM conversions WHERE billing_class IS NOT NULL").fetchone()[0]
     assert counted == len(succeeded)
     conn.close()
 
 
+def test_storage_counts_what_the_billing_rule_says(tmp_path):
+    """The rule is the accounts' (``docshift.accounts.billing``): storage asks the one it is given, with the
+    period as read in the success's transaction, and counts the success under the class it answers."""
+    conn = connection.connect(str(tmp_path / "rule.db"))
+    connection.init(conn)
+    account = accounts.apply_subscription(conn, "local", marketplace.Customer("rule", "starter"))
+    asked = []
+
+    def alternate(account, period):
+        asked.append((period["included_used"], period["overage_used"]))
+        return "INCLUDED" if len(asked) % 2 else "OVERAGE"
+
+    answers = []
+    for _ in range(4):
+        task = {"id": connection.new_id("tsk"), "account_id": account["id"], "status": "QUEUED",
+                "source_filename": "a.doc", "source_type": "doc", "source_size": 1, "source_sha256": "0" * 64,
+                "idempotency_key": None, "created_at": connection.iso(connection.now())}
+        tasks.create_task(conn, task)
+        tasks.start_processing(conn, task["id"])
+        answers.append(tasks.mark_succeeded(conn, task["id"], 10, 1800, alternate))
+    assert answers == ["INCLUDED", "OVERAGE"] * 2
+    assert asked == [(0, 0), (1, 0), (1, 1), (2, 1)]
+    period = periods.usage_period(conn, account)
+    assert (period["included_used"], period["overage_used"]) == (2, 2)
+    conn.close()
+
+
 def test_entitlement_end_sets_the_period(tmp_path):
-    conn = db.connect(str(tmp_path / "contract.db"))
-    db.init(conn)
-    account = db.apply_subscription(conn, "aws", marketplace.Customer(
+    conn = connection.connect(str(tmp_path / "contract.db"))
+    connection.init(conn)
+    account = accounts.apply_subscription(conn, "aws", marketplace.Customer(
         "111122223333", "team", period_ends_at=datetime(2026, 3, 15, tzinfo=UTC)))
-    db.set_account(conn, account["id"], activated_at="2026-02-15T00:00:00.000000Z")
-    account = db.find_account(conn, "aws", "111122223333")
-    with db.transaction(conn):
-        period = db.current_period(conn, account, datetime(2026, 3, 1, tzinfo=UTC))
+    accounts.set_account(conn, account["id"], activated_at="2026-02-15T00:00:00.000000Z")
+    account = accounts.find_account(conn, "aws", "111122223333")
+    with connection.transaction(conn):
+        period = periods.current_period(conn, account, datetime(2026, 3, 1, tzinfo=UTC))
     assert (period["started_at"], period["ends_at"]) == ("2026-02-15T00:00:00.000000Z", "2026-03-15T00:00:00.000000Z")
     conn.close()
 

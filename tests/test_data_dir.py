@@ -5,7 +5,7 @@ import os
 import stat
 
 from docshift import settings
-from docshift.storage import db
+from docshift.storage import connection, liveness
 from docshift.tasks.queue import Queue
 
 
@@ -17,9 +17,9 @@ def test_a_new_data_dir_and_its_databases_are_private(tmp_path):
     umask = os.umask(0o002)  # a group-writable umask, as some distributions give their users
     try:
         config = settings.load({"DATA_DIR": str(tmp_path / "fresh" / "var")})
-        conn = db.connect(config.database)
-        db.init(conn)
-        db.heartbeat(conn)
+        conn = connection.connect(config.database)
+        connection.init(conn)
+        liveness.heartbeat(conn)
         queue = Queue(config)
         queue.huey.storage.enqueue(b"a message", 0)
     finally:

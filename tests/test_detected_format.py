@@ -6,8 +6,9 @@ import sqlite3
 import pytest
 from conftest import post_file
 
+from docshift.accounts import billing
 from docshift.formats import detected_format
-from docshift.storage import db
+from docshift.storage import connection, tasks
 from docshift.web.context import get_db
 
 
@@ -52,9 +53,9 @@ def test_an_older_database_gains_the_column(tmp_path):
                 "source_sha256, created_at) VALUES ('t1', 'a', 'QUEUED', 'a.doc', 'doc', 1, 'x', 'now')")
     old.commit()
     old.close()
-    conn = db.connect(str(path))
-    db.init(conn)
-    db.init(conn)  # twice: idempotent
+    conn = connection.connect(str(path))
+    connection.init(conn)
+    connection.init(conn)  # twice: idempotent
     assert conn["conversions"].get("t1")["detected_format"] is None
 
 
@@ -62,19 +63,20 @@ def task(app, client, account, legacy, finish):
     response = post_file(client, account, legacy["doc"].read_bytes(), "a.doc")
     task_id = response.get_json()["task_id"]
     with app.app_context():
-        db.start_processing(get_db(), task_id)
+        tasks.start_processing(get_db(), task_id)
         finish(get_db(), task_id)
     return client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {account}"}).get_json()
 
 
 def test_shown_on_succeeded_and_expired(app, client, account, legacy):
     def succeed(conn, task_id):
-        db.mark_succeeded(conn, task_id, 10, 1800, app.config["DOCSHIFT"].plan_quotas, detected_format="rtf")
+        tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["DOCSHIFT"].plan_quotas),
+                             detected_format="rtf")
     assert task(app, client, account, legacy, succeed)["detected_format"] == "rtf"
 
     def expire(conn, task_id):
         succeed(conn, task_id)
-        db.mark_expired(conn, task_id)
+        tasks.mark_expired(conn, task_id)
     view = task(app, client, account, legacy, expire)
     assert (view["status"], view["detected_format"]) == ("EXPIRED", "rtf")
 
@@ -82,6 +84,6 @@ def test_shown_on_succeeded_and_expired(app, client, account, legacy):
 @pytest.mark.parametrize("code,shown", [("unsupported_content", True), ("conversion_failed", False)])
 def test_shown_on_unsupported_content_only_among_failures(app, client, account, legacy, code, shown):
     def failed(conn, task_id):
-        db.mark_failed(conn, task_id, code, "m", detected_format="pdf")
+        tasks.mark_failed(conn, task_id, code, "m", detected_format="pdf")
     view = task(app, client, account, legacy, failed)
     assert ("detected_format" in view) == shown

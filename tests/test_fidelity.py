@@ -128,6 +128,18 @@ def test_the_output_check_counts_what_libreoffice_loaded(embedded, office, kind,
     assert "LibreOffice loaded 1" in fidelity["lost"][0]["detail"]
 
 
+def test_a_presentations_shapes_are_walked_only_when_asked(embedded, office, tmp_path):
+    """Counting what a presentation loaded walks its shapes (two calls over the bridge each): the worker asks for
+    it only where the legacy file's records cannot be counted, and the slides are counted either way."""
+    results = {}
+    for walk in (True, False):
+        result = tmp_path / str(walk) / "result.pptx"
+        result.parent.mkdir()
+        results[walk] = office.convert(embedded["ppt"], result, FORMATS["ppt"].export_filter, 60, parts=walk)["loaded"]
+    assert results[True]["parts"] == {"embedded_objects": 1} and results[True]["slides"] >= 1
+    assert results[False] == {"slides": results[True]["slides"]}
+
+
 @pytest.mark.parametrize("kind,extension", [("doc", "docm"), ("xls", "xlsm"), ("ppt", "pptm")])
 def test_macros_are_kept_in_the_macro_enabled_type(office, kind, extension, tmp_path):
     source = MACRO_FILES[kind]

@@ -13,7 +13,7 @@ def test_healthy_live_service(live):
 
 
 def test_store_down_and_no_worker(app, client):
-    from docshift.storage.objects import ObjectStore
+    from docshift.storage.s3 import ObjectStore
 
     app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], s3_endpoint="127.0.0.1:9")
     store = ObjectStore(app.config["DOCSHIFT"])

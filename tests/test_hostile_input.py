@@ -213,11 +213,11 @@ def test_sniff_mutated_legacy_files(legacy, which, kind, choice):
 # the multipart submission path under fuzzing --------------------------------------------
 
 def stored_task(app, task_id):
-    from docshift.storage import db
+    from docshift.storage import tasks
     from docshift.web.context import get_db, get_store
 
     with app.app_context():
-        return db.get_task(get_db(), task_id), get_store().input_exists(task_id)
+        return tasks.get_task(get_db(), task_id), get_store().input_exists(task_id)
 
 
 def assert_sound(app, response):

@@ -386,5 +386,6 @@ def test_the_report_of_a_copy_is_complete(corpus, tmp_path):
             "counts": {what: {"source": n, "result": n} for what, n in source.counts.items()}}
 
 
+@pytest.mark.slow
 def test_soffice_is_there():
     assert shutil.which("soffice"), "LibreOffice's soffice is needed to make the .xls these tests read"

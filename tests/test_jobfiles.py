@@ -13,7 +13,7 @@ import pytest
 from conftest import wait_for
 
 from docshift import settings
-from docshift.engine import sandbox
+from docshift.engine import Engine, sandbox
 from docshift.engine.office import Office
 from docshift.errors import OfficeCrashed
 from docshift.formats import FORMATS
@@ -156,7 +156,7 @@ def test_a_task_dir_cannot_be_swapped_for_a_link(office, legacy, outside, s3, tm
     watcher = in_the_sandbox(office, tmp_path, WATCHER, outside, wait=False)
     try:
         assert watcher.stdout.readline() == "watching\n"
-        outcome = conversion.convert_task(task_id, "doc", objects, config, office)
+        outcome = conversion.convert_task(task_id, "doc", objects, config, Engine(office))
     finally:
         os.killpg(watcher.pid, signal.SIGKILL)
         watcher.wait()

@@ -1,6 +1,7 @@
 """The shape of the code: importing starts nothing, only storage talks SQL or S3, the installed
 distribution is namespaced, and the architecture map names every package."""
 
+import ast
 import os
 import pkgutil
 import re
@@ -15,22 +16,36 @@ import docshift
 import docshift.storage
 
 ROOT = Path(__file__).resolve().parent.parent
-# bridge.py and its selftest.py run under LibreOffice's own Python (they need the uno module)
-NOT_IMPORTABLE_HERE = {"docshift.engine.bridge", "docshift.engine.selftest"}
+# what runs inside the sandbox, under LibreOffice's own Python (it needs the uno module): files, not a package
+UNO = ROOT / "docshift" / "engine" / "uno"
 
 
 def all_modules():
     names = ["app", "worker"]
     for package in (docshift, docshift.storage):  # storage/ is installed as docshift.storage
         for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            if module.name not in NOT_IMPORTABLE_HERE:
-                names.append(module.name)
+            names.append(module.name)
     return names
 
 
 def test_every_module_is_found():
     names = all_modules()
-    assert {"docshift.storage.db", "docshift.web.api", "docshift.tasks.worker", "docshift.client"} <= set(names)
+    assert {"docshift.storage.tasks", "docshift.web.api", "docshift.tasks.worker", "docshift.client"} <= set(names)
+
+
+def test_what_runs_in_the_sandbox_is_apart():
+    """``engine/uno/`` is no package the host can import, imports nothing of docshift, and nothing of docshift
+    imports it: the code of the two sides of the sandbox's wall never mixes."""
+    inside = sorted(p.name for p in UNO.glob("*.py"))
+    assert inside == ["bridge.py", "selftest.py"] and not (UNO / "__init__.py").exists()
+    assert not any(name.startswith("docshift.engine.uno") for name in all_modules())
+    for path in UNO.glob("*.py"):
+        assert not re.search(r"^\s*(from|import) docshift", path.read_text(), re.MULTILINE), path
+    host = [ROOT / "app.py", ROOT / "worker.py", *(ROOT / "docshift").rglob("*.py"), *(ROOT / "storage").rglob("*.py")]
+    for path in host:
+        if UNO not in path.parents:
+            assert not re.search(r"^\s*(from|import) (docshift\.engine\.uno|bridge|selftest)\b", path.read_text(),
+                                 re.MULTILINE), path
 
 
 def test_importing_any_module_creates_nothing(tmp_path):
@@ -56,6 +71,13 @@ def test_only_storage_talks_sql_or_s3():
                 offenders.append(f"{path.relative_to(ROOT)}: {pattern}")
     assert offenders == []
     assert any("sqlite3" in p.read_text() for p in storage.glob("*.py"))
+
+
+def test_storage_is_one_concern_a_module():
+    """storage/ is split by concern (connection, tasks, accounts, periods, ledger, liveness, s3, ...):
+    no module of it grows past 400 lines."""
+    lines = {path.name: len(path.read_text().splitlines()) for path in (ROOT / "storage").glob("*.py")}
+    assert {name: n for name, n in lines.items() if n > 400} == {}
 
 
 def test_installed_distribution_is_namespaced(tmp_path):
@@ -104,3 +126,83 @@ def test_architecture_map_names_every_package():
         assert f"`{package}`" in text, f"{package} is missing from docs/architecture.md"
     for named in re.findall(r"`((?:docshift|storage|tests|bench)/[\w/.]*)`", text):
         assert (ROOT / named).exists(), f"docs/architecture.md names {named}, which does not exist"
+
+
+# The layers, bottom first: a package may import its own layer's and those below, never one above.
+LAYERS = [
+    {"docshift.settings", "docshift.formats", "docshift.errors", "docshift.logs", "docshift.contract"},
+    {"docshift.storage", "docshift.engine"},
+    {"docshift.accounts"},
+    {"docshift.tasks"},
+    {"docshift.web", "docshift.allinone", "docshift.gunicorn_conf"},
+]
+# the command customers run on their own machines: nothing of the server's
+CLIENT = {"docshift.client": {"docshift.formats", "docshift.errors", "docshift.settings", "docshift.contract"}}
+
+
+def package_imports():
+    """{top-level docshift package or module: the others it imports} (storage/ is docshift.storage)."""
+    found = {}
+    for path in [*(ROOT / "docshift").rglob("*.py"), *(ROOT / "storage").rglob("*.py")]:
+        if UNO in path.parents or path == ROOT / "docshift" / "__init__.py":
+            continue
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        parts = ["docshift", *parts] if parts[0] == "storage" else parts
+        own = ".".join(parts[:2])
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                if name.startswith("docshift.") and ".".join(name.split(".")[:2]) != own:
+                    found.setdefault(own, set()).add(".".join(name.split(".")[:2]))
+                elif name == "docshift" and isinstance(node, ast.ImportFrom):
+                    found.setdefault(own, set()).update(f"docshift.{alias.name}" for alias in node.names)
+        found.setdefault(own, set())
+    return found
+
+
+def test_layers_import_down_only_and_never_in_a_cycle():
+    layer = {name: n for n, names in enumerate(LAYERS) for name in names}
+    imports = package_imports()
+    unplaced = set(imports) - set(layer) - set(CLIENT)
+    assert unplaced == set(), f"packages without a layer: {unplaced}"
+    upward = [f"{own} -> {other}" for own, others in imports.items() if own in layer
+              for other in others if layer.get(other, len(LAYERS)) > layer[own]]
+    assert upward == []
+    for client, allowed in CLIENT.items():
+        assert imports.get(client, set()) <= allowed
+    # no cycle between packages, within a layer either
+    visiting, done = set(), set()
+
+    def visit(name, path):
+        assert name not in visiting, f"an import cycle: {' -> '.join([*path, name])}"
+        if name in done:
+            return
+        visiting.add(name)
+        for other in sorted(imports.get(name, ())):
+            visit(other, [*path, name])
+        visiting.discard(name)
+        done.add(name)
+
+    for name in sorted(imports):
+        visit(name, [])
+
+
+def test_the_task_layer_sees_only_the_engines_face():
+    """Outside ``engine/``, code imports ``docshift.engine`` itself and only what its ``__all__`` names: the
+    offices, the sandbox, the bridge and the checks stay the engine's own."""
+    import docshift.engine as engine
+
+    offenders = []
+    host = [ROOT / "app.py", ROOT / "worker.py", *(ROOT / "docshift").rglob("*.py"), *(ROOT / "storage").rglob("*.py")]
+    for path in host:
+        if (ROOT / "docshift" / "engine") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("docshift.engine"):
+                if node.module != "docshift.engine" or {a.name for a in node.names} - set(engine.__all__):
+                    offenders.append(f"{path.relative_to(ROOT)}: from {node.module} import ...")
+            elif isinstance(node, ast.Import):
+                offenders += [f"{path.relative_to(ROOT)}: import {a.name}" for a in node.names
+                              if a.name.startswith("docshift.engine")]
+    assert offenders == []

@@ -13,7 +13,8 @@ from botocore.stub import Stubber
 from conftest import post_file
 
 from docshift.accounts import marketplace, subscriptions
-from docshift.storage import db
+from docshift.engine import Engine
+from docshift.storage import accounts, tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
 
@@ -91,7 +92,7 @@ def register(client, token="tok-1"):
 
 def account(app, customer=ACCOUNT):
     with app.app_context():
-        return db.find_account(get_db(), "aws", customer)
+        return accounts.find_account(get_db(), "aws", customer)
 
 
 def sync(app, aws):
@@ -137,7 +138,7 @@ def test_an_account_without_a_plan_is_not_activated_and_never_a_500(app, client,
     assert account(app)["status"] == "pending"
     # made active some other way (an operator's SQL, an older version's CLI): still a clear 403
     with app.app_context():
-        db.set_account(get_db(), account(app)["id"], status="active")
+        accounts.set_account(get_db(), account(app)["id"], status="active")
     for path in ("/v1/account/usage", "/v1/conversions/tsk_000000000000000000000000"):
         denied = client.get(path, headers={"Authorization": f"Bearer {key}"})
         assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
@@ -242,8 +243,8 @@ def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy
     denied = post_file(client, key, legacy["doc"].read_bytes(), "later.doc")
     assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
     with app.app_context():
-        conversion.run_conversion(queued, get_db(), get_store(), app.config["DOCSHIFT"], office)
-        task = db.get_task(get_db(), queued)
+        conversion.run_conversion(queued, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
+        task = tasks.get_task(get_db(), queued)
     assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
 
 
@@ -253,7 +254,7 @@ def test_entitlement_update_raises_the_quota_and_keeps_the_count(app, client, aw
     key = register(client).get_json()["api_key"]
     task_id = post_file(client, key, legacy["xls"].read_bytes(), "n.xls").get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], office)
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
     receipt, = aws.notify("entitlement-updated")
     aws.entitled("business")
     aws.acknowledged(receipt)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_marketplace_aws import ACCOUNT, LICENSE, PRODUCT, Aws
 
-from docshift.accounts import marketplace, metering
-from docshift.storage import db
+from docshift.accounts import billing, marketplace, metering
+from docshift.storage import accounts, connection, ledger, tasks
 
 NOW = datetime(2026, 11, 21, 12, 5, tzinfo=UTC)  # five past noon: the report runs for 11:00-12:00
 QUOTAS = {"starter": 0, "team": 0, "business": 0}  # every success is overage
@@ -15,10 +15,10 @@ QUOTAS = {"starter": 0, "team": 0, "business": 0}  # every success is overage
 
 @pytest.fixture
 def conn(tmp_path):
-    connection = db.connect(str(tmp_path / "metering.db"))
-    db.init(connection)
-    yield connection
-    connection.close()
+    opened = connection.connect(str(tmp_path / "metering.db"))
+    connection.init(opened)
+    yield opened
+    opened.close()
 
 
 @pytest.fixture
@@ -29,19 +29,19 @@ def aws(app):
 
 
 def customer(conn, customer_id=ACCOUNT, marketplace_name="aws"):
-    return db.apply_subscription(conn, marketplace_name, marketplace.Customer(
+    return accounts.apply_subscription(conn, marketplace_name, marketplace.Customer(
         customer_id=customer_id, plan="starter", license_arn=LICENSE))
 
 
 def overage(conn, account, at, n=1):
     """``n`` real successes past the allowance, finished at ``at``."""
     for _ in range(n):
-        task_id = db.new_id("tsk")
-        db.create_task(conn, {"id": task_id, "account_id": account["id"], "status": "QUEUED",
-                              "source_filename": "a.doc", "source_type": "doc", "source_size": 1,
-                              "source_sha256": "0" * 64, "idempotency_key": None, "created_at": db.iso(at)})
-        db.start_processing(conn, task_id)
-        assert db.mark_succeeded(conn, task_id, 10, 1800, QUOTAS, at=at) == "OVERAGE"
+        task_id = connection.new_id("tsk")
+        tasks.create_task(conn, {"id": task_id, "account_id": account["id"], "status": "QUEUED",
+                                 "source_filename": "a.doc", "source_type": "doc", "source_size": 1,
+                                 "source_sha256": "0" * 64, "idempotency_key": None, "created_at": connection.iso(at)})
+        tasks.start_processing(conn, task_id)
+        assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(QUOTAS), at=at) == "OVERAGE"
 
 
 def expect_batch(aws, records, statuses=None, unprocessed=()):
@@ -58,8 +58,8 @@ def expect_batch(aws, records, statuses=None, unprocessed=()):
 ELEVEN = datetime(2026, 11, 21, 11, tzinfo=UTC)
 
 
-def ledger(conn):
-    return [(r["hour"], r["quantity"], r["status"]) for r in db.overage_reports(conn)]
+def ledger_rows(conn):
+    return [(r["hour"], r["quantity"], r["status"]) for r in ledger.overage_reports(conn)]
 
 
 def test_each_ended_hour_is_reported_once(conn, aws):
@@ -69,7 +69,7 @@ def test_each_ended_hour_is_reported_once(conn, aws):
     overage(conn, account, NOW)  # this hour is not over: not yet
     expect_batch(aws, [(ACCOUNT, ELEVEN, 3)])
     metering.report_overage(conn, aws.backend, at=NOW)
-    assert ledger(conn) == [(db.iso(ELEVEN), 3, "sent")]
+    assert ledger_rows(conn) == [(connection.iso(ELEVEN), 3, "sent")]
     assert metering.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=20)) == {}  # no second call
 
 
@@ -78,35 +78,35 @@ def test_batches_of_25(conn, aws):
     for account in accounts:
         overage(conn, account, ELEVEN + timedelta(minutes=1))
     # the order within a batch follows the database; ask the ledger query for it
-    due = db.overage_to_report(conn, ELEVEN - timedelta(days=1), ELEVEN + timedelta(hours=1))
+    due = ledger.overage_to_report(conn, ELEVEN - timedelta(days=1), ELEVEN + timedelta(hours=1))
     order = [(account["customer_id"], ELEVEN, quantity) for account, _, quantity in due]
     expect_batch(aws, order[:25])
     expect_batch(aws, order[25:])
     metering.report_overage(conn, aws.backend, at=NOW)
-    assert [status for _, _, status in ledger(conn)] == ["sent"] * 30
+    assert [status for _, _, status in ledger_rows(conn)] == ["sent"] * 30
 
 
 def test_crash_between_sending_and_recording_loses_and_doubles_nothing(conn, aws):
     account = customer(conn)
     overage(conn, account, ELEVEN + timedelta(minutes=30), 4)
     # a run that sent the record and died before closing its ledger row
-    due = db.overage_to_report(conn, ELEVEN - timedelta(days=1), ELEVEN + timedelta(hours=1))
+    due = ledger.overage_to_report(conn, ELEVEN - timedelta(days=1), ELEVEN + timedelta(hours=1))
     for acc, hour, quantity in due:
-        db.open_overage_report(conn, acc["id"], hour, quantity)
+        ledger.open_overage_report(conn, acc["id"], hour, quantity)
     expect_batch(aws, [(ACCOUNT, ELEVEN, 4)])
     aws.backend.meter(due)
-    assert ledger(conn) == [(db.iso(ELEVEN), 4, "pending")]
+    assert ledger_rows(conn) == [(connection.iso(ELEVEN), 4, "pending")]
     # the next run sends the very same record; the marketplace says it already has it
     expect_batch(aws, [(ACCOUNT, ELEVEN, 4)], statuses={0: "DuplicateRecord"})
     metering.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=30))
-    assert ledger(conn) == [(db.iso(ELEVEN), 4, "sent")]
+    assert ledger_rows(conn) == [(connection.iso(ELEVEN), 4, "sent")]
 
 
 def test_customer_not_subscribed_is_recorded_and_not_resent(conn, aws):
     overage(conn, customer(conn), ELEVEN + timedelta(minutes=5))
     expect_batch(aws, [(ACCOUNT, ELEVEN, 1)], statuses={0: "CustomerNotSubscribed"})
     metering.report_overage(conn, aws.backend, at=NOW)
-    assert ledger(conn) == [(db.iso(ELEVEN), 1, "not_subscribed")]
+    assert ledger_rows(conn) == [(connection.iso(ELEVEN), 1, "not_subscribed")]
     assert metering.report_overage(conn, aws.backend, at=NOW + timedelta(minutes=1)) == {}
 
 
@@ -114,24 +114,24 @@ def test_unprocessed_and_throttled_records_go_again(conn, aws):
     overage(conn, customer(conn), ELEVEN + timedelta(minutes=5))
     expect_batch(aws, [(ACCOUNT, ELEVEN, 1)], unprocessed=(0,))
     metering.report_overage(conn, aws.backend, at=NOW)
-    assert ledger(conn)[0][2] == "pending"
+    assert ledger_rows(conn)[0][2] == "pending"
     aws.metering_stub.add_client_error("batch_meter_usage", service_error_code="ThrottlingException",
                                        http_status_code=400)
     metering.report_overage(conn, aws.backend, at=NOW + timedelta(hours=1))
-    assert ledger(conn)[0][2] == "pending"
+    assert ledger_rows(conn)[0][2] == "pending"
     expect_batch(aws, [(ACCOUNT, ELEVEN, 1)])
     metering.report_overage(conn, aws.backend, at=NOW + timedelta(hours=2))
-    assert ledger(conn) == [(db.iso(ELEVEN), 1, "sent")]
+    assert ledger_rows(conn) == [(connection.iso(ELEVEN), 1, "sent")]
 
 
 def test_hours_past_the_six_hour_window_are_recorded_as_missed(conn, aws):
     overage(conn, customer(conn), ELEVEN - timedelta(hours=7))
     metering.report_overage(conn, aws.backend, at=NOW)  # no call: the marketplace would refuse it
-    assert ledger(conn) == [(db.iso(ELEVEN - timedelta(hours=7)), 1, "missed")]
+    assert ledger_rows(conn) == [(connection.iso(ELEVEN - timedelta(hours=7)), 1, "missed")]
 
 
 def test_local_marketplace_keeps_the_ledger(conn, app):
     account = customer(conn, "self-hosted", marketplace_name="local")
     overage(conn, account, ELEVEN + timedelta(minutes=5), 3)
     metering.report_overage(conn, marketplace.LocalMarketplace(app.config["DOCSHIFT"]), at=NOW)
-    assert ledger(conn) == [(db.iso(ELEVEN), 3, "sent")]
+    assert ledger_rows(conn) == [(connection.iso(ELEVEN), 3, "sent")]

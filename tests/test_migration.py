@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from docshift.storage import db
+from docshift.storage import connection, tasks
 
 # the conversions table as the first release made it: none of the columns added since
 FIRST_RELEASE = """
@@ -21,11 +21,11 @@ def test_an_old_database_gains_the_new_columns(tmp_path):
     path = tmp_path / "docshift.db"
     with sqlite3.connect(path) as old:
         old.executescript(FIRST_RELEASE)
-    database = db.connect(path)
-    db.init(database)
-    db.init(database)  # twice: every process runs it at start
+    database = connection.connect(path)
+    connection.init(database)
+    connection.init(database)  # twice: every process runs it at start
     columns = {row[1] for row in database.conn.execute("PRAGMA table_info(conversions)")}
-    assert set(db.ADDED_COLUMNS["conversions"]) <= columns
-    task = db.get_task(database, "tsk_old")
+    assert set(connection.ADDED_COLUMNS["conversions"]) <= columns
+    task = tasks.get_task(database, "tsk_old")
     assert task["macros"] == "keep"  # the default for tasks submitted before the option existed
     assert task["result_extension"] is None and task["fidelity"] is None

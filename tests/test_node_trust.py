@@ -186,7 +186,7 @@ def test_an_outcomes_values_are_checked_before_they_reach_the_database(change):
 
 
 def test_a_jobs_links_reach_its_own_objects_only(app):
-    from docshift.storage.objects import result_key
+    from docshift.storage.s3 import result_key
     from docshift.web.context import get_store
 
     with app.app_context():

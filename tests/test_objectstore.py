@@ -69,7 +69,7 @@ def test_docshift_reaches_the_embedded_store_through_its_socket(s3, tmp_path):
     not to the port and its relay. Here the port they name has nothing listening: only the
     socket can have carried the requests."""
     from docshift import settings
-    from docshift.storage.objects import ObjectStore
+    from docshift.storage.s3 import ObjectStore
 
     port = free_port_block()
     config = settings.load({"DATA_DIR": str(s3["data_dir"]), "S3_PORT": port, "S3_ENDPOINT": None,

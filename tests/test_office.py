@@ -16,6 +16,7 @@ from conftest import soffice_pids
 from docshift.engine import convert as converter
 from docshift.engine import sandbox
 from docshift.engine.office import Office
+from docshift.engine.soffice import Soffice
 from docshift.errors import OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS
 
@@ -111,6 +112,7 @@ def test_recycled_after_n_conversions(tmp_path, legacy):
         office.stop()
 
 
+@pytest.mark.slow
 def test_memory_is_capped(tmp_path):
     office = Office(tmp_path / "office", memory_limit_mb=3000, name="capped")
     office.start()
@@ -122,6 +124,7 @@ def test_memory_is_capped(tmp_path):
         office.stop()
 
 
+@pytest.mark.slow
 def test_the_sandbox_limits_reach_libreoffice(tmp_path):
     """Processes, file size and CPU time are capped, and LibreOffice's profile and temp files
     (``TMPDIR``) are on a sized in-memory file system of the sandbox, not on the data disk."""
@@ -147,6 +150,7 @@ def test_the_sandbox_limits_reach_libreoffice(tmp_path):
         office.stop()
 
 
+@pytest.mark.slow
 def test_libreoffice_yields_the_cpu_to_the_api(tmp_path):
     """nice 10, for the process and for its session's autogroup: the sandbox's own session would
     otherwise weigh as much as the whole API on a kernel with autogroups (Debian's default). Two
@@ -251,15 +255,15 @@ def test_a_hostile_reply_neither_hangs_nor_swamps_the_reader(tmp_path, name):
     """The Office's reader against a real process that answers as a compromised bridge would
     (a test program, not LibreOffice: what is tested is the reader of the protocol)."""
     script, expected = HOSTILE_REPLIES[name]
-    office = Office(tmp_path / "office", name="reader")
-    # as _launch starts the bridge: text pipes, line-buffered, a session of its own
-    office.process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      text=True, bufsize=1, start_new_session=True)
+    # as the Launcher starts the bridge: text pipes, line-buffered, a session of its own
+    process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, bufsize=1, start_new_session=True)
+    bridge = Soffice(process, tmp_path / "profile", tmp_path / "job")
     outcome = {}
 
     def read():
         try:
-            outcome["reply"] = office._read(2)
+            outcome["reply"] = bridge.read(2)
         except Exception as error:  # what the reader raised is the finding
             outcome["error"] = error
 
@@ -270,4 +274,4 @@ def test_a_hostile_reply_neither_hangs_nor_swamps_the_reader(tmp_path, name):
         assert not reader.is_alive(), "the reader hangs"
         assert isinstance(outcome.get("error"), expected), outcome
     finally:
-        office.stop()
+        bridge.kill()

@@ -3,16 +3,17 @@
 from conftest import overridden, post_file
 
 from docshift.accounts import keys
-from docshift.storage import db
-from docshift.storage.objects import ObjectStore
+from docshift.engine import Engine
+from docshift.storage import accounts, tasks
+from docshift.storage.s3 import ObjectStore
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), office)
-        return db.get_task(get_db(), task_id)
+        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
+        return tasks.get_task(get_db(), task_id)
 
 
 def sweep(app):
@@ -49,13 +50,13 @@ def test_interrupted_sweep_is_finished_by_the_next(office, app, client, account,
         run(app, office, task_id, RESULT_RETENTION_SECONDS=0)
     with app.app_context():
         # a sweep that died after deleting one object and before marking its task
-        get_store().delete_result(db.get_task(get_db(), ids[0])["result_key"])
+        get_store().delete_result(tasks.get_task(get_db(), ids[0])["result_key"])
         # and an input whose deletion failed when its task ended
         get_store().put_input(ids[1], b"left behind")
         get_db().execute("UPDATE conversions SET input_deleted = 0 WHERE id = ?", [ids[1]])
     sweep(app)
     with app.app_context():
-        assert [db.get_task(get_db(), t)["status"] for t in ids] == ["EXPIRED"] * 3
+        assert [tasks.get_task(get_db(), t)["status"] for t in ids] == ["EXPIRED"] * 3
     assert_swept(app)
     sweep(app)  # idempotent
     assert_swept(app)
@@ -66,10 +67,10 @@ def test_inactive_accounts_results_are_deleted_too(office, app, client, account,
     run(app, office, task_id, RESULT_RETENTION_SECONDS=0)
     with app.app_context():
         conn = get_db()
-        db.set_account(conn, db.account_for_key(conn, keys.digest(account))["id"], status="inactive")
+        accounts.set_account(conn, accounts.account_for_key(conn, keys.digest(account))["id"], status="inactive")
     sweep(app)
     with app.app_context():
-        task = db.get_task(get_db(), task_id)
+        task = tasks.get_task(get_db(), task_id)
         assert task["status"] == "EXPIRED" and not get_store().result_exists(task["result_key"])
 
 

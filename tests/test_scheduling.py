@@ -10,13 +10,15 @@ import requests
 from conftest import Service, post_file, register
 
 from docshift import client
-from docshift.storage import db
+from docshift.accounts import billing
+from docshift.engine import Engine
+from docshift.storage import accounts, connection, liveness, periods, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 
 def rows(service):
-    conn = db.connect(service.config().database)
+    conn = connection.connect(service.config().database)
     try:
         return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
     finally:
@@ -58,9 +60,9 @@ def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
     assert refused.get_json()["code"] == "too_many_tasks" and int(refused.headers["Retry-After"]) > 0
     with app.app_context():
         conn = get_db()
-        assert db.unfinished_count(conn, db.account_for_key(conn, _digest(account))["id"]) == 2
-        assert db.task_by_idempotency_key(conn, db.account_for_key(conn, _digest(account))["id"],
-                                          "third-file-key") is None
+        assert tasks.unfinished_count(conn, accounts.account_for_key(conn, _digest(account))["id"]) == 2
+        assert tasks.task_by_idempotency_key(conn, accounts.account_for_key(conn, _digest(account))["id"],
+                                             "third-file-key") is None
         assert sum(1 for _ in get_store().client.list_objects(get_store().bucket, prefix="inputs/")) == inputs_before
     usage = client.get("/v1/account/usage", headers=auth).get_json()
     assert usage["included_used"] == 0 and usage["overage_used"] == 0
@@ -70,7 +72,7 @@ def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
 
     with app.app_context():  # one of the two finishes (it fails: not a document), a place frees up
         conversion.run_conversion(accepted[0].get_json()["task_id"], get_db(), get_store(), app.config["DOCSHIFT"],
-                                  office)
+                                  Engine(office))
     assert post_file(client, account, b"y" * 100, "third.doc").status_code == 202
 
 
@@ -97,27 +99,27 @@ def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client
     task_id = post_file(client, account, legacy["doc"].read_bytes(), "letter.doc").get_json()["task_id"]
     with app.app_context():
         conn = get_db()
-        stale, _ = db.start_processing(conn, task_id, "gone-host:1")
-        later = db.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) + 1)
+        stale, _ = tasks.start_processing(conn, task_id, "gone-host:1")
+        later = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) + 1)
         maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], later)  # overdue: taken back
-        assert db.get_task(conn, task_id)["status"] == "QUEUED"
-        fresh, account_row = db.start_processing(conn, task_id, "new-host:2")
-        assert db.lease_of(fresh) == ("new-host:2", 2)
+        assert tasks.get_task(conn, task_id)["status"] == "QUEUED"
+        fresh, account_row = tasks.start_processing(conn, task_id, "new-host:2")
+        assert tasks.lease_of(fresh) == ("new-host:2", 2)
 
         # the stale run wakes up and converts: nothing it does may land
         outcome = conversion._run(stale, account_row, conn, get_store(), app.config["DOCSHIFT"], office)
         assert outcome is None
-        assert not db.mark_failed(conn, task_id, "conversion_failed", "stale", db.lease_of(stale))
-        assert not db.requeue(conn, task_id, db.lease_of(stale))
-        row = db.get_task(conn, task_id)
-        assert row["status"] == "PROCESSING" and db.lease_of(row) == ("new-host:2", 2)
-        usage = db.usage_period(conn, account_row)
+        assert not tasks.mark_failed(conn, task_id, "conversion_failed", "stale", tasks.lease_of(stale))
+        assert not tasks.requeue(conn, task_id, tasks.lease_of(stale))
+        row = tasks.get_task(conn, task_id)
+        assert row["status"] == "PROCESSING" and tasks.lease_of(row) == ("new-host:2", 2)
+        usage = periods.usage_period(conn, account_row)
         assert usage["included_used"] == 0
 
         # the holder finishes, and is counted once
-        assert db.mark_succeeded(conn, task_id, 10, 1800, app.config["DOCSHIFT"].plan_quotas,
-                                 lease=db.lease_of(fresh)) == "INCLUDED"
-        assert db.usage_period(conn, account_row)["included_used"] == 1
+        assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["DOCSHIFT"].plan_quotas),
+                                    lease=tasks.lease_of(fresh)) == "INCLUDED"
+        assert periods.usage_period(conn, account_row)["included_used"] == 1
 
 
 def test_a_live_holder_keeps_its_task_until_the_longest_run(app, client, account):
@@ -125,15 +127,15 @@ def test_a_live_holder_keeps_its_task_until_the_longest_run(app, client, account
     task_id = post_file(client, account, b"data", "x.doc").get_json()["task_id"]
     with app.app_context():
         conn = get_db()
-        db.start_processing(conn, task_id, maintenance.worker_name())  # this very process: alive
-        soon = db.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) - 5)
+        tasks.start_processing(conn, task_id, maintenance.worker_name())  # this very process: alive
+        soon = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) - 5)
         maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], soon)
-        assert db.get_task(conn, task_id)["status"] == "PROCESSING"
+        assert tasks.get_task(conn, task_id)["status"] == "PROCESSING"
 
         dead = post_file(client, account, b"data", "y.doc").get_json()["task_id"]
-        db.start_processing(conn, dead, f"{maintenance.HOST}:{_dead_pid()}")
-        maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], db.now())
-        assert db.get_task(conn, dead)["status"] == "QUEUED"
+        tasks.start_processing(conn, dead, f"{maintenance.HOST}:{_dead_pid()}")
+        maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], connection.now())
+        assert tasks.get_task(conn, dead)["status"] == "QUEUED"
 
 
 def _dead_pid():
@@ -162,8 +164,8 @@ def test_duties_keep_their_schedule_under_a_backlog(s3, tmp_path, slow_xls, lega
         assert rows(service)[first]["status"] == "EXPIRED"
         statuses = [service.wait_status(key, t) for t in backlog]
         assert "QUEUED" in statuses or "PROCESSING" in statuses, statuses  # the backlog is still there
-        beat = db.last_heartbeat(db.connect(service.config().database))
-        assert (db.now() - beat).total_seconds() < 5
+        beat = liveness.last_heartbeat(connection.connect(service.config().database))
+        assert (connection.now() - beat).total_seconds() < 5
         assert requests.get(f"{service.base_url}/healthz", timeout=5).status_code == 200
     finally:
         service.stop()

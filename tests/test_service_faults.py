@@ -12,8 +12,9 @@ import pytest
 import requests
 from conftest import Service, post_file, stop_process_group, wait_for
 
+from docshift.engine import Engine
 from docshift.engine.office import Office
-from docshift.storage import db
+from docshift.storage import connection, tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
 
@@ -27,7 +28,7 @@ def usage(service, key):
 
 
 def row(service, task_id):
-    return db.get_task(db.connect(service.config().database), task_id)
+    return tasks.get_task(connection.connect(service.config().database), task_id)
 
 
 def health(service):
@@ -147,17 +148,18 @@ def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy
     office = Office(tmp_path / "office", max_conversions=1, name="recycled")
     office.start()
     try:
-        office.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
+        office.launcher.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
         submitted = [post_file(client, account, legacy["doc"].read_bytes(), "letter.doc").get_json()["task_id"]
                      for _ in range(2)]
         with app.app_context():
             conn, store = get_db(), get_store()
             # the conversion is done when LibreOffice is recycled and fails to come back
-            assert conversion.run_conversion(submitted[0], conn, store, app.config["DOCSHIFT"], office) == "SUCCEEDED"
-            assert store.result_exists(db.get_task(conn, submitted[0])["result_key"]) and office.broken
+            config = app.config["DOCSHIFT"]
+            assert conversion.run_conversion(submitted[0], conn, store, config, Engine(office)) == "SUCCEEDED"
+            assert store.result_exists(tasks.get_task(conn, submitted[0])["result_key"]) and office.broken
             # the next task meets an engine that cannot start: back to the queue, no attempt used
-            assert conversion.run_conversion(submitted[1], conn, store, app.config["DOCSHIFT"], office) == "QUEUED"
-            task = db.get_task(conn, submitted[1])
+            assert conversion.run_conversion(submitted[1], conn, store, config, Engine(office)) == "QUEUED"
+            task = tasks.get_task(conn, submitted[1])
             assert task["status"] == "QUEUED" and task["attempts"] == 0 and task["error_code"] is None
     finally:
         office.close()

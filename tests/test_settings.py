@@ -87,7 +87,7 @@ def test_a_silence_no_longer_than_the_beat_is_refused(tmp_path, beat, silence):
 
 
 def test_healthz_calls_the_worker_gone_after_the_silence_the_settings_give(s3, tmp_path):
-    from docshift.storage import db
+    from docshift.storage import connection, liveness
     from docshift.web import create_app
     from docshift.web.context import get_db
 
@@ -95,7 +95,7 @@ def test_healthz_calls_the_worker_gone_after_the_silence_the_settings_give(s3, t
     client = app.test_client()
     for ago, verdict in ((10, "no recent heartbeat"), (2, "ok")):
         with app.app_context():
-            db.heartbeat(get_db(), "worker", db.now() - timedelta(seconds=ago))
+            liveness.heartbeat(get_db(), "worker", connection.now() - timedelta(seconds=ago))
         assert client.get("/healthz").get_json()["checks"]["worker"] == verdict, ago
 
 

@@ -9,8 +9,9 @@ import pytest
 import requests
 from conftest import post_file, wait_for
 
+from docshift.engine import Engine
 from docshift.engine.office import Office
-from docshift.storage import ObjectStore, db
+from docshift.storage import ObjectStore, connection, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
@@ -23,15 +24,15 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
     finished = {}
 
     def stale_run():
-        conn = db.connect(config.database)
-        finished["outcome"] = conversion.run_conversion(task_id, conn, ObjectStore(config), config, stale_office,
-                                                        worker="stale-host:1")
+        conn = connection.connect(config.database)
+        finished["outcome"] = conversion.run_conversion(task_id, conn, ObjectStore(config), config,
+                                                        Engine(stale_office), worker="stale-host:1")
 
     stale = threading.Thread(target=stale_run)
     with app.app_context():
         # the current run's LibreOffice is this account's before the stale run starts: a fresh one is not
         # started in the window where the stale run must still be converting
-        office.take(db.get_task(get_db(), task_id)["account_id"])
+        office.take(tasks.get_task(get_db(), task_id)["account_id"])
     try:
         stale_office.start()
         stale.start()
@@ -40,21 +41,21 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
                              for path in stale_office.job_dir.rglob("*")), 60, "the stale run's input")
         with app.app_context():
             conn, store = get_db(), get_store()
-            assert db.requeue(conn, task_id, ("stale-host:1", 1))
+            assert tasks.requeue(conn, task_id, ("stale-host:1", 1))
             # the input changes under it (a small workbook), so that the two results are told apart
             store.put_input(task_id, legacy["xls"].read_bytes())
-            assert conversion.run_conversion(task_id, conn, store, config, office, worker="current-host:2") \
+            assert conversion.run_conversion(task_id, conn, store, config, Engine(office), worker="current-host:2") \
                 == "SUCCEEDED"
             if then == "expired":
-                maintenance.sweep_once(conn, store, config, at=db.now() + timedelta(days=1))
-                assert db.get_task(conn, task_id)["status"] == "EXPIRED"
+                maintenance.sweep_once(conn, store, config, at=connection.now() + timedelta(days=1))
+                assert tasks.get_task(conn, task_id)["status"] == "EXPIRED"
         assert stale.is_alive(), "the stale run should still be converting the big workbook"
         stale.join(180)
     finally:
         stale_office.close()
     assert finished["outcome"] is None  # nothing of the stale run was applied
     with app.app_context():
-        store, task = get_store(), db.get_task(get_db(), task_id)
+        store, task = get_store(), tasks.get_task(get_db(), task_id)
         stored = {item.object_name: item.size for item in
                   store.client.list_objects(store.bucket, prefix=f"results/{task_id}", recursive=True)}
     if then == "expired":

@@ -7,7 +7,8 @@ from urllib.parse import parse_qs, urlsplit
 import requests
 from conftest import overridden, post_file
 
-from docshift.storage import db
+from docshift.engine import Engine
+from docshift.storage import connection, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
@@ -15,7 +16,7 @@ from docshift.web.context import get_db, get_store
 def submit_and_run(app, office, client, key, data, name, **config):
     task_id = post_file(client, key, data, name).get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), office)
+        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
     return task_id
 
 
@@ -35,14 +36,14 @@ def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
     body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
     assert body["status"] == "EXPIRED" and "download_url" not in body
     with app.app_context():
-        assert db.get_task(get_db(), task_id)["status"] == "SUCCEEDED"
+        assert tasks.get_task(get_db(), task_id)["status"] == "SUCCEEDED"
     sweep(app)
     body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
     assert body["status"] == "EXPIRED" and "download_url" not in body
-    assert body["result_expires_at"] <= db.iso(db.now())
+    assert body["result_expires_at"] <= connection.iso(connection.now())
     assert requests.get(link, timeout=10).status_code == 403  # the link expired with the result
     with app.app_context():
-        assert not get_store().result_exists(db.get_task(get_db(), task_id)["result_key"])
+        assert not get_store().result_exists(tasks.get_task(get_db(), task_id)["result_key"])
 
 
 def test_a_link_lives_no_longer_than_its_result(office, app, client, account, legacy):
@@ -54,24 +55,24 @@ def test_a_link_lives_no_longer_than_its_result(office, app, client, account, le
     assert body["status"] == "SUCCEEDED"
     query = parse_qs(urlsplit(body["download_url"]).query)
     signed_at = datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-    expires_at = db.parse(body["result_expires_at"])
+    expires_at = connection.parse(body["result_expires_at"])
     # the time left, to the second the link is signed to: never past the result
     left = int((expires_at - signed_at).total_seconds())
     assert body["download_expires_in"] == int(query["X-Amz-Expires"][0]) == left
     assert 0 < body["download_expires_in"] < app.config["DOCSHIFT"].download_expires_in
     assert requests.get(body["download_url"], timeout=10).status_code == 200
-    time.sleep(max(0.0, (expires_at - db.now()).total_seconds()) + 0.5)
+    time.sleep(max(0.0, (expires_at - connection.now()).total_seconds()) + 0.5)
     refused = requests.get(body["download_url"], timeout=10)
     assert refused.status_code == 403 and b"expired" in refused.content
     with app.app_context():
-        assert get_store().result_exists(db.get_task(get_db(), task_id)["result_key"])
+        assert get_store().result_exists(tasks.get_task(get_db(), task_id)["result_key"])
 
 
 def test_retained_result_is_left_alone(office, app, client, account, legacy):
     task_id = submit_and_run(app, office, client, account, legacy["xls"].read_bytes(), "n.xls")
     sweep(app)
     with app.app_context():
-        task = db.get_task(get_db(), task_id)
+        task = tasks.get_task(get_db(), task_id)
         assert task["status"] == "SUCCEEDED" and get_store().result_exists(task["result_key"])
 
 
@@ -80,10 +81,10 @@ def test_dead_worker_task_is_requeued_then_failed(app, client, account):
     with app.app_context():
         conn = get_db()
         for attempt in range(1, 4):
-            assert db.start_processing(conn, task_id) is not None  # a worker claims it, then dies
-            later = db.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) + 1)
+            assert tasks.start_processing(conn, task_id) is not None  # a worker claims it, then dies
+            later = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) + 1)
             maintenance.sweep_once(conn, get_store(), app.config["DOCSHIFT"], at=later)
-            task = db.get_task(conn, task_id)
+            task = tasks.get_task(conn, task_id)
             if attempt < 3:
                 assert task["status"] == "QUEUED" and task["attempts"] == attempt
         assert task["status"] == "FAILED" and task["error_code"] == "conversion_failed"

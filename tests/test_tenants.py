@@ -1,6 +1,8 @@
 """One LibreOffice per account: a LibreOffice that has converted one account's file never converts
-another's, the job dir is emptied between tasks, and a spare started in the background takes over."""
+another's, the job dir is emptied between tasks, a spare started in the background takes over for a new
+account, and an account's idle LibreOffice waits for its next task (a few accounts, for a while)."""
 
+import os
 import time
 from pathlib import Path
 
@@ -8,12 +10,13 @@ import pytest
 from test_office import alive, dies
 
 from docshift.engine import convert as converter
+from docshift.engine import sandbox
 from docshift.engine.office import Office
 
 
 @pytest.fixture
 def spared(tmp_path):
-    office = Office(tmp_path / "office", name="spared", spare=True)
+    office = Office(tmp_path / "office", name="spared", spare=True, accounts=1)
     office.start()
     yield office
     office.close()
@@ -25,7 +28,7 @@ def spare_pid(office, within=120):
     while True:
         spare = office._spare
         if spare is not None:
-            pid = office.office_pid(spare.process)
+            pid = spare.pid()
             if pid:
                 return pid
         assert time.monotonic() < deadline, "no spare LibreOffice came up"
@@ -34,12 +37,12 @@ def spare_pid(office, within=120):
 
 def convert_for(office, tenant, source, kind, work):
     office.take(tenant)
-    task_dir = office.job_dir / work
+    task_dir = office.tasks_dir / work
     task_dir.mkdir(parents=True)
     return converter.convert(office, source, kind, task_dir, 60)
 
 
-def test_an_account_keeps_its_libreoffice_and_another_gets_the_spare(spared, legacy):
+def test_with_one_account_kept_another_account_gets_the_spare_and_the_first_is_stopped(spared, legacy):
     convert_for(spared, "acct_a", legacy["doc"], "doc", "1")
     first = spared.office_pid()
     convert_for(spared, "acct_a", legacy["xls"], "xls", "2")
@@ -86,9 +89,79 @@ def test_recycling_takes_the_spare(tmp_path, legacy):
         office.close()
 
 
+@pytest.mark.slow
 def test_closing_stops_the_spare_too(tmp_path):
     office = Office(tmp_path / "office", name="closing", spare=True)
     office.start()
     waiting = spare_pid(office)
     office.close()
     assert dies(waiting) and not alive(waiting) and not office.job_dir.exists()
+
+
+@pytest.fixture
+def kept(tmp_path):
+    office = Office(tmp_path / "office", name="kept", spare=True, accounts=2, idle_seconds=600)
+    office.start()
+    yield office
+    office.close()
+
+
+def visible_in_job(pid):
+    """What the LibreOffice ``pid`` sees in its ``/job``: its sandbox's own view of the host."""
+    return set(os.listdir(f"/proc/{pid}/root{sandbox.JOB}"))
+
+
+def test_an_accounts_libreoffice_waits_for_its_next_task_and_sees_no_other_accounts_files(kept, legacy):
+    convert_for(kept, "acct_a", legacy["doc"], "doc", "1")
+    first = kept.office_pid()
+    waiting = spare_pid(kept)
+    convert_for(kept, "acct_b", legacy["xls"], "xls", "2")
+    assert kept.office_pid() == waiting, "the new account's file went to the spare"
+    assert alive(first), "the first account's LibreOffice waits for its next task"
+    # the two never share a job dir: what is staged for one account is not in the other's sandbox
+    (kept.job_dir / "staged-for-b").write_text("b")
+    assert "staged-for-b" in visible_in_job(waiting) and "staged-for-b" not in visible_in_job(first)
+    convert_for(kept, "acct_a", legacy["ppt"], "ppt", "3")
+    assert kept.office_pid() == first, "the account's own LibreOffice came back, warm"
+    assert kept.tenant == "acct_a" and alive(waiting)
+    assert "staged-for-b" not in visible_in_job(first)
+    assert kept.restarts == 1, "coming back is no start"
+
+
+def test_beyond_the_accounts_kept_the_least_recently_used_is_stopped(kept, legacy):
+    pids = {}
+    for n, tenant in enumerate(["acct_a", "acct_b", "acct_a", "acct_c"]):
+        spare_pid(kept)  # as a worker's spare is up long before: each new account takes it
+        convert_for(kept, tenant, legacy["doc"], "doc", str(n))
+        pids.setdefault(tenant, kept.office_pid())
+    assert kept.office_pid() == pids["acct_c"]
+    assert alive(pids["acct_a"]), "the account served last before stays"
+    assert dies(pids["acct_b"]), "the least recently used account's LibreOffice is stopped"
+
+
+def test_an_idle_libreoffice_is_stopped_after_its_time(tmp_path, legacy):
+    office = Office(tmp_path / "office", name="idle", spare=True, accounts=3, idle_seconds=2)
+    office.start()
+    try:
+        convert_for(office, "acct_a", legacy["doc"], "doc", "1")
+        first = office.office_pid()
+        spare_pid(office)
+        convert_for(office, "acct_b", legacy["doc"], "doc", "2")
+        assert alive(first)
+        assert dies(first, within=30), "an idle account's LibreOffice is stopped after idle_seconds"
+        assert alive(office.office_pid()), "the one at hand is not idle"
+    finally:
+        office.close()
+
+
+def test_closing_stops_the_idle_ones_too(tmp_path, legacy):
+    office = Office(tmp_path / "office", name="closing-idle", spare=True, accounts=3)
+    office.start()
+    convert_for(office, "acct_a", legacy["doc"], "doc", "1")
+    first = office.office_pid()
+    spare_pid(office)
+    convert_for(office, "acct_b", legacy["doc"], "doc", "2")
+    second = office.office_pid()
+    office.close()
+    assert dies(first) and dies(second)
+    assert not any((tmp_path / "office" / "work").iterdir()) and not any((tmp_path / "office" / "office").iterdir())

@@ -9,7 +9,8 @@ from conftest import overridden, post_file, register
 from msoffcrypto.format.ooxml import OOXMLFile
 
 from docshift.accounts import keys
-from docshift.storage import db
+from docshift.engine import Engine
+from docshift.storage import accounts, tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
 
@@ -26,8 +27,8 @@ def submit(app, client, account):
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        outcome = conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), office)
-        return outcome, db.get_task(get_db(), task_id)
+        outcome = conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
+        return outcome, tasks.get_task(get_db(), task_id)
 
 
 def encrypted_container(path, tmp_path):
@@ -95,7 +96,7 @@ def test_inactive_account_fails_unbilled(office, app, client, submit, legacy, ac
     task_id = submit(legacy["xls"].read_bytes(), "numbers.xls")
     with app.app_context():
         conn = get_db()
-        db.set_account(conn, db.account_for_key(conn, keys.digest(account))["id"], status="inactive")
+        accounts.set_account(conn, accounts.account_for_key(conn, keys.digest(account))["id"], status="inactive")
     outcome, task = run(app, office, task_id)
     assert task["status"] == "FAILED" and task["error_code"] == "subscription_inactive"
     assert task["billing_class"] is None

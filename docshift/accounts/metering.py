@@ -4,7 +4,7 @@ doubles nothing."""
 import logging
 from datetime import timedelta
 
-from docshift.storage import db
+from docshift.storage import connection, ledger
 
 log = logging.getLogger("docshift.metering")
 
@@ -18,18 +18,18 @@ def report_overage(conn, backend, at=None):
     after; hours that fell out of the marketplace's window unsent are recorded as missed.
     Returns what the marketplace settled.
     """
-    at = at or db.now()
-    this_hour = db.hour_of(at)
+    at = at or connection.now()
+    this_hour = ledger.hour_of(at)
     due = []
-    for account, hour, quantity in db.overage_to_report(conn, this_hour - timedelta(days=7), this_hour):
-        db.open_overage_report(conn, account["id"], hour, quantity)
-        if db.parse(hour) < at - METERING_WINDOW:
-            db.close_overage_report(conn, account["id"], hour, "missed")
+    for account, hour, quantity in ledger.overage_to_report(conn, this_hour - timedelta(days=7), this_hour):
+        ledger.open_overage_report(conn, account["id"], hour, quantity)
+        if connection.parse(hour) < at - METERING_WINDOW:
+            ledger.close_overage_report(conn, account["id"], hour, "missed")
             log.error("overage of account %s for %s was never reported in time", account["id"], hour)
         else:
             due.append((account, hour, quantity))
     settled = backend.meter(due) if due else {}
     for (account_id, hour), (status, record_id) in settled.items():
-        db.close_overage_report(conn, account_id, hour, status, record_id)
-    db.miss_overage_reports(conn, at - METERING_WINDOW)
+        ledger.close_overage_report(conn, account_id, hour, status, record_id)
+    ledger.miss_overage_reports(conn, at - METERING_WINDOW)
     return settled

@@ -3,7 +3,7 @@
 import logging
 
 from docshift.errors import MarketplaceUnavailable
-from docshift.storage import db
+from docshift.storage import accounts
 
 log = logging.getLogger("docshift.subscriptions")
 
@@ -30,7 +30,7 @@ def sync_subscriptions(conn, backend):
         if customer.status == "pending" and notification.action in ("subscribe-success", "entitlement-updated"):
             log.info("%s for %s: no entitlement visible yet", notification.action, notification.customer_id)
             continue
-        account = db.apply_subscription(conn, backend.name, customer)
+        account = accounts.apply_subscription(conn, backend.name, customer)
         backend.acknowledge(notification)
         log.info("%s: account %s is %s on %s", notification.action, account["id"], account["status"],
                  account["plan"])

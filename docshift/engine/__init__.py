@@ -1,0 +1,86 @@
+"""The engine's one face to the task layer: nothing else of ``engine/`` is used outside it.
+
+An :class:`Engine` is one worker thread's LibreOffices (``office.py``); ``Engine.convert`` takes a legacy
+file through everything the engine does with it: the encryption pre-check, LibreOffice's detection,
+load and export in its sandbox, the output checks, the VBA project, stored formula results and the
+fidelity report. A worker process calls ``clear_leftovers`` once at start, and ``sandbox_problem`` to
+know whether LibreOffice's sandbox can be made here.
+"""
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from docshift.engine import convert as _convert
+from docshift.engine import office as _office
+from docshift.engine import precheck, sandbox
+from docshift.engine.convert import Converted
+from docshift.engine.office import alive, clear_leftovers
+from docshift.engine.soffice import SELF_TEST_TIMEOUT, START_TIMEOUT
+
+__all__ = ["Engine", "Converted", "LONGEST_START_SECONDS", "alive", "clear_leftovers", "sandbox_problem"]
+
+# the longest a LibreOffice may take to start and pass its self-test before it counts as failed
+LONGEST_START_SECONDS = START_TIMEOUT + SELF_TEST_TIMEOUT
+
+
+class Engine:
+    """One worker thread's LibreOffices, and the conversion of a file on them. Must be made, and used, by a
+    thread that lives as long as it (``office.py`` says why)."""
+
+    def __init__(self, office):
+        self.office = office
+
+    @classmethod
+    def build(cls, data_dir, name, *, max_conversions=200, memory_limit_mb=8192, cpu_seconds=600, scratch_mb=512,
+              sandboxed=True, spare=False, accounts=1, idle_seconds=600, on_start=None):
+        """An Engine keeping its LibreOffices under ``data_dir``; ``on_start(engine, state, detail)`` hears of
+        every start of one ("ok", or "broken" and why)."""
+        engine = cls(None)
+        engine.office = _office.Office(
+            data_dir, max_conversions=max_conversions, memory_limit_mb=memory_limit_mb,
+            limits=sandbox.Limits(cpu_seconds=cpu_seconds, scratch_mb=scratch_mb), name=name, sandboxed=sandboxed,
+            on_start=on_start and (lambda office, state, detail: on_start(engine, state, detail)), spare=spare,
+            accounts=accounts, idle_seconds=idle_seconds)
+        return engine
+
+    def start(self):
+        """Start a LibreOffice now (it passes its self-test), so that the first task finds one warm."""
+        self.office.start()
+
+    @property
+    def name(self):
+        return self.office.name
+
+    @property
+    def restarts(self):
+        """How often a LibreOffice was replaced (recycling, crashes, timeouts, new accounts)."""
+        return self.office.restarts
+
+    @contextmanager
+    def workspace(self, task_id):
+        """A directory of the worker's own for one task's files, which no sandbox sees; removed afterwards."""
+        self.office.tasks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=self.office.tasks_dir) as directory:
+            yield Path(directory)
+
+    def convert(self, source, kind, workdir, timeout, task_id=None, macros="keep", tenant=None):
+        """Convert the legacy file ``source`` of ``kind`` for the account ``tenant`` (a LibreOffice that has
+        converted another account's file never sees it); returns the checked result, :class:`Converted`.
+        Raises ConversionFailed with the task's error code, or a ServiceFault (EngineBroken)."""
+        self.office.take(tenant)
+        precheck.check(source)
+        return _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros)
+
+    def places(self):
+        """The directories whose disk a conversion writes to, by name: a full one is a fault of the service."""
+        return {"work": self.office.job_dir, "LibreOffice profile": self.office.profile}
+
+    def close(self):
+        self.office.close()
+
+
+def sandbox_problem(data_dir):
+    """Why LibreOffice's sandbox cannot be made here, in words, or None."""
+    return sandbox.problem(Path(data_dir) / "work" / f"{_office.HOST}.{os.getpid()}.probe")

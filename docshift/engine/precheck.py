@@ -1,6 +1,6 @@
 """Is this upload password-protected?
 
-LibreOffice decides what a file is (``bridge.py``). Before it runs, ``check``
+LibreOffice decides what a file is (``uno/bridge.py``). Before it runs, ``check``
 refuses only what is certainly encrypted, so such files never reach it; after
 it loaded nothing, ``encrypted`` tells a password-protected file from a damaged
 one. Files that Office opens without asking, because their password is the

@@ -11,18 +11,16 @@ LibreOffice that cannot start: ``faults.py``). An input that is gone fails
 """
 
 import logging
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
+from docshift.accounts import billing
 from docshift.contract import Status, TaskErrorCode
-from docshift.engine import convert, precheck
-from docshift.engine.office import START_TIMEOUT
+from docshift.engine import LONGEST_START_SECONDS
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
 from docshift.formats import source_name
-from docshift.storage import db
-from docshift.storage.objects import LONGEST_CALL
+from docshift.storage import liveness, tasks
+from docshift.storage.s3 import LONGEST_CALL
 from docshift.tasks.faults import diagnose
 from docshift.tasks.leases import RunStore
 
@@ -41,7 +39,7 @@ def max_run_seconds(config):
     fetched and the result stored with every try of the store client timing out, and the
     run's whole patience with an outage.
     """
-    conversions = 3 * START_TIMEOUT + 2 * config.conversion_timeout
+    conversions = 3 * LONGEST_START_SECONDS + 2 * config.conversion_timeout
     transfers = 2 * LONGEST_CALL
     return conversions + transfers + config.outage_patience_seconds + 60
 
@@ -51,7 +49,7 @@ class Patience:
     backoff, until the run's budget is spent; then the error goes on."""
 
     def __init__(self, budget, sleep=time.sleep):
-        self.deadline = time.monotonic() + budget
+        self.deadline = time.monotonic() + float(budget)
         self.sleep = sleep
 
     def __call__(self, action, *args, **kwargs):
@@ -83,50 +81,46 @@ class Outcome:
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
 
-def run_next(conn, objects, config, office, worker, faults=None):
+def run_next(conn, objects, config, engine, worker, faults=None):
     """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
     ``faults.Faults``) hears how the conversion went."""
-    claimed = Patience(config.outage_patience_seconds)(db.claim_next, conn, worker)
-    return None if claimed is None else _run(*claimed, conn, objects, config, office, faults)
+    claimed = Patience(config.outage_patience_seconds)(tasks.claim_next, conn, worker)
+    return None if claimed is None else _run(*claimed, conn, objects, config, engine, faults)
 
 
-def run_conversion(task_id, conn, objects, config, office, worker=None):
+def run_conversion(task_id, conn, objects, config, engine, worker=None):
     """Claim this task if it is QUEUED and run it; None if another run has it."""
-    claimed = db.start_processing(conn, task_id, worker)
-    return None if claimed is None else _run(*claimed, conn, objects, config, office)
+    claimed = tasks.start_processing(conn, task_id, worker)
+    return None if claimed is None else _run(*claimed, conn, objects, config, engine)
 
 
-def _run(task, account, conn, objects, config, office, faults=None):
+def _run(task, account, conn, objects, config, engine, faults=None):
     if account["status"] != "active":
         outcome = Outcome(Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
-        outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, office,
+        outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
                                task["macros"], task["source_filename"], tenant=task["account_id"])
         if faults is not None:
             faults.observe(outcome)
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def convert_task(task_id, kind, objects, config, office, macros="keep", filename=None, tenant=None):
+def convert_task(task_id, kind, objects, config, engine, macros="keep", filename=None, tenant=None):
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
-    ``tenant`` (the task's account): the office's LibreOffice is replaced before it sees this file if it
-    has converted another account's (``Office.take``)."""
+    ``tenant`` (the task's account): no LibreOffice that has converted another account's file sees it."""
     patiently = Patience(config.outage_patience_seconds)
-    restarts = office.restarts
+    restarts = engine.restarts
     try:
-        office.take(tenant)
-        # the office's tasks dir: the sandbox never sees it, and gets copies through its job dir
-        office.tasks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=office.tasks_dir) as tmp:
+        # the engine's workspace: no sandbox sees it, and LibreOffice gets copies
+        with engine.workspace(task_id) as tmp:
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
-            source = Path(tmp) / source_name(filename, kind)
+            source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
-            precheck.check(source)
-            converted = convert.convert(office, source, kind, tmp, config.conversion_timeout, task_id, macros)
+            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros, tenant)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome(Status.SUCCEEDED, size=size, detected_format=converted.detected_format,
@@ -135,7 +129,7 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
         log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
         outcome = Outcome(Status.FAILED, code=TaskErrorCode.INPUT_MISSING, message=INPUT_MISSING)
     except ConversionFailed as failure:
-        fault = diagnose(failure, office)  # a full disk fails a conversion too
+        fault = diagnose(failure, engine)  # a full disk fails a conversion too
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
@@ -149,13 +143,13 @@ def convert_task(task_id, kind, objects, config, office, macros="keep", filename
         log.warning("task %s: result not stored: %s", task_id, lost)
         outcome = Outcome("RETRY")
     except Exception as error:
-        fault = diagnose(error, office)
+        fault = diagnose(error, engine)
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
             log.exception("task %s: the conversion broke", task_id)
             outcome = Outcome("RETRY")
-    outcome.restarts = office.restarts - restarts
+    outcome.restarts = engine.restarts - restarts
     return outcome
 
 
@@ -169,24 +163,24 @@ def apply_outcome(conn, objects, config, task, outcome):
     """Record an Outcome on the task it was claimed for, if that claim still holds the task:
     SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
     MAX_ATTEMPTS). Returns the final status, "QUEUED", or None when the lease was lost."""
-    task_id, lease = task["id"], db.lease_of(task)
+    task_id, lease = task["id"], tasks.lease_of(task)
     patiently = Patience(config.outage_patience_seconds)
     if outcome.restarts:
-        _quietly(db.add_tally, conn, "libreoffice_restarts", outcome.restarts)
+        _quietly(liveness.add_tally, conn, "libreoffice_restarts", outcome.restarts)
     if outcome.status == Status.SUCCEEDED:
-        billing = patiently(db.mark_succeeded, conn, task_id, outcome.size, config.result_retention_seconds,
-                            config.plan_quotas, lease=lease, detected_format=outcome.detected_format,
-                            result_extension=outcome.extension, fidelity=outcome.fidelity)
-        if billing is None:
+        billed = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config.result_retention_seconds,
+                           billing.rule(config.plan_quotas), lease=lease, detected_format=outcome.detected_format,
+                           result_extension=outcome.extension, fidelity=outcome.fidelity)
+        if billed is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
             return None
         drop_input(conn, objects, task_id)
-        log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billing, outcome.size)
+        log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billed, outcome.size)
         return Status.SUCCEEDED
     if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
-        return Status.QUEUED if patiently(db.release, conn, task_id, lease) else None
+        return Status.QUEUED if patiently(tasks.release, conn, task_id, lease) else None
     if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
-        return Status.QUEUED if patiently(db.requeue, conn, task_id, lease) else None
+        return Status.QUEUED if patiently(tasks.requeue, conn, task_id, lease) else None
     if outcome.status == "RETRY":
         outcome = Outcome(Status.FAILED, code=TaskErrorCode.CONVERSION_FAILED,
                           message="The conversion failed repeatedly.")
@@ -195,7 +189,7 @@ def apply_outcome(conn, objects, config, task, outcome):
 
 
 def fail(conn, objects, task_id, code, message, lease=None, detected_format=None):
-    if not db.mark_failed(conn, task_id, code, message, lease, detected_format):
+    if not tasks.mark_failed(conn, task_id, code, message, lease, detected_format):
         return False
     drop_input(conn, objects, task_id)
     return True
@@ -205,7 +199,7 @@ def drop_input(conn, objects, task_id):
     """Inputs go as soon as the task is final; the sweep retries if the store is down now."""
     try:
         objects.delete_input(task_id)
-        db.mark_input_deleted(conn, task_id)
+        tasks.mark_input_deleted(conn, task_id)
     except StorageUnavailable as error:
         log.warning("input of %s not deleted yet: %r", task_id, error)
 

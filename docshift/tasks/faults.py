@@ -30,12 +30,12 @@ OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
 FIRST_PAUSE, LONGEST_PAUSE = 5.0, 300.0
 
 
-def diagnose(error, office):
-    """The fault of the service behind ``error``, whatever a conversion on ``office`` raised, or
+def diagnose(error, engine):
+    """The fault of the service behind ``error``, whatever a conversion on ``engine`` raised, or
     None when it may be the file's."""
     if isinstance(error, ConversionFailed) and error.code not in DISK_CODES:
         return None
-    short = short_of_room({"work": office.job_dir, "LibreOffice profile": office.profile})
+    short = short_of_room(engine.places())
     if short or _out_of_space(error):
         return DiskFull(short or f"the disk is full: {error}")
     return error if isinstance(error, ServiceFault) else None

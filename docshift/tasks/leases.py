@@ -1,5 +1,5 @@
 """The object store as one run of a task sees it: the task's input, and a result that goes under
-the key the run's lease names (``storage.objects.result_key``), only while the lease holds.
+the key the run's lease names (``storage.s3.result_key``), only while the lease holds.
 
 A run that was given up on (its lease taken back as stuck) may still be converting. Checking the
 lease before the upload keeps it from storing anything; the key of its own keeps it, should the
@@ -10,8 +10,8 @@ the task now, or from recreating one that expired. The task's row names the key 
 import logging
 
 from docshift.errors import LeaseLost
-from docshift.storage import db
-from docshift.storage.objects import Links, result_key
+from docshift.storage import tasks
+from docshift.storage.s3 import Links, result_key
 
 log = logging.getLogger("docshift.tasks")
 
@@ -21,13 +21,13 @@ class RunStore:
 
     def __init__(self, objects, conn, task):
         self.objects, self.conn = objects, conn
-        self.task_id, self.lease = task["id"], db.lease_of(task)
+        self.task_id, self.lease = task["id"], tasks.lease_of(task)
 
     def fetch_input(self, task_id, path):
         return self.objects.fetch_input(task_id, path)
 
     def put_result(self, task_id, path, extension):
-        if not db.holds(self.conn, self.task_id, self.lease):
+        if not tasks.holds(self.conn, self.task_id, self.lease):
             raise LeaseLost(f"task {self.task_id} is no longer held by {self.lease}")
         self.objects.put_result(result_key(self.task_id, self.lease), path, extension)
 

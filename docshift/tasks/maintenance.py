@@ -10,8 +10,8 @@ import socket
 from datetime import timedelta
 
 from docshift.contract import TaskErrorCode
-from docshift.engine.office import alive
-from docshift.storage import db
+from docshift.engine import alive
+from docshift.storage import connection, liveness, tasks
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
 from docshift.tasks.queue import Queue, on_redis
 
@@ -29,24 +29,24 @@ def worker_name():
 
 def heartbeat(conn, at=None):
     """This process is alive: its own beat, and the service's 'worker' beat read by /healthz."""
-    at = at or db.now()
-    db.heartbeat(conn, "worker", at)
-    db.heartbeat(conn, f"worker:{worker_name()}", at)
+    at = at or connection.now()
+    liveness.heartbeat(conn, "worker", at)
+    liveness.heartbeat(conn, f"worker:{worker_name()}", at)
 
 
 def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
     """Expire results, delete leftover inputs, forget old Idempotency-Keys, take back stuck
     tasks (``registry`` knows the conversion nodes' jobs), and on the SQLite queue keep a
     message for every QUEUED task."""
-    at = at or db.now()
+    at = at or connection.now()
     heartbeat(conn, at)
-    for task in db.results_to_expire(conn, at):
+    for task in tasks.results_to_expire(conn, at):
         # delete first: a crash in between leaves a SUCCEEDED row that the next sweep finishes
         objects.delete_result(task["result_key"])
-        db.mark_expired(conn, task["id"])
-    for task in db.final_tasks_with_input(conn):
+        tasks.mark_expired(conn, task["id"])
+    for task in tasks.final_tasks_with_input(conn):
         drop_input(conn, objects, task["id"])
-    db.purge_idempotency_keys(conn, at - timedelta(seconds=config.idempotency_key_ttl_seconds))
+    tasks.purge_idempotency_keys(conn, at - timedelta(seconds=config.idempotency_key_ttl_seconds))
     recover_stuck(conn, objects, config, at, registry)
     if not on_redis(config):
         top_up(conn, queue or Queue(config))
@@ -55,7 +55,7 @@ def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
 def recover(conn, objects, config, queue, registry=None):
     """At a worker's start: take back the tasks of dead workers, and make sure every QUEUED task
     has its message (a killed consumer may have taken messages without claiming)."""
-    recover_stuck(conn, objects, config, db.now(), registry)
+    recover_stuck(conn, objects, config, connection.now(), registry)
     if not on_redis(config):
         top_up(conn, queue)
 
@@ -64,8 +64,8 @@ def recover_stuck(conn, objects, config, at, registry=None):
     """PROCESSING tasks whose holder is gone, or that were held past the longest legitimate run:
     back to the queue, or FAILED after MAX_ATTEMPTS. Only that holder's lease is taken back."""
     longest = timedelta(seconds=max_run_seconds(config))
-    for task in db.processing_tasks(conn):
-        started = db.parse(task["started_at"])
+    for task in tasks.processing_tasks(conn):
+        started = connection.parse(task["started_at"])
         overdue = started + longest < at
         job = bool(task["worker"] and task["worker"].startswith("job:"))  # a conversion node's job
         if job:
@@ -88,22 +88,22 @@ def holder_gone(conn, holder, at):
         return False
     if host == HOST:
         return not alive(int(pid))
-    beat = db.last_heartbeat(conn, f"worker:{holder}")
+    beat = liveness.last_heartbeat(conn, f"worker:{holder}")
     return beat is not None and beat + HOLDER_SILENCE < at
 
 
 def retry_or_fail(conn, objects, task):
-    lease = db.lease_of(task)
+    lease = tasks.lease_of(task)
     if task["attempts"] >= MAX_ATTEMPTS:
         fail(conn, objects, task["id"], TaskErrorCode.CONVERSION_FAILED, "The conversion failed repeatedly.", lease)
     else:
-        db.requeue(conn, task["id"], lease)
+        tasks.requeue(conn, task["id"], lease)
 
 
 def top_up(conn, queue):
     """One message per QUEUED task at least: those lost (a killed consumer, a failed enqueue) are
     replaced. Extra messages are harmless: a message that finds nothing to claim does nothing."""
-    missing = db.queued_count(conn) - queue.pending()
+    missing = tasks.queued_count(conn) - queue.pending()
     for _ in range(max(0, missing)):
         queue.enqueue()
     if missing > 0:

@@ -27,8 +27,8 @@ from dataclasses import asdict
 
 from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ForgedMessage, StorageUnavailable
-from docshift.storage import db
-from docshift.storage.objects import result_key
+from docshift.storage import tasks
+from docshift.storage.s3 import result_key
 from docshift.tasks import messages
 from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, max_run_seconds
 from docshift.tasks.leases import JobStore
@@ -145,10 +145,10 @@ class Coordinator:
         """Claim and send jobs, fairest first, while nodes have free slots. Returns how many."""
         with self._dispatching:
             conn, sent = self.worker.connection(), 0
-            free = self.registry.capacity() - db.processing_count(conn)
+            free = self.registry.capacity() - tasks.processing_count(conn)
             while free > 0:
                 holder = f"job:{secrets.token_hex(8)}"
-                claimed = db.claim_next(conn, holder)
+                claimed = tasks.claim_next(conn, holder)
                 if claimed is None:
                     break
                 task, account = claimed
@@ -182,8 +182,8 @@ class Coordinator:
         conn, store = self.worker.connection(), self.worker.store()
         task_id, lease = report["task_id"], (report["holder"], report["attempt"])
         outcome = Outcome(**{name: value for name, value in report.items() if name in OUTCOME_FIELDS})
-        task = db.get_task(conn, task_id)
-        if task is not None and db.lease_of(task) == lease:
+        task = tasks.get_task(conn, task_id)
+        if task is not None and tasks.lease_of(task) == lease:
             apply_outcome(conn, store, self.config, task, self._verified(store, task_id, lease, outcome))
         else:
             log.info("outcome of %s for %s ignored: the task is no longer held by it", task_id, lease[0])
@@ -234,7 +234,7 @@ class Node:
         self.registry.running(holder, self.name)
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
-            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.office(),
+            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.engine(),
                                    job["macros"], job["filename"], tenant=job["tenant"])
             self.worker.faults.observe(outcome)
             self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
@@ -271,7 +271,7 @@ class Node:
 
     def _take(self):
         try:
-            self.worker.office().start()  # warm before the first job
+            self.worker.engine().start()  # warm before the first job
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first job will retry: %r", error)
         while not self.stopping.is_set():
@@ -284,7 +284,7 @@ class Node:
             except Exception:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
-        self.worker.office().close()
+        self.worker.engine().close()
 
 
 def run_node(config, worker):

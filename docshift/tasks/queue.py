@@ -2,7 +2,7 @@
 
 One box (the default): one SQLite queue. A message says "a task is waiting"; the
 worker thread that takes it claims the fairest waiting task in the database (see
-``storage.db.claim_next``), not necessarily the one that sent it, so one account's
+``storage.tasks.claim_next``), not necessarily the one that sent it, so one account's
 backlog never holds another account's task behind it. The sweep keeps at least as
 many messages as there are QUEUED tasks, so a lost message only delays a task.
 
@@ -49,8 +49,8 @@ def _huey(config, name):
     if on_redis(config):
         return _RedisHuey(name, url=config.queue_url, results=False, blocking=True, read_timeout=1,
                           serializer=serializer)
-    from docshift.storage import db
-    return _SqliteHuey(name, filename=config.queue_database, results=False, factory=db.connection_class(),
+    from docshift.storage import connection
+    return _SqliteHuey(name, filename=config.queue_database, results=False, factory=connection.connection_class(),
                        serializer=serializer)
 
 

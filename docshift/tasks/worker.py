@@ -3,20 +3,18 @@ of the service's own duties. ``python worker.py`` (the Procfile's ``worker``) ru
 
 import functools
 import logging
-import os
 import sys
 import threading
 import time
-from pathlib import Path
 
 from docshift import logs, settings
 from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.contract import Status
-from docshift.engine import office, sandbox
+from docshift.engine import Engine, clear_leftovers, sandbox_problem
 from docshift.errors import BadSetting, StorageUnavailable
-from docshift.storage import ObjectStore, db
+from docshift.storage import ObjectStore, connection, liveness
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import run_next
 from docshift.tasks.faults import Faults
@@ -51,7 +49,7 @@ class Worker:
 
     def connection(self):
         if not hasattr(self._local, "db"):
-            self._local.db = db.connect(self.config.database)
+            self._local.db = connection.connect(self.config.database)
         return self._local.db
 
     def store(self):
@@ -59,20 +57,19 @@ class Worker:
             self._local.store = ObjectStore(self.config)
         return self._local.store
 
-    def office(self):
-        """This thread's own warm LibreOffice: workers and LibreOffices are one-to-one."""
-        if not hasattr(self._local, "office"):
-            self._local.office = office.Office(self.config.data_dir,
-                                               max_conversions=self.config.office_max_conversions,
-                                               memory_limit_mb=self.config.office_memory_limit_mb,
-                                               limits=sandbox.Limits(
-                                                   cpu_seconds=self.config.office_cpu_limit_seconds,
-                                                   scratch_mb=self.config.office_scratch_limit_mb),
-                                               name=threading.current_thread().name,
-                                               sandboxed=self.config.sandbox,
-                                               on_start=self.office_started,
-                                               spare=self.config.office_spare)
-        return self._local.office
+    def engine(self):
+        """This thread's own engine, its warm LibreOffices: worker threads and engines are one-to-one."""
+        if not hasattr(self._local, "engine"):
+            config = self.config
+            self._local.engine = Engine.build(
+                config.data_dir, threading.current_thread().name,
+                max_conversions=config.office_max_conversions,
+                memory_limit_mb=config.office_memory_limit_mb,
+                cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
+                sandboxed=config.sandbox, spare=config.office_spare,
+                accounts=config.office_accounts, idle_seconds=config.office_idle_seconds,
+                on_start=self.office_started)
+        return self._local.engine
 
     def office_started(self, started, state, detail):
         with self._engines_lock:
@@ -92,8 +89,8 @@ class Worker:
         LibreOffices keeps failing its self-test."""
         if not self.converts:  # a coordinator whose conversions all run on nodes
             nodes = len(self.registry.alive())
-            db.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), "ok",
-                             f"conversions run on nodes ({nodes} alive)")
+            liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), "ok",
+                                   f"conversions run on nodes ({nodes} alive)")
             return
         with self._engines_lock:
             engines = dict(self._engines)
@@ -102,7 +99,8 @@ class Worker:
         detail = self.faults.describe() or (
             f"LibreOffice fails its self-test at every start ({'; '.join(broken)})" if broken else None)
         state = "broken" if detail else "ok" if engines else "starting"
-        db.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), state, detail)
+        liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), state,
+                               detail)
 
     @functools.cached_property
     def marketplace(self):
@@ -113,13 +111,13 @@ class Worker:
 
     def thread_started(self):
         try:
-            self.office().start()  # warm before the first task arrives
+            self.engine().start()  # warm before the first task arrives
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first task will retry: %r", error)
 
     def thread_stopping(self):
-        if hasattr(self._local, "office"):
-            self._local.office.close()
+        if hasattr(self._local, "engine"):
+            self._local.engine.close()
 
     def convert(self, hint=None):
         """A message: a task is waiting. On one box, claim the fairest waiting task (not
@@ -130,7 +128,7 @@ class Worker:
         if pause:  # a fault of the service stands: the waiting tasks stay QUEUED until the next try
             self.queue.enqueue(delay=pause)
             return None
-        outcome = run_next(self.connection(), self.store(), self.config, self.office(), maintenance.worker_name(),
+        outcome = run_next(self.connection(), self.store(), self.config, self.engine(), maintenance.worker_name(),
                            self.faults)
         if outcome == Status.QUEUED:  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
@@ -168,7 +166,7 @@ class Worker:
     def prepare(self):
         """Once per process, before any conversion: tables, bucket, what a killed worker left."""
         conn = self.connection()
-        db.init(conn)
+        connection.init(conn)
         maintenance.heartbeat(conn)
         self.report_engine()
         try:
@@ -212,7 +210,7 @@ def check_sandbox(config):
         log.warning("DOCSHIFT_SANDBOX=off: LibreOffice runs without its sandbox, as this worker's user, "
                     "seeing what this worker sees")
         return
-    why = sandbox.problem(Path(config.data_dir) / "work" / f"{office.HOST}.{os.getpid()}.probe")
+    why = sandbox_problem(config.data_dir)
     if why:
         log.error("the worker does not start: the LibreOffice sandbox cannot be made here (%s). It needs "
                   "bubblewrap and unprivileged user namespaces; in a container, run it with %s; "
@@ -236,7 +234,7 @@ def main(argv=None):
         sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
     if node or worker.converts:
         check_sandbox(config)
-        office.clear_leftovers(config.data_dir)
+        clear_leftovers(config.data_dir)
     if node:
         worker.is_node = True
         return run_node(config, worker)

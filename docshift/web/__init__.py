@@ -6,7 +6,7 @@ from datetime import timedelta
 from flask import Flask, request
 
 from docshift import settings
-from docshift.storage import db
+from docshift.storage import connection, liveness
 from docshift.web import api, cli, metrics, openapi, problems, registration
 from docshift.web.context import close_db, get_db, get_settings, get_store
 from docshift.web.forms import DocshiftRequest
@@ -39,8 +39,8 @@ def create_app(config=None):
     app.add_url_rule("/healthz", view_func=healthz)
     cli.register(app)
 
-    conn = db.connect(configured.database)
-    db.init(conn)
+    conn = connection.connect(configured.database)
+    connection.init(conn)
     conn.close()
     return app
 
@@ -60,14 +60,14 @@ def healthz():
     sandbox (the operator's choice: not a failure)."""
     checks = {}
     try:
-        db.ping(get_db())
+        connection.ping(get_db())
         checks["database"] = "ok"
-        beat = db.last_heartbeat(get_db())
+        beat = liveness.last_heartbeat(get_db())
         silence = get_settings().worker_silence_seconds
-        fresh = beat is not None and (db.now() - beat).total_seconds() < silence
+        fresh = beat is not None and (connection.now() - beat).total_seconds() < silence
         checks["worker"] = "ok" if fresh else "no recent heartbeat"
         checks["engine"], checks["sandbox"] = engine_checks(
-            db.engine_reports(get_db(), db.now() - timedelta(seconds=silence)))
+            liveness.engine_reports(get_db(), connection.now() - timedelta(seconds=silence)))
     except Exception as error:
         checks["database"] = f"error: {type(error).__name__}"
         for name in ("worker", "engine", "sandbox"):

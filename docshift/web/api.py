@@ -27,7 +27,7 @@ from docshift.errors import (
     TooManyUnfinished,
     UnsupportedFileType,
 )
-from docshift.storage import db
+from docshift.storage import accounts, connection, periods, tasks
 from docshift.web import schemas
 from docshift.web.context import get_db, get_queue, get_settings, get_store
 from docshift.web.problems import upload_limit
@@ -52,7 +52,7 @@ def authenticated_account():
         raise MissingApiKey("Send the header Authorization: Bearer <API_KEY>.")
     if not keys.well_formed(key):  # a mistyped key never reaches the database
         raise InvalidApiKey("The API key is not valid.")
-    account = db.account_for_key(get_db(), keys.digest(key))
+    account = accounts.account_for_key(get_db(), keys.digest(key))
     if account is None:
         raise InvalidApiKey("The API key is not valid.")
     if account["status"] != "active":
@@ -83,12 +83,12 @@ def submit():
     conn = get_db()
 
     if idempotency_key:
-        existing = db.task_by_idempotency_key(conn, account["id"], idempotency_key)
+        existing = tasks.task_by_idempotency_key(conn, account["id"], idempotency_key)
         if existing:
             return _replay(existing, digest, filename, macros)
 
-    cap = get_settings().max_pending_tasks
-    if db.unfinished_count(conn, account["id"]) >= cap:  # refused before anything is stored
+    cap = int(get_settings().max_pending_tasks)
+    if tasks.unfinished_count(conn, account["id"]) >= cap:  # refused before anything is stored
         raise _too_many(cap)
     try:
         task = storage.submit_task(conn, get_store(), account_id=account["id"], filename=filename,
@@ -96,7 +96,7 @@ def submit():
                                    max_unfinished=cap, macros=macros)
     except IdempotencyKeyTaken:
         # an identical request committed first: ours is undone, theirs is the answer
-        return _replay(db.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename, macros)
+        return _replay(tasks.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename, macros)
     except TooManyUnfinished:
         raise _too_many(cap) from None  # a racing submission took the last place; ours is undone
 
@@ -162,7 +162,7 @@ def _submission(task, replay):
 
 @bp.get("/conversions/<task_id>")
 def task(task_id):
-    row = db.get_task(get_db(), task_id, g.account["id"]) if TASK_ID.fullmatch(task_id) else None
+    row = tasks.get_task(get_db(), task_id, g.account["id"]) if TASK_ID.fullmatch(task_id) else None
     if row is None:
         raise TaskNotFound("No task with this id exists for this account.")
     view = task_view(row)
@@ -173,9 +173,9 @@ def task(task_id):
 def task_view(row):
     # a result past its retention is EXPIRED from that moment, whether or not the sweep has run;
     # so is one in its last second, for which no link can be signed (S3 signs to the second)
-    status, signed_at = row["status"], db.now().replace(microsecond=0)
+    status, signed_at = row["status"], connection.now().replace(microsecond=0)
     if status == Status.SUCCEEDED:
-        left = int((db.parse(row["result_expires_at"]) - signed_at).total_seconds())
+        left = int((connection.parse(row["result_expires_at"]) - signed_at).total_seconds())
         if left < 1:
             status = Status.EXPIRED
     view = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
@@ -204,7 +204,7 @@ def task_view(row):
 @bp.get("/account/usage")
 def usage():
     account = g.account
-    period = db.usage_period(get_db(), account)
+    period = periods.usage_period(get_db(), account)
     quota = get_settings().plan_quotas[account["plan"]]
     return schemas.Usage().dump({
         "plan": account["plan"], "subscription_status": account["status"],

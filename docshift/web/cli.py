@@ -4,7 +4,7 @@ import click
 from flask.cli import AppGroup, with_appcontext
 
 from docshift import settings
-from docshift.storage import db
+from docshift.storage import accounts, connection, periods
 from docshift.web.context import get_db, get_marketplace, get_settings
 
 
@@ -12,7 +12,7 @@ from docshift.web.context import get_db, get_marketplace, get_settings
 @with_appcontext
 def init_db():
     """Create the tables from schema.sql (safe to run again)."""
-    db.init(get_db())
+    connection.init(get_db())
     click.echo(f"database ready: {get_settings().database}")
 
 
@@ -41,7 +41,7 @@ def issue_token(customer, plan):
 
 
 def _account(customer):
-    account = db.find_account(get_db(), get_settings().marketplace, customer)
+    account = accounts.find_account(get_db(), get_settings().marketplace, customer)
     if account is None:
         raise click.ClickException(f"no account for customer {customer!r} (has it registered?)")
     return account
@@ -52,7 +52,7 @@ def _account(customer):
 @click.option("--plan", type=PLAN, required=True)
 def set_plan(customer, plan):
     """Change a customer's plan; the new quota applies at once, the period's count stays."""
-    account = db.set_account(get_db(), _account(customer)["id"], plan=plan)
+    account = accounts.set_account(get_db(), _account(customer)["id"], plan=plan)
     click.echo(f"{customer}: plan {account['plan']}")
 
 
@@ -64,7 +64,7 @@ def activate(customer):
     if not account["plan"]:
         raise click.ClickException(f"{customer} has no plan, so nothing to count its conversions against; "
                                    f"give it one first: marketplace set-plan --customer {customer} --plan ...")
-    db.set_account(get_db(), account["id"], status="active")
+    accounts.set_account(get_db(), account["id"], status="active")
     click.echo(f"{customer}: active")
 
 
@@ -72,14 +72,14 @@ def activate(customer):
 @click.option("--customer", required=True)
 def deactivate(customer):
     """Refuse a customer's calls; their queued tasks end FAILED subscription_inactive."""
-    db.set_account(get_db(), _account(customer)["id"], status="inactive")
+    accounts.set_account(get_db(), _account(customer)["id"], status="inactive")
     click.echo(f"{customer}: inactive")
 
 
 @accounts_cli.command("list")
 def list_accounts():
     """One line per account: id, customer, plan, status."""
-    for account in db.list_accounts(get_db()):
+    for account in accounts.list_accounts(get_db()):
         click.echo(f"{account['id']}  {account['customer_id']}  {account['plan'] or '-'}  {account['status']}")
 
 
@@ -87,11 +87,11 @@ def list_accounts():
 def usage_report():
     """Per account: plan, included used/quota, overage and its amount in USD."""
     conn = get_db()
-    for account in db.list_accounts(conn):
+    for account in accounts.list_accounts(conn):
         if not account["plan"]:
             click.echo(f"{account['customer_id']}  no plan yet ({account['status']})")
             continue
-        period = db.usage_period(conn, account)
+        period = periods.usage_period(conn, account)
         quota = get_settings().plan_quotas[account["plan"]]
         amount = period["overage_used"] * settings.OVERAGE_USD
         click.echo(f"{account['customer_id']}  {account['plan']}  included {period['included_used']}/{quota}"

@@ -5,7 +5,7 @@ from flask import current_app, g
 
 from docshift.accounts import marketplace as marketplaces
 from docshift.settings import Settings
-from docshift.storage import ObjectStore, db
+from docshift.storage import ObjectStore, connection
 from docshift.tasks.queue import Queue
 
 
@@ -31,7 +31,7 @@ def _pool():
     pools = current_app.extensions.setdefault("docshift.db", {})
     path = get_settings().database
     if path not in pools:
-        pools[path] = db.Pool(path)
+        pools[path] = connection.Pool(path)
     return pools[path]
 
 

@@ -25,7 +25,7 @@ from flask import Response, current_app, g, request
 
 from docshift import logs
 from docshift.errors import NotFound
-from docshift.storage import db
+from docshift.storage import liveness
 from docshift.web.context import get_db, get_settings
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -116,7 +116,7 @@ def _figures():
     they aggregate whole tables, and scrapes may come as often as anyone likes."""
     read_at, figures = current_app.extensions.get("docshift.metrics_figures", (None, None))
     if read_at is None or time.monotonic() - read_at >= get_settings().metrics_cache_seconds:
-        figures = db.task_metrics(get_db(), BUCKETS)
+        figures = liveness.task_metrics(get_db(), BUCKETS)
         current_app.extensions["docshift.metrics_figures"] = (time.monotonic(), figures)
     return figures
 

@@ -1,6 +1,6 @@
 """The embedded object store: SeaweedFS (``weed mini``) serving S3 on loopback.
 
-Run as ``python -m docshift.storage.objectstore`` (the Procfile's ``objects``). SeaweedFS
+Run as ``python -m docshift.storage.seaweed`` (the Procfile's ``objects``). SeaweedFS
 always requires credentials (without an identities file it accepts any request, expired
 links included) and has telemetry off.
 

@@ -25,7 +25,7 @@ checks compare: every sheet name (chart sheets are sheets here), the slide
 count, the body text's characters without whitespace, counted per character.
 
 The first line it writes is ``{"ready": true, "pid": <soffice pid>}``; a request
-``{"selftest": directory, "kinds": [...]}`` runs ``selftest.py`` there, on the kinds office.py
+``{"selftest": directory, "kinds": [...]}`` runs ``selftest.py`` there, on the kinds soffice.py
 sends (``formats.self_test_kinds``), instead of a conversion. A crash of
 LibreOffice is reported as ``crashed`` (its detail names the step) and ends this
 process; the supervisor starts a fresh one.
@@ -173,15 +173,18 @@ class LibreOffice:
         return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD, **chosen))
 
 
-def facts(document):
+def facts(document, walk=True):
     """What a loaded document holds, for the worker's no-silent-loss checks. ``parts`` counts the embedded
     objects and charts LibreOffice loaded (``None`` when it cannot tell), so that an export that drops them
-    shows even where the legacy file's own count cannot be read."""
+    shows even where the legacy file's own count cannot be read. A presentation's are counted only when
+    ``walk``: that walks its shapes, two calls over the bridge each."""
     if document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
         sheets = document.getSheets()
         return {"sheets": list(sheets.getElementNames()), "parts": counted(lambda: sheet_parts(document, sheets))}
     if document.supportsService("com.sun.star.presentation.PresentationDocument"):
         pages = document.getDrawPages()
+        if not walk:
+            return {"slides": pages.getCount()}
         return {"slides": pages.getCount(),
                 "parts": counted(lambda: {"embedded_objects": slide_objects(document, pages)})}
     if document.supportsService("com.sun.star.text.TextDocument") or \
@@ -296,7 +299,7 @@ def convert(office, request):
         return {"ok": True, "facts": report}
     try:
         step = "reading the source"
-        report["loaded"] = facts(document)
+        report["loaded"] = facts(document, walk=request.get("parts", True) is not False)
         took("facts")
         step = "storing the result"
         # LibreOffice writes beside its target, and the target's dir is not the sandbox's to write:

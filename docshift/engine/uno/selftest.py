@@ -33,7 +33,7 @@ def holds(document, family):
 def run(desktop, directory, kinds, props):
     """``{"ok": True, "seconds": s}`` when every kind converts, else ``{"ok": False, "detail": ...}``.
     ``kinds`` are ``[family, legacy filter, file name, OOXML filter]`` (``docshift.formats.self_test_kinds``,
-    sent by office.py: this runs under LibreOffice's Python and imports nothing of docshift);
+    sent by soffice.py: this runs under LibreOffice's Python and imports nothing of docshift);
     ``props(**values)`` makes UNO property tuples (the bridge's)."""
     started = time.monotonic()
     os.makedirs(directory, exist_ok=True)

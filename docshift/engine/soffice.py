@@ -1,0 +1,274 @@
+"""One LibreOffice: its bridge process in the sandbox, the profile and job dir that are its alone.
+
+``Launcher.launch`` starts one and has it pass its self-test (``uno/selftest.py``: a tiny .doc, .xls
+and .ppt); a :class:`Soffice` is then one conversion at a time, over one line of JSON each way
+(``uno/bridge.py``). Its profile turns macros off, an address-space limit caps its memory, and it runs
+at nice 10, its session's autogroup too (``bridge.yield_the_cpu``), so the API keeps the CPU it needs.
+Its job dir is the one host directory its sandbox sees (``/job``): no other LibreOffice sees it.
+"""
+
+import json
+import logging
+import os
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from docshift import formats
+from docshift.engine import jobfiles, sandbox
+from docshift.errors import OfficeCrashed, OfficeTimeout
+
+log = logging.getLogger("docshift.office")
+
+# what runs inside the sandbox, under LibreOffice's Python: the only code the sandbox sees
+BRIDGE = Path(__file__).resolve().parent / "uno" / "bridge.py"
+# LibreOffice's Python: Debian's python3 with python3-uno
+UNO_PYTHON = "/usr/bin/python3"
+START_TIMEOUT = 60
+SELF_TEST_TIMEOUT = 60
+# LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
+OOM_SCORE_ADJ = 500
+# the longest reply line the bridge may send (its facts: sheet names, characters counted)
+MAX_REPLY_BYTES = 8 << 20
+
+# No DisableActiveContent: LibreOffice then drops every embedded object and chart on load. Linked
+# content stays out without it: links are never updated (UpdateDocMode on load, the Link settings
+# below), and what LibreOffice would still fetch to show a linked picture cannot be reached from the
+# sandbox, which has no network and sees no host file but its job (tests/test_sandbox.py).
+PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
+           xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="DisableMacrosExecution" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="UseOpenCL" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>1</value></prop></item>
+</oor:items>
+"""
+
+# the fallback of DOCSHIFT_SANDBOX=off: as root; else through an unprivileged user namespace, where the kernel allows one (Debian does)
+NAMESPACE_PREFIXES = (["unshare", "--net", "--"], ["unshare", "--user", "--map-root-user", "--net", "--"])
+_netns = None
+
+
+def network_namespace():
+    """The command prefix that puts LibreOffice in a network namespace with no network, or []."""
+    global _netns
+    if _netns is None:
+        _netns = []
+        for prefix in NAMESPACE_PREFIXES:
+            try:
+                if subprocess.run(prefix + ["true"], capture_output=True, timeout=10).returncode == 0:
+                    _netns = prefix
+                    break
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+        if not _netns:
+            log.warning("no network namespace can be made here: LibreOffice runs with the host's network")
+    return _netns
+
+
+class Launcher:
+    """How an Office starts its LibreOffices: in the sandbox (or not), with its limits and profile settings.
+    ``tag()`` names the task that LibreOffice's messages come from, for the log."""
+
+    def __init__(self, name, sandboxed, limits, memory_limit, profile_settings, tag=lambda: None):
+        self.name, self.sandboxed, self.limits = name, sandboxed, limits
+        self.memory_limit, self.profile_settings, self.tag = memory_limit, profile_settings, tag
+
+    def launch(self, profile, job_dir, pipe, starting=lambda soffice: None):
+        """A LibreOffice with ``profile`` and ``job_dir`` its own (made afresh), started and self-tested:
+        a :class:`Soffice`. Raises OfficeCrashed when it does not start or fails its self-test.
+        ``starting(soffice)`` hears of it as soon as its process runs (whoever closes may kill it)."""
+        began = time.monotonic()
+        self._prepare(profile, job_dir)
+        started = Soffice(None, profile, job_dir, self.sandboxed)
+        env = {"HOME": started.inside(profile / "home"), "TMPDIR": started.inside(profile / "tmp")}
+        if self.sandboxed:
+            argv = sandbox.command(job_dir, profile, BRIDGE.parent,
+                                   [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
+                                    pipe], env, self.limits)
+            env = {}
+        else:
+            log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
+            argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), profile.as_uri(), pipe]
+            env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
+        # the worker's environment (secret key, S3 and AWS credentials) stays out either way
+        started.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/",
+            start_new_session=True, preexec_fn=self._limit_memory, text=True, bufsize=1)
+        starting(started)
+        threading.Thread(target=self._log_messages, args=(started.process.stderr,), daemon=True,
+                         name=f"{self.name}-stderr").start()
+        try:
+            try:
+                ready = started.read(START_TIMEOUT)
+            except (OfficeTimeout, OfficeCrashed):
+                raise OfficeCrashed("LibreOffice did not start")
+            if not ready.get("ready"):
+                raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
+            launched = time.monotonic()
+            test_dir = profile / "tmp" / "selftest"  # the sandbox's own, in memory
+            started.send({"selftest": started.inside(test_dir), "kinds": formats.self_test_kinds()})
+            try:
+                answer = started.read(SELF_TEST_TIMEOUT)
+            except OfficeTimeout:
+                raise OfficeCrashed("the self-test took too long")
+            finally:
+                shutil.rmtree(test_dir, ignore_errors=True)
+            if not answer.get("ok"):
+                raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
+        except BaseException:
+            started.kill()
+            raise
+        started.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
+        log.info("%s started %s in %.2f s, self-test %.2f s (soffice pid %s)", self.name,
+                 "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", started.timings["launch"],
+                 started.timings["self_test"], ready["pid"])
+        return started
+
+    def _prepare(self, profile, job_dir):
+        """A fresh profile seed (LibreOffice's home and temp dir, its settings; the sandbox gets an in-memory
+        copy) and a fresh job dir."""
+        for path in (profile, job_dir):
+            shutil.rmtree(path, ignore_errors=True)
+        for path in (profile / "user", profile / "home", profile / "tmp"):
+            path.mkdir(parents=True, exist_ok=True)
+        (profile / "user" / "registrymodifications.xcu").write_text(self.profile_settings)
+        jobfiles.prepare(job_dir)
+
+    def _log_messages(self, stream):
+        """LibreOffice's and the bridge's own messages, to the log with the task they came from."""
+        for line in stream:
+            line = line.rstrip()
+            if line:
+                log.info("%s: %s", self.name, line, extra={"task_id": self.tag()})
+        stream.close()
+
+    def _limit_memory(self):
+        resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
+        # out of memory in the worker's unit (MemoryMax), the kernel kills a LibreOffice, not the worker
+        with open("/proc/self/oom_score_adj", "w") as score:
+            score.write(str(OOM_SCORE_ADJ))
+        # conversions yield the CPU to the API: polls stay fast while LibreOffice works
+        os.nice(10)
+
+
+class Soffice:
+    """One started LibreOffice (its bridge process), the profile and job dir that are its alone, and the
+    account whose files it has seen (``tenant``: None until its first task)."""
+
+    def __init__(self, process, profile, job_dir, sandboxed=True):
+        self.process, self.profile, self.job_dir, self.sandboxed = process, profile, job_dir, sandboxed
+        self.timings = {}  # seconds of its start: "launch", "self_test"
+        self.tenant = None
+        self.conversions = 0
+        self.idle_since = time.monotonic()
+
+    @property
+    def running(self):
+        return self.process is not None and self.process.poll() is None
+
+    def inside(self, path):
+        """``path`` as this LibreOffice sees it: under ``/job`` or ``/profile`` in the sandbox."""
+        path = Path(path)
+        if self.sandboxed:
+            for host, jailed in ((self.job_dir, sandbox.JOB), (self.profile, sandbox.PROFILE)):
+                if path.is_relative_to(host):
+                    return str(Path(jailed) / path.relative_to(host))
+        return str(path)
+
+    def empty_job_dir(self):
+        """Remove whatever an earlier task, or this LibreOffice, left in its job dir (links are not followed)."""
+        if self.job_dir.exists():
+            for entry in list(self.job_dir.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+
+    def send(self, request):
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError) as error:
+            raise OfficeCrashed(str(error)) from error
+
+    def read(self, timeout):
+        """The bridge's next reply: one JSON object on one line, within ``timeout`` seconds and
+        ``MAX_REPLY_BYTES``; raises OfficeTimeout, or OfficeCrashed for anything else it says."""
+        deadline = time.monotonic() + timeout
+        # the raw pipe, never its buffered reader: a reply is read only as far as it goes
+        stdout = self.process.stdout.fileno()
+        line = bytearray()
+        while not line.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise OfficeTimeout()
+            ready, _, _ = select.select([stdout], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(stdout, 65536)
+            if not chunk:
+                raise OfficeCrashed("the bridge exited")
+            line += chunk
+            if len(line) > MAX_REPLY_BYTES or b"\n" in line[:-1]:
+                raise OfficeCrashed("the bridge's reply is too long, or more than one line")
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise OfficeCrashed(f"the bridge's reply is no JSON: {error}") from None
+        if not isinstance(reply, dict):
+            raise OfficeCrashed("the bridge's reply is no JSON object")
+        return reply
+
+    def kill(self):
+        """Kill it (the sandbox's own PID namespace dies with its outer bwrap: --die-with-parent) and remove
+        its profile and job dir."""
+        if self.process is not None:
+            self.signal()
+            self.process.wait()
+            self.process.stdin.close()
+            self.process.stdout.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+        shutil.rmtree(self.job_dir, ignore_errors=True)
+
+    def signal(self):
+        """Kill its process group, and nothing else: whoever waits for it tidies up."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def pid(self):
+        """The pid of its ``soffice.bin`` (the process that does the work), or None."""
+        process = self.process
+        if process is None:
+            return None
+        children = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            command = stat[stat.index("(") + 1:stat.rindex(")")]
+            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+            children.setdefault(parent, []).append((int(entry.name), command))
+        # the sandbox puts soffice.bin a few generations below the process started here
+        generation = [process.pid]
+        while generation:
+            below = [child for pid in generation for child in children.get(pid, [])]
+            for pid, command in below:
+                if command.startswith("soffice.bin"):
+                    return pid
+            generation = [pid for pid, _ in below]
+        return None

@@ -1,0 +1,66 @@
+"""Accounts, as the marketplace or the operator sets them, and their API keys (only hashes)."""
+
+from docshift.storage.connection import first, iso, new_id, now, select, transaction
+
+
+def apply_subscription(db, marketplace, customer):
+    """Create or update an account from what the marketplace says now (a ``Customer``).
+
+    An account that was once active and has no entitlement any more is ``inactive``,
+    not ``pending``; a plan the marketplace does not name is kept.
+    """
+    with transaction(db):
+        account = find_account(db, marketplace, customer.customer_id)
+        status = customer.status
+        if status == "pending" and account and account["activated_at"]:
+            status = "inactive"
+        at = iso(now())
+        contract_end = iso(customer.period_ends_at) if customer.period_ends_at else None
+        if account is None:
+            account = {"id": new_id("acc"), "marketplace": marketplace, "customer_id": customer.customer_id,
+                       "license_arn": customer.license_arn, "plan": customer.plan, "status": status,
+                       "activated_at": at if status == "active" else None, "created_at": at,
+                       "contract_ends_at": contract_end}
+            db["accounts"].insert(account)
+            return account
+        changes = {"status": status, "plan": customer.plan or account["plan"],
+                   "license_arn": customer.license_arn or account["license_arn"],
+                   "contract_ends_at": contract_end or account["contract_ends_at"]}
+        if status == "active" and not account["activated_at"]:
+            changes["activated_at"] = at
+        db["accounts"].update(account["id"], changes)
+        return {**account, **changes}
+
+
+def set_account(db, account_id, **changes):
+    if changes.get("status") == "active":
+        account = db["accounts"].get(account_id)
+        if not account["activated_at"]:
+            changes["activated_at"] = iso(now())
+    db["accounts"].update(account_id, changes)
+    return db["accounts"].get(account_id)
+
+
+def find_account(db, marketplace, customer_id):
+    return first(db, "SELECT * FROM accounts WHERE marketplace = ? AND customer_id = ?",
+                 [marketplace, customer_id])
+
+
+def list_accounts(db):
+    return select(db, "SELECT * FROM accounts ORDER BY created_at")
+
+
+def replace_key(db, account_id, key_hash, hint):
+    """Make ``key_hash`` the account's only valid key (re-registration rotates)."""
+    at = iso(now())
+    with transaction(db):
+        db.execute("UPDATE api_keys SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL",
+                   [at, account_id])
+        db["api_keys"].insert({"key_hash": key_hash, "account_id": account_id, "hint": hint,
+                               "created_at": at, "revoked_at": None})
+
+
+def account_for_key(db, key_hash):
+    return first(db, """SELECT accounts.* FROM api_keys JOIN accounts ON accounts.id = api_keys.account_id
+                        WHERE api_keys.key_hash = ? AND api_keys.revoked_at IS NULL""", [key_hash])
+

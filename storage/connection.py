@@ -1,0 +1,247 @@
+"""The SQLite file: connections, their pool, write transactions, the schema and its migrations.
+
+Every connection docshift opens is a :class:`Connection`: SQLite that cannot be opened, or stays
+locked past the busy timeout, raises ``DatabaseUnavailable`` from the statement itself, so no
+caller ever sees the driver's exception. Times are stored as ISO 8601 text (:func:`iso`).
+"""
+
+import os
+import secrets
+import sqlite3
+import sys
+from contextlib import contextmanager, nullcontext
+from datetime import UTC, datetime
+from importlib.resources import files
+
+from sqlite_utils import Database
+
+from docshift.errors import DatabaseUnavailable
+
+# the top-level schema.sql, packaged beside this module (storage/schema.sql links to it)
+SCHEMA = files("docshift.storage") / "schema.sql"
+
+
+def now():
+    return datetime.now(UTC)
+
+
+def iso(moment):
+    """ISO 8601 UTC with ``Z``, second precision kept to microseconds for ordering."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse(text):
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def new_id(prefix):
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+def connect(path):
+    """Open the database; autocommit unless inside :func:`transaction`."""
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False,
+                           factory=_Cooperative if _gevent_patched() else Connection)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return Database(conn)
+
+
+def _unavailable(error):
+    return DatabaseUnavailable(str(error))
+
+
+class Connection(sqlite3.Connection):
+    """docshift's connection: the driver's ``OperationalError`` (cannot open, locked past the busy
+    timeout, a failing disk) comes out as ``DatabaseUnavailable``; a constraint's
+    ``IntegrityError`` stays what it is, for the verbs that turn it into the domain's own."""
+
+    def __init__(self, *args, **kwargs):
+        try:
+            super().__init__(*args, **kwargs)
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
+
+    def execute(self, sql, parameters=(), /):
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
+
+    def executemany(self, sql, parameters, /):
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
+
+    def executescript(self, script, /):
+        try:
+            return super().executescript(script)
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
+
+    def commit(self):
+        try:
+            return super().commit()
+        except sqlite3.OperationalError as error:
+            raise _unavailable(error) from error
+
+
+_READS = ("SELECT", "PRAGMA")
+
+
+class CooperativeConnection(sqlite3.Connection):
+    """A connection for a process that runs gevent's hub (the web): a statement that may wait
+    for the write lock, or for the disk at commit, runs in a native thread, so one request's
+    wait never stops the hub from answering the others. Reads run inline: in WAL mode they
+    take no lock that a writer holds."""
+
+    def execute(self, sql, parameters=(), /):
+        if sql.lstrip()[:6].upper() in _READS:
+            return super().execute(sql, parameters)
+        return _off_hub(sqlite3.Connection.execute, self, sql, parameters)
+
+    def executemany(self, sql, parameters, /):
+        return _off_hub(sqlite3.Connection.executemany, self, sql, parameters)
+
+    def commit(self):
+        return _off_hub(sqlite3.Connection.commit, self)
+
+    def close(self):
+        return _off_hub(sqlite3.Connection.close, self)
+
+
+class _Cooperative(Connection, CooperativeConnection):
+    """docshift's connection in a gevent process: off the hub, and the driver's errors translated."""
+
+
+def _off_hub(function, *args):
+    from gevent import get_hub  # only a patched process gets here: the worker never imports gevent
+    return get_hub().threadpool.apply(function, args)
+
+
+def _gevent_patched():
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and monkey.is_module_patched("threading")
+
+
+def connection_class():
+    """For a connection of another library (the huey queue's, which handles sqlite3's own errors):
+    ``CooperativeConnection`` where gevent has patched this process, else sqlite3's own."""
+    return CooperativeConnection if _gevent_patched() else sqlite3.Connection
+
+
+class Pool:
+    """Open connections to one database, handed to one request after another. Opening one, with
+    its pragmas and the first read of the schema, costs more CPU than the rest of a poll.
+
+    A connection comes back only outside a transaction (one an error left open is rolled
+    back, or closed if it cannot be); a pool inherited through ``fork`` is left to its parent.
+    """
+
+    def __init__(self, path, size=16):
+        self.path, self.size = path, size
+        self._idle, self._pid = [], os.getpid()
+
+    def take(self):
+        if self._pid != os.getpid():  # a forked child: these connections are the parent's
+            self._idle, self._pid = [], os.getpid()
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return connect(self.path)
+
+    def give_back(self, db):
+        try:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+        except (sqlite3.Error, DatabaseUnavailable):
+            db.conn.close()
+            return
+        if len(self._idle) < self.size and self._pid == os.getpid():
+            self._idle.append(db)
+        else:
+            db.conn.close()
+
+
+# columns added after the first release: CREATE TABLE IF NOT EXISTS leaves an older table as it was
+ADDED_COLUMNS = {"conversions": {
+    "detected_format": "TEXT",
+    "macros": "TEXT NOT NULL DEFAULT 'keep' CHECK (macros IN ('keep', 'remove'))",
+    "result_extension": "TEXT",
+    "fidelity": "TEXT",
+    "result_key": "TEXT",
+}}
+
+
+def init(db):
+    db.conn.executescript(SCHEMA.read_text())
+    for table, columns in ADDED_COLUMNS.items():
+        for column, kind in columns.items():
+            if column not in _columns(db, table):
+                try:
+                    db.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                except DatabaseUnavailable:  # another process may have added it just now
+                    if column not in _columns(db, table):
+                        raise
+    # results stored before each run had a key of its own were under results/<task id>
+    db.conn.execute("UPDATE conversions SET result_key = 'results/' || id "
+                    "WHERE result_key IS NULL AND status IN ('SUCCEEDED', 'EXPIRED')")
+
+
+def _columns(db, table):
+    return {row[1] for row in db.conn.execute(f"PRAGMA table_info({table})")}
+
+
+def ping(db):
+    db.execute("SELECT 1")
+
+
+@contextmanager
+def transaction(db):
+    """A write transaction that takes the lock up front (no upgrade deadlocks). Inside another,
+    it is part of that one, which commits or rolls back the whole."""
+    if db.conn.in_transaction:
+        yield db
+        return
+    with _one_writer(db):
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+        db.conn.execute("COMMIT")
+
+
+_cooperative_writer = None
+
+
+def _one_writer(db):
+    """Under gevent, one write transaction at a time in the process: greenlets waiting for SQLite's
+    write lock hold all of gevent's pool threads, and the one holding the lock, which needs a thread
+    for its next statement, would wait with them until the busy timeout."""
+    global _cooperative_writer
+    if not isinstance(db.conn, CooperativeConnection):
+        return nullcontext()
+    if _cooperative_writer is None:
+        from gevent.lock import Semaphore
+
+        _cooperative_writer = Semaphore()
+    return _cooperative_writer
+
+
+def select(db, sql, params=()):
+    """The rows of a read, as dicts, from one statement (sqlite-utils' ``query`` wraps each read
+    in a savepoint: three statements, and the two around it would count as writes)."""
+    cursor = db.conn.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    try:
+        return [dict(zip(names, row)) for row in cursor]
+    except sqlite3.OperationalError as error:  # a row after the first that SQLite could not read
+        raise _unavailable(error) from error
+
+
+def first(db, sql, params=()):
+    rows = select(db, sql, params)
+    return rows[0] if rows else None

@@ -1,0 +1,211 @@
+"""Conversion tasks: their states, the fairness of the next claim, and the lease a claim is.
+
+A state change and its counting happen in one ``BEGIN IMMEDIATE`` transaction, so two workers
+can never count the same task or overrun the allowance between a read and a write.
+"""
+
+import json
+import sqlite3
+from datetime import timedelta
+
+from docshift.contract import Status
+from docshift.errors import IdempotencyKeyTaken, TooManyUnfinished
+from docshift.storage import periods
+from docshift.storage.connection import first, iso, now, select, transaction
+from docshift.storage.s3 import result_key
+
+
+def get_task(db, task_id, account_id=None):
+    sql = "SELECT * FROM conversions WHERE id = ?"
+    params = [task_id]
+    if account_id is not None:
+        sql += " AND account_id = ?"
+        params.append(account_id)
+    return first(db, sql, params)
+
+
+def task_by_idempotency_key(db, account_id, key):
+    return first(db, "SELECT * FROM conversions WHERE account_id = ? AND idempotency_key = ?",
+                 [account_id, key])
+
+
+def unfinished_count(db, account_id):
+    """How many of the account's tasks are QUEUED or PROCESSING."""
+    return db.execute("SELECT count(*) FROM conversions WHERE account_id = ? AND status IN ('QUEUED', 'PROCESSING')",
+                      [account_id]).fetchone()[0]
+
+
+def create_task(db, task, max_unfinished=None):
+    """Commit a new QUEUED task row. Raises IdempotencyKeyTaken if its key is already used, and
+    TooManyUnfinished (committing nothing) if the account already has ``max_unfinished`` tasks
+    QUEUED or PROCESSING: counted in the same transaction, so racing requests cannot overrun it."""
+    try:
+        with transaction(db):
+            if max_unfinished is not None and unfinished_count(db, task["account_id"]) >= max_unfinished:
+                raise TooManyUnfinished(task["account_id"])
+            db["conversions"].insert(task)
+    except sqlite3.IntegrityError as error:
+        if task.get("idempotency_key") and "conversions.account_id" in str(error):
+            raise IdempotencyKeyTaken() from error
+        raise
+    return task
+
+
+# The fairest QUEUED task: of the accounts with work waiting, the one with the fewest conversions
+# running, then the one served longest ago (never served first), then the oldest waiting work; of
+# its tasks, the oldest. One account's backlog thus delays another's task by at most what runs.
+FAIREST = """
+    SELECT conversions.id FROM conversions JOIN (
+        SELECT waiting.account_id,
+               (SELECT count(*) FROM conversions AS running
+                 WHERE running.account_id = waiting.account_id AND running.status = 'PROCESSING') AS running,
+               (SELECT max(started_at) FROM conversions AS served
+                 WHERE served.account_id = waiting.account_id) AS served_at,
+               min(waiting.created_at) AS oldest
+        FROM conversions AS waiting WHERE waiting.status = 'QUEUED' GROUP BY waiting.account_id
+        ORDER BY running, served_at IS NOT NULL, served_at, oldest LIMIT 1
+    ) AS pick ON conversions.account_id = pick.account_id
+    WHERE conversions.status = 'QUEUED' ORDER BY conversions.created_at LIMIT 1"""
+
+
+def claim_next(db, worker):
+    """QUEUED -> PROCESSING for the fairest waiting task, held by ``worker``; returns
+    ``(task, account)`` or None when nothing waits. The claim is the lease: the task's
+    ``worker`` and ``attempts`` name its holder, and only that holder may finish it."""
+    with transaction(db):
+        row = db.execute(FAIREST).fetchone()
+        if row is None:
+            return None
+        _claim(db, row[0], worker)
+    task = get_task(db, row[0])
+    return task, db["accounts"].get(task["account_id"])
+
+
+def start_processing(db, task_id, worker=None):
+    """QUEUED -> PROCESSING of this task, held by ``worker``; returns the task and its account, or None."""
+    with transaction(db):
+        if not _claim(db, task_id, worker):
+            return None
+    task = get_task(db, task_id)
+    return task, db["accounts"].get(task["account_id"])
+
+
+def _claim(db, task_id, worker):
+    cursor = db.execute(
+        "UPDATE conversions SET status = 'PROCESSING', attempts = attempts + 1, started_at = ?, worker = ? "
+        "WHERE id = ? AND status = 'QUEUED'", [iso(now()), worker, task_id])
+    return cursor.rowcount == 1
+
+
+def _held(lease):
+    """SQL condition and parameters: the task is PROCESSING, and by the lease's holder when given."""
+    if lease is None:
+        return "status = 'PROCESSING'", []
+    return "status = 'PROCESSING' AND worker IS ? AND attempts = ?", [lease[0], lease[1]]
+
+
+def lease_of(task):
+    """The lease a claimed task row stands for: (holder, attempt)."""
+    return task["worker"], task["attempts"]
+
+
+def holds(db, task_id, lease):
+    """Whether ``lease`` still holds the task: PROCESSING, by its holder and attempt."""
+    held, params = _held(lease)
+    return first(db, f"SELECT id FROM conversions WHERE id = ? AND {held}", [task_id, *params]) is not None
+
+
+def requeue(db, task_id, lease=None):
+    """PROCESSING -> QUEUED, so a retry can claim it again (only by the lease's holder, if given)."""
+    held, params = _held(lease)
+    return db.execute(f"UPDATE conversions SET status = 'QUEUED' WHERE id = ? AND {held}",
+                      [task_id, *params]).rowcount == 1
+
+
+def release(db, task_id, lease):
+    """PROCESSING -> QUEUED without using up an attempt: the run was stopped by an outage of the
+    database or the object store, not by the file."""
+    held, params = _held(lease)
+    return db.execute(f"UPDATE conversions SET status = 'QUEUED', attempts = attempts - 1 WHERE id = ? AND {held}",
+                      [task_id, *params]).rowcount == 1
+
+
+def mark_succeeded(db, task_id, result_size, retention_seconds, bill, at=None, lease=None, detected_format=None,
+                   result_extension=None, fidelity=None):
+    """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
+
+    ``bill(account, period)`` is the accounts' rule (``docshift.accounts.billing.rule``): given
+    the account and its current period as read inside the transaction, it says ``INCLUDED`` or
+    ``OVERAGE``, and that is what is counted. Returns None (and counts nothing) if the task was
+    not PROCESSING, or not held by ``lease`` when one is given. The row keeps the key its lease
+    stored the result under (``s3.result_key``).
+    """
+    at = at or now()
+    with transaction(db):
+        task = get_task(db, task_id)
+        if task is None or task["status"] != Status.PROCESSING:
+            return None
+        if lease is not None and lease_of(task) != tuple(lease):
+            return None
+        account = db["accounts"].get(task["account_id"])
+        period = periods.current_period(db, account, at)
+        billing = bill(account, period)
+        periods.count(db, period, billing)
+        db["conversions"].update(task_id, {
+            "status": Status.SUCCEEDED, "billing_class": billing, "period_started_at": period["started_at"],
+            "result_size": result_size, "finished_at": iso(at),
+            "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
+            "error_code": None, "error_message": None, "detected_format": detected_format,
+            "result_extension": result_extension, "fidelity": json.dumps(fidelity) if fidelity is not None else None,
+            "result_key": result_key(task_id, lease_of(task)),
+        })
+    return billing
+
+
+def mark_failed(db, task_id, code, message, lease=None, detected_format=None):
+    """Any non-final state -> FAILED with a documented code (only by the lease's holder, if given).
+    Never counted."""
+    held, params = ("status IN ('QUEUED', 'PROCESSING')", []) if lease is None else _held(lease)
+    cursor = db.execute(
+        f"UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, detected_format = ?, "
+        f"finished_at = ? WHERE id = ? AND {held}", [code, message, detected_format, iso(now()), task_id, *params])
+    return cursor.rowcount == 1
+
+
+def mark_input_deleted(db, task_id):
+    db.execute("UPDATE conversions SET input_deleted = 1 WHERE id = ?", [task_id])
+
+
+def final_tasks_with_input(db, limit=500):
+    return select(
+        db, "SELECT id FROM conversions WHERE input_deleted = 0 AND status IN ('SUCCEEDED', 'FAILED', 'EXPIRED') "
+        "LIMIT ?", [limit])
+
+
+def results_to_expire(db, at=None, limit=500):
+    return select(
+        db, "SELECT * FROM conversions WHERE status = 'SUCCEEDED' AND result_expires_at <= ? "
+        "ORDER BY result_expires_at LIMIT ?", [iso(at or now()), limit])
+
+
+def mark_expired(db, task_id):
+    db.execute("UPDATE conversions SET status = 'EXPIRED' WHERE id = ? AND status = 'SUCCEEDED'",
+               [task_id])
+
+
+def purge_idempotency_keys(db, created_before):
+    """Forget keys of tasks created before ``created_before``: reusing one starts a new task."""
+    return db.execute("UPDATE conversions SET idempotency_key = NULL "
+                      "WHERE idempotency_key IS NOT NULL AND created_at < ?", [iso(created_before)]).rowcount
+
+
+def processing_tasks(db):
+    return select(db, "SELECT * FROM conversions WHERE status = 'PROCESSING'")
+
+
+def processing_count(db):
+    return db.execute("SELECT count(*) FROM conversions WHERE status = 'PROCESSING'").fetchone()[0]
+
+
+def queued_count(db):
+    return db.execute("SELECT count(*) FROM conversions WHERE status = 'QUEUED'").fetchone()[0]
