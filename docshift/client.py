@@ -23,78 +23,82 @@ from urllib.parse import quote, unquote, urlsplit
 
 import requests
 
+from docshift.contract import FINAL, ProblemCode, Status, TaskErrorCode
+from docshift.errors import ClientProblem as Problem
 from docshift.formats import target_name
+from docshift.settings import HOUR, MIN_IDEMPOTENCY_KEY_TTL
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-FINAL = ("SUCCEEDED", "FAILED", "EXPIRED")
 ATTEMPTS = 5            # per request: 0.5 + 1 + 2 + 4 s of backoff covers a service restart
 BACKOFF = 0.5
 TIMEOUT = (10, 60)      # (connect, read) seconds for one HTTP request
 
-# One short hint per documented problem code: what the user can do about it.
+# The client's own codes, beside the service's problem codes
+UNREACHABLE, UNEXPECTED_RESPONSE, DOWNLOAD_FAILED = "unreachable", "unexpected_response", "download_failed"
+# The client runs without the service's settings: a limit comes from the service's own answer (a 413's
+# detail names it), and how long a key replays is what the contract promises at least.
+REPLAY_TIME = f"at least {MIN_IDEMPOTENCY_KEY_TTL // HOUR} h"
+
+# One short hint per problem code: what the user can do about it.
 HINTS = {
-    "missing_api_key": "Set DOCSHIFT_API_KEY to your key (dsk_...).",
-    "invalid_api_key": "Check DOCSHIFT_API_KEY.",
-    "subscription_pending_or_inactive": "Check the subscription with the marketplace or operator.",
-    "task_not_found": "Check the task id; a task is only visible to the account that submitted it.",
-    "not_found": f"Check DOCSHIFT_URL: it should be the service's base URL, e.g. {DEFAULT_URL}.",
-    "method_not_allowed": "Check DOCSHIFT_URL: it should be the service's base URL.",
-    "file_too_large": "Files are limited to 4 MiB.",
-    "unsupported_file_type": "Only .doc, .xls and .ppt files are accepted.",
-    "invalid_request": "The service refused the request as malformed.",
-    "idempotency_conflict": "This file's Idempotency-Key was used for other content; rename it.",
-    "too_many_tasks": "The account has too many tasks in progress; wait for some to finish.",
-    "service_unavailable": "The service is temporarily unavailable; try again shortly.",
-    "internal_error": "The service failed; try again later or tell its operator.",
-    "unreachable": "Check DOCSHIFT_URL and that the service is running.",
-    "unexpected_response": "Check DOCSHIFT_URL: it should point at a docshift service.",
+    ProblemCode.MISSING_API_KEY: "Set DOCSHIFT_API_KEY to your key (dsk_...).",
+    ProblemCode.INVALID_API_KEY: "Check DOCSHIFT_API_KEY.",
+    ProblemCode.SUBSCRIPTION_PENDING_OR_INACTIVE: "Check the subscription with the marketplace or operator.",
+    ProblemCode.TASK_NOT_FOUND: "Check the task id; a task is only visible to the account that submitted it.",
+    ProblemCode.NOT_FOUND: f"Check DOCSHIFT_URL: it should be the service's base URL, e.g. {DEFAULT_URL}.",
+    ProblemCode.METHOD_NOT_ALLOWED: "Check DOCSHIFT_URL: it should be the service's base URL.",
+    ProblemCode.FILE_TOO_LARGE: "Save the file smaller, or split it, to stay within the service's limit.",
+    ProblemCode.UNSUPPORTED_FILE_TYPE: "Only .doc, .xls and .ppt files are accepted.",
+    ProblemCode.INVALID_REQUEST: "The service refused the request as malformed.",
+    ProblemCode.IDEMPOTENCY_CONFLICT: "This file's Idempotency-Key was used for other content; rename it.",
+    ProblemCode.TOO_MANY_TASKS: "The account has too many tasks in progress; wait for some to finish.",
+    ProblemCode.SERVICE_UNAVAILABLE: "The service is temporarily unavailable; try again shortly.",
+    ProblemCode.INTERNAL_ERROR: "The service failed; try again later or tell its operator.",
+    UNREACHABLE: "Check DOCSHIFT_URL and that the service is running.",
+    UNEXPECTED_RESPONSE: "Check DOCSHIFT_URL: it should point at a docshift service.",
 }
-# One short hint per code of a FAILED task (docshift.errors.TASK_ERROR_CODES); a failure is never billed.
+# One short hint per code of a FAILED task; a failure is never billed.
 FAILURE_HINTS = {
-    "unsupported_content": "The file holds no document of its extension's type.",
-    "encrypted_document": "Remove the password in Office and convert it again.",
-    "conversion_failed": "The file may be damaged; open and save it again in Office.",
-    "conversion_timeout": "The file takes too long to convert; try saving it smaller.",
-    "output_invalid": "The result lost content; tell the service's operator.",
-    "subscription_inactive": "Check the subscription with the marketplace or operator.",
-    "input_missing": "The upload was lost before it was converted; rename the file to convert it again "
-                     "(its Idempotency-Key replays this task for 24 h).",
+    TaskErrorCode.UNSUPPORTED_CONTENT: "The file holds no document of its extension's type.",
+    TaskErrorCode.ENCRYPTED_DOCUMENT: "Remove the password in Office and convert it again.",
+    TaskErrorCode.CONVERSION_FAILED: "The file may be damaged; open and save it again in Office.",
+    TaskErrorCode.CONVERSION_TIMEOUT: "The file takes too long to convert; try saving it smaller.",
+    TaskErrorCode.OUTPUT_INVALID: "The result lost content; tell the service's operator.",
+    TaskErrorCode.SUBSCRIPTION_INACTIVE: "Check the subscription with the marketplace or operator.",
+    TaskErrorCode.INPUT_MISSING: "The upload was lost before it was converted; rename the file to convert it again "
+                                 f"(its Idempotency-Key replays this task for {REPLAY_TIME}).",
 }
 # Codes no other file or retry can fix: stop the whole run and exit 2.
-CONFIG_CODES = {"missing_api_key", "invalid_api_key", "subscription_pending_or_inactive",
-                "not_found", "method_not_allowed", "unexpected_response"}
+CONFIG_CODES = {ProblemCode.MISSING_API_KEY, ProblemCode.INVALID_API_KEY, ProblemCode.SUBSCRIPTION_PENDING_OR_INACTIVE,
+                ProblemCode.NOT_FOUND, ProblemCode.METHOD_NOT_ALLOWED, UNEXPECTED_RESPONSE}
+TRANSIENT_CODES = {ProblemCode.SERVICE_UNAVAILABLE, ProblemCode.INTERNAL_ERROR, UNREACHABLE}
 
 
-class Problem(Exception):
-    """An expected failure, shown to the user as one line (never a traceback)."""
+def problem_from(response):
+    """The Problem an error answer names (problem+json), or what it looks like when it names none."""
+    try:
+        body = response.json()
+        code, detail = body["code"], body.get("detail") or body.get("title") or ""
+    except (ValueError, KeyError, TypeError, AttributeError):
+        # not problem+json: a proxy, another server, or a wrong DOCSHIFT_URL
+        code = UNEXPECTED_RESPONSE if response.status_code < 500 else ProblemCode.SERVICE_UNAVAILABLE
+        detail = f"HTTP {response.status_code} from {urlsplit(response.url).netloc}."
+    return Problem(str(code), str(detail), _retry_after(response.headers))
 
-    def __init__(self, code, detail, retry_after=None):
-        super().__init__(detail)
-        self.code, self.detail, self.retry_after = code, detail, retry_after
 
-    @classmethod
-    def from_response(cls, response):
-        try:
-            body = response.json()
-            code, detail = body["code"], body.get("detail") or body.get("title") or ""
-        except (ValueError, KeyError, TypeError, AttributeError):
-            # not problem+json: a proxy, another server, or a wrong DOCSHIFT_URL
-            code = "unexpected_response" if response.status_code < 500 else "service_unavailable"
-            detail = f"HTTP {response.status_code} from {urlsplit(response.url).netloc}."
-        return cls(str(code), str(detail), _retry_after(response.headers))
+def transient(problem):
+    return problem.code in TRANSIENT_CODES
 
-    @property
-    def transient(self):
-        return self.code in ("service_unavailable", "internal_error", "unreachable")
 
-    @property
-    def exit_code(self):
-        return 2 if self.code in CONFIG_CODES else 1
+def exit_code(problem):
+    return 2 if problem.code in CONFIG_CODES else 1
 
-    def line(self, context=None):
-        text = " ".join(part for part in (self.detail.strip(), HINTS.get(self.code, "")) if part)
-        where = f"{context}: " if context else ""
-        return " ".join(f"docshift: {where}{self.code}: {text}".split())  # always a single line
+
+def line(problem, context=None):
+    """The problem as one line: its code, the service's detail, and a hint."""
+    text = " ".join(part for part in (problem.detail.strip(), HINTS.get(problem.code, "")) if part)
+    where = f"{context}: " if context else ""
+    return " ".join(f"docshift: {where}{problem.code}: {text}".split())  # always a single line
 
 
 def _retry_after(headers, default=None):
@@ -116,9 +120,9 @@ def with_retries(action, stop=None):
                 requests.exceptions.ChunkedEncodingError) as error:
             request = error.request
             host = urlsplit(request.url).netloc if request is not None else "the service"
-            last = Problem("unreachable", f"Cannot reach {host} ({type(error).__name__}).")
+            last = Problem(UNREACHABLE, f"Cannot reach {host} ({type(error).__name__}).")
         except Problem as problem:
-            if not problem.transient:
+            if not transient(problem):
                 raise
             last = problem
         if stop is not None and stop.is_set():
@@ -155,11 +159,11 @@ class Api:
             with requests.request(method, url, headers=headers, timeout=TIMEOUT,
                                   **kwargs) as response:
                 if response.status_code >= 400:
-                    raise Problem.from_response(response)
+                    raise problem_from(response)
                 try:
                     return response.json(), response.headers
                 except ValueError:
-                    raise Problem("unexpected_response", f"HTTP {response.status_code} without "
+                    raise Problem(UNEXPECTED_RESPONSE, f"HTTP {response.status_code} without "
                                   f"JSON from {urlsplit(url).netloc}.") from None
 
         return with_retries(once, stop)
@@ -203,7 +207,7 @@ def download(url, source, out_dir, stop):
     def once():
         with requests.get(url, stream=True, timeout=TIMEOUT) as response:
             if response.status_code >= 400:
-                kind = "service_unavailable" if response.status_code >= 500 else "download_failed"
+                kind = ProblemCode.SERVICE_UNAVAILABLE if response.status_code >= 500 else DOWNLOAD_FAILED
                 raise Problem(kind, f"The object store answered HTTP {response.status_code}.",
                               _retry_after(response.headers))
             target = out_dir / output_name(response.headers.get("Content-Disposition"), source)
@@ -230,7 +234,7 @@ def convert_one(api, path, out_dir, timeout, stop):
             break
         except Problem as problem:
             # the account's cap on unfinished tasks: wait as told, then go on with this file
-            if problem.code != "too_many_tasks" or stop.is_set() or time.monotonic() > deadline:
+            if problem.code != ProblemCode.TOO_MANY_TASKS or stop.is_set() or time.monotonic() > deadline:
                 raise
             time.sleep(problem.retry_after if problem.retry_after is not None else 2)
     replay = body.get("idempotent_replay", False)
@@ -246,14 +250,14 @@ def convert_one(api, path, out_dir, timeout, stop):
                            f"(task {body['task_id']})")
         time.sleep(_retry_after(headers, 2))
     where = f"task {task['task_id']}"
-    if task["status"] == "FAILED":
+    if task["status"] == Status.FAILED:
         error = task.get("error") or {}
         code = error.get("code", "unknown")
         hint = f" {FAILURE_HINTS[code]}" if code in FAILURE_HINTS else ""
         return False, f"{path.name}: FAILED {code}: {error.get('message', '')} ({where}){hint}"
-    if task["status"] == "EXPIRED":
+    if task["status"] == Status.EXPIRED:
         return False, (f"{path.name}: EXPIRED: the result was deleted after its retention time, "
-                       "and this file's Idempotency-Key replays that task for 24 h; rename the "
+                       f"and this file's Idempotency-Key replays that task for {REPLAY_TIME}; rename the "
                        f"file to convert it again ({where})")
     target = download(task["download_url"], path, out_dir, stop)
     note = ", replayed: not charged again" if replay else ""
@@ -326,12 +330,12 @@ def run_convert(api, args):
             try:
                 ok, text = future.result()
             except Problem as problem:
-                if problem.exit_code == 2:
+                if exit_code(problem) == 2:
                     # the key was revoked or the plan stopped mid-run: every file would fail alike
                     fatal = fatal or problem
                     stop.set()
                     continue
-                ok, text = False, problem.line(path)
+                ok, text = False, line(problem, path)
             except OSError as error:
                 ok, text = False, f"docshift: {path}: {error.strerror or error}"
             if not ok and not text.startswith("docshift:"):
@@ -344,7 +348,7 @@ def run_convert(api, args):
         pool.shutdown(wait=True, cancel_futures=True)
         progress.close()
     if fatal:
-        print(fatal.line(), file=sys.stderr)
+        print(line(fatal), file=sys.stderr)
         return 2
     return 0 if len(results) == len(files) and all(results) else 1
 
@@ -407,8 +411,8 @@ def main(argv=None):
     try:
         return args.run(Api(url, key), args)
     except Problem as problem:
-        print(problem.line(), file=sys.stderr)
-        return problem.exit_code
+        print(line(problem), file=sys.stderr)
+        return exit_code(problem)
     except KeyboardInterrupt:
         print("docshift: interrupted", file=sys.stderr)
         return 130

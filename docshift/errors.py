@@ -1,15 +1,25 @@
-"""Every exception docshift raises on purpose, by layer.
+"""Every exception docshift raises on purpose, by layer, all under ``DocshiftError``.
 
-Storage speaks in its own terms (never a driver's exception), the engine sorts
-LibreOffice's failures into the documented task error codes, the marketplace
-says whether a token or the marketplace itself failed, and the API's errors
-carry their HTTP status and problem code (``docshift.web.problems`` renders them).
+Settings say which variable is wrong, storage speaks in its own terms (never a driver's
+exception), the engine sorts LibreOffice's failures into the documented task error codes,
+the marketplace says whether a token or the marketplace itself failed, and the API's errors
+carry their problem code (``docshift.web.problems`` gives each its HTTP status and renders it).
 """
+
+from docshift.contract import ProblemCode
+
+
+class DocshiftError(Exception):
+    """The root of every exception docshift raises on purpose."""
+
+
+class BadSetting(DocshiftError, ValueError):
+    """A setting that cannot work (a wrong type, out of range, an open Redis): the process does not start."""
 
 
 # storage ----------------------------------------------------------------------
 
-class StorageUnavailable(Exception):
+class StorageUnavailable(DocshiftError):
     """The database or the object store did not answer; retry later."""
 
 
@@ -21,41 +31,41 @@ class StoreUnavailable(StorageUnavailable):
     """The S3 object store refused or did not answer."""
 
 
-class InputMissing(Exception):
+class InputMissing(DocshiftError):
     """The stored input of a task is gone (past the bucket's lifecycle rule, or removed): the task
     can never run; it fails ``input_missing``."""
 
 
-class IdempotencyKeyTaken(Exception):
+class IdempotencyKeyTaken(DocshiftError):
     """Another request committed a task with this Idempotency-Key first."""
 
 
-class TooManyUnfinished(Exception):
+class TooManyUnfinished(DocshiftError):
     """The account already has as many QUEUED or PROCESSING tasks as it may."""
 
 
 # the queues and conversion nodes -----------------------------------------------
 
-class ForgedMessage(Exception):
+class ForgedMessage(DocshiftError):
     """A queue message, an outcome or a Redis entry that is not ours: not signed with the queue
     key, or signed but out of bounds. Dropped and logged, never run nor applied."""
 
 
-class LeaseLost(Exception):
+class LeaseLost(DocshiftError):
     """The run no longer holds its task (it was taken back as stuck): it stores no result."""
 
 
 # the conversion engine ---------------------------------------------------------
 
-class OfficeCrashed(Exception):
+class OfficeCrashed(DocshiftError):
     """LibreOffice died (or was killed) during a conversion."""
 
 
-class OfficeTimeout(Exception):
+class OfficeTimeout(DocshiftError):
     """A conversion ran past its timeout; the process was killed."""
 
 
-class ServiceFault(Exception):
+class ServiceFault(DocshiftError):
     """A fault of the service, not of the file: the task is retried without using one of its
     attempts and never ends FAILED for it (``docshift.tasks.faults``)."""
 
@@ -68,11 +78,25 @@ class DiskFull(ServiceFault):
     """The disk of a job, a LibreOffice profile or a fetched input ran out of room."""
 
 
-class LoadFailed(Exception):
+class SandboxUnavailable(DocshiftError):
+    """bubblewrap is missing or cannot build the sandbox on this host."""
+
+
+class ResultUnreadable(DocshiftError):
+    """A part of a converted result the output checks read is missing or is not well-formed XML
+    (``docshift.engine.ooxml``)."""
+
+
+class InventoryUnreadable(DocshiftError):
+    """A structure the fidelity inventory reads is broken, or reading it would exceed the budget:
+    its count is unknown (``docshift.engine.inventory``)."""
+
+
+class LoadFailed(DocshiftError):
     """LibreOffice could not load or store the document (the process is fine)."""
 
 
-class ConversionFailed(Exception):
+class ConversionFailed(DocshiftError):
     """A conversion that ends the task FAILED with ``code`` (never retried); ``detected_format``
     says what LibreOffice found in a file it refused."""
 
@@ -83,90 +107,94 @@ class ConversionFailed(Exception):
         self.detected_format = detected_format
 
 
-# The documented codes of a FAILED task (``error.code``), and what each means; a FAILED task is never billed.
-TASK_ERROR_CODES = {
-    "unsupported_content": "LibreOffice's type detection finds no document of the extension's family in the file "
-                           "(plain text, an image, another family); `detected_format` says what it found.",
-    "encrypted_document": "The file is password-protected.",
-    "conversion_failed": "LibreOffice could not read or convert the file, or crashed on it twice.",
-    "conversion_timeout": "The conversion took longer than the service's conversion timeout.",
-    "output_invalid": "The result failed the checks against what LibreOffice loaded from the source.",
-    "subscription_inactive": "The subscription became inactive before the conversion ran.",
-    "input_missing": "The stored upload was gone before the conversion ran (inputs are kept at most a day, "
-                     "for example after a long outage); submit the file again.",
-}
-
-
 # the marketplace ----------------------------------------------------------------
 
-class RegistrationTokenInvalid(Exception):
+class RegistrationTokenInvalid(DocshiftError):
     """The token is unknown, tampered with or expired."""
 
 
-class MarketplaceUnavailable(Exception):
+class MarketplaceUnavailable(DocshiftError):
     """The marketplace did not answer (throttled, down); try again later."""
+
+
+class RegistrationRefused(DocshiftError):
+    """The registration page turns a token away (missing, invalid, used) or, with ``busy``, could
+    not ask the marketplace; ``message`` is what the customer is shown."""
+
+    def __init__(self, message, busy=False):
+        super().__init__(message)
+        self.message, self.busy = message, busy
 
 
 # the API: one class per documented problem code ---------------------------------
 
-class ApiError(Exception):
-    status = 500
-    code = "internal_error"
+class ApiError(DocshiftError):
+    """A request the API refuses with ``code``; ``headers`` go with the answer (``Retry-After``)."""
+
+    code = ProblemCode.INTERNAL_ERROR
     title = "Internal error"
-    headers = {}
 
     def __init__(self, detail=None, headers=None):
         super().__init__(detail or self.title)
         self.detail = detail or self.title
-        if headers:
-            self.headers = {**self.headers, **headers}
+        self.headers = dict(headers or {})
 
 
 class MissingApiKey(ApiError):
-    status, code, title = 401, "missing_api_key", "Missing API key"
-    headers = {"WWW-Authenticate": 'Bearer realm="docshift"'}
+    code, title = ProblemCode.MISSING_API_KEY, "Missing API key"
 
 
 class InvalidApiKey(ApiError):
-    status, code, title = 401, "invalid_api_key", "Invalid API key"
-    headers = {"WWW-Authenticate": 'Bearer realm="docshift", error="invalid_token"'}
+    code, title = ProblemCode.INVALID_API_KEY, "Invalid API key"
 
 
 class SubscriptionInactive(ApiError):
-    status, code, title = 403, "subscription_pending_or_inactive", "Subscription pending or inactive"
+    code, title = ProblemCode.SUBSCRIPTION_PENDING_OR_INACTIVE, "Subscription pending or inactive"
 
 
 class TaskNotFound(ApiError):
-    status, code, title = 404, "task_not_found", "Task not found"
+    code, title = ProblemCode.TASK_NOT_FOUND, "Task not found"
 
 
 class NotFound(ApiError):
-    status, code, title = 404, "not_found", "Not found"
+    code, title = ProblemCode.NOT_FOUND, "Not found"
 
 
 class MethodNotAllowed(ApiError):
-    status, code, title = 405, "method_not_allowed", "Method not allowed"
+    code, title = ProblemCode.METHOD_NOT_ALLOWED, "Method not allowed"
 
 
 class IdempotencyConflict(ApiError):
-    status, code, title = 422, "idempotency_conflict", "Idempotency-Key reused with another payload"
+    code, title = ProblemCode.IDEMPOTENCY_CONFLICT, "Idempotency-Key reused with another payload"
 
 
 class TooManyTasks(ApiError):
-    status, code, title = 429, "too_many_tasks", "Too many unfinished tasks"
+    code, title = ProblemCode.TOO_MANY_TASKS, "Too many unfinished tasks"
 
 
 class FileTooLarge(ApiError):
-    status, code, title = 413, "file_too_large", "File too large"
+    code, title = ProblemCode.FILE_TOO_LARGE, "File too large"
 
 
 class UnsupportedFileType(ApiError):
-    status, code, title = 415, "unsupported_file_type", "Unsupported file type"
+    code, title = ProblemCode.UNSUPPORTED_FILE_TYPE, "Unsupported file type"
 
 
 class InvalidRequest(ApiError):
-    status, code, title = 400, "invalid_request", "Invalid request"
+    code, title = ProblemCode.INVALID_REQUEST, "Invalid request"
 
 
 class ServiceUnavailable(ApiError):
-    status, code, title = 503, "service_unavailable", "Service unavailable"
+    code, title = ProblemCode.SERVICE_UNAVAILABLE, "Service unavailable"
+
+
+# the command-line client ---------------------------------------------------------
+
+class ClientProblem(DocshiftError):
+    """What the ``docshift`` command could not do, shown as one line (never a traceback): ``code``
+    is the service's problem code, or the client's own (``unreachable``, ``unexpected_response``,
+    ``download_failed``); ``retry_after`` is the wait the service asked for, in seconds."""
+
+    def __init__(self, code, detail, retry_after=None):
+        super().__init__(detail)
+        self.code, self.detail, self.retry_after = code, detail, retry_after

@@ -26,6 +26,7 @@ class Format:
     plain: Target         # what a file without macros (or with macros removed on request) becomes
     macro_enabled: Target  # what a file with a VBA project becomes, its modules kept
     main_part: str        # the part every package of either target holds
+    legacy_filter: str    # LibreOffice's filter that writes the legacy type (the engine's self-test makes one)
 
     @property
     def target(self):
@@ -45,22 +46,29 @@ FORMATS = {f.kind: f for f in (
            Target("docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
                   "MS Word 2007 XML"),
            Target("docm", "application/vnd.ms-word.document.macroEnabled.12", "MS Word 2007 XML VBA"),
-           "word/document.xml"),
+           "word/document.xml", "MS Word 97"),
     Format("xls", "Excel", "calc",
            Target("xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                   "Calc MS Excel 2007 XML"),
            Target("xlsm", "application/vnd.ms-excel.sheet.macroEnabled.12", "Calc MS Excel 2007 VBA XML"),
-           "xl/workbook.xml"),
+           "xl/workbook.xml", "MS Excel 97"),
     Format("ppt", "PowerPoint", "impress",
            Target("pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation",
                   "Impress MS PowerPoint 2007 XML"),
            # LibreOffice writes an empty VBA project here: the engine puts the source's own in (``vba.py``)
            Target("pptm", "application/vnd.ms-powerpoint.presentation.macroEnabled.12",
                   "Impress MS PowerPoint 2007 XML VBA"),
-           "ppt/presentation.xml"),
+           "ppt/presentation.xml", "MS PowerPoint 97"),
 )}
 # every result extension -> its Content-Type
 MEDIA_TYPES = {t.extension: t.media_type for f in FORMATS.values() for t in (f.plain, f.macro_enabled)}
+
+
+def self_test_kinds():
+    """What the engine's self-test makes and converts, one per family, as plain JSON for the bridge
+    (which runs under LibreOffice's Python and cannot import this): [family, legacy filter, file
+    name, OOXML filter]."""
+    return [[f.family, f.legacy_filter, f"selftest.{f.kind}", f.export_filter] for f in FORMATS.values()]
 
 
 def by_filename(filename):

@@ -1,172 +1,274 @@
 """The one configuration of every docshift process: web, worker, operator CLI, object store.
 
-``load(overrides)`` reads ``DOCSHIFT_*`` from the environment the way Flask's
-``Config.from_prefixed_env`` does (values parse as JSON where they can), on
-top of the defaults below, then ``overrides`` (the tests' dict). The embedded
-object store's credentials and the token-signing secret are generated once
-into the data directory, when ``load`` is called: importing creates nothing.
+``load(overrides)`` reads ``DOCSHIFT_*`` from the environment on top of the defaults of
+``Settings``, then ``overrides`` (the tests' dict, by the same names without the prefix), and
+checks every value once: a value of the wrong type or out of range stops the process with the
+variable's name. Code reads the frozen ``Settings``' typed attributes and never casts. The
+embedded object store's credentials and the token-signing secret are generated once into the
+data directory, when ``load`` is called: importing creates nothing.
 """
 
+import dataclasses
 import hashlib
 import hmac
 import ipaddress
 import json
 import os
 import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from flask import Config
+from marshmallow import Schema, ValidationError, fields, validate
 
-DEFAULTS = {
-    "PORT": 8000,
-    "DATA_DIR": "var",
-    "BASE_URL": None,
-    "SECRET_KEY": None,
-    "S3_ENDPOINT": None,
-    "S3_ACCESS_KEY": None,
-    "S3_SECRET_KEY": None,
-    "S3_BUCKET": "docshift",
-    "S3_SECURE": False,
-    "S3_REGION": "us-east-1",
-    "S3_PUBLIC_URL": None,
-    # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
-    "S3_PORT": 8333,
-    # the store as conversion nodes reach it (http://host:port), for the links each job carries; unset,
-    # S3_ENDPOINT (nodes on this host or network reach it as the coordinator does)
-    "S3_NODE_URL": None,
-    # the address that port listens on; the container image opens it to its published port
-    "S3_BIND": "127.0.0.1",
-    # a Unix socket serving the same S3 as S3_ENDPOINT; the embedded store's by default
-    "S3_SOCKET": None,
-    "MARKETPLACE": "local",
-    # the aws marketplace backend
-    "AWS_PRODUCT_CODE": None,
-    "AWS_SQS_QUEUE_URL": None,
-    "AWS_REGION": "us-east-1",
-    "AWS_MAX_ATTEMPTS": 5,
-    "AWS_OVERAGE_DIMENSION": "overage",
-    "WORKERS": os.cpu_count() or 2,
-    "CONVERSION_TIMEOUT": 120,
-    # a warm LibreOffice is replaced after this many conversions (it never returns memory)
-    "OFFICE_MAX_CONVERSIONS": 200,
-    # address-space cap of each LibreOffice process, in MiB (a 571 KB .ppt of the corpus
-    # peaks at 2.6 GB resident and more in address space; 4096 made it fail)
-    "OFFICE_MEMORY_LIMIT_MB": 8192,
-    # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
-    # LibreOffice converts one account's files only) and at recycling; "off" starts one when needed
-    "OFFICE_SPARE": "on",
-    # the LibreOffices each worker thread keeps, one per account, the converting one included: an account's
-    # next task finds its own warm (a new account's takes over the spare); each idle one holds its memory
-    "OFFICE_ACCOUNTS": 4,
-    # an account's LibreOffice that waited this long for its next task is stopped
-    "OFFICE_IDLE_SECONDS": 600,
-    # CPU seconds each process in the sandbox may use (a busy LibreOffice is recycled long before;
-    # one killed mid-conversion is retried on a fresh one): an idle compromised one cannot spin forever
-    "OFFICE_CPU_LIMIT_SECONDS": 600,
-    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write
-    "OFFICE_SCRATCH_LIMIT_MB": 512,
-    # LibreOffice runs in its bubblewrap sandbox; "off" runs it without (a warning at every start)
-    "SANDBOX": "on",
-    "RESULT_RETENTION_SECONDS": 1800,
-    # unfinished (QUEUED or PROCESSING) tasks an account may have before 429 too_many_tasks
-    "MAX_PENDING_TASKS": 100,
-    # how long one run waits out an outage of the database or the object store (5 min and some)
-    "OUTAGE_PATIENCE_SECONDS": 330,
-    # the worker's own duties, on a thread of their own: liveness, and the sweep of retention and recovery
-    "HEARTBEAT_SECONDS": 10,
-    "SWEEP_SECONDS": 15,
-    # redis://host:port/db moves the queue to Redis, for conversion nodes; unset, the SQLite queue.
-    # Off loopback it must carry a password (redis://:password@host, or rediss:// for TLS)
-    "QUEUE_URL": None,
-    # seals every queue message and Redis entry; on Redis, the same long secret on the coordinator,
-    # the web and every node (on one box it derives from SECRET_KEY)
-    "QUEUE_KEY": None,
-    # conversion nodes beat this often; one silent for longer is gone, and its jobs are taken back
-    "NODE_HEARTBEAT_SECONDS": 2,
-    "NODE_SILENCE_SECONDS": 15,
-    # the most conversions one node is given at once, whatever it announces
-    "NODE_MAX_SLOTS": 32,
-    "DOWNLOAD_EXPIRES_IN": 300,
-    # how long an Idempotency-Key keeps answering with its task (at least 24 h by contract)
-    "IDEMPOTENCY_KEY_TTL_SECONDS": 24 * 3600,
-    "PLAN_QUOTAS": {},
-    # a local registration link's life: it is used once, and a fresh one is issued as easily
-    "REGISTRATION_TOKEN_MAX_AGE": 24 * 3600,
-    "MAX_UPLOAD_BYTES": 4 * 1024 * 1024,
-    # seconds a request body may pause under gunicorn before the request is refused
-    "READ_TIMEOUT": 30,
-    # when set, /metrics answers only to "Authorization: Bearer <token>"; required beyond loopback
-    "METRICS_TOKEN": None,
-    # how long a web process reuses the database figures /metrics last read
-    "METRICS_CACHE_SECONDS": 5,
-}
+from docshift.errors import BadSetting
 
+PREFIX = "DOCSHIFT_"
 PLANS = {"starter": 500, "team": 2500, "business": 10000}
 MIN_QUEUE_KEY = 32
 OVERAGE_USD = 0.02
+MIB = 1024 * 1024
+HOUR = 3600
+# the contract: an Idempotency-Key replays its task for at least this long (the client says so too)
+MIN_IDEMPOTENCY_KEY_TTL = 24 * HOUR
 
 
-def load(overrides=None):
-    """Defaults, then the environment, then ``overrides``; derived values filled in."""
-    config = Config(os.getcwd())
-    config.from_mapping(DEFAULTS)
-    config.from_prefixed_env("DOCSHIFT")
-    if overrides:
-        config.update(overrides)
-    finish(config)
-    return config
+def _setting(check: fields.Field, default: Any = None, factory: Callable[[], Any] | None = None,
+             secret: bool = False) -> Any:
+    """A field of ``Settings`` whose given value ``check`` (a marshmallow field) converts and validates;
+    a secret one is left out of the object's repr."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"check": check}, repr=not secret)
+    return field(default=default, metadata={"check": check}, repr=not secret)
 
 
-def finish(config):
-    """Fill in what derives from other settings (data dir files, embedded store); idempotent."""
-    data_dir = Path(config["DATA_DIR"]).resolve()
+def _count(default: int, minimum: int = 1, maximum: int | None = None) -> Any:
+    return _setting(fields.Integer(validate=validate.Range(min=minimum, max=maximum)), default)
+
+
+def _seconds(default: float, minimum: float = 0, above: bool = True) -> Any:
+    """A duration: above ``minimum`` (or at least it, with ``above=False``)."""
+    return _setting(fields.Float(validate=validate.Range(min=minimum, min_inclusive=not above)), default)
+
+
+def _text(default: str | None = None, optional: bool = True, secret: bool = False) -> Any:
+    return _setting(fields.String(allow_none=optional), default, secret=secret)
+
+
+def _switch(default: bool) -> Any:
+    """on/off (also true/false, yes/no, 1/0)."""
+    return _setting(fields.Boolean(), default)
+
+
+class _JsonMapping(fields.Dict):
+    """A mapping given as one, or as JSON text (``DOCSHIFT_PLAN_QUOTAS='{"starter": 3}'``)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as error:
+                raise ValidationError(f"Not valid JSON ({error}).") from error
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, typed; the environment's ``DOCSHIFT_<NAME>`` sets ``<name>``."""
+
+    port: int = _count(8000, maximum=65535)
+    data_dir: str = _text("var", optional=False)
+    # made in the data dir unless given
+    database: str = _text()
+    queue_database: str = _text()
+    base_url: str | None = _text()
+    secret_key: str = _text(secret=True)
+    # an external S3 store; unset, the embedded SeaweedFS (embedded_store), credentials generated once
+    s3_endpoint: str = _text()
+    s3_access_key: str = _text(secret=True)
+    s3_secret_key: str = _text(secret=True)
+    s3_bucket: str = _text("docshift", optional=False)
+    s3_secure: bool = _switch(False)
+    s3_region: str = _text("us-east-1", optional=False)
+    s3_public_url: str = _text()
+    # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
+    s3_port: int = _count(8333, maximum=65535 - 10004)
+    # the store as conversion nodes reach it (http://host:port), for the links each job carries; unset,
+    # s3_endpoint (nodes on this host or network reach it as the coordinator does)
+    s3_node_url: str | None = _text()
+    # the address that port listens on; the container image opens it to its published port
+    s3_bind: str = _text("127.0.0.1", optional=False)
+    # a Unix socket serving the same S3 as s3_endpoint; the embedded store's by default
+    s3_socket: str | None = _text()
+    marketplace: str = _text("local", optional=False)
+    # the aws marketplace backend
+    aws_product_code: str | None = _text()
+    aws_sqs_queue_url: str | None = _text()
+    aws_region: str = _text("us-east-1", optional=False)
+    aws_max_attempts: int = _count(5)
+    aws_overage_dimension: str = _text("overage", optional=False)
+    # conversion threads, each with its own LibreOffice; 0 on a coordinator whose conversions all run on nodes
+    workers: int = _count(os.cpu_count() or 2, minimum=0)
+    conversion_timeout: float = _seconds(120)
+    # a warm LibreOffice is replaced after this many conversions (it never returns memory)
+    office_max_conversions: int = _count(200)
+    # address-space cap of each LibreOffice process, in MiB (a 571 KB .ppt of the corpus
+    # peaks at 2.6 GB resident and more in address space; 4096 made it fail)
+    office_memory_limit_mb: int = _count(8192)
+    # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
+    # LibreOffice converts one account's files only) and at recycling; off starts one when needed
+    office_spare: bool = _switch(True)
+    # the LibreOffices each worker thread keeps, one per account, the converting one included: an account's
+    # next task finds its own warm (a new account's takes over the spare); each idle one holds its memory
+    office_accounts: int = _count(4)
+    # an account's LibreOffice that waited this long for its next task is stopped
+    office_idle_seconds: float = _seconds(600)
+    # CPU seconds each process in the sandbox may use (a busy LibreOffice is recycled long before;
+    # one killed mid-conversion is retried on a fresh one): an idle compromised one cannot spin forever
+    office_cpu_limit_seconds: int = _count(600)
+    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write
+    office_scratch_limit_mb: int = _count(512)
+    # LibreOffice runs in its bubblewrap sandbox; off runs it without (a warning at every start)
+    sandbox: bool = _switch(True)
+    result_retention_seconds: int = _count(1800)
+    # unfinished (QUEUED or PROCESSING) tasks an account may have before 429 too_many_tasks
+    max_pending_tasks: int = _count(100)
+    # how long one run waits out an outage of the database or the object store (5 min and some)
+    outage_patience_seconds: float = _seconds(330, above=False)
+    # the worker's duties thread beats this often; /healthz calls the worker gone after worker_silence_seconds
+    # without a beat (the beat shares its thread with the sweep, which may take a while)
+    heartbeat_seconds: float = _seconds(10)
+    worker_silence_seconds: float = _seconds(150)
+    sweep_seconds: float = _seconds(15)
+    # redis://host:port/db moves the queue to Redis, for conversion nodes; unset, the SQLite queue.
+    # Off loopback it must carry a password (redis://:password@host, or rediss:// for TLS)
+    queue_url: str | None = _text()
+    # seals every queue message and Redis entry; on Redis, the same long secret on the coordinator,
+    # the web and every node (on one box it derives from secret_key)
+    queue_key: str = _text(secret=True)
+    # conversion nodes beat this often; one silent for node_silence_seconds is gone, and its jobs are taken back
+    node_heartbeat_seconds: float = _seconds(2)
+    node_silence_seconds: float = _seconds(15)
+    # the most conversions one node is given at once, whatever it announces
+    node_max_slots: int = _count(32)
+    # a download link's life, at most (never past the result's retention)
+    download_expires_in: int = _count(300)
+    # how long an Idempotency-Key keeps answering with its task (at least what the contract promises)
+    idempotency_key_ttl_seconds: int = _count(MIN_IDEMPOTENCY_KEY_TTL, minimum=MIN_IDEMPOTENCY_KEY_TTL)
+    # included conversions per plan (PLANS), as overridden
+    plan_quotas: dict[str, int] = _setting(
+        _JsonMapping(keys=fields.String(validate=validate.OneOf(PLANS)),
+                     values=fields.Integer(validate=validate.Range(min=0))), factory=lambda: dict(PLANS))
+    # a local registration link's life: it is used once, and a fresh one is issued as easily
+    registration_token_max_age: int = _count(24 * HOUR)
+    max_upload_bytes: int = _count(4 * MIB)
+    # seconds a request body may pause under gunicorn before the request is refused
+    read_timeout: float = _seconds(30)
+    # when set, /metrics answers only to "Authorization: Bearer <token>"; required beyond loopback
+    metrics_token: str | None = _text(secret=True)
+    # how long a web process reuses the database figures /metrics last read
+    metrics_cache_seconds: float = _seconds(5, above=False)
+    # derived: no s3_endpoint was given, so docshift runs SeaweedFS itself (storage.seaweed)
+    embedded_store: bool = field(default=False, metadata={"derived": True})
+
+
+NAMES = frozenset(f.name for f in dataclasses.fields(Settings) if "check" in f.metadata)
+_Checks = Schema.from_dict({f.name: f.metadata["check"] for f in dataclasses.fields(Settings) if "check" in f.metadata})
+
+
+def load(overrides: Mapping[str, Any] | None = None) -> Settings:
+    """Defaults, then the environment, then ``overrides`` (``{"WORKERS": 2}``); every value checked,
+    derived values filled in. A bad value raises ``BadSetting``, naming the variable."""
+    overrides = dict(overrides or {})
+    unknown = sorted(name for name in overrides if name.lower() not in NAMES)
+    if unknown:
+        raise BadSetting(f"no such setting: {', '.join(unknown)}")
+    given = {**_environment(), **{name.lower(): value for name, value in overrides.items()}}
+    try:
+        values = _Checks().load(given)
+    except ValidationError as error:
+        problems = error.normalized_messages()
+        # the value itself is not repeated: it may be a secret
+        raise BadSetting("; ".join(f"{PREFIX}{name.upper()}: {_flat(text)}"
+                                   for name, text in sorted(problems.items()))) from None
+    return _finish(dataclasses.replace(Settings(), **values))
+
+
+def _environment() -> dict[str, str]:
+    """The ``DOCSHIFT_*`` variables that name a setting (others, like the client's DOCSHIFT_URL, are not
+    ours); an empty one is unset, so its default holds."""
+    values = {}
+    for variable, value in os.environ.items():
+        name = variable.removeprefix(PREFIX).lower()
+        if variable.startswith(PREFIX) and name in NAMES and value.strip():
+            values[name] = value
+    return values
+
+
+def _flat(messages: Any) -> str:
+    if isinstance(messages, dict):
+        return "; ".join(f"{key}: {_flat(value)}" for key, value in messages.items())
+    if isinstance(messages, list):
+        return " ".join(_flat(message) for message in messages)
+    return str(messages)
+
+
+def _finish(config: Settings) -> Settings:
+    """Fill in what derives from other settings (data dir files, embedded store) and check what
+    only the settings together say."""
+    data_dir = Path(config.data_dir).resolve()
     # keys' hashes, tasks, secrets: for the service's user only, whatever the umask says
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    config["DATA_DIR"] = str(data_dir)
-    config.setdefault("DATABASE", str(data_dir / "docshift.db"))
-    config.setdefault("QUEUE_DATABASE", str(data_dir / "queue.db"))
-    for database in (config["DATABASE"], config["QUEUE_DATABASE"]):
+    derived: dict[str, Any] = {"data_dir": str(data_dir),
+                               "database": config.database or str(data_dir / "docshift.db"),
+                               "queue_database": config.queue_database or str(data_dir / "queue.db")}
+    for database in (derived["database"], derived["queue_database"]):
         _private_file(database)  # SQLite gives its -wal and -shm files the database's mode
-    if not config.get("SECRET_KEY"):
-        config["SECRET_KEY"] = _generated_once(data_dir / "secret_key", lambda: secrets.token_hex(32))
-    if not config.get("S3_ENDPOINT"):
-        config["S3_ENDPOINT"] = f"127.0.0.1:{config['S3_PORT']}"
+    derived["secret_key"] = config.secret_key or _generated_once(data_dir / "secret_key",
+                                                                 lambda: secrets.token_hex(32))
+    endpoint = config.s3_endpoint
+    if not endpoint:
+        endpoint = derived["s3_endpoint"] = f"127.0.0.1:{config.s3_port}"
+        derived["embedded_store"] = True
         # the web and the worker skip the port and its relay (storage.seaweed)
-        config["S3_SOCKET"] = config.get("S3_SOCKET") or str(data_dir / "objects" / "s3.sock")
+        derived["s3_socket"] = config.s3_socket or str(data_dir / "objects" / "s3.sock")
         creds = json.loads(_generated_once(data_dir / "s3-credentials.json", _new_s3_credentials))
-        config["S3_ACCESS_KEY"] = config.get("S3_ACCESS_KEY") or creds["access_key"]
-        config["S3_SECRET_KEY"] = config.get("S3_SECRET_KEY") or creds["secret_key"]
-    if not config.get("S3_PUBLIC_URL"):
-        scheme = "https" if config["S3_SECURE"] else "http"
-        config["S3_PUBLIC_URL"] = f"{scheme}://{config['S3_ENDPOINT']}"
-    config["PLAN_QUOTAS"] = {**PLANS, **(config.get("PLAN_QUOTAS") or {})}
-    config["SANDBOX"] = _on_or_off(config["SANDBOX"])
-    _queue(config)
-    return config
+        derived["s3_access_key"] = config.s3_access_key or creds["access_key"]
+        derived["s3_secret_key"] = config.s3_secret_key or creds["secret_key"]
+    if not config.s3_public_url:
+        derived["s3_public_url"] = f"{'https' if config.s3_secure else 'http'}://{endpoint}"
+    derived["plan_quotas"] = {**PLANS, **config.plan_quotas}
+    derived["queue_key"] = _queue_key(config, derived["secret_key"])
+    for beat, silence in (("heartbeat_seconds", "worker_silence_seconds"),
+                          ("node_heartbeat_seconds", "node_silence_seconds")):
+        if getattr(config, silence) <= getattr(config, beat):
+            raise BadSetting(f"{PREFIX}{silence.upper()} ({getattr(config, silence)}) must be longer than "
+                             f"{PREFIX}{beat.upper()} ({getattr(config, beat)}): a beat must come before silence")
+    return dataclasses.replace(config, **derived)
 
 
-def _queue(config):
+def _queue_key(config: Settings, secret_key: str) -> str:
     """The queue key, and a Redis that is not open to anyone who reaches it."""
-    url = str(config.get("QUEUE_URL") or "")
+    url = config.queue_url or ""
     if not url.startswith(("redis://", "rediss://", "unix://")):
         # the SQLite queue, beside the secret key: its key needs no sharing
-        config["QUEUE_KEY"] = config.get("QUEUE_KEY") or hmac.new(
-            str(config["SECRET_KEY"]).encode(), b"docshift queue messages", hashlib.sha256).hexdigest()
-        return
-    if len(str(config.get("QUEUE_KEY") or "")) < MIN_QUEUE_KEY:
-        raise ValueError(f"DOCSHIFT_QUEUE_KEY must be set, at least {MIN_QUEUE_KEY} characters, the same on the "
+        return config.queue_key or hmac.new(secret_key.encode(), b"docshift queue messages",
+                                            hashlib.sha256).hexdigest()
+    if len(config.queue_key or "") < MIN_QUEUE_KEY:
+        raise BadSetting(f"DOCSHIFT_QUEUE_KEY must be set, at least {MIN_QUEUE_KEY} characters, the same on the "
                          "coordinator, the web and every node (e.g. `openssl rand -hex 32`): it seals what goes "
                          "through Redis")
     parts = urlsplit(url)
     if parts.scheme == "unix" or _loopback(parts.hostname) or parts.password or "password" in parse_qs(parts.query):
-        return
-    raise ValueError(f"DOCSHIFT_QUEUE_URL names Redis at {parts.hostname} without a password: anyone who reaches "
+        return config.queue_key
+    raise BadSetting(f"DOCSHIFT_QUEUE_URL names Redis at {parts.hostname} without a password: anyone who reaches "
                      "it could drop or flood the queue. Give it one (redis://:password@host:port/db, or rediss:// "
                      "for TLS), or run Redis on loopback")
 
 
-def _loopback(host):
+def _loopback(host: str | None) -> bool:
     if host == "localhost":
         return True
     try:
@@ -175,20 +277,11 @@ def _loopback(host):
         return False
 
 
-def _on_or_off(value):
-    text = str(value).strip().lower()
-    if text in ("on", "true", "1", "yes"):
-        return "on"
-    if text in ("off", "false", "0", "no"):
-        return "off"
-    raise ValueError(f"DOCSHIFT_SANDBOX must be on or off, not {value!r}")
-
-
-def _new_s3_credentials():
+def _new_s3_credentials() -> str:
     return json.dumps({"access_key": "ds" + secrets.token_hex(8), "secret_key": secrets.token_hex(20)})
 
 
-def _private_file(path):
+def _private_file(path: str) -> None:
     """Create ``path`` empty with mode 0600 if it does not exist (an empty file is an empty database)."""
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -196,7 +289,7 @@ def _private_file(path):
         pass
 
 
-def _generated_once(path, make):
+def _generated_once(path: Path, make: Callable[[], str]) -> str:
     """Read ``path``, creating it atomically with ``make()`` if it does not exist yet."""
     try:
         return path.read_text()

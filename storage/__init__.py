@@ -8,6 +8,7 @@ bucket live here.
 
 import logging
 
+from docshift.contract import Status
 from docshift.errors import StorageUnavailable
 from docshift.storage import tasks
 from docshift.storage.connection import iso, new_id, now
@@ -26,7 +27,7 @@ def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idem
     ``max_unfinished`` tasks waiting or running: ``TooManyUnfinished``), the stored input is
     removed again before the error goes on: no row, no input.
     """
-    task = {"id": new_id("tsk"), "account_id": account_id, "status": "QUEUED",
+    task = {"id": new_id("tsk"), "account_id": account_id, "status": Status.QUEUED,
             "source_filename": filename, "source_type": kind, "source_size": len(data),
             "source_sha256": sha256, "idempotency_key": idempotency_key, "macros": macros,
             "created_at": iso(now())}

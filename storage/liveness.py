@@ -1,6 +1,7 @@
 """Liveness and figures: worker heartbeats, the engine each worker runs, tallies, and the task
 figures /metrics shows."""
 
+from docshift.contract import Status
 from docshift.storage.connection import first, iso, now, parse, select
 
 
@@ -41,7 +42,7 @@ def task_metrics(db, buckets):
     LibreOffice restarts."""
     tasks = {(row["source_type"], row["status"]): row["n"] for row in
              select(db, "SELECT source_type, status, count(*) AS n FROM conversions GROUP BY 1, 2")}
-    queued = sum(n for (_, status), n in tasks.items() if status == "QUEUED")
+    queued = sum(n for (_, status), n in tasks.items() if status == Status.QUEUED)
     duration = "(julianday(finished_at) - julianday(started_at)) * 86400"
     columns = ", ".join(f"sum({duration} <= {le})" for le in buckets)
     row = db.execute(f"SELECT {columns}, count(*), coalesce(sum({duration}), 0) FROM conversions "

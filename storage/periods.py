@@ -4,10 +4,11 @@ this module only keeps the counts."""
 
 import calendar
 
+from docshift.contract import BillingClass
 from docshift.storage.connection import first, iso, now, parse, transaction
 
 # the counter a billing class adds to
-COUNTERS = {"INCLUDED": "included_used", "OVERAGE": "overage_used"}
+COUNTERS = {BillingClass.INCLUDED: "included_used", BillingClass.OVERAGE: "overage_used"}
 
 
 def add_months(moment, months):

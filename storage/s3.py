@@ -63,22 +63,22 @@ def _domain_errors(method):
 
 class ObjectStore:
     def __init__(self, config):
-        self.bucket = config["S3_BUCKET"]
-        credentials = dict(access_key=config["S3_ACCESS_KEY"], secret_key=config["S3_SECRET_KEY"],
-                           region=config["S3_REGION"])
+        self.bucket = config.s3_bucket
+        credentials = dict(access_key=config.s3_access_key, secret_key=config.s3_secret_key,
+                           region=config.s3_region)
         # the SDK's default waits 5 minutes to connect and retries 5 times: an outage must
         # reach a client as a prompt 503, and the worker has its own retries
         http = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT), maxsize=10,
             retries=urllib3.Retry(total=RETRIES, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]))
-        if config.get("S3_SOCKET"):
-            _through_socket(http, config["S3_SOCKET"])
-        self.client = Minio(config["S3_ENDPOINT"], secure=bool(config["S3_SECURE"]), http_client=http,
+        if config.s3_socket:
+            _through_socket(http, config.s3_socket)
+        self.client = Minio(config.s3_endpoint, secure=config.s3_secure, http_client=http,
                             **credentials)
-        public = urlsplit(config["S3_PUBLIC_URL"])
+        public = urlsplit(config.s3_public_url)
         self.signer = Minio(public.netloc, secure=public.scheme == "https", **credentials)
         # a job's links are signed for the store as conversion nodes reach it (another host than ours)
-        nodes = urlsplit(config.get("S3_NODE_URL") or "")
+        nodes = urlsplit(config.s3_node_url or "")
         self.node_signer = Minio(nodes.netloc, secure=nodes.scheme == "https", **credentials) \
             if nodes.netloc else self.client
 

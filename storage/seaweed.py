@@ -34,16 +34,16 @@ S3_SOCKET = "s3.sock"
 def command(config):
     """The ``weed mini`` argument list for this configuration (writes the identities file).
     Its ports derive from ``DOCSHIFT_S3_PORT`` so that two instances can run side by side."""
-    data = Path(config["DATA_DIR"]) / "objects"
+    data = Path(config.data_dir) / "objects"
     data.mkdir(parents=True, exist_ok=True)
     identities = data / "s3-identities.json"
     identities.write_text(json.dumps({"identities": [{
         "name": "docshift",
-        "credentials": [{"accessKey": config["S3_ACCESS_KEY"], "secretKey": config["S3_SECRET_KEY"]}],
+        "credentials": [{"accessKey": config.s3_access_key, "secretKey": config.s3_secret_key}],
         "actions": ["Admin", "Read", "Write", "List", "Tagging"],
     }]}))
     identities.chmod(0o600)
-    port = int(config["S3_PORT"])
+    port = config.s3_port
     weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
     return [
         weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
@@ -114,11 +114,11 @@ def _stop(bwrap_pid):
 async def serve(config, argv):
     """Run weed isolated and forward S3_BIND:S3_PORT (127.0.0.1 by default) to its S3 socket until
     weed exits."""
-    socket_path = Path(config["DATA_DIR"]) / "objects" / S3_SOCKET
+    socket_path = Path(config.data_dir) / "objects" / S3_SOCKET
     socket_path.unlink(missing_ok=True)
-    weed = await asyncio.create_subprocess_exec(*isolated(argv, config["DATA_DIR"]))
+    weed = await asyncio.create_subprocess_exec(*isolated(argv, config.data_dir))
     server = await asyncio.start_server(functools.partial(_forward, str(socket_path)),
-                                        config["S3_BIND"], int(config["S3_PORT"]))
+                                        config.s3_bind, config.s3_port)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _stop, weed.pid)
@@ -130,7 +130,7 @@ async def serve(config, argv):
 def main():
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = settings.load()
-    if os.environ.get("DOCSHIFT_S3_ENDPOINT"):
+    if not config.embedded_store:
         # an external store is configured: stay up so the Procfile's other processes do too
         print("DOCSHIFT_S3_ENDPOINT is set; the embedded object store stays off", flush=True)
         signal.pause()

@@ -8,6 +8,7 @@ import json
 import sqlite3
 from datetime import timedelta
 
+from docshift.contract import Status
 from docshift.errors import IdempotencyKeyTaken, TooManyUnfinished
 from docshift.storage import periods
 from docshift.storage.connection import first, iso, now, select, transaction
@@ -142,7 +143,7 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, bill, at=None, l
     at = at or now()
     with transaction(db):
         task = get_task(db, task_id)
-        if task is None or task["status"] != "PROCESSING":
+        if task is None or task["status"] != Status.PROCESSING:
             return None
         if lease is not None and lease_of(task) != tuple(lease):
             return None
@@ -151,7 +152,7 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, bill, at=None, l
         billing = bill(account, period)
         periods.count(db, period, billing)
         db["conversions"].update(task_id, {
-            "status": "SUCCEEDED", "billing_class": billing, "period_started_at": period["started_at"],
+            "status": Status.SUCCEEDED, "billing_class": billing, "period_started_at": period["started_at"],
             "result_size": result_size, "finished_at": iso(at),
             "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
             "error_code": None, "error_message": None, "detected_format": detected_format,

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -134,12 +135,12 @@ def s3(tmp_path_factory):
     """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
     data_dir = tmp_path_factory.mktemp("s3")
     config, process = start_embedded_store(data_dir)
-    env = {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
-           "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
-    wait_for(lambda: requests.get(f"http://{config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
+    env = {"DOCSHIFT_S3_ENDPOINT": config.s3_endpoint, "DOCSHIFT_S3_ACCESS_KEY": config.s3_access_key,
+           "DOCSHIFT_S3_SECRET_KEY": config.s3_secret_key}
+    wait_for(lambda: requests.get(f"http://{config.s3_endpoint}/", timeout=1).status_code == 403,
              60, "SeaweedFS")
     os.environ.update(env)
-    yield {"endpoint": config["S3_ENDPOINT"], "env": env, "process": process, "data_dir": data_dir}
+    yield {"endpoint": config.s3_endpoint, "env": env, "process": process, "data_dir": data_dir}
     stop_process_group(process)
 
 
@@ -152,14 +153,14 @@ def own_store(tmp_path):
 
         @property
         def env(self):
-            return {"DOCSHIFT_S3_ENDPOINT": self.config["S3_ENDPOINT"],
-                    "DOCSHIFT_S3_ACCESS_KEY": self.config["S3_ACCESS_KEY"],
-                    "DOCSHIFT_S3_SECRET_KEY": self.config["S3_SECRET_KEY"]}
+            return {"DOCSHIFT_S3_ENDPOINT": self.config.s3_endpoint,
+                    "DOCSHIFT_S3_ACCESS_KEY": self.config.s3_access_key,
+                    "DOCSHIFT_S3_SECRET_KEY": self.config.s3_secret_key}
 
         def start(self):
-            port = self.config["S3_PORT"] if self.config else None
+            port = self.config.s3_port if self.config else None
             self.config, self.process = start_embedded_store(tmp_path / "store", port)
-            wait_for(lambda: requests.get(f"http://{self.config['S3_ENDPOINT']}/", timeout=1).status_code == 403,
+            wait_for(lambda: requests.get(f"http://{self.config.s3_endpoint}/", timeout=1).status_code == 403,
                      60, "SeaweedFS")
 
         def stop(self):
@@ -207,11 +208,16 @@ def register(client, app, customer, plan="starter"):
     """Register ``customer`` through the in-process app's registration endpoint; returns the key."""
     from docshift.accounts import marketplace
 
-    token = marketplace.LocalMarketplace(app.config).issue_token(customer, plan)
+    token = marketplace.LocalMarketplace(app.config["DOCSHIFT"]).issue_token(customer, plan)
     response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token},
                            headers={"Accept": "application/json"})
     assert response.status_code == 200, response.get_data(as_text=True)
     return response.get_json()["api_key"]
+
+
+def overridden(app, settings):
+    """The app's settings with ``settings`` (``{"CONVERSION_TIMEOUT": 0.5}``) in their place, for one call."""
+    return replace(app.config["DOCSHIFT"], **{name.lower(): value for name, value in settings.items()})
 
 
 def post_file(client, key, data, name, headers=None, **fields):
@@ -549,7 +555,7 @@ class Cluster:
 
     def rows(self):
         from docshift.storage import connection
-        conn = connection.connect(self.coordinator.config()["DATABASE"])
+        conn = connection.connect(self.coordinator.config().database)
         try:
             return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
         finally:

@@ -2,6 +2,7 @@
 
 import io
 import socket
+from dataclasses import replace
 
 import pytest
 from conftest import post_file, register
@@ -172,9 +173,10 @@ def test_bad_idempotency_key(client, account, value):
 
 def test_store_down_answers_503_and_keeps_nothing(app, client, account):
     app.extensions.pop("docshift.store", None)
-    app.config["S3_ENDPOINT"] = "127.0.0.1:9"  # nothing listens on the discard port
+    # nothing listens on the discard port
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], s3_endpoint="127.0.0.1:9")
     from docshift.storage.s3 import ObjectStore
-    store = ObjectStore(app.config)
+    store = ObjectStore(app.config["DOCSHIFT"])
     app.extensions["docshift.store"] = store
     assert_problem(upload(client, account), 503, "service_unavailable")
     with app.app_context():
@@ -183,7 +185,8 @@ def test_store_down_answers_503_and_keeps_nothing(app, client, account):
 
 
 def test_database_unavailable_is_503_everywhere(app, client, account, tmp_path):
-    app.config["DATABASE"] = str(tmp_path)  # a directory: SQLite cannot open it
+    # a directory: SQLite cannot open it
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], database=str(tmp_path))
     for method, path in (("get", "/v1/account/usage"), ("get", "/v1/conversions/tsk_000000000000000000000000"),
                          ("post", "/v1/conversions")):
         response = getattr(client, method)(path, headers=bearer(account))

@@ -10,7 +10,7 @@ import requests
 
 from docshift import client
 from docshift.accounts import keys
-from docshift.errors import TASK_ERROR_CODES
+from docshift.contract import TaskErrorCode
 from docshift.storage import connection
 
 
@@ -29,7 +29,7 @@ def usage(live, key):
 
 
 def task_count(live, key):
-    conn = connection.connect(live.config()["DATABASE"])
+    conn = connection.connect(live.config().database)
     try:
         row = conn.execute("select count(*) from conversions where account_id ="
                            " (select account_id from api_keys where key_hash = ?)",
@@ -230,4 +230,4 @@ def test_the_key_goes_only_to_the_configured_host(live, key, legacy, tmp_path, m
 
 
 def test_every_code_of_a_failed_task_has_a_hint():
-    assert set(client.FAILURE_HINTS) == set(TASK_ERROR_CODES)
+    assert set(client.FAILURE_HINTS) == set(TaskErrorCode)

@@ -18,6 +18,7 @@ HUB_PROBE = textwrap.dedent("""
     import json, subprocess, sys, time
     import gevent
     from docshift.storage import connection
+    from docshift.settings import Settings
     from docshift.tasks.queue import Queue
 
     path, queue_path = sys.argv[1], sys.argv[2]
@@ -47,7 +48,7 @@ HUB_PROBE = textwrap.dedent("""
     waited = time.monotonic() - started
     blocker.wait()
     during = [t for t in ticks if started <= t <= started + waited]
-    queue = Queue({"QUEUE_DATABASE": queue_path, "QUEUE_KEY": "k" * 32})
+    queue = Queue(Settings(queue_database=queue_path, queue_key="k" * 32))
     print(json.dumps({"waited": waited, "ticks": len(during),
                       "gap": max((b - a for a, b in zip(during, during[1:])), default=waited),
                       "rows": conn.execute("SELECT count(*) FROM t").fetchone()[0],

@@ -106,7 +106,7 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
     assert response.status_code == 202, response.get_data(as_text=True)
     task_id = response.get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config, Engine(office))
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
         task = tasks.get_task(get_db(), task_id)
         ours = None
         if task["status"] == "SUCCEEDED":

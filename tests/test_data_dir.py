@@ -17,14 +17,14 @@ def test_a_new_data_dir_and_its_databases_are_private(tmp_path):
     umask = os.umask(0o002)  # a group-writable umask, as some distributions give their users
     try:
         config = settings.load({"DATA_DIR": str(tmp_path / "fresh" / "var")})
-        conn = connection.connect(config["DATABASE"])
+        conn = connection.connect(config.database)
         connection.init(conn)
         liveness.heartbeat(conn)
         queue = Queue(config)
         queue.huey.storage.enqueue(b"a message", 0)
     finally:
         os.umask(umask)
-    assert mode(config["DATA_DIR"]) == 0o700
-    files = [config["DATABASE"], config["QUEUE_DATABASE"], config["DATABASE"] + "-wal", config["DATABASE"] + "-shm"]
+    assert mode(config.data_dir) == 0o700
+    files = [config.database, config.queue_database, config.database + "-wal", config.database + "-shm"]
     assert {name: mode(name) for name in files if os.path.exists(name)} == {name: 0o600 for name in files}
     conn.conn.close()

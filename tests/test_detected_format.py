@@ -70,7 +70,8 @@ def task(app, client, account, legacy, finish):
 
 def test_shown_on_succeeded_and_expired(app, client, account, legacy):
     def succeed(conn, task_id):
-        tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["PLAN_QUOTAS"]), detected_format="rtf")
+        tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["DOCSHIFT"].plan_quotas),
+                             detected_format="rtf")
     assert task(app, client, account, legacy, succeed)["detected_format"] == "rtf"
 
     def expire(conn, task_id):

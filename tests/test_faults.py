@@ -84,7 +84,7 @@ def test_worker_retries_while_the_store_is_away(own_store, tmp_path, legacy):
 
 def test_busy_database_waits_instead_of_failing(live, legacy):
     key = live.register("busy-db")
-    blocker = sqlite3.connect(live.config()["DATABASE"], isolation_level=None)
+    blocker = sqlite3.connect(live.config().database, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")
     try:
         started = time.monotonic()

@@ -1,5 +1,7 @@
 """/healthz reports each part: database, object store, worker heartbeat."""
 
+from dataclasses import replace
+
 import requests
 
 
@@ -13,8 +15,8 @@ def test_healthy_live_service(live):
 def test_store_down_and_no_worker(app, client):
     from docshift.storage.s3 import ObjectStore
 
-    app.config["S3_ENDPOINT"] = "127.0.0.1:9"
-    store = ObjectStore(app.config)
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], s3_endpoint="127.0.0.1:9")
+    store = ObjectStore(app.config["DOCSHIFT"])
     app.extensions["docshift.store"] = store
     response = client.get("/healthz")
     assert response.status_code == 503

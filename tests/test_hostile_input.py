@@ -18,6 +18,7 @@ import socket
 import tempfile
 import unicodedata
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -254,7 +255,8 @@ def no_cap(request):
     """The fuzz tests submit hundreds of files from one account; the cap on unfinished tasks
     has tests of its own (test_scheduling.py)."""
     if "app" in request.fixturenames:
-        request.getfixturevalue("app").config["MAX_PENDING_TASKS"] = 10**6
+        app = request.getfixturevalue("app")
+        app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], max_pending_tasks=10**6)
 
 
 SPOOLED_FILE_FINALIZED = pytest.mark.filterwarnings(

@@ -23,7 +23,7 @@ def test_replay_returns_the_original_task_with_its_current_status(app, client, a
     assert "Idempotent-Replayed" not in first.headers
     task_id = first.get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config, Engine(office))
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
     again = submit(client, account, data, "a.doc", "retry-me-0001")
     body = again.get_json()
     assert again.status_code == 202 and again.headers["Idempotent-Replayed"] == "true"
@@ -62,10 +62,11 @@ def test_edge_lengths_and_characters_are_accepted(client, account):
 def test_purged_key_starts_a_new_task(app, client, account):
     first = submit(client, account, b"data", "a.doc", "old-key-0001").get_json()["task_id"]
     with app.app_context():
-        maintenance.sweep_once(get_db(), get_store(), app.config, at=connection.now() + timedelta(hours=23))
+        maintenance.sweep_once(get_db(), get_store(), app.config["DOCSHIFT"], at=connection.now() + timedelta(hours=23))
     assert submit(client, account, b"data", "a.doc", "old-key-0001").get_json()["task_id"] == first
     with app.app_context():
-        maintenance.sweep_once(get_db(), get_store(), app.config, at=connection.now() + timedelta(hours=24, minutes=1))
+        maintenance.sweep_once(get_db(), get_store(), app.config["DOCSHIFT"],
+                               at=connection.now() + timedelta(hours=24, minutes=1))
     again = submit(client, account, b"data", "a.doc", "old-key-0001").get_json()
     assert again["task_id"] != first and again["idempotent_replay"] is False
 
@@ -91,6 +92,6 @@ def test_concurrent_identical_requests_make_one_task(live, legacy):
     usage = requests.get(f"{live.base_url}/v1/account/usage", headers={"Authorization": f"Bearer {key}"},
                          timeout=10).json()
     assert (usage["included_used"], usage["overage_used"]) == (1, 0)
-    conn = connection.connect(live.config()["DATABASE"])
+    conn = connection.connect(live.config().database)
     assert conn.execute("SELECT count(*) FROM conversions WHERE idempotency_key = 'race-key-42'").fetchone()[0] == 1
     conn.close()

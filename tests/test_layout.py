@@ -130,14 +130,14 @@ def test_architecture_map_names_every_package():
 
 # The layers, bottom first: a package may import its own layer's and those below, never one above.
 LAYERS = [
-    {"docshift.settings", "docshift.formats", "docshift.errors", "docshift.logs"},
+    {"docshift.settings", "docshift.formats", "docshift.errors", "docshift.logs", "docshift.contract"},
     {"docshift.storage", "docshift.engine"},
     {"docshift.accounts"},
     {"docshift.tasks"},
     {"docshift.web", "docshift.allinone", "docshift.gunicorn_conf"},
 ]
 # the command customers run on their own machines: nothing of the server's
-CLIENT = {"docshift.client": {"docshift.formats", "docshift.errors", "docshift.settings"}}
+CLIENT = {"docshift.client": {"docshift.formats", "docshift.errors", "docshift.settings", "docshift.contract"}}
 
 
 def package_imports():

@@ -3,6 +3,7 @@ we accept): registration tokens, entitlements per plan, subscription notificatio
 Everything else is real: the app, its SQLite database, the worker code."""
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -36,7 +37,7 @@ class Aws:
         for stub in self.stubs:
             stub.activate()
         self.backend = marketplace.AwsMarketplace(
-            {**config, "AWS_PRODUCT_CODE": PRODUCT, "AWS_SQS_QUEUE_URL": QUEUE},
+            replace(config, aws_product_code=PRODUCT, aws_sqs_queue_url=QUEUE),
             metering=self.metering, entitlement=self.entitlement, sqs=self.sqs)
 
     metering_stub = property(lambda self: self.stubs[0])
@@ -77,8 +78,8 @@ class Aws:
 
 @pytest.fixture
 def aws(app):
-    app.config["MARKETPLACE"] = "aws"
-    fake = Aws(app.config)
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], marketplace="aws")
+    fake = Aws(app.config["DOCSHIFT"])
     app.extensions["docshift.marketplace"] = fake.backend
     yield fake
     fake.done()
@@ -242,7 +243,7 @@ def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy
     denied = post_file(client, key, legacy["doc"].read_bytes(), "later.doc")
     assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
     with app.app_context():
-        conversion.run_conversion(queued, get_db(), get_store(), app.config, Engine(office))
+        conversion.run_conversion(queued, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
         task = tasks.get_task(get_db(), queued)
     assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
 
@@ -253,7 +254,7 @@ def test_entitlement_update_raises_the_quota_and_keeps_the_count(app, client, aw
     key = register(client).get_json()["api_key"]
     task_id = post_file(client, key, legacy["xls"].read_bytes(), "n.xls").get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config, Engine(office))
+        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
     receipt, = aws.notify("entitlement-updated")
     aws.entitled("business")
     aws.acknowledged(receipt)

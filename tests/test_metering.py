@@ -1,5 +1,6 @@
 """Overage metering: the hourly report, the ledger, and BatchMeterUsage (Stubber-faked)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,7 +23,7 @@ def conn(tmp_path):
 
 @pytest.fixture
 def aws(app):
-    fake = Aws({**app.config, "AWS_PRODUCT_CODE": PRODUCT})
+    fake = Aws(replace(app.config["DOCSHIFT"], aws_product_code=PRODUCT))
     yield fake
     fake.done()
 
@@ -132,5 +133,5 @@ def test_hours_past_the_six_hour_window_are_recorded_as_missed(conn, aws):
 def test_local_marketplace_keeps_the_ledger(conn, app):
     account = customer(conn, "self-hosted", marketplace_name="local")
     overage(conn, account, ELEVEN + timedelta(minutes=5), 3)
-    metering.report_overage(conn, marketplace.LocalMarketplace(app.config), at=NOW)
+    metering.report_overage(conn, marketplace.LocalMarketplace(app.config["DOCSHIFT"]), at=NOW)
     assert ledger_rows(conn) == [(connection.iso(ELEVEN), 3, "sent")]

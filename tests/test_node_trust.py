@@ -219,7 +219,7 @@ def test_a_redis_url_without_a_password_off_loopback_is_refused(tmp_path, url):
                                  "rediss://docshift:secret@queue.example:6380/0",
                                  "redis://queue.example:6379/0?password=secret"])
 def test_a_redis_url_with_a_password_or_on_loopback_is_taken(tmp_path, url):
-    assert settings.load({"DATA_DIR": str(tmp_path), "QUEUE_URL": url, "QUEUE_KEY": "k" * 64})["QUEUE_URL"] == url
+    assert settings.load({"DATA_DIR": str(tmp_path), "QUEUE_URL": url, "QUEUE_KEY": "k" * 64}).queue_url == url
 
 
 def test_a_node_refuses_redis_without_a_password_off_loopback(tmp_path):

@@ -36,7 +36,7 @@ def test_s3_answers_only_with_credentials(s3, app):
     from docshift.web.context import get_store
 
     assert requests.get(f"http://{s3['endpoint']}/", timeout=5).status_code == 403
-    assert requests.put(f"http://{s3['endpoint']}/{app.config['S3_BUCKET']}/inputs/x", data=b"x",
+    assert requests.put(f"http://{s3['endpoint']}/{app.config['DOCSHIFT'].s3_bucket}/inputs/x", data=b"x",
                         timeout=5).status_code == 403
     with app.app_context():
         store = get_store()
@@ -74,7 +74,7 @@ def test_docshift_reaches_the_embedded_store_through_its_socket(s3, tmp_path):
     port = free_port_block()
     config = settings.load({"DATA_DIR": str(s3["data_dir"]), "S3_PORT": port, "S3_ENDPOINT": None,
                             "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None, "S3_BUCKET": "socket-path"})
-    assert config["S3_SOCKET"] == str(Path(s3["data_dir"]).resolve() / "objects" / "s3.sock")
+    assert config.s3_socket == str(Path(s3["data_dir"]).resolve() / "objects" / "s3.sock")
     store = ObjectStore(config)
     store.ensure_bucket()
     store.put_input("tsk_socket", b"carried by the socket")
@@ -93,7 +93,7 @@ def test_an_external_store_is_reached_at_its_endpoint(tmp_path):
 
     config = settings.load({"DATA_DIR": str(tmp_path), "S3_ENDPOINT": "objects.example:9000",
                             "S3_ACCESS_KEY": "a", "S3_SECRET_KEY": "b"})
-    assert config["S3_SOCKET"] is None
+    assert config.s3_socket is None
 
 
 def listening(port):
@@ -109,7 +109,7 @@ def test_the_s3_port_listens_on_loopback_unless_s3_bind_opens_it(s3, tmp_path):
     assert listening(s3_port(s3)) == {"0100007F"}  # 127.0.0.1
     config, process = start_embedded_store(tmp_path, bind="0.0.0.0")
     try:
-        port = int(config["S3_PORT"])
+        port = int(config.s3_port)
         wait_for(lambda: requests.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 403, 60, "SeaweedFS")
         assert listening(port) == {"00000000"}
     finally:

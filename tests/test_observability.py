@@ -1,6 +1,7 @@
 """Metrics in Prometheus format and JSON logs with a request id; never a key, a token or content."""
 
 import json
+from dataclasses import replace
 
 import requests
 from conftest import post_file
@@ -34,7 +35,7 @@ def test_metrics_of_a_live_service(live, legacy):
 
 
 def test_metrics_token(app, client):
-    app.config["METRICS_TOKEN"] = "s3cret-metrics"
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], metrics_token="s3cret-metrics")
     assert client.get("/metrics").status_code == 404
     assert client.get("/metrics", headers={"Authorization": "Bearer s3cret-metrics"}).status_code == 200
 
@@ -66,16 +67,16 @@ def test_beyond_loopback_the_web_needs_a_metrics_token(s3, tmp_path):
 
 def test_the_database_figures_are_read_at_most_once_in_a_while(app, client, account):
     """A scrape reads the task tables once per DOCSHIFT_METRICS_CACHE_SECONDS, whoever asks."""
-    app.config["METRICS_CACHE_SECONDS"] = 3600
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], metrics_cache_seconds=3600)
     before = metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth")
     assert post_file(client, account, b"queued", "q.doc").status_code == 202
     assert metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth") == before
-    app.config["METRICS_CACHE_SECONDS"] = 0
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], metrics_cache_seconds=0)
     assert metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth") == before + 1
 
 
 def test_metrics_token_with_a_non_ascii_header(app, client):
-    app.config["METRICS_TOKEN"] = "s3cret-metrics"
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], metrics_token="s3cret-metrics")
     for value in ("Bearer s3cret-métrics", "Bearer \u2603", "B\xe9arer \xff"):
         response = client.get("/metrics", headers={"Authorization": value})
         assert response.status_code == 404 and response.get_json()["code"] == "not_found"

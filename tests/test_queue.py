@@ -7,10 +7,12 @@ import textwrap
 import threading
 import time
 
+from docshift.settings import Settings
 from docshift.tasks import queue as queues
 
 CONSUMER = textwrap.dedent("""
     import sys, time
+    from docshift.settings import Settings
     from docshift.tasks import queue as queues
     queues.IDLE_POLL_SECONDS = 60  # only the doorbell can wake it in time
     if sys.argv[2] == "no-inotify":
@@ -21,7 +23,7 @@ CONSUMER = textwrap.dedent("""
             print(f"took {task_id} {time.time()}", flush=True)
             raise SystemExit(0)
 
-    queue = queues.Queue({"QUEUE_DATABASE": sys.argv[1], "QUEUE_KEY": "k" * 64}, Runner())
+    queue = queues.Queue(Settings(queue_database=sys.argv[1], queue_key="k" * 64), Runner())
     print("ready", flush=True)
     queue.consumer(1).run()
 """)
@@ -29,7 +31,7 @@ CONSUMER = textwrap.dedent("""
 
 def take_after_idle(tmp_path, mode):
     path = str(tmp_path / "queue.db")
-    sender = queues.Queue({"QUEUE_DATABASE": path, "QUEUE_KEY": "k" * 64})
+    sender = queues.Queue(Settings(queue_database=path, queue_key="k" * 64))
     sender.pending()  # the queue's tables exist before the consumer looks
     consumer = subprocess.Popen([sys.executable, "-c", CONSUMER, path, mode], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)

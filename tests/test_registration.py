@@ -6,6 +6,7 @@ import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,7 +18,7 @@ from docshift.accounts import keys, marketplace
 
 
 def token(app, customer="buyer-1", plan="team"):
-    return marketplace.LocalMarketplace(app.config).issue_token(customer, plan)
+    return marketplace.LocalMarketplace(app.config["DOCSHIFT"]).issue_token(customer, plan)
 
 
 def confirm_and_post(client, link):
@@ -64,13 +65,14 @@ def test_missing_token(client, method):
 def test_invalid_and_expired_tokens(app, client):
     good = token(app)
     for bad in (good[:-2] + "xx", "garbage", marketplace.LocalMarketplace(
-            {**app.config, "SECRET_KEY": "another secret"}).issue_token("buyer-1", "team")):
+            replace(app.config["DOCSHIFT"], secret_key="another secret")).issue_token("buyer-1", "team")):
         for response in (client.get(f"/marketplace/register?token={bad}"),
                          client.post("/marketplace/register", data={"x-amzn-marketplace-token": bad})):
             assert response.status_code == 400
             assert "registration token invalid or expired: restart setup from the marketplace" \
                 in response.get_data(as_text=True)
-    app.config["REGISTRATION_TOKEN_MAX_AGE"] = -1  # every token is now past its age
+    # every token is now past its age
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], registration_token_max_age=-1)
     app.extensions.pop("docshift.marketplace")  # the backend is built once per app, from the config
     assert client.get(f"/marketplace/register?token={good}").status_code == 400
     assert client.post("/marketplace/register", data={"x-amzn-marketplace-token": good}).status_code == 400
@@ -85,7 +87,7 @@ def test_opening_the_link_changes_no_key(app, client):
         opened = client.get(link, headers={"Accept": accept})
         assert opened.status_code == 200 and opened.headers["Cache-Control"] == "no-store"
         assert "api_key" not in opened.get_data(as_text=True) and 'id="api-key"' not in opened.get_data(as_text=True)
-    conn = sqlite3.connect(app.config["DATABASE"])
+    conn = sqlite3.connect(app.config["DOCSHIFT"].database)
     assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 0
     key = key_in(confirm_and_post(client, link))
     for _ in range(3):
@@ -114,11 +116,11 @@ def test_registering_again_rotates_the_key(app, client):
 
 def test_only_the_hash_is_stored(app, client):
     key = register(client, app, "hashed")
-    conn = sqlite3.connect(app.config["DATABASE"])
+    conn = sqlite3.connect(app.config["DOCSHIFT"].database)
     rows = conn.execute("SELECT key_hash, hint FROM api_keys").fetchall()
     conn.close()
     assert (keys.digest(key), keys.hint(key)) in rows
-    with open(app.config["DATABASE"], "rb") as f:
+    with open(app.config["DOCSHIFT"].database, "rb") as f:
         assert key.encode() not in f.read()
 
 
@@ -156,7 +158,7 @@ def test_a_token_issues_one_key_once(app, client):
         assert "registration token invalid or expired: restart setup from the marketplace" \
             in response.get_data(as_text=True)
     assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).status_code == 200
-    with sqlite3.connect(app.config["DATABASE"]) as conn:
+    with sqlite3.connect(app.config["DOCSHIFT"].database) as conn:
         assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
         assert value.encode() not in b"".join(row[0].encode() for row in conn.iterdump())
 
@@ -174,9 +176,9 @@ def test_a_token_lives_a_day(app, client):
         def get_timestamp(self):
             return int(time.time()) - 24 * 3600 - 60
 
-    issuer = marketplace.LocalMarketplace(app.config)
+    issuer = marketplace.LocalMarketplace(app.config["DOCSHIFT"])
     fresh = issuer.issue_token("late", "team")
-    issuer.serializer = URLSafeTimedSerializer(app.config["SECRET_KEY"], salt=issuer.serializer.salt,
+    issuer.serializer = URLSafeTimedSerializer(app.config["DOCSHIFT"].secret_key, salt=issuer.serializer.salt,
                                                signer=DayOld)
     stale = issuer.issue_token("late", "team")
     assert client.get(f"/marketplace/register?token={stale}").status_code == 400
@@ -220,7 +222,7 @@ def test_one_token_posted_at_once_many_times_issues_one_key(s3, tmp_path):
             answers = list(pool.map(post, range(12)))
         assert sorted(a.status_code for a in answers) == [200] + [400] * 11, [a.text for a in answers]
         assert all(a.json()["code"] == "invalid_request" for a in answers if a.status_code == 400)
-        with sqlite3.connect(service.config()["DATABASE"]) as conn:
+        with sqlite3.connect(service.config().database) as conn:
             assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
     finally:
         service.stop()

@@ -1,6 +1,6 @@
 """Retention and deletion: inputs go when final, results expire, sweeps are crash-safe."""
 
-from conftest import post_file
+from conftest import overridden, post_file
 
 from docshift.accounts import keys
 from docshift.engine import Engine
@@ -12,13 +12,13 @@ from docshift.web.context import get_db, get_store
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, Engine(office))
+        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
         return tasks.get_task(get_db(), task_id)
 
 
 def sweep(app):
     with app.app_context():
-        maintenance.sweep_once(get_db(), get_store(), app.config)
+        maintenance.sweep_once(get_db(), get_store(), app.config["DOCSHIFT"])
 
 
 def assert_swept(app):
@@ -78,7 +78,7 @@ BACKSTOP = {"backstop-inputs": ("inputs/", 1), "backstop-results": ("results/", 
 
 
 def test_bucket_has_a_lifecycle_backstop(app):
-    store = ObjectStore(app.config)
+    store = ObjectStore(app.config["DOCSHIFT"])
     store.ensure_bucket()
     assert store.lifecycle_days() == BACKSTOP
 
@@ -88,7 +88,7 @@ def test_the_buckets_other_lifecycle_rules_are_kept(app):
     from minio.commonconfig import ENABLED, Filter
     from minio.lifecycleconfig import Expiration, LifecycleConfig, Rule
 
-    store = ObjectStore(app.config)
+    store = ObjectStore(app.config["DOCSHIFT"])
     store.ensure_bucket()
     foreign = [Rule(ENABLED, rule_filter=Filter(prefix="logs/"), rule_id="operator-logs",
                     expiration=Expiration(days=30)),

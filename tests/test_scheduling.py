@@ -3,6 +3,7 @@ service's own duties under a backlog, against real huey consumers, SQLite, S3 an
 
 import random
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 import requests
@@ -17,7 +18,7 @@ from docshift.web.context import get_db, get_store
 
 
 def rows(service):
-    conn = connection.connect(service.config()["DATABASE"])
+    conn = connection.connect(service.config().database)
     try:
         return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
     finally:
@@ -46,7 +47,7 @@ def test_a_backlog_delays_another_account_by_at_most_what_runs(s3, tmp_path, slo
 
 
 def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
-    app.config["MAX_PENDING_TASKS"] = 2
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], max_pending_tasks=2)
     auth = {"Authorization": f"Bearer {account}"}
     accepted = [post_file(client, account, b"x" * 100, f"f{n}.doc") for n in range(2)]
     assert [r.status_code for r in accepted] == [202, 202]
@@ -70,7 +71,8 @@ def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
     assert post_file(client, other, b"z" * 100, "theirs.doc").status_code == 202
 
     with app.app_context():  # one of the two finishes (it fails: not a document), a place frees up
-        conversion.run_conversion(accepted[0].get_json()["task_id"], get_db(), get_store(), app.config, Engine(office))
+        conversion.run_conversion(accepted[0].get_json()["task_id"], get_db(), get_store(), app.config["DOCSHIFT"],
+                                  Engine(office))
     assert post_file(client, account, b"y" * 100, "third.doc").status_code == 202
 
 
@@ -98,14 +100,14 @@ def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client
     with app.app_context():
         conn = get_db()
         stale, _ = tasks.start_processing(conn, task_id, "gone-host:1")
-        later = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config) + 1)
-        maintenance.recover_stuck(conn, get_store(), app.config, later)  # overdue: taken back
+        later = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) + 1)
+        maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], later)  # overdue: taken back
         assert tasks.get_task(conn, task_id)["status"] == "QUEUED"
         fresh, account_row = tasks.start_processing(conn, task_id, "new-host:2")
         assert tasks.lease_of(fresh) == ("new-host:2", 2)
 
         # the stale run wakes up and converts: nothing it does may land
-        outcome = conversion._run(stale, account_row, conn, get_store(), app.config, office)
+        outcome = conversion._run(stale, account_row, conn, get_store(), app.config["DOCSHIFT"], office)
         assert outcome is None
         assert not tasks.mark_failed(conn, task_id, "conversion_failed", "stale", tasks.lease_of(stale))
         assert not tasks.requeue(conn, task_id, tasks.lease_of(stale))
@@ -115,7 +117,7 @@ def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client
         assert usage["included_used"] == 0
 
         # the holder finishes, and is counted once
-        assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["PLAN_QUOTAS"]),
+        assert tasks.mark_succeeded(conn, task_id, 10, 1800, billing.rule(app.config["DOCSHIFT"].plan_quotas),
                                     lease=tasks.lease_of(fresh)) == "INCLUDED"
         assert periods.usage_period(conn, account_row)["included_used"] == 1
 
@@ -126,13 +128,13 @@ def test_a_live_holder_keeps_its_task_until_the_longest_run(app, client, account
     with app.app_context():
         conn = get_db()
         tasks.start_processing(conn, task_id, maintenance.worker_name())  # this very process: alive
-        soon = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config) - 5)
-        maintenance.recover_stuck(conn, get_store(), app.config, soon)
+        soon = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) - 5)
+        maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], soon)
         assert tasks.get_task(conn, task_id)["status"] == "PROCESSING"
 
         dead = post_file(client, account, b"data", "y.doc").get_json()["task_id"]
         tasks.start_processing(conn, dead, f"{maintenance.HOST}:{_dead_pid()}")
-        maintenance.recover_stuck(conn, get_store(), app.config, connection.now())
+        maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], connection.now())
         assert tasks.get_task(conn, dead)["status"] == "QUEUED"
 
 
@@ -162,7 +164,7 @@ def test_duties_keep_their_schedule_under_a_backlog(s3, tmp_path, slow_xls, lega
         assert rows(service)[first]["status"] == "EXPIRED"
         statuses = [service.wait_status(key, t) for t in backlog]
         assert "QUEUED" in statuses or "PROCESSING" in statuses, statuses  # the backlog is still there
-        beat = liveness.last_heartbeat(connection.connect(service.config()["DATABASE"]))
+        beat = liveness.last_heartbeat(connection.connect(service.config().database))
         assert (connection.now() - beat).total_seconds() < 5
         assert requests.get(f"{service.base_url}/healthz", timeout=5).status_code == 200
     finally:

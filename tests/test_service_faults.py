@@ -28,7 +28,7 @@ def usage(service, key):
 
 
 def row(service, task_id):
-    return tasks.get_task(connection.connect(service.config()["DATABASE"]), task_id)
+    return tasks.get_task(connection.connect(service.config().database), task_id)
 
 
 def health(service):
@@ -154,10 +154,11 @@ def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy
         with app.app_context():
             conn, store = get_db(), get_store()
             # the conversion is done when LibreOffice is recycled and fails to come back
-            assert conversion.run_conversion(submitted[0], conn, store, app.config, Engine(office)) == "SUCCEEDED"
+            config = app.config["DOCSHIFT"]
+            assert conversion.run_conversion(submitted[0], conn, store, config, Engine(office)) == "SUCCEEDED"
             assert store.result_exists(tasks.get_task(conn, submitted[0])["result_key"]) and office.broken
             # the next task meets an engine that cannot start: back to the queue, no attempt used
-            assert conversion.run_conversion(submitted[1], conn, store, app.config, Engine(office)) == "QUEUED"
+            assert conversion.run_conversion(submitted[1], conn, store, config, Engine(office)) == "QUEUED"
             task = tasks.get_task(conn, submitted[1])
             assert task["status"] == "QUEUED" and task["attempts"] == 0 and task["error_code"] is None
     finally:

@@ -84,7 +84,8 @@ def test_a_filename_field_shows_the_customers_name(office, app, client, account,
     response = post_file(client, account, filename_field_doc.read_bytes(), "Budget 2024.doc")
     task_id = response.get_json()["task_id"]
     with app.app_context():
-        assert conversion.run_conversion(task_id, get_db(), get_store(), app.config, Engine(office)) == "SUCCEEDED"
+        config = app.config["DOCSHIFT"]
+        assert conversion.run_conversion(task_id, get_db(), get_store(), config, Engine(office)) == "SUCCEEDED"
     task = client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {account}"}).get_json()
     download = requests.get(task["download_url"], timeout=30)
     assert download.status_code == 200

@@ -19,12 +19,12 @@ from docshift.web.context import get_db, get_store
 @pytest.mark.parametrize("then", ["current", "expired"])
 def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office, tmp_path, slow_xls, legacy):
     task_id = post_file(client, account, slow_xls.read_bytes(), "big.xls").get_json()["task_id"]
-    config = dict(app.config)
+    config = app.config["DOCSHIFT"]
     stale_office = Office(tmp_path / "stale", name="stale")
     finished = {}
 
     def stale_run():
-        conn = connection.connect(config["DATABASE"])
+        conn = connection.connect(config.database)
         finished["outcome"] = conversion.run_conversion(task_id, conn, ObjectStore(config), config,
                                                         Engine(stale_office), worker="stale-host:1")
 

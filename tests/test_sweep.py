@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from conftest import post_file
+from conftest import overridden, post_file
 
 from docshift.engine import Engine
 from docshift.storage import connection, tasks
@@ -16,13 +16,13 @@ from docshift.web.context import get_db, get_store
 def submit_and_run(app, office, client, key, data, name, **config):
     task_id = post_file(client, key, data, name).get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, Engine(office))
+        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
     return task_id
 
 
 def sweep(app, at=None):
     with app.app_context():
-        maintenance.sweep_once(get_db(), get_store(), app.config, at)
+        maintenance.sweep_once(get_db(), get_store(), app.config["DOCSHIFT"], at)
 
 
 def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
@@ -59,7 +59,7 @@ def test_a_link_lives_no_longer_than_its_result(office, app, client, account, le
     # the time left, to the second the link is signed to: never past the result
     left = int((expires_at - signed_at).total_seconds())
     assert body["download_expires_in"] == int(query["X-Amz-Expires"][0]) == left
-    assert 0 < body["download_expires_in"] < app.config["DOWNLOAD_EXPIRES_IN"]
+    assert 0 < body["download_expires_in"] < app.config["DOCSHIFT"].download_expires_in
     assert requests.get(body["download_url"], timeout=10).status_code == 200
     time.sleep(max(0.0, (expires_at - connection.now()).total_seconds()) + 0.5)
     refused = requests.get(body["download_url"], timeout=10)
@@ -82,8 +82,8 @@ def test_dead_worker_task_is_requeued_then_failed(app, client, account):
         conn = get_db()
         for attempt in range(1, 4):
             assert tasks.start_processing(conn, task_id) is not None  # a worker claims it, then dies
-            later = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config) + 1)
-            maintenance.sweep_once(conn, get_store(), app.config, at=later)
+            later = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) + 1)
+            maintenance.sweep_once(conn, get_store(), app.config["DOCSHIFT"], at=later)
             task = tasks.get_task(conn, task_id)
             if attempt < 3:
                 assert task["status"] == "QUEUED" and task["attempts"] == attempt

@@ -2,9 +2,10 @@
 documented codes, counting per plan, inputs deleted once final."""
 
 import os
+from dataclasses import replace
 
 import pytest
-from conftest import post_file, register
+from conftest import overridden, post_file, register
 from msoffcrypto.format.ooxml import OOXMLFile
 
 from docshift.accounts import keys
@@ -26,7 +27,7 @@ def submit(app, client, account):
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        outcome = conversion.run_conversion(task_id, get_db(), get_store(), {**app.config, **config}, Engine(office))
+        outcome = conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
         return outcome, tasks.get_task(get_db(), task_id)
 
 
@@ -104,7 +105,8 @@ def test_inactive_account_fails_unbilled(office, app, client, submit, legacy, ac
 
 
 def test_successes_beyond_the_quota_are_overage(office, app, client, legacy):
-    app.config["PLAN_QUOTAS"] = {**app.config["PLAN_QUOTAS"], "starter": 2}
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], plan_quotas={**app.config["DOCSHIFT"].plan_quotas,
+                                                                          "starter": 2})
     key = register(client, app, "tiny-quota")
     data = legacy["xls"].read_bytes()
     classes = []

@@ -7,8 +7,11 @@ decision and its counting stay one atomic step; storage itself knows no plan.
 """
 
 
+from docshift.contract import BillingClass
+
+
 def billing_class(quota, included_used):
-    return "INCLUDED" if included_used < quota else "OVERAGE"
+    return BillingClass.INCLUDED if included_used < quota else BillingClass.OVERAGE
 
 
 def rule(quotas):

@@ -37,8 +37,8 @@ class LocalMarketplace:
     name = "local"
 
     def __init__(self, config):
-        self.serializer = URLSafeTimedSerializer(config["SECRET_KEY"], salt="docshift.registration")
-        self.max_age = int(config["REGISTRATION_TOKEN_MAX_AGE"])
+        self.serializer = URLSafeTimedSerializer(config.secret_key, salt="docshift.registration")
+        self.max_age = config.registration_token_max_age
 
     def issue_token(self, customer_id, plan):
         if plan not in PLANS:
@@ -77,15 +77,15 @@ class AwsMarketplace:
         import boto3
         from botocore.config import Config
 
-        retries = Config(retries={"mode": "standard", "max_attempts": int(config["AWS_MAX_ATTEMPTS"])})
+        retries = Config(retries={"mode": "standard", "max_attempts": config.aws_max_attempts})
         # the marketplace APIs answer in us-east-1 whatever region the queue is in
         self.metering = metering or boto3.client("meteringmarketplace", region_name="us-east-1", config=retries)
         self.entitlement = entitlement or boto3.client("marketplace-entitlement", region_name="us-east-1",
                                                        config=retries)
-        self.sqs = sqs or boto3.client("sqs", region_name=config["AWS_REGION"], config=retries)
-        self.product_code = config["AWS_PRODUCT_CODE"]
-        self.queue_url = config["AWS_SQS_QUEUE_URL"]
-        self.overage_dimension = config["AWS_OVERAGE_DIMENSION"]
+        self.sqs = sqs or boto3.client("sqs", region_name=config.aws_region, config=retries)
+        self.product_code = config.aws_product_code
+        self.queue_url = config.aws_sqs_queue_url
+        self.overage_dimension = config.aws_overage_dimension
 
     def resolve(self, token):
         from botocore.exceptions import BotoCoreError, ClientError
@@ -221,7 +221,7 @@ BACKENDS = {"local": LocalMarketplace, "aws": AwsMarketplace}
 
 def backend(config):
     """The configured marketplace (``DOCSHIFT_MARKETPLACE``): the one place that builds it."""
-    name = config["MARKETPLACE"]
+    name = config.marketplace
     if name not in BACKENDS:
         raise RuntimeError(f"DOCSHIFT_MARKETPLACE={name!r} is not available; use one of {sorted(BACKENDS)}")
     return BACKENDS[name](config)

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from docshift.contract import TaskErrorCode
 from docshift.engine import inventory, ooxml, precheck, stored, unexplained, vba
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
@@ -70,24 +71,25 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
             report = office.convert(source, result, target.export_filter, timeout, task_id, parts=parts)
             break
         except OfficeTimeout:
-            raise ConversionFailed("conversion_timeout", f"The conversion took longer than {timeout} s.")
+            raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
+                                   f"The conversion took longer than {timeout:g} s.")
         except LoadFailed as error:
             log.warning("LibreOffice could not convert %s: %s", source, error)
             raise not_loaded(source)
         except OfficeCrashed as error:
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
     else:
-        raise ConversionFailed("conversion_failed", "LibreOffice crashed on this file twice.")
+        raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
         raise ConversionFailed(
-            "unsupported_content",
+            TaskErrorCode.UNSUPPORTED_CONTENT,
             f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert.",
             detected_format=found)
     if report["outcome"] != "converted":
         raise not_loaded(source)
     if not result.exists() or result.stat().st_size == 0:
-        raise ConversionFailed("conversion_failed", "LibreOffice produced no output.")
+        raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     if project is not None:
         vba.insert_project(result, project)
     check_package(result, kind)
@@ -128,8 +130,8 @@ def _in_background(function, *args):
 def not_loaded(source):
     """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters."""
     if precheck.encrypted(source):
-        return ConversionFailed("encrypted_document", precheck.ENCRYPTED)
-    return ConversionFailed("conversion_failed", "LibreOffice could not read this file.")
+        return ConversionFailed(TaskErrorCode.ENCRYPTED_DOCUMENT, precheck.ENCRYPTED)
+    return ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice could not read this file.")
 
 
 def check_package(path, kind):
@@ -140,7 +142,7 @@ def check_package(path, kind):
             entries = package.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         log.warning("output of %s is no zip: %r", kind, error)
-        raise ConversionFailed("output_invalid", f"{INVALID}: it is no OOXML package.") from error
+        raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: it is no OOXML package.") from error
     names = {entry.filename for entry in entries}
     unpacked = sum(entry.file_size for entry in entries)
     problem = None
@@ -152,7 +154,7 @@ def check_package(path, kind):
     if problem:
         log.warning("output of %s refused: %s (%d entries, %d bytes unpacked)", kind, problem, len(entries),
                     unpacked)
-        raise ConversionFailed("output_invalid", f"{INVALID}: {problem}.")
+        raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: {problem}.")
 
 
 def check_explained(result, source, kind):
@@ -164,7 +166,7 @@ def check_explained(result, source, kind):
         why = f"its relationships do not read: {error}"
     if why:
         log.warning("output of %s refused: %s", source, why)
-        raise ConversionFailed("output_invalid", f"{INVALID}: {why}.")
+        raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: {why}.")
 
 
 def check_content(loaded, written, source):
@@ -174,7 +176,7 @@ def check_content(loaded, written, source):
     loss = content_lost(loaded, written)
     if loss:
         log.warning("output of %s lost content: %s", source, loss)
-        raise ConversionFailed("output_invalid", f"{INVALID}: {loss}.")
+        raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: {loss}.")
 
 
 def content_lost(loaded, written):

@@ -21,6 +21,7 @@ import zipfile
 from collections import Counter
 from xml.parsers import expat
 
+from docshift.errors import ResultUnreadable as Unreadable
 from docshift.formats import FORMATS
 
 CHUNK = 1 << 16
@@ -32,10 +33,6 @@ RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relations
 PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
 # characters a .docx writes as an element of their own, not inside w:t
 WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}
-
-
-class Unreadable(Exception):
-    """A part the facts come from is missing or is not well-formed XML."""
 
 
 def facts(path, kind):

@@ -13,6 +13,7 @@ import struct
 import olefile
 from msoffcrypto import OfficeFile
 
+from docshift.contract import TaskErrorCode
 from docshift.errors import ConversionFailed
 
 DEFAULT_PASSWORD = "VelvetSweatshop"
@@ -33,9 +34,9 @@ def check(path):
     if streams is None:
         return
     if _encrypted_package(streams) and not _opens_with_default_password(path):
-        raise ConversionFailed("encrypted_document", ENCRYPTED)
+        raise ConversionFailed(TaskErrorCode.ENCRYPTED_DOCUMENT, ENCRYPTED)
     if _word_encrypted(path, streams):
-        raise ConversionFailed("encrypted_document", ENCRYPTED)
+        raise ConversionFailed(TaskErrorCode.ENCRYPTED_DOCUMENT, ENCRYPTED)
 
 
 def encrypted(path):

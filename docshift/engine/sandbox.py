@@ -29,6 +29,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from docshift.errors import SandboxUnavailable
+
 JOB = "/job"
 PROFILE = "/profile"
 CODE = "/opt/docshift"
@@ -70,10 +72,6 @@ STAGE = ('exec 3<"$1" 4<"$2" 5<"$3" && mount -t tmpfs -o mode=0755,size=64k docs
          ' && mount --no-canonicalize --bind /proc/self/fd/4 /tmp/code'
          ' && exec 3<&- 4<&- && shift 3'
          f' && exec setpriv --reuid={UID} --regid={GID} --clear-groups -- "$@"')
-
-
-class SandboxUnavailable(Exception):
-    """bubblewrap is missing or cannot build the sandbox on this host."""
 
 
 def as_root():

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from docshift import formats
 from docshift.engine import jobfiles, sandbox
 from docshift.errors import OfficeCrashed, OfficeTimeout
 
@@ -115,7 +116,7 @@ class Launcher:
                 raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
             launched = time.monotonic()
             test_dir = profile / "tmp" / "selftest"  # the sandbox's own, in memory
-            started.send({"selftest": started.inside(test_dir)})
+            started.send({"selftest": started.inside(test_dir), "kinds": formats.self_test_kinds()})
             try:
                 answer = started.read(SELF_TEST_TIMEOUT)
             except OfficeTimeout:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from docshift.accounts import billing
+from docshift.contract import Status, TaskErrorCode
 from docshift.engine import LONGEST_START_SECONDS
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
 from docshift.formats import source_name
@@ -38,9 +39,9 @@ def max_run_seconds(config):
     fetched and the result stored with every try of the store client timing out, and the
     run's whole patience with an outage.
     """
-    conversions = 3 * LONGEST_START_SECONDS + 2 * float(config["CONVERSION_TIMEOUT"])
+    conversions = 3 * LONGEST_START_SECONDS + 2 * config.conversion_timeout
     transfers = 2 * LONGEST_CALL
-    return conversions + transfers + float(config["OUTAGE_PATIENCE_SECONDS"]) + 60
+    return conversions + transfers + config.outage_patience_seconds + 60
 
 
 class Patience:
@@ -83,7 +84,7 @@ class Outcome:
 def run_next(conn, objects, config, engine, worker, faults=None):
     """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
     ``faults.Faults``) hears how the conversion went."""
-    claimed = Patience(config["OUTAGE_PATIENCE_SECONDS"])(tasks.claim_next, conn, worker)
+    claimed = Patience(config.outage_patience_seconds)(tasks.claim_next, conn, worker)
     return None if claimed is None else _run(*claimed, conn, objects, config, engine, faults)
 
 
@@ -95,7 +96,7 @@ def run_conversion(task_id, conn, objects, config, engine, worker=None):
 
 def _run(task, account, conn, objects, config, engine, faults=None):
     if account["status"] != "active":
-        outcome = Outcome("FAILED", code="subscription_inactive",
+        outcome = Outcome(Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
@@ -111,7 +112,7 @@ def convert_task(task_id, kind, objects, config, engine, macros="keep", filename
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
     ``tenant`` (the task's account): no LibreOffice that has converted another account's file sees it."""
-    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
+    patiently = Patience(config.outage_patience_seconds)
     restarts = engine.restarts
     try:
         # the engine's workspace: no sandbox sees it, and LibreOffice gets copies
@@ -119,21 +120,21 @@ def convert_task(task_id, kind, objects, config, engine, macros="keep", filename
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
             source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
-            converted = engine.convert(source, kind, tmp, config["CONVERSION_TIMEOUT"], task_id, macros, tenant)
+            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros, tenant)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
-        outcome = Outcome("SUCCEEDED", size=size, detected_format=converted.detected_format,
+        outcome = Outcome(Status.SUCCEEDED, size=size, detected_format=converted.detected_format,
                           extension=converted.extension, fidelity=converted.fidelity)
     except InputMissing:
         log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
-        outcome = Outcome("FAILED", code="input_missing", message=INPUT_MISSING)
+        outcome = Outcome(Status.FAILED, code=TaskErrorCode.INPUT_MISSING, message=INPUT_MISSING)
     except ConversionFailed as failure:
         fault = diagnose(failure, engine)  # a full disk fails a conversion too
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
             log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
-            outcome = Outcome("FAILED", code=failure.code, message=failure.message,
+            outcome = Outcome(Status.FAILED, code=failure.code, message=failure.message,
                               detected_format=failure.detected_format)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
@@ -163,26 +164,27 @@ def apply_outcome(conn, objects, config, task, outcome):
     SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
     MAX_ATTEMPTS). Returns the final status, "QUEUED", or None when the lease was lost."""
     task_id, lease = task["id"], tasks.lease_of(task)
-    patiently = Patience(config["OUTAGE_PATIENCE_SECONDS"])
+    patiently = Patience(config.outage_patience_seconds)
     if outcome.restarts:
         _quietly(liveness.add_tally, conn, "libreoffice_restarts", outcome.restarts)
-    if outcome.status == "SUCCEEDED":
-        billed = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config["RESULT_RETENTION_SECONDS"],
-                           billing.rule(config["PLAN_QUOTAS"]), lease=lease, detected_format=outcome.detected_format,
+    if outcome.status == Status.SUCCEEDED:
+        billed = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config.result_retention_seconds,
+                           billing.rule(config.plan_quotas), lease=lease, detected_format=outcome.detected_format,
                            result_extension=outcome.extension, fidelity=outcome.fidelity)
         if billed is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
             return None
         drop_input(conn, objects, task_id)
         log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billed, outcome.size)
-        return "SUCCEEDED"
+        return Status.SUCCEEDED
     if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
-        return "QUEUED" if patiently(tasks.release, conn, task_id, lease) else None
+        return Status.QUEUED if patiently(tasks.release, conn, task_id, lease) else None
     if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
-        return "QUEUED" if patiently(tasks.requeue, conn, task_id, lease) else None
+        return Status.QUEUED if patiently(tasks.requeue, conn, task_id, lease) else None
     if outcome.status == "RETRY":
-        outcome = Outcome("FAILED", code="conversion_failed", message="The conversion failed repeatedly.")
-    return "FAILED" if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease,
+        outcome = Outcome(Status.FAILED, code=TaskErrorCode.CONVERSION_FAILED,
+                          message="The conversion failed repeatedly.")
+    return Status.FAILED if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease,
                                  outcome.detected_format) else None
 
 

@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ConversionFailed, DiskFull, ServiceFault
 
 log = logging.getLogger("docshift.faults")
@@ -23,7 +24,7 @@ log = logging.getLogger("docshift.faults")
 DISK_RESERVE_BYTES = 64 * 1024 * 1024
 DISK_RESERVE_INODES = 1000
 # the failures a full disk causes: a load or store that failed, no output, a truncated package
-DISK_CODES = ("conversion_failed", "output_invalid")
+DISK_CODES = (TaskErrorCode.CONVERSION_FAILED, TaskErrorCode.OUTPUT_INVALID)
 OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
 # seconds a process holds off after a try met a fault: doubled at each one in a row, up to the longest
 FIRST_PAUSE, LONGEST_PAUSE = 5.0, 300.0
@@ -87,7 +88,7 @@ class Faults:
         (SUCCEEDED, or FAILED for the file's sake)."""
         if outcome.fault:
             self.failed(outcome.fault)
-        elif outcome.status in ("SUCCEEDED", "FAILED"):
+        elif outcome.status in (Status.SUCCEEDED, Status.FAILED):
             self.passed()
 
     def failed(self, reason):

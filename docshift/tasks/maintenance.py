@@ -9,6 +9,7 @@ import os
 import socket
 from datetime import timedelta
 
+from docshift.contract import TaskErrorCode
 from docshift.engine import alive
 from docshift.storage import connection, liveness, tasks
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
@@ -45,7 +46,7 @@ def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
         tasks.mark_expired(conn, task["id"])
     for task in tasks.final_tasks_with_input(conn):
         drop_input(conn, objects, task["id"])
-    tasks.purge_idempotency_keys(conn, at - timedelta(seconds=int(config["IDEMPOTENCY_KEY_TTL_SECONDS"])))
+    tasks.purge_idempotency_keys(conn, at - timedelta(seconds=config.idempotency_key_ttl_seconds))
     recover_stuck(conn, objects, config, at, registry)
     if not on_redis(config):
         top_up(conn, queue or Queue(config))
@@ -94,7 +95,7 @@ def holder_gone(conn, holder, at):
 def retry_or_fail(conn, objects, task):
     lease = tasks.lease_of(task)
     if task["attempts"] >= MAX_ATTEMPTS:
-        fail(conn, objects, task["id"], "conversion_failed", "The conversion failed repeatedly.", lease)
+        fail(conn, objects, task["id"], TaskErrorCode.CONVERSION_FAILED, "The conversion failed repeatedly.", lease)
     else:
         tasks.requeue(conn, task["id"], lease)
 

@@ -20,13 +20,13 @@ from cryptography.fernet import Fernet, InvalidToken
 from huey.registry import Message
 from huey.serializer import Serializer
 
+from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ForgedMessage
 from docshift.formats import FORMATS, MEDIA_TYPES
 
 TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
 HOLDER = re.compile(r"job:[0-9a-f]{16}")
 ACCOUNT_ID = re.compile(r"acc_[0-9a-f]{24}")  # a job's tenant: a node's LibreOffice serves one account at a time
-CODE = re.compile(r"[a-z_]{1,64}")
 DETECTED_FORMAT = re.compile(r"[\w-]{1,100}")
 LINK = re.compile(r"https?://[^\s]{1,4000}")
 MAX_MESSAGE = 2000            # characters of a failure's message
@@ -38,7 +38,7 @@ MAX_RESTARTS = 100
 def queue_key(config):
     """The key every message and Redis entry is sealed with: ``DOCSHIFT_QUEUE_KEY``, the one
     secret a node shares with its coordinator."""
-    return str(config["QUEUE_KEY"]).encode()
+    return config.queue_key.encode()
 
 
 class Seal:
@@ -122,9 +122,9 @@ def outcome(fields, known):
     of an Outcome, checked where they reach the database, a link or a log. Other fields are left out."""
     checks = {
         "task_id": _match(TASK_ID), "holder": _match(HOLDER), "attempt": _count,
-        "status": lambda v: v in ("SUCCEEDED", "FAILED", "RETRY"),
+        "status": lambda v: v in (Status.SUCCEEDED, Status.FAILED, "RETRY"),
         "size": lambda v: v is None or (type(v) is int and 0 <= v <= 2**40),
-        "code": lambda v: v is None or _match(CODE)(v),
+        "code": lambda v: v is None or v in list(TaskErrorCode),
         "message": lambda v: v is None or (isinstance(v, str) and len(v) <= MAX_MESSAGE),
         "detected_format": lambda v: v is None or _match(DETECTED_FORMAT)(v),
         "extension": lambda v: v is None or v in MEDIA_TYPES,
@@ -135,7 +135,7 @@ def outcome(fields, known):
     }
     kept = {name: value for name, value in fields.items() if name in ("task_id", "holder", "attempt", *known)}
     checked = _checked("outcome", kept, checks, required=("task_id", "holder", "attempt", "status"))
-    if checked["status"] == "SUCCEEDED" and (checked.get("size") is None or checked.get("extension") is None):
+    if checked["status"] == Status.SUCCEEDED and (checked.get("size") is None or checked.get("extension") is None):
         raise ForgedMessage("outcome: SUCCEEDED without the result's size and type")
     return checked
 

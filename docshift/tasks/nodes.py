@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import asdict
 
+from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ForgedMessage, StorageUnavailable
 from docshift.storage import tasks
 from docshift.storage.s3 import result_key
@@ -47,8 +48,8 @@ class Registry:
     jobs were taken back. Entries are sealed; one that is not is removed and logged."""
 
     def __init__(self, config, jobs):
-        self.silence = float(config["NODE_SILENCE_SECONDS"])
-        self.max_slots = int(config["NODE_MAX_SLOTS"])
+        self.silence = config.node_silence_seconds
+        self.max_slots = config.node_max_slots
         self.revocation_seconds = int(max_run_seconds(config))  # a job's links expire by then anyway
         self.jobs = jobs
         key = messages.queue_key(config)
@@ -153,7 +154,7 @@ class Coordinator:
                 task, account = claimed
                 if account["status"] != "active":
                     apply_outcome(conn, self.worker.store(), self.config, task, Outcome(
-                        "FAILED", code="subscription_inactive",
+                        Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                         message="The subscription became inactive before the conversion ran; not billed."))
                     continue
                 self.jobs.send(self._job(task, holder))
@@ -186,7 +187,7 @@ class Coordinator:
             apply_outcome(conn, store, self.config, task, self._verified(store, task_id, lease, outcome))
         else:
             log.info("outcome of %s for %s ignored: the task is no longer held by it", task_id, lease[0])
-            if outcome.status == "SUCCEEDED":  # under its lease's own key: nobody reads it
+            if outcome.status == Status.SUCCEEDED:  # under its lease's own key: nobody reads it
                 try:
                     store.delete_result(result_key(task_id, lease))
                 except StorageUnavailable as error:  # the bucket's lifecycle rule removes it later
@@ -196,9 +197,9 @@ class Coordinator:
     def _verified(self, store, task_id, lease, outcome):
         """A SUCCEEDED counts only when the store holds a result of the reported size under the key
         the lease names; otherwise the conversion is tried again."""
-        if outcome.status != "SUCCEEDED":
+        if outcome.status != Status.SUCCEEDED:
             return outcome
-        stored = Patience(self.config["OUTAGE_PATIENCE_SECONDS"])(store.result_size, result_key(task_id, lease))
+        stored = Patience(self.config.outage_patience_seconds)(store.result_size, result_key(task_id, lease))
         if stored == outcome.size:
             return outcome
         log.warning("task %s: no result of %s bytes in the store for %s (found %s); not counted, tried again",
@@ -254,14 +255,14 @@ class Node:
     def stop(self):
         self.stopping.set()
         for thread in self.threads:
-            thread.join(timeout=float(self.config["CONVERSION_TIMEOUT"]) + 60)
+            thread.join(timeout=self.config.conversion_timeout + 60)
         try:
             self.registry.leave(self.name)
         except Exception as error:  # Redis gone: the coordinator will see the silence
             log.warning("could not leave the registry: %r", error)
 
     def _beat(self):
-        while not self.stopping.wait(float(self.config["NODE_HEARTBEAT_SECONDS"])):
+        while not self.stopping.wait(self.config.node_heartbeat_seconds):
             try:
                 # while a fault of the service holds it off, the coordinator sends it nothing
                 self.registry.beat(self.name, 0 if self.worker.faults.wait() else self.slots)
@@ -288,7 +289,7 @@ class Node:
 
 def run_node(config, worker):
     """``python worker.py node``: a node until SIGTERM or SIGINT, then it finishes what it runs."""
-    node = Node(config, worker, int(config["WORKERS"]))
+    node = Node(config, worker, config.workers)
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())

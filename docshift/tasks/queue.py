@@ -41,16 +41,16 @@ IDLE_POLL_SECONDS = 1.0
 
 
 def on_redis(config):
-    return str(config.get("QUEUE_URL") or "").startswith(("redis://", "rediss://", "unix://"))
+    return (config.queue_url or "").startswith(("redis://", "rediss://", "unix://"))
 
 
 def _huey(config, name):
     serializer = SealedJSON(queue_key(config), name)
     if on_redis(config):
-        return _RedisHuey(name, url=config["QUEUE_URL"], results=False, blocking=True, read_timeout=1,
+        return _RedisHuey(name, url=config.queue_url, results=False, blocking=True, read_timeout=1,
                           serializer=serializer)
     from docshift.storage import connection
-    return _SqliteHuey(name, filename=config["QUEUE_DATABASE"], results=False, factory=connection.connection_class(),
+    return _SqliteHuey(name, filename=config.queue_database, results=False, factory=connection.connection_class(),
                        serializer=serializer)
 
 

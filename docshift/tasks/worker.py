@@ -11,8 +11,9 @@ from docshift import logs, settings
 from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
+from docshift.contract import Status
 from docshift.engine import Engine, clear_leftovers, sandbox_problem
-from docshift.errors import StorageUnavailable
+from docshift.errors import BadSetting, StorageUnavailable
 from docshift.storage import ObjectStore, connection, liveness
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import run_next
@@ -48,7 +49,7 @@ class Worker:
 
     def connection(self):
         if not hasattr(self._local, "db"):
-            self._local.db = connection.connect(self.config["DATABASE"])
+            self._local.db = connection.connect(self.config.database)
         return self._local.db
 
     def store(self):
@@ -61,12 +62,12 @@ class Worker:
         if not hasattr(self._local, "engine"):
             config = self.config
             self._local.engine = Engine.build(
-                config["DATA_DIR"], threading.current_thread().name,
-                max_conversions=int(config["OFFICE_MAX_CONVERSIONS"]),
-                memory_limit_mb=int(config["OFFICE_MEMORY_LIMIT_MB"]),
-                cpu_seconds=int(config["OFFICE_CPU_LIMIT_SECONDS"]), scratch_mb=int(config["OFFICE_SCRATCH_LIMIT_MB"]),
-                sandboxed=config["SANDBOX"] == "on", spare=config["OFFICE_SPARE"] == "on",
-                accounts=int(config["OFFICE_ACCOUNTS"]), idle_seconds=float(config["OFFICE_IDLE_SECONDS"]),
+                config.data_dir, threading.current_thread().name,
+                max_conversions=config.office_max_conversions,
+                memory_limit_mb=config.office_memory_limit_mb,
+                cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
+                sandboxed=config.sandbox, spare=config.office_spare,
+                accounts=config.office_accounts, idle_seconds=config.office_idle_seconds,
                 on_start=self.office_started)
         return self._local.engine
 
@@ -88,7 +89,7 @@ class Worker:
         LibreOffices keeps failing its self-test."""
         if not self.converts:  # a coordinator whose conversions all run on nodes
             nodes = len(self.registry.alive())
-            liveness.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], "ok",
+            liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), "ok",
                                    f"conversions run on nodes ({nodes} alive)")
             return
         with self._engines_lock:
@@ -98,7 +99,8 @@ class Worker:
         detail = self.faults.describe() or (
             f"LibreOffice fails its self-test at every start ({'; '.join(broken)})" if broken else None)
         state = "broken" if detail else "ok" if engines else "starting"
-        liveness.report_engine(self.connection(), maintenance.worker_name(), self.config["SANDBOX"], state, detail)
+        liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), state,
+                               detail)
 
     @functools.cached_property
     def marketplace(self):
@@ -128,7 +130,7 @@ class Worker:
             return None
         outcome = run_next(self.connection(), self.store(), self.config, self.engine(), maintenance.worker_name(),
                            self.faults)
-        if outcome == "QUEUED":  # a transient failure: it goes again, after a pause
+        if outcome == Status.QUEUED:  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
         return outcome
 
@@ -145,8 +147,8 @@ class Worker:
     def duties(self):
         """(name, every seconds, action), run by ``Duties`` on a thread of their own."""
         return [
-            ("heartbeat", float(self.config["HEARTBEAT_SECONDS"]), lambda: maintenance.heartbeat(self.connection())),
-            ("sweep", float(self.config["SWEEP_SECONDS"]), self.sweep),
+            ("heartbeat", self.config.heartbeat_seconds, lambda: maintenance.heartbeat(self.connection())),
+            ("sweep", self.config.sweep_seconds, self.sweep),
             ("subscriptions", 60.0, lambda: sync_subscriptions(self.connection(), self.marketplace)),
             # the ledger only sends ended hours, so running more often than hourly sends nothing twice
             ("metering", 600.0, lambda: report_overage(self.connection(), self.marketplace)),
@@ -159,7 +161,7 @@ class Worker:
     @property
     def converts(self):
         """Whether this process runs LibreOffice: not a coordinator with DOCSHIFT_WORKERS=0."""
-        return self.coordinator is None or int(self.config["WORKERS"]) > 0
+        return self.coordinator is None or self.config.workers > 0
 
     def prepare(self):
         """Once per process, before any conversion: tables, bucket, what a killed worker left."""
@@ -196,14 +198,19 @@ class Duties(threading.Thread):
             self.stopping.wait(max(0.0, min(due.values()) - time.monotonic()))
 
 
+def _on_off(sandboxed):
+    """How the engines table and /healthz name the sandbox's state."""
+    return "on" if sandboxed else "off"
+
+
 def check_sandbox(config):
     """Exit with EXIT_NO_SANDBOX, saying why, when the sandbox cannot be made here, unless the
     operator turned it off (then warn)."""
-    if config["SANDBOX"] == "off":
+    if not config.sandbox:
         log.warning("DOCSHIFT_SANDBOX=off: LibreOffice runs without its sandbox, as this worker's user, "
                     "seeing what this worker sees")
         return
-    why = sandbox_problem(config["DATA_DIR"])
+    why = sandbox_problem(config.data_dir)
     if why:
         log.error("the worker does not start: the LibreOffice sandbox cannot be made here (%s). It needs "
                   "bubblewrap and unprivileged user namespaces; in a container, run it with %s; "
@@ -217,7 +224,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         config = settings.load()
-    except ValueError as error:  # a setting that cannot work (an open Redis, no queue key)
+    except BadSetting as error:  # a setting that cannot work (a wrong type, an open Redis, no queue key)
         sys.exit(f"docshift: {error}")
     logs.configure()
     logging.getLogger("huey").setLevel(logging.INFO)
@@ -227,13 +234,13 @@ def main(argv=None):
         sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
     if node or worker.converts:
         check_sandbox(config)
-        clear_leftovers(config["DATA_DIR"])
+        clear_leftovers(config.data_dir)
     if node:
         worker.is_node = True
         return run_node(config, worker)
     worker.prepare()
     duties = worker.duties()
-    slots = int(config["WORKERS"])
+    slots = config.workers
     if worker.coordinator is None:
         threads = slots
         worker.queue.huey.on_startup()(worker.thread_started)

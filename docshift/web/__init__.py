@@ -3,22 +3,27 @@ and the operator CLI."""
 
 from datetime import timedelta
 
-from flask import Flask, current_app, request
+from flask import Flask, request
 
 from docshift import settings
 from docshift.storage import connection, liveness
 from docshift.web import api, cli, metrics, openapi, problems, registration
-from docshift.web.context import close_db, get_db, get_store
+from docshift.web.context import close_db, get_db, get_settings, get_store
 from docshift.web.forms import DocshiftRequest
 
 
 def create_app(config=None):
-    """The app, configured by ``settings.load(config)``: defaults, the environment, then ``config``."""
+    """The app, configured by ``settings.load(config)``: defaults, the environment, then ``config``
+    (whose keys that name no setting, like ``TESTING``, are Flask's own). The settings are
+    ``app.config["DOCSHIFT"]`` (``context.get_settings()``)."""
     app = Flask(__name__)
     app.request_class = DocshiftRequest
-    app.config.update(settings.load(config))
+    given = dict(config or {})
+    flask_own = {key: given.pop(key) for key in list(given) if key.lower() not in settings.NAMES}
+    app.config.update(flask_own)
+    app.config["DOCSHIFT"] = configured = settings.load(given)
     # werkzeug refuses bigger bodies before reading them; the slack is for multipart framing
-    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_UPLOAD_BYTES"] + 64 * 1024
+    app.config["MAX_CONTENT_LENGTH"] = configured.max_upload_bytes + 64 * 1024
     app.config["MAX_FORM_PARTS"] = 16
     app.json.sort_keys = False
     # "/v1/conversions//x" must not be redirected to another path
@@ -34,13 +39,10 @@ def create_app(config=None):
     app.add_url_rule("/healthz", view_func=healthz)
     cli.register(app)
 
-    conn = connection.connect(app.config["DATABASE"])
+    conn = connection.connect(configured.database)
     connection.init(conn)
     conn.close()
     return app
-
-
-HEARTBEAT_SECONDS = 150
 
 
 def _bound_body_reads():
@@ -48,7 +50,7 @@ def _bound_body_reads():
     # of holding its connection open for ever (gunicorn's own timeout covers only the headers)
     sock = request.environ.get("gunicorn.socket")
     if sock is not None:
-        sock.settimeout(current_app.config["READ_TIMEOUT"])
+        sock.settimeout(get_settings().read_timeout)
 
 
 def healthz():
@@ -61,10 +63,11 @@ def healthz():
         connection.ping(get_db())
         checks["database"] = "ok"
         beat = liveness.last_heartbeat(get_db())
-        fresh = beat is not None and (connection.now() - beat).total_seconds() < HEARTBEAT_SECONDS
+        silence = get_settings().worker_silence_seconds
+        fresh = beat is not None and (connection.now() - beat).total_seconds() < silence
         checks["worker"] = "ok" if fresh else "no recent heartbeat"
         checks["engine"], checks["sandbox"] = engine_checks(
-            liveness.engine_reports(get_db(), connection.now() - timedelta(seconds=HEARTBEAT_SECONDS)))
+            liveness.engine_reports(get_db(), connection.now() - timedelta(seconds=silence)))
     except Exception as error:
         checks["database"] = f"error: {type(error).__name__}"
         for name in ("worker", "engine", "sandbox"):

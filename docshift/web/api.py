@@ -8,11 +8,12 @@ import unicodedata
 from pathlib import PurePosixPath
 from urllib.parse import quote
 
-from flask import Blueprint, current_app, g, request
+from flask import Blueprint, g, request
 from marshmallow import EXCLUDE, ValidationError
 
 from docshift import formats, storage
 from docshift.accounts import keys
+from docshift.contract import UNFINISHED, WITH_RESULT, Status, TaskErrorCode
 from docshift.errors import (
     FileTooLarge,
     IdempotencyConflict,
@@ -28,7 +29,8 @@ from docshift.errors import (
 )
 from docshift.storage import accounts, connection, periods, tasks
 from docshift.web import schemas
-from docshift.web.context import get_db, get_queue, get_store
+from docshift.web.context import get_db, get_queue, get_settings, get_store
+from docshift.web.problems import upload_limit
 
 log = logging.getLogger("docshift.api")
 bp = Blueprint("v1", __name__, url_prefix="/v1")
@@ -70,10 +72,10 @@ def submit():
     found = formats.by_filename(filename)
     if found is None:
         raise UnsupportedFileType("The file name must end in .doc, .xls or .ppt.")
-    limit = current_app.config["MAX_UPLOAD_BYTES"]
+    limit = get_settings().max_upload_bytes
     data = upload.stream.read(limit + 1)
     if len(data) > limit:
-        raise FileTooLarge(f"The file is larger than the {limit:,} byte limit.")
+        raise FileTooLarge(f"The file is larger than the {upload_limit(limit)} limit.")
     if not data:
         raise InvalidRequest("The file is empty.")
     digest = hashlib.sha256(data).hexdigest()
@@ -85,7 +87,7 @@ def submit():
         if existing:
             return _replay(existing, digest, filename, macros)
 
-    cap = int(current_app.config["MAX_PENDING_TASKS"])
+    cap = int(get_settings().max_pending_tasks)
     if tasks.unfinished_count(conn, account["id"]) >= cap:  # refused before anything is stored
         raise _too_many(cap)
     try:
@@ -164,7 +166,7 @@ def task(task_id):
     if row is None:
         raise TaskNotFound("No task with this id exists for this account.")
     view = task_view(row)
-    headers = {"Retry-After": str(RETRY_AFTER)} if view["status"] in ("QUEUED", "PROCESSING") else {}
+    headers = {"Retry-After": str(RETRY_AFTER)} if view["status"] in UNFINISHED else {}
     return schemas.Task().dump(view), 200, headers
 
 
@@ -172,29 +174,29 @@ def task_view(row):
     # a result past its retention is EXPIRED from that moment, whether or not the sweep has run;
     # so is one in its last second, for which no link can be signed (S3 signs to the second)
     status, signed_at = row["status"], connection.now().replace(microsecond=0)
-    if status == "SUCCEEDED":
+    if status == Status.SUCCEEDED:
         left = int((connection.parse(row["result_expires_at"]) - signed_at).total_seconds())
         if left < 1:
-            status = "EXPIRED"
+            status = Status.EXPIRED
     view = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
             "created_at": row["created_at"]}
-    if status in ("SUCCEEDED", "EXPIRED"):
+    if status in WITH_RESULT:
         extension = row["result_extension"] or formats.FORMATS[row["source_type"]].target
         view.update(billing_class=row["billing_class"], result_size=row["result_size"],
                     result_filename=formats.target_name(row["source_filename"], extension),
                     result_expires_at=row["result_expires_at"])
         if row["fidelity"]:
             view["fidelity"] = json.loads(row["fidelity"])
-    if status == "SUCCEEDED":
+    if status == Status.SUCCEEDED:
         # a link never outlives the result: one handed out late would download it until the sweep
-        expires_in = min(current_app.config["DOWNLOAD_EXPIRES_IN"], left)
+        expires_in = min(get_settings().download_expires_in, left)
         view["download_url"] = get_store().presign_result(
             row["result_key"], content_disposition(row["source_filename"], extension), extension, expires_in, signed_at)
         view["download_expires_in"] = expires_in
-    if status == "FAILED":
+    if status == Status.FAILED:
         view["error"] = {"code": row["error_code"], "message": row["error_message"]}
-    if row["detected_format"] and (row["status"] in ("SUCCEEDED", "EXPIRED") or
-                                   row["error_code"] == "unsupported_content"):
+    if row["detected_format"] and (row["status"] in WITH_RESULT or
+                                   row["error_code"] == TaskErrorCode.UNSUPPORTED_CONTENT):
         view["detected_format"] = row["detected_format"]
     return view
 
@@ -203,7 +205,7 @@ def task_view(row):
 def usage():
     account = g.account
     period = periods.usage_period(get_db(), account)
-    quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
+    quota = get_settings().plan_quotas[account["plan"]]
     return schemas.Usage().dump({
         "plan": account["plan"], "subscription_status": account["status"],
         "included_quota": quota, "included_used": period["included_used"],
@@ -215,7 +217,7 @@ def usage():
 
 def public_base_url():
     """``DOCSHIFT_BASE_URL``, or the scheme and host the request came to."""
-    return (current_app.config.get("BASE_URL") or request.host_url).rstrip("/")
+    return (get_settings().base_url or request.host_url).rstrip("/")
 
 
 def task_url(task_id):

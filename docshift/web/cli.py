@@ -1,12 +1,11 @@
 """The operator CLI, ``flask --app app ...``: the database, registration links, plans, usage."""
 
 import click
-from flask import current_app
 from flask.cli import AppGroup, with_appcontext
 
 from docshift import settings
 from docshift.storage import accounts, connection, periods
-from docshift.web.context import get_db, get_marketplace
+from docshift.web.context import get_db, get_marketplace, get_settings
 
 
 @click.command("init-db")
@@ -14,7 +13,7 @@ from docshift.web.context import get_db, get_marketplace
 def init_db():
     """Create the tables from schema.sql (safe to run again)."""
     connection.init(get_db())
-    click.echo(f"database ready: {current_app.config['DATABASE']}")
+    click.echo(f"database ready: {get_settings().database}")
 
 
 marketplace_cli = AppGroup("marketplace", help="Registration links, plans and subscription status.")
@@ -34,14 +33,15 @@ def register(app):
 def issue_token(customer, plan):
     """Print a registration link; the customer opens it to get an API key."""
     token = get_marketplace().issue_token(customer, plan)
-    base = current_app.config.get("BASE_URL") or f"http://127.0.0.1:{current_app.config['PORT']}"
+    configured = get_settings()
+    base = configured.base_url or f"http://127.0.0.1:{configured.port}"
     click.echo(f"registration link for {customer} ({plan}), valid "
-               f"{current_app.config['REGISTRATION_TOKEN_MAX_AGE'] // 3600} h:")
+               f"{configured.registration_token_max_age // settings.HOUR} h:")
     click.echo(f"{base.rstrip('/')}/marketplace/register?token={token}")
 
 
 def _account(customer):
-    account = accounts.find_account(get_db(), current_app.config["MARKETPLACE"], customer)
+    account = accounts.find_account(get_db(), get_settings().marketplace, customer)
     if account is None:
         raise click.ClickException(f"no account for customer {customer!r} (has it registered?)")
     return account
@@ -92,7 +92,7 @@ def usage_report():
             click.echo(f"{account['customer_id']}  no plan yet ({account['status']})")
             continue
         period = periods.usage_period(conn, account)
-        quota = current_app.config["PLAN_QUOTAS"][account["plan"]]
+        quota = get_settings().plan_quotas[account["plan"]]
         amount = period["overage_used"] * settings.OVERAGE_USD
         click.echo(f"{account['customer_id']}  {account['plan']}  included {period['included_used']}/{quota}"
                    f"  overage {period['overage_used']} (USD {amount:.2f})  period ends {period['ends_at']}")

@@ -4,8 +4,14 @@ marketplace (each made once per app, on first use)."""
 from flask import current_app, g
 
 from docshift.accounts import marketplace as marketplaces
+from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection
 from docshift.tasks.queue import Queue
+
+
+def get_settings() -> Settings:
+    """The app's settings (``settings.load`` once, in ``create_app``)."""
+    return current_app.config["DOCSHIFT"]
 
 
 def get_db():
@@ -23,7 +29,7 @@ def close_db(exception=None):
 
 def _pool():
     pools = current_app.extensions.setdefault("docshift.db", {})
-    path = current_app.config["DATABASE"]
+    path = get_settings().database
     if path not in pools:
         pools[path] = connection.Pool(path)
     return pools[path]
@@ -31,7 +37,7 @@ def _pool():
 
 def _shared(name, make):
     if name not in current_app.extensions:
-        current_app.extensions[name] = make(current_app.config)
+        current_app.extensions[name] = make(get_settings())
     return current_app.extensions[name]
 
 

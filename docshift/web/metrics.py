@@ -26,7 +26,7 @@ from flask import Response, current_app, g, request
 from docshift import logs
 from docshift.errors import NotFound
 from docshift.storage import liveness
-from docshift.web.context import get_db
+from docshift.web.context import get_db, get_settings
 
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # gunicorn accepts any upper-case token as a method: labels must not grow with them
@@ -54,7 +54,7 @@ def init_app(app):
 def _metrics_dir(app):
     """Where the gunicorn workers write their HTTP metrics (``make run`` empties it at start);
     set before prometheus_client is first imported, which reads it then."""
-    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(Path(app.config["DATA_DIR"]) / "metrics"))
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(Path(app.config["DOCSHIFT"].data_dir) / "metrics"))
     Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 
 
@@ -98,7 +98,7 @@ def _finish(response):
 
 def metrics():
     """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token."""
-    token = current_app.config.get("METRICS_TOKEN")
+    token = get_settings().metrics_token
     # compared as bytes: compare_digest refuses non-ASCII str, and a header may carry any byte
     given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
     if token and not secrets.compare_digest(given, f"Bearer {token}".encode()):
@@ -115,7 +115,7 @@ def _figures():
     """The database's task figures, read at most once per METRICS_CACHE_SECONDS in this process:
     they aggregate whole tables, and scrapes may come as often as anyone likes."""
     read_at, figures = current_app.extensions.get("docshift.metrics_figures", (None, None))
-    if read_at is None or time.monotonic() - read_at >= current_app.config["METRICS_CACHE_SECONDS"]:
+    if read_at is None or time.monotonic() - read_at >= get_settings().metrics_cache_seconds:
         figures = liveness.task_metrics(get_db(), BUCKETS)
         current_app.extensions["docshift.metrics_figures"] = (time.monotonic(), figures)
     return figures

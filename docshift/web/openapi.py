@@ -7,36 +7,47 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, current_app, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
+from docshift.contract import ProblemCode
+from docshift.settings import HOUR, Settings
 from docshift.web import schemas
+from docshift.web.context import get_settings
+from docshift.web.problems import STATUS, upload_limit
 
 bp = Blueprint("openapi", __name__)
 
-PROBLEMS = {
-    400: ("invalid_request", "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
-                             "`macros` other than keep or remove."),
-    401: ("missing_api_key, invalid_api_key", "No or malformed Authorization; an unknown, mistyped or rotated key."),
-    403: ("subscription_pending_or_inactive", "The subscription is pending or inactive."),
-    404: ("task_not_found", "No such task for this account (another account's task is not revealed)."),
-    413: ("file_too_large", "The file is over 4 MiB (4,194,304 bytes)."),
-    415: ("unsupported_file_type", "The file name does not end in .doc, .xls or .ppt."),
-    422: ("idempotency_conflict", "The Idempotency-Key was used with another file, name or `macros`."),
-    429: ("too_many_tasks", "The account already has `DOCSHIFT_MAX_PENDING_TASKS` (default 100) tasks queued or "
-                            "processing; nothing was stored. Retry after `Retry-After` seconds."),
-    503: ("service_unavailable", "The object store or the database is not answering; retry."),
-}
+
+def problems(config: Settings) -> dict[int, str]:
+    """What each documented error status of the API means, with the limits ``config`` sets."""
+    return {
+        400: "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
+             "`macros` other than keep or remove.",
+        401: "No or malformed Authorization; an unknown, mistyped or rotated key.",
+        403: "The subscription is pending or inactive.",
+        404: "No such task for this account (another account's task is not revealed).",
+        413: f"The file is over {upload_limit(config.max_upload_bytes)}.",
+        415: "The file name does not end in .doc, .xls or .ppt.",
+        422: "The Idempotency-Key was used with another file, name or `macros`.",
+        429: f"The account already has {config.max_pending_tasks} tasks queued or processing "
+             "(`DOCSHIFT_MAX_PENDING_TASKS`); nothing was stored. Retry after `Retry-After` seconds.",
+        503: "The object store or the database is not answering; retry.",
+    }
+
+
 AUTH_ERRORS = (401, 403)
 
 
-def problem(status):
-    codes, text = PROBLEMS[status]
-    answer = {"description": f"`{codes}`: {text}", "content": {"application/problem+json": {"schema": "Problem"}}}
+def problem(status, config):
+    # the codes of a status in the order ProblemCode lists them; 404 for a task is task_not_found
+    codes = ", ".join(code for code in ProblemCode if STATUS[code] == status and code != ProblemCode.NOT_FOUND)
+    answer = {"description": f"`{codes}`: {problems(config)[status]}",
+              "content": {"application/problem+json": {"schema": "Problem"}}}
     if status in (429, 503):
         answer["headers"] = {"Retry-After": {"description": "Seconds to wait before trying again.",
                                              "schema": {"type": "integer"}}}
     return answer
 
 
-def document(base_url):
+def document(base_url, config):
     spec = APISpec(
         title="docshift", version="1.0.0", openapi_version="3.0.3",
         info={"description": "Converts legacy Office files (.doc, .xls, .ppt) to OOXML, asynchronously: "
@@ -55,14 +66,15 @@ def document(base_url):
         "description": "202 means the input is stored and the task committed. With an `Idempotency-Key`, "
                        "the same key with the same file bytes and name returns the original task "
                        "(`idempotent_replay: true`, header `Idempotent-Replayed: true`) and is never "
-                       "charged twice; keys are kept 24 hours.",
+                       f"charged twice; keys are kept {_duration(config.idempotency_key_ttl_seconds)}.",
         "parameters": [{"in": "header", "schema": schemas.SubmissionHeaders},
                        {"in": "query", "schema": schemas.SubmissionQuery}],
         "requestBody": {"required": True, "content": {"multipart/form-data": {
             "schema": {"type": "object", "required": ["file"], "additionalProperties": False,
                        "properties": {"file": {"type": "string", "format": "binary",
                                                "description": "Exactly one part, named `file`; its filename "
-                                                              "ends in .doc, .xls or .ppt; at most 4 MiB."}}}}}},
+                                                              f"ends in .doc, .xls or .ppt; at most "
+                                                              f"{upload_limit(config.max_upload_bytes)}."}}}}}},
         "responses": {
             "202": {"description": "Accepted (or replayed).", "content": {"application/json": {"schema": "Submission"}},
                     "links": {"GetTask": {"operationId": "getConversion",
@@ -70,28 +82,28 @@ def document(base_url):
                     "headers": {"Location": location, "Idempotent-Replayed": {
                         "description": "`true` when this answers a replay.",
                         "schema": {"type": "string", "enum": ["true"]}}}},
-            **{str(status): problem(status) for status in (400, *AUTH_ERRORS, 413, 415, 422, 429, 503)},
+            **{str(status): problem(status, config) for status in (400, *AUTH_ERRORS, 413, 415, 422, 429, 503)},
         }}})
     spec.path("/v1/conversions/{task_id}", operations={"get": {
         "operationId": "getConversion",
         "summary": "Query a task",
         "description": "Poll while QUEUED or PROCESSING (every `Retry-After` seconds). A SUCCEEDED task "
                        "carries a fresh presigned `download_url`, valid `download_expires_in` seconds, on every "
-                       "query while the result is retained: 300, or the time left until `result_expires_at` when "
-                       "that is less (a link never outlives the result).",
+                       f"query while the result is retained: {config.download_expires_in}, or the time left until "
+                       "`result_expires_at` when that is less (a link never outlives the result).",
         "parameters": [{"in": "path", "name": "task_id", "required": True, "schema": {"type": "string"}}],
         "responses": {
             "200": {"description": "The task.", "content": {"application/json": {"schema": "Task"}},
                     "headers": {"Retry-After": {"description": "Seconds to wait before polling again; "
                                                                "only while QUEUED or PROCESSING.",
                                                 "schema": {"type": "integer"}}}},
-            **{str(status): problem(status) for status in (*AUTH_ERRORS, 404, 503)},
+            **{str(status): problem(status, config) for status in (*AUTH_ERRORS, 404, 503)},
         }}})
     spec.path("/v1/account/usage", operations={"get": {
         "operationId": "getUsage",
         "summary": "Plan and allowance of the current contract period",
         "responses": {"200": {"description": "Usage.", "content": {"application/json": {"schema": "Usage"}}},
-                      **{str(status): problem(status) for status in AUTH_ERRORS}}}})
+                      **{str(status): problem(status, config) for status in AUTH_ERRORS}}}})
     spec.path("/v1/openapi.json", operations={"get": {
         "operationId": "getOpenAPI", "summary": "This document", "security": [],
         "responses": {"200": {"description": "OpenAPI 3.0 document.",
@@ -105,7 +117,12 @@ def document(base_url):
 def openapi_json():
     from docshift.web.api import public_base_url
 
-    return document(public_base_url())
+    return document(public_base_url(), get_settings())
+
+
+def _duration(seconds):
+    hours, rest = divmod(seconds, HOUR)
+    return f"{hours} hours" if hours and not rest else f"{seconds} seconds"
 
 
 DOCS_PAGE = """<!doctype html>

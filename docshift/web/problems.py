@@ -8,6 +8,7 @@ import logging
 from flask import jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from docshift.contract import ProblemCode
 from docshift.errors import (
     ApiError,
     DatabaseUnavailable,
@@ -19,6 +20,8 @@ from docshift.errors import (
     StorageUnavailable,
     UnsupportedFileType,
 )
+from docshift.settings import MIB
+from docshift.web.context import get_settings
 
 log = logging.getLogger("docshift")
 
@@ -31,25 +34,56 @@ except ImportError:  # another WSGI server
 # the store and the database report their own timeouts as StorageUnavailable
 BROKEN_BODY += (TimeoutError,)
 
+# the HTTP status of each problem code: the one place that maps the API's errors onto HTTP
+STATUS = {
+    ProblemCode.INVALID_REQUEST: 400,
+    ProblemCode.MISSING_API_KEY: 401,
+    ProblemCode.INVALID_API_KEY: 401,
+    ProblemCode.SUBSCRIPTION_PENDING_OR_INACTIVE: 403,
+    ProblemCode.TASK_NOT_FOUND: 404,
+    ProblemCode.NOT_FOUND: 404,
+    ProblemCode.METHOD_NOT_ALLOWED: 405,
+    ProblemCode.FILE_TOO_LARGE: 413,
+    ProblemCode.UNSUPPORTED_FILE_TYPE: 415,
+    ProblemCode.IDEMPOTENCY_CONFLICT: 422,
+    ProblemCode.TOO_MANY_TASKS: 429,
+    ProblemCode.INTERNAL_ERROR: 500,
+    ProblemCode.SERVICE_UNAVAILABLE: 503,
+}
+HEADERS = {
+    ProblemCode.MISSING_API_KEY: {"WWW-Authenticate": 'Bearer realm="docshift"'},
+    ProblemCode.INVALID_API_KEY: {"WWW-Authenticate": 'Bearer realm="docshift", error="invalid_token"'},
+}
 # werkzeug's own errors (routing, body limits) mapped onto ours
 _BY_STATUS = {400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: FileTooLarge,
               415: UnsupportedFileType}
 
 
 def problem(error):
-    body = {"type": f"/problems/{error.code}", "title": error.title, "status": error.status,
-            "detail": error.detail, "code": error.code}
+    """The problem+json answer to an ApiError."""
+    return _answer(error.code, error.title, STATUS[error.code], error.detail, {**HEADERS.get(error.code, {}),
+                                                                                 **error.headers})
+
+
+def _answer(code, title, status, detail, headers):
+    body = {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail, "code": code}
     response = jsonify(body)
-    response.status_code = error.status
+    response.status_code = status
     response.content_type = "application/problem+json"
-    response.headers.update(error.headers)
+    response.headers.update(headers)
     return response
+
+
+def upload_limit(limit):
+    """``limit`` bytes as the API's messages and document state it: "2 MiB (2,097,152 bytes)"."""
+    mib, rest = divmod(limit, MIB)
+    return f"{mib} MiB ({limit:,} bytes)" if mib and not rest else f"{limit:,} bytes"
 
 
 def register(app):
     @app.errorhandler(ApiError)
     def api_error(error):
-        if error.status >= 500:
+        if STATUS[error.code] >= 500:
             log.error("%s %s: %s", request.method, request.path, error.detail)
         return problem(error)
 
@@ -64,15 +98,12 @@ def register(app):
     @app.errorhandler(HTTPException)
     def http_error(error):
         kind = _BY_STATUS.get(error.code)
-        if kind is None:
-            generic = ApiError(error.description)
-            generic.status, generic.title = error.code, error.name
-            generic.code = error.name.lower().replace(" ", "_")
-            return problem(generic)
+        if kind is None:  # an HTTP error no view raises: werkzeug's name for it is the code
+            return _answer(error.name.lower().replace(" ", "_"), error.name, error.code, error.description, {})
         detail = {
             404: "No such endpoint.",
             405: f"{request.method} is not allowed here.",
-            413: "The file is larger than the 4 MiB (4,194,304 bytes) limit.",
+            413: f"The file is larger than the {upload_limit(get_settings().max_upload_bytes)} limit.",
         }.get(error.code, error.description)
         response = problem(kind(detail))
         if error.code == 405 and getattr(error, "valid_methods", None):

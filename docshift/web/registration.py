@@ -12,7 +12,13 @@ import secrets
 from flask import Blueprint, current_app, g, jsonify, render_template, request, url_for
 
 from docshift.accounts import keys
-from docshift.errors import InvalidRequest, MarketplaceUnavailable, RegistrationTokenInvalid, ServiceUnavailable
+from docshift.errors import (
+    InvalidRequest,
+    MarketplaceUnavailable,
+    RegistrationRefused,
+    RegistrationTokenInvalid,
+    ServiceUnavailable,
+)
 from docshift.storage import registrations
 from docshift.web.context import get_db, get_marketplace
 from docshift.web.problems import problem
@@ -43,19 +49,13 @@ def _unframed(response):
     return response
 
 
-class _Refused(Exception):
-    def __init__(self, message, status=400):
-        super().__init__(message)
-        self.message, self.status = message, status
-
-
 @bp.get("/marketplace/register")
 def confirm():
     """The link's page: checks the token (which changes nothing) and offers the button."""
     token = request.args.get("token") or request.args.get(FIELD)
     try:
         customer = _resolve(token)
-    except _Refused as refused:
+    except RegistrationRefused as refused:
         return _refused(refused)
     if _wants_json():
         response = jsonify(plan=customer.plan, register={"method": "POST", "url": url_for(".register"),
@@ -72,7 +72,7 @@ def register():
     token = request.form.get(FIELD) or request.args.get("token")
     try:
         customer = _resolve(token)
-    except _Refused as refused:
+    except RegistrationRefused as refused:
         return _refused(refused)
     backend = get_marketplace()
     api_key = keys.generate()
@@ -82,7 +82,7 @@ def register():
                                          keys.hint(api_key), refresh=backend.name != "local")
     except RegistrationTokenInvalid as error:  # a POST of the same token got there first
         log.info("registration refused: %s", error)
-        return _refused(_Refused(INVALID))
+        return _refused(RegistrationRefused(INVALID))
     log.info("account %s registered, new key %s", account["id"], keys.hint(api_key))
 
     if _wants_json():
@@ -95,18 +95,18 @@ def register():
 
 def _resolve(token):
     if not token:
-        raise _Refused(MISSING)
+        raise RegistrationRefused(MISSING)
     if registrations.token_used(get_db(), token):  # refused before the marketplace is asked again
         log.info("registration refused: token already used")
-        raise _Refused(INVALID)
+        raise RegistrationRefused(INVALID)
     try:
         return get_marketplace().resolve(token)
     except RegistrationTokenInvalid as error:
         log.info("registration refused: %s", error)
-        raise _Refused(INVALID) from error
+        raise RegistrationRefused(INVALID) from error
     except MarketplaceUnavailable as error:
         log.warning("marketplace unavailable during registration: %s", error)
-        raise _Refused(BUSY, 503) from error
+        raise RegistrationRefused(BUSY, busy=True) from error
 
 
 def _private(response):
@@ -118,9 +118,9 @@ def _private(response):
 
 def _refused(refused):
     if _wants_json():
-        error = InvalidRequest(refused.message) if refused.status == 400 else ServiceUnavailable(refused.message)
+        error = ServiceUnavailable(refused.message) if refused.busy else InvalidRequest(refused.message)
         return problem(error)
-    return render_template("registration_failed.html", message=refused.message), refused.status
+    return render_template("registration_failed.html", message=refused.message), 503 if refused.busy else 400
 
 
 def _wants_json():

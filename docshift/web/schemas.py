@@ -2,9 +2,10 @@
 
 from marshmallow import Schema, ValidationError, fields, validate
 
-from docshift.errors import TASK_ERROR_CODES
+from docshift.contract import TASK_ERROR_MEANINGS, BillingClass, Status, TaskErrorCode
+from docshift.settings import PLANS
 
-STATUSES = ["QUEUED", "PROCESSING", "SUCCEEDED", "FAILED", "EXPIRED"]
+STATUSES = list(Status)
 IDEMPOTENCY_KEY_RULE = "Idempotency-Key must be 8 to 128 printable ASCII characters (0x21-0x7E)."
 
 
@@ -19,7 +20,7 @@ class SubmissionHeaders(Schema):
         data_key="Idempotency-Key",
         validate=[validate.Regexp(r"^[\x21-\x7e]{8,128}$", error=IDEMPOTENCY_KEY_RULE), _no_line_break],
         metadata={"description": "Optional. 8-128 printable ASCII characters (0x21-0x7E), scoped to the "
-                                 "account, kept 24 hours; one value per source file."})
+                                 "account, kept as long as the operation says; one value per source file."})
 
 
 MACRO_CHOICES = ["keep", "remove"]
@@ -43,9 +44,9 @@ class Submission(Schema):
 
 
 class TaskError(Schema):
-    code = fields.String(required=True, validate=validate.OneOf(list(TASK_ERROR_CODES)), metadata={
+    code = fields.String(required=True, validate=validate.OneOf(list(TaskErrorCode)), metadata={
         "description": "Why the task FAILED (a failure is never billed):\n\n"
-                       + "".join(f"- `{code}`: {meaning}\n" for code, meaning in TASK_ERROR_CODES.items())
+                       + "".join(f"- `{code}`: {TASK_ERROR_MEANINGS[code]}\n" for code in TaskErrorCode)
                        + "\nA fault of the service (a full disk, an engine that cannot start) never fails a task: "
                          "it stays QUEUED or PROCESSING and is retried."})
     message = fields.String(required=True)
@@ -86,7 +87,7 @@ class Task(Schema):
     status = fields.String(required=True, validate=validate.OneOf(STATUSES))
     source_filename = fields.String(required=True)
     created_at = fields.String(required=True)
-    billing_class = fields.String(validate=validate.OneOf(["INCLUDED", "OVERAGE"]))
+    billing_class = fields.String(validate=validate.OneOf(list(BillingClass)))
     result_size = fields.Integer()
     result_filename = fields.String(metadata={
         "description": "`<source stem>.<docx|xlsx|pptx|docm|xlsm|pptm>`: the macro-enabled type when the source "
@@ -95,8 +96,8 @@ class Task(Schema):
         "description": "SUCCEEDED and EXPIRED: what the source holds against what the result holds."})
     download_url = fields.Url()
     download_expires_in = fields.Integer(metadata={
-        "description": "Seconds the `download_url` is valid: 300, or fewer when the result expires sooner.",
-        "example": 300})
+        "description": "Seconds the `download_url` is valid: the service's link life (see getConversion), or "
+                       "fewer when the result expires sooner."})
     result_expires_at = fields.String()
     error = fields.Nested(TaskError)
     detected_format = fields.String(metadata={
@@ -108,7 +109,7 @@ class Task(Schema):
 
 
 class Usage(Schema):
-    plan = fields.String(required=True, validate=validate.OneOf(["starter", "team", "business"]))
+    plan = fields.String(required=True, validate=validate.OneOf(list(PLANS)))
     subscription_status = fields.String(required=True)
     included_quota = fields.Integer(required=True)
     included_used = fields.Integer(required=True)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import olefile
 
+from docshift.errors import InventoryUnreadable as Unreadable
+
 KINDS = {
     "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
     "xls": ("sheets", "cells", "images", "embedded_objects", "charts", "comments", "headers_footers", "macros"),
@@ -36,10 +38,6 @@ EMBEDDED = ("object", "equation", "chart")  # the kinds of OLE storage that coun
 CONTROL = {c: None for c in range(0x20)}
 CONTROL.update({0x1E: "\u2011", 0x1F: "\u00ad"})  # non-breaking and soft hyphens: .docx writes them as elements
 FOLDED = "\uffff"  # stands for any character beyond ASCII in the text of a Word 6/95 file
-
-
-class Unreadable(Exception):
-    """A structure is broken, or reading it would exceed the budget: its count is unknown."""
 
 
 class ErrorValue(str):

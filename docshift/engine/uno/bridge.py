@@ -25,7 +25,8 @@ checks compare: every sheet name (chart sheets are sheets here), the slide
 count, the body text's characters without whitespace, counted per character.
 
 The first line it writes is ``{"ready": true, "pid": <soffice pid>}``; a request
-``{"selftest": directory}`` runs ``selftest.py`` there instead of a conversion. A crash of
+``{"selftest": directory, "kinds": [...]}`` runs ``selftest.py`` there, on the kinds soffice.py
+sends (``formats.self_test_kinds``), instead of a conversion. A crash of
 LibreOffice is reported as ``crashed`` (its detail names the step) and ends this
 process; the supervisor starts a fresh one.
 """
@@ -362,7 +363,7 @@ def main():
             request = json.loads(line)
             try:
                 if "selftest" in request:  # office.py asks a fresh LibreOffice this before any work
-                    reply(**selftest.run(office.desktop, request["selftest"], props))
+                    reply(**selftest.run(office.desktop, request["selftest"], request["kinds"], props))
                 else:
                     reply(**convert(office, request))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed

@@ -10,43 +10,40 @@ import time
 
 import uno
 
-# (factory, legacy filter, file name, OOXML filter)
-KINDS = (
-    ("swriter", "MS Word 97", "selftest.doc", "MS Word 2007 XML"),
-    ("scalc", "MS Excel 97", "selftest.xls", "Calc MS Excel 2007 XML"),
-    ("simpress", "MS PowerPoint 97", "selftest.ppt", "Impress MS PowerPoint 2007 XML"),
-)
 TEXT = "docshift self-test"
 
 
-def write(document, factory):
-    if factory == "swriter":
+def write(document, family):
+    if family == "writer":
         document.getText().setString(TEXT)
-    elif factory == "scalc":
+    elif family == "calc":
         document.getSheets().getByIndex(0).getCellByPosition(0, 0).setValue(42)
     else:
         document.getDrawPages().getByIndex(0).setName(TEXT)
 
 
-def holds(document, factory):
-    if factory == "swriter":
+def holds(document, family):
+    if family == "writer":
         return document.getText().getString().strip() == TEXT
-    if factory == "scalc":
+    if family == "calc":
         return document.getSheets().getByIndex(0).getCellByPosition(0, 0).getValue() == 42
     return document.getDrawPages().getCount() >= 1
 
 
-def run(desktop, directory, props):
-    """``{"ok": True, "seconds": s}`` when all three kinds convert, else ``{"ok": False, "detail": ...}``.
+def run(desktop, directory, kinds, props):
+    """``{"ok": True, "seconds": s}`` when every kind converts, else ``{"ok": False, "detail": ...}``.
+    ``kinds`` are ``[family, legacy filter, file name, OOXML filter]`` (``docshift.formats.self_test_kinds``,
+    sent by soffice.py: this runs under LibreOffice's Python and imports nothing of docshift);
     ``props(**values)`` makes UNO property tuples (the bridge's)."""
     started = time.monotonic()
     os.makedirs(directory, exist_ok=True)
     hidden = props(Hidden=True)
-    for factory, legacy, name, ooxml in KINDS:
+    for family, legacy, name, ooxml in kinds:
         legacy_path = os.path.join(directory, name)
-        document = desktop.loadComponentFromURL(f"private:factory/{factory}", "_blank", 0, hidden)
+        # LibreOffice's factories are named after the families: swriter, scalc, simpress
+        document = desktop.loadComponentFromURL(f"private:factory/s{family}", "_blank", 0, hidden)
         try:
-            write(document, factory)
+            write(document, family)
             document.storeToURL(uno.systemPathToFileUrl(legacy_path), props(FilterName=legacy, Overwrite=True))
         finally:
             document.close(True)
@@ -57,7 +54,7 @@ def run(desktop, directory, props):
             return {"ok": False, "detail": f"{name} did not load back"}
         target = legacy_path + "x"
         try:
-            if not holds(document, factory):
+            if not holds(document, family):
                 return {"ok": False, "detail": f"{name} lost its content"}
             document.storeToURL(uno.systemPathToFileUrl(target), props(FilterName=ooxml, Overwrite=True))
         finally:

@@ -1,0 +1,77 @@
+"""The API's words, one enumeration each: task statuses, billing classes, the codes of a FAILED
+task, and problem codes (problem+json ``code``, and ``type`` as ``/problems/<code>``).
+
+The web, the OpenAPI document, storage and the client take them from here. A ``StrEnum`` member
+is its value: it goes into JSON, SQL parameters and comparisons with a row's text as it is.
+"""
+
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    """A task's state: QUEUED -> PROCESSING -> SUCCEEDED | FAILED, SUCCEEDED -> EXPIRED."""
+
+    QUEUED = "QUEUED"
+    PROCESSING = "PROCESSING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    EXPIRED = "EXPIRED"
+
+
+# waiting or running: what the account's cap counts and what a client polls
+UNFINISHED = (Status.QUEUED, Status.PROCESSING)
+FINAL = (Status.SUCCEEDED, Status.FAILED, Status.EXPIRED)
+# a task that made a result, retained or not: it carries its billing, size and fidelity
+WITH_RESULT = (Status.SUCCEEDED, Status.EXPIRED)
+
+
+class BillingClass(StrEnum):
+    """How a success was counted: within the plan's quota, or beyond it."""
+
+    INCLUDED = "INCLUDED"
+    OVERAGE = "OVERAGE"
+
+
+class TaskErrorCode(StrEnum):
+    """Why a task is FAILED (``error.code``); a FAILED task is never billed."""
+
+    UNSUPPORTED_CONTENT = "unsupported_content"
+    ENCRYPTED_DOCUMENT = "encrypted_document"
+    CONVERSION_FAILED = "conversion_failed"
+    CONVERSION_TIMEOUT = "conversion_timeout"
+    OUTPUT_INVALID = "output_invalid"
+    SUBSCRIPTION_INACTIVE = "subscription_inactive"
+    INPUT_MISSING = "input_missing"
+
+
+# what each code means, for the OpenAPI document
+TASK_ERROR_MEANINGS = {
+    TaskErrorCode.UNSUPPORTED_CONTENT: "LibreOffice's type detection finds no document of the extension's family "
+                                       "in the file (plain text, an image, another family); `detected_format` says "
+                                       "what it found.",
+    TaskErrorCode.ENCRYPTED_DOCUMENT: "The file is password-protected.",
+    TaskErrorCode.CONVERSION_FAILED: "LibreOffice could not read or convert the file, or crashed on it twice.",
+    TaskErrorCode.CONVERSION_TIMEOUT: "The conversion took longer than the service's conversion timeout.",
+    TaskErrorCode.OUTPUT_INVALID: "The result failed the checks against what LibreOffice loaded from the source.",
+    TaskErrorCode.SUBSCRIPTION_INACTIVE: "The subscription became inactive before the conversion ran.",
+    TaskErrorCode.INPUT_MISSING: "The stored upload was gone before the conversion ran (inputs are kept at most a "
+                                 "day, for example after a long outage); submit the file again.",
+}
+
+
+class ProblemCode(StrEnum):
+    """The ``code`` of every problem+json answer (its HTTP status: ``docshift.web.problems``)."""
+
+    INVALID_REQUEST = "invalid_request"
+    MISSING_API_KEY = "missing_api_key"
+    INVALID_API_KEY = "invalid_api_key"
+    SUBSCRIPTION_PENDING_OR_INACTIVE = "subscription_pending_or_inactive"
+    TASK_NOT_FOUND = "task_not_found"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    FILE_TOO_LARGE = "file_too_large"
+    UNSUPPORTED_FILE_TYPE = "unsupported_file_type"
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+    TOO_MANY_TASKS = "too_many_tasks"
+    INTERNAL_ERROR = "internal_error"
+    SERVICE_UNAVAILABLE = "service_unavailable"
