@@ -97,8 +97,8 @@ class Instance:
 
         config = settings.load({"DATA_DIR": self.env["DOCSHIFT_DATA_DIR"], "S3_PORT": int(self.env["DOCSHIFT_S3_PORT"]),
                                 "S3_ENDPOINT": None, "S3_ACCESS_KEY": None, "S3_SECRET_KEY": None})
-        return {"DOCSHIFT_S3_ENDPOINT": config["S3_ENDPOINT"], "DOCSHIFT_S3_ACCESS_KEY": config["S3_ACCESS_KEY"],
-                "DOCSHIFT_S3_SECRET_KEY": config["S3_SECRET_KEY"]}
+        return {"DOCSHIFT_S3_ENDPOINT": config.s3_endpoint, "DOCSHIFT_S3_ACCESS_KEY": config.s3_access_key,
+                "DOCSHIFT_S3_SECRET_KEY": config.s3_secret_key}
 
     def register(self, customer):
         issued = subprocess.run([BIN / "flask", "--app", "app", "marketplace", "issue-token", "--customer", customer,

@@ -35,7 +35,7 @@ from docshift.engine import convert
 from docshift.engine.office import UNO_PYTHON, Office
 from docshift.errors import ConversionFailed
 from docshift.formats import FORMATS
-from docshift.settings import DEFAULTS
+from docshift.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 
@@ -71,7 +71,7 @@ class Ours:
 
     def __init__(self, work, name, tenants=1):
         self.work = Path(tempfile.mkdtemp(dir=work))
-        self.office = Office(self.work / "office", name=name, spare=True, accounts=DEFAULTS["OFFICE_ACCOUNTS"])
+        self.office = Office(self.work / "office", name=name, spare=True, accounts=Settings().office_accounts)
         self.office.start()
         # a worker starts its spare once, long before a flood: it is up before the clock starts
         deadline = time.monotonic() + 120
