@@ -68,7 +68,7 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
         result = Path(workdir) / f"attempt-{attempt}" / f"result.{target.extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
         try:
-            report = office.convert(source, result, target.export_filter, timeout, task_id, parts=parts)
+            report = office.export(source, result, target.export_filter, timeout, task_id, parts=parts)
             break
         except OfficeTimeout:
             raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,

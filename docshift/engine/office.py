@@ -313,9 +313,9 @@ class Office:
 
     # work
 
-    def convert(self, source, target, export_filter, timeout, task_id=None, parts=True):
-        """Convert ``source`` into ``target``; returns what LibreOffice found in the document (a presentation's
-        embedded objects only if ``parts``: its shapes are walked for them).
+    def export(self, source, target, export_filter, timeout, task_id=None, parts=True):
+        """Have LibreOffice load ``source`` and export it into ``target``; returns what it found in the document
+        (a presentation's embedded objects only if ``parts``: its shapes are walked for them).
 
         Both are the worker's own paths: the sandbox gets copies staged in the job dir."""
         self.task_id = task_id
