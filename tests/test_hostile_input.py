@@ -24,7 +24,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 import requests
-from conftest import post_file, read_until_closed
+from conftest import ROOT, post_file, read_until_closed
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -32,7 +32,7 @@ from hypothesis.control import currently_in_test_context
 from docshift.engine import precheck as sniff
 from docshift.errors import ConversionFailed
 
-SEEDS_DIR = Path(__file__).resolve().parent / "seeds"
+SEEDS_DIR = ROOT / "tests" / "seeds"
 _spec = importlib.util.spec_from_file_location("docshift_test_seeds", SEEDS_DIR / "generate.py")
 seeds = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(seeds)
