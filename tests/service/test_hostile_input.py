@@ -6,7 +6,7 @@ Fuzzing (hypothesis) of the multipart submission path on the in-process app and 
 service: huge headers, absurd task ids, wrong content types, broken bodies,
 malformed OLE files through a real worker.
 
-``DOCSHIFT_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/test_hostile_input.py`` fuzzes longer.
+``DOCSHIFT_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/service/test_hostile_input.py`` fuzzes longer.
 """
 
 import importlib.util
