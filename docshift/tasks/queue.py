@@ -200,7 +200,7 @@ class _Huey:
     """A huey instance named ``name``, made on first use, with the tasks ``_register`` adds.
     ``runner`` does the work of each message; a side that only enqueues has none."""
 
-    name = None
+    name: str | None = None
 
     def __init__(self, config, runner=None):
         self.config = config

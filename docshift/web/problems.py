@@ -27,7 +27,7 @@ log = logging.getLogger("docshift")
 
 try:  # gunicorn raises these while the app reads a malformed or cut-off body
     from gunicorn.http.errors import NoMoreData, ParseException
-    BROKEN_BODY = (ParseException, NoMoreData)
+    BROKEN_BODY: tuple[type[Exception], ...] = (ParseException, NoMoreData)
 except ImportError:  # another WSGI server
     BROKEN_BODY = ()
 # the socket's read timeout (READ_TIMEOUT) while the app reads a body that stopped coming;

@@ -35,7 +35,7 @@ MSGRAPH_CLSIDS = {"00020801-0000-0000-C000-000000000046", "00020803-0000-0000-C0
 EQUATION_CLSIDS = {"0002CE02-0000-0000-C000-000000000046"}
 EMBEDDED = ("object", "equation", "chart")  # the kinds of OLE storage that count as embedded objects
 
-CONTROL = {c: None for c in range(0x20)}
+CONTROL: dict[int, str | None] = dict.fromkeys(range(0x20))
 CONTROL.update({0x1E: "\u2011", 0x1F: "\u00ad"})  # non-breaking and soft hyphens: .docx writes them as elements
 FOLDED = "\uffff"  # stands for any character beyond ASCII in the text of a Word 6/95 file
 
