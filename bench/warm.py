@@ -165,7 +165,7 @@ def flood(files, work, args, tenants):
     for round_ in range(args.rounds):
         made = []
 
-        def ours(i):
+        def ours(i, made=made):
             made.append(Ours(work, f"bench-pool-{i}", tenants))
             return made[-1]
 

@@ -64,8 +64,8 @@ def _domain_errors(method):
 class ObjectStore:
     def __init__(self, config):
         self.bucket = config.s3_bucket
-        credentials = dict(access_key=config.s3_access_key, secret_key=config.s3_secret_key,
-                           region=config.s3_region)
+        credentials = {"access_key": config.s3_access_key, "secret_key": config.s3_secret_key,
+                       "region": config.s3_region}
         # the SDK's default waits 5 minutes to connect and retries 5 times: an outage must
         # reach a client as a prompt 503, and the worker has its own retries
         http = urllib3.PoolManager(

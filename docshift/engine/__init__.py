@@ -19,7 +19,7 @@ from docshift.engine.convert import Converted
 from docshift.engine.office import alive, clear_leftovers
 from docshift.engine.soffice import SELF_TEST_TIMEOUT, START_TIMEOUT
 
-__all__ = ["Engine", "Converted", "LONGEST_START_SECONDS", "alive", "clear_leftovers", "sandbox_problem"]
+__all__ = ["LONGEST_START_SECONDS", "Converted", "Engine", "alive", "clear_leftovers", "sandbox_problem"]
 
 # the longest a LibreOffice may take to start and pass its self-test before it counts as failed
 LONGEST_START_SECONDS = START_TIMEOUT + SELF_TEST_TIMEOUT

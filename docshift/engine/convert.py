@@ -70,12 +70,12 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
         try:
             report = office.convert(source, result, target.export_filter, timeout, task_id, parts=parts)
             break
-        except OfficeTimeout:
+        except OfficeTimeout as error:
             raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
-                                   f"The conversion took longer than {timeout:g} s.")
+                                   f"The conversion took longer than {timeout:g} s.") from error
         except LoadFailed as error:
             log.warning("LibreOffice could not convert %s: %s", source, error)
-            raise not_loaded(source)
+            raise not_loaded(source) from error
         except OfficeCrashed as error:
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
     else:

@@ -110,8 +110,8 @@ class Launcher:
         try:
             try:
                 ready = started.read(START_TIMEOUT)
-            except (OfficeTimeout, OfficeCrashed):
-                raise OfficeCrashed("LibreOffice did not start")
+            except (OfficeTimeout, OfficeCrashed) as error:
+                raise OfficeCrashed("LibreOffice did not start") from error
             if not ready.get("ready"):
                 raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
             launched = time.monotonic()
@@ -119,8 +119,8 @@ class Launcher:
             started.send({"selftest": started.inside(test_dir), "kinds": formats.self_test_kinds()})
             try:
                 answer = started.read(SELF_TEST_TIMEOUT)
-            except OfficeTimeout:
-                raise OfficeCrashed("the self-test took too long")
+            except OfficeTimeout as error:
+                raise OfficeCrashed("the self-test took too long") from error
             finally:
                 shutil.rmtree(test_dir, ignore_errors=True)
             if not answer.get("ok"):

@@ -175,7 +175,7 @@ def read(ole, inventory, budget, path):
         counts["characters"] = inventory.text.total()
         return
     counts["characters"] = inventory.text.total()
-    fc, lcb = doc.pair(PAIR_PLCF_AND_REF)
+    _, lcb = doc.pair(PAIR_PLCF_AND_REF)
     counts["comments"] = max(0, (lcb - 4) // ANNOTATION_SIZE) if lcb else 0
     counts["headers_footers"] = attempt(_headers, doc)
     data = attempt(stream, ole, "Data")

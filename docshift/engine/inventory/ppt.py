@@ -207,7 +207,7 @@ def read(ole, inventory, budget, path):
         text.update(characters(_text(doc, text_start, text_end, budget)
                                 + "".join(shape.text for shape in slide_shapes)))
         own_footers = None
-        for rec_type, instance, _, body, stop in officeart.children(doc, *located, budget):
+        for rec_type, _instance, _, body, stop in officeart.children(doc, *located, budget):
             if rec_type == RT_HEADERS_FOOTERS:
                 own_footers = show.headers_footers(body, stop)
         master = masters.get(master_id)
