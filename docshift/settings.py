@@ -65,7 +65,7 @@ def _switch(default: bool) -> Any:
 class _JsonMapping(fields.Dict):
     """A mapping given as one, or as JSON text (``DOCSHIFT_PLAN_QUOTAS='{"starter": 3}'``)."""
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> Any:
         if isinstance(value, str):
             try:
                 value = json.loads(value)
