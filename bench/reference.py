@@ -1,7 +1,7 @@
 """The reference a compatibility run is judged against: a cold ``soffice --convert-to`` of the same
 LibreOffice, and what an OOXML package holds (sheet names, slide count, text).
 
-Used by ``bench/corpus.py`` and by ``tests/test_corpus.py``, so a change of LibreOffice moves the
+Used by ``bench/corpus.py`` and by ``tests/engine/test_corpus.py``, so a change of LibreOffice moves the
 reference with it.
 """
 

@@ -43,7 +43,7 @@ def one_round(sandboxed, paths, work):
         target = work / f"{n}.{FORMATS[kind].target}"
         t = time.perf_counter()
         try:
-            office.convert(path, target, FORMATS[kind].export_filter, 120)
+            office.export(path, target, FORMATS[kind].export_filter, 120)
         except Exception as error:
             print(f"  {path.name}: {type(error).__name__}")
         latencies.append(time.perf_counter() - t)

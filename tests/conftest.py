@@ -110,6 +110,26 @@ def soffice_pids(worker_pid):
     return found
 
 
+def dies(pid, within=10):
+    """True once ``pid`` is gone; a killed big process takes a moment to be torn down."""
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a killed child stays a zombie until reaped; it is dead all the same
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def start_embedded_store(data_dir, port=None, bind=None):
     """``python -m docshift.storage.seaweed`` (the Procfile's ``objects``) on ``port`` (free
     ports if None) of ``bind`` (its default if None), with credentials of its own data dir; returns

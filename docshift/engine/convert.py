@@ -77,7 +77,7 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
         result = Path(workdir) / f"attempt-{attempt}" / f"result.{target.extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
         try:
-            report = office.convert(source, result, target.export_filter, timeout, task_id, parts=parts)
+            report = office.export(source, result, target.export_filter, timeout, task_id, parts=parts)
             break
         except OfficeTimeout as error:
             raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,

@@ -41,7 +41,7 @@ MAX_REPLY_BYTES = 8 << 20
 # No DisableActiveContent: LibreOffice then drops every embedded object and chart on load. Linked
 # content stays out without it: links are never updated (UpdateDocMode on load, the Link settings
 # below), and what LibreOffice would still fetch to show a linked picture cannot be reached from the
-# sandbox, which has no network and sees no host file but its job (tests/test_sandbox.py).
+# sandbox, which has no network and sees no host file but its job (tests/engine/test_sandbox.py).
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
            xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">

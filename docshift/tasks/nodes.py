@@ -224,7 +224,7 @@ class Node:
         self.worker = worker  # thread-local LibreOffice
         self.slots = slots
         self.name = f"node:{worker_name()}"
-        self.jobs = Jobs(config, runner=self)
+        self.jobs = Jobs(config, on_job=self.run_job)
         self.queue = Queue(config)
         self.registry = Registry(config, self.jobs)
         self.stopping = threading.Event()

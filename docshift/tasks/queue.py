@@ -207,15 +207,22 @@ class _SqliteHuey(_Sealed, SqliteHuey):
 
 
 class _Huey:
-    """A huey instance named ``name``, made on first use, with the tasks ``_register`` adds.
-    ``runner`` does the work of each message; a side that only enqueues has none."""
+    """A huey instance named ``name``, made on first use, with the tasks ``_register`` adds. Each kind of
+    message is handed to the function given for it (``handlers``, by kind); a side that only enqueues gives
+    none: the queue knows nothing of who does the work."""
 
     name: str | None = None
 
-    def __init__(self, config: Settings, runner: Any = None) -> None:  # runner: the Worker or Node
+    def __init__(self, config: Settings, **handlers: Callable[[Any], Any]) -> None:
         self.config = config
-        self.runner = runner
+        self.handlers = handlers
         self._huey = None
+
+    def _hand(self, kind: str, message: Any) -> Any:
+        handler = self.handlers.get(kind)
+        if handler is None:
+            raise RuntimeError(f"the {self.name} queue has no handler for {kind} messages here")
+        return handler(message)
 
     @property
     def huey(self) -> Any:
@@ -230,7 +237,8 @@ class _Huey:
 
 
 class Queue(_Huey):
-    """The coordinator's queue: the web says a task is waiting; a node reports an outcome."""
+    """The coordinator's queue: the web says a task is waiting (to ``on_waiting(task_id)``); a node reports an
+    outcome (to ``on_outcome(outcome)``)."""
 
     name = "docshift"
 
@@ -261,14 +269,14 @@ class Queue(_Huey):
                                          backoff=1, max_delay=POLL_SECONDS)
 
     def _waiting(self, task_id: str | None) -> Any:
-        return self.runner.convert(task_id)
+        return self._hand("on_waiting", task_id)
 
     def _reported(self, outcome: dict[str, Any]) -> Any:
-        return self.runner.apply(outcome)
+        return self._hand("on_outcome", outcome)
 
 
 class Jobs(_Huey):
-    """The conversion nodes' queue (Redis only): one message per dispatched conversion."""
+    """The conversion nodes' queue (Redis only): one message per dispatched conversion (to ``on_job(job)``)."""
 
     name = "docshift-jobs"
 
@@ -292,4 +300,4 @@ class Jobs(_Huey):
         return True
 
     def _run(self, job: Any) -> Any:
-        return self.runner.run_job(job)
+        return self._hand("on_job", job)

@@ -44,7 +44,7 @@ class Worker:
 
     def __init__(self, config: Settings) -> None:
         self.config = config
-        self.queue = Queue(config, runner=self)
+        self.queue = Queue(config, on_waiting=self.take_waiting, on_outcome=self.apply)
         # on Redis, conversions go to nodes through the coordinator
         self.coordinator = Coordinator(config, self) if on_redis(config) else None
         self._local = threading.local()
@@ -126,7 +126,7 @@ class Worker:
         if hasattr(self._local, "engine"):
             self._local.engine.close()
 
-    def convert(self, hint: str | None = None) -> Any:
+    def take_waiting(self, hint: str | None = None) -> Any:
         """A message: a task is waiting. On one box, claim the fairest waiting task (not
         necessarily ``hint``) and convert it; with nodes, dispatch to free node slots."""
         if self.coordinator is not None:

@@ -1,4 +1,4 @@
-"""Hand-made seed inputs for tests/test_hostile_input.py, written by this code.
+"""Hand-made seed inputs for tests/service/test_hostile_input.py, written by this code.
 
 Nothing here comes from a real Office file: every seed is built byte by byte
 below, so what it contains is exactly what the code says. Run

@@ -175,7 +175,7 @@ def test_conversions_work_with_a_private_umask(office, legacy, tmp_path, kind):
     old = os.umask(0o077)
     try:
         target = tmp_path / f"result.{FORMATS[kind].target}"
-        office.convert(legacy[kind], target, FORMATS[kind].export_filter, 60)
+        office.export(legacy[kind], target, FORMATS[kind].export_filter, 60)
     finally:
         os.umask(old)
     assert target.stat().st_size > 0 and target.stat().st_mode & 0o077 == 0

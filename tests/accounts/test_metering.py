@@ -4,7 +4,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from test_marketplace_aws import ACCOUNT, LICENSE, PRODUCT, Aws
+from aws_stubs import ACCOUNT, LICENSE, PRODUCT, Aws
 
 from docshift.accounts import billing, marketplace, metering
 from docshift.storage import accounts, connection, ledger, tasks

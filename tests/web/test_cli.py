@@ -1,11 +1,11 @@
 """Every operator command works and is documented in the README."""
 
-from pathlib import Path
 
 import pytest
 from click import Group
+from conftest import ROOT
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+README = (ROOT / "README.md").read_text()
 
 
 def commands(group, prefix=()):

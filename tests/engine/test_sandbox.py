@@ -368,7 +368,7 @@ def convert_all(office, files, tmp_path):
     for name, (path, kind) in files.items():
         result = tmp_path / f"{name}.{FORMATS[kind].target}"
         try:
-            office.convert(path, result, FORMATS[kind].export_filter, 60)
+            office.export(path, result, FORMATS[kind].export_filter, 60)
         except Exception as error:  # a failed conversion leaks nothing; say so
             found[name] = f"failed: {type(error).__name__}"
             continue
@@ -540,7 +540,7 @@ def libreoffice_leftovers():
 
 def test_a_sandboxed_office_cleans_up_after_itself(tmp_path, legacy):
     office = Office(tmp_path / "office", name="tidy")
-    office.convert(legacy["doc"], tmp_path / "out.docx", FORMATS["doc"].export_filter, 60)
+    office.export(legacy["doc"], tmp_path / "out.docx", FORMATS["doc"].export_filter, 60)
     assert (tmp_path / "out.docx").stat().st_size > 0
     assert list(office.job_dir.iterdir()) == []  # the staged copy went
     office.close()

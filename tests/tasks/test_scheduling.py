@@ -107,7 +107,7 @@ def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client
         assert tasks.lease_of(fresh) == ("new-host:2", 2)
 
         # the stale run wakes up and converts: nothing it does may land
-        outcome = conversion._run(stale, account_row, conn, get_store(), app.config["DOCSHIFT"], office)
+        outcome = conversion._run(stale, account_row, conn, get_store(), app.config["DOCSHIFT"], Engine(office))
         assert outcome is None
         assert not tasks.mark_failed(conn, task_id, "conversion_failed", "stale", tasks.lease_of(stale))
         assert not tasks.requeue(conn, task_id, tasks.lease_of(stale))

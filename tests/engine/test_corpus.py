@@ -13,12 +13,11 @@ import importlib.util
 import json
 import random
 import zipfile
-from pathlib import Path
 
 import olefile
 import pytest
 import requests
-from conftest import post_file, register
+from conftest import ROOT, post_file, register
 from msoffcrypto import OfficeFile
 
 from docshift.engine import Engine, inventory, vba
@@ -29,7 +28,6 @@ from docshift.tasks import conversion
 from docshift.web import create_app
 from docshift.web.context import get_db, get_store
 
-ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 TIMEOUT = 60  # sound.ppt waits 20 s for its GStreamer sound; nothing in the corpus needs more
 _spec = importlib.util.spec_from_file_location("docshift_bench_reference", ROOT / "bench" / "reference.py")

@@ -110,7 +110,7 @@ def test_the_output_check_counts_what_libreoffice_loaded(embedded, office, kind,
     what, prefix = PARTS[kind]
     result = tmp_path / "loaded" / f"result.{kind}x"
     result.parent.mkdir()
-    report = office.convert(embedded[kind], result, FORMATS[kind].export_filter, 60)
+    report = office.export(embedded[kind], result, FORMATS[kind].export_filter, 60)
     assert report["loaded"]["parts"][what] == 1
     # the same package without the part: what an export that drops it would write
     dropped = tmp_path / f"dropped.{kind}x"
@@ -135,7 +135,7 @@ def test_a_presentations_shapes_are_walked_only_when_asked(embedded, office, tmp
     for walk in (True, False):
         result = tmp_path / str(walk) / "result.pptx"
         result.parent.mkdir()
-        results[walk] = office.convert(embedded["ppt"], result, FORMATS["ppt"].export_filter, 60, parts=walk)["loaded"]
+        results[walk] = office.export(embedded["ppt"], result, FORMATS["ppt"].export_filter, 60, parts=walk)["loaded"]
     assert results[True]["parts"] == {"embedded_objects": 1} and results[True]["slides"] >= 1
     assert results[False] == {"slides": results[True]["slides"]}
 

@@ -10,14 +10,14 @@ import subprocess
 import time
 import zipfile
 from datetime import datetime
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from docshift.engine import inventory
 from docshift.engine.inventory.common import characters
 
-CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+CORPUS = ROOT.parent / "shared" / "corpus"
 CONVERTED_FROM_CORPUS = ["SimpleMacro", "WithTwoCharts"]  # .xls files run 2 also converts
 
 

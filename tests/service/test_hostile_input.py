@@ -1,12 +1,12 @@
 """Hostile input never gets a 5xx and never stops a worker.
 
 Fuzzing (hypothesis) of the multipart submission path on the in-process app and of
-``sniff.check``, seeded from ``tests/seeds/`` (hand-made inputs written by
+``precheck.check``, seeded from ``tests/seeds/`` (hand-made inputs written by
 ``tests/seeds/generate.py``), and plain tests against the real gunicorn + huey
 service: huge headers, absurd task ids, wrong content types, broken bodies,
 malformed OLE files through a real worker.
 
-``DOCSHIFT_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/test_hostile_input.py`` fuzzes longer.
+``DOCSHIFT_FUZZ_EXAMPLES=5000 .venv/bin/pytest tests/service/test_hostile_input.py`` fuzzes longer.
 """
 
 import importlib.util
@@ -24,15 +24,15 @@ from urllib.parse import quote, unquote
 
 import pytest
 import requests
-from conftest import post_file, read_until_closed
+from conftest import ROOT, post_file, read_until_closed
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
-from docshift.engine import precheck as sniff
+from docshift.engine import precheck
 from docshift.errors import ConversionFailed
 
-SEEDS_DIR = Path(__file__).resolve().parent / "seeds"
+SEEDS_DIR = ROOT / "tests" / "seeds"
 _spec = importlib.util.spec_from_file_location("docshift_test_seeds", SEEDS_DIR / "generate.py")
 seeds = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(seeds)
@@ -41,8 +41,8 @@ EXAMPLES = int(os.environ.get("DOCSHIFT_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
                                        HealthCheck.too_slow])
-SNIFF_SECONDS = 5  # one sniff of a few KiB takes milliseconds; more is a hang
-SNIFF_CODES = {"encrypted_document"}
+PRECHECK_SECONDS = 5  # one pre-check of a few KiB takes milliseconds; more is a hang
+PRECHECK_CODES = {"encrypted_document"}
 EXTENSIONS = (".doc", ".xls", ".ppt")
 TASK_ERROR_CODES = {"unsupported_content", "encrypted_document", "conversion_failed", "conversion_timeout",
                     "output_invalid", "subscription_inactive"}
@@ -87,13 +87,13 @@ SEED_ENCRYPTED = {"ole_doc_fencrypted", "ole_encrypted_package"}
 
 
 class Hang(BaseException):
-    """Raised by the alarm: a BaseException, so sniff's ``except Exception`` cannot swallow it."""
+    """Raised by the alarm: a BaseException, so precheck's ``except Exception`` cannot swallow it."""
 
 
 @contextmanager
 def time_bound(seconds):
     def expired(signum, frame):
-        raise Hang(f"sniff.check ran longer than {seconds} s")
+        raise Hang(f"precheck.check ran longer than {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -104,20 +104,20 @@ def time_bound(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
-def sniff_outcome(data, kind):
+def precheck_outcome(data, kind):
     """``"accepted"`` or the ConversionFailed code; any other exception or a hang fails the test.
     The after-LibreOffice question (``encrypted``) must answer a bool, in time, too."""
-    with tempfile.TemporaryDirectory(prefix="sniff-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="precheck-") as tmp:
         path = Path(tmp) / f"input.{kind}"
         path.write_bytes(data)
-        with time_bound(SNIFF_SECONDS):
-            assert sniff.encrypted(path) in (True, False)
+        with time_bound(PRECHECK_SECONDS):
+            assert precheck.encrypted(path) in (True, False)
         try:
-            with time_bound(SNIFF_SECONDS):
-                sniff.check(path)
+            with time_bound(PRECHECK_SECONDS):
+                precheck.check(path)
             outcome("accepted")
         except ConversionFailed as failure:
-            assert failure.code in SNIFF_CODES, failure.code
+            assert failure.code in PRECHECK_CODES, failure.code
             assert failure.message and "Traceback" not in failure.message
             outcome(failure.code)
             return failure.code
@@ -126,8 +126,8 @@ def sniff_outcome(data, kind):
 
 @pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
 @pytest.mark.parametrize("name", OLE_SEEDS + OTHER_SEEDS)
-def test_each_seed_has_a_sniff_answer(name, kind):
-    answer = sniff_outcome(seed(name), kind)
+def test_each_seed_has_a_precheck_answer(name, kind):
+    answer = precheck_outcome(seed(name), kind)
     expected = SEED_OUTCOMES.get(name, "accepted")
     if expected is not None:
         assert answer == expected
@@ -137,11 +137,11 @@ def test_each_seed_has_a_sniff_answer(name, kind):
 def test_each_seed_has_an_encryption_answer(name, tmp_path):
     path = tmp_path / "input.doc"
     path.write_bytes(seed(name))
-    with time_bound(SNIFF_SECONDS):
-        assert sniff.encrypted(path) == (name in SEED_ENCRYPTED)
+    with time_bound(PRECHECK_SECONDS):
+        assert precheck.encrypted(path) == (name in SEED_ENCRYPTED)
 
 
-# sniff.check under fuzzing ------------------------------------------------------------
+# precheck.check under fuzzing ------------------------------------------------------------
 
 KINDS = st.sampled_from(["doc", "xls", "ppt"])
 INTERESTING_WORDS = [0, 1, 2, 3, 0x7F, 0xFF, 0x1000, 0xFFFF, 0x7FFFFFFF, 0x80000000,
@@ -186,28 +186,28 @@ def seed_mutations():
 @example(data=seeds.MAGIC, kind="xls")
 @example(data=seeds.MAGIC + b"\0" * 1528, kind="ppt")
 @example(data=seeds.MAGIC + b"\xff" * 4088, kind="doc")
-def test_sniff_random_bytes(data, kind):
-    sniff_outcome(data, kind)
+def test_precheck_random_bytes(data, kind):
+    precheck_outcome(data, kind)
 
 
 @FUZZ
 @given(data=st.binary(min_size=1528, max_size=4096), kind=KINDS)
-def test_sniff_random_bytes_behind_the_ole_magic(data, kind):
+def test_precheck_random_bytes_behind_the_ole_magic(data, kind):
     """Past ``isOleFile``: olefile has to parse a header and sectors of noise."""
-    sniff_outcome(seeds.MAGIC + data, kind)
+    precheck_outcome(seeds.MAGIC + data, kind)
 
 
 @FUZZ
 @given(data=seed_mutations(), kind=KINDS)
-def test_sniff_mutated_seed_ole_files(data, kind):
-    sniff_outcome(data, kind)
+def test_precheck_mutated_seed_ole_files(data, kind):
+    precheck_outcome(data, kind)
 
 
 @FUZZ
 @given(which=KINDS, kind=KINDS, choice=st.data())
-def test_sniff_mutated_legacy_files(legacy, which, kind, choice):
+def test_precheck_mutated_legacy_files(legacy, which, kind, choice):
     """Mutations of the real LibreOffice-made .doc/.xls/.ppt of the ``legacy`` fixture."""
-    sniff_outcome(choice.draw(mutations(legacy[which].read_bytes())), kind)
+    precheck_outcome(choice.draw(mutations(legacy[which].read_bytes())), kind)
 
 
 # the multipart submission path under fuzzing --------------------------------------------

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import soffice_pids
+from conftest import alive, dies, soffice_pids
 
 from docshift.engine import convert as converter
 from docshift.engine import sandbox
@@ -19,26 +19,6 @@ from docshift.engine.office import Office
 from docshift.engine.soffice import Soffice
 from docshift.errors import OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS
-
-
-def dies(pid, within=10):
-    """True once ``pid`` is gone; a killed big process takes a moment to be torn down."""
-    deadline = time.monotonic() + within
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a killed child stays a zombie until reaped; it is dead all the same
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_warm_conversion_of_each_type(fresh_office, legacy, tmp_path):

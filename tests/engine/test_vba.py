@@ -10,10 +10,11 @@ from pathlib import Path
 import olefile
 import pptx
 import pytest
+from conftest import ROOT
 
 from docshift.engine import vba
 
-CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+CORPUS = ROOT.parent / "shared" / "corpus"
 # every corpus file olevba finds VBA in; 60279.doc's one module has its source zeroed, so olevba reads no code from it
 MACRO_FILES = {
     "doc": ["SimpleMacro.doc", "60279.doc"],

@@ -23,7 +23,7 @@ CONSUMER = textwrap.dedent("""
             print(f"took {task_id} {time.time()}", flush=True)
             raise SystemExit(0)
 
-    queue = queues.Queue(Settings(queue_database=sys.argv[1], queue_key="k" * 64), Runner())
+    queue = queues.Queue(Settings(queue_database=sys.argv[1], queue_key="k" * 64), on_waiting=Runner().convert)
     print("ready", flush=True)
     queue.consumer(1).run()
 """)

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_office import alive, dies
+from conftest import alive, dies
 
 from docshift.engine import convert as converter
 from docshift.engine import sandbox

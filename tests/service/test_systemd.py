@@ -1,11 +1,11 @@
 """The systemd units: every process is bounded and keeps what it writes to itself."""
 
 import configparser
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-UNITS = Path(__file__).resolve().parent.parent / "deploy" / "systemd"
+UNITS = ROOT / "deploy" / "systemd"
 
 
 def service(name):
