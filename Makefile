@@ -48,12 +48,14 @@ node: install
 
 test: install test-system
 	$(BIN)/ruff check .
+	$(BIN)/python tests/typecheck.py
 	$(BIN)/pytest
 
 # the tests that need no LibreOffice, SeaweedFS, Redis, podman or chromium (tests/conftest.py marks
 # the others slow): the virtualenv only, none of the system packages
 test-fast: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/python tests/typecheck.py
 	$(BIN)/pytest -m "not slow"
 
 install: system $(VENV)/.installed

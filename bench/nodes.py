@@ -40,7 +40,7 @@ def start_node(instance, name, scratch):
     # a node needs no credential of the store: each job brings its links
     env.update({"DOCSHIFT_QUEUE_URL": instance.env["DOCSHIFT_QUEUE_URL"], "DOCSHIFT_WORKERS": "1",
                 "DOCSHIFT_QUEUE_KEY": instance.env["DOCSHIFT_QUEUE_KEY"], "DOCSHIFT_DATA_DIR": str(scratch)})
-    log = open(scratch.parent / f"{name}.log", "wb")
+    log = open(scratch.parent / f"{name}.log", "wb")  # noqa: SIM115 - the node's, for as long as it runs
     return subprocess.Popen([BIN / "python", "worker.py", "node"], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
 

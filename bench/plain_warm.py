@@ -19,7 +19,7 @@ import uno
 from com.sun.star.connection import NoConnectException
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docshift", "engine", "uno"))
-from bridge import props  # noqa: E402
+from bridge import props
 
 NICE = 10  # office.py's
 

@@ -64,7 +64,7 @@ class Instance:
                      "PROMETHEUS_MULTIPROC_DIR"):
             self.env.pop(name, None)
         Path(data_dir).parent.mkdir(parents=True, exist_ok=True)
-        self.log = open(Path(data_dir).parent / "instance.log", "wb")
+        self.log = open(Path(data_dir).parent / "instance.log", "wb")  # noqa: SIM115 - closed by __exit__
         self.process = None
 
     def __enter__(self):
@@ -443,8 +443,8 @@ def main():
     args = parser.parse_args()
     files = files_of(args.corpus, args.files)
     probe = small_file(args.corpus)
-    with tempfile.TemporaryDirectory(prefix="docshift-bench-") as tmp:
-        with Instance(Path(tmp) / "data", RESULT_RETENTION_SECONDS=RETENTION, SWEEP_SECONDS=SWEEP) as instance:
+    with tempfile.TemporaryDirectory(prefix="docshift-bench-") as tmp, \
+            Instance(Path(tmp) / "data", RESULT_RETENTION_SECONDS=RETENTION, SWEEP_SECONDS=SWEEP) as instance:
             print(f"# docshift traffic bench: {instance.url}, {os.cpu_count()} cores")
             probe_key = instance.register("probe")
             harness.convert_through_api(instance.url, probe_key, probe)  # warm-up

@@ -177,7 +177,7 @@ def flood(files, work, args, tenants, warm_with=None):
     for round_ in range(args.rounds):
         made = []
 
-        def ours(i):
+        def ours(i, made=made):
             made.append(Ours(work, f"bench-pool-{i}", tenants, warm_with))
             return made[-1]
 

@@ -24,7 +24,7 @@ LAST = {"objects"}
 SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
 
 
-def procfile(path="Procfile"):
+def procfile(path: str = "Procfile") -> dict[str, list[str]]:
     """``{name: argv}`` of a Procfile."""
     commands = {}
     for line in Path(path).read_text().splitlines():
@@ -34,7 +34,7 @@ def procfile(path="Procfile"):
     return commands
 
 
-def run(names, commands):
+def run(names: list[str], commands: dict[str, list[str]]) -> int:
     """Start ``names``, wait for a stop signal or for one of them to exit, then stop them all;
     returns the exit status."""
     unknown = [name for name in names if name not in commands]
@@ -59,7 +59,7 @@ def run(names, commands):
     return processes[exited].returncode if exited else max(abs(p.returncode) for p in processes.values())
 
 
-def stop(processes):
+def stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:
     for group in ([n for n in processes if n not in LAST], [n for n in processes if n in LAST]):
         for name in group:
             if processes[name].poll() is None:
@@ -68,7 +68,7 @@ def stop(processes):
             processes[name].wait()
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     names = (sys.argv[1:] if argv is None else argv) or list(DEFAULT)
     sys.exit(run(names, procfile()))
 

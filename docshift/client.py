@@ -17,8 +17,10 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
 import requests
@@ -38,6 +40,7 @@ UNREACHABLE, UNEXPECTED_RESPONSE, DOWNLOAD_FAILED = "unreachable", "unexpected_r
 # The client runs without the service's settings: a limit comes from the service's own answer (a 413's
 # detail names it), and how long a key replays is what the contract promises at least.
 REPLAY_TIME = f"at least {MIN_IDEMPOTENCY_KEY_TTL // HOUR} h"
+_T = TypeVar("_T")
 
 # One short hint per problem code: what the user can do about it.
 HINTS = {
@@ -74,7 +77,7 @@ CONFIG_CODES = {ProblemCode.MISSING_API_KEY, ProblemCode.INVALID_API_KEY, Proble
 TRANSIENT_CODES = {ProblemCode.SERVICE_UNAVAILABLE, ProblemCode.INTERNAL_ERROR, UNREACHABLE}
 
 
-def problem_from(response):
+def problem_from(response: requests.Response) -> Problem:
     """The Problem an error answer names (problem+json), or what it looks like when it names none."""
     try:
         body = response.json()
@@ -86,29 +89,29 @@ def problem_from(response):
     return Problem(str(code), str(detail), _retry_after(response.headers))
 
 
-def transient(problem):
+def transient(problem: Problem) -> bool:
     return problem.code in TRANSIENT_CODES
 
 
-def exit_code(problem):
+def exit_code(problem: Problem) -> int:
     return 2 if problem.code in CONFIG_CODES else 1
 
 
-def line(problem, context=None):
+def line(problem: Problem, context: object = None) -> str:
     """The problem as one line: its code, the service's detail, and a hint."""
     text = " ".join(part for part in (problem.detail.strip(), HINTS.get(problem.code, "")) if part)
     where = f"{context}: " if context else ""
     return " ".join(f"docshift: {where}{problem.code}: {text}".split())  # always a single line
 
 
-def _retry_after(headers, default=None):
+def _retry_after(headers: Mapping[str, str], default: float | None = None) -> float | None:
     try:
         return max(0.0, min(float(headers["Retry-After"]), 60.0))
     except (KeyError, ValueError):
         return default
 
 
-def with_retries(action, stop=None):
+def with_retries(action: Callable[[], _T], stop: threading.Event | None = None) -> _T:
     """Run ``action`` again, with exponential backoff, on 5xx answers and connection errors.
 
     Safe for submissions too: they carry an Idempotency-Key, so a retry never makes a second task.
@@ -118,7 +121,7 @@ def with_retries(action, stop=None):
             return action()
         except (requests.ConnectionError, requests.Timeout,
                 requests.exceptions.ChunkedEncodingError) as error:
-            request = error.request
+            request: Any = error.request  # a PreparedRequest, whose url is text
             host = urlsplit(request.url).netloc if request is not None else "the service"
             last = Problem(UNREACHABLE, f"Cannot reach {host} ({type(error).__name__}).")
         except Problem as problem:
@@ -133,13 +136,14 @@ def with_retries(action, stop=None):
 
 
 class Api:
-    def __init__(self, url, key):
+    def __init__(self, url: str, key: str) -> None:
         self.url = url.rstrip("/")
         parts = urlsplit(self.url)
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self.auth = {"Authorization": f"Bearer {key}"}
 
-    def call(self, method, url, stop=None, headers=None, **kwargs):
+    def call(self, method: str, url: str, stop: threading.Event | None = None, headers: dict[str, str] | None = None,
+             **kwargs: Any) -> tuple[Any, Mapping[str, str]]:
         """JSON body and headers of an API call; a Problem for any error answer.
 
         ``url`` is a path under DOCSHIFT_URL, or a URL the service gave (a ``status_url``), of
@@ -154,7 +158,7 @@ class Api:
             url = self.url + url
         headers = {**self.auth, **(headers or {})}
 
-        def once():
+        def once() -> tuple[Any, Mapping[str, str]]:
             # module-level requests call: a fresh connection per call, no Session shared by threads
             with requests.request(method, url, headers=headers, timeout=TIMEOUT,
                                   **kwargs) as response:
@@ -168,14 +172,14 @@ class Api:
 
         return with_retries(once, stop)
 
-    def usage(self):
+    def usage(self) -> dict[str, Any]:
         return self.call("GET", "/v1/account/usage")[0]
 
-    def task(self, task_id):
+    def task(self, task_id: str) -> dict[str, Any]:
         return self.call("GET", f"/v1/conversions/{quote(task_id, safe='')}")[0]
 
 
-def idempotency_key(name, data):
+def idempotency_key(name: str, data: bytes) -> str:
     """Same file content and name -> same key, so a rerun replays the original task for free.
 
     The name is part of it because the service treats another name with the same key as a
@@ -185,7 +189,7 @@ def idempotency_key(name, data):
             f"-{hashlib.sha256(name.encode()).hexdigest()[:16]}")
 
 
-def output_name(content_disposition, source):
+def output_name(content_disposition: str | None, source: Path) -> str:
     """The service's filename (RFC 6266 ``filename*`` first), reduced to a bare name."""
     name = None
     match = re.search(r"filename\*\s*=\s*UTF-8''([^;]+)", content_disposition or "", re.IGNORECASE)
@@ -202,9 +206,9 @@ def output_name(content_disposition, source):
     return name
 
 
-def download(url, source, out_dir, stop):
+def download(url: str, source: Path, out_dir: Path, stop: threading.Event) -> Path:
     """Stream the result into ``out_dir``; plain GET, the presigned link is the credential."""
-    def once():
+    def once() -> Path:
         with requests.get(url, stream=True, timeout=TIMEOUT) as response:
             if response.status_code >= 400:
                 kind = ProblemCode.SERVICE_UNAVAILABLE if response.status_code >= 500 else DOWNLOAD_FAILED
@@ -222,7 +226,7 @@ def download(url, source, out_dir, stop):
     return with_retries(once, stop)
 
 
-def convert_one(api, path, out_dir, timeout, stop):
+def convert_one(api: Api, path: Path, out_dir: Path, timeout: float, stop: threading.Event) -> tuple[bool, str]:
     """Submit, poll and download one file: ``(ok, message)``; Problems propagate."""
     data = path.read_bytes()  # bytes, not a file object: a retried POST must resend the whole file
     deadline = time.monotonic() + timeout
@@ -248,7 +252,7 @@ def convert_one(api, path, out_dir, timeout, stop):
         if time.monotonic() > deadline:
             return False, (f"{path.name}: still {task['status']} after {timeout:g} s "
                            f"(task {body['task_id']})")
-        time.sleep(_retry_after(headers, 2))
+        time.sleep(_retry_after(headers, 2))  # type: ignore[arg-type]  # never None with a default
     where = f"task {task['task_id']}"
     if task["status"] == Status.FAILED:
         error = task.get("error") or {}
@@ -267,14 +271,14 @@ def convert_one(api, path, out_dir, timeout, stop):
 class Progress:
     """A one-line bar on stderr, drawn only on a terminal; messages are printed above it."""
 
-    def __init__(self, total):
+    def __init__(self, total: int) -> None:
         self.total, self.done, self.failed = total, 0, 0
         self.stream = sys.stderr
         self.live = self.stream.isatty()
         self.lock = threading.Lock()
         self._draw()
 
-    def _draw(self):
+    def _draw(self) -> None:
         if self.live:
             width = 30
             filled = width * self.done // max(self.total, 1)
@@ -283,7 +287,7 @@ class Progress:
             self.stream.write(f"\r[{bar}] {self.done}/{self.total}{failed}")
             self.stream.flush()
 
-    def message(self, text, stream, ok=None):
+    def message(self, text: str, stream: Any, ok: bool | None = None) -> None:
         with self.lock:
             if ok is not None:
                 self.done += 1
@@ -293,17 +297,17 @@ class Progress:
             print(text, file=stream, flush=True)
             self._draw()
 
-    def close(self):
+    def close(self) -> None:
         if self.live:
             self.stream.write("\n")
             self.stream.flush()
 
 
-def run_convert(api, args):
+def run_convert(api: Api, args: argparse.Namespace) -> int:
     out_dir = Path(args.out)
     files = list(dict.fromkeys(Path(p) for p in args.files))  # the same path twice is one file
     # two inputs that would write the same output name would overwrite each other: refuse up front
-    seen = {}
+    seen: dict[str, Path] = {}
     for path in files:
         name = (target_name(path.name) or path.stem).lower()
         if name in seen:
@@ -320,7 +324,8 @@ def run_convert(api, args):
 
     progress = Progress(len(files))
     stop = threading.Event()
-    results, fatal = [], None
+    results: list[bool] = []
+    fatal: Problem | None = None
     pool = ThreadPoolExecutor(max_workers=max(1, args.parallel))
     try:
         futures = {pool.submit(convert_one, api, path, out_dir, args.timeout, stop): path
@@ -353,7 +358,7 @@ def run_convert(api, args):
     return 0 if len(results) == len(files) and all(results) else 1
 
 
-def run_usage(api, args):
+def run_usage(api: Api, args: argparse.Namespace) -> int:
     usage = api.usage()
     if args.json:
         print(json.dumps(usage, indent=2))
@@ -364,12 +369,12 @@ def run_usage(api, args):
     return 0
 
 
-def run_task(api, args):
+def run_task(api: Api, args: argparse.Namespace) -> int:
     print(json.dumps(api.task(args.task_id), indent=2))
     return 0
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="docshift",
         description="Convert .doc/.xls/.ppt to .docx/.xlsx/.pptx with a docshift service.",
@@ -391,7 +396,7 @@ def parser():
     return p
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int | str | None:
     try:
         args = parser().parse_args(argv)
     except SystemExit as error:  # argparse exits on --help and usage errors; return the code instead

@@ -6,7 +6,9 @@ the marketplace says whether a token or the marketplace itself failed, and the A
 carry their problem code (``docshift.web.problems`` gives each its HTTP status and renders it).
 """
 
-from docshift.contract import ProblemCode
+from collections.abc import Mapping
+
+from docshift.contract import ProblemCode, TaskErrorCode
 
 
 class DocshiftError(Exception):
@@ -100,7 +102,7 @@ class ConversionFailed(DocshiftError):
     """A conversion that ends the task FAILED with ``code`` (never retried); ``detected_format``
     says what LibreOffice found in a file it refused."""
 
-    def __init__(self, code, message, detected_format=None):
+    def __init__(self, code: TaskErrorCode, message: str, detected_format: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -121,7 +123,7 @@ class RegistrationRefused(DocshiftError):
     """The registration page turns a token away (missing, invalid, used) or, with ``busy``, could
     not ask the marketplace; ``message`` is what the customer is shown."""
 
-    def __init__(self, message, busy=False):
+    def __init__(self, message: str, busy: bool = False) -> None:
         super().__init__(message)
         self.message, self.busy = message, busy
 
@@ -134,7 +136,7 @@ class ApiError(DocshiftError):
     code = ProblemCode.INTERNAL_ERROR
     title = "Internal error"
 
-    def __init__(self, detail=None, headers=None):
+    def __init__(self, detail: str | None = None, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(detail or self.title)
         self.detail = detail or self.title
         self.headers = dict(headers or {})
@@ -195,6 +197,6 @@ class ClientProblem(DocshiftError):
     is the service's problem code, or the client's own (``unreachable``, ``unexpected_response``,
     ``download_failed``); ``retry_after`` is the wait the service asked for, in seconds."""
 
-    def __init__(self, code, detail, retry_after=None):
+    def __init__(self, code: str, detail: str, retry_after: float | None = None) -> None:
         super().__init__(detail)
         self.code, self.detail, self.retry_after = code, detail, retry_after

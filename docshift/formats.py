@@ -29,14 +29,14 @@ class Format:
     legacy_filter: str    # LibreOffice's filter that writes the legacy type (the engine's self-test makes one)
 
     @property
-    def target(self):
+    def target(self) -> str:
         return self.plain.extension
 
     @property
-    def export_filter(self):
+    def export_filter(self) -> str:
         return self.plain.export_filter
 
-    def result(self, macros):
+    def result(self, macros: bool) -> Target:
         """The Target of a result that carries a VBA project (``macros``) or not."""
         return self.macro_enabled if macros else self.plain
 
@@ -64,19 +64,19 @@ FORMATS = {f.kind: f for f in (
 MEDIA_TYPES = {t.extension: t.media_type for f in FORMATS.values() for t in (f.plain, f.macro_enabled)}
 
 
-def self_test_kinds():
+def self_test_kinds() -> list[list[str]]:
     """What the engine's self-test makes and converts, one per family, as plain JSON for the bridge
     (which runs under LibreOffice's Python and cannot import this): [family, legacy filter, file
     name, OOXML filter]."""
     return [[f.family, f.legacy_filter, f"selftest.{f.kind}", f.export_filter] for f in FORMATS.values()]
 
 
-def by_filename(filename):
+def by_filename(filename: str) -> Format | None:
     """The Format a file name asks for (its extension, any case), or None."""
     return FORMATS.get(PurePosixPath(filename.lower()).suffix.lstrip("."))
 
 
-def target_name(filename, extension=None):
+def target_name(filename: str, extension: str | None = None) -> str | None:
     """``report.DOC`` -> ``report.docx`` (or ``report.docm`` with that ``extension``); None for a name docshift
     does not convert."""
     found = by_filename(filename)
@@ -90,7 +90,7 @@ SOURCE_STEM_BYTES = 120
 SOURCE_FALLBACK = "document"
 
 
-def source_name(filename, kind):
+def source_name(filename: str | None, kind: str) -> str:
     """The name LibreOffice gets the source under: the stem of the customer's ``filename`` made safe
     (``Budget 2024.xls`` stays), the extension always ``kind``; ``document.<kind>`` when nothing is left."""
     name = unicodedata.normalize("NFC", filename or "")
@@ -151,7 +151,7 @@ _TYPE_PREFIXES = ("writer_", "calc_", "impress_", "draw_", "generic_")
 _TEMPLATE_SUFFIXES = ("_VorlageTemplate", "_Vorlage", "_Template", " Template")
 
 
-def detected_format(type_name, media_type=""):
+def detected_format(type_name: str | None, media_type: str = "") -> str:
     """The stable short name of what LibreOffice's type detection found (``word-97``, ``rtf``,
     ``excel-biff5``, ``ooxml``, ``image``...); ``unknown`` when it found nothing."""
     if not type_name:

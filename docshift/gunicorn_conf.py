@@ -17,6 +17,7 @@ starts only with ``DOCSHIFT_METRICS_TOKEN`` set: ``/metrics`` must not be open t
 
 import ipaddress
 import os
+from typing import Any
 
 # a PaaS says where to listen with PORT; otherwise loopback, as make run and the systemd unit want
 _paas_port = os.environ.get("PORT")
@@ -28,7 +29,7 @@ keepalive = 5
 control_socket_disable = True
 
 
-def on_starting(server):
+def on_starting(server: Any) -> None:  # gunicorn's Arbiter
     """Refuse to start when a listener is reachable beyond loopback and /metrics has no token."""
     exposed = [address for address in server.cfg.bind if not _loopback(address)]
     if exposed and not os.environ.get("DOCSHIFT_METRICS_TOKEN"):
@@ -36,7 +37,7 @@ def on_starting(server):
                            "DOCSHIFT_METRICS_TOKEN, which /metrics then asks for, or bind 127.0.0.1")
 
 
-def _loopback(address):
+def _loopback(address: str) -> bool:
     if address.startswith("unix:"):
         return True
     host = address.rsplit(":", 1)[0].strip("[]") if ":" in address else address

@@ -9,7 +9,7 @@ import logging
 
 
 class JsonFormatter(logging.Formatter):
-    def format(self, record):
+    def format(self, record: logging.LogRecord) -> str:
         line = {"ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname,
                 "logger": record.name, "message": record.getMessage()}
         for tag in ("request_id", "task_id"):
@@ -21,7 +21,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line)
 
 
-def configure(*filters):
+def configure(*filters: logging.Filter) -> None:
     """JSON lines on stderr for the docshift loggers (once per process)."""
     logger = logging.getLogger("docshift")
     if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):

@@ -65,7 +65,7 @@ def _switch(default: bool) -> Any:
 class _JsonMapping(fields.Dict):
     """A mapping given as one, or as JSON text (``DOCSHIFT_PLAN_QUOTAS='{"starter": 3}'``)."""
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> Any:
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -158,7 +158,7 @@ class Settings:
     # how long an Idempotency-Key keeps answering with its task (at least what the contract promises)
     idempotency_key_ttl_seconds: int = _count(MIN_IDEMPOTENCY_KEY_TTL, minimum=MIN_IDEMPOTENCY_KEY_TTL)
     # included conversions per plan (PLANS), as overridden
-    plan_quotas: dict[str, int] = _setting(
+    plan_quotas: dict[str, int] = _setting(  # noqa: RUF009 - a field with a default_factory, as each is
         _JsonMapping(keys=fields.String(validate=validate.OneOf(PLANS)),
                      values=fields.Integer(validate=validate.Range(min=0))), factory=lambda: dict(PLANS))
     # a local registration link's life: it is used once, and a fresh one is issued as easily

@@ -8,18 +8,21 @@ bucket live here.
 
 import logging
 
+from sqlite_utils import Database
+
 from docshift.contract import Status
 from docshift.errors import StorageUnavailable
 from docshift.storage import tasks
-from docshift.storage.connection import iso, new_id, now
+from docshift.storage.connection import Row, iso, new_id, now
 from docshift.storage.s3 import ObjectStore
 
 __all__ = ["ObjectStore", "submit_task"]
 log = logging.getLogger("docshift.storage")
 
 
-def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idempotency_key=None,
-                max_unfinished=None, macros="keep"):
+def submit_task(conn: Database, objects: ObjectStore, *, account_id: str, filename: str, kind: str, data: bytes,
+                sha256: str, idempotency_key: str | None = None, max_unfinished: int | None = None,
+                macros: str = "keep") -> Row:
     """Store the input, then commit its QUEUED task row; returns the row.
 
     When the row cannot be committed (the database is down; an identical request with the
@@ -27,10 +30,10 @@ def submit_task(conn, objects, *, account_id, filename, kind, data, sha256, idem
     ``max_unfinished`` tasks waiting or running: ``TooManyUnfinished``), the stored input is
     removed again before the error goes on: no row, no input.
     """
-    task = {"id": new_id("tsk"), "account_id": account_id, "status": Status.QUEUED,
-            "source_filename": filename, "source_type": kind, "source_size": len(data),
-            "source_sha256": sha256, "idempotency_key": idempotency_key, "macros": macros,
-            "created_at": iso(now())}
+    task: Row = {"id": new_id("tsk"), "account_id": account_id, "status": Status.QUEUED,
+                 "source_filename": filename, "source_type": kind, "source_size": len(data),
+                 "source_sha256": sha256, "idempotency_key": idempotency_key, "macros": macros,
+                 "created_at": iso(now())}
     objects.put_input(task["id"], data)
     try:
         tasks.create_task(conn, task, max_unfinished)

@@ -1,9 +1,24 @@
 """Accounts, as the marketplace or the operator sets them, and their API keys (only hashes)."""
 
-from docshift.storage.connection import first, iso, new_id, now, select, transaction
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlite_utils import Database
+
+from docshift.storage.connection import Row, first, iso, new_id, now, select, transaction
 
 
-def apply_subscription(db, marketplace, customer):
+class Subscription(Protocol):
+    """What a marketplace says of a customer now (``docshift.accounts.marketplace.Customer``)."""
+
+    customer_id: str
+    plan: str | None
+    status: str
+    license_arn: str | None
+    period_ends_at: datetime | None
+
+
+def apply_subscription(db: Database, marketplace: str, customer: Subscription) -> Row:
     """Create or update an account from what the marketplace says now (a ``Customer``).
 
     An account that was once active and has no entitlement any more is ``inactive``,
@@ -21,46 +36,46 @@ def apply_subscription(db, marketplace, customer):
                        "license_arn": customer.license_arn, "plan": customer.plan, "status": status,
                        "activated_at": at if status == "active" else None, "created_at": at,
                        "contract_ends_at": contract_end}
-            db["accounts"].insert(account)
+            db.table("accounts").insert(account)
             return account
         changes = {"status": status, "plan": customer.plan or account["plan"],
                    "license_arn": customer.license_arn or account["license_arn"],
                    "contract_ends_at": contract_end or account["contract_ends_at"]}
         if status == "active" and not account["activated_at"]:
             changes["activated_at"] = at
-        db["accounts"].update(account["id"], changes)
+        db.table("accounts").update(account["id"], changes)
         return {**account, **changes}
 
 
-def set_account(db, account_id, **changes):
+def set_account(db: Database, account_id: str, **changes: Any) -> Row:
     if changes.get("status") == "active":
-        account = db["accounts"].get(account_id)
+        account = db.table("accounts").get(account_id)
         if not account["activated_at"]:
             changes["activated_at"] = iso(now())
-    db["accounts"].update(account_id, changes)
-    return db["accounts"].get(account_id)
+    db.table("accounts").update(account_id, changes)
+    return db.table("accounts").get(account_id)
 
 
-def find_account(db, marketplace, customer_id):
+def find_account(db: Database, marketplace: str, customer_id: str) -> Row | None:
     return first(db, "SELECT * FROM accounts WHERE marketplace = ? AND customer_id = ?",
                  [marketplace, customer_id])
 
 
-def list_accounts(db):
+def list_accounts(db: Database) -> list[Row]:
     return select(db, "SELECT * FROM accounts ORDER BY created_at")
 
 
-def replace_key(db, account_id, key_hash, hint):
+def replace_key(db: Database, account_id: str, key_hash: str, hint: str) -> None:
     """Make ``key_hash`` the account's only valid key (re-registration rotates)."""
     at = iso(now())
     with transaction(db):
         db.execute("UPDATE api_keys SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL",
                    [at, account_id])
-        db["api_keys"].insert({"key_hash": key_hash, "account_id": account_id, "hint": hint,
+        db.table("api_keys").insert({"key_hash": key_hash, "account_id": account_id, "hint": hint,
                                "created_at": at, "revoked_at": None})
 
 
-def account_for_key(db, key_hash):
+def account_for_key(db: Database, key_hash: str) -> Row | None:
     return first(db, """SELECT accounts.* FROM api_keys JOIN accounts ON accounts.id = api_keys.account_id
                         WHERE api_keys.key_hash = ? AND api_keys.revoked_at IS NULL""", [key_hash])
 

@@ -9,9 +9,11 @@ import os
 import secrets
 import sqlite3
 import sys
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from importlib.resources import files
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -20,25 +22,28 @@ from docshift.errors import DatabaseUnavailable
 # the top-level schema.sql, packaged beside this module (storage/schema.sql links to it)
 SCHEMA = files("docshift.storage") / "schema.sql"
 
+# a row as the dict of its columns, as sqlite-utils and ``select`` give it
+Row = dict[str, Any]
 
-def now():
+
+def now() -> datetime:
     return datetime.now(UTC)
 
 
-def iso(moment):
+def iso(moment: datetime) -> str:
     """ISO 8601 UTC with ``Z``, second precision kept to microseconds for ordering."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse(text):
+def parse(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-def new_id(prefix):
+def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"
 
 
-def connect(path):
+def connect(path: str) -> Database:
     """Open the database; autocommit unless inside :func:`transaction`."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False,
                            factory=_Cooperative if _gevent_patched() else Connection)
@@ -47,7 +52,7 @@ def connect(path):
     return Database(conn)
 
 
-def _unavailable(error):
+def _unavailable(error: sqlite3.Error) -> DatabaseUnavailable:
     return DatabaseUnavailable(str(error))
 
 
@@ -56,31 +61,31 @@ class Connection(sqlite3.Connection):
     timeout, a failing disk) comes out as ``DatabaseUnavailable``; a constraint's
     ``IntegrityError`` stays what it is, for the verbs that turn it into the domain's own."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         try:
             super().__init__(*args, **kwargs)
         except sqlite3.OperationalError as error:
             raise _unavailable(error) from error
 
-    def execute(self, sql, parameters=(), /):
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         try:
             return super().execute(sql, parameters)
         except sqlite3.OperationalError as error:
             raise _unavailable(error) from error
 
-    def executemany(self, sql, parameters, /):
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
         try:
             return super().executemany(sql, parameters)
         except sqlite3.OperationalError as error:
             raise _unavailable(error) from error
 
-    def executescript(self, script, /):
+    def executescript(self, script: str, /) -> sqlite3.Cursor:
         try:
             return super().executescript(script)
         except sqlite3.OperationalError as error:
             raise _unavailable(error) from error
 
-    def commit(self):
+    def commit(self) -> None:
         try:
             return super().commit()
         except sqlite3.OperationalError as error:
@@ -96,18 +101,18 @@ class CooperativeConnection(sqlite3.Connection):
     wait never stops the hub from answering the others. Reads run inline: in WAL mode they
     take no lock that a writer holds."""
 
-    def execute(self, sql, parameters=(), /):
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
         if sql.lstrip()[:6].upper() in _READS:
             return super().execute(sql, parameters)
         return _off_hub(sqlite3.Connection.execute, self, sql, parameters)
 
-    def executemany(self, sql, parameters, /):
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
         return _off_hub(sqlite3.Connection.executemany, self, sql, parameters)
 
-    def commit(self):
+    def commit(self) -> None:
         return _off_hub(sqlite3.Connection.commit, self)
 
-    def close(self):
+    def close(self) -> None:
         return _off_hub(sqlite3.Connection.close, self)
 
 
@@ -115,17 +120,17 @@ class _Cooperative(Connection, CooperativeConnection):
     """docshift's connection in a gevent process: off the hub, and the driver's errors translated."""
 
 
-def _off_hub(function, *args):
+def _off_hub(function: Callable[..., Any], *args: Any) -> Any:
     from gevent import get_hub  # only a patched process gets here: the worker never imports gevent
     return get_hub().threadpool.apply(function, args)
 
 
-def _gevent_patched():
+def _gevent_patched() -> bool:
     monkey = sys.modules.get("gevent.monkey")
     return monkey is not None and monkey.is_module_patched("threading")
 
 
-def connection_class():
+def connection_class() -> type[sqlite3.Connection]:
     """For a connection of another library (the huey queue's, which handles sqlite3's own errors):
     ``CooperativeConnection`` where gevent has patched this process, else sqlite3's own."""
     return CooperativeConnection if _gevent_patched() else sqlite3.Connection
@@ -139,11 +144,12 @@ class Pool:
     back, or closed if it cannot be); a pool inherited through ``fork`` is left to its parent.
     """
 
-    def __init__(self, path, size=16):
+    def __init__(self, path: str, size: int = 16) -> None:
         self.path, self.size = path, size
-        self._idle, self._pid = [], os.getpid()
+        self._idle: list[Database] = []
+        self._pid = os.getpid()
 
-    def take(self):
+    def take(self) -> Database:
         if self._pid != os.getpid():  # a forked child: these connections are the parent's
             self._idle, self._pid = [], os.getpid()
         try:
@@ -151,7 +157,7 @@ class Pool:
         except IndexError:
             return connect(self.path)
 
-    def give_back(self, db):
+    def give_back(self, db: Database) -> None:
         try:
             if db.conn.in_transaction:
                 db.conn.execute("ROLLBACK")
@@ -174,7 +180,7 @@ ADDED_COLUMNS = {"conversions": {
 }}
 
 
-def init(db):
+def init(db: Database) -> None:
     db.conn.executescript(SCHEMA.read_text())
     for table, columns in ADDED_COLUMNS.items():
         for column, kind in columns.items():
@@ -189,16 +195,16 @@ def init(db):
                     "WHERE result_key IS NULL AND status IN ('SUCCEEDED', 'EXPIRED')")
 
 
-def _columns(db, table):
+def _columns(db: Database, table: str) -> set[str]:
     return {row[1] for row in db.conn.execute(f"PRAGMA table_info({table})")}
 
 
-def ping(db):
+def ping(db: Database) -> None:
     db.execute("SELECT 1")
 
 
 @contextmanager
-def transaction(db):
+def transaction(db: Database) -> Iterator[Database]:
     """A write transaction that takes the lock up front (no upgrade deadlocks). Inside another,
     it is part of that one, which commits or rolls back the whole."""
     if db.conn.in_transaction:
@@ -214,10 +220,10 @@ def transaction(db):
         db.conn.execute("COMMIT")
 
 
-_cooperative_writer = None
+_cooperative_writer: AbstractContextManager[Any] | None = None
 
 
-def _one_writer(db):
+def _one_writer(db: Database) -> AbstractContextManager[Any]:
     """Under gevent, one write transaction at a time in the process: greenlets waiting for SQLite's
     write lock hold all of gevent's pool threads, and the one holding the lock, which needs a thread
     for its next statement, would wait with them until the busy timeout."""
@@ -231,7 +237,7 @@ def _one_writer(db):
     return _cooperative_writer
 
 
-def select(db, sql, params=()):
+def select(db: Database, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     """The rows of a read, as dicts, from one statement (sqlite-utils' ``query`` wraps each read
     in a savepoint: three statements, and the two around it would count as writes)."""
     cursor = db.conn.execute(sql, params)
@@ -242,6 +248,6 @@ def select(db, sql, params=()):
         raise _unavailable(error) from error
 
 
-def first(db, sql, params=()):
+def first(db: Database, sql: str, params: Sequence[Any] = ()) -> Row | None:
     rows = select(db, sql, params)
     return rows[0] if rows else None

@@ -1,42 +1,48 @@
 """Liveness and figures: worker heartbeats, the engine each worker runs, tallies, and the task
 figures /metrics shows."""
 
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlite_utils import Database
+
 from docshift.contract import Status
-from docshift.storage.connection import first, iso, now, parse, select
+from docshift.storage.connection import Row, first, iso, now, parse, select
 
 
-def heartbeat(db, name="worker", at=None):
-    db["heartbeats"].upsert({"name": name, "beat_at": iso(at or now())}, pk="name")
+def heartbeat(db: Database, name: str = "worker", at: datetime | None = None) -> None:
+    db.table("heartbeats").upsert({"name": name, "beat_at": iso(at or now())}, pk="name")
 
 
-def last_heartbeat(db, name="worker"):
+def last_heartbeat(db: Database, name: str = "worker") -> datetime | None:
     row = first(db, "SELECT beat_at FROM heartbeats WHERE name = ?", [name])
     return parse(row["beat_at"]) if row else None
 
 
-def report_engine(db, worker, sandbox, state, detail=None):
+def report_engine(db: Database, worker: str, sandbox: str, state: str, detail: str | None = None) -> None:
     """Record what worker process ``worker`` runs LibreOffice with ("on"/"off") and its state
     ("starting", "ok", "broken" with ``detail``); refreshed with the heartbeat."""
-    db["engines"].upsert({"worker": worker, "sandbox": sandbox, "state": state, "detail": detail,
+    db.table("engines").upsert({"worker": worker, "sandbox": sandbox, "state": state, "detail": detail,
                           "updated_at": iso(now())}, pk="worker")
 
 
-def engine_reports(db, since):
+def engine_reports(db: Database, since: datetime) -> list[Row]:
     """The engine rows of worker processes that reported after ``since``."""
     return select(db, "SELECT * FROM engines WHERE updated_at >= ? ORDER BY worker", [iso(since)])
 
 
-def add_tally(db, name, amount=1):
+def add_tally(db: Database, name: str, amount: int = 1) -> None:
     db.execute("INSERT INTO tallies (name, value) VALUES (?, ?) "
                "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value", [name, amount])
 
 
-def tally(db, name):
+def tally(db: Database, name: str) -> int:
     row = first(db, "SELECT value FROM tallies WHERE name = ?", [name])
     return row["value"] if row else 0
 
 
-def task_metrics(db, buckets):
+def task_metrics(db: Database, buckets: Sequence[float]) -> dict[str, Any]:
     """Figures for /metrics: tasks by (type, state), queue depth, the histogram of seconds from
     claim to final state (cumulative ``(le, count)`` pairs ending with +Inf, and the sum), and
     LibreOffice restarts."""

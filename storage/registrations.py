@@ -7,21 +7,24 @@ transaction, so of two POSTs of one token racing, exactly one issues a key.
 import hashlib
 import sqlite3
 
+from sqlite_utils import Database
+
 from docshift.errors import RegistrationTokenInvalid
 from docshift.storage import accounts
-from docshift.storage.connection import first, iso, now, transaction
+from docshift.storage.connection import Row, first, iso, now, transaction
 
 
-def token_hash(token):
+def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def token_used(conn, token):
+def token_used(conn: Database, token: str) -> bool:
     return first(conn, "SELECT 1 FROM used_registration_tokens WHERE token_hash = ?",
                  [token_hash(token)]) is not None
 
 
-def register(conn, marketplace, customer, token, key_hash, hint, refresh=True):
+def register(conn: Database, marketplace: str, customer: accounts.Subscription, token: str, key_hash: str, hint: str,
+             refresh: bool = True) -> Row:
     """Use ``token`` (RegistrationTokenInvalid if it was used already), create the customer's account
     (or, with ``refresh``, update it from ``customer``) and make ``key_hash`` its only key; the account."""
     with transaction(conn):
@@ -29,8 +32,9 @@ def register(conn, marketplace, customer, token, key_hash, hint, refresh=True):
         if account is None or refresh:
             account = accounts.apply_subscription(conn, marketplace, customer)
         try:
-            conn["used_registration_tokens"].insert({"token_hash": token_hash(token), "marketplace": marketplace,
-                                                     "account_id": account["id"], "used_at": iso(now())})
+            conn.table("used_registration_tokens").insert({
+                "token_hash": token_hash(token), "marketplace": marketplace, "account_id": account["id"],
+                "used_at": iso(now())})
         except sqlite3.IntegrityError as error:
             raise RegistrationTokenInvalid("registration token already used") from error
         accounts.replace_key(conn, account["id"], key_hash, hint)

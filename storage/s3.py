@@ -14,7 +14,10 @@ import logging
 import os
 import shutil
 import socket
-from datetime import timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlsplit
 
 import urllib3
@@ -28,8 +31,13 @@ from urllib3.exceptions import NewConnectionError
 
 from docshift.errors import DiskFull, InputMissing, StoreUnavailable
 from docshift.formats import MEDIA_TYPES
+from docshift.settings import Settings
 
 log = logging.getLogger("docshift.objects")
+# the run that holds a task: (holder, attempt) (``storage.tasks.lease_of``)
+Lease = tuple[str | None, int]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # The sweep deletes inputs and results within minutes; this only catches what it would miss.
 # The bucket's other rules (an operator's, another application's) are kept: only these ids are ours.
@@ -47,11 +55,11 @@ MISSING = ("NoSuchKey", "NoSuchObject", "ResourceNotFound")
 LONGEST_CALL = (RETRIES + 1) * (CONNECT_TIMEOUT + READ_TIMEOUT) + 5
 
 
-def _domain_errors(method):
+def _domain_errors(method: Callable[_P, _R]) -> Callable[_P, _R]:
     """A store that refuses or does not answer is StoreUnavailable: callers never see the SDK's
     or urllib3's exceptions."""
     @functools.wraps(method)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(*args, **kwargs)
         except (MinioException, urllib3.exceptions.HTTPError, OSError) as error:
@@ -62,10 +70,10 @@ def _domain_errors(method):
 
 
 class ObjectStore:
-    def __init__(self, config):
+    def __init__(self, config: Settings) -> None:
         self.bucket = config.s3_bucket
-        credentials = dict(access_key=config.s3_access_key, secret_key=config.s3_secret_key,
-                           region=config.s3_region)
+        credentials: dict[str, Any] = {"access_key": config.s3_access_key, "secret_key": config.s3_secret_key,
+                       "region": config.s3_region}
         # the SDK's default waits 5 minutes to connect and retries 5 times: an outage must
         # reach a client as a prompt 503, and the worker has its own retries
         http = urllib3.PoolManager(
@@ -83,7 +91,7 @@ class ObjectStore:
             if nodes.netloc else self.client
 
     @_domain_errors
-    def ensure_bucket(self):
+    def ensure_bucket(self) -> None:
         """Create the bucket if needed, with a lifecycle rule as a backstop to the worker's sweep."""
         if not self.client.bucket_exists(self.bucket):
             try:
@@ -102,20 +110,20 @@ class ObjectStore:
             log.warning("bucket lifecycle backstop not set: %s", error.code)
 
     @_domain_errors
-    def lifecycle_days(self):
+    def lifecycle_days(self) -> dict[str, tuple[str | None, int | None]]:
         """``{rule id: (prefix, days)}`` of the bucket's expiration rules."""
-        config = self.client.get_bucket_lifecycle(self.bucket)
+        config: Any = self.client.get_bucket_lifecycle(self.bucket)  # read by the tests, of a bucket with rules
         return {rule.rule_id: (rule.rule_filter.prefix, rule.expiration.days) for rule in config.rules}
 
     @_domain_errors
-    def ping(self):
+    def ping(self) -> None:
         """Raise if the store does not answer for our bucket."""
         self.client.bucket_exists(self.bucket)
 
     # inputs
 
     @_domain_errors
-    def put_input(self, task_id, data):
+    def put_input(self, task_id: str, data: bytes) -> None:
         """Store an upload; creates the bucket on first use (the store may start after us)."""
         try:
             self._put(_input_key(task_id), data)
@@ -125,12 +133,12 @@ class ObjectStore:
             self.ensure_bucket()
             self._put(_input_key(task_id), data)
 
-    def _put(self, key, data):
+    def _put(self, key: str, data: bytes) -> None:
         self.client.put_object(self.bucket, key, io.BytesIO(data), len(data),
                                content_type="application/octet-stream")
 
     @_domain_errors
-    def fetch_input(self, task_id, path):
+    def fetch_input(self, task_id: str, path: str | Path) -> None:
         """Fetch the input into ``path``; InputMissing when the bucket is there but the input is not."""
         try:
             self.client.fget_object(self.bucket, _input_key(task_id), str(path))
@@ -141,20 +149,21 @@ class ObjectStore:
             raise
 
     @_domain_errors
-    def delete_input(self, task_id):
+    def delete_input(self, task_id: str) -> None:
         self.client.remove_object(self.bucket, _input_key(task_id))
 
     @_domain_errors
-    def input_exists(self, task_id):
+    def input_exists(self, task_id: str) -> bool:
         return self._exists(_input_key(task_id))
 
     # results: each under the key its run's lease names (``result_key``); the task's row keeps it
 
     @_domain_errors
-    def put_result(self, key, path, extension):
+    def put_result(self, key: str, path: str | Path, extension: str) -> None:
         self.client.fput_object(self.bucket, key, str(path), content_type=MEDIA_TYPES[extension])
 
-    def presign_result(self, key, disposition, extension, expires_in, signed_at=None):
+    def presign_result(self, key: str, disposition: str, extension: str, expires_in: float,
+                       signed_at: datetime | None = None) -> str:
         """A fresh GET link for the result (under ``key``), served with ``disposition`` and the OOXML type,
         valid ``expires_in`` seconds from ``signed_at`` (now)."""
         return self.signer.presigned_get_object(
@@ -165,15 +174,15 @@ class ObjectStore:
             })
 
     @_domain_errors
-    def delete_result(self, key):
+    def delete_result(self, key: str) -> None:
         self.client.remove_object(self.bucket, key)
 
     @_domain_errors
-    def result_exists(self, key):
+    def result_exists(self, key: str) -> bool:
         return self._exists(key)
 
     @_domain_errors
-    def result_size(self, key):
+    def result_size(self, key: str) -> int | None:
         """Bytes of the result stored under ``key``; None when there is none."""
         try:
             return self.client.stat_object(self.bucket, key).size
@@ -182,7 +191,7 @@ class ObjectStore:
                 return None
             raise
 
-    def job_links(self, task_id, result_key, expires_in):
+    def job_links(self, task_id: str, result_key: str, expires_in: float) -> dict[str, str]:
         """What a conversion node may do in the store for one job, and nothing else: GET the task's
         input, PUT its result under ``result_key``. Signed here (no request is made), for the
         endpoint the nodes reach."""
@@ -190,7 +199,7 @@ class ObjectStore:
         return {"input": self.node_signer.presigned_get_object(self.bucket, _input_key(task_id), expires=expires),
                 "result": self.node_signer.presigned_put_object(self.bucket, result_key, expires=expires)}
 
-    def _exists(self, key):
+    def _exists(self, key: str) -> bool:
         try:
             self.client.stat_object(self.bucket, key)
         except S3Error as error:
@@ -203,9 +212,9 @@ class ObjectStore:
 class _UnixConnection(HTTPConnection):
     """HTTP to the embedded store's own Unix socket: no loopback TCP, no relay through the
     ``objects`` process. Requests still name the S3 port's host, which their signature covers."""
-    socket_path = None
+    socket_path: str  # each subclass's own (``_through_socket``)
 
-    def _new_conn(self):
+    def _new_conn(self) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(self.timeout)
@@ -216,23 +225,23 @@ class _UnixConnection(HTTPConnection):
         return sock
 
 
-def _through_socket(http, path):
+def _through_socket(http: urllib3.PoolManager, path: str) -> None:
     """Make the pool manager ``http`` connect to the Unix socket ``path`` whatever the URL's host."""
     connection = type("UnixConnection", (_UnixConnection,), {"socket_path": path})
     pool = type("UnixConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": connection})
     http.pool_classes_by_scheme = {"http": pool}
 
 
-def _rule_key(rule):
+def _rule_key(rule: Rule) -> tuple[Any, ...]:
     expiration = rule.expiration.days if rule.expiration else None
     return rule.rule_id, rule.status, rule.rule_filter.prefix if rule.rule_filter else None, expiration
 
 
-def _input_key(task_id):
+def _input_key(task_id: str) -> str:
     return f"inputs/{task_id}"
 
 
-def result_key(task_id, lease):
+def result_key(task_id: str, lease: Sequence[Any]) -> str:
     """Where the run holding ``lease`` (holder, attempt) stores the task's result: a key of its own,
     so that a run that lost its lease never writes where the current result is read from."""
     holder, attempt = lease
@@ -243,14 +252,14 @@ class Links:
     """A conversion node's way to the store: one job's presigned links (``ObjectStore.job_links``),
     no credential. The same timeouts and retries as ``ObjectStore``'s client."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.http = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT),
             retries=urllib3.Retry(total=RETRIES, backoff_factor=0.2, status_forcelist=[500, 502, 503, 504],
                                   allowed_methods=None, raise_on_status=False))
 
     @_domain_errors
-    def fetch(self, url, path):
+    def fetch(self, url: str, path: str | Path) -> None:
         response = self.http.request("GET", url, preload_content=False)
         try:
             if response.status == 404 and b"NoSuchKey" in response.read(4096):
@@ -263,7 +272,7 @@ class Links:
             response.release_conn()
 
     @_domain_errors
-    def put(self, url, path, extension):
+    def put(self, url: str, path: str | Path, extension: str) -> None:
         with open(path, "rb") as body:
             response = self.http.request("PUT", url, body=body, headers={
                 "Content-Type": MEDIA_TYPES[extension], "Content-Length": str(os.path.getsize(path))})

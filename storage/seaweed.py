@@ -26,12 +26,13 @@ import sys
 from pathlib import Path
 
 from docshift import settings
+from docshift.settings import Settings
 
 log = logging.getLogger("docshift.objectstore")
 S3_SOCKET = "s3.sock"
 
 
-def command(config):
+def command(config: Settings) -> list[str]:
     """The ``weed mini`` argument list for this configuration (writes the identities file).
     Its ports derive from ``DOCSHIFT_S3_PORT`` so that two instances can run side by side."""
     data = Path(config.data_dir) / "objects"
@@ -57,7 +58,7 @@ def command(config):
     ]
 
 
-def isolated(argv, data_dir):
+def isolated(argv: list[str], data_dir: str) -> list[str]:
     """``argv`` under bubblewrap: its own network and IPC namespaces, the system read-only, a
     private /tmp (weed's other Unix sockets), only the object data writable."""
     data = str(Path(data_dir, "objects").resolve())
@@ -66,7 +67,7 @@ def isolated(argv, data_dir):
             "--ro-bind", argv[0], argv[0], "--bind", data, data, "--", *argv]
 
 
-def can_isolate():
+def can_isolate() -> bool:
     """Whether bubblewrap can make a network namespace here."""
     if not shutil.which("bwrap"):
         return False
@@ -74,7 +75,7 @@ def can_isolate():
     return probe.returncode == 0
 
 
-async def _pipe(reader, writer):
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while data := await reader.read(1 << 16):
             writer.write(data)
@@ -85,7 +86,7 @@ async def _pipe(reader, writer):
         pass
 
 
-async def _forward(socket_path, client_reader, client_writer):
+async def _forward(socket_path: str, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
     try:
         store_reader, store_writer = await asyncio.open_unix_connection(socket_path)
     except OSError:  # weed is still starting: the client sees a closed connection and retries
@@ -98,7 +99,7 @@ async def _forward(socket_path, client_reader, client_writer):
             writer.close()
 
 
-def _stop(bwrap_pid):
+def _stop(bwrap_pid: int) -> None:
     # bubblewrap passes no signal on: weed itself gets SIGTERM, and stops cleanly
     try:
         children = Path(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children").read_text().split()
@@ -111,7 +112,7 @@ def _stop(bwrap_pid):
             pass
 
 
-async def serve(config, argv):
+async def serve(config: Settings, argv: list[str]) -> int:
     """Run weed isolated and forward S3_BIND:S3_PORT (127.0.0.1 by default) to its S3 socket until
     weed exits."""
     socket_path = Path(config.data_dir) / "objects" / S3_SOCKET
@@ -127,7 +128,7 @@ async def serve(config, argv):
     return code
 
 
-def main():
+def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = settings.load()
     if not config.embedded_store:

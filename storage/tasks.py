@@ -6,16 +6,23 @@ can never count the same task or overrun the allowance between a read and a writ
 
 import json
 import sqlite3
-from datetime import timedelta
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, cast
 
-from docshift.contract import Status
+from sqlite_utils import Database
+
+from docshift.contract import BillingClass, Status
 from docshift.errors import IdempotencyKeyTaken, TooManyUnfinished
 from docshift.storage import periods
-from docshift.storage.connection import first, iso, now, select, transaction
-from docshift.storage.s3 import result_key
+from docshift.storage.connection import Row, first, iso, now, select, transaction
+from docshift.storage.s3 import Lease, result_key
+
+# the accounts' billing rule, as ``mark_succeeded`` calls it: (account, its current period) -> class
+BillingRule = Callable[[Row, Row], BillingClass]
 
 
-def get_task(db, task_id, account_id=None):
+def get_task(db: Database, task_id: str, account_id: str | None = None) -> Row | None:
     sql = "SELECT * FROM conversions WHERE id = ?"
     params = [task_id]
     if account_id is not None:
@@ -24,18 +31,18 @@ def get_task(db, task_id, account_id=None):
     return first(db, sql, params)
 
 
-def task_by_idempotency_key(db, account_id, key):
+def task_by_idempotency_key(db: Database, account_id: str, key: str) -> Row | None:
     return first(db, "SELECT * FROM conversions WHERE account_id = ? AND idempotency_key = ?",
                  [account_id, key])
 
 
-def unfinished_count(db, account_id):
+def unfinished_count(db: Database, account_id: str) -> int:
     """How many of the account's tasks are QUEUED or PROCESSING."""
     return db.execute("SELECT count(*) FROM conversions WHERE account_id = ? AND status IN ('QUEUED', 'PROCESSING')",
                       [account_id]).fetchone()[0]
 
 
-def create_task(db, task, max_unfinished=None):
+def create_task(db: Database, task: Row, max_unfinished: int | None = None) -> Row:
     """Commit a new QUEUED task row. Raises IdempotencyKeyTaken if its key is already used, and
     TooManyUnfinished (committing nothing) if the account already has ``max_unfinished`` tasks
     QUEUED or PROCESSING: counted in the same transaction, so racing requests cannot overrun it."""
@@ -43,7 +50,7 @@ def create_task(db, task, max_unfinished=None):
         with transaction(db):
             if max_unfinished is not None and unfinished_count(db, task["account_id"]) >= max_unfinished:
                 raise TooManyUnfinished(task["account_id"])
-            db["conversions"].insert(task)
+            db.table("conversions").insert(task)
     except sqlite3.IntegrityError as error:
         if task.get("idempotency_key") and "conversions.account_id" in str(error):
             raise IdempotencyKeyTaken() from error
@@ -68,7 +75,7 @@ FAIREST = """
     WHERE conversions.status = 'QUEUED' ORDER BY conversions.created_at LIMIT 1"""
 
 
-def claim_next(db, worker):
+def claim_next(db: Database, worker: str | None) -> tuple[Row, Row] | None:
     """QUEUED -> PROCESSING for the fairest waiting task, held by ``worker``; returns
     ``(task, account)`` or None when nothing waits. The claim is the lease: the task's
     ``worker`` and ``attempts`` name its holder, and only that holder may finish it."""
@@ -77,52 +84,52 @@ def claim_next(db, worker):
         if row is None:
             return None
         _claim(db, row[0], worker)
-    task = get_task(db, row[0])
-    return task, db["accounts"].get(task["account_id"])
+    task = cast(Row, get_task(db, row[0]))  # claimed just now: tasks are never deleted
+    return task, db.table("accounts").get(task["account_id"])
 
 
-def start_processing(db, task_id, worker=None):
+def start_processing(db: Database, task_id: str, worker: str | None = None) -> tuple[Row, Row] | None:
     """QUEUED -> PROCESSING of this task, held by ``worker``; returns the task and its account, or None."""
     with transaction(db):
         if not _claim(db, task_id, worker):
             return None
-    task = get_task(db, task_id)
-    return task, db["accounts"].get(task["account_id"])
+    task = cast(Row, get_task(db, task_id))  # claimed just now: tasks are never deleted
+    return task, db.table("accounts").get(task["account_id"])
 
 
-def _claim(db, task_id, worker):
+def _claim(db: Database, task_id: str, worker: str | None) -> bool:
     cursor = db.execute(
         "UPDATE conversions SET status = 'PROCESSING', attempts = attempts + 1, started_at = ?, worker = ? "
         "WHERE id = ? AND status = 'QUEUED'", [iso(now()), worker, task_id])
     return cursor.rowcount == 1
 
 
-def _held(lease):
+def _held(lease: Sequence[Any] | None) -> tuple[str, list[Any]]:
     """SQL condition and parameters: the task is PROCESSING, and by the lease's holder when given."""
     if lease is None:
         return "status = 'PROCESSING'", []
     return "status = 'PROCESSING' AND worker IS ? AND attempts = ?", [lease[0], lease[1]]
 
 
-def lease_of(task):
+def lease_of(task: Mapping[str, Any]) -> Lease:
     """The lease a claimed task row stands for: (holder, attempt)."""
     return task["worker"], task["attempts"]
 
 
-def holds(db, task_id, lease):
+def holds(db: Database, task_id: str, lease: Sequence[Any] | None) -> bool:
     """Whether ``lease`` still holds the task: PROCESSING, by its holder and attempt."""
     held, params = _held(lease)
     return first(db, f"SELECT id FROM conversions WHERE id = ? AND {held}", [task_id, *params]) is not None
 
 
-def requeue(db, task_id, lease=None):
+def requeue(db: Database, task_id: str, lease: Sequence[Any] | None = None) -> bool:
     """PROCESSING -> QUEUED, so a retry can claim it again (only by the lease's holder, if given)."""
     held, params = _held(lease)
     return db.execute(f"UPDATE conversions SET status = 'QUEUED' WHERE id = ? AND {held}",
                       [task_id, *params]).rowcount == 1
 
 
-def release(db, task_id, lease):
+def release(db: Database, task_id: str, lease: Sequence[Any] | None) -> bool:
     """PROCESSING -> QUEUED without using up an attempt: the run was stopped by an outage of the
     database or the object store, not by the file."""
     held, params = _held(lease)
@@ -130,8 +137,9 @@ def release(db, task_id, lease):
                       [task_id, *params]).rowcount == 1
 
 
-def mark_succeeded(db, task_id, result_size, retention_seconds, bill, at=None, lease=None, detected_format=None,
-                   result_extension=None, fidelity=None):
+def mark_succeeded(db: Database, task_id: str, result_size: int, retention_seconds: float, bill: BillingRule,
+                   at: datetime | None = None, lease: Sequence[Any] | None = None, detected_format: str | None = None,
+                   result_extension: str | None = None, fidelity: Any = None) -> BillingClass | None:
     """PROCESSING -> SUCCEEDED and count it, in one transaction. Returns the billing class.
 
     ``bill(account, period)`` is the accounts' rule (``docshift.accounts.billing.rule``): given
@@ -147,11 +155,11 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, bill, at=None, l
             return None
         if lease is not None and lease_of(task) != tuple(lease):
             return None
-        account = db["accounts"].get(task["account_id"])
+        account = db.table("accounts").get(task["account_id"])
         period = periods.current_period(db, account, at)
         billing = bill(account, period)
         periods.count(db, period, billing)
-        db["conversions"].update(task_id, {
+        db.table("conversions").update(task_id, {
             "status": Status.SUCCEEDED, "billing_class": billing, "period_started_at": period["started_at"],
             "result_size": result_size, "finished_at": iso(at),
             "result_expires_at": iso(at + timedelta(seconds=retention_seconds)),
@@ -162,7 +170,8 @@ def mark_succeeded(db, task_id, result_size, retention_seconds, bill, at=None, l
     return billing
 
 
-def mark_failed(db, task_id, code, message, lease=None, detected_format=None):
+def mark_failed(db: Database, task_id: str, code: str, message: str, lease: Sequence[Any] | None = None,
+                detected_format: str | None = None) -> bool:
     """Any non-final state -> FAILED with a documented code (only by the lease's holder, if given).
     Never counted."""
     held, params = ("status IN ('QUEUED', 'PROCESSING')", []) if lease is None else _held(lease)
@@ -172,40 +181,40 @@ def mark_failed(db, task_id, code, message, lease=None, detected_format=None):
     return cursor.rowcount == 1
 
 
-def mark_input_deleted(db, task_id):
+def mark_input_deleted(db: Database, task_id: str) -> None:
     db.execute("UPDATE conversions SET input_deleted = 1 WHERE id = ?", [task_id])
 
 
-def final_tasks_with_input(db, limit=500):
+def final_tasks_with_input(db: Database, limit: int = 500) -> list[Row]:
     return select(
         db, "SELECT id FROM conversions WHERE input_deleted = 0 AND status IN ('SUCCEEDED', 'FAILED', 'EXPIRED') "
         "LIMIT ?", [limit])
 
 
-def results_to_expire(db, at=None, limit=500):
+def results_to_expire(db: Database, at: datetime | None = None, limit: int = 500) -> list[Row]:
     return select(
         db, "SELECT * FROM conversions WHERE status = 'SUCCEEDED' AND result_expires_at <= ? "
         "ORDER BY result_expires_at LIMIT ?", [iso(at or now()), limit])
 
 
-def mark_expired(db, task_id):
+def mark_expired(db: Database, task_id: str) -> None:
     db.execute("UPDATE conversions SET status = 'EXPIRED' WHERE id = ? AND status = 'SUCCEEDED'",
                [task_id])
 
 
-def purge_idempotency_keys(db, created_before):
+def purge_idempotency_keys(db: Database, created_before: datetime) -> int:
     """Forget keys of tasks created before ``created_before``: reusing one starts a new task."""
     return db.execute("UPDATE conversions SET idempotency_key = NULL "
                       "WHERE idempotency_key IS NOT NULL AND created_at < ?", [iso(created_before)]).rowcount
 
 
-def processing_tasks(db):
+def processing_tasks(db: Database) -> list[Row]:
     return select(db, "SELECT * FROM conversions WHERE status = 'PROCESSING'")
 
 
-def processing_count(db):
+def processing_count(db: Database) -> int:
     return db.execute("SELECT count(*) FROM conversions WHERE status = 'PROCESSING'").fetchone()[0]
 
 
-def queued_count(db):
+def queued_count(db: Database) -> int:
     return db.execute("SELECT count(*) FROM conversions WHERE status = 'QUEUED'").fetchone()[0]

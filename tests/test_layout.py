@@ -116,6 +116,23 @@ def test_installed_distribution_is_namespaced(tmp_path):
     assert "convert" in answer.stdout and "usage" in answer.stdout
 
 
+def test_every_public_function_is_annotated():
+    """Every public function and method of docshift/ and storage/ (what runs in the sandbox aside) gives the
+    types of its parameters and of what it returns; mypy checks them (``make test``: ``tests/typecheck.py``)."""
+    missing = []
+    for path in [*(ROOT / "docshift").rglob("*.py"), *(ROOT / "storage").rglob("*.py")]:
+        if UNO in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
+                given = node.args
+                params = [*given.posonlyargs, *given.args, *given.kwonlyargs, given.vararg, given.kwarg]
+                bare = [p.arg for p in params if p and p.annotation is None and p.arg not in ("self", "cls")]
+                if node.returns is None or bare:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert missing == []
+
+
 def test_architecture_map_names_every_package():
     """docs/architecture.md is the map: every package is in it, and everything it names exists."""
     text = (ROOT / "docs" / "architecture.md").read_text()

@@ -18,7 +18,7 @@ CHECKSUM_LENGTH = 6
 LENGTH = len(PREFIX) + RANDOM_LENGTH + CHECKSUM_LENGTH
 
 
-def _base62(number, width):
+def _base62(number: int, width: int) -> str:
     digits = []
     while number:
         number, rest = divmod(number, 62)
@@ -26,16 +26,16 @@ def _base62(number, width):
     return "".join(reversed(digits)).rjust(width, "0")
 
 
-def _checksum(random_part):
+def _checksum(random_part: str) -> str:
     return _base62(zlib.crc32(random_part.encode()), CHECKSUM_LENGTH)
 
 
-def generate():
+def generate() -> str:
     random_part = "".join(secrets.choice(ALPHABET) for _ in range(RANDOM_LENGTH))
     return PREFIX + random_part + _checksum(random_part)
 
 
-def well_formed(key):
+def well_formed(key: str) -> bool:
     """True if ``key`` has the shape and a matching checksum (no database involved)."""
     if len(key) != LENGTH or not key.startswith(PREFIX):
         return False
@@ -45,9 +45,9 @@ def well_formed(key):
     return hmac.compare_digest(_checksum(body[:RANDOM_LENGTH]), body[RANDOM_LENGTH:])
 
 
-def digest(key):
+def digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def hint(key):
+def hint(key: str) -> str:
     return key[: len(PREFIX) + 4] + "..."

@@ -9,16 +9,24 @@ notifications (SNS to SQS) read by the worker, which re-reads entitlements
 rather than trusting a message.
 """
 
+from __future__ import annotations
+
 import json
 import logging
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 from docshift.errors import MarketplaceUnavailable, RegistrationTokenInvalid
-from docshift.settings import PLANS
+from docshift.settings import PLANS, Settings
+from docshift.storage.connection import Row
+
+# overage to send, (account, hour, quantity); and what the marketplace settled, {(account id, hour): (status, id)}
+Reports = list[tuple[Row, str, int]]
+Settled = dict[tuple[str, str], tuple[str, str | None]]
 
 log = logging.getLogger("docshift.marketplace")
 
@@ -36,17 +44,17 @@ class Customer:
 class LocalMarketplace:
     name = "local"
 
-    def __init__(self, config):
+    def __init__(self, config: Settings) -> None:
         self.serializer = URLSafeTimedSerializer(config.secret_key, salt="docshift.registration")
         self.max_age = config.registration_token_max_age
 
-    def issue_token(self, customer_id, plan):
+    def issue_token(self, customer_id: str, plan: str) -> str:
         if plan not in PLANS:
             raise ValueError(f"unknown plan {plan!r}")
         # a nonce: two tokens for one customer in one second must differ, each is used once
         return self.serializer.dumps({"customer": customer_id, "plan": plan, "nonce": secrets.token_urlsafe(6)})
 
-    def resolve(self, token):
+    def resolve(self, token: str) -> Customer:
         """The customer a registration token stands for; raises RegistrationTokenInvalid."""
         try:
             data = self.serializer.loads(token, max_age=self.max_age)
@@ -54,10 +62,10 @@ class LocalMarketplace:
             raise RegistrationTokenInvalid(str(error)) from error
         return Customer(customer_id=data["customer"], plan=data["plan"])
 
-    def notifications(self):
+    def notifications(self) -> list[Notification]:
         return []
 
-    def meter(self, reports):
+    def meter(self, reports: Reports) -> Settled:
         """Nothing to send: the ledger is the record of overage for a self-hosted service."""
         return {(account["id"], hour): ("sent", None) for account, hour, _ in reports}
 
@@ -73,7 +81,7 @@ class AwsMarketplace:
     name = "aws"
     TOKEN_ERRORS = ("InvalidTokenException", "ExpiredTokenException")
 
-    def __init__(self, config, metering=None, entitlement=None, sqs=None):
+    def __init__(self, config: Settings, metering: Any = None, entitlement: Any = None, sqs: Any = None) -> None:
         import boto3
         from botocore.config import Config
 
@@ -87,7 +95,7 @@ class AwsMarketplace:
         self.queue_url = config.aws_sqs_queue_url
         self.overage_dimension = config.aws_overage_dimension
 
-    def resolve(self, token):
+    def resolve(self, token: str) -> Customer:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -103,7 +111,7 @@ class AwsMarketplace:
         customer_id = resolved.get("CustomerAWSAccountId") or resolved["CustomerIdentifier"]
         return self.customer(customer_id, resolved.get("LicenseArn"))
 
-    def customer(self, customer_id, license_arn=None):
+    def customer(self, customer_id: str, license_arn: str | None = None) -> Customer:
         """The customer as the entitlement service sees them now: a plan and ``active``, or
         ``pending`` while no entitlement exists (the caller turns that into ``inactive`` for
         a customer who once was active)."""
@@ -111,12 +119,13 @@ class AwsMarketplace:
         return Customer(customer_id=customer_id, plan=plan, status="active" if plan else "pending",
                         license_arn=license_arn, period_ends_at=expires)
 
-    def _entitlement(self, customer_id):
+    def _entitlement(self, customer_id: str) -> tuple[str | None, datetime | None]:
         """(plan, expiration) of the customer's best current entitlement, or (None, None)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         key = "CUSTOMER_AWS_ACCOUNT_ID" if customer_id.isdigit() else "CUSTOMER_IDENTIFIER"
-        found, token = [], None
+        found: list[dict[str, Any]] = []
+        token = None
         try:
             while True:
                 page = self.entitlement.get_entitlements(
@@ -135,7 +144,7 @@ class AwsMarketplace:
         _, plan, expires = max(plans, key=lambda p: p[0])
         return plan, expires
 
-    def notifications(self):
+    def notifications(self) -> list[Notification]:
         """Subscription messages waiting in the SQS queue (not yet acknowledged)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -155,12 +164,12 @@ class AwsMarketplace:
                 self.acknowledge(Notification("malformed", "", raw["ReceiptHandle"]))
         return messages
 
-    def acknowledge(self, notification):
+    def acknowledge(self, notification: Notification) -> None:
         self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=notification.receipt)
 
     BATCH = 25  # BatchMeterUsage takes at most 25 records a call
 
-    def meter(self, reports):
+    def meter(self, reports: Reports) -> Settled:
         """Send ``(account, hour, quantity)`` overage with BatchMeterUsage.
 
         Returns ``{(account_id, hour): (status, record id)}`` for the records the marketplace
@@ -172,10 +181,11 @@ class AwsMarketplace:
 
         from botocore.exceptions import BotoCoreError, ClientError
 
-        settled = {}
+        settled: Settled = {}
         for start in range(0, len(reports), self.BATCH):
             batch = reports[start:start + self.BATCH]
-            records, keys = [], {}
+            records: list[dict[str, Any]] = []
+            keys: dict[tuple[str, datetime], tuple[str, str]] = {}
             for account, hour, quantity in batch:
                 timestamp = datetime.strptime(hour, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
                 record = {"Timestamp": timestamp, "Dimension": self.overage_dimension, "Quantity": quantity}
@@ -208,7 +218,7 @@ class AwsMarketplace:
         return settled
 
 
-def _entitled(entitlement):
+def _entitled(entitlement: dict[str, Any]) -> bool:
     value = entitlement.get("Value") or {}
     if value.get("BooleanValue") is False or value.get("IntegerValue") == 0:
         return False
@@ -216,10 +226,11 @@ def _entitled(entitlement):
     return expires is None or expires > datetime.now(UTC)
 
 
-BACKENDS = {"local": LocalMarketplace, "aws": AwsMarketplace}
+Marketplace = LocalMarketplace | AwsMarketplace
+BACKENDS: dict[str, type[Marketplace]] = {"local": LocalMarketplace, "aws": AwsMarketplace}
 
 
-def backend(config):
+def backend(config: Settings) -> Marketplace:
     """The configured marketplace (``DOCSHIFT_MARKETPLACE``): the one place that builds it."""
     name = config.marketplace
     if name not in BACKENDS:

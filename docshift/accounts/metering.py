@@ -2,8 +2,11 @@
 doubles nothing."""
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from sqlite_utils import Database
+
+from docshift.accounts.marketplace import Marketplace, Settled
 from docshift.storage import connection, ledger
 
 log = logging.getLogger("docshift.metering")
@@ -11,7 +14,7 @@ log = logging.getLogger("docshift.metering")
 METERING_WINDOW = timedelta(hours=6)  # the marketplace refuses records older than this
 
 
-def report_overage(conn, backend, at=None):
+def report_overage(conn: Database, backend: Marketplace, at: datetime | None = None) -> Settled:
     """Send the overage of every ended hour not yet in the ledger (or still pending there).
 
     Each (account, hour) is written to the ledger as pending before it is sent and closed

@@ -1,14 +1,19 @@
 """Subscription changes from the marketplace, applied to accounts."""
 
 import logging
+from typing import Any
+
+from sqlite_utils import Database
 
 from docshift.errors import MarketplaceUnavailable
 from docshift.storage import accounts
+from docshift.storage.connection import Row
 
 log = logging.getLogger("docshift.subscriptions")
 
 
-def sync_subscriptions(conn, backend):
+def sync_subscriptions(conn: Database, backend: Any) -> list[Row]:
+    # ``backend``: a Marketplace; only one with notifications (AWS) is asked for a customer
     """Re-read each notified customer's entitlements and apply them; acknowledge what was applied.
 
     A subscribe or update whose entitlement is not visible yet stays in the queue and

@@ -7,8 +7,11 @@ fidelity report. A worker process calls ``clear_leftovers`` once at start, and `
 know whether LibreOffice's sandbox can be made here.
 """
 
+from __future__ import annotations
+
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from docshift.engine.convert import Converted
 from docshift.engine.office import alive, clear_leftovers
 from docshift.engine.soffice import SELF_TEST_TIMEOUT, START_TIMEOUT
 
-__all__ = ["Engine", "Converted", "LONGEST_START_SECONDS", "alive", "clear_leftovers", "sandbox_problem"]
+__all__ = ["LONGEST_START_SECONDS", "Converted", "Engine", "alive", "clear_leftovers", "sandbox_problem"]
 
 # the longest a LibreOffice may take to start and pass its self-test before it counts as failed
 LONGEST_START_SECONDS = START_TIMEOUT + SELF_TEST_TIMEOUT
@@ -29,15 +32,17 @@ class Engine:
     """One worker thread's LibreOffices, and the conversion of a file on them. Must be made, and used, by a
     thread that lives as long as it (``office.py`` says why)."""
 
-    def __init__(self, office):
+    def __init__(self, office: _office.Office) -> None:
         self.office = office
 
     @classmethod
-    def build(cls, data_dir, name, *, max_conversions=200, memory_limit_mb=8192, cpu_seconds=600, scratch_mb=512,
-              sandboxed=True, spare=False, accounts=1, idle_seconds=600, on_start=None):
+    def build(cls, data_dir: str | Path, name: str, *, max_conversions: int = 200, memory_limit_mb: int = 8192,
+              cpu_seconds: int = 600, scratch_mb: int = 512, sandboxed: bool = True, spare: bool = False,
+              accounts: int = 1, idle_seconds: float = 600,
+              on_start: Callable[[Engine, str, str | None], object] | None = None) -> Engine:
         """An Engine keeping its LibreOffices under ``data_dir``; ``on_start(engine, state, detail)`` hears of
         every start of one ("ok", or "broken" and why)."""
-        engine = cls(None)
+        engine = cls(None)  # type: ignore[arg-type]  # its Office is made next: it tells the Engine of a start
         engine.office = _office.Office(
             data_dir, max_conversions=max_conversions, memory_limit_mb=memory_limit_mb,
             limits=sandbox.Limits(cpu_seconds=cpu_seconds, scratch_mb=scratch_mb), name=name, sandboxed=sandboxed,
@@ -45,27 +50,28 @@ class Engine:
             accounts=accounts, idle_seconds=idle_seconds)
         return engine
 
-    def start(self):
+    def start(self) -> None:
         """Start a LibreOffice now (it passes its self-test), so that the first task finds one warm."""
         self.office.start()
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.office.name
 
     @property
-    def restarts(self):
+    def restarts(self) -> int:
         """How often a LibreOffice was replaced (recycling, crashes, timeouts, new accounts)."""
         return self.office.restarts
 
     @contextmanager
-    def workspace(self, task_id):
+    def workspace(self, task_id: str) -> Iterator[Path]:
         """A directory of the worker's own for one task's files, which no sandbox sees; removed afterwards."""
         self.office.tasks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=self.office.tasks_dir) as directory:
             yield Path(directory)
 
-    def convert(self, source, kind, workdir, timeout, task_id=None, macros="keep", tenant=None):
+    def convert(self, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
+                macros: str = "keep", tenant: str | None = None) -> Converted:
         """Convert the legacy file ``source`` of ``kind`` for the account ``tenant`` (a LibreOffice that has
         converted another account's file never sees it); returns the checked result, :class:`Converted`.
         Raises ConversionFailed with the task's error code, or a ServiceFault (EngineBroken)."""
@@ -73,14 +79,14 @@ class Engine:
         precheck.check(source)
         return _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros)
 
-    def places(self):
+    def places(self) -> dict[str, Path]:
         """The directories whose disk a conversion writes to, by name: a full one is a fault of the service."""
         return {"work": self.office.job_dir, "LibreOffice profile": self.office.profile}
 
-    def close(self):
+    def close(self) -> None:
         self.office.close()
 
 
-def sandbox_problem(data_dir):
+def sandbox_problem(data_dir: str | Path) -> str | None:
     """Why LibreOffice's sandbox cannot be made here, in words, or None."""
     return sandbox.problem(Path(data_dir) / "work" / f"{_office.HOST}.{os.getpid()}.probe")

@@ -7,19 +7,27 @@ the OOXML holds (``ooxml.py`` reads that from the package's XML). LibreOffice's
 own messages go to the log, never to the client.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
 import zipfile
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import TaskErrorCode
 from docshift.engine import inventory, ooxml, precheck, stored, unexplained, vba
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
+if TYPE_CHECKING:
+    from docshift.engine.office import Office
+
 log = logging.getLogger("docshift.engine")
+_T = TypeVar("_T")
 
 # Excel keeps at most 31 characters of a sheet name; LibreOffice's export cuts longer ones
 SHEET_NAME_LIMIT = 31
@@ -42,10 +50,11 @@ class Converted:
     path: Path              # the checked OOXML file
     detected_format: str    # what LibreOffice recognised in the source (``formats.detected_format``)
     extension: str = ""     # the result's type: docx, docm, ...
-    fidelity: dict | None = None  # ``inventory.report``: what the source holds against what the result holds
+    fidelity: dict[str, Any] | None = None  # ``inventory.report``: what the source holds against the result
 
 
-def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep"):
+def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
+            macros: str = "keep") -> Converted:
     """Convert ``source`` on ``office``; returns the checked result as :class:`Converted`.
 
     A source with a VBA project becomes the macro-enabled type with its modules, unless ``macros`` is
@@ -70,12 +79,12 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
         try:
             report = office.export(source, result, target.export_filter, timeout, task_id, parts=parts)
             break
-        except OfficeTimeout:
+        except OfficeTimeout as error:
             raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
-                                   f"The conversion took longer than {timeout:g} s.")
+                                   f"The conversion took longer than {timeout:g} s.") from error
         except LoadFailed as error:
             log.warning("LibreOffice could not convert %s: %s", source, error)
-            raise not_loaded(source)
+            raise not_loaded(source) from error
         except OfficeCrashed as error:
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
     else:
@@ -105,11 +114,11 @@ def convert(office, source, kind, workdir, timeout, task_id=None, macros="keep")
     return Converted(result, found, target.extension, fidelity)
 
 
-def _in_background(function, *args):
+def _in_background(function: Callable[..., _T], *args: Any) -> Callable[[], _T]:
     """Run ``function(*args)`` in a thread; returns what waits for its value (re-raising what it raised)."""
-    outcome = {}
+    outcome: dict[str, Any] = {}
 
-    def run():
+    def run() -> None:
         try:
             outcome["value"] = function(*args)
         except BaseException as error:  # handed to the caller, who decides
@@ -118,7 +127,7 @@ def _in_background(function, *args):
     thread = threading.Thread(target=run, daemon=True, name="source-inventory")
     thread.start()
 
-    def value():
+    def value() -> _T:
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
@@ -127,14 +136,14 @@ def _in_background(function, *args):
     return value
 
 
-def not_loaded(source):
+def not_loaded(source: Path) -> ConversionFailed:
     """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters."""
     if precheck.encrypted(source):
         return ConversionFailed(TaskErrorCode.ENCRYPTED_DOCUMENT, precheck.ENCRYPTED)
     return ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice could not read this file.")
 
 
-def check_package(path, kind):
+def check_package(path: Path, kind: str) -> None:
     """Raise ``output_invalid`` unless ``path`` is a zip holding the format's main part whose directory
     promises a sane size. Only the directory is read: nothing is inflated here."""
     try:
@@ -157,7 +166,7 @@ def check_package(path, kind):
         raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: {problem}.")
 
 
-def check_explained(result, source, kind):
+def check_explained(result: Path, source: Path, kind: str) -> None:
     """Raise ``output_invalid`` when the result holds what its source does not explain (``unexplained``): an
     external reference other than a hyperlink, a VBA project."""
     try:
@@ -169,7 +178,7 @@ def check_explained(result, source, kind):
         raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: {why}.")
 
 
-def check_content(loaded, written, source):
+def check_content(loaded: Mapping[str, Any], written: Mapping[str, Any] | None, source: Path) -> None:
     """Raise ``output_invalid`` unless the OOXML (``written``: its facts, None if it would not open) holds
     what LibreOffice loaded from the source: every sheet (names cut to Excel's 31 characters), every
     slide, the text."""
@@ -179,7 +188,7 @@ def check_content(loaded, written, source):
         raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: {loss}.")
 
 
-def content_lost(loaded, written):
+def content_lost(loaded: Mapping[str, Any], written: Mapping[str, Any] | None) -> str | None:
     """What the result lacks of the source, in words, or None."""
     if written is None:
         return "it does not open"

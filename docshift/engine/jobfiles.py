@@ -12,11 +12,14 @@ nothing out; the descriptors still keep the worker from reaching anything outsid
 job dir through it.
 """
 
+from __future__ import annotations
+
 import os
 import secrets
 import shutil
 import stat
 from pathlib import Path
+from typing import IO
 
 from docshift.engine import sandbox
 from docshift.errors import OfficeCrashed
@@ -27,7 +30,7 @@ NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 COPY_CHUNK = 1 << 20
 
 
-def prepare(job_dir):
+def prepare(job_dir: str | Path) -> None:
     """Make ``job_dir`` (its parents are the worker's own) the worker's, closed to the sandbox's user."""
     job_dir = Path(job_dir)
     job_dir.mkdir(parents=True, exist_ok=True)
@@ -45,15 +48,15 @@ class Staging:
     source, and ``target``, the empty file LibreOffice may write (host paths; ``Office.inside``
     gives the sandbox's). Use it in a ``with``; ``take`` collects the result."""
 
-    def __init__(self, job_dir, source, target_suffix):
+    def __init__(self, job_dir: str | Path, source: str | Path, target_suffix: str) -> None:
         name = f"staged-{secrets.token_hex(8)}"
         self.target = Path(job_dir) / name / f"target{target_suffix}"
         # the source's own name (the customer's, made safe): what LibreOffice derives from it shows theirs
         own = Path(source).name
         self.source = Path(job_dir) / name / (own if own != self.target.name else f"source{Path(source).suffix}")
-        self._job = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+        self._job: int | None = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
         self._name = name
-        self._dir = None
+        self._dir: int | None = None
         try:
             os.mkdir(name, DIR_MODE, dir_fd=self._job)
             self._dir = os.open(name, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW, dir_fd=self._job)
@@ -65,13 +68,13 @@ class Staging:
             self.close()
             raise
 
-    def __enter__(self):
+    def __enter__(self) -> Staging:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def take(self, target):
+    def take(self, target: str | Path) -> bool:
         """Copy what LibreOffice wrote into ``target`` (the worker's own path); False when it wrote
         nothing. Raises OfficeCrashed when what is there is no regular file (a link, a FIFO):
         only a compromised sandbox makes one."""
@@ -92,7 +95,7 @@ class Staging:
                 shutil.copyfileobj(result, copy, COPY_CHUNK)
         return True
 
-    def close(self):
+    def close(self) -> None:
         if self._dir is not None:
             os.close(self._dir)
             self._dir = None
@@ -102,7 +105,8 @@ class Staging:
             self._job = None
 
 
-def _write_new(directory, name, mode, content, owner=None):
+def _write_new(directory: int, name: str, mode: int, content: IO[bytes] | None,
+               owner: tuple[int, int] | None = None) -> None:
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, mode, dir_fd=directory)
     with open(fd, "wb") as new:
         os.fchmod(fd, mode)

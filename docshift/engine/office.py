@@ -30,7 +30,9 @@ import socket
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from docshift.engine import jobfiles, sandbox
 from docshift.engine.soffice import PROFILE_SETTINGS, START_TIMEOUT, UNO_PYTHON, Launcher, Soffice  # noqa: F401
@@ -44,8 +46,11 @@ HOST = socket.gethostname()
 
 
 class Office:
-    def __init__(self, base_dir, max_conversions=200, memory_limit_mb=8192, name="office", sandboxed=True,
-                 on_start=None, profile_settings=None, spare=False, limits=None, accounts=1, idle_seconds=600):
+    def __init__(self, base_dir: str | Path, max_conversions: int = 200, memory_limit_mb: int = 8192,
+                 name: str = "office", sandboxed: bool = True,
+                 on_start: Callable[["Office", str, str | None], object] | None = None,
+                 profile_settings: str | None = None, spare: bool = False, limits: sandbox.Limits | None = None,
+                 accounts: int = 1, idle_seconds: float = 600) -> None:
         """An Office keeping its LibreOffices' job dirs in ``<base_dir>/work``, their profiles' seeds in
         ``<base_dir>/office`` and its tasks' files in ``<base_dir>/tasks``, all named ``<host>.<pid>.<name>...``
         so that ``clear_leftovers`` knows whose they are.
@@ -58,79 +63,74 @@ class Office:
         LibreOffice is stopped after that long.
         ``limits`` (``sandbox.Limits``) caps what the sandbox may use besides memory."""
         self.base_dir = Path(base_dir)
-        self.max_conversions = max_conversions
-        self.name = name
-        self.sandboxed = sandboxed
-        self.on_start = on_start
-        self.accounts = max(1, accounts)
-        self.idle_seconds = idle_seconds
+        self.max_conversions, self.name, self.sandboxed = max_conversions, name, sandboxed
+        self.on_start, self.accounts, self.idle_seconds = on_start, max(1, accounts), idle_seconds
         self.launcher = Launcher(name, sandboxed, limits or sandbox.Limits(), memory_limit_mb * 1024 * 1024,
                                  profile_settings or PROFILE_SETTINGS, tag=lambda: self.task_id)
         self.own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
         self.tasks_dir = self.base_dir / "tasks" / self.own
-        self.current = None  # the LibreOffice of the task at hand: Soffice
-        self.starts = 0
+        # the LibreOffice of the task at hand, a Soffice (Any: None until a start, and used only after one)
+        self.current: Any = None
+        self.starts, self.busy, self.spare = 0, False, spare
         self._generations = itertools.count(1)  # numbers the profiles, job dirs and pipes of its LibreOffices
-        self.busy = False
-        self.task_id = None  # the task being converted, for the tags of LibreOffice's messages
-        self.broken = None  # why the last start gave up, while it stands
-        self.spare = spare
-        self._spare = None  # a started, self-tested LibreOffice that has seen no document: Soffice
-        self._idle = OrderedDict()  # account -> its idle LibreOffice, the least recently used first
+        self.task_id: str | None = None  # the task being converted, for the tags of LibreOffice's messages
+        self.broken: str | None = None  # why the last start gave up, while it stands
+        self._spare: Soffice | None = None  # a started, self-tested LibreOffice that has seen no document
+        self._idle: OrderedDict[str | None, Soffice] = OrderedDict()  # account -> its idle one, least recent first
         self._lock = threading.Lock()  # the spare and the idle ones, shared with the keeper
         self._wake = threading.Event()
-        self._keeper = None
-        self._launching = set()  # LibreOffices being started: one that close() must kill
+        self._keeper: threading.Thread | None = None
+        self._launching: set[Soffice] = set()  # LibreOffices being started: one that close() must kill
         self._closing = False
 
     # what the LibreOffice at hand is
 
     @property
-    def process(self):
+    def process(self) -> Any:
         return self.current.process if self.current else None
 
     @property
-    def profile(self):
+    def profile(self) -> Path:
         return self.current.profile if self.current else self.base_dir / "office" / self.own
 
     @property
-    def job_dir(self):
+    def job_dir(self) -> Path:
         """The job dir of the LibreOffice at hand (the only host directory its sandbox sees)."""
         return self.current.job_dir if self.current else self.base_dir / "work" / self.own
 
     @property
-    def tenant(self):
+    def tenant(self) -> str | None:
         return self.current.tenant if self.current else None
 
     @property
-    def conversions(self):
+    def conversions(self) -> int:
         return self.current.conversions if self.current else 0
 
     @property
-    def timings(self):
+    def timings(self) -> dict[str, float]:
         return self.current.timings if self.current else {}
 
     @property
-    def restarts(self):
+    def restarts(self) -> int:
         """How often this Office replaced its LibreOffice (recycling, crashes, timeouts, new accounts)."""
         return max(0, self.starts - 1)
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self.current is not None and self.current.running
 
-    def office_pid(self, soffice=None):
+    def office_pid(self, soffice: Soffice | None = None) -> int | None:
         """The pid of the ``soffice.bin`` of ``soffice`` (the LibreOffice at hand if None), or None."""
         soffice = soffice or self.current
         return soffice.pid() if soffice else None
 
-    def inside(self, path):
+    def inside(self, path: str | Path) -> str:
         """``path`` as the LibreOffice at hand sees it: under ``/job`` or ``/profile`` in the sandbox."""
         return self.current.inside(path) if self.current else str(path)
 
     # lifecycle
 
-    def start(self):
+    def start(self) -> None:
         """Start LibreOffice and have it pass its self-test; raise EngineBroken after
         ``START_ATTEMPTS`` failures in a row."""
         for attempt in range(1, START_ATTEMPTS + 1):
@@ -153,7 +153,7 @@ class Office:
             self._keeper.start()
             self._wake.set()
 
-    def _launch(self):
+    def _launch(self) -> Soffice:
         generation = next(self._generations)  # the keeper launches too
         try:
             return self.launcher.launch(self.base_dir / "office" / f"{self.own}.{generation}",
@@ -163,13 +163,13 @@ class Office:
             with self._lock:
                 self._launching = {soffice for soffice in self._launching if soffice.running}
 
-    def _starting(self, soffice):
+    def _starting(self, soffice: Soffice) -> None:
         with self._lock:
             self._launching.add(soffice)
         if self._closing:
             soffice.signal()
 
-    def _adopt(self, started):
+    def _adopt(self, started: Soffice) -> None:
         """Make ``started`` (a fresh LibreOffice: it has seen no document, it belongs to no account) the one
         at hand."""
         self.current = started
@@ -177,7 +177,7 @@ class Office:
         self.broken = None
         self._report("ok", None)
 
-    def _keep(self):
+    def _keep(self) -> None:
         """The keeper: whenever the spare was taken, start another; stop idle LibreOffices that waited too
         long for their account (the lifetime of this thread is theirs)."""
         delay = 1.0
@@ -192,7 +192,7 @@ class Office:
             if not wanted:
                 continue
             try:
-                started = self._launch()
+                started: Soffice | None = self._launch()
                 delay = 1.0
             except OfficeCrashed as error:
                 log.warning("%s: no spare LibreOffice: %s", self.name, error)
@@ -206,7 +206,7 @@ class Office:
             if started is not None:
                 started.kill()
 
-    def _expire(self):
+    def _expire(self) -> None:
         """Stop the idle LibreOffices that waited longer than ``idle_seconds``."""
         limit = time.monotonic() - self.idle_seconds
         with self._lock:
@@ -216,7 +216,7 @@ class Office:
             log.info("%s: an account's LibreOffice idle for %d s is stopped", self.name, self.idle_seconds)
             soffice.kill()
 
-    def _take_spare(self):
+    def _take_spare(self) -> Soffice | None:
         with self._lock:
             spare, self._spare = self._spare, None
         if spare is not None and spare.running:
@@ -226,20 +226,20 @@ class Office:
             spare.kill()
         return None
 
-    def _report(self, state, detail):
+    def _report(self, state: str, detail: str | None) -> None:
         if self.on_start is not None:
             try:
                 self.on_start(self, state, detail)
             except Exception as error:  # a report that cannot be recorded must not stop the engine
                 log.warning("%s: could not report its state %s: %r", self.name, state, error)
 
-    def stop(self):
+    def stop(self) -> None:
         """Kill the LibreOffice at hand and remove its profile and job dir (the spare and the idle ones stay)."""
         current, self.current = self.current, None
         if current is not None:
             current.kill()
 
-    def close(self):
+    def close(self) -> None:
         """Stop every LibreOffice of this Office and remove its dirs: the worker is going away."""
         self._closing = True
         self._wake.set()
@@ -249,16 +249,16 @@ class Office:
             self._idle.clear()
             for soffice in self._launching:
                 soffice.signal()  # its start fails at once, and the keeper tidies up after it
-        for soffice in others:
-            if soffice is not None:
-                soffice.kill()
+        for other in others:
+            if other is not None:
+                other.kill()
         self.stop()
         if self._keeper is not None and self._keeper is not threading.current_thread():
             self._keeper.join(timeout=30)
         for path in (self.base_dir / "work" / self.own, self.tasks_dir):
             shutil.rmtree(path, ignore_errors=True)
 
-    def restart(self):
+    def restart(self) -> None:
         """A fresh LibreOffice in place of the one at hand: the spare when one is ready, else a new start."""
         self.stop()
         spare = self._take_spare() if self.spare else None
@@ -267,7 +267,7 @@ class Office:
         else:
             self.start()
 
-    def take(self, tenant):
+    def take(self, tenant: str | None) -> None:
         """Ready this Office for a task of ``tenant`` (an account id): a LibreOffice that has converted a file
         of another account never converts one of this account's. The account's idle LibreOffice comes back,
         or a fresh one takes over; the one of the account before waits for its next task (or is stopped).
@@ -295,7 +295,7 @@ class Office:
         self.current.empty_job_dir()
         self.current.tenant = tenant
 
-    def _set_aside(self, soffice):
+    def _set_aside(self, soffice: Soffice) -> None:
         """Keep ``soffice`` idle for its account's next task, stopping the least recently used beyond
         ``accounts``; or stop it."""
         soffice.idle_since = time.monotonic()
@@ -313,7 +313,8 @@ class Office:
 
     # work
 
-    def export(self, source, target, export_filter, timeout, task_id=None, parts=True):
+    def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
+               task_id: str | None = None, parts: bool = True) -> dict[str, Any]:
         """Have LibreOffice load ``source`` and export it into ``target``; returns what it found in the document
         (a presentation's embedded objects only if ``parts``: its shapes are walked for them).
 
@@ -351,7 +352,7 @@ class Office:
             self._recycle(tenant)
         return answer.get("facts", {})
 
-    def _recycle(self, tenant):
+    def _recycle(self, tenant: str | None) -> None:
         """A fresh LibreOffice (it never gives memory back). One that fails to start leaves the
         finished conversion be: the next conversion starts one again."""
         try:
@@ -361,7 +362,7 @@ class Office:
             log.error("%s: LibreOffice not replaced after %d conversions: %s", self.name, self.max_conversions, error)
 
     @contextlib.contextmanager
-    def _visible(self, source, target):
+    def _visible(self, source: Path, target: Path) -> Iterator[tuple[str, str]]:
         """Sandbox paths for ``source`` and ``target``: a staged copy of the source and an empty target,
         whose content is copied to ``target`` on the way out (``jobfiles.py``)."""
         if not self.sandboxed:
@@ -376,7 +377,7 @@ class Office:
                 raise
 
 
-def clear_leftovers(base_dir):
+def clear_leftovers(base_dir: str | Path) -> None:
     """Remove the job, profile and tasks dirs that Offices of dead worker processes on this host left
     in ``base_dir`` (a SIGKILL gives them no chance); call it when a worker process starts."""
     for kind in ("work", "office", "tasks"):
@@ -388,7 +389,7 @@ def clear_leftovers(base_dir):
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def alive(pid):
+def alive(pid: int) -> bool:
     """Whether process ``pid`` exists on this host."""
     try:
         os.kill(pid, 0)

@@ -19,6 +19,9 @@ size (``convert.check_package``), and a member is never inflated past the size i
 import posixpath
 import zipfile
 from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
 from xml.parsers import expat
 
 from docshift.errors import ResultUnreadable as Unreadable
@@ -35,7 +38,7 @@ PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relation
 WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}
 
 
-def facts(path, kind):
+def facts(path: str | Path, kind: str) -> dict[str, Any] | None:
     """The facts of the OOXML package at ``path`` (the target of ``kind``), or None if it would not open."""
     try:
         with zipfile.ZipFile(path) as package:
@@ -48,7 +51,8 @@ def facts(path, kind):
         return None
 
 
-def _parse(package, name, start=None, end=None, text=None):
+def _parse(package: zipfile.ZipFile, name: str, start: Callable[[str, dict[str, str]], None] | None = None,
+           end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None) -> None:
     """Stream part ``name`` of ``package`` through expat with namespaces resolved (``uri}local``)."""
     try:
         with package.open(name) as part:
@@ -57,12 +61,14 @@ def _parse(package, name, start=None, end=None, text=None):
         raise Unreadable(f"{name} is missing") from error
 
 
-def stream(chunks, name, start=None, end=None, text=None, unreadable=Unreadable):
+def stream(chunks: Iterable[bytes], name: str, start: Callable[[str, dict[str, str]], None] | None = None,
+           end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None,
+           unreadable: type[Exception] = Unreadable) -> None:
     """Feed the byte ``chunks`` of part ``name`` to expat, namespaces resolved (``uri}local``), with the
     handlers given; a DTD (entity expansion) or XML that is not well-formed raises ``unreadable``."""
     parser = expat.ParserCreate(namespace_separator=SEPARATOR)
 
-    def no_dtd(*_):
+    def no_dtd(*_: object) -> None:
         raise unreadable(f"{name} declares a DTD")
 
     parser.StartDoctypeDeclHandler = no_dtd
@@ -82,10 +88,10 @@ def stream(chunks, name, start=None, end=None, text=None, unreadable=Unreadable)
         raise unreadable(f"{name}: {error}") from error
 
 
-def _sheets(package):
+def _sheets(package: zipfile.ZipFile) -> list[str]:
     names = []
 
-    def start(tag, attributes):
+    def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{SPREADSHEET}{SEPARATOR}sheet":
             names.append(attributes.get("name", ""))
 
@@ -93,15 +99,16 @@ def _sheets(package):
     return names
 
 
-def _slides(package):
+def _slides(package: zipfile.ZipFile) -> int:
     main = FORMATS["ppt"].main_part
-    slides, targets = [], {}
+    slides: list[str | None] = []
+    targets: dict[str | None, str] = {}
 
-    def slide(tag, attributes):
+    def slide(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{PRESENTATION}{SEPARATOR}sldId":
             slides.append(attributes.get(f"{RELATIONSHIPS}{SEPARATOR}id"))
 
-    def relationship(tag, attributes):
+    def relationship(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{PACKAGE_RELATIONSHIPS}{SEPARATOR}Relationship":
             targets[attributes.get("Id")] = attributes.get("Target", "")
 
@@ -115,14 +122,14 @@ def _slides(package):
                if rid in targets and posixpath.normpath(posixpath.join("/" + folder, targets[rid]))[1:] in parts)
 
 
-def _text(package):
-    counted = Counter()
+def _text(package: zipfile.ZipFile) -> Counter[str]:
+    counted: Counter[str] = Counter()
     inside = [0]  # depth of w:t / w:delText elements the parser is in
     text_tags = {f"{WORD}{SEPARATOR}t", f"{WORD}{SEPARATOR}delText"}
     symbol = f"{WORD}{SEPARATOR}sym"
     symbol_char = f"{WORD}{SEPARATOR}char"
 
-    def start(tag, attributes):
+    def start(tag: str, attributes: dict[str, str]) -> None:
         if tag in text_tags:
             inside[0] += 1
         elif tag in WORD_CHARACTERS:
@@ -133,11 +140,11 @@ def _text(package):
             except ValueError:
                 pass
 
-    def end(tag):
+    def end(tag: str) -> None:
         if tag in text_tags:
             inside[0] -= 1
 
-    def text(data):
+    def text(data: str) -> None:
         if inside[0]:
             counted.update("".join(data.split()))
 

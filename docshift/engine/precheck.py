@@ -9,6 +9,7 @@ convert.
 """
 
 import struct
+from pathlib import Path
 
 import olefile
 from msoffcrypto import OfficeFile
@@ -25,7 +26,7 @@ BIFF_SCAN_LIMIT = 1 << 20  # FILEPASS sits right after the workbook's BOF; never
 MAX_SPIN_COUNT = 100_000
 
 
-def check(path):
+def check(path: str | Path) -> None:
     """Raise ``encrypted_document`` if ``path`` is certainly password-protected: an encrypted OOXML
     package (unless its password is the default one and its key costs no more rounds than Office's)
     or a Word file whose header says so.
@@ -39,7 +40,7 @@ def check(path):
         raise ConversionFailed(TaskErrorCode.ENCRYPTED_DOCUMENT, ENCRYPTED)
 
 
-def encrypted(path):
+def encrypted(path: str | Path) -> bool:
     """After LibreOffice loaded nothing: does the file say it is password-protected (in any variant:
     RC4, CryptoAPI, XOR obfuscation, encrypted OOXML packages)?"""
     streams = _streams(path)
@@ -55,7 +56,7 @@ def encrypted(path):
         return False
 
 
-def _streams(path):
+def _streams(path: str | Path) -> dict[str, list[str]] | None:
     """{lower-case stream path: its real path} of an OLE2 file, or None when it is none (or unreadable).
     Office and LibreOffice compare stream names case-insensitively; so does this."""
     try:
@@ -67,7 +68,7 @@ def _streams(path):
         return None
 
 
-def _read(path, entry, size):
+def _read(path: str | Path, entry: list[str], size: int) -> bytes:
     try:
         with olefile.OleFileIO(str(path)) as ole, ole.openstream(entry) as stream:
             return stream.read(size)
@@ -75,11 +76,11 @@ def _read(path, entry, size):
         return b""
 
 
-def _encrypted_package(streams):
+def _encrypted_package(streams: dict[str, list[str]]) -> bool:
     return "encryptioninfo" in streams and "encryptedpackage" in streams
 
 
-def _opens_with_default_password(path):
+def _opens_with_default_password(path: str | Path) -> bool:
     try:
         with open(path, "rb") as f:
             package = OfficeFile(f)
@@ -91,14 +92,14 @@ def _opens_with_default_password(path):
         return False
 
 
-def _word_encrypted(path, streams):
+def _word_encrypted(path: str | Path, streams: dict[str, list[str]]) -> bool:
     if "worddocument" not in streams:
         return False
     fib = _read(path, streams["worddocument"], 12)
     return len(fib) == 12 and bool(struct.unpack_from("<H", fib, 10)[0] & WORD_FENCRYPTED)
 
 
-def _workbook_filepass(path, streams):
+def _workbook_filepass(path: str | Path, streams: dict[str, list[str]]) -> bool:
     """A FILEPASS record among the workbook globals (BIFF5 and BIFF8), whatever the password."""
     for name in ("workbook", "book"):
         if name in streams:

@@ -74,17 +74,18 @@ STAGE = ('exec 3<"$1" 4<"$2" 5<"$3" && mount -t tmpfs -o mode=0755,size=64k docs
          f' && exec setpriv --reuid={UID} --regid={GID} --clear-groups -- "$@"')
 
 
-def as_root():
+def as_root() -> bool:
     return os.geteuid() == 0
 
 
-def give(path):
+def give(path: str | Path) -> None:
     """Let the sandbox's user write ``path`` (a root worker hands it to nobody); a link is not followed."""
     if as_root():
         os.chown(path, UID, GID, follow_symlinks=False)
 
 
-def command(job_dir, profile_dir, code_dir, program, env=None, limits=Limits()):
+def command(job_dir: str | Path, profile_dir: str | Path, code_dir: str | Path, program: list[str],
+            env: dict[str, str] | None = None, limits: Limits = Limits()) -> list[str]:
     """The argv that runs ``program`` (sandbox paths) in the sandbox, with ``env`` only.
 
     The sandbox's ``/profile`` is an in-memory copy of ``profile_dir``'s directories and settings
@@ -115,9 +116,9 @@ def command(job_dir, profile_dir, code_dir, program, env=None, limits=Limits()):
             argv += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             argv += ["--ro-bind", str(path), str(path)]
-    for path in SYSTEM_FILES:
-        if os.path.exists(path):
-            argv += ["--ro-bind", path, path]
+    for file in SYSTEM_FILES:
+        if os.path.exists(file):
+            argv += ["--ro-bind", file, file]
     small, scratch = str(SMALL_TMPFS_MB << 20), str(limits.scratch_mb << 20)
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", small, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
              "--size", small, "--tmpfs", "/tmp", "--size", scratch, "--tmpfs", PROFILE]
@@ -133,14 +134,14 @@ def command(job_dir, profile_dir, code_dir, program, env=None, limits=Limits()):
     return prefix + argv
 
 
-def _tool(name):
+def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         raise SandboxUnavailable(f"{name} (util-linux) is not on PATH")
     return path
 
 
-def problem(scratch, timeout=30):
+def problem(scratch: str | Path, timeout: float = 30) -> str | None:
     """Why no sandbox can be made here (bubblewrap's own words), or None when it can.
 
     Builds the real sandbox around ``/usr/bin/true`` in ``scratch``, which it removes.

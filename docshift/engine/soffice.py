@@ -17,7 +17,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 from docshift import formats
 from docshift.engine import jobfiles, sandbox
@@ -55,10 +57,10 @@ PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 
 # the fallback of DOCSHIFT_SANDBOX=off: as root; else through an unprivileged user namespace, where the kernel allows one (Debian does)
 NAMESPACE_PREFIXES = (["unshare", "--net", "--"], ["unshare", "--user", "--map-root-user", "--net", "--"])
-_netns = None
+_netns: list[str] | None = None
 
 
-def network_namespace():
+def network_namespace() -> list[str]:
     """The command prefix that puts LibreOffice in a network namespace with no network, or []."""
     global _netns
     if _netns is None:
@@ -79,11 +81,13 @@ class Launcher:
     """How an Office starts its LibreOffices: in the sandbox (or not), with its limits and profile settings.
     ``tag()`` names the task that LibreOffice's messages come from, for the log."""
 
-    def __init__(self, name, sandboxed, limits, memory_limit, profile_settings, tag=lambda: None):
+    def __init__(self, name: str, sandboxed: bool, limits: sandbox.Limits, memory_limit: int, profile_settings: str,
+                 tag: Callable[[], str | None] = lambda: None) -> None:
         self.name, self.sandboxed, self.limits = name, sandboxed, limits
         self.memory_limit, self.profile_settings, self.tag = memory_limit, profile_settings, tag
 
-    def launch(self, profile, job_dir, pipe, starting=lambda soffice: None):
+    def launch(self, profile: Path, job_dir: Path, pipe: str,
+               starting: Callable[["Soffice"], object] = lambda soffice: None) -> "Soffice":
         """A LibreOffice with ``profile`` and ``job_dir`` its own (made afresh), started and self-tested:
         a :class:`Soffice`. Raises OfficeCrashed when it does not start or fails its self-test.
         ``starting(soffice)`` hears of it as soon as its process runs (whoever closes may kill it)."""
@@ -110,8 +114,8 @@ class Launcher:
         try:
             try:
                 ready = started.read(START_TIMEOUT)
-            except (OfficeTimeout, OfficeCrashed):
-                raise OfficeCrashed("LibreOffice did not start")
+            except (OfficeTimeout, OfficeCrashed) as error:
+                raise OfficeCrashed("LibreOffice did not start") from error
             if not ready.get("ready"):
                 raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
             launched = time.monotonic()
@@ -119,8 +123,8 @@ class Launcher:
             started.send({"selftest": started.inside(test_dir), "kinds": formats.self_test_kinds()})
             try:
                 answer = started.read(SELF_TEST_TIMEOUT)
-            except OfficeTimeout:
-                raise OfficeCrashed("the self-test took too long")
+            except OfficeTimeout as error:
+                raise OfficeCrashed("the self-test took too long") from error
             finally:
                 shutil.rmtree(test_dir, ignore_errors=True)
             if not answer.get("ok"):
@@ -134,7 +138,7 @@ class Launcher:
                  started.timings["self_test"], ready["pid"])
         return started
 
-    def _prepare(self, profile, job_dir):
+    def _prepare(self, profile: Path, job_dir: Path) -> None:
         """A fresh profile seed (LibreOffice's home and temp dir, its settings; the sandbox gets an in-memory
         copy) and a fresh job dir."""
         for path in (profile, job_dir):
@@ -144,7 +148,7 @@ class Launcher:
         (profile / "user" / "registrymodifications.xcu").write_text(self.profile_settings)
         jobfiles.prepare(job_dir)
 
-    def _log_messages(self, stream):
+    def _log_messages(self, stream: IO[str]) -> None:
         """LibreOffice's and the bridge's own messages, to the log with the task they came from."""
         for line in stream:
             line = line.rstrip()
@@ -152,7 +156,7 @@ class Launcher:
                 log.info("%s: %s", self.name, line, extra={"task_id": self.tag()})
         stream.close()
 
-    def _limit_memory(self):
+    def _limit_memory(self) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
         # out of memory in the worker's unit (MemoryMax), the kernel kills a LibreOffice, not the worker
         with open("/proc/self/oom_score_adj", "w") as score:
@@ -165,18 +169,20 @@ class Soffice:
     """One started LibreOffice (its bridge process), the profile and job dir that are its alone, and the
     account whose files it has seen (``tenant``: None until its first task)."""
 
-    def __init__(self, process, profile, job_dir, sandboxed=True):
-        self.process, self.profile, self.job_dir, self.sandboxed = process, profile, job_dir, sandboxed
-        self.timings = {}  # seconds of its start: "launch", "self_test"
-        self.tenant = None
+    def __init__(self, process: Any, profile: Path, job_dir: Path, sandboxed: bool = True) -> None:
+        # its bridge's subprocess.Popen (text, with pipes) once launched: only a Soffice being made has None
+        self.process = process
+        self.profile, self.job_dir, self.sandboxed = profile, job_dir, sandboxed
+        self.timings: dict[str, float] = {}  # seconds of its start: "launch", "self_test"
+        self.tenant: str | None = None
         self.conversions = 0
         self.idle_since = time.monotonic()
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def inside(self, path):
+    def inside(self, path: str | Path) -> str:
         """``path`` as this LibreOffice sees it: under ``/job`` or ``/profile`` in the sandbox."""
         path = Path(path)
         if self.sandboxed:
@@ -185,7 +191,7 @@ class Soffice:
                     return str(Path(jailed) / path.relative_to(host))
         return str(path)
 
-    def empty_job_dir(self):
+    def empty_job_dir(self) -> None:
         """Remove whatever an earlier task, or this LibreOffice, left in its job dir (links are not followed)."""
         if self.job_dir.exists():
             for entry in list(self.job_dir.iterdir()):
@@ -194,14 +200,14 @@ class Soffice:
                 else:
                     entry.unlink(missing_ok=True)
 
-    def send(self, request):
+    def send(self, request: dict[str, Any]) -> None:
         try:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
         except (BrokenPipeError, OSError) as error:
             raise OfficeCrashed(str(error)) from error
 
-    def read(self, timeout):
+    def read(self, timeout: float) -> dict[str, Any]:
         """The bridge's next reply: one JSON object on one line, within ``timeout`` seconds and
         ``MAX_REPLY_BYTES``; raises OfficeTimeout, or OfficeCrashed for anything else it says."""
         deadline = time.monotonic() + timeout
@@ -229,7 +235,7 @@ class Soffice:
             raise OfficeCrashed("the bridge's reply is no JSON object")
         return reply
 
-    def kill(self):
+    def kill(self) -> None:
         """Kill it (the sandbox's own PID namespace dies with its outer bwrap: --die-with-parent) and remove
         its profile and job dir."""
         if self.process is not None:
@@ -240,19 +246,19 @@ class Soffice:
         shutil.rmtree(self.profile, ignore_errors=True)
         shutil.rmtree(self.job_dir, ignore_errors=True)
 
-    def signal(self):
+    def signal(self) -> None:
         """Kill its process group, and nothing else: whoever waits for it tidies up."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
 
-    def pid(self):
+    def pid(self) -> int | None:
         """The pid of its ``soffice.bin`` (the process that does the work), or None."""
         process = self.process
         if process is None:
             return None
-        children = {}
+        children: dict[int, list[tuple[int, str]]] = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue

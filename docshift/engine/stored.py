@@ -16,6 +16,8 @@ import posixpath
 import re
 import tempfile
 import zipfile
+from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
@@ -30,7 +32,7 @@ TYPE = re.compile(rb'\st="[^"]*"')
 VALUE = re.compile(rb"<v>.*?</v>|<v/>|<is>.*?</is>", re.DOTALL)
 
 
-def differing(source, result):
+def differing(source: inventory.Inventory, result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:
     """``{result sheet name: {b"B1": stored value}}``: the formula cells whose result is not what the source
     stored (``source`` and ``result`` are ``inventory.Inventory`` of an .xls and its .xlsx)."""
     if source.cells is None or result.cells is None:
@@ -38,7 +40,7 @@ def differing(source, result):
     shift = 0.0
     if source.date1904 != result.date1904:
         shift = 1462.0 if source.date1904 else -1462.0
-    found = {}
+    found: dict[str, dict[bytes, Any]] = {}
     for sheet, cells in source.cells.items():
         target = sheet[:inventory.SHEET_NAME_LIMIT]
         theirs, formulas = result.cells.get(target, {}), result.formulas.get(target, set())
@@ -52,7 +54,7 @@ def differing(source, result):
     return found
 
 
-def restore(path, source, result):
+def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inventory) -> int:
     """Write the stored values of :func:`differing` cells into the .xlsx at ``path``; returns how many were
     written. The package is rewritten beside itself and replaced at once; parts without such cells are
     copied byte for byte."""
@@ -61,7 +63,8 @@ def restore(path, source, result):
         return 0
     with zipfile.ZipFile(path) as package:
         parts = _sheet_parts(package)
-        rewritten, written = {}, 0
+        rewritten: dict[str, bytes] = {}
+        written = 0
         for sheet, cells in wanted.items():
             part = parts.get(sheet)
             if part is None:
@@ -76,11 +79,11 @@ def restore(path, source, result):
         try:
             with zipfile.ZipFile(temporary, "w") as out:
                 for info in package.infolist():
-                    data = rewritten.get(info.filename)
-                    if data is None:
+                    new_data = rewritten.get(info.filename)
+                    if new_data is None:
                         out.writestr(info, package.read(info.filename), compress_type=info.compress_type)
                     else:
-                        out.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED)
+                        out.writestr(info, new_data, compress_type=zipfile.ZIP_DEFLATED)
             os.replace(temporary, path)
         except BaseException:
             os.unlink(temporary)
@@ -88,12 +91,12 @@ def restore(path, source, result):
     return written
 
 
-def _sheet_parts(package):
+def _sheet_parts(package: zipfile.ZipFile) -> dict[str | None, str]:
     """{sheet name: part name} from the workbook and its relationships (both small)."""
     workbook = ElementTree.fromstring(package.read("xl/workbook.xml"))
     relationships = ElementTree.fromstring(package.read("xl/_rels/workbook.xml.rels"))
     targets = {r.get("Id"): r.get("Target", "") for r in relationships.iter(PACKAGE_RELATIONSHIP)}
-    parts = {}
+    parts: dict[str | None, str] = {}
     for sheet in workbook.iter(f"{SPREADSHEET}sheet"):
         target = targets.get(sheet.get(RELATIONSHIP), "")
         parts[sheet.get("name")] = target.lstrip("/") if target.startswith("/") else \
@@ -101,11 +104,11 @@ def _sheet_parts(package):
     return parts
 
 
-def _rewrite(data, cells):
+def _rewrite(data: bytes, cells: dict[bytes, Any]) -> tuple[bytes, int]:
     """(the sheet part with ``cells`` given their values, how many were changed)."""
     changed = 0
 
-    def replace(match):
+    def replace(match: re.Match[bytes]) -> bytes:
         nonlocal changed
         ref = match.group(1)
         if ref not in cells or match.group(3) == b"/>":
@@ -119,7 +122,7 @@ def _rewrite(data, cells):
     return CELL.sub(replace, data), changed
 
 
-def _typed(value):
+def _typed(value: Any) -> tuple[bytes, bytes]:
     """(the ``t`` attribute, or b"" for a number; the ``<v>`` text) of a stored value."""
     if isinstance(value, inventory.ErrorValue):
         return b"e", escape(str(value)).encode()

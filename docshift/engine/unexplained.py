@@ -23,7 +23,7 @@ VBA_PART = re.compile(r"(?:word|xl|ppt)/vbaProject\.bin")
 SHORTEST_TARGET = 6
 
 
-def unexplained(result, source, kind):
+def unexplained(result: str | Path, source: str | Path, kind: str) -> str | None:
     """Why ``result`` holds something its legacy ``source`` of ``kind`` does not explain, in words, or None."""
     with zipfile.ZipFile(result) as package:
         names = package.namelist()
@@ -40,11 +40,11 @@ def unexplained(result, source, kind):
     return None
 
 
-def _external_targets(package, name):
+def _external_targets(package: zipfile.ZipFile, name: str) -> list[str]:
     """Targets of the part's relationships to outside the package, hyperlinks left out."""
     targets = []
 
-    def start(tag, attributes):
+    def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relationship" \
                 and attributes.get("TargetMode") == "External" and attributes.get("Type") != HYPERLINK:
             targets.append(attributes.get("Target", ""))
@@ -54,14 +54,14 @@ def _external_targets(package, name):
     return targets
 
 
-def _source_text(source):
+def _source_text(source: str | Path) -> tuple[str, str]:
     """The legacy file's bytes as text both ways a legacy Office file writes strings: 8-bit and UTF-16LE."""
     data = Path(source).read_bytes()
     return data.decode("latin-1").lower(), data.decode("utf-16-le", "replace").lower() + \
         data[1:].decode("utf-16-le", "replace").lower()
 
 
-def _written_in(target, written):
+def _written_in(target: str, written: tuple[str, str]) -> bool:
     """Whether the legacy file writes ``target``, or a distinctive part of it (a host, folder or file name:
     legacy files write paths in their own encodings, and LibreOffice rewrites them), in either encoding."""
     for _ in range(3):  # LibreOffice escapes a '%' of the source again: "%2525" is a '%'

@@ -14,7 +14,9 @@ import tempfile
 import warnings
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from xml.dom import minidom
 
 import olefile
@@ -31,11 +33,11 @@ for _name in ("olevba", "ppt", "crypto", "ooxml", "record_base", "oleform"):
 MODULE_EXTENSIONS = {"bas", "cls", "frm", "vba"}  # what olevba appends to a module's name; "vba" when unknown
 
 
-def modules(path):
+def modules(path: str | Path | bytes | bytearray) -> dict[str, str]:
     """{module name: source code} of the VBA project(s) in ``path``: a legacy .doc/.xls/.ppt, an OOXML
     .docm/.xlsm/.pptm or a bare vbaProject.bin (a path, or the file's bytes). Empty when there is none or it
     cannot be read; never raises. Only reads the project: olevba decompresses the source, it runs nothing."""
-    found = {}
+    found: dict[str, str] = {}
     try:
         # no P-code disassembly: only the source is wanted, and pcodedmp makes olevba switch its logging back on
         if isinstance(path, (bytes, bytearray)):
@@ -77,7 +79,7 @@ RT_EXTERNAL_OLE_OBJECT_STG = 0x1011  # VbaProjectStg: instance 1 compressed, 0 n
 HEADER_TOKEN_ENCRYPTED = 0xF3D1C4DF  # CurrentUserAtom.headerToken of an encrypted file: its records are unreadable
 
 
-def has_project(path, kind):
+def has_project(path: str | Path, kind: str) -> bool:
     """Does the legacy file ``path`` of ``kind`` "doc", "xls" or "ppt" carry a VBA project? Fast: reads the OLE
     directory and, for a .ppt, the few records that lead to the project, not the streams. Never raises: False for
     damaged or non-OLE input (RTF, HTML, OOXML named .doc)."""
@@ -100,18 +102,18 @@ class _Stream:
     """Random access to one OLE stream that reads only the sectors asked for (olefile's ``openstream`` reads the
     whole stream, several milliseconds for a large .ppt)."""
 
-    def __init__(self, ole, name):
+    def __init__(self, ole: olefile.OleFileIO, name: str) -> None:
         entry = next((kid for kid in ole.root.kids if kid.name.lower() == name.lower()), None)
         if entry is None or entry.entry_type != olefile.STGTY_STREAM:
             raise ValueError(f"no stream {name!r}")
         self.ole, self.size = ole, entry.size
-        self.data = None
+        self.data: bytes | None = None
         if entry.size < ole.minisectorcutoff:  # small streams live in the mini stream: olefile reads them cheaply
             self.data = ole.openstream(entry.name).read()
         self.chain = [entry.isectStart]  # sector numbers, followed through the FAT only as far as reads need
         self.max_sectors = -(-entry.size // ole.sectorsize)
 
-    def _sector(self, index):
+    def _sector(self, index: int) -> int:
         while len(self.chain) <= index:
             sect = self.chain[-1]
             if len(self.chain) >= self.max_sectors or sect >= len(self.ole.fat):
@@ -119,7 +121,7 @@ class _Stream:
             self.chain.append(self.ole.fat[sect])
         return self.chain[index]
 
-    def read(self, offset, size):
+    def read(self, offset: int, size: int) -> bytes:
         """``size`` bytes at ``offset``; ValueError when the stream ends before."""
         if offset < 0 or size < 0 or offset + size > self.size:
             raise ValueError("read past the end of the stream")
@@ -131,13 +133,13 @@ class _Stream:
             out += self.ole.getsect(self._sector(index))[within:within + size - len(out)]
         return bytes(out)
 
-    def header(self, offset):
+    def header(self, offset: int) -> tuple[int, int, int, int]:
         """(recVer, recInstance, recType, recLen) of the [MS-PPT] record header at ``offset``."""
         ver_instance, rec_type, rec_len = struct.unpack("<HHI", self.read(offset, 8))
         return ver_instance & 0x0F, ver_instance >> 4, rec_type, rec_len
 
 
-def _ppt_project_record(ole):
+def _ppt_project_record(ole: olefile.OleFileIO) -> tuple[_Stream, int] | None:
     """(stream, offset) of the VbaProjectStg record in the "PowerPoint Document" stream that the document's
     VBAInfoAtom refers to, or None. Follows [MS-PPT] 2.1.2: Current User -> newest UserEditAtom -> persist object
     directory (every edit's PersistDirectoryAtom, newer entries winning) -> DocumentContainer -> DocInfoListContainer
@@ -148,7 +150,8 @@ def _ppt_project_record(ole):
     if rec_type != RT_CURRENT_USER_ATOM or token == HEADER_TOKEN_ENCRYPTED:
         return None
     stream = _Stream(ole, "PowerPoint Document")
-    directory, doc_ref = {}, None
+    directory: dict[int, int] = {}
+    doc_ref = None
     while offset:
         if stream.header(offset)[2] != RT_USER_EDIT_ATOM:
             return None
@@ -184,7 +187,7 @@ def _ppt_project_record(ole):
     return stream, directory[persist_id]
 
 
-def _vba_info_atom(stream, doc_offset):
+def _vba_info_atom(stream: _Stream, doc_offset: int) -> bytes | None:
     """The body of the VBAInfoAtom in the DocumentContainer at ``doc_offset``, or None. Reads only record
     headers: the DocInfoListContainer comes right after the master list, long before the slides."""
     _, _, rec_type, rec_len = stream.header(doc_offset)
@@ -203,7 +206,7 @@ def _vba_info_atom(stream, doc_offset):
     return None
 
 
-def _children(stream, start, length):
+def _children(stream: _Stream, start: int, length: int) -> Iterator[tuple[int, int, int]]:
     """(recType, offset, recLen) of each record in a container's body of ``length`` bytes at ``start``."""
     pos, end = start, min(start + length, stream.size)
     while pos + 8 <= end:
@@ -224,7 +227,7 @@ CT_NS = "http://schemas.openxmlformats.org/package/2006/content-types"
 REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 
 
-def ppt_project(path):
+def ppt_project(path: str | Path) -> bytes | None:
     """The VBA project of the .ppt ``path`` as the bytes of a vbaProject.bin (an OLE compound file with the ``VBA``
     storage and the ``PROJECT``/``PROJECTwm`` streams, as a .pptm holds it), or None when it has none or it cannot
     be read. The .ppt keeps the project as the VbaProjectStg record its VBAInfoAtom names: a whole compound file,
@@ -257,7 +260,7 @@ def ppt_project(path):
         return None
 
 
-def _is_vba_project(data):
+def _is_vba_project(data: bytes) -> bool:
     """Is ``data`` a compound file laid out as vbaProject.bin: ``PROJECT`` and a ``VBA`` storage with ``dir``?"""
     # olefile takes bytes shorter than a minimal compound file for a file name: check the size and magic here
     if len(data) < olefile.MINIMAL_OLEFILE_SIZE or not data.startswith(olefile.MAGIC):
@@ -267,7 +270,7 @@ def _is_vba_project(data):
                 and ole.get_type("VBA/dir") == olefile.STGTY_STREAM)
 
 
-def insert_project(package_path, project):
+def insert_project(package_path: str | Path, project: bytes) -> None:
     """Put ``project`` (a vbaProject.bin's bytes) into the .pptm ``package_path`` as ``ppt/vbaProject.bin``,
     replacing the one LibreOffice writes (a compound file with no project in it). Every other part is kept byte
     for byte, except that [Content_Types].xml and ppt/_rels/presentation.xml.rels get what a macro-enabled
@@ -283,8 +286,8 @@ def insert_project(package_path, project):
         parts = {info.filename: src.read(info) for info in infos}
     # part names in a package compare case-insensitively ([MS-OPC]); find the ones to touch whatever their case
     names = {name.lower(): name for name in parts}
-    main = _main_part(parts.get(names.get("_rels/.rels")))
-    edits = {}
+    main = _main_part(parts.get(names.get("_rels/.rels")))  # type: ignore[arg-type]  # None finds no part
+    edits: dict[str, bytes] = {}
     types_name = names.get("[content_types].xml", "[Content_Types].xml")
     types = _content_types(parts.get(types_name), main)
     if types is not None:
@@ -309,7 +312,7 @@ def insert_project(package_path, project):
         raise
 
 
-def _entry(info):
+def _entry(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
     """A fresh zip entry with ``info``'s name, date, compression and attributes (reusing ``info`` itself would copy
     its extra fields and flags from the old archive)."""
     entry = zipfile.ZipInfo(info.filename, info.date_time)
@@ -318,7 +321,7 @@ def _entry(info):
     return entry
 
 
-def _main_part(rels):
+def _main_part(rels: bytes | None) -> str:
     """Part name (with leading slash) of the package's main part from _rels/.rels; /ppt/presentation.xml if unsaid."""
     if rels:
         for rel in minidom.parseString(rels).getElementsByTagNameNS(REL_NS, "Relationship"):
@@ -328,11 +331,11 @@ def _main_part(rels):
 
 
 # minidom, not ElementTree, edits these parts: it writes namespaces back as they were (ElementTree renames them ns0)
-def _content_types(xml, main):
+def _content_types(xml: bytes | None, main: str) -> bytes | None:
     """[Content_Types].xml with a content type for /ppt/vbaProject.bin and the macro-enabled main part type, or
     None when it already has both."""
     doc = minidom.parseString(xml) if xml else minidom.parseString(f'<Types xmlns="{CT_NS}"/>')
-    root = doc.documentElement
+    root: Any = doc.documentElement  # parsed: never None
     overrides = {el.getAttribute("PartName").lower(): el for el in root.getElementsByTagNameNS(CT_NS, "Override")}
     defaults = {el.getAttribute("Extension").lower(): el for el in root.getElementsByTagNameNS(CT_NS, "Default")}
     changed = False
@@ -351,10 +354,10 @@ def _content_types(xml, main):
     return _serialize(doc) if changed else None
 
 
-def _relationships(xml):
+def _relationships(xml: bytes | None) -> bytes | None:
     """ppt/_rels/presentation.xml.rels with a vbaProject relationship to vbaProject.bin, or None when it has one."""
     doc = minidom.parseString(xml) if xml else minidom.parseString(f'<Relationships xmlns="{REL_NS}"/>')
-    root = doc.documentElement
+    root: Any = doc.documentElement  # parsed: never None
     rels = root.getElementsByTagNameNS(REL_NS, "Relationship")
     for rel in rels:
         if rel.getAttribute("Type") == VBA_RELATIONSHIP:
@@ -371,12 +374,13 @@ def _relationships(xml):
     return _serialize(doc)
 
 
-def _element(doc, name):
+def _element(doc: minidom.Document, name: str) -> minidom.Element:
     """A new element in the root's namespace, with the root's prefix if it has one (minidom declares nothing)."""
-    root = doc.documentElement
+    root: Any = doc.documentElement
     return doc.createElementNS(root.namespaceURI, f"{root.prefix}:{name}" if root.prefix else name)
 
 
-def _serialize(doc):
+def _serialize(doc: minidom.Document) -> bytes:
     """A package XML part as bytes, with the declaration Office writes."""
-    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + doc.documentElement.toxml()).encode("utf-8")
+    root: Any = doc.documentElement
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + root.toxml()).encode("utf-8")

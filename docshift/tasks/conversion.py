@@ -12,26 +12,33 @@ LibreOffice that cannot start: ``faults.py``). An input that is gone fails
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlite_utils import Database
 
 from docshift.accounts import billing
 from docshift.contract import Status, TaskErrorCode
-from docshift.engine import LONGEST_START_SECONDS
-from docshift.errors import ConversionFailed, InputMissing, LeaseLost, StorageUnavailable
+from docshift.engine import LONGEST_START_SECONDS, Engine
+from docshift.errors import ConversionFailed, InputMissing, LeaseLost, ServiceFault, StorageUnavailable
 from docshift.formats import source_name
-from docshift.storage import liveness, tasks
+from docshift.settings import Settings
+from docshift.storage import ObjectStore, liveness, tasks
+from docshift.storage.connection import Row
 from docshift.storage.s3 import LONGEST_CALL
-from docshift.tasks.faults import diagnose
-from docshift.tasks.leases import RunStore
+from docshift.tasks.faults import Faults, diagnose
+from docshift.tasks.leases import JobStore, RunStore
 
 log = logging.getLogger("docshift.tasks")
+_T = TypeVar("_T")
 
 MAX_ATTEMPTS = 3
 INPUT_MISSING = ("The uploaded file was no longer stored when its conversion ran (inputs are kept at most a day); "
                  "submit it again. Not billed.")
 
 
-def max_run_seconds(config):
+def max_run_seconds(config: Settings) -> float:
     """The longest one run can legitimately hold a task; past it, the task is declared stuck.
 
     Three LibreOffice starts (the warm one may be replaced before the file, after a crash,
@@ -48,11 +55,11 @@ class Patience:
     """Retries a storage call while the database or the object store is unavailable, with
     backoff, until the run's budget is spent; then the error goes on."""
 
-    def __init__(self, budget, sleep=time.sleep):
+    def __init__(self, budget: float, sleep: Callable[[float], object] = time.sleep) -> None:
         self.deadline = time.monotonic() + float(budget)
         self.sleep = sleep
 
-    def __call__(self, action, *args, **kwargs):
+    def __call__(self, action: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         delay = 0.5
         while True:
             try:
@@ -75,26 +82,29 @@ class Outcome:
     message: str | None = None
     detected_format: str | None = None  # what LibreOffice recognised in the upload
     extension: str | None = None  # SUCCEEDED: the result's type (docx, docm, ...)
-    fidelity: dict | None = None  # SUCCEEDED: what the source holds against what the result holds
+    fidelity: dict[str, Any] | None = None  # SUCCEEDED: what the source holds against what the result holds
     outage: bool = False        # RETRY because storage stayed away, not because of the file
     fault: str | None = None    # RETRY because of a fault of the service (``faults.py``): what it was
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
 
-def run_next(conn, objects, config, engine, worker, faults=None):
+def run_next(conn: Database, objects: ObjectStore, config: Settings, engine: Engine, worker: str,
+             faults: Faults | None = None) -> str | None:
     """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
     ``faults.Faults``) hears how the conversion went."""
     claimed = Patience(config.outage_patience_seconds)(tasks.claim_next, conn, worker)
     return None if claimed is None else _run(*claimed, conn, objects, config, engine, faults)
 
 
-def run_conversion(task_id, conn, objects, config, engine, worker=None):
+def run_conversion(task_id: str, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
+                   worker: str | None = None) -> str | None:
     """Claim this task if it is QUEUED and run it; None if another run has it."""
     claimed = tasks.start_processing(conn, task_id, worker)
     return None if claimed is None else _run(*claimed, conn, objects, config, engine)
 
 
-def _run(task, account, conn, objects, config, engine, faults=None):
+def _run(task: Row, account: Row, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
+         faults: Faults | None = None) -> str | None:
     if account["status"] != "active":
         outcome = Outcome(Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                           message="The subscription became inactive before the conversion ran; not billed.")
@@ -106,7 +116,8 @@ def _run(task, account, conn, objects, config, engine, faults=None):
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def convert_task(task_id, kind, objects, config, engine, macros="keep", filename=None, tenant=None):
+def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: Settings, engine: Engine,
+                 macros: str = "keep", filename: str | None = None, tenant: str | None = None) -> Outcome:
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
@@ -153,13 +164,13 @@ def convert_task(task_id, kind, objects, config, engine, macros="keep", filename
     return outcome
 
 
-def _held_back(task_id, fault):
+def _held_back(task_id: str, fault: ServiceFault) -> Outcome:
     log.error("task %s: a fault of the service, not of the file (%s); back to the queue without using an attempt",
               task_id, fault)
     return Outcome("RETRY", fault=str(fault))
 
 
-def apply_outcome(conn, objects, config, task, outcome):
+def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: Row, outcome: Outcome) -> str | None:
     """Record an Outcome on the task it was claimed for, if that claim still holds the task:
     SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
     MAX_ATTEMPTS). Returns the final status, "QUEUED", or None when the lease was lost."""
@@ -188,14 +199,15 @@ def apply_outcome(conn, objects, config, task, outcome):
                                  outcome.detected_format) else None
 
 
-def fail(conn, objects, task_id, code, message, lease=None, detected_format=None):
+def fail(conn: Database, objects: ObjectStore, task_id: str, code: str, message: str,
+         lease: tuple[str | None, int] | None = None, detected_format: str | None = None) -> bool:
     if not tasks.mark_failed(conn, task_id, code, message, lease, detected_format):
         return False
     drop_input(conn, objects, task_id)
     return True
 
 
-def drop_input(conn, objects, task_id):
+def drop_input(conn: Database, objects: ObjectStore, task_id: str) -> None:
     """Inputs go as soon as the task is final; the sweep retries if the store is down now."""
     try:
         objects.delete_input(task_id)
@@ -204,7 +216,7 @@ def drop_input(conn, objects, task_id):
         log.warning("input of %s not deleted yet: %r", task_id, error)
 
 
-def _quietly(action, *args):
+def _quietly(action: Callable[..., object], *args: Any) -> None:
     try:
         action(*args)
     except StorageUnavailable as error:

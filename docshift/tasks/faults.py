@@ -7,15 +7,23 @@ Such a fault is retried without using the file's attempts and never ends a task 
 conversion gets through.
 """
 
+from __future__ import annotations
+
 import errno
 import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from docshift.contract import Status, TaskErrorCode
+from docshift.engine import Engine
 from docshift.errors import ConversionFailed, DiskFull, ServiceFault
+
+if TYPE_CHECKING:
+    from docshift.tasks.conversion import Outcome
 
 log = logging.getLogger("docshift.faults")
 
@@ -30,7 +38,7 @@ OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
 FIRST_PAUSE, LONGEST_PAUSE = 5.0, 300.0
 
 
-def diagnose(error, engine):
+def diagnose(error: BaseException, engine: Engine) -> ServiceFault | None:
     """The fault of the service behind ``error``, whatever a conversion on ``engine`` raised, or
     None when it may be the file's."""
     if isinstance(error, ConversionFailed) and error.code not in DISK_CODES:
@@ -41,7 +49,7 @@ def diagnose(error, engine):
     return error if isinstance(error, ServiceFault) else None
 
 
-def short_of_room(places):
+def short_of_room(places: Mapping[str, str | Path]) -> str | None:
     """What the file system of each ``{name: path}`` lacks, in words (no host path), or None."""
     for name, path in places.items():
         try:
@@ -56,14 +64,14 @@ def short_of_room(places):
     return None
 
 
-def _existing(path):
+def _existing(path: Path) -> Path:
     # a profile is removed with its LibreOffice; its parent is on the same disk
     while not path.exists() and path != path.parent:
         path = path.parent
     return path
 
 
-def _out_of_space(error):
+def _out_of_space(error: BaseException | None) -> bool:
     while error is not None:
         if isinstance(error, OSError) and error.errno in OUT_OF_SPACE:
             return True
@@ -75,15 +83,16 @@ class Faults:
     """The fault of the service this process met last, while it stands, and how long the process
     holds off its conversions. ``on_change()`` hears when a fault comes or goes."""
 
-    def __init__(self, on_change=None, first=FIRST_PAUSE, longest=LONGEST_PAUSE):
+    def __init__(self, on_change: Callable[[], object] | None = None, first: float = FIRST_PAUSE,
+                 longest: float = LONGEST_PAUSE) -> None:
         self.on_change = on_change
         self.first, self.longest = first, longest
         self._lock = threading.Lock()
-        self.reason = None
+        self.reason: str | None = None
         self.pause = 0.0
         self.until = 0.0
 
-    def observe(self, outcome):
+    def observe(self, outcome: Outcome) -> None:
         """Take note of a conversion's Outcome: a fault, or a conversion that got through
         (SUCCEEDED, or FAILED for the file's sake)."""
         if outcome.fault:
@@ -91,33 +100,33 @@ class Faults:
         elif outcome.status in (Status.SUCCEEDED, Status.FAILED):
             self.passed()
 
-    def failed(self, reason):
+    def failed(self, reason: str) -> None:
         with self._lock:
             self.reason = reason
             self.pause = min(self.longest, max(self.first, 2 * self.pause))
             self.until = time.monotonic() + self.pause
         self._changed()
 
-    def passed(self):
+    def passed(self) -> None:
         with self._lock:
             standing, self.reason, self.pause, self.until = self.reason, None, 0.0, 0.0
         if standing:
             log.info("the fault of the service has passed: %s", standing)
             self._changed()
 
-    def wait(self):
+    def wait(self) -> float:
         """Seconds to hold off before the next conversion; 0 when nothing stands or the pause is over."""
         with self._lock:
             return max(0.0, self.until - time.monotonic()) if self.reason else 0.0
 
-    def describe(self):
+    def describe(self) -> str | None:
         """What stands, for /healthz, or None."""
         with self._lock:
             if self.reason is None:
                 return None
             return f"{self.reason}; conversions wait, next try in {max(0, self.until - time.monotonic()):.0f} s"
 
-    def _changed(self):
+    def _changed(self) -> None:
         if self.on_change is not None:
             try:
                 self.on_change()

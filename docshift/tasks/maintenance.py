@@ -4,16 +4,26 @@ They run on a thread of their own in every worker process (``docshift.tasks.work
 never in the queue behind conversions.
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import socket
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from sqlite_utils import Database
 
 from docshift.contract import TaskErrorCode
 from docshift.engine import alive
-from docshift.storage import connection, liveness, tasks
+from docshift.settings import Settings
+from docshift.storage import ObjectStore, connection, liveness, tasks
+from docshift.storage.connection import Row
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
 from docshift.tasks.queue import Queue, on_redis
+
+if TYPE_CHECKING:
+    from docshift.tasks.nodes import Registry
 
 log = logging.getLogger("docshift.maintenance")
 
@@ -22,19 +32,20 @@ HOST = socket.gethostname()
 HOLDER_SILENCE = timedelta(seconds=90)
 
 
-def worker_name():
+def worker_name() -> str:
     """host:pid, the holder recorded on each claim and the name of this process's heartbeat."""
     return f"{HOST}:{os.getpid()}"
 
 
-def heartbeat(conn, at=None):
+def heartbeat(conn: Database, at: datetime | None = None) -> None:
     """This process is alive: its own beat, and the service's 'worker' beat read by /healthz."""
     at = at or connection.now()
     liveness.heartbeat(conn, "worker", at)
     liveness.heartbeat(conn, f"worker:{worker_name()}", at)
 
 
-def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
+def sweep_once(conn: Database, objects: ObjectStore, config: Settings, at: datetime | None = None,
+               queue: Queue | None = None, registry: Registry | None = None) -> None:
     """Expire results, delete leftover inputs, forget old Idempotency-Keys, take back stuck
     tasks (``registry`` knows the conversion nodes' jobs), and on the SQLite queue keep a
     message for every QUEUED task."""
@@ -52,7 +63,8 @@ def sweep_once(conn, objects, config, at=None, queue=None, registry=None):
         top_up(conn, queue or Queue(config))
 
 
-def recover(conn, objects, config, queue, registry=None):
+def recover(conn: Database, objects: ObjectStore, config: Settings, queue: Queue,
+            registry: Registry | None = None) -> None:
     """At a worker's start: take back the tasks of dead workers, and make sure every QUEUED task
     has its message (a killed consumer may have taken messages without claiming)."""
     recover_stuck(conn, objects, config, connection.now(), registry)
@@ -60,7 +72,8 @@ def recover(conn, objects, config, queue, registry=None):
         top_up(conn, queue)
 
 
-def recover_stuck(conn, objects, config, at, registry=None):
+def recover_stuck(conn: Database, objects: ObjectStore, config: Settings, at: datetime,
+                  registry: Registry | None = None) -> None:
     """PROCESSING tasks whose holder is gone, or that were held past the longest legitimate run:
     back to the queue, or FAILED after MAX_ATTEMPTS. Only that holder's lease is taken back."""
     longest = timedelta(seconds=max_run_seconds(config))
@@ -80,7 +93,7 @@ def recover_stuck(conn, objects, config, at, registry=None):
             retry_or_fail(conn, objects, task)
 
 
-def holder_gone(conn, holder, at):
+def holder_gone(conn: Database, holder: str | None, at: datetime) -> bool:
     """True when the process named ``holder`` (host:pid) has certainly stopped: on this host its
     pid is gone; elsewhere its heartbeat went silent. An unknown holder is never declared gone."""
     host, _, pid = (holder or "").partition(":")
@@ -92,7 +105,7 @@ def holder_gone(conn, holder, at):
     return beat is not None and beat + HOLDER_SILENCE < at
 
 
-def retry_or_fail(conn, objects, task):
+def retry_or_fail(conn: Database, objects: ObjectStore, task: Row) -> None:
     lease = tasks.lease_of(task)
     if task["attempts"] >= MAX_ATTEMPTS:
         fail(conn, objects, task["id"], TaskErrorCode.CONVERSION_FAILED, "The conversion failed repeatedly.", lease)
@@ -100,7 +113,7 @@ def retry_or_fail(conn, objects, task):
         tasks.requeue(conn, task["id"], lease)
 
 
-def top_up(conn, queue):
+def top_up(conn: Database, queue: Queue) -> None:
     """One message per QUEUED task at least: those lost (a killed consumer, a failed enqueue) are
     replaced. Extra messages are harmless: a message that finds nothing to claim does nothing."""
     missing = tasks.queued_count(conn) - queue.pending()

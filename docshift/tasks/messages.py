@@ -13,8 +13,10 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
+from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 from huey.registry import Message
@@ -23,6 +25,7 @@ from huey.serializer import Serializer
 from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ForgedMessage
 from docshift.formats import FORMATS, MEDIA_TYPES
+from docshift.settings import Settings
 
 TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
 HOLDER = re.compile(r"job:[0-9a-f]{16}")
@@ -35,7 +38,7 @@ MAX_FIDELITY = 256 * 1024     # bytes of a fidelity report, as JSON
 MAX_RESTARTS = 100
 
 
-def queue_key(config):
+def queue_key(config: Settings) -> bytes:
     """The key every message and Redis entry is sealed with: ``DOCSHIFT_QUEUE_KEY``, the one
     secret a node shares with its coordinator."""
     return config.queue_key.encode()
@@ -47,14 +50,14 @@ class Seal:
     input). ``purpose`` derives a key of its own per use, so that a sealed entry of one kind is
     never taken for another."""
 
-    def __init__(self, key, purpose):
+    def __init__(self, key: bytes, purpose: str) -> None:
         derived = hmac.new(key, purpose.encode(), hashlib.sha256).digest()
         self._fernet = Fernet(base64.urlsafe_b64encode(derived))
 
-    def wrap(self, fields):
+    def wrap(self, fields: dict[str, Any]) -> bytes:
         return self._fernet.encrypt(json.dumps(fields, separators=(",", ":")).encode())
 
-    def unwrap(self, blob):
+    def unwrap(self, blob: bytes) -> dict[str, Any]:
         try:
             fields = json.loads(self._fernet.decrypt(bytes(blob)))
         except (InvalidToken, TypeError):
@@ -75,11 +78,11 @@ class SealedJSON(Serializer):
     """huey's serializer for the queue named ``queue``: each Message as its plain fields in JSON,
     sealed. Refuses to write what it could not read back as plain data."""
 
-    def __init__(self, key, queue):
+    def __init__(self, key: bytes, queue: str | None) -> None:
         super().__init__()
         self.seal = Seal(key, f"queue:{queue}")
 
-    def _serialize(self, message):
+    def _serialize(self, message: Any) -> bytes:
         if not isinstance(message, Message) or message.on_complete or message.on_error or message.chord_config:
             raise TypeError("only plain task messages go through docshift's queues")
         fields = {name: getattr(message, name) for name in _PLAIN}
@@ -87,7 +90,7 @@ class SealedJSON(Serializer):
         fields.update(args=list(message.args), kwargs=message.kwargs)
         return self.seal.wrap(fields)
 
-    def _deserialize(self, data):
+    def _deserialize(self, data: bytes) -> Any:
         fields = self.seal.unwrap(data)
         try:
             plain = {name: _scalar(fields[name]) for name in _PLAIN}
@@ -101,26 +104,27 @@ class SealedJSON(Serializer):
                        **plain, **times)
 
 
-def _scalar(value):
+def _scalar(value: Any) -> Any:
     if value is not None and not isinstance(value, (str, int, float)):
         raise TypeError(f"{type(value).__name__} where a plain value belongs")
     return value
 
 
-def job(fields):
+def job(fields: Any) -> dict[str, Any]:
     """A conversion job as a node takes it (see ``nodes.Coordinator.dispatch``), each value checked."""
-    checks = {"task_id": _match(TASK_ID), "kind": lambda v: v in FORMATS, "macros": lambda v: v in ("keep", "remove"),
-              "holder": _match(HOLDER), "attempt": _count, "input": _match(LINK), "result": _match(LINK),
-              "tenant": _match(ACCOUNT_ID),
-              # the customer's file name: made safe again where it becomes a path (``formats.source_name``)
-              "filename": lambda v: isinstance(v, str) and len(v) <= MAX_FILENAME}
+    checks: dict[str, Callable[[Any], bool]] = {
+        "task_id": _match(TASK_ID), "kind": lambda v: v in FORMATS, "macros": lambda v: v in ("keep", "remove"),
+        "holder": _match(HOLDER), "attempt": _count, "input": _match(LINK), "result": _match(LINK),
+        "tenant": _match(ACCOUNT_ID),
+        # the customer's file name: made safe again where it becomes a path (``formats.source_name``)
+        "filename": lambda v: isinstance(v, str) and len(v) <= MAX_FILENAME}
     return _checked("job", fields, checks, required=checks)
 
 
-def outcome(fields, known):
+def outcome(fields: Any, known: Iterable[str]) -> dict[str, Any]:
     """A node's outcome as the coordinator takes it: the lease it claims, and the ``known`` fields
     of an Outcome, checked where they reach the database, a link or a log. Other fields are left out."""
-    checks = {
+    checks: dict[str, Callable[[Any], bool]] = {
         "task_id": _match(TASK_ID), "holder": _match(HOLDER), "attempt": _count,
         "status": lambda v: v in (Status.SUCCEEDED, Status.FAILED, "RETRY"),
         "size": lambda v: v is None or (type(v) is int and 0 <= v <= 2**40),
@@ -140,11 +144,12 @@ def outcome(fields, known):
     return checked
 
 
-def outcome_fields(outcome_class):
+def outcome_fields(outcome_class: Any) -> tuple[str, ...]:
     return tuple(field.name for field in dataclass_fields(outcome_class))
 
 
-def _checked(what, fields, checks, required):
+def _checked(what: str, fields: Any, checks: dict[str, Callable[[Any], bool]],
+             required: Collection[str]) -> dict[str, Any]:
     if not isinstance(fields, dict):
         raise ForgedMessage(f"{what}: not a JSON object")
     missing = [name for name in required if name not in fields]
@@ -154,9 +159,9 @@ def _checked(what, fields, checks, required):
     return fields
 
 
-def _match(pattern):
+def _match(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
-def _count(value):
+def _count(value: Any) -> bool:
     return type(value) is int and 1 <= value <= 2**31

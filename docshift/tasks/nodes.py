@@ -18,22 +18,31 @@ a result of the reported size under the key the lease names. A node counts for a
 GET its input and one to PUT its result, valid as long as its lease can be.
 """
 
+from __future__ import annotations
+
 import logging
 import secrets
 import signal
 import threading
 import time
 from dataclasses import asdict
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ForgedMessage, StorageUnavailable
-from docshift.storage import tasks
-from docshift.storage.s3 import result_key
+from docshift.settings import Settings
+from docshift.storage import ObjectStore, tasks
+from docshift.storage.connection import Row
+from docshift.storage.s3 import Lease, result_key
 from docshift.tasks import messages
 from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, max_run_seconds
 from docshift.tasks.leases import JobStore
 from docshift.tasks.maintenance import worker_name
 from docshift.tasks.queue import Jobs, Queue
+
+if TYPE_CHECKING:
+    from docshift.tasks.worker import Worker
 
 log = logging.getLogger("docshift.nodes")
 
@@ -47,7 +56,7 @@ class Registry:
     """Which nodes are alive, how many conversions they can run, which node runs which job, which
     jobs were taken back. Entries are sealed; one that is not is removed and logged."""
 
-    def __init__(self, config, jobs):
+    def __init__(self, config: Settings, jobs: Jobs) -> None:
         self.silence = config.node_silence_seconds
         self.max_slots = config.node_max_slots
         self.revocation_seconds = int(max_run_seconds(config))  # a job's links expire by then anyway
@@ -57,16 +66,16 @@ class Registry:
                                                       for kind in ("node", "running", "revoked"))
 
     @property
-    def redis(self):
+    def redis(self) -> Any:
         return self.jobs.huey.storage.conn
 
-    def beat(self, node, slots):
+    def beat(self, node: str, slots: int) -> None:
         self.redis.hset(NODES, node, self._beats.wrap({"node": node, "slots": slots, "beat": time.time()}))
 
-    def leave(self, node):
+    def leave(self, node: str) -> None:
         self.redis.hdel(NODES, node)
 
-    def alive(self):
+    def alive(self) -> dict[str, int]:
         """{node: slots} of the nodes that beat within the silence limit, each at most NODE_MAX_SLOTS."""
         now, found = time.time(), {}
         for node, entry in self._entries(NODES, self._beats, "node").items():
@@ -75,31 +84,31 @@ class Registry:
                 found[node] = max(0, min(entry["slots"], self.max_slots))
         return found
 
-    def capacity(self):
+    def capacity(self) -> int:
         return sum(self.alive().values())
 
-    def running(self, holder, node):
+    def running(self, holder: str, node: str) -> None:
         self.redis.hset(RUNNING, holder, self._runs.wrap({"holder": holder, "node": node}))
 
-    def running_nodes(self):
+    def running_nodes(self) -> dict[str, str]:
         """{job holder: node name} of the jobs being converted."""
         return {holder: entry["node"] for holder, entry in self._entries(RUNNING, self._runs, "holder").items()}
 
-    def done(self, holder):
+    def done(self, holder: str) -> None:
         self.redis.hdel(RUNNING, holder)
 
-    def revoke(self, holder):
+    def revoke(self, holder: str) -> None:
         """The coordinator took the job back: a node still running it must not store its result."""
         self.redis.set(REVOKED + holder, self._revocations.wrap({"holder": holder}), ex=self.revocation_seconds)
 
-    def revoked(self, holder):
+    def revoked(self, holder: str) -> bool:
         raw = self.redis.get(REVOKED + holder)
         try:  # a forged revocation would only make a node throw its work away: not taken
             return raw is not None and self._revocations.unwrap(raw).get("holder") == holder
         except ForgedMessage:
             return False
 
-    def job_gone(self, holder, started_at, at):
+    def job_gone(self, holder: str, started_at: datetime, at: datetime) -> bool:
         """True when the job is certainly not going to report: its node went silent, or it is
         neither waiting in the queue nor running anywhere, well after it was dispatched."""
         raw = self.redis.hget(RUNNING, holder)
@@ -114,7 +123,7 @@ class Registry:
             return False
         return (at - started_at).total_seconds() > self.silence
 
-    def _entries(self, name, seal, field):
+    def _entries(self, name: str, seal: messages.Seal, field: str) -> dict[str, dict[str, Any]]:
         """The sealed entries of the hash ``name``, by the ``field`` each must name itself by."""
         found = {}
         for raw_key, raw in self.redis.hgetall(name).items():
@@ -134,14 +143,14 @@ class Registry:
 class Coordinator:
     """The coordinator's side: dispatch jobs into free node slots, apply the outcomes."""
 
-    def __init__(self, config, worker):
+    def __init__(self, config: Settings, worker: Worker) -> None:
         self.config = config
         self.worker = worker  # the thread-local connection and store of the worker process
         self.jobs = Jobs(config)
         self.registry = Registry(config, self.jobs)
         self._dispatching = threading.Lock()
 
-    def dispatch(self):
+    def dispatch(self) -> int:
         """Claim and send jobs, fairest first, while nodes have free slots. Returns how many."""
         with self._dispatching:
             conn, sent = self.worker.connection(), 0
@@ -162,7 +171,7 @@ class Coordinator:
                 free -= 1
             return sent
 
-    def _job(self, task, holder):
+    def _job(self, task: Row, holder: str) -> dict[str, Any]:
         """What a node needs for one claimed task: what to convert, the lease, and links to GET the
         input and to PUT the result under the key the lease names, valid as long as the lease can be."""
         lease = (holder, task["attempts"])
@@ -171,7 +180,7 @@ class Coordinator:
                 "attempt": task["attempts"], "input": links["input"], "result": links["result"],
                 "tenant": task["account_id"], "filename": task["source_filename"]}
 
-    def apply(self, report):
+    def apply(self, report: Any) -> None:
         """A node's outcome: applied to the task if the job still holds it (a SUCCEEDED only with
         its result in the store), then the freed slot is filled."""
         try:
@@ -194,7 +203,7 @@ class Coordinator:
                     log.warning("stale result of %s not removed: %r", task_id, error)
         self.dispatch()
 
-    def _verified(self, store, task_id, lease, outcome):
+    def _verified(self, store: ObjectStore, task_id: str, lease: Lease, outcome: Outcome) -> Outcome:
         """A SUCCEEDED counts only when the store holds a result of the reported size under the key
         the lease names; otherwise the conversion is tried again."""
         if outcome.status != Status.SUCCEEDED:
@@ -210,7 +219,7 @@ class Coordinator:
 class Node:
     """A conversion node: ``slots`` threads, each with its own LibreOffice, taking jobs."""
 
-    def __init__(self, config, worker, slots):
+    def __init__(self, config: Settings, worker: Worker, slots: int) -> None:
         self.config = config
         self.worker = worker  # thread-local LibreOffice
         self.slots = slots
@@ -219,9 +228,9 @@ class Node:
         self.queue = Queue(config)
         self.registry = Registry(config, self.jobs)
         self.stopping = threading.Event()
-        self.threads = []
+        self.threads: list[threading.Thread] = []
 
-    def run_job(self, job):
+    def run_job(self, job: Any) -> None:
         try:
             job = messages.job(job)
         except ForgedMessage as error:
@@ -242,7 +251,7 @@ class Node:
         finally:
             self.registry.done(holder)
 
-    def start(self):
+    def start(self) -> None:
         """Beat, then take jobs on ``slots`` threads until ``stop``."""
         self.registry.beat(self.name, self.slots)
         self.threads = [threading.Thread(target=self._beat, name="node-beat", daemon=True)]
@@ -252,7 +261,7 @@ class Node:
             thread.start()
         log.info("%s taking jobs with %d LibreOffice processes", self.name, self.slots)
 
-    def stop(self):
+    def stop(self) -> None:
         self.stopping.set()
         for thread in self.threads:
             thread.join(timeout=self.config.conversion_timeout + 60)
@@ -261,7 +270,7 @@ class Node:
         except Exception as error:  # Redis gone: the coordinator will see the silence
             log.warning("could not leave the registry: %r", error)
 
-    def _beat(self):
+    def _beat(self) -> None:
         while not self.stopping.wait(self.config.node_heartbeat_seconds):
             try:
                 # while a fault of the service holds it off, the coordinator sends it nothing
@@ -269,7 +278,7 @@ class Node:
             except Exception as error:
                 log.warning("node heartbeat failed: %r", error)
 
-    def _take(self):
+    def _take(self) -> None:
         try:
             self.worker.engine().start()  # warm before the first job
         except Exception as error:
@@ -287,7 +296,7 @@ class Node:
         self.worker.engine().close()
 
 
-def run_node(config, worker):
+def run_node(config: Settings, worker: Worker) -> None:
     """``python worker.py node``: a node until SIGTERM or SIGINT, then it finishes what it runs."""
     node = Node(config, worker, config.workers)
     stopped = threading.Event()

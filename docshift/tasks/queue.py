@@ -21,13 +21,16 @@ import os
 import struct
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal
 
 from huey import RedisHuey, SqliteHuey
 from huey.exceptions import HueyException
 from huey.storage import SqliteStorage
 
 from docshift.errors import ForgedMessage
+from docshift.settings import Settings
 from docshift.tasks.messages import SealedJSON, queue_key
 
 log = logging.getLogger("docshift.queue")
@@ -40,11 +43,11 @@ POLL_SECONDS = 0.02
 IDLE_POLL_SECONDS = 1.0
 
 
-def on_redis(config):
+def on_redis(config: Settings) -> bool:
     return (config.queue_url or "").startswith(("redis://", "rediss://", "unix://"))
 
 
-def _huey(config, name):
+def _huey(config: Settings, name: str | None) -> Any:
     serializer = SealedJSON(queue_key(config), name)
     if on_redis(config):
         return _RedisHuey(name, url=config.queue_url, results=False, blocking=True, read_timeout=1,
@@ -59,26 +62,32 @@ class _Sealed:
     dropped and logged wherever huey reads one (its consumer, its scheduler, ``pending``), never
     run. And nothing in the queue's store is a revocation: docshift never revokes a message."""
 
-    def dequeue(self):
+    # huey's, whose classes this one goes before
+    storage: Any
+    name: str
+    _get_timestamp: Callable[[], Any]
+    deserialize_task: Callable[[bytes], Any]
+
+    def dequeue(self) -> Any:
         data = self.storage.dequeue()
         return None if data is None else self._checked(data)
 
-    def pending(self, limit=None):
+    def pending(self, limit: int | None = None) -> list[Any]:
         return self._all(self.storage.enqueued_items(limit))
 
-    def scheduled(self, limit=None):
+    def scheduled(self, limit: int | None = None) -> list[Any]:
         return self._all(self.storage.scheduled_items(limit))
 
-    def read_schedule(self, timestamp=None):
+    def read_schedule(self, timestamp: Any = None) -> list[Any]:
         return self._all(self.storage.read_schedule(timestamp or self._get_timestamp()))
 
-    def is_revoked(self, task, timestamp=None, peek=True):
+    def is_revoked(self, task: Any, timestamp: Any = None, peek: bool = True) -> bool:
         return False
 
-    def _all(self, messages):
+    def _all(self, messages: list[bytes]) -> list[Any]:
         return [task for task in map(self._checked, messages) if task is not None]
 
-    def _checked(self, data):
+    def _checked(self, data: bytes) -> Any:
         try:
             return self.deserialize_task(data)
         except (ForgedMessage, HueyException) as error:
@@ -99,21 +108,21 @@ class Doorbell:
     IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE = 0x2, 0x4, 0x8, 0x80, 0x100
     EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
 
-    def __init__(self, fd, name):
+    def __init__(self, fd: int, name: bytes) -> None:
         self._fd, self._name = fd, name
         self._rung = threading.Condition()
         self.count, self.alive = 0, True
         threading.Thread(target=self._listen, name="queue-doorbell", daemon=True).start()
 
     @staticmethod
-    def ring(path):
+    def ring(path: str | Path) -> None:
         try:
             Path(path).touch()
         except OSError as error:  # the waiting threads' safety-net poll finds the message
             log.warning("queue doorbell not rung: %r", error)
 
     @classmethod
-    def open(cls, path):
+    def open(cls, path: str | Path) -> "Doorbell | None":
         path = Path(path).absolute()
         try:
             libc = ctypes.CDLL(None, use_errno=True)
@@ -129,7 +138,7 @@ class Doorbell:
             return None
         return cls(fd, os.fsencode(path.name))
 
-    def _listen(self):
+    def _listen(self) -> None:
         while True:
             try:
                 events = os.read(self._fd, 64 * 1024)
@@ -150,7 +159,7 @@ class Doorbell:
                     self.count += 1
                     self._rung.notify_all()
 
-    def wait(self, seen, timeout):
+    def wait(self, seen: int | None, timeout: float) -> None:
         """Until a ring after ``seen`` (the ``count`` read before the queue was last looked at),
         or ``timeout`` (``POLL_SECONDS`` once the doorbell has stopped)."""
         with self._rung:
@@ -165,22 +174,23 @@ class _WakingSqliteStorage(SqliteStorage):
 
     blocking = True  # huey's consumer then never sleeps between dequeues: ``dequeue`` waits
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.bell_path = f"{self.filename}.bell"
+        self._bell: Doorbell | Literal[False] | None
         self._bell, self._bell_lock = None, threading.Lock()
 
-    def enqueue(self, data, priority=None):
+    def enqueue(self, data: bytes, priority: int | None = None) -> None:
         super().enqueue(data, priority)
         Doorbell.ring(self.bell_path)
 
-    def _doorbell(self):
+    def _doorbell(self) -> Doorbell | Literal[False]:
         with self._bell_lock:  # opened by the first dequeue: a side that only enqueues never watches
             if self._bell is None:
                 self._bell = Doorbell.open(self.bell_path) or False
             return self._bell
 
-    def dequeue(self):
+    def dequeue(self) -> bytes | None:
         bell = self._doorbell()
         seen = bell.count if bell else None
         data = super().dequeue()
@@ -201,28 +211,28 @@ class _Huey:
     message is handed to the function given for it (``handlers``, by kind); a side that only enqueues gives
     none: the queue knows nothing of who does the work."""
 
-    name = None
+    name: str | None = None
 
-    def __init__(self, config, **handlers):
+    def __init__(self, config: Settings, **handlers: Callable[[Any], Any]) -> None:
         self.config = config
         self.handlers = handlers
         self._huey = None
 
-    def _hand(self, kind, message):
+    def _hand(self, kind: str, message: Any) -> Any:
         handler = self.handlers.get(kind)
         if handler is None:
             raise RuntimeError(f"the {self.name} queue has no handler for {kind} messages here")
         return handler(message)
 
     @property
-    def huey(self):
+    def huey(self) -> Any:
         if self._huey is None:
             huey = _huey(self.config, self.name)
             self._register(huey)
             self._huey = huey
         return self._huey
 
-    def _register(self, huey):
+    def _register(self, huey: Any) -> None:
         raise NotImplementedError
 
 
@@ -232,11 +242,11 @@ class Queue(_Huey):
 
     name = "docshift"
 
-    def _register(self, huey):
+    def _register(self, huey: Any) -> None:
         self._convert = huey.task(name="convert")(self._waiting)
         self._outcome = huey.task(name="outcome")(self._reported)
 
-    def enqueue(self, task_id=None, delay=None):
+    def enqueue(self, task_id: str | None = None, delay: float | None = None) -> None:
         """Say that a task is waiting (``task_id`` names the one that caused it, for the log)."""
         self.huey  # noqa: B018 - builds the task wrappers on first use
         if delay:
@@ -244,24 +254,24 @@ class Queue(_Huey):
         else:
             self._convert(task_id)
 
-    def report(self, outcome):
+    def report(self, outcome: dict[str, Any]) -> None:
         """A node's outcome of one job, for the coordinator to apply (a dict: see ``Node``)."""
         self.huey  # noqa: B018
         self._outcome(outcome)
 
-    def pending(self):
+    def pending(self) -> int:
         """Messages not yet taken, including retries waiting for their time."""
         return self.huey.pending_count() + self.huey.scheduled_count()
 
-    def consumer(self, workers):
+    def consumer(self, workers: int) -> Any:
         # both storages block in dequeue, so huey's delays only space its retries after a failed read
         return self.huey.create_consumer(workers=workers, worker_type="thread", initial_delay=POLL_SECONDS,
                                          backoff=1, max_delay=POLL_SECONDS)
 
-    def _waiting(self, task_id):
+    def _waiting(self, task_id: str | None) -> Any:
         return self._hand("on_waiting", task_id)
 
-    def _reported(self, outcome):
+    def _reported(self, outcome: dict[str, Any]) -> Any:
         return self._hand("on_outcome", outcome)
 
 
@@ -270,18 +280,18 @@ class Jobs(_Huey):
 
     name = "docshift-jobs"
 
-    def _register(self, huey):
+    def _register(self, huey: Any) -> None:
         self._job = huey.task(name="job")(self._run)
 
-    def send(self, job):
+    def send(self, job: dict[str, Any]) -> None:
         self.huey  # noqa: B018
         self._job(job)
 
-    def waiting(self):
+    def waiting(self) -> list[dict[str, Any]]:
         """The jobs not yet taken by a node."""
         return [task.args[0] for task in self.huey.pending()]
 
-    def take(self):
+    def take(self) -> bool:
         """Run the next job if one comes within a second (Redis blocks meanwhile); False if none."""
         task = self.huey.dequeue()
         if task is None:
@@ -289,5 +299,5 @@ class Jobs(_Huey):
         self.huey.execute(task)
         return True
 
-    def _run(self, job):
+    def _run(self, job: Any) -> Any:
         return self._hand("on_job", job)

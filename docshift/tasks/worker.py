@@ -6,6 +6,10 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
+
+from sqlite_utils import Database
 
 from docshift import logs, settings
 from docshift.accounts import marketplace
@@ -14,14 +18,17 @@ from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.contract import Status
 from docshift.engine import Engine, clear_leftovers, sandbox_problem
 from docshift.errors import BadSetting, StorageUnavailable
+from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection, liveness
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import run_next
 from docshift.tasks.faults import Faults
-from docshift.tasks.nodes import Coordinator, Node, run_node
+from docshift.tasks.nodes import Coordinator, Node, Registry, run_node
 from docshift.tasks.queue import Queue, on_redis
 
 log = logging.getLogger("docshift.worker")
+# what a worker process does on its own schedule: (name, every seconds, action)
+Duty = tuple[str, float, Callable[[], object]]
 
 # EX_CONFIG: the host cannot run the sandbox; restarting will not help (systemd: RestartPreventExitStatus)
 EXIT_NO_SANDBOX = 78
@@ -35,29 +42,29 @@ class Worker:
     """What a thread needs, made per thread on first use: a SQLite connection, an object store
     client, a LibreOffice."""
 
-    def __init__(self, config):
+    def __init__(self, config: Settings) -> None:
         self.config = config
         self.queue = Queue(config, on_waiting=self.take_waiting, on_outcome=self.apply)
         # on Redis, conversions go to nodes through the coordinator
         self.coordinator = Coordinator(config, self) if on_redis(config) else None
         self._local = threading.local()
         self.is_node = False  # a conversion node: no database at all
-        self._engines = {}  # Office name -> (state, detail) of its last start
+        self._engines: dict[str, tuple[str, str | None]] = {}  # Office name -> (state, detail) of its last start
         self._engines_lock = threading.Lock()
         # a full disk, an engine that cannot start: held off, and named in /healthz while it stands
         self.faults = Faults(on_change=self.fault_changed)
 
-    def connection(self):
+    def connection(self) -> Database:
         if not hasattr(self._local, "db"):
             self._local.db = connection.connect(self.config.database)
         return self._local.db
 
-    def store(self):
+    def store(self) -> ObjectStore:
         if not hasattr(self._local, "store"):
             self._local.store = ObjectStore(self.config)
         return self._local.store
 
-    def engine(self):
+    def engine(self) -> Engine:
         """This thread's own engine, its warm LibreOffices: worker threads and engines are one-to-one."""
         if not hasattr(self._local, "engine"):
             config = self.config
@@ -71,7 +78,7 @@ class Worker:
                 on_start=self.office_started)
         return self._local.engine
 
-    def office_started(self, started, state, detail):
+    def office_started(self, started: Engine, state: str, detail: str | None) -> None:
         with self._engines_lock:
             self._engines[started.name] = (state, detail)
         if self.is_node:  # a conversion node has no database: its log says it
@@ -80,15 +87,15 @@ class Worker:
         else:
             self.report_engine()
 
-    def fault_changed(self):
+    def fault_changed(self) -> None:
         if not self.is_node:  # a node has no database; the conversion's log line says it
             self.report_engine()
 
-    def report_engine(self):
+    def report_engine(self) -> None:
         """Record for /healthz what this process runs LibreOffice with, and whether any of its
         LibreOffices keeps failing its self-test."""
         if not self.converts:  # a coordinator whose conversions all run on nodes
-            nodes = len(self.registry.alive())
+            nodes = len(self.registry.alive())  # type: ignore[union-attr]  # a coordinator has a registry
             liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), "ok",
                                    f"conversions run on nodes ({nodes} alive)")
             return
@@ -103,23 +110,23 @@ class Worker:
                                detail)
 
     @functools.cached_property
-    def marketplace(self):
+    def marketplace(self) -> marketplace.Marketplace:
         """The configured marketplace, made once per process (the aws one holds three API clients)."""
         return marketplace.backend(self.config)
 
     # huey hooks and the task
 
-    def thread_started(self):
+    def thread_started(self) -> None:
         try:
             self.engine().start()  # warm before the first task arrives
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first task will retry: %r", error)
 
-    def thread_stopping(self):
+    def thread_stopping(self) -> None:
         if hasattr(self._local, "engine"):
             self._local.engine.close()
 
-    def take_waiting(self, hint=None):
+    def take_waiting(self, hint: str | None = None) -> Any:
         """A message: a task is waiting. On one box, claim the fairest waiting task (not
         necessarily ``hint``) and convert it; with nodes, dispatch to free node slots."""
         if self.coordinator is not None:
@@ -134,17 +141,18 @@ class Worker:
             self.queue.enqueue(delay=5)
         return outcome
 
-    def apply(self, report):
+    def apply(self, report: Any) -> None:
         """A conversion node's outcome (coordinator only)."""
-        return self.coordinator.apply(report)
+        # only the coordinator's queue carries outcomes
+        return self.coordinator.apply(report)  # type: ignore[union-attr, return-value]
 
     @property
-    def registry(self):
+    def registry(self) -> Registry | None:
         return self.coordinator.registry if self.coordinator is not None else None
 
     # the service's own duties
 
-    def duties(self):
+    def duties(self) -> list[Duty]:
         """(name, every seconds, action), run by ``Duties`` on a thread of their own."""
         return [
             ("heartbeat", self.config.heartbeat_seconds, lambda: maintenance.heartbeat(self.connection())),
@@ -154,16 +162,16 @@ class Worker:
             ("metering", 600.0, lambda: report_overage(self.connection(), self.marketplace)),
         ]
 
-    def sweep(self):
+    def sweep(self) -> None:
         maintenance.sweep_once(self.connection(), self.store(), self.config, queue=self.queue, registry=self.registry)
         self.report_engine()
 
     @property
-    def converts(self):
+    def converts(self) -> bool:
         """Whether this process runs LibreOffice: not a coordinator with DOCSHIFT_WORKERS=0."""
         return self.coordinator is None or self.config.workers > 0
 
-    def prepare(self):
+    def prepare(self) -> None:
         """Once per process, before any conversion: tables, bucket, what a killed worker left."""
         conn = self.connection()
         connection.init(conn)
@@ -180,12 +188,12 @@ class Duties(threading.Thread):
     """Runs each duty on its own schedule, whatever the conversions are doing: they run on other
     threads, so a backlog never delays the heartbeat, expiry, recovery, sync or metering."""
 
-    def __init__(self, duties):
+    def __init__(self, duties: list[Duty]) -> None:
         super().__init__(name="duties", daemon=True)
         self.duties = duties
         self.stopping = threading.Event()
 
-    def run(self):
+    def run(self) -> None:
         due = {name: time.monotonic() for name, _, _ in self.duties}
         while not self.stopping.is_set():
             for name, every, action in self.duties:
@@ -198,12 +206,12 @@ class Duties(threading.Thread):
             self.stopping.wait(max(0.0, min(due.values()) - time.monotonic()))
 
 
-def _on_off(sandboxed):
+def _on_off(sandboxed: bool) -> str:
     """How the engines table and /healthz name the sandbox's state."""
     return "on" if sandboxed else "off"
 
 
-def check_sandbox(config):
+def check_sandbox(config: Settings) -> None:
     """Exit with EXIT_NO_SANDBOX, saying why, when the sandbox cannot be made here, unless the
     operator turned it off (then warn)."""
     if not config.sandbox:
@@ -218,7 +226,7 @@ def check_sandbox(config):
         sys.exit(EXIT_NO_SANDBOX)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     """``python worker.py``: the worker (on Redis, the coordinator); ``python worker.py node``:
     a conversion node."""
     argv = sys.argv[1:] if argv is None else argv

@@ -1,18 +1,22 @@
 """docshift's web app: API v1, the marketplace registration page, health, metrics, docs,
 and the operator CLI."""
 
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from flask import Flask, request
+from flask.typing import ResponseReturnValue
 
 from docshift import settings
 from docshift.storage import connection, liveness
+from docshift.storage.connection import Row
 from docshift.web import api, cli, metrics, openapi, problems, registration
 from docshift.web.context import close_db, get_db, get_settings, get_store
 from docshift.web.forms import DocshiftRequest
 
 
-def create_app(config=None):
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """The app, configured by ``settings.load(config)``: defaults, the environment, then ``config``
     (whose keys that name no setting, like ``TESTING``, are Flask's own). The settings are
     ``app.config["DOCSHIFT"]`` (``context.get_settings()``)."""
@@ -25,7 +29,7 @@ def create_app(config=None):
     # werkzeug refuses bigger bodies before reading them; the slack is for multipart framing
     app.config["MAX_CONTENT_LENGTH"] = configured.max_upload_bytes + 64 * 1024
     app.config["MAX_FORM_PARTS"] = 16
-    app.json.sort_keys = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's default provider has it
     # "/v1/conversions//x" must not be redirected to another path
     app.url_map.merge_slashes = False
     metrics.init_app(app)
@@ -45,7 +49,7 @@ def create_app(config=None):
     return app
 
 
-def _bound_body_reads():
+def _bound_body_reads() -> None:
     # a client that stops sending its body is refused after READ_TIMEOUT s of silence, instead
     # of holding its connection open for ever (gunicorn's own timeout covers only the headers)
     sock = request.environ.get("gunicorn.socket")
@@ -53,12 +57,12 @@ def _bound_body_reads():
         sock.settimeout(get_settings().read_timeout)
 
 
-def healthz():
+def healthz() -> ResponseReturnValue:
     """200 when the database, the object store, the worker and its LibreOffice answer; 503 with
     the report otherwise (``engine`` then says "failing: " and why: a LibreOffice that cannot
     start, a full disk). ``sandbox`` says "off" while a worker runs LibreOffice without its
     sandbox (the operator's choice: not a failure)."""
-    checks = {}
+    checks: dict[str, str] = {}
     try:
         connection.ping(get_db())
         checks["database"] = "ok"
@@ -81,7 +85,7 @@ def healthz():
     return {"status": "ok" if healthy else "unavailable", "checks": checks}, 200 if healthy else 503
 
 
-def engine_checks(reports):
+def engine_checks(reports: list[Row]) -> tuple[str, str]:
     """(engine, sandbox) for /healthz from the workers' recent reports."""
     if not reports:
         return "no report", "unknown"

@@ -6,9 +6,11 @@ import logging
 import re
 import unicodedata
 from pathlib import PurePosixPath
+from typing import Any, cast
 from urllib.parse import quote
 
 from flask import Blueprint, g, request
+from flask.typing import ResponseReturnValue
 from marshmallow import EXCLUDE, ValidationError
 
 from docshift import formats, storage
@@ -28,6 +30,7 @@ from docshift.errors import (
     UnsupportedFileType,
 )
 from docshift.storage import accounts, connection, periods, tasks
+from docshift.storage.connection import Row
 from docshift.web import schemas
 from docshift.web.context import get_db, get_queue, get_settings, get_store
 from docshift.web.problems import upload_limit
@@ -40,11 +43,11 @@ RETRY_AFTER = 2  # seconds a client should wait before polling again, or before 
 
 
 @bp.before_request
-def authenticate():
+def authenticate() -> None:
     g.account = authenticated_account()
 
 
-def authenticated_account():
+def authenticated_account() -> Row:
     """The active account behind the request's Bearer key, or the matching ApiError."""
     scheme, _, key = request.headers.get("Authorization", "").partition(" ")
     key = key.strip()
@@ -64,7 +67,7 @@ def authenticated_account():
 
 
 @bp.post("/conversions")
-def submit():
+def submit() -> ResponseReturnValue:
     idempotency_key = _idempotency_key()
     macros = _macros()
     upload = _single_file()
@@ -96,7 +99,9 @@ def submit():
                                    max_unfinished=cap, macros=macros)
     except IdempotencyKeyTaken:
         # an identical request committed first: ours is undone, theirs is the answer
-        return _replay(tasks.task_by_idempotency_key(conn, account["id"], idempotency_key), digest, filename, macros)
+        # taken: the key is set, and the row that took it committed
+        return _replay(tasks.task_by_idempotency_key(conn, account["id"], idempotency_key),  # type: ignore[arg-type]
+                       digest, filename, macros)
     except TooManyUnfinished:
         raise _too_many(cap) from None  # a racing submission took the last place; ours is undone
 
@@ -109,12 +114,12 @@ def submit():
     return _submission(task, replay=False)
 
 
-def _too_many(cap):
+def _too_many(cap: int) -> TooManyTasks:
     return TooManyTasks(f"This account already has {cap} tasks queued or processing; retry when some have "
                         "finished.", headers={"Retry-After": str(RETRY_AFTER)})
 
 
-def _idempotency_key():
+def _idempotency_key() -> str | None:
     raw = request.headers.get("Idempotency-Key")
     if raw is None:
         return None
@@ -124,14 +129,14 @@ def _idempotency_key():
         raise InvalidRequest(schemas.IDEMPOTENCY_KEY_RULE) from error
 
 
-def _macros():
+def _macros() -> str:
     try:
         return schemas.SubmissionQuery().load(request.args.to_dict(), unknown=EXCLUDE)["macros"]
     except ValidationError as error:
         raise InvalidRequest(schemas.MACROS_RULE) from error
 
 
-def _single_file():
+def _single_file() -> Any:
     if request.mimetype != "multipart/form-data":
         raise InvalidRequest("Send the file as multipart/form-data with one part named 'file'.")
     files, form = request.files, request.form
@@ -140,7 +145,7 @@ def _single_file():
     return files["file"]
 
 
-def _replay(task, digest, filename, macros):
+def _replay(task: Row, digest: str, filename: str, macros: str) -> ResponseReturnValue:
     if task["source_sha256"] != digest or task["source_filename"] != filename:
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with another file; use a new key per file.")
@@ -150,7 +155,7 @@ def _replay(task, digest, filename, macros):
     return _submission(task, replay=True)
 
 
-def _submission(task, replay):
+def _submission(task: Row, replay: bool) -> tuple[dict[str, Any], int, dict[str, str]]:
     status_url = task_url(task["id"])
     body = schemas.Submission().dump({"task_id": task["id"], "status": task["status"],
                                       "status_url": status_url, "idempotent_replay": replay})
@@ -161,7 +166,7 @@ def _submission(task, replay):
 
 
 @bp.get("/conversions/<task_id>")
-def task(task_id):
+def task(task_id: str) -> ResponseReturnValue:
     row = tasks.get_task(get_db(), task_id, g.account["id"]) if TASK_ID.fullmatch(task_id) else None
     if row is None:
         raise TaskNotFound("No task with this id exists for this account.")
@@ -170,7 +175,7 @@ def task(task_id):
     return schemas.Task().dump(view), 200, headers
 
 
-def task_view(row):
+def task_view(row: Row) -> dict[str, Any]:
     # a result past its retention is EXPIRED from that moment, whether or not the sweep has run;
     # so is one in its last second, for which no link can be signed (S3 signs to the second)
     status, signed_at = row["status"], connection.now().replace(microsecond=0)
@@ -178,7 +183,7 @@ def task_view(row):
         left = int((connection.parse(row["result_expires_at"]) - signed_at).total_seconds())
         if left < 1:
             status = Status.EXPIRED
-    view = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
+    view: dict[str, Any] = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
             "created_at": row["created_at"]}
     if status in WITH_RESULT:
         extension = row["result_extension"] or formats.FORMATS[row["source_type"]].target
@@ -202,7 +207,7 @@ def task_view(row):
 
 
 @bp.get("/account/usage")
-def usage():
+def usage() -> ResponseReturnValue:
     account = g.account
     period = periods.usage_period(get_db(), account)
     quota = get_settings().plan_quotas[account["plan"]]
@@ -215,16 +220,16 @@ def usage():
     })
 
 
-def public_base_url():
+def public_base_url() -> str:
     """``DOCSHIFT_BASE_URL``, or the scheme and host the request came to."""
     return (get_settings().base_url or request.host_url).rstrip("/")
 
 
-def task_url(task_id):
+def task_url(task_id: str) -> str:
     return f"{public_base_url()}/v1/conversions/{task_id}"
 
 
-def clean_filename(name):
+def clean_filename(name: str) -> str:
     """The last path component, without control characters; what the client named its file."""
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(c for c in name if unicodedata.category(c)[0] != "C").strip()
@@ -234,9 +239,9 @@ def clean_filename(name):
     return name
 
 
-def content_disposition(source_filename, extension):
+def content_disposition(source_filename: str, extension: str) -> str:
     """``attachment; filename="<result_filename>"``; non-ASCII names add an RFC 6266 ``filename*``."""
-    name = formats.target_name(source_filename, extension)
+    name = cast(str, formats.target_name(source_filename, extension))  # a task's source is of a type converted
     ascii_name = name.encode("ascii", "replace").decode().replace('"', "'").replace("\\", "_")
     value = f'attachment; filename="{ascii_name}"'
     if ascii_name != name:

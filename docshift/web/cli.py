@@ -1,16 +1,18 @@
 """The operator CLI, ``flask --app app ...``: the database, registration links, plans, usage."""
 
 import click
+from flask import Flask
 from flask.cli import AppGroup, with_appcontext
 
 from docshift import settings
 from docshift.storage import accounts, connection, periods
+from docshift.storage.connection import Row
 from docshift.web.context import get_db, get_marketplace, get_settings
 
 
 @click.command("init-db")
 @with_appcontext
-def init_db():
+def init_db() -> None:
     """Create the tables from schema.sql (safe to run again)."""
     connection.init(get_db())
     click.echo(f"database ready: {get_settings().database}")
@@ -22,7 +24,7 @@ usage_cli = AppGroup("usage", help="Allowance and overage per account.")
 PLAN = click.Choice(sorted(settings.PLANS))
 
 
-def register(app):
+def register(app: Flask) -> None:
     for command in (init_db, marketplace_cli, accounts_cli, usage_cli):
         app.cli.add_command(command)
 
@@ -30,9 +32,9 @@ def register(app):
 @marketplace_cli.command("issue-token")
 @click.option("--customer", required=True, help="The customer's id in your marketplace or CRM.")
 @click.option("--plan", type=PLAN, required=True)
-def issue_token(customer, plan):
+def issue_token(customer: str, plan: str) -> None:
     """Print a registration link; the customer opens it to get an API key."""
-    token = get_marketplace().issue_token(customer, plan)
+    token = get_marketplace().issue_token(customer, plan)  # type: ignore[union-attr]  # local only: AWS issues its own
     configured = get_settings()
     base = configured.base_url or f"http://127.0.0.1:{configured.port}"
     click.echo(f"registration link for {customer} ({plan}), valid "
@@ -40,7 +42,7 @@ def issue_token(customer, plan):
     click.echo(f"{base.rstrip('/')}/marketplace/register?token={token}")
 
 
-def _account(customer):
+def _account(customer: str) -> Row:
     account = accounts.find_account(get_db(), get_settings().marketplace, customer)
     if account is None:
         raise click.ClickException(f"no account for customer {customer!r} (has it registered?)")
@@ -50,7 +52,7 @@ def _account(customer):
 @marketplace_cli.command("set-plan")
 @click.option("--customer", required=True)
 @click.option("--plan", type=PLAN, required=True)
-def set_plan(customer, plan):
+def set_plan(customer: str, plan: str) -> None:
     """Change a customer's plan; the new quota applies at once, the period's count stays."""
     account = accounts.set_account(get_db(), _account(customer)["id"], plan=plan)
     click.echo(f"{customer}: plan {account['plan']}")
@@ -58,7 +60,7 @@ def set_plan(customer, plan):
 
 @marketplace_cli.command("activate")
 @click.option("--customer", required=True)
-def activate(customer):
+def activate(customer: str) -> None:
     """Let a customer's key call the API again (the account needs a plan)."""
     account = _account(customer)
     if not account["plan"]:
@@ -70,21 +72,21 @@ def activate(customer):
 
 @marketplace_cli.command("deactivate")
 @click.option("--customer", required=True)
-def deactivate(customer):
+def deactivate(customer: str) -> None:
     """Refuse a customer's calls; their queued tasks end FAILED subscription_inactive."""
     accounts.set_account(get_db(), _account(customer)["id"], status="inactive")
     click.echo(f"{customer}: inactive")
 
 
 @accounts_cli.command("list")
-def list_accounts():
+def list_accounts() -> None:
     """One line per account: id, customer, plan, status."""
     for account in accounts.list_accounts(get_db()):
         click.echo(f"{account['id']}  {account['customer_id']}  {account['plan'] or '-'}  {account['status']}")
 
 
 @usage_cli.command("report")
-def usage_report():
+def usage_report() -> None:
     """Per account: plan, included used/quota, overage and its amount in USD."""
     conn = get_db()
     for account in accounts.list_accounts(conn):

@@ -3,6 +3,8 @@
 ``invalid_request``. werkzeug answers those with 413, the status SPEC keeps for a file
 over the upload limit."""
 
+from typing import IO, Any
+
 from flask import Request
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.formparser import FormDataParser
@@ -13,10 +15,10 @@ from docshift.errors import InvalidRequest
 class _WatchedBody:
     """The body stream, noting whether reading it went past MAX_CONTENT_LENGTH."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: IO[bytes]) -> None:
         self.stream, self.over_limit = stream, False
 
-    def read(self, *args):
+    def read(self, *args: Any) -> bytes:
         try:
             return self.stream.read(*args)
         except RequestEntityTooLarge:
@@ -25,10 +27,12 @@ class _WatchedBody:
 
 
 class FormParser(FormDataParser):
-    def _parse_multipart(self, stream, mimetype, content_length, options):
+    def _parse_multipart(self, stream: IO[bytes], mimetype: str, content_length: int | None,
+                         options: dict[str, str]) -> Any:
         body = _WatchedBody(stream)
         try:
-            _, form, files = super()._parse_multipart(body, mimetype, content_length, options)
+            # werkzeug only reads the stream it is given
+            _, form, files = super()._parse_multipart(body, mimetype, content_length, options)  # type: ignore[arg-type]
         except RequestEntityTooLarge:
             if body.over_limit:  # the body itself is too large: 413 file_too_large
                 raise

@@ -19,9 +19,11 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from flask import Response, current_app, g, request
+from flask import Flask, Response, current_app, g, request
 
 from docshift import logs
 from docshift.errors import NotFound
@@ -35,7 +37,7 @@ BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
 class RequestIdFilter(logging.Filter):
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         try:
             record.request_id = g.get("request_id")
         except RuntimeError:  # outside a request
@@ -43,7 +45,7 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
-def init_app(app):
+def init_app(app: Flask) -> None:
     logs.configure(RequestIdFilter())
     _metrics_dir(app)
     app.before_request(_start)
@@ -51,18 +53,18 @@ def init_app(app):
     app.add_url_rule("/metrics", view_func=metrics)
 
 
-def _metrics_dir(app):
+def _metrics_dir(app: Flask) -> None:
     """Where the gunicorn workers write their HTTP metrics (``make run`` empties it at start);
     set before prometheus_client is first imported, which reads it then."""
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(Path(app.config["DOCSHIFT"].data_dir) / "metrics"))
     Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 
 
-_latency = None
+_latency: Any = None  # prometheus_client's Histogram, made on first use
 _latency_made = threading.Lock()
 
 
-def latency():
+def latency() -> Any:
     """The HTTP latency histogram, made on first use (after the multiprocess dir is set); the
     lock matters: two requests of one worker both making it is a DuplicateTimeseries."""
     global _latency
@@ -76,13 +78,13 @@ def latency():
     return _latency
 
 
-def _start():
+def _start() -> None:
     given = request.headers.get("X-Request-Id", "")
     g.request_id = given if REQUEST_ID.fullmatch(given) else secrets.token_hex(8)
     g.started = time.perf_counter()
 
 
-def _finish(response):
+def _finish(response: Response) -> Response:
     elapsed = time.perf_counter() - g.get("started", time.perf_counter())
     response.headers["X-Request-Id"] = g.get("request_id", "")
     endpoint = request.url_rule.rule if request.url_rule else "unmatched"
@@ -96,7 +98,7 @@ def _finish(response):
     return response
 
 
-def metrics():
+def metrics() -> Response:
     """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token."""
     token = get_settings().metrics_token
     # compared as bytes: compare_digest refuses non-ASCII str, and a header may carry any byte
@@ -111,7 +113,7 @@ def metrics():
     return Response(generate_latest(registry), mimetype="text/plain; version=0.0.4")
 
 
-def _figures():
+def _figures() -> dict[str, Any]:
     """The database's task figures, read at most once per METRICS_CACHE_SECONDS in this process:
     they aggregate whole tables, and scrapes may come as often as anyone likes."""
     read_at, figures = current_app.extensions.get("docshift.metrics_figures", (None, None))
@@ -124,10 +126,10 @@ def _figures():
 class DatabaseCollector:
     """Task metrics from the shared database, exact whichever process did the work."""
 
-    def __init__(self, figures):
+    def __init__(self, figures: dict[str, Any]) -> None:
         self.figures = figures
 
-    def collect(self):
+    def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
         figures = self.figures

@@ -2,6 +2,8 @@
 that the views really use, and ``/docs``, which renders it with Swagger UI's assets
 from the swagger-ui-bundle package (served by the app, no CDN)."""
 
+from typing import Any
+
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Response, current_app, send_from_directory
@@ -36,7 +38,7 @@ def problems(config: Settings) -> dict[int, str]:
 AUTH_ERRORS = (401, 403)
 
 
-def problem(status, config):
+def problem(status: int, config: Settings) -> dict[str, Any]:
     # the codes of a status in the order ProblemCode lists them; 404 for a task is task_not_found
     codes = ", ".join(code for code in ProblemCode if STATUS[code] == status and code != ProblemCode.NOT_FOUND)
     answer = {"description": f"`{codes}`: {problems(config)[status]}",
@@ -47,7 +49,7 @@ def problem(status, config):
     return answer
 
 
-def document(base_url, config):
+def document(base_url: str, config: Settings) -> dict[str, Any]:
     spec = APISpec(
         title="docshift", version="1.0.0", openapi_version="3.0.3",
         info={"description": "Converts legacy Office files (.doc, .xls, .ppt) to OOXML, asynchronously: "
@@ -114,13 +116,13 @@ def document(base_url, config):
 
 
 @bp.get("/v1/openapi.json")
-def openapi_json():
+def openapi_json() -> dict[str, Any]:
     from docshift.web.api import public_base_url
 
     return document(public_base_url(), get_settings())
 
 
-def _duration(seconds):
+def _duration(seconds: int) -> str:
     hours, rest = divmod(seconds, HOUR)
     return f"{hours} hours" if hours and not rest else f"{seconds} seconds"
 
@@ -137,16 +139,16 @@ DOCS_PAGE = """<!doctype html>
 
 @bp.get("/docs")
 @bp.get("/docs/")
-def docs():
+def docs() -> Response:
     return Response(DOCS_PAGE, mimetype="text/html")
 
 
 @bp.get("/docs/ui.js")
-def docs_script():
+def docs_script() -> Response:
     # a file of its own, so that the page needs no inline script
     return Response('SwaggerUIBundle({url: "/v1/openapi.json", dom_id: "#ui"});\n', mimetype="text/javascript")
 
 
 @bp.get("/docs/assets/<path:name>")
-def docs_assets(name):
+def docs_assets(name: str) -> Response:
     return send_from_directory(swagger_ui_path, name, max_age=current_app.config.get("SEND_FILE_MAX_AGE_DEFAULT"))

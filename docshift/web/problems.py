@@ -4,8 +4,10 @@ The handlers log the cause and return a safe message: never a stack trace, never
 """
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
-from flask import jsonify, request
+from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from docshift.contract import ProblemCode
@@ -27,7 +29,7 @@ log = logging.getLogger("docshift")
 
 try:  # gunicorn raises these while the app reads a malformed or cut-off body
     from gunicorn.http.errors import NoMoreData, ParseException
-    BROKEN_BODY = (ParseException, NoMoreData)
+    BROKEN_BODY: tuple[type[Exception], ...] = (ParseException, NoMoreData)
 except ImportError:  # another WSGI server
     BROKEN_BODY = ()
 # the socket's read timeout (READ_TIMEOUT) while the app reads a body that stopped coming;
@@ -59,13 +61,13 @@ _BY_STATUS = {400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: Fi
               415: UnsupportedFileType}
 
 
-def problem(error):
+def problem(error: ApiError) -> Response:
     """The problem+json answer to an ApiError."""
     return _answer(error.code, error.title, STATUS[error.code], error.detail, {**HEADERS.get(error.code, {}),
                                                                                  **error.headers})
 
 
-def _answer(code, title, status, detail, headers):
+def _answer(code: str, title: str, status: int, detail: str | None, headers: Mapping[str, str]) -> Response:
     body = {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail, "code": code}
     response = jsonify(body)
     response.status_code = status
@@ -74,21 +76,21 @@ def _answer(code, title, status, detail, headers):
     return response
 
 
-def upload_limit(limit):
+def upload_limit(limit: int) -> str:
     """``limit`` bytes as the API's messages and document state it: "2 MiB (2,097,152 bytes)"."""
     mib, rest = divmod(limit, MIB)
     return f"{mib} MiB ({limit:,} bytes)" if mib and not rest else f"{limit:,} bytes"
 
 
-def register(app):
+def register(app: Flask) -> None:
     @app.errorhandler(ApiError)
-    def api_error(error):
+    def api_error(error: ApiError) -> Response:
         if STATUS[error.code] >= 500:
             log.error("%s %s: %s", request.method, request.path, error.detail)
         return problem(error)
 
     @app.errorhandler(StorageUnavailable)
-    def unavailable(error):
+    def unavailable(error: StorageUnavailable) -> Response:
         # a dependency that does not answer: the client should retry, whichever view it was
         log.warning("%s %s: %r", request.method, request.path, error)
         part = "database" if isinstance(error, DatabaseUnavailable) else "object store"
@@ -96,7 +98,7 @@ def register(app):
                                           headers={"Retry-After": "5"}))
 
     @app.errorhandler(HTTPException)
-    def http_error(error):
+    def http_error(error: Any) -> Response:  # an HTTPException: every one werkzeug raises has its code
         kind = _BY_STATUS.get(error.code)
         if kind is None:  # an HTTP error no view raises: werkzeug's name for it is the code
             return _answer(error.name.lower().replace(" ", "_"), error.name, error.code, error.description, {})
@@ -111,7 +113,7 @@ def register(app):
         return response
 
     @app.errorhandler(Exception)
-    def unexpected(error):
+    def unexpected(error: Exception) -> Response:
         if isinstance(error, BROKEN_BODY):
             log.info("malformed request body on %s %s: %r", request.method, request.path, error)
             return problem(InvalidRequest("The request body is malformed or was cut off."))

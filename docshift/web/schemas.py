@@ -9,7 +9,7 @@ STATUSES = list(Status)
 IDEMPOTENCY_KEY_RULE = "Idempotency-Key must be 8 to 128 printable ASCII characters (0x21-0x7E)."
 
 
-def _no_line_break(value):
+def _no_line_break(value: str) -> None:
     # "$" in the documented pattern also matches before a final newline
     if "\n" in value:
         raise ValidationError(IDEMPOTENCY_KEY_RULE)

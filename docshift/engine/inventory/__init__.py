@@ -55,6 +55,9 @@ for a broken file; the work is bounded (``common``).
 """
 
 import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 import olefile
 
@@ -76,7 +79,7 @@ __all__ = ["KINDS", "LABELS", "SHEET_NAME_LIMIT", "ErrorValue", "Inventory", "St
            "of_result", "of_source", "report", "same_value"]
 
 
-def of_source(path, kind):
+def of_source(path: str | Path, kind: str) -> Inventory:
     """The :class:`Inventory` of the legacy file ``path`` of ``kind`` ("doc", "xls" or "ppt"), counted from its
     OLE storages and records (and xlrd's cells). Never raises: what cannot be read is None (unknown)."""
     inventory = Inventory(kind, dict.fromkeys(KINDS[kind]))
@@ -96,7 +99,7 @@ def of_source(path, kind):
     return inventory
 
 
-def of_result(path, kind):
+def of_result(path: str | Path, kind: str) -> Inventory:
     """The :class:`Inventory` of the OOXML result ``path`` of a legacy ``kind`` ("doc", "xls" or "ppt"), read from
     its parts as streams. Never raises: what cannot be read is None (unknown)."""
     inventory = Inventory(kind, dict.fromkeys(KINDS[kind]))
@@ -110,7 +113,7 @@ def of_result(path, kind):
     return inventory
 
 
-def _count_macros(path, inventory, present):
+def _count_macros(path: str | Path, inventory: Inventory, present: Callable[[ModuleType], bool]) -> None:
     """The VBA modules (``vba.modules``) when ``present`` (a cheap look for a project) says there may be some."""
     try:
         inventory.macros = vba.modules(path) if present(vba) else {}

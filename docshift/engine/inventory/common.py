@@ -8,7 +8,9 @@ most ``MAX_DEPTH`` deep.
 
 import struct
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import olefile
 
@@ -35,7 +37,7 @@ MSGRAPH_CLSIDS = {"00020801-0000-0000-C000-000000000046", "00020803-0000-0000-C0
 EQUATION_CLSIDS = {"0002CE02-0000-0000-C000-000000000046"}
 EMBEDDED = ("object", "equation", "chart")  # the kinds of OLE storage that count as embedded objects
 
-CONTROL = {c: None for c in range(0x20)}
+CONTROL: dict[int, str | None] = dict.fromkeys(range(0x20))
 CONTROL.update({0x1E: "\u2011", 0x1F: "\u00ad"})  # non-breaking and soft hyphens: .docx writes them as elements
 FOLDED = "\uffff"  # stands for any character beyond ASCII in the text of a Word 6/95 file
 
@@ -52,29 +54,29 @@ class StoredDate(float):
 class Inventory:
     """What one file holds: ``counts`` {what: int, or None when unknown}, and what the report compares in detail."""
     kind: str
-    counts: dict
-    sheets: list | None = None    # sheet names in order (.xls / .xlsx)
-    cells: dict | None = None     # {sheet name: {b"B1": value}}; None when unreadable
-    formulas: dict = field(default_factory=dict)  # result only: {sheet name: {refs of cells with a formula}}
+    counts: dict[str, int | None]
+    sheets: list[str] | None = None  # sheet names in order (.xls / .xlsx)
+    cells: dict[str, dict[bytes, Any]] | None = None  # {sheet name: {b"B1": value}}; None when unreadable
+    formulas: dict[str, set[bytes]] = field(default_factory=dict)  # result: {sheet: {refs of cells with a formula}}
     date1904: bool = False
-    text: Counter | None = None   # non-whitespace characters of the body text
-    macros: dict | None = None    # {VBA module name: code}
-    where: dict = field(default_factory=dict)  # {what: [place names]} to name what is missing
+    text: Counter[str] | None = None  # non-whitespace characters of the body text
+    macros: dict[str, str] | None = None  # {VBA module name: code}
+    where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
 
 
 class Budget:
     """Records left to visit in one file, over all its walks."""
 
-    def __init__(self, records=MAX_RECORDS):
+    def __init__(self, records: int = MAX_RECORDS) -> None:
         self.left = records
 
-    def spend(self, n=1):
+    def spend(self, n: int = 1) -> None:
         self.left -= n
         if self.left < 0:
             raise Unreadable("record budget exceeded")
 
 
-def attempt(function, *args):
+def attempt(function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)``, or None when the structure it reads is broken."""
     try:
         return function(*args)
@@ -82,7 +84,7 @@ def attempt(function, *args):
         return None
 
 
-def stream(ole, name):
+def stream(ole: olefile.OleFileIO, name: str) -> bytes | None:
     """The whole OLE stream ``name`` (case-insensitive), None when it is missing; too large is unreadable."""
     if not ole.exists(name) or ole.get_type(name) != olefile.STGTY_STREAM:
         return None
@@ -92,11 +94,12 @@ def stream(ole, name):
         return opened.read(MAX_STREAM)
 
 
-def embedded_objects(ole, parent=None, prefix=""):
+def embedded_objects(ole: olefile.OleFileIO, parent: str | None = None, prefix: str = "") -> int | None:
     """How many of the OLE object storages under ``parent`` (the root when None), whose names start with
     ``prefix``, are embedded objects (MS Graph charts and equations included; not linked objects, not ActiveX
     controls); None when one of them cannot be read."""
-    storages, members = [], {}
+    storages: list[str] = []
+    members: dict[str, set[str]] = {}
     for entry in ole.listdir(streams=True, storages=True):
         depth = 0 if parent is None else 1
         if parent is not None and (len(entry) < 2 or entry[0].lower() != parent.lower()):
@@ -110,7 +113,7 @@ def embedded_objects(ole, parent=None, prefix=""):
     return None if None in kinds else sum(1 for kind in kinds if kind in EMBEDDED)
 
 
-def _object_class(ole, storage, names):
+def _object_class(ole: olefile.OleFileIO, storage: str, names: set[str]) -> str:
     """"chart" (MS Graph), "equation", "control" (ActiveX), "link" (linked, not embedded) or "object"; ``names``
     are the lower-case names in the storage."""
     clsid = (ole.getclsid(storage) or "").upper()
@@ -130,12 +133,12 @@ def _object_class(ole, storage, names):
     return "object"
 
 
-def characters(text):
+def characters(text: str) -> Counter[str]:
     """The non-whitespace characters of ``text`` as a multiset, control characters left out."""
     return Counter("".join(text.translate(CONTROL).split()))
 
 
-def fold(counted):
+def fold(counted: Counter[str]) -> Counter[str]:
     """``counted`` (characters as a multiset) with every character beyond ASCII counted as ``FOLDED``."""
     folded = Counter({char: n for char, n in counted.items() if char < "\x80"})
     beyond = sum(n for char, n in counted.items() if char >= "\x80")
@@ -144,6 +147,6 @@ def fold(counted):
     return folded
 
 
-def place(sheet, where):
+def place(sheet: str, where: str) -> str:
     """A place in a workbook as the report names it: "sheet 'Name' B1"."""
     return f"sheet '{sheet[:SHEET_NAME_LIMIT]}' {where}"

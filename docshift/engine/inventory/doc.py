@@ -3,10 +3,25 @@
 
 import re
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import olefile
 
 from docshift.engine.inventory import officeart
-from docshift.engine.inventory.common import CONTROL, Unreadable, attempt, characters, embedded_objects, fold, stream
+from docshift.engine.inventory.common import (
+    CONTROL,
+    Budget,
+    Inventory,
+    Unreadable,
+    attempt,
+    characters,
+    embedded_objects,
+    fold,
+    stream,
+)
 
 FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_COMPLEX = 0x0100, 0x0200, 0x0004
 # indexes of FibRgFcLcb97 pairs (the same order as Word 6's FIB, whose pairs start at 0x58)
@@ -24,14 +39,14 @@ class _Word:
     table: bytes
     nfib: int
     flags: int
-    ccp: list        # ccpText, ccpFtn, ccpHdd, ccpMcr, ccpAtn
-    pairs: list      # [(fc, lcb)]
-    pieces: list     # [(cp start, cp end, fc, compressed)]
+    ccp: list[int]   # ccpText, ccpFtn, ccpHdd, ccpMcr, ccpAtn
+    pairs: list[tuple[int, int]]  # [(fc, lcb)]
+    pieces: list[tuple[int, int, int, bool]]  # [(cp start, cp end, fc, compressed)]
 
-    def pair(self, index):
+    def pair(self, index: int) -> tuple[int, int]:
         return self.pairs[index] if index < len(self.pairs) else (0, 0)
 
-    def text(self, start, end):
+    def text(self, start: int, end: int) -> str:
         """The characters of CPs ``start`` to ``end``, from the pieces that hold them."""
         parts = []
         for cp_start, cp_end, fc, compressed in self.pieces:
@@ -46,7 +61,7 @@ class _Word:
                 parts.append(self.word[offset:offset + 2 * (high - low)].decode("utf_16_le", "replace"))
         return "".join(parts)
 
-    def live(self, fc):
+    def live(self, fc: int) -> bool:
         """Is the byte offset ``fc`` of the WordDocument stream inside a piece of the text?"""
         for cp_start, cp_end, start, compressed in self.pieces:
             if start <= fc < start + (cp_end - cp_start) * (1 if compressed else 2):
@@ -54,7 +69,7 @@ class _Word:
         return False
 
 
-def _fib(word, table_of):
+def _fib(word: bytes, table_of: Callable[[str], bytes | None]) -> _Word:
     """The :class:`_Word` of the WordDocument stream ``word`` (``table_of(name)`` reads a table stream)."""
     ident, nfib = struct.unpack_from("<HH", word, 0)
     flags = struct.unpack_from("<H", word, 0x0A)[0]
@@ -80,7 +95,7 @@ def _fib(word, table_of):
     return _Word(word, table, nfib, flags, ccp, pairs, [])
 
 
-def _pieces(doc):
+def _pieces(doc: _Word) -> list[tuple[int, int, int, bool]]:
     """The piece table of the CLX: [(cp start, cp end, fc, compressed)]."""
     fc, lcb = doc.pair(PAIR_CLX)
     table, modern = doc.table, doc.nfib >= 0xC0
@@ -113,11 +128,13 @@ def _pieces(doc):
     return pieces
 
 
-def _visible(text):
+def _visible(text: str) -> str:
     """``text`` without its field codes (0x13 code 0x14 result 0x15; nested fields too)."""
     if "\x13" not in text:
         return text
-    kept, stack, pos = [], [], 0
+    kept: list[str] = []
+    stack: list[bool] = []
+    pos = 0
     for mark in FIELD_MARKS.finditer(text):
         if all(stack):
             kept.append(text[pos:mark.start()])
@@ -134,13 +151,13 @@ def _visible(text):
     return "".join(kept)
 
 
-def _has_content(text):
+def _has_content(text: str) -> bool:
     """Does a header/footer story show anything: text, or a picture or drawing (0x01, 0x08)?"""
     text = _visible(text)
     return "\x01" in text or "\x08" in text or bool("".join(text.translate(CONTROL).split()))
 
 
-def _sprms(grpprl):
+def _sprms(grpprl: bytes) -> Iterator[tuple[int, bytes]]:
     """(sprm, operand) of a grpprl (Word 97 two-byte sprms)."""
     pos, end = 0, len(grpprl)
     while pos + 2 <= end:
@@ -158,7 +175,7 @@ def _sprms(grpprl):
         pos += size
 
 
-def read(ole, inventory, budget, path):
+def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str | Path) -> None:
     """Counts of a .doc: FIB, piece table, PlcfandRef, PlcfHdd, CHPX and DggInfo, ObjectPool."""
     counts = inventory.counts
     word = stream(ole, "WordDocument")
@@ -175,14 +192,14 @@ def read(ole, inventory, budget, path):
         counts["characters"] = inventory.text.total()
         return
     counts["characters"] = inventory.text.total()
-    fc, lcb = doc.pair(PAIR_PLCF_AND_REF)
+    _, lcb = doc.pair(PAIR_PLCF_AND_REF)
     counts["comments"] = max(0, (lcb - 4) // ANNOTATION_SIZE) if lcb else 0
     counts["headers_footers"] = attempt(_headers, doc)
     data = attempt(stream, ole, "Data")
     counts["images"] = attempt(_images, doc, data, budget)
 
 
-def _headers(doc):
+def _headers(doc: _Word) -> int:
     """The header/footer stories in effect that show something."""
     fc, lcb = doc.pair(PAIR_PLCF_HDD)
     if lcb < 8:
@@ -219,10 +236,10 @@ def _headers(doc):
     return found
 
 
-def _images(doc, data, budget):
+def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:
     """Distinct pictures: inline ones (CHPX runs with a picture location on a live 0x01) and the floating
     shapes of the OfficeArt drawing (DggInfo)."""
-    found = set()
+    found: set[Any] = set()
     fc, lcb = doc.pair(PAIR_PLCF_BTE_CHPX)
     count = (lcb - 4) // 8 if lcb >= 12 else 0
     word = doc.word
@@ -277,7 +294,7 @@ def _images(doc, data, budget):
     return len(found)
 
 
-def _picture_characters(doc, start, end, budget):
+def _picture_characters(doc: _Word, start: int, end: int, budget: Budget) -> Iterator[int]:
     """The byte offsets of the 0x01 characters of the text pieces between ``start`` and ``end`` (FCs)."""
     for _, (cp_start, cp_end, fc, compressed) in zip(range(100_000), doc.pieces):
         width = 1 if compressed else 2
@@ -294,7 +311,7 @@ def _picture_characters(doc, start, end, budget):
             position = doc.word.find(pattern, position + 1, high)
 
 
-def _inline_picture(data, location, budget):
+def _inline_picture(data: bytes, location: int, budget: Budget) -> Any:
     """The uid of the picture at ``location`` of the Data stream (PICF then OfficeArtInlineSpContainer), or None
     when there is no picture data there."""
     if location + 10 > len(data):
@@ -308,7 +325,8 @@ def _inline_picture(data, location, budget):
     pos = location + header_size
     if mode == 0x66:
         pos += 1 + data[pos]
-    shapes, entries = [], []
+    shapes: list[officeart.Shape] = []
+    entries: list[bytes] = []
     for rec_type, _, _, body, stop in officeart.children(data, pos, end, budget):
         if rec_type == officeart.OA_SP:
             shapes = officeart.shapes(data, body - 8, stop, budget)

@@ -1,11 +1,12 @@
 """The counts of a .docx/.docm, the result of a .doc."""
 
-from docshift.engine.inventory.package import NS_W, SEP, charts_and_objects, pictures_of, scan
+from docshift.engine.inventory.common import Inventory
+from docshift.engine.inventory.package import NS_W, SEP, Package, charts_and_objects, pictures_of, scan
 
 W_TEXT = {f"{NS_W}{SEP}t", f"{NS_W}{SEP}delText"}
 
 
-def read(package, inventory):
+def read(package: Package, inventory: Inventory) -> None:
     """Counts of a .docx/.docm: the main document, headers and footers, notes and comments parts."""
     counts = inventory.counts
     try:
@@ -13,7 +14,8 @@ def read(package, inventory):
         objects += charts  # a .doc has no charts of its own: a chart part was an MS Graph object
     except Exception:
         objects = None
-    pictures, headers, comments, math = set(), 0, 0, 0
+    pictures: set[str] = set()
+    headers, comments, math = 0, 0, 0
     main = "word/document.xml"
     try:
         part = scan(package, main, W_TEXT)

@@ -3,15 +3,20 @@ is lost and where."""
 
 import math
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
-from docshift.engine.inventory.common import FOLDED, KINDS, LABELS, SHEET_NAME_LIMIT, StoredDate, fold
+from docshift.engine.inventory.common import FOLDED, KINDS, LABELS, SHEET_NAME_LIMIT, Inventory, StoredDate, fold
+
+# one loss of the report: {"what", "count", "detail"}
+Lost = dict[str, Any]
 
 TEXT_TOLERANCE_CHARACTERS = 8  # the allowance of convert.py's text check: fields computed at load
 TEXT_TOLERANCE_RATIO = 0.001
 RELATIVE_TOLERANCE = 1e-9  # numbers in cells; LibreOffice writes 15 significant digits
 
 
-def same_value(source, result):
+def same_value(source: Any, result: Any) -> bool:
     """Is the result cell's value the source's: numbers within RELATIVE_TOLERANCE, the rest exactly and of the same
     type (text, boolean, error)."""
     if isinstance(source, float):
@@ -22,20 +27,22 @@ def same_value(source, result):
     return type(source) is type(result) and source == result
 
 
-def _compare_cells(source, result):
+def _compare_cells(source: Inventory, result: Inventory) -> tuple[int, dict[str, list[Any]]]:
     """(equal cells, {category: [count, first place]}) over the source's cells."""
     shift = 0.0
     if source.date1904 != result.date1904:
         shift = 1462.0 if source.date1904 else -1462.0  # the same day counted from 1904 / from 1900
-    equal, problems = 0, {}
+    equal = 0
+    problems: dict[str, list[Any]] = {}
 
-    def note(category, sheet, ref):
+    def note(category: str, sheet: str, ref: bytes) -> None:
         entry = problems.setdefault(category, [0, f"sheet '{sheet}' {ref.decode()}"])
         entry[0] += 1
 
-    for sheet, cells in source.cells.items():
+    # both sides' cells were read (``_cells_report``)
+    for sheet, cells in source.cells.items():  # type: ignore[union-attr]
         target = sheet[:SHEET_NAME_LIMIT]  # the name the result gives the sheet
-        found = result.cells.get(target, {})
+        found = result.cells.get(target, {})  # type: ignore[union-attr]
         formulas = result.formulas.get(target, set())
         for ref, value in cells.items():
             other = found.get(ref)
@@ -63,7 +70,8 @@ CELL_DETAILS = {"formula": ("{n} formula result differs from the source; first: 
                             "{n} cells of the source are missing; first: {first}")}
 
 
-def report(source, result, macros_removed=False, loaded=None):
+def report(source: Inventory, result: Inventory, macros_removed: bool = False,
+           loaded: Mapping[str, int | None] | None = None) -> dict[str, Any]:
     """The fidelity report of ``result`` (an :class:`Inventory` from ``of_result``) against ``source`` (from
     ``of_source``): ``{"complete": bool, "counts": {what: {"source": n, "result": n}}, "lost": [{"what", "count",
     "detail"}]}``.
@@ -84,11 +92,12 @@ def report(source, result, macros_removed=False, loaded=None):
     ``loaded``: counts of parts LibreOffice loaded (the bridge's ``parts``: embedded objects, charts). A result
     holding fewer is a loss too, where the comparison with the source did not already name one.
     """
-    counts, lost = {}, []
+    counts: dict[str, dict[str, int | None]] = {}
+    lost: list[Lost] = []
     blocking = False
     for what in KINDS[source.kind]:
         have, got = source.counts.get(what), result.counts.get(what)
-        entries = []
+        entries: list[Lost] = []
         if what == "cells":
             got, entries = _cells_report(source, result, have, got)
         elif what == "characters":
@@ -108,14 +117,14 @@ def report(source, result, macros_removed=False, loaded=None):
                         "detail": f"{missing} of {have} {LABELS[what]} {verb} missing"
                                   f"{_places(source.where.get(what), result.where.get(what))}"}]
         if not entries and what in (loaded or {}):
-            entries = _loaded_report(what, loaded[what], got)
+            entries = _loaded_report(what, loaded[what], got)  # type: ignore[index]  # in it: not None
         counts[what] = {"source": have, "result": got}
         lost += entries
         blocking = blocking or bool(entries)
     return {"complete": not blocking, "counts": counts, "lost": lost}
 
 
-def _loaded_report(what, loaded, got):
+def _loaded_report(what: str, loaded: int | None, got: int | None) -> list[Lost]:
     """A part LibreOffice loaded and its export dropped, where the source's own count did not show it (unreadable,
     or LibreOffice found more than the legacy file's records name)."""
     if loaded is None or got is None or got >= loaded:
@@ -125,7 +134,7 @@ def _loaded_report(what, loaded, got):
              "detail": f"LibreOffice loaded {loaded} {LABELS[what]}; the result holds {got}"}]
 
 
-def _places(source, result):
+def _places(source: list[str] | None, result: list[str] | None) -> str:
     """Where the missing ones were ("; first: sheet 'a' B1, sheet 'b' C2") when both sides say where theirs are."""
     if not source or result is None:
         return ""
@@ -134,7 +143,7 @@ def _places(source, result):
     return f"; missing: {', '.join(missing[:3])}{more}" if missing else ""
 
 
-def _sheets_report(source, result, have, got):
+def _sheets_report(source: Inventory, result: Inventory, have: int | None, got: int | None) -> list[Lost]:
     """The lost entries of the sheets: names of the source missing in the result."""
     if have is None:
         return []
@@ -150,7 +159,8 @@ def _sheets_report(source, result, have, got):
              "detail": f"{count} of {have} sheets {'is' if count == 1 else 'are'} missing: {names}"}]
 
 
-def _cells_report(source, result, have, got):
+def _cells_report(source: Inventory, result: Inventory, have: int | None,
+                  got: int | None) -> tuple[int | None, list[Lost]]:
     """(equal cells, lost entries) of the cells."""
     if have is None or source.cells is None:
         return None, []
@@ -165,7 +175,8 @@ def _cells_report(source, result, have, got):
     return equal, entries
 
 
-def _text_report(source, result, have, got):
+def _text_report(source: Inventory, result: Inventory, have: int | None,
+                 got: int | None) -> tuple[int | None, list[Lost]]:
     """(characters found, lost entries) of the text."""
     if have is None or source.text is None:
         return None, []
@@ -185,7 +196,7 @@ def _text_report(source, result, have, got):
                               f"allowed for fields computed at load); most missing: {sample!r}"}]
 
 
-def normal_code(code):
+def normal_code(code: str) -> list[str]:
     """VBA code as compared: its lines without line-end and trailing-space differences, and without ``Attribute``
     lines (module and procedure metadata: LibreOffice's project drops procedure descriptions, shortcut keys and
     control declarations, the code stays the same)."""
@@ -193,7 +204,8 @@ def normal_code(code):
     return [line.rstrip() for line in lines if line.strip() and not line.startswith("Attribute ")]
 
 
-def _macros_report(source, result, have, got, removed_on_request):
+def _macros_report(source: Inventory, result: Inventory, have: int | None, got: int | None,
+                   removed_on_request: bool) -> tuple[int | None, list[Lost], Lost | None]:
     """(modules kept, blocking losses, the "removed on request" entry or None)."""
     if have is None or source.macros is None:
         return got, [], None
@@ -207,7 +219,7 @@ def _macros_report(source, result, have, got, removed_on_request):
     missing = [name for name in source.macros if name not in result.macros]
     changed = [name for name in source.macros if name in result.macros
                and normal_code(source.macros[name]) != normal_code(result.macros[name])]
-    entries = []
+    entries: list[Lost] = []
     if missing:
         entries.append({"what": "macros", "count": len(missing),
                         "detail": f"{len(missing)} of {have} VBA modules are missing: {', '.join(missing[:10])}"})

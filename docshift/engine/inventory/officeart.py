@@ -2,9 +2,14 @@
 pictures, the shapes and the pictures they show."""
 
 import struct
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from docshift.engine.inventory.common import MAX_DEPTH
+from docshift.engine.inventory.common import MAX_DEPTH, Budget
+
+# a BStore entry: (uid, foDelay, size, has_blip)
+Entry = tuple[bytes, int, int, bool]
 
 OA_DGG, OA_BSTORE, OA_SPGR, OA_SP, OA_FBSE, OA_FSP, OA_OPT, OA_TERTIARY_OPT = (
     0xF000, 0xF001, 0xF003, 0xF004, 0xF007, 0xF00A, 0xF00B, 0xF122)
@@ -14,13 +19,13 @@ PROP_PIB, PROP_FILL_TYPE, PROP_FILL_BLIP = 0x0104, 0x0180, 0x0186
 FILL_TEXTURE, FILL_PICTURE = 2, 3
 
 
-def header(data, pos):
+def header(data: bytes | bytearray, pos: int) -> tuple[int, int, int, int, int]:
     """(recVer, recInstance, recType, body start, body end) of the 8-byte record header at ``pos``."""
     ver_instance, rec_type, length = struct.unpack_from("<HHI", data, pos)
     return ver_instance & 0xF, ver_instance >> 4, rec_type, pos + 8, pos + 8 + length
 
 
-def children(data, start, end, budget):
+def children(data: bytes | bytearray, start: int, end: int, budget: Budget) -> Iterator[tuple[int, int, int, int, int]]:
     """(recType, recInstance, recVer, body start, body end) of the records in ``data[start:end]``, one level."""
     pos = start
     end = min(end, len(data))
@@ -31,7 +36,9 @@ def children(data, start, end, budget):
         pos = stop
 
 
-def walk(data, start, end, budget, into=(), skip=(), only=None):
+def walk(data: bytes | bytearray, start: int, end: int, budget: Budget, into: Collection[int] = (),
+         skip: Collection[int] = (),
+         only: Collection[int] | None = None) -> Iterator[tuple[int, int, int, int, int, int]]:
     """Every record in ``data[start:end]`` in document order, descending into containers (recVer 0xF) and the
     record types ``into``, not into those of ``skip``, and when ``only`` is given into those types alone:
     (recType, recInstance, recVer, body start, body end, depth)."""
@@ -50,7 +57,7 @@ def walk(data, start, end, budget, into=(), skip=(), only=None):
             stack.append((body, body_end, depth + 1))
 
 
-def bstore(data, start, end, budget):
+def bstore(data: bytes | bytearray, start: int, end: int, budget: Budget) -> list[Entry]:
     """The BStore entries of the OfficeArtDggContainer at ``data[start:end]``: [(uid, foDelay, size, has_blip)]."""
     entries = []
     for rec_type, _, _, body, stop, _ in walk(data, start, end, budget):
@@ -66,13 +73,14 @@ class Shape:
     """An OfficeArt shape: FSP flags, the BStore indexes of its pictures and, in PowerPoint, its text,
     placeholder type and OLE object reference."""
     flags: int = 0
-    pibs: list = field(default_factory=list)
+    pibs: list[int] = field(default_factory=list)
     placeholder: int | None = None
     text: str = ""
     object_ref: int | None = None
 
 
-def shapes(data, start, end, budget, client=None):
+def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
+           client: Callable[[Shape, bytes | bytearray, int, int, Budget], None] | None = None) -> list[Shape]:
     """The shapes (:class:`Shape`) of the OfficeArt drawing records in ``data[start:end]``. ``client`` reads
     the host's records inside a shape's client text box and client data (PowerPoint: text, placeholders)."""
     found = []
@@ -102,9 +110,10 @@ def shapes(data, start, end, budget, client=None):
     return found
 
 
-def pictures(shapes, bstore, present=lambda entry: entry[3] or entry[2] > 0):
+def pictures(shapes: list[Shape], bstore: list[Entry],
+             present: Callable[[Entry], bool] = lambda entry: entry[3] or entry[2] > 0) -> set[Any]:
     """The uids of the BStore entries that non-deleted, non-OLE ``shapes`` point to (1-based pib)."""
-    found = set()
+    found: set[Any] = set()
     for shape in shapes:
         if shape.flags & (FSP_DELETED | FSP_OLE):
             continue

@@ -5,7 +5,10 @@ import posixpath
 import re
 import zipfile
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from docshift.engine import ooxml
 from docshift.engine.inventory.common import CHUNK, MAX_PART, Unreadable
@@ -33,11 +36,11 @@ HEADER_FOOTER_CONTENT = {f"{NS_W}{SEP}drawing", f"{NS_W}{SEP}pict", f"{NS_W}{SEP
 class Package:
     """A zip package read with bounds: members streamed, never past the size they declare nor ``MAX_PART``."""
 
-    def __init__(self, zip_file):
+    def __init__(self, zip_file: zipfile.ZipFile) -> None:
         self.zip = zip_file
         self.names = {info.filename: info for info in zip_file.infolist()}
 
-    def chunks(self, name):
+    def chunks(self, name: str) -> Iterator[bytes]:
         info = self.names.get(name)
         if info is None:
             raise Unreadable(f"{name} is missing")
@@ -51,21 +54,23 @@ class Package:
                     raise Unreadable(f"{name} inflates past its declared size")
                 yield chunk
 
-    def parse(self, name, start=None, end=None, text=None):
+    def parse(self, name: str, start: Callable[[str, dict[str, str]], None] | None = None,
+              end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None) -> None:
         """Stream ``name`` through expat, namespaces resolved (``uri}local``); no DTDs."""
         ooxml.stream(self.chunks(name), name, start, end, text, unreadable=Unreadable)
 
-    def relationships(self, name):
+    def relationships(self, name: str) -> dict[str | None, tuple[str, str | None]]:
         """{Id: (type, target part name or None when external)} of part ``name``."""
         folder, base = posixpath.split(name)
         rels_name = posixpath.join(folder, "_rels", base + ".rels")
-        found = {}
+        found: dict[str | None, tuple[str, str | None]] = {}
         if rels_name not in self.names:
             return found
 
-        def start(tag, attributes):
+        def start(tag: str, attributes: dict[str, str]) -> None:
             if tag == f"{NS_PR}{SEP}Relationship":
                 target = attributes.get("Target", "")
+                resolved: str | None
                 if attributes.get("TargetMode") == "External":
                     resolved = None
                 elif target.startswith("/"):
@@ -77,32 +82,32 @@ class Package:
         self.parse(rels_name, start)
         return found
 
-    def matching(self, pattern):
+    def matching(self, pattern: str) -> list[str]:
         return sorted(name for name in self.names if re.fullmatch(pattern, name))
 
 
 @dataclass
 class Part:
     """What one content part of the result holds."""
-    text: Counter = field(default_factory=Counter)
-    pictures: set = field(default_factory=set)      # relationship ids
+    text: Counter[str] = field(default_factory=Counter)
+    pictures: set[str] = field(default_factory=set)  # relationship ids
     math: int = 0
     content: bool = False                            # anything shown (headers and footers)
-    placeholders: set = field(default_factory=set)  # PresentationML placeholder types
+    placeholders: set[str] = field(default_factory=set)  # PresentationML placeholder types
     note_text: bool = False                          # text in a body placeholder or a free shape (notes)
-    elements: Counter = field(default_factory=Counter)
+    elements: Counter[str] = field(default_factory=Counter)
 
 
-def scan(package, name, text_tags=(), count=()):
+def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iterable[str] = ()) -> Part:
     """One pass over a content part: its text (``text_tags``), pictures outside OLE objects and fallbacks,
     equations, placeholders, and how many of the elements ``count`` it holds."""
     part = Part()
-    state = {"text": 0, "hidden": 0, "math": 0, "sp": None}
+    state: dict[str, Any] = {"text": 0, "hidden": 0, "math": 0, "sp": None}
     text_tags = set(text_tags)
     count = set(count)
     sp_tag, ph_tag = f"{NS_P}{SEP}sp", f"{NS_P}{SEP}ph"
 
-    def start(tag, attributes):
+    def start(tag: str, attributes: dict[str, str]) -> None:
         if tag in text_tags:
             state["text"] += 1
         elif tag in W_CHARACTERS:
@@ -135,7 +140,7 @@ def scan(package, name, text_tags=(), count=()):
             if state["sp"] is not None:
                 state["sp"][0] = kind
 
-    def end(tag):
+    def end(tag: str) -> None:
         if tag in text_tags:
             state["text"] -= 1
         elif tag in NOT_PICTURES:
@@ -148,7 +153,7 @@ def scan(package, name, text_tags=(), count=()):
                 part.note_text = True
             state["sp"] = None
 
-    def text(data):
+    def text(data: str) -> None:
         if state["text"]:
             chars = "".join(data.split())
             if chars:
@@ -161,12 +166,12 @@ def scan(package, name, text_tags=(), count=()):
     return part
 
 
-def pictures_of(package, name, part):
+def pictures_of(package: Package, name: str, part: Part) -> set[str]:
     """The media parts that ``part`` (content part ``name``) shows as pictures."""
     if not part.pictures:
         return set()
     relationships = package.relationships(name)
-    found = set()
+    found: set[str] = set()
     for rid in part.pictures:
         rel_type, target = relationships.get(rid, ("", None))
         if target and rel_type == IMAGE_RELATIONSHIP and target in package.names:
@@ -174,7 +179,7 @@ def pictures_of(package, name, part):
     return found
 
 
-def has_vba_part(path):
+def has_vba_part(path: str | Path) -> bool:
     """Does the package hold a vbaProject.bin (read from its directory only)? True when that cannot be told."""
     try:
         with zipfile.ZipFile(path) as zip_file:
@@ -183,10 +188,10 @@ def has_vba_part(path):
         return True
 
 
-def charts_and_objects(package, folder):
+def charts_and_objects(package: Package, folder: str) -> tuple[int, int]:
     """(charts, embedded objects) of the package: chart parts, and embeddings no chart refers to."""
     charts = package.matching(rf"{folder}/charts/chart[0-9]*\.xml")
-    data = set()
+    data: set[str] = set()
     for chart in charts:
         data |= {target for _, target in package.relationships(chart).values() if target}
     objects = [name for name in package.matching(rf"{folder}/embeddings/[^/]+") if name not in data]

@@ -5,9 +5,13 @@ chain is broken, as PowerPoint's repair does."""
 
 import struct
 from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import olefile
 
 from docshift.engine.inventory import officeart
-from docshift.engine.inventory.common import Unreadable, characters, stream
+from docshift.engine.inventory.common import Budget, Inventory, Unreadable, characters, stream
 
 RT_DOCUMENT, RT_SLIDE, RT_SLIDE_ATOM, RT_NOTES, RT_MAIN_MASTER = 0x03E8, 0x03EE, 0x03EF, 0x03F0, 0x03F8
 RT_SLIDE_LIST, RT_SLIDE_PERSIST, RT_DRAWING_GROUP, RT_DRAWING = 0x0FF0, 0x03F3, 0x040B, 0x040C
@@ -25,7 +29,7 @@ HF_DATE, HF_TODAY, HF_SLIDE_NUMBER, HF_FOOTER = 0x01, 0x02, 0x08, 0x20
 MAX_USER_EDITS = 4096
 
 
-def _directory(current, doc, budget):
+def _directory(current: bytes, doc: bytes, budget: Budget) -> tuple[int, dict[int, int]]:
     """(docPersistIdRef, {persist id: offset}) of the live edit ([MS-PPT] 2.1.2)."""
     if len(current) < 20:
         raise Unreadable("no CurrentUserAtom")
@@ -33,7 +37,9 @@ def _directory(current, doc, budget):
     token, offset = struct.unpack_from("<II", current, 12)
     if rec_type != RT_CURRENT_USER or token == 0xF3D1C4DF:
         raise Unreadable("no CurrentUserAtom, or encrypted")
-    directory, doc_ref, seen = {}, None, set()
+    directory: dict[int, int] = {}
+    doc_ref = None
+    seen: set[int] = set()
     while offset and offset not in seen and len(seen) < MAX_USER_EDITS and offset + 8 <= len(doc):
         seen.add(offset)
         budget.spend()
@@ -53,7 +59,7 @@ def _directory(current, doc, budget):
     return doc_ref, directory
 
 
-def _persist_entries(doc, offset, directory, budget, newest_first):
+def _persist_entries(doc: bytes, offset: int, directory: dict[int, int], budget: Budget, newest_first: bool) -> None:
     """Add the entries of the PersistDirectoryAtom at ``offset`` to ``directory``."""
     _, _, rec_type, pos, end = officeart.header(doc, offset)
     if rec_type != RT_PERSIST_DIRECTORY:
@@ -71,20 +77,21 @@ def _persist_entries(doc, offset, directory, budget, newest_first):
         pos += 4 + 4 * count
 
 
-def _rescan(doc, budget):
+def _rescan(doc: bytes, budget: Budget) -> dict[int, int]:
     """The persist directory rebuilt from every PersistDirectoryAtom of the stream, later ones winning: what
     PowerPoint's own repair does when the chain of UserEditAtoms is broken."""
-    directory = {}
+    directory: dict[int, int] = {}
     for rec_type, _, _, body, _ in officeart.children(doc, 0, len(doc), budget):
         if rec_type == RT_PERSIST_DIRECTORY:
             _persist_entries(doc, body - 8, directory, budget, newest_first=False)
     return directory
 
 
-def _text(data, start, end, budget):
+def _text(data: bytes | bytearray, start: int, end: int, budget: Budget) -> str:
     """The text of the text atoms among the records of ``data[start:end]`` (not descending), without the "*"
     that fields stand on."""
-    parts, fields = [], 0
+    parts: list[str] = []
+    fields = 0
     for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
         if rec_type == RT_TEXT_CHARS:
             parts.append(bytes(data[body:stop]).decode("utf_16_le", "replace"))
@@ -96,7 +103,7 @@ def _text(data, start, end, budget):
     return text.replace("*", "", fields) if fields else text
 
 
-def _client(shape, data, start, end, budget):
+def _client(shape: officeart.Shape, data: bytes | bytearray, start: int, end: int, budget: Budget) -> None:
     """A shape's PowerPoint records: its text, placeholder type and OLE object reference."""
     for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
         if rec_type == RT_PLACEHOLDER and stop - body >= 5:
@@ -109,7 +116,7 @@ def _client(shape, data, start, end, budget):
 class _Presentation:
     """The live objects of a "PowerPoint Document" stream, found through its persist directory."""
 
-    def __init__(self, doc, current, budget):
+    def __init__(self, doc: bytes, current: bytes, budget: Budget) -> None:
         self.doc, self.budget = doc, budget
         doc_ref, self.directory = _directory(current, doc, budget)
         self.rescanned = False
@@ -118,7 +125,7 @@ class _Presentation:
             raise Unreadable("no DocumentContainer")
         self.document = located
 
-    def container(self, ref, *expected):
+    def container(self, ref: int, *expected: int) -> tuple[int, int] | None:
         """(body start, body end) of persist object ``ref`` if it is a record of one of the ``expected`` types.
         A reference the directory lacks makes it rebuilt once from the whole stream."""
         offset = self.directory.get(ref)
@@ -131,7 +138,7 @@ class _Presentation:
         _, _, rec_type, body, stop = officeart.header(self.doc, offset)
         return (body, min(stop, len(self.doc))) if rec_type in expected else None
 
-    def shapes(self, located):
+    def shapes(self, located: tuple[int, int]) -> list[officeart.Shape]:
         """The shapes of the PPDrawing of a slide, master or notes container."""
         shapes = []
         for rec_type, _, _, body, stop in officeart.children(self.doc, *located, self.budget):
@@ -139,9 +146,10 @@ class _Presentation:
                 shapes += officeart.shapes(self.doc, body, stop, self.budget, client=_client)
         return shapes
 
-    def headers_footers(self, start, end):
+    def headers_footers(self, start: int, end: int) -> set[str] | None:
         """The date, slide number and footer items a HeadersFootersContainer in ``doc[start:end]`` shows."""
-        flags, strings = None, {}
+        flags = None
+        strings: dict[int, str] = {}
         for rec_type, instance, _, body, stop in officeart.children(self.doc, start, end, self.budget):
             if rec_type == RT_HEADERS_FOOTERS_ATOM and stop - body >= 4:
                 flags = struct.unpack_from("<H", self.doc, body + 2)[0]
@@ -159,7 +167,7 @@ class _Presentation:
         return shown
 
 
-def read(ole, inventory, budget, path):
+def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str | Path) -> None:
     """Counts of a .ppt, from the live DocumentContainer and the slides, masters and notes it lists."""
     counts = inventory.counts
     doc = stream(ole, "PowerPoint Document")
@@ -167,7 +175,10 @@ def read(ole, inventory, budget, path):
     if doc is None or current is None:
         return
     show = _Presentation(doc, current, budget)
-    lists, bstore, embeds, slide_footers = {0: [], 1: [], 2: []}, [], {}, set()
+    lists: dict[int, list[list[int]]] = {0: [], 1: [], 2: []}
+    bstore: list[officeart.Entry] = []
+    embeds: dict[int, str] = {}
+    slide_footers: set[str] = set()
     for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
         if rec_type == RT_SLIDE_LIST and instance in lists:
             entries = lists[instance]
@@ -184,7 +195,7 @@ def read(ole, inventory, budget, path):
         elif rec_type == RT_HEADERS_FOOTERS and instance == 3:
             slide_footers = show.headers_footers(body, stop) or set()
     # the masters: their placeholders (a date, slide number or footer shows only where the master has one)
-    masters = {}
+    masters: dict[int | None, list[Any]] = {}
     for ref, slide_id, _, _ in lists[1]:
         located = show.container(ref, RT_MAIN_MASTER, RT_SLIDE)
         if located is not None:
@@ -192,7 +203,10 @@ def read(ole, inventory, budget, path):
             placeholders = {MASTER_PLACEHOLDERS[shape.placeholder] for shape in master_shapes
                             if shape.placeholder in MASTER_PLACEHOLDERS}
             masters[slide_id] = [master_shapes, placeholders, _slide_atom(doc, located, budget)[0], False]
-    text, comments, shapes, notes, footers = Counter(), 0, [], 0, set()
+    text: Counter[str] = Counter()
+    shapes: list[officeart.Shape] = []
+    footers: set[str] = set()
+    comments, notes = 0, 0
     slides = 0
     for ref, _, text_start, text_end in lists[0]:
         located = show.container(ref, RT_SLIDE)
@@ -207,7 +221,7 @@ def read(ole, inventory, budget, path):
         text.update(characters(_text(doc, text_start, text_end, budget)
                                 + "".join(shape.text for shape in slide_shapes)))
         own_footers = None
-        for rec_type, instance, _, body, stop in officeart.children(doc, *located, budget):
+        for rec_type, _instance, _, body, stop in officeart.children(doc, *located, budget):
             if rec_type == RT_HEADERS_FOOTERS:
                 own_footers = show.headers_footers(body, stop)
         master = masters.get(master_id)
@@ -244,7 +258,7 @@ def read(ole, inventory, budget, path):
     counts["images"] = len(officeart.pictures(shapes, bstore, lambda entry: entry[3] or entry[1] < size))
 
 
-def _slide_atom(doc, located, budget):
+def _slide_atom(doc: bytes, located: tuple[int, int], budget: Budget) -> tuple[int | None, int]:
     """(masterIdRef, slideFlags) of the SlideAtom of a slide (or title master) container, or (None, 0)."""
     for rec_type, _, _, body, stop in officeart.children(doc, *located, budget):
         if rec_type == RT_SLIDE_ATOM and stop - body >= 22:
@@ -253,7 +267,7 @@ def _slide_atom(doc, located, budget):
     return None, 0
 
 
-def _embeds(doc, start, end, budget):
+def _embeds(doc: bytes, start: int, end: int, budget: Budget) -> dict[int, str]:
     """{exObjId: progId} of the embedded (not linked) OLE objects of the ExObjList."""
     embeds = {}
     for rec_type, _, _, body, stop in officeart.children(doc, start, end, budget):

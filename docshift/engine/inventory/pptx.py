@@ -1,31 +1,36 @@
 """The counts of a .pptx/.pptm, the result of a .ppt."""
 
 from collections import Counter
+from typing import cast
 
-from docshift.engine.inventory.common import attempt
-from docshift.engine.inventory.package import NS_A, NS_P, NS_R, SEP, charts_and_objects, pictures_of, scan
+from docshift.engine.inventory.common import Inventory, attempt
+from docshift.engine.inventory.package import NS_A, NS_P, NS_R, SEP, Package, charts_and_objects, pictures_of, scan
 
 NS_P188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"  # modern comments
 A_TEXT = f"{NS_A}{SEP}t"
 
 
-def read(package, inventory):
+def read(package: Package, inventory: Inventory) -> None:
     """Counts of a .pptx/.pptm: the slide list, slides, their notes and comments, masters and layouts."""
     counts = inventory.counts
     objects = attempt(lambda: sum(charts_and_objects(package, "ppt")))  # charts: MS Graph objects, as in .docx
     main = "ppt/presentation.xml"
-    slide_ids = []
+    slide_ids: list[str | None] = []
 
-    def slide(tag, attributes):
+    def slide(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{NS_P}{SEP}sldId":
             slide_ids.append(attributes.get(f"{NS_R}{SEP}id"))
 
     package.parse(main, slide)
     relationships = package.relationships(main)
-    slides = [relationships[rid][1] for rid in slide_ids
-              if rid in relationships and relationships[rid][1] in package.names]
+    # part names: each one the package has
+    slides = cast(list[str], [relationships[rid][1] for rid in slide_ids
+                              if rid in relationships and relationships[rid][1] in package.names])
     counts["slides"] = len(slides)
-    text, pictures, placeholders, notes, comments, math = Counter(), set(), set(), 0, 0, 0
+    text: Counter[str] = Counter()
+    pictures: set[str] = set()
+    placeholders: set[str] = set()
+    notes, comments, math = 0, 0, 0
     cm = (f"{NS_P}{SEP}cm", f"{NS_P188}{SEP}cm")
     for name in slides:
         part = scan(package, name, (A_TEXT,))

@@ -3,10 +3,16 @@ xlrd reads the cells)."""
 
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import olefile
 
 from docshift.engine.inventory import officeart
 from docshift.engine.inventory.common import (
+    Budget,
     ErrorValue,
+    Inventory,
     StoredDate,
     Unreadable,
     attempt,
@@ -31,21 +37,22 @@ XL_ERRORS = {0x00: "#NULL!", 0x07: "#DIV/0!", 0x0F: "#VALUE!", 0x17: "#REF!", 0x
 @dataclass
 class _Workbook:
     """What one pass over the BIFF records of a Workbook stream finds."""
-    sheets: list = field(default_factory=list)      # names of the sheets in BOUNDSHEET order
+    sheets: list[str] = field(default_factory=list)  # names of the sheets in BOUNDSHEET order
     charts: int = 0
     notes: int = 0
-    headers: list = field(default_factory=list)     # sheet names of each non-empty header/footer
-    comments_at: list = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)  # sheet names of each non-empty header/footer
+    comments_at: list[str] = field(default_factory=list)
     group: bytearray = field(default_factory=bytearray)    # MSODRAWINGGROUP and its CONTINUEs
-    drawings: list = field(default_factory=list)    # one bytearray of MSODRAWING data per worksheet
+    drawings: list[bytearray] = field(default_factory=list)  # one bytearray of MSODRAWING data per worksheet
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
 
-def _biff(data, budget):
+def _biff(data: bytes, budget: Budget) -> _Workbook:
     """One pass over the BIFF records of the Workbook stream (bounded by the budget)."""
     book = _Workbook()
-    stack, biff8, codepage, last, drawing = [], True, "cp1252", None, None
+    stack: list[int] = []
+    biff8, codepage, last, drawing = True, "cp1252", None, None
     mode, text_left, runs_left = None, 0, 0
     if len(data) < 8 or struct.unpack_from("<H", data, 0)[0] not in BIFF_BOF:
         raise Unreadable("the Workbook stream does not start with a BOF record")
@@ -130,7 +137,7 @@ def _biff(data, budget):
     return book
 
 
-def _sheet_name(data, pos, end, biff8, codepage):
+def _sheet_name(data: bytes, pos: int, end: int, biff8: bool, codepage: str) -> str:
     """The sheet name of a BOUNDSHEET record (a BIFF8 ShortXLUnicodeString, or BIFF5 8-bit text)."""
     length = data[pos]
     if biff8:
@@ -143,7 +150,7 @@ def _sheet_name(data, pos, end, biff8, codepage):
         return bytes(data[pos + 1:min(end, pos + 1 + length)]).decode("cp1252", "replace")
 
 
-def read(ole, inventory, budget, path):
+def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str | Path) -> None:
     """Counts of an .xls: one pass over the BIFF records, its MBD storages, xlrd for the cells."""
     counts = inventory.counts
     name = "Workbook" if ole.exists("Workbook") else "Book"
@@ -164,7 +171,7 @@ def read(ole, inventory, budget, path):
     counts["embedded_objects"] = attempt(embedded_objects, ole, None, "MBD")
     try:
         bstore = officeart.bstore(book.group, 0, len(book.group), budget) if book.group else []
-        found = set()
+        found: set[Any] = set()
         for drawing in book.drawings:
             found |= officeart.pictures(officeart.shapes(drawing, 0, len(drawing), budget), bstore)
         counts["images"] = len(found)
@@ -175,11 +182,11 @@ def read(ole, inventory, budget, path):
 
 class _Discard:
     """xlrd's log, not kept."""
-    def write(self, _):
+    def write(self, _: str) -> None:
         pass
 
 
-def _column_names(limit):
+def _column_names(limit: int) -> list[bytes]:
     """[b"A", b"B", ... ] for ``limit`` columns."""
     names = []
     for index in range(limit):
@@ -194,7 +201,7 @@ def _column_names(limit):
 COLUMNS = _column_names(16384)
 
 
-def _cells(path, inventory):
+def _cells(path: str | Path, inventory: Inventory) -> None:
     """xlrd's cells with a stored value, by sheet name: {b"B1": float | StoredDate | str | bool | ErrorValue}."""
     import xlrd
     try:
@@ -202,7 +209,8 @@ def _cells(path, inventory):
     except Exception:  # encrypted, damaged, not BIFF: the cells are unknown
         return
     try:
-        cells, total = {}, 0
+        cells: dict[str, dict[bytes, Any]] = {}
+        total = 0
         for sheet in book.sheets():
             found = cells.setdefault(sheet.name, {})
             for row in range(sheet.nrows):

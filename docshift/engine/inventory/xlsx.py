@@ -7,9 +7,13 @@ reads any other layout.
 
 import html
 import re
+from typing import Any
 
-from docshift.engine.inventory.common import CHUNK, ErrorValue, Unreadable, attempt, place
-from docshift.engine.inventory.package import NS_R, NS_S, SEP, charts_and_objects, pictures_of, scan
+from docshift.engine.inventory.common import CHUNK, ErrorValue, Inventory, Unreadable, attempt, place
+from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, charts_and_objects, pictures_of, scan
+
+# a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers
+Sheet = tuple[dict[bytes, Any], set[bytes], list[str]]
 
 # a cell as LibreOffice writes it: <c r="B1" s="3" t="n"><f ...>formula</f><v>value</v></c>, or an inline string
 SHEET_CELL = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?>'
@@ -22,16 +26,17 @@ DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(N
 ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
 
 
-def read(package, inventory):
+def read(package: Package, inventory: Inventory) -> None:
     """Counts of an .xlsx/.xlsm: the workbook, shared strings, sheets, their drawings and comments."""
     counts = inventory.counts
     charts_objects = attempt(charts_and_objects, package, "xl")
     if charts_objects:
         counts["charts"], counts["embedded_objects"] = charts_objects
     main = "xl/workbook.xml"
-    sheets, flags = [], {}
+    sheets: list[tuple[str, str | None]] = []
+    flags: dict[str, bool] = {}
 
-    def start(tag, attributes):
+    def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{NS_S}{SEP}sheet":
             sheets.append((attributes.get("name", ""), attributes.get(f"{NS_R}{SEP}id")))
         elif tag == f"{NS_S}{SEP}workbookPr":
@@ -43,7 +48,10 @@ def read(package, inventory):
     counts["sheets"] = len(sheets)
     relationships = package.relationships(main)
     strings = attempt(_shared_strings, package, relationships)
-    cells, pictures, headers_at, comments_at = {}, set(), [], []
+    cells: dict[str, dict[bytes, Any]] = {}
+    pictures: set[str] = set()
+    headers_at: list[str] = []
+    comments_at: list[str] = []
     readable = strings is not None
     for name, rid in sheets:
         target = relationships.get(rid, ("", None))[1]
@@ -71,11 +79,11 @@ def read(package, inventory):
         inventory.where["headers_footers"] = headers_at
 
 
-def _comment_refs(package, name):
+def _comment_refs(package: Package, name: str) -> list[str]:
     """The cell references of the comments in a comments part."""
     refs = []
 
-    def start(tag, attributes):
+    def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{NS_S}{SEP}comment":
             refs.append(attributes.get("ref", "?"))
 
@@ -83,7 +91,7 @@ def _comment_refs(package, name):
     return refs
 
 
-def _unescape(raw):
+def _unescape(raw: bytes) -> str:
     """The text of XML character data: entities and the _xHHHH_ escapes of OOXML resolved."""
     text = raw.decode("utf-8", "replace")
     if "&" in text:
@@ -93,14 +101,15 @@ def _unescape(raw):
     return text
 
 
-def _shared_strings(package, relationships):
+def _shared_strings(package: Package, relationships: dict[str | None, tuple[str, str | None]]) -> list[str]:
     """The shared strings of the workbook, in order (rich text runs joined, phonetic runs left out)."""
     names = [target for rel_type, target in relationships.values()
              if target and rel_type.endswith("/sharedStrings") and target in package.names]
     if not names:
         return []
     strings = []
-    head, tail = None, b""
+    head: bytes | None = None
+    tail = b""
     for chunk in package.chunks(names[0]):
         data = tail + chunk
         if head is None:
@@ -116,19 +125,20 @@ def _shared_strings(package, relationships):
     return strings
 
 
-def _string_item(content):
+def _string_item(content: bytes) -> str:
     """The text of an ``<si>`` or ``<is>`` element's content."""
     if b"<rPh" in content:
         content = PHONETIC.sub(b"", content)
     return "".join(_unescape(text) for text in INLINE_TEXT.findall(content))
 
 
-def _shared_strings_expat(package, name):
+def _shared_strings_expat(package: Package, name: str) -> list[str]:
     """The shared strings read by expat: for a part in another layout than LibreOffice's."""
-    strings, state = [], {"in": 0, "phonetic": 0}
+    strings: list[list[str]] = []
+    state = {"in": 0, "phonetic": 0}
     si, t, rph = f"{NS_S}{SEP}si", f"{NS_S}{SEP}t", f"{NS_S}{SEP}rPh"
 
-    def start(tag, _):
+    def start(tag: str, _: dict[str, str]) -> None:
         if tag == si:
             strings.append([])
         elif tag == t:
@@ -136,13 +146,13 @@ def _shared_strings_expat(package, name):
         elif tag == rph:
             state["phonetic"] += 1
 
-    def end(tag):
+    def end(tag: str) -> None:
         if tag == t:
             state["in"] -= 1
         elif tag == rph:
             state["phonetic"] -= 1
 
-    def text(data):
+    def text(data: str) -> None:
         if state["in"] and not state["phonetic"] and strings:
             strings[-1].append(data)
 
@@ -150,7 +160,7 @@ def _shared_strings_expat(package, name):
     return [ESCAPED_CHARACTER.sub(lambda m: chr(int(m.group(1), 16)), "".join(parts)) for parts in strings]
 
 
-def _cell_value(kind, raw, strings):
+def _cell_value(kind: bytes, raw: bytes, strings: list[str]) -> Any:
     """The value of a result cell from its ``t`` and the text of its ``<v>``, or None when it has none."""
     if kind == b"s":
         index = int(raw)
@@ -166,10 +176,12 @@ def _cell_value(kind, raw, strings):
     return float(raw)
 
 
-def _sheet(package, name, strings):
+def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
     """({ref: value}, {refs with a formula}, non-empty odd headers and footers) of one worksheet part."""
-    cells, formulas = {}, set()
-    head, tail, matched, closed = None, b"", 0, 0
+    cells: dict[bytes, Any] = {}
+    formulas: set[bytes] = set()
+    head: bytes | None = None
+    tail, matched, closed = b"", 0, 0
     for chunk in package.chunks(name):
         data = tail + chunk
         if head is None:
@@ -189,7 +201,7 @@ def _sheet(package, name, strings):
                 if not kind or kind == b"n":
                     if not raw:
                         continue
-                    value = float(raw)
+                    value: Any = float(raw)
                 elif kind == b"s":
                     index = int(raw)
                     if index < 0:
@@ -213,14 +225,16 @@ def _sheet(package, name, strings):
     return cells, formulas, headers
 
 
-def _sheet_expat(package, name, strings):
+def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
     """What ``_sheet`` reads, by expat: for a part in another layout than LibreOffice's."""
-    cells, formulas, state = {}, set(), {"ref": None, "t": b"n", "v": None, "f": False, "in": None,
-                                         "inline": [], "headers": [], "hf": None}
+    cells: dict[bytes, Any] = {}
+    formulas: set[bytes] = set()
+    state: dict[str, Any] = {"ref": None, "t": b"n", "v": None, "f": False, "in": None, "inline": [], "headers": [],
+                             "hf": None}
     c, v, f, t, is_ = (f"{NS_S}{SEP}{local}" for local in ("c", "v", "f", "t", "is"))
     hf_tags = {f"{NS_S}{SEP}oddHeader", f"{NS_S}{SEP}oddFooter"}
 
-    def start(tag, attributes):
+    def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == c:
             state.update(ref=attributes.get("r", "").encode(), t=attributes.get("t", "n").encode(), v=None,
                          f=False, inline=[])
@@ -233,9 +247,9 @@ def _sheet_expat(package, name, strings):
         elif tag in hf_tags:
             state["hf"] = []
 
-    def end(tag):
+    def end(tag: str) -> None:
         if tag == c:
-            value = None
+            value: Any = None
             try:
                 if state["t"] == b"inlineStr":
                     value = "".join(state["inline"])
@@ -261,7 +275,7 @@ def _sheet_expat(package, name, strings):
         elif tag == is_:
             state["in"] = None
 
-    def text(data):
+    def text(data: str) -> None:
         if state["in"] == "v":
             state["v"].append(data)
         elif state["in"] == "t":

@@ -219,7 +219,7 @@ def slide_objects(document, slides):
     pages = [pages.getByIndex(index) for pages in (slides, document.getMasterPages())
              for index in range(pages.getCount())]
     found = ole_shapes(pages, lambda shape, kind: kind in (OLE_SHAPE, "com.sun.star.presentation.ChartShape") or
-                       kind == "com.sun.star.presentation.OLE2Shape" and not shape.IsEmptyPresentationObject)
+                       (kind == "com.sun.star.presentation.OLE2Shape" and not shape.IsEmptyPresentationObject))
     return found if found is not None else object_storages(document)
 
 
