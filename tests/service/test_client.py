@@ -109,7 +109,7 @@ def test_missing_key_and_unreachable_service(live, monkeypatch, capsys, tmp_path
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "not_found" in err and "DOCSHIFT_URL" in err
 
-    monkeypatch.setattr(client, "BACKOFF", 0.01)
+    monkeypatch.setattr("docshift.client.http.BACKOFF", 0.01)  # the backoff of its requests
     monkeypatch.setenv("DOCSHIFT_URL", "http://127.0.0.1:9")  # discard port: nothing listens
     assert client.main(["usage"]) == 1
     err = capsys.readouterr().err
