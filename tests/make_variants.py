@@ -21,8 +21,8 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docshift" / "engine" / "uno"))
-import bridge  # noqa: E402
-import uno  # noqa: E402
+import bridge
+import uno
 
 PASSWORD = "secret"
 

@@ -170,7 +170,7 @@ def test_a_missing_sheet_and_unreadable_cells(workbook, tmp_path):
 
 def test_a_sheet_part_in_another_layout_reads_the_same(workbook, tmp_path):
     """The regular expression takes LibreOffice's layout; a prefixed namespace goes through expat instead."""
-    legacy, results = workbook
+    _legacy, results = workbook
     part = _sheet_part(results["made"])
 
     def prefixed(xml):

@@ -9,6 +9,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from conftest import alive, dies, soffice_pids
@@ -165,7 +166,7 @@ def autogroup(pid):
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):
-    requests = []
+    requests: ClassVar[list] = []
 
     def do_GET(self):
         Recorder.requests.append(self.path)

@@ -16,6 +16,7 @@ import time
 import zipfile
 import zlib
 from pathlib import Path
+from typing import ClassVar
 
 import olefile
 import pytest
@@ -309,7 +310,7 @@ def png(text):
 
 
 class Listener(http.server.BaseHTTPRequestHandler):
-    hits = []
+    hits: ClassVar[list] = []
 
     def do_GET(self):
         Listener.hits.append(self.path)

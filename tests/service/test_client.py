@@ -4,6 +4,7 @@ import json
 import random
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 import requests
@@ -164,7 +165,7 @@ def test_usage_and_task_print_what_the_api_says(live, key, legacy, capsys):
 class Recorder(BaseHTTPRequestHandler):
     """Another host: answers 404 to everything and keeps what it was sent."""
 
-    seen = []
+    seen: ClassVar[list] = []
 
     def do_GET(self):
         self.seen.append((self.path, self.headers.get("Authorization")))

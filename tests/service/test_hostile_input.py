@@ -746,7 +746,7 @@ def test_malformed_ole_files_fail_and_the_worker_still_converts(live, live_key, 
         **{f"mutated.{kind}": (_mutated_legacy(legacy[kind].read_bytes(), rng), None) for kind in legacy},
     }
     submitted = {}
-    for name, (data, expected) in cases.items():
+    for name, (data, _expected) in cases.items():
         path = tmp_path / name.replace("/", "_")
         path.write_bytes(data)
         response = live.submit(live_key, path, name=name)

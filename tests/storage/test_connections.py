@@ -84,9 +84,8 @@ def test_a_database_locked_past_the_busy_timeout_is_unavailable(tmp_path):
     try:
         with pytest.raises(DatabaseUnavailable, match="locked"):
             liveness.heartbeat(conn)
-        with pytest.raises(DatabaseUnavailable, match="locked"):
-            with connection.transaction(conn):
-                pass
+        with pytest.raises(DatabaseUnavailable, match="locked"), connection.transaction(conn):
+            pass
         with pytest.raises(DatabaseUnavailable, match="locked"):
             conn.execute("INSERT INTO tallies (name, value) VALUES ('x', 1)")
     finally:

@@ -26,5 +26,5 @@ def test_a_new_data_dir_and_its_databases_are_private(tmp_path):
         os.umask(umask)
     assert mode(config.data_dir) == 0o700
     files = [config.database, config.queue_database, config.database + "-wal", config.database + "-shm"]
-    assert {name: mode(name) for name in files if os.path.exists(name)} == {name: 0o600 for name in files}
+    assert {name: mode(name) for name in files if os.path.exists(name)} == dict.fromkeys(files, 0o600)
     conn.conn.close()

@@ -89,7 +89,7 @@ def test_a_coordinator_with_workers_converts_as_its_own_node(s3, tmp_path, redis
         key = coordinator.register("coordinator-node")
         task_id = coordinator.submit(key, legacy["xls"]).json()["task_id"]
         assert coordinator.wait(key, task_id, timeout=120)["status"] == "SUCCEEDED"
-        assert list(cluster.rows().values())[0]["worker"].startswith("job:")
+        assert next(iter(cluster.rows().values()))["worker"].startswith("job:")
         time.sleep(2 * float(FAST_NODES["SWEEP_SECONDS"]))  # a sweep reports the engine again
         health = requests.get(f"{coordinator.base_url}/healthz", timeout=10)
         assert health.status_code == 200 and health.json()["checks"]["engine"] == "ok", health.text

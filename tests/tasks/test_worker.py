@@ -75,19 +75,19 @@ def test_rtf_named_doc_converts(office, app, submit):
 @pytest.mark.parametrize("real,claimed,found", [("doc", "ppt", "word-97"), ("xls", "doc", "excel-biff8"),
                                                 ("ppt", "xls", "powerpoint-97")])
 def test_wrong_type_for_its_extension(office, app, submit, legacy, real, claimed, found):
-    outcome, task = run(app, office, submit(legacy[real].read_bytes(), f"mislabelled.{claimed}"))
+    _outcome, task = run(app, office, submit(legacy[real].read_bytes(), f"mislabelled.{claimed}"))
     assert task["status"] == "FAILED" and task["error_code"] == "unsupported_content"
     assert task["detected_format"] == found
 
 
 def test_encrypted_document(office, app, submit, tmp_path):
-    outcome, task = run(app, office, submit(encrypted_container("locked.docx", tmp_path), "locked.doc"))
+    _outcome, task = run(app, office, submit(encrypted_container("locked.docx", tmp_path), "locked.doc"))
     assert task["status"] == "FAILED" and task["error_code"] == "encrypted_document"
 
 
 def test_timeout_fails_the_task(office, app, client, slow_xls, account):
     task_id = post_file(client, account, slow_xls.read_bytes(), "big.xls").get_json()["task_id"]
-    outcome, task = run(app, office, task_id, CONVERSION_TIMEOUT=0.5)
+    _outcome, task = run(app, office, task_id, CONVERSION_TIMEOUT=0.5)
     assert task["status"] == "FAILED" and task["error_code"] == "conversion_timeout"
     assert task["billing_class"] is None
 
@@ -97,7 +97,7 @@ def test_inactive_account_fails_unbilled(office, app, client, submit, legacy, ac
     with app.app_context():
         conn = get_db()
         accounts.set_account(conn, accounts.account_for_key(conn, keys.digest(account))["id"], status="inactive")
-    outcome, task = run(app, office, task_id)
+    _outcome, task = run(app, office, task_id)
     assert task["status"] == "FAILED" and task["error_code"] == "subscription_inactive"
     assert task["billing_class"] is None
     with app.app_context():

@@ -47,7 +47,7 @@ def test_docs_page_serves_its_own_assets(client):
     assert "/docs/assets/swagger-ui-bundle.js" in page and "http" not in page.split("<body>")[1]
     for asset in ("/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css", "/docs/ui.js"):
         response = client.get(asset)
-        assert response.status_code == 200 and response.content_length or response.get_data()
+        assert (response.status_code == 200 and response.content_length) or response.get_data()
         response.close()
 
 
