@@ -76,6 +76,7 @@ class Ours:
         self.office = Office(self.work / "office", name=name, spare=True, accounts=Settings().office_accounts)
         self.office.start()
         self.tenants = tenants
+        self.switches = 0
         self._spare_up()
         # ``warm_with`` (a file): each account has had a file converted here before, as in a worker that served
         # these accounts a while ago; their LibreOffices wait warm, and the clock has not started yet
@@ -143,7 +144,11 @@ def throughput(files, work, pool, make):
     done = []
 
     def run(index):
-        runner = make(index)
+        try:
+            runner = make(index)
+        except BaseException:
+            ready.abort()  # the others, and the clock, stop waiting for this runner: the run fails
+            raise
         ready.wait()
         try:
             while True:
