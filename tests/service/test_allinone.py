@@ -81,13 +81,15 @@ WAITS = "while :; do sleep 0.1; done"
 
 
 def test_the_worker_gets_sigint_and_the_store_stops_after_it(tmp_path):
+    # each says it is ready once its trap is set: a signal before that would only test the shell's start
     fake_procfile(tmp_path,
-                  web=f"trap 'echo web TERM >> stops; exit 0' TERM; {WAITS}",
-                  worker=f"trap 'sleep 1; echo worker INT >> stops; exit 0' INT; {WAITS}",
-                  objects=f"trap 'echo objects TERM >> stops; exit 0' TERM; {WAITS}")
+                  web=f"trap 'echo web TERM >> stops; exit 0' TERM; echo web >> ready; {WAITS}",
+                  worker=f"trap 'sleep 1; echo worker INT >> stops; exit 0' INT; echo worker >> ready; {WAITS}",
+                  objects=f"trap 'echo objects TERM >> stops; exit 0' TERM; echo objects >> ready; {WAITS}")
     process = allinone(tmp_path, os.environ)
+    ready = tmp_path / "ready"
     try:
-        wait_for(lambda: len(children(process.pid)) == 3, 10, "three processes")
+        wait_for(lambda: ready.exists() and len(ready.read_text().split()) == 3, 10, "three processes")
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
     finally:
