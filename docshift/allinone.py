@@ -42,11 +42,13 @@ def run(names: list[str], commands: dict[str, list[str]]) -> int:
         raise SystemExit(f"not in the Procfile: {', '.join(unknown)} (it has {', '.join(commands)})")
     # blocked before the first start, so no signal is missed; each child gets the usual mask back
     signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    # Started from a background shell or the like, SIGINT and SIGQUIT come ignored, and an ignored signal
+    # is discarded, never waited for; a worker that inherited that could never be drained
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
     # each in a process group of its own: a terminal's Ctrl-C reaches only this process, which
     # then stops them in order
-    processes = {name: subprocess.Popen(commands[name], process_group=0,
-                                        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS))
-                 for name in names}
+    processes = {name: subprocess.Popen(commands[name], process_group=0, preexec_fn=_as_usual) for name in names}
     exited = None
     while exited is None:
         exited = next((name for name, p in processes.items() if p.poll() is not None), None)
@@ -57,6 +59,13 @@ def run(names: list[str], commands: dict[str, list[str]]) -> int:
               file=sys.stderr, flush=True)
     stop(processes)
     return processes[exited].returncode if exited else max(abs(p.returncode) for p in processes.values())
+
+
+def _as_usual() -> None:
+    """In a child before it runs: the signals this process waits for, unblocked and with their usual actions."""
+    for number in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
 
 
 def stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import requests
 import sqlite_utils
 from conftest import BIN, ROOT, free_port_block, stop_process_group, wait_for
@@ -15,11 +16,17 @@ from docshift import settings
 from docshift.accounts import marketplace
 
 
-def allinone(cwd, env, *names, log_dir=None):
-    """Started in ``cwd`` (its Procfile), its output in ``allinone.log`` of ``log_dir`` (``cwd``)."""
+def allinone(cwd, env, *names, log_dir=None, ignore=()):
+    """Started in ``cwd`` (its Procfile), its output in ``allinone.log`` of ``log_dir`` (``cwd``), with the
+    signals ``ignore`` ignored on entry."""
+
+    def ignoring():
+        for number in ignore:
+            signal.signal(number, signal.SIG_IGN)
+
     with open(Path(log_dir or cwd) / "allinone.log", "ab") as log:
         return subprocess.Popen([sys.executable, "-m", "docshift.allinone", *names], cwd=cwd, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=ignoring)
 
 
 def children(pid):
@@ -80,13 +87,16 @@ def fake_procfile(cwd, **commands):
 WAITS = "while :; do sleep 0.1; done"
 
 
-def test_the_worker_gets_sigint_and_the_store_stops_after_it(tmp_path):
+@pytest.mark.parametrize("ignored", [False, True], ids=["", "started-with-sigint-ignored"])
+def test_the_worker_gets_sigint_and_the_store_stops_after_it(tmp_path, ignored):
+    """Also when started with SIGINT and SIGQUIT ignored, as from a background shell: its children still
+    get a SIGINT they can act on."""
     # each says it is ready once its trap is set: a signal before that would only test the shell's start
     fake_procfile(tmp_path,
                   web=f"trap 'echo web TERM >> stops; exit 0' TERM; echo web >> ready; {WAITS}",
                   worker=f"trap 'sleep 1; echo worker INT >> stops; exit 0' INT; echo worker >> ready; {WAITS}",
                   objects=f"trap 'echo objects TERM >> stops; exit 0' TERM; echo objects >> ready; {WAITS}")
-    process = allinone(tmp_path, os.environ)
+    process = allinone(tmp_path, os.environ, ignore=(signal.SIGINT, signal.SIGQUIT) if ignored else ())
     ready = tmp_path / "ready"
     try:
         wait_for(lambda: ready.exists() and len(ready.read_text().split()) == 3, 10, "three processes")
