@@ -10,12 +10,13 @@ On the same files, in one run:
    The plain LibreOffice runs at the CPU priority docshift gives its own (nice 10, in an autogroup of
    that nice), so that the machine's other load weighs on both alike.
 2. Throughput: ``--pool`` plain warm LibreOffices taking files from one queue, the longest first (by the
-   plain times of 1), then ``--pool`` Offices doing the same. The ratio pool / plain is the figure (target
-   >= 0.9): once with every file of one account, once with the files of ``--tenants`` accounts in turn (a
-   docshift LibreOffice converts one account's files only: an account's first file on an Office takes over
-   its spare, and a new spare starts; its later files find that account's LibreOffice kept warm), and once
-   more with those accounts' LibreOffices already warm from a file each before the clock starts, as in a
-   worker that served them a while before the flood.
+   plain times of 1), then ``--pool`` Offices doing the same, sharing one pool as a worker process's threads
+   do. The ratio pool / plain is the figure (target >= 0.9): once with every file of one account, once with
+   the files of ``--tenants`` accounts in turn (a docshift LibreOffice converts one account's files only: an
+   account's first file takes over an Office's spare, and a new spare starts; its later files find that
+   account's LibreOffice warm in the pool, on either Office), and once more with those accounts'
+   LibreOffices already warm from a file each before the clock starts, as in a worker that served them a
+   while before the flood.
 3. What the results hold: the fidelity reports summed per part, and how many are complete.
 
     .venv/bin/python bench/warm.py [--corpus ../shared/corpus] [--pool 2] [--limit N]
@@ -33,7 +34,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from docshift.engine import convert
+from docshift.engine import Engine, convert
 from docshift.engine.office import UNO_PYTHON, Office
 from docshift.errors import ConversionFailed
 from docshift.formats import FORMATS
@@ -67,13 +68,15 @@ class Plain:
 
 
 class Ours:
-    """One docshift Office, as a worker thread runs it: with its spare and the default number of accounts kept,
-    each file for account ``n % tenants`` (a LibreOffice converts one account's files only: another account's
-    file goes to that account's idle one, or to a fresh one)."""
+    """One docshift Office, as a worker thread runs it: with its spare, each file for account ``n % tenants``
+    (a LibreOffice converts one account's files only: another account's file goes to that account's idle one,
+    or to a fresh one). The Offices of one flood share a pool, as a worker process's threads do: an account's
+    idle LibreOffice serves its next file on either."""
 
-    def __init__(self, work, name, tenants=1, warm_with=None):
-        self.work = Path(tempfile.mkdtemp(dir=work))
-        self.office = Office(self.work / "office", name=name, spare=True, accounts=Settings().office_accounts)
+    def __init__(self, work, name, tenants=1, warm_with=None, pool=None):
+        if pool is None:
+            pool = Engine.pool(Path(tempfile.mkdtemp(dir=work)), accounts=Settings().office_accounts)
+        self.office = Office(pool.base_dir, name=name, spare=True, pool=pool)
         self.office.start()
         self.tenants = tenants
         self.switches = 0
@@ -181,9 +184,10 @@ def flood(files, work, args, tenants, warm_with=None):
     plain_seconds = ours_seconds = 0.0
     for round_ in range(args.rounds):
         made = []
+        pool = Engine.pool(Path(tempfile.mkdtemp(dir=work)), accounts=Settings().office_accounts)
 
-        def ours(i, made=made):
-            made.append(Ours(work, f"bench-pool-{i}", tenants, warm_with))
+        def ours(i, made=made, pool=pool):
+            made.append(Ours(work, f"bench-pool-{i}", tenants, warm_with, pool))
             return made[-1]
 
         runs = [("plain", lambda i: Plain(work)), ("ours", ours)]

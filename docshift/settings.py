@@ -120,8 +120,9 @@ class Settings:
     # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
     # LibreOffice converts one account's files only) and at recycling; off starts one when needed
     office_spare: bool = _switch(True)
-    # the LibreOffices each worker thread keeps, one per account, the converting one included: an account's
-    # next task finds its own warm (a new account's takes over the spare); each idle one holds its memory
+    # the LibreOffices kept per worker thread, one per account, the converting one included: the idle ones
+    # wait in the worker process's pool, and an account's next task finds its own warm on any thread (a new
+    # account's takes over the spare); each idle one holds its memory
     office_accounts: int = _count(4)
     # an account's LibreOffice that waited this long for its next task is stopped
     office_idle_seconds: float = _seconds(600)

@@ -1,10 +1,11 @@
 """The engine's one face to the task layer: nothing else of ``engine/`` is used outside it.
 
-An :class:`Engine` is one worker thread's LibreOffices (``office.py``); ``Engine.convert`` takes a legacy
-file through everything the engine does with it: the encryption pre-check, LibreOffice's detection,
-load and export in its sandbox, the output checks, the VBA project, stored formula results and the
-fidelity report. A worker process calls ``clear_leftovers`` once at start, and ``sandbox_problem`` to
-know whether LibreOffice's sandbox can be made here.
+An :class:`Engine` is one worker thread's LibreOffice and its spare (``office.py``), taken from the worker
+process's :class:`Pool` (``pool.py``: where LibreOffices start, and wait for their account's next task; made
+by ``Engine.pool``). ``Engine.convert`` takes a legacy file through everything the engine does with it: the
+encryption pre-check, LibreOffice's detection, load and export in its sandbox, the output checks, the VBA
+project, stored formula results and the fidelity report. A worker process calls ``clear_leftovers`` once at
+start, and ``sandbox_problem`` to know whether LibreOffice's sandbox can be made here.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from docshift.engine import office as _office
 from docshift.engine import precheck, sandbox
 from docshift.engine.convert import Converted
 from docshift.engine.office import alive, clear_leftovers
-from docshift.engine.soffice import SELF_TEST_TIMEOUT, START_TIMEOUT
+from docshift.engine.pool import Pool
+from docshift.engine.soffice import PROFILE_SETTINGS, SELF_TEST_TIMEOUT, START_TIMEOUT, Launcher
 
-__all__ = ["LONGEST_START_SECONDS", "Converted", "Engine", "alive", "clear_leftovers", "sandbox_problem"]
+__all__ = ["LONGEST_START_SECONDS", "Converted", "Engine", "Pool", "alive", "clear_leftovers", "sandbox_problem"]
 
 # the longest a LibreOffice may take to start and pass its self-test before it counts as failed
 LONGEST_START_SECONDS = START_TIMEOUT + SELF_TEST_TIMEOUT
@@ -35,19 +37,25 @@ class Engine:
     def __init__(self, office: _office.Office) -> None:
         self.office = office
 
+    @staticmethod
+    def pool(data_dir: str | Path, *, memory_limit_mb: int = 8192, cpu_seconds: int = 600, scratch_mb: int = 512,
+             sandboxed: bool = True, accounts: int = 1, idle_seconds: float = 600) -> Pool:
+        """The LibreOffices of one worker process, kept under ``data_dir``, for its Engines to share: how they
+        start (sandbox, limits), and how many of them wait idle for their account (``accounts - 1`` per
+        Engine) and how long."""
+        launcher = Launcher("office", sandboxed, sandbox.Limits(cpu_seconds=cpu_seconds, scratch_mb=scratch_mb),
+                            memory_limit_mb * 1024 * 1024, PROFILE_SETTINGS)
+        return Pool(data_dir, launcher, "office", idle_per_office=accounts - 1, idle_seconds=idle_seconds)
+
     @classmethod
-    def build(cls, data_dir: str | Path, name: str, *, max_conversions: int = 200, memory_limit_mb: int = 8192,
-              cpu_seconds: int = 600, scratch_mb: int = 512, sandboxed: bool = True, spare: bool = False,
-              accounts: int = 1, idle_seconds: float = 600,
+    def build(cls, pool: Pool, name: str, *, max_conversions: int = 200, spare: bool = False,
               on_start: Callable[[Engine, str, str | None], object] | None = None) -> Engine:
-        """An Engine keeping its LibreOffices under ``data_dir``; ``on_start(engine, state, detail)`` hears of
-        every start of one ("ok", or "broken" and why)."""
+        """An Engine taking its LibreOffices from ``pool``; ``on_start(engine, state, detail)`` hears of every
+        start of one ("ok", or "broken" and why)."""
         engine = cls(None)  # type: ignore[arg-type]  # its Office is made next: it tells the Engine of a start
         engine.office = _office.Office(
-            data_dir, max_conversions=max_conversions, memory_limit_mb=memory_limit_mb,
-            limits=sandbox.Limits(cpu_seconds=cpu_seconds, scratch_mb=scratch_mb), name=name, sandboxed=sandboxed,
-            on_start=on_start and (lambda office, state, detail: on_start(engine, state, detail)), spare=spare,
-            accounts=accounts, idle_seconds=idle_seconds)
+            pool.base_dir, max_conversions=max_conversions, name=name, spare=spare, pool=pool,
+            on_start=on_start and (lambda office, state, detail: on_start(engine, state, detail)))
         return engine
 
     def start(self) -> None:

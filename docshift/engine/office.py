@@ -1,40 +1,35 @@
-"""A worker thread's LibreOffices: the one converting, a spare, and the idle ones of recent accounts.
+"""A worker thread's LibreOffice: the one converting, and a spare.
 
 Each ``Office`` runs one conversion at a time on a LibreOffice of its own (``soffice.py``: the bridge
 and ``soffice`` in the bubblewrap sandbox of ``sandbox.py``, or, with ``DOCSHIFT_SANDBOX=off``, only
 in a network namespace where one can be made). A LibreOffice that has converted a file of one account
 never converts a file of another: a new account's task takes over the spare, started and self-tested in
-the background, and the LibreOffice of the account before is kept idle for that account's next task
-(at most ``accounts`` per Office, the least recently used stopped first, and none longer than
-``idle_seconds``). Each LibreOffice has its own profile and its own job dir, where each conversion gets a
-copy of its source and an empty target (``jobfiles.py``): no LibreOffice sees another's files. A task
-keeps its own files in ``office.tasks_dir``, which no sandbox sees.
+the background, and the LibreOffice of the account before waits in the worker process's ``Pool``
+(``pool.py``) for that account's next task, on whichever Office it comes. Each LibreOffice has its own
+profile and its own job dir, where each conversion gets a copy of its source and an empty target
+(``jobfiles.py``): no LibreOffice sees another's files. A task keeps its own files in ``office.tasks_dir``,
+which no sandbox sees.
 
 A LibreOffice that fails its self-test is replaced, and after ``START_ATTEMPTS`` failures in a row the
 Office reports itself broken. It is replaced after ``max_conversions`` conversions, after a crash and
-after a timeout (a timeout kills only that process group).
-
-bubblewrap's ``--die-with-parent`` is tied to the thread that started it: an Office must be started, and
-restarted, by a thread that lives as long as it (the worker's consumer threads do), or LibreOffice dies
-when that thread ends; spares come from the Office's own keeper thread.
+after a timeout (a timeout kills only that process group). Every LibreOffice is started by the pool's own
+launcher threads, which live as long as the pool (``pool.py`` says why).
 """
 
 import contextlib
 import glob
-import itertools
 import logging
 import os
 import re
 import shutil
-import socket
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from docshift.engine import jobfiles, sandbox
+from docshift.engine.pool import HOST, Pool
 from docshift.engine.soffice import PROFILE_SETTINGS, START_TIMEOUT, UNO_PYTHON, Launcher, Soffice  # noqa: F401
 from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
 
@@ -42,7 +37,6 @@ log = logging.getLogger("docshift.office")
 
 # a LibreOffice that fails its self-test this many times in a row is reported broken
 START_ATTEMPTS = 3
-HOST = socket.gethostname()
 
 
 class Office:
@@ -50,37 +44,39 @@ class Office:
                  name: str = "office", sandboxed: bool = True,
                  on_start: Callable[["Office", str, str | None], object] | None = None,
                  profile_settings: str | None = None, spare: bool = False, limits: sandbox.Limits | None = None,
-                 accounts: int = 1, idle_seconds: float = 600) -> None:
-        """An Office keeping its LibreOffices' job dirs in ``<base_dir>/work``, their profiles' seeds in
-        ``<base_dir>/office`` and its tasks' files in ``<base_dir>/tasks``, all named ``<host>.<pid>.<name>...``
-        so that ``clear_leftovers`` knows whose they are.
+                 accounts: int = 1, idle_seconds: float = 600, pool: Pool | None = None) -> None:
+        """An Office keeping its tasks' files in ``<base_dir>/tasks/<host>.<pid>.<name>`` (``clear_leftovers``
+        knows whose they are), its LibreOffices from ``pool``, which it shares with the other Offices of the
+        worker process. Without one it has a pool of its own, made of the rest: its LibreOffices' memory cap,
+        ``limits`` (``sandbox.Limits``: what the sandbox may use besides memory), ``sandboxed``,
+        ``profile_settings`` (replacing ``PROFILE_SETTINGS``: the tests show what another profile would lose),
+        ``accounts`` (how many accounts' LibreOffices to keep, the converting one included; with 1, a
+        LibreOffice is stopped as soon as another account's task comes) and ``idle_seconds`` (an account's
+        idle LibreOffice is stopped after that long).
         ``on_start(office, state, detail)`` hears of every start: "ok", or "broken" and why.
-        ``profile_settings`` replaces ``PROFILE_SETTINGS`` (the tests show what another profile would lose).
         ``spare``: keep a LibreOffice started and self-tested in the background, so that a new account or a
-        recycling takes over a fresh process at once instead of waiting for one to start.
-        ``accounts``: how many accounts' LibreOffices to keep, the converting one included; with 1, a
-        LibreOffice is stopped as soon as another account's task comes. ``idle_seconds``: an account's idle
-        LibreOffice is stopped after that long.
-        ``limits`` (``sandbox.Limits``) caps what the sandbox may use besides memory."""
+        recycling takes over a fresh process at once instead of waiting for one to start."""
         self.base_dir = Path(base_dir)
-        self.max_conversions, self.name, self.sandboxed = max_conversions, name, sandboxed
-        self.on_start, self.accounts, self.idle_seconds = on_start, max(1, accounts), idle_seconds
-        self.launcher = Launcher(name, sandboxed, limits or sandbox.Limits(), memory_limit_mb * 1024 * 1024,
-                                 profile_settings or PROFILE_SETTINGS, tag=lambda: self.task_id)
+        self.max_conversions, self.name, self.on_start, self.spare = max_conversions, name, on_start, spare
+        if pool is None:
+            launcher = Launcher(name, sandboxed, limits or sandbox.Limits(), memory_limit_mb * 1024 * 1024,
+                                profile_settings or PROFILE_SETTINGS)
+            pool = Pool(base_dir, launcher, name, idle_per_office=accounts - 1, idle_seconds=idle_seconds)
+        self.pool = pool
+        self.pool.join()
+        self.sandboxed = pool.launcher.sandboxed
         self.own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
         self.tasks_dir = self.base_dir / "tasks" / self.own
         # the LibreOffice of the task at hand, a Soffice (Any: None until a start, and used only after one)
         self.current: Any = None
-        self.starts, self.busy, self.spare = 0, False, spare
-        self._generations = itertools.count(1)  # numbers the profiles, job dirs and pipes of its LibreOffices
-        self.task_id: str | None = None  # the task being converted, for the tags of LibreOffice's messages
+        self.starts, self.busy = 0, False
+        self.task_id: str | None = None  # the task being converted
         self.broken: str | None = None  # why the last start gave up, while it stands
         self._spare: Soffice | None = None  # a started, self-tested LibreOffice that has seen no document
-        self._idle: OrderedDict[str | None, Soffice] = OrderedDict()  # account -> its idle one, least recent first
-        self._lock = threading.Lock()  # the spare and the idle ones, shared with the keeper
+        self._lock = threading.Lock()  # the spare, shared with the keeper
         self._wake = threading.Event()
         self._keeper: threading.Thread | None = None
-        self._launching: set[Soffice] = set()  # LibreOffices being started: one that close() must kill
+        self._launching: set[Soffice] = set()  # LibreOffices being started for it: one that close() must kill
         self._closing = False
 
     # what the LibreOffice at hand is
@@ -91,12 +87,12 @@ class Office:
 
     @property
     def profile(self) -> Path:
-        return self.current.profile if self.current else self.base_dir / "office" / self.own
+        return self.current.profile if self.current else self.base_dir / "office" / self.pool.own
 
     @property
     def job_dir(self) -> Path:
         """The job dir of the LibreOffice at hand (the only host directory its sandbox sees)."""
-        return self.current.job_dir if self.current else self.base_dir / "work" / self.own
+        return self.current.job_dir if self.current else self.pool.work_dir
 
     @property
     def tenant(self) -> str | None:
@@ -146,22 +142,19 @@ class Office:
             self._report("broken", self.broken)
             raise EngineBroken(f"LibreOffice failed {START_ATTEMPTS} starts in a row: {failure}")
         self._adopt(started)
-        if (self.spare or self.accounts > 1) and self._keeper is None:
-            # bubblewrap's --die-with-parent follows the thread that starts it: spares come from one that
-            # lives as long as this Office
+        if (self.spare or self.pool.idle_per_office) and self._keeper is None:
             self._keeper = threading.Thread(target=self._keep, daemon=True, name=f"{self.name}-spare")
             self._keeper.start()
             self._wake.set()
 
     def _launch(self) -> Soffice:
-        generation = next(self._generations)  # the keeper launches too
+        started = None
         try:
-            return self.launcher.launch(self.base_dir / "office" / f"{self.own}.{generation}",
-                                        self.base_dir / "work" / self.own / str(generation),
-                                        f"docshift-{os.getpid()}-{self.name}-{generation}", self._starting)
+            started = self.pool.launch(self._starting)
+            return started
         finally:
-            with self._lock:
-                self._launching = {soffice for soffice in self._launching if soffice.running}
+            with self._lock:  # started, it is no longer close()'s to kill: it may move to another Office
+                self._launching = {soffice for soffice in self._launching if soffice.running and soffice is not started}
 
     def _starting(self, soffice: Soffice) -> None:
         with self._lock:
@@ -178,15 +171,15 @@ class Office:
         self._report("ok", None)
 
     def _keep(self) -> None:
-        """The keeper: whenever the spare was taken, start another; stop idle LibreOffices that waited too
-        long for their account (the lifetime of this thread is theirs)."""
+        """The keeper: whenever the spare was taken, start another; stop the pool's idle LibreOffices that
+        waited too long for their account."""
         delay = 1.0
         while not self._closing:
-            self._wake.wait(timeout=min(60.0, self.idle_seconds / 2))
+            self._wake.wait(timeout=min(60.0, self.pool.idle_seconds / 2))
             self._wake.clear()
             if self._closing:
                 return
-            self._expire()
+            self.pool.expire()
             with self._lock:
                 wanted = self.spare and self._spare is None
             if not wanted:
@@ -205,16 +198,6 @@ class Office:
                     self._spare, started = started, None
             if started is not None:
                 started.kill()
-
-    def _expire(self) -> None:
-        """Stop the idle LibreOffices that waited longer than ``idle_seconds``."""
-        limit = time.monotonic() - self.idle_seconds
-        with self._lock:
-            old = [tenant for tenant, soffice in self._idle.items() if soffice.idle_since < limit]
-            gone = [self._idle.pop(tenant) for tenant in old]
-        for soffice in gone:
-            log.info("%s: an account's LibreOffice idle for %d s is stopped", self.name, self.idle_seconds)
-            soffice.kill()
 
     def _take_spare(self) -> Soffice | None:
         with self._lock:
@@ -240,23 +223,21 @@ class Office:
             current.kill()
 
     def close(self) -> None:
-        """Stop every LibreOffice of this Office and remove its dirs: the worker is going away."""
+        """Stop the LibreOffice at hand and the spare, and leave the pool (the last to leave closes it):
+        this worker thread is going away."""
         self._closing = True
         self._wake.set()
         with self._lock:
-            others = [self._spare, *self._idle.values()]
-            self._spare = None
-            self._idle.clear()
+            spare, self._spare = self._spare, None
             for soffice in self._launching:
                 soffice.signal()  # its start fails at once, and the keeper tidies up after it
-        for other in others:
-            if other is not None:
-                other.kill()
+        if spare is not None:
+            spare.kill()
         self.stop()
         if self._keeper is not None and self._keeper is not threading.current_thread():
             self._keeper.join(timeout=30)
-        for path in (self.base_dir / "work" / self.own, self.tasks_dir):
-            shutil.rmtree(path, ignore_errors=True)
+        self.pool.leave()
+        shutil.rmtree(self.tasks_dir, ignore_errors=True)
 
     def restart(self) -> None:
         """A fresh LibreOffice in place of the one at hand: the spare when one is ready, else a new start."""
@@ -269,47 +250,36 @@ class Office:
 
     def take(self, tenant: str | None) -> None:
         """Ready this Office for a task of ``tenant`` (an account id): a LibreOffice that has converted a file
-        of another account never converts one of this account's. The account's idle LibreOffice comes back,
-        or a fresh one takes over; the one of the account before waits for its next task (or is stopped).
-        Its job dir is emptied: nothing of an earlier task, or that LibreOffice left there, is seen by this one."""
+        of another account never converts one of this account's. The account's idle LibreOffice comes back
+        from the pool (a fresh one at hand then becomes the spare), or a fresh one takes over; the one of the
+        account before waits in the pool for its next task (or is stopped). Its job dir is emptied: nothing of
+        an earlier task, or that LibreOffice left there, is seen by this one."""
         current = self.current
-        if current is not None and current.tenant not in (None, tenant):
-            with self._lock:
-                waiting = self._idle.pop(tenant, None)
-            self.current = None
-            self._set_aside(current)
-        else:
-            waiting = None
-        if self.current is None or not self.current.running:
-            if waiting is None:
-                with self._lock:
-                    waiting = self._idle.pop(tenant, None)
-            if waiting is not None and waiting.running:
-                self.stop()
+        if current is None or not current.running or current.tenant != tenant:
+            waiting = self.pool.take(tenant) if tenant is not None else None
+            if current is not None and current.tenant not in (None, tenant):
+                self.current = None
+                self.pool.put(current)
+            if waiting is not None:
+                if self.current is not None:  # fresh, or no longer running
+                    self._spare_or_stop(self.current)
                 self.current = waiting
-            else:
-                if waiting is not None:
-                    waiting.kill()
+            elif self.current is None or not self.current.running:
                 log.info("%s: a new account, a fresh LibreOffice", self.name)
                 self.restart()
         self.current.empty_job_dir()
         self.current.tenant = tenant
 
-    def _set_aside(self, soffice: Soffice) -> None:
-        """Keep ``soffice`` idle for its account's next task, stopping the least recently used beyond
-        ``accounts``; or stop it."""
-        soffice.idle_since = time.monotonic()
-        gone = []
+    def _spare_or_stop(self, soffice: Soffice) -> None:
+        """``soffice`` becomes the spare if it is fresh (it has seen no document) and there is none; else it
+        is stopped."""
+        fresh = soffice.running and soffice.tenant is None and not soffice.conversions
         with self._lock:
-            if self.accounts > 1 and soffice.running and not self._closing:
-                self._idle[soffice.tenant] = soffice
-                self._idle.move_to_end(soffice.tenant)
-            else:
-                gone.append(soffice)
-            while len(self._idle) > self.accounts - 1:
-                gone.append(self._idle.popitem(last=False)[1])
-        for each in gone:
-            each.kill()
+            kept = fresh and self.spare and self._spare is None and not self._closing
+            if kept:
+                self._spare = soffice
+        if not kept:
+            soffice.kill()
 
     # work
 
@@ -325,6 +295,7 @@ class Office:
             self.restart()  # after a crash, the remains of the old process go
             self.current.tenant = tenant
         current = self.current
+        current.task_id = task_id
         with self._visible(Path(source).resolve(), Path(target).resolve()) as (inner_source, inner_target):
             request = {"source": inner_source, "target": inner_target, "filter": export_filter, "parts": parts}
             try:

@@ -16,7 +16,7 @@ from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.contract import Status
-from docshift.engine import Engine, clear_leftovers, sandbox_problem
+from docshift.engine import Engine, Pool, clear_leftovers, sandbox_problem
 from docshift.errors import BadSetting, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection, liveness
@@ -51,6 +51,7 @@ class Worker:
         self.is_node = False  # a conversion node: no database at all
         self._engines: dict[str, tuple[str, str | None]] = {}  # Office name -> (state, detail) of its last start
         self._engines_lock = threading.Lock()
+        self._pool: Pool | None = None  # the process's LibreOffices, made with its first engine
         # a full disk, an engine that cannot start: held off, and named in /healthz while it stands
         self.faults = Faults(on_change=self.fault_changed)
 
@@ -65,17 +66,22 @@ class Worker:
         return self._local.store
 
     def engine(self) -> Engine:
-        """This thread's own engine, its warm LibreOffices: worker threads and engines are one-to-one."""
+        """This thread's own engine, its warm LibreOffice: worker threads and engines are one-to-one, and the
+        engines of a process share its pool of LibreOffices (an account's idle one serves its next task on
+        any thread)."""
         if not hasattr(self._local, "engine"):
             config = self.config
-            self._local.engine = Engine.build(
-                config.data_dir, threading.current_thread().name,
-                max_conversions=config.office_max_conversions,
-                memory_limit_mb=config.office_memory_limit_mb,
-                cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
-                sandboxed=config.sandbox, spare=config.office_spare,
-                accounts=config.office_accounts, idle_seconds=config.office_idle_seconds,
-                on_start=self.office_started)
+            with self._engines_lock:
+                if self._pool is None:
+                    self._pool = Engine.pool(
+                        config.data_dir, memory_limit_mb=config.office_memory_limit_mb,
+                        cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
+                        sandboxed=config.sandbox, accounts=config.office_accounts,
+                        idle_seconds=config.office_idle_seconds)
+                pool = self._pool
+            self._local.engine = Engine.build(pool, threading.current_thread().name,
+                                              max_conversions=config.office_max_conversions,
+                                              spare=config.office_spare, on_start=self.office_started)
         return self._local.engine
 
     def office_started(self, started: Engine, state: str, detail: str | None) -> None:

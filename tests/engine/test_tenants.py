@@ -3,6 +3,7 @@ another's, the job dir is emptied between tasks, a spare started in the backgrou
 account, and an account's idle LibreOffice waits for its next task (a few accounts, for a while)."""
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -165,3 +166,82 @@ def test_closing_stops_the_idle_ones_too(tmp_path, legacy):
     office.close()
     assert dies(first) and dies(second)
     assert not any((tmp_path / "office" / "work").iterdir()) and not any((tmp_path / "office" / "office").iterdir())
+
+
+# One pool per worker process: an account's idle LibreOffice serves its next task on any worker thread.
+
+
+def shared_pool(base_dir, accounts=2):
+    from docshift.engine import Engine
+
+    return Engine.pool(base_dir, accounts=accounts)
+
+
+def in_thread(work):
+    """Run ``work()`` in a thread of its own that then ends, as a worker thread does: what it returned."""
+    done = []
+    thread = threading.Thread(target=lambda: done.append(work()))
+    thread.start()
+    thread.join()
+    assert done, "the thread's work failed"
+    return done[0]
+
+
+def test_an_accounts_libreoffice_serves_its_next_task_on_another_thread_after_the_first_ended(tmp_path, legacy):
+    """The first thread's Office converts for acct_a, then for acct_b, and ends. The LibreOffice of acct_a waits
+    in the pool, alive though the thread it worked for ended (bubblewrap's --die-with-parent follows the thread
+    that started it: the pool's own launcher), and the second thread's Office converts acct_a's next file on
+    it: no start. Its job dir was emptied, and acct_b's LibreOffice never comes back for acct_a."""
+    pool = shared_pool(tmp_path / "office")
+
+    def first_thread():
+        office = Office(tmp_path / "office", name="first", pool=pool)
+        office.start()
+        convert_for(office, "acct_a", legacy["doc"], "doc", "1")
+        served_a = office.office_pid()
+        (office.job_dir / "left-by-a").write_text("a")
+        convert_for(office, "acct_b", legacy["xls"], "xls", "2")
+        served_b = office.office_pid()
+        office.close()
+        return served_a, served_b
+
+    second = Office(tmp_path / "office", name="second", pool=pool)
+    second.start()
+    try:
+        served_a, served_b = in_thread(first_thread)
+        assert dies(served_b), "the thread's own LibreOffice at hand goes with it"
+        assert alive(served_a), "acct_a's idle LibreOffice outlives the thread it worked for"
+        starts = second.starts
+        result = convert_for(second, "acct_a", legacy["ppt"], "ppt", "3")
+        assert result.path.exists() and second.office_pid() == served_a, "acct_a's own LibreOffice came back"
+        assert second.starts == starts, "taking an account's idle LibreOffice is no start"
+        assert "left-by-a" not in visible_in_job(served_a)
+        convert_for(second, "acct_c", legacy["doc"], "doc", "4")
+        assert second.office_pid() not in (served_a, served_b), "another account gets a fresh LibreOffice"
+    finally:
+        second.close()
+    assert dies(served_a), "the last Office to close closes the pool and its idle LibreOffices"
+    assert not pool.work_dir.exists() and not any((tmp_path / "office" / "office").iterdir())
+
+
+def test_a_shared_pool_keeps_idle_ones_for_each_office(tmp_path, legacy):
+    """With two accounts kept per Office and two Offices, the pool keeps two idle LibreOffices: a third set
+    aside stops the least recently used."""
+    pool = shared_pool(tmp_path / "office", accounts=2)
+    offices = [Office(tmp_path / "office", name=f"office-{n}", pool=pool) for n in range(2)]
+    try:
+        for office in offices:
+            office.start()
+        served = {}
+        for n, tenant in enumerate(["acct_a", "acct_b", "acct_c", "acct_d"]):
+            office = offices[n % 2]
+            convert_for(office, tenant, legacy["doc"], "doc", str(n))
+            served[tenant] = office.office_pid()
+        # acct_a and acct_b were set aside when acct_c and acct_d came: both wait
+        assert {soffice.tenant for soffice in pool.idle} == {"acct_a", "acct_b"}
+        convert_for(offices[0], "acct_e", legacy["doc"], "doc", "5")
+        assert {soffice.tenant for soffice in pool.idle} == {"acct_b", "acct_c"}
+        assert dies(served["acct_a"]) and alive(served["acct_b"]) and alive(served["acct_c"])
+    finally:
+        for office in offices:
+            office.close()

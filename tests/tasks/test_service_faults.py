@@ -148,7 +148,7 @@ def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy
     office = Office(tmp_path / "office", max_conversions=1, name="recycled")
     office.start()
     try:
-        office.launcher.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
+        office.pool.launcher.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
         submitted = [post_file(client, account, legacy["doc"].read_bytes(), "letter.doc").get_json()["task_id"]
                      for _ in range(2)]
         with app.app_context():

@@ -2,6 +2,7 @@
 documented codes, counting per plan, inputs deleted once final."""
 
 import os
+import threading
 from dataclasses import replace
 
 import pytest
@@ -136,3 +137,26 @@ def test_failed_task_view(office, app, client, submit, account):
     assert body["status"] == "FAILED"
     assert body["error"]["code"] == "unsupported_content" and body["error"]["message"]
     assert "download_url" not in body and "billing_class" not in body
+
+
+def test_a_workers_threads_share_one_pool_of_libreoffices(app):
+    """Each worker thread has an engine of its own, and the engines of one worker process share its pool: an
+    account's idle LibreOffice serves its next task on any thread (tests/engine/test_tenants.py)."""
+    from docshift.tasks.worker import Worker
+
+    config = app.config["DOCSHIFT"]
+    worker = Worker(config)
+    engines = []
+    threads = [threading.Thread(target=lambda: engines.append(worker.engine())) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        first, second = engines
+        assert first is not second and first.office.pool is second.office.pool
+        assert first.office.pool.idle_per_office == config.office_accounts - 1
+    finally:
+        for engine in engines:
+            engine.close()
+    assert first.office.pool.closing, "the last engine to close closes the pool"
