@@ -438,7 +438,7 @@ def legacy(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def slow_xls(tmp_path_factory):
-    """An .xls under the 4 MiB limit that takes LibreOffice a few seconds to convert."""
+    """An .xls under the 4 MiB limit that keeps LibreOffice busy for about a second."""
     import openpyxl
 
     out = tmp_path_factory.mktemp("slow")

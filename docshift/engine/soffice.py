@@ -215,6 +215,7 @@ class Soffice:
         self.task_id: str | None = None  # the task it converts, for the log
         self.conversions = 0
         self.idle_since = time.monotonic()
+        self._pid: int | None = None  # its soffice.bin's, once found
 
     @property
     def running(self) -> bool:
@@ -292,7 +293,20 @@ class Soffice:
             pass
 
     def pid(self) -> int | None:
-        """The pid of its ``soffice.bin`` (the process that does the work), or None."""
+        """The pid of its ``soffice.bin`` (the process that does the work), or None. Found once by a walk of
+        ``/proc`` (slow on a busy host), then remembered while that process lives."""
+        known = self._pid
+        if known is not None and self.running:
+            try:
+                stat = Path(f"/proc/{known}/stat").read_text()
+                if stat[stat.index("(") + 1:].startswith("soffice.bin"):
+                    return known
+            except (OSError, ValueError):
+                pass
+        self._pid = self._find_pid()
+        return self._pid
+
+    def _find_pid(self) -> int | None:
         process = self.process
         if process is None:
             return None
