@@ -20,7 +20,6 @@ import contextlib
 import glob
 import logging
 import os
-import re
 import shutil
 import threading
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from docshift.engine import jobfiles, sandbox
-from docshift.engine.pool import HOST, Pool
+from docshift.engine.pool import HOST, Pool, owned
 from docshift.engine.soffice import PROFILE_SETTINGS, START_TIMEOUT, UNO_PYTHON, Launcher, Soffice  # noqa: F401
 from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
 
@@ -65,12 +64,11 @@ class Office:
         self.pool = pool
         self.pool.join()
         self.sandboxed = pool.launcher.sandboxed
-        self.own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
+        self.own = owned(name)
         self.tasks_dir = self.base_dir / "tasks" / self.own
         # the LibreOffice of the task at hand, a Soffice (Any: None until a start, and used only after one)
         self.current: Any = None
         self.starts, self.busy = 0, False
-        self.task_id: str | None = None  # the task being converted
         self.broken: str | None = None  # why the last start gave up, while it stands
         self._spare: Soffice | None = None  # a started, self-tested LibreOffice that has seen no document
         self._lock = threading.Lock()  # the spare, shared with the keeper
@@ -289,7 +287,6 @@ class Office:
         (a presentation's embedded objects only if ``parts``: its shapes are walked for them).
 
         Both are the worker's own paths: the sandbox gets copies staged in the job dir."""
-        self.task_id = task_id
         tenant = self.tenant
         if not self.running:
             self.restart()  # after a crash, the remains of the old process go

@@ -36,6 +36,12 @@ HOST = socket.gethostname()
 LAUNCHERS_PER_OFFICE = 2
 
 
+def owned(name: str) -> str:
+    """``<host>.<pid>.<name>``, ``name`` made safe for a path: what this worker process's dirs are named, so that
+    ``clear_leftovers`` knows whose they are."""
+    return f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
+
+
 class Pool:
     def __init__(self, base_dir: str | Path, launcher: Launcher, name: str = "office", idle_per_office: int = 0,
                  idle_seconds: float = 600) -> None:
@@ -44,7 +50,7 @@ class Pool:
         whose they are). ``launcher`` says how a LibreOffice starts (sandbox, limits, profile)."""
         self.base_dir, self.launcher = Path(base_dir), launcher
         self.idle_per_office, self.idle_seconds = max(0, idle_per_office), idle_seconds
-        self.own = f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
+        self.own = owned(name)
         self.work_dir = self.base_dir / "work" / self.own
         self._generations = itertools.count(1)  # numbers the profiles, job dirs and pipes of its LibreOffices
         self._idle: list[Soffice] = []  # least recently set aside first
@@ -166,8 +172,6 @@ class Pool:
                 self._requests.put(None)
         for soffice in idle:
             soffice.kill()
-        for _ in launchers:
-            self._requests.put(None)
         for thread in launchers:
             if thread is not threading.current_thread():
                 thread.join(timeout=30)
