@@ -29,7 +29,7 @@ os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 # that do): a test that uses one, even through another fixture, is ``slow``, and ``make test-fast``
 # leaves it out. A test that starts one itself says ``@pytest.mark.slow``.
 REAL_PARTS = {"s3", "own_store", "office", "fresh_office", "live", "legacy", "slow_xls", "linked_doc",
-              "variants", "redis_url", "embedded", "workbook", "converted", "linked", "tls_redis"}
+              "relative_link_xls", "variants", "redis_url", "embedded", "workbook", "converted", "linked", "tls_redis"}
 
 
 def pytest_collection_modifyitems(items):
@@ -460,6 +460,32 @@ def linked_doc(tmp_path_factory):
         "<html><body><p>A linked picture follows.</p>"
         f'<img src="http://127.0.0.1:{port}/pixel.png" width="10" height="10"></body></html>')
     return _soffice_save(out / "linked.html", "doc:MS Word 97", out), port
+
+
+def _fods(path, cell):
+    """A one-cell flat ODF spreadsheet at ``path``: ``cell`` is the table:table-cell's attributes and content."""
+    path.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        '<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"'
+        ' xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0"'
+        ' xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"'
+        ' xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2"'
+        ' office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
+        f'<table:table table:name="Sheet1"><table:table-row><table:table-cell {cell}</table:table-cell>'
+        '</table:table-row></table:table></office:spreadsheet></office:body></office:document>')
+    return path
+
+
+@pytest.fixture(scope="session")
+def relative_link_xls(tmp_path_factory):
+    """An .xls whose formula reads a cell of ``figures.xls``, a workbook beside it: Excel keeps such a
+    reference relative to the file."""
+    out = tmp_path_factory.mktemp("relative-link")
+    value = 'office:value-type="float" office:value="42"><text:p>42</text:p>'
+    _soffice_save(_fods(out / "figures.fods", value), "xls:MS Excel 97", out)
+    target = (out / "figures.xls").as_uri()
+    return _soffice_save(_fods(out / "book.fods", f"table:formula=\"of:=['{target}'#$Sheet1.A1]\" {value}"),
+                         "xls:MS Excel 97", out)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 import requests
 from conftest import _soffice_save, post_file
 
-from docshift.engine import Engine
+from docshift.engine import Engine, convert
 from docshift.formats import source_name
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
@@ -90,3 +90,26 @@ def test_a_filename_field_shows_the_customers_name(office, app, client, account,
     download = requests.get(task["download_url"], timeout=30)
     assert download.status_code == 200
     assert filename_field_text(io.BytesIO(download.content)) == expected
+
+
+def external_targets(xlsx):
+    """The targets of the package's relationships to outside it."""
+    with zipfile.ZipFile(xlsx) as package:
+        return [target for name in package.namelist() if name.endswith(".rels")
+                for target in re.findall(r'Target="([^"]*)" TargetMode="External"', package.read(name).decode())]
+
+
+def test_a_link_to_a_file_beside_the_source_names_the_file_beside_the_result(office, relative_link_xls, tmp_path):
+    # a plain soffice converting in place writes the link relative to the result: the file beside it
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copy(relative_link_xls, plain / "Budget 2024.xls")
+    expected = external_targets(_soffice_save(plain / "Budget 2024.xls", "xlsx", plain))
+    assert expected == ["figures.xls"]
+
+    ours = tmp_path / "Budget 2024.xls"
+    shutil.copy(relative_link_xls, ours)
+    converted = convert.convert(office, ours, "xls", tmp_path / "work", 60)
+    # not the worker's staging dir in the sandbox ("../../../job/staged-.../figures.xls")
+    assert external_targets(converted.path) == expected
+    assert converted.fidelity["complete"]
