@@ -34,7 +34,7 @@ def unexplained(result: str | Path, source: str | Path, kind: str) -> str | None
     if not external:
         return None
     written = _source_text(source)
-    for target in external:
+    for target in dict.fromkeys(external):
         if not _written_in(target, written):
             return "it refers to an external location the source does not name"
     return None
@@ -68,5 +68,7 @@ def _written_in(target: str, written: tuple[str, str]) -> bool:
         target = unquote(target)
     target = target.lower().replace("\\", "/")
     parts = [part for part in re.split(r"[/:]+", target) if part not in ("file", "http", "https", "..", ".")]
-    forms = [target, *parts, *(part.rsplit(".", 1)[0] for part in parts)]
+    # the whole target comes last: where it is written, so is each of its parts, and a part is found sooner (a
+    # search that finds nothing reads the whole file, and a workbook may link hundreds of others)
+    forms = dict.fromkeys([*parts, *(part.rsplit(".", 1)[0] for part in parts), target])
     return any(len(form) >= SHORTEST_TARGET and any(form in text for text in written) for form in forms)

@@ -63,6 +63,15 @@ class Inventory:
     macros: dict[str, str] | None = None  # {VBA module name: code}
     where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
 
+    def facts(self) -> dict[str, Any] | None:
+        """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same
+        parts in the same way, or None where its reader could not tell."""
+        if self.kind == "xls":
+            return None if self.sheets is None else {"sheets": self.sheets}
+        if self.kind == "ppt":
+            return None if self.counts.get("slides") is None else {"slides": self.counts["slides"]}
+        return None if self.text is None else {"text": self.text}
+
 
 class Budget:
     """Records left to visit in one file, over all its walks."""

@@ -59,12 +59,15 @@ class Package:
         """Stream ``name`` through expat, namespaces resolved (``uri}local``); no DTDs."""
         ooxml.stream(self.chunks(name), name, start, end, text, unreadable=Unreadable)
 
-    def relationships(self, name: str) -> dict[str | None, tuple[str, str | None]]:
-        """{Id: (type, target part name or None when external)} of part ``name``."""
+    def relationships(self, name: str, required: bool = False) -> dict[str | None, tuple[str, str | None]]:
+        """{Id: (type, target part name or None when external)} of part ``name``; a part without relationships
+        has none, unless they are ``required`` (a main part's: without them the package does not open)."""
         folder, base = posixpath.split(name)
         rels_name = posixpath.join(folder, "_rels", base + ".rels")
         found: dict[str | None, tuple[str, str | None]] = {}
         if rels_name not in self.names:
+            if required:
+                raise Unreadable(f"{rels_name} is missing")
             return found
 
         def start(tag: str, attributes: dict[str, str]) -> None:
@@ -106,8 +109,14 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
     text_tags = set(text_tags)
     count = set(count)
     sp_tag, ph_tag = f"{NS_P}{SEP}sp", f"{NS_P}{SEP}ph"
+    # most elements of a part are formatting (run properties, fills, geometry): they are let go at once
+    starts = text_tags | W_CHARACTERS.keys() | {f"{NS_W}{SEP}sym", sp_tag, ph_tag} | NOT_PICTURES | \
+        PICTURE_REFERENCES.keys() | MATH | HEADER_FOOTER_CONTENT | count
+    ends = text_tags | NOT_PICTURES | MATH | {sp_tag}
 
     def start(tag: str, attributes: dict[str, str]) -> None:
+        if tag not in starts:
+            return
         if tag in text_tags:
             state["text"] += 1
         elif tag in W_CHARACTERS:
@@ -141,6 +150,8 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
                 state["sp"][0] = kind
 
     def end(tag: str) -> None:
+        if tag not in ends:
+            return
         if tag in text_tags:
             state["text"] -= 1
         elif tag in NOT_PICTURES:

@@ -22,7 +22,7 @@ def read(package: Package, inventory: Inventory) -> None:
             slide_ids.append(attributes.get(f"{NS_R}{SEP}id"))
 
     package.parse(main, slide)
-    relationships = package.relationships(main)
+    relationships = package.relationships(main, required=True)
     # part names: each one the package has
     slides = cast(list[str], [relationships[rid][1] for rid in slide_ids
                               if rid in relationships and relationships[rid][1] in package.names])
