@@ -138,8 +138,10 @@ def one_at_a_time(files, work, repeat):
     return plain_times, ours_times, fidelity
 
 
-def throughput(files, work, pool, make):
-    """Seconds for ``pool`` runners made by ``make`` (inside their own thread) to convert every file."""
+def throughput(files, work, pool, make, took=None):
+    """Seconds for ``pool`` runners made by ``make`` (inside their own thread) to convert every file; ``took``
+    (a dict) gets each file's seconds."""
+    took = {} if took is None else took
     todo = queue.Queue()
     for item in enumerate(files):
         todo.put(item)
@@ -159,7 +161,9 @@ def throughput(files, work, pool, make):
                     n, path = todo.get_nowait()
                 except queue.Empty:
                     break
+                started = time.perf_counter()
                 runner.convert(path, n)
+                took[path] = time.perf_counter() - started
         finally:
             done.append(time.perf_counter())
             runner.close()
@@ -177,7 +181,8 @@ def throughput(files, work, pool, make):
 def flood(files, work, args, tenants, warm_with=None):
     """Pool / plain warm limit over ``files``, the files of ``tenants`` accounts in turn (a plain LibreOffice
     serves them all; ours replaces its LibreOffice for each new account). A few files take LibreOffice 12-20 s
-    of CPU one time and 3-4 s less the next: rounds alternate who goes first."""
+    of CPU one time and 3-4 s less the next: rounds alternate who goes first, and each round names what the
+    three longest took on each side."""
     warmth = ", each account's LibreOffices warm from an earlier file" if warm_with else ""
     print(f"\nthroughput over the same {len(files)} files, {args.pool} at a time, {tenants} account(s) in turn"
           f"{warmth}:")
@@ -191,12 +196,16 @@ def flood(files, work, args, tenants, warm_with=None):
             return made[-1]
 
         runs = [("plain", lambda i: Plain(work)), ("ours", ours)]
-        seconds = {name: throughput(files, work, args.pool, make) for name, make in runs[::1 - 2 * (round_ % 2)]}
+        took = {"plain": {}, "ours": {}}
+        seconds = {name: throughput(files, work, args.pool, make, took[name])
+                   for name, make in runs[::1 - 2 * (round_ % 2)]}
         plain_seconds, ours_seconds = plain_seconds + seconds["plain"], ours_seconds + seconds["ours"]
         print(f"- round {round_ + 1}: {args.pool} plain warm LibreOffices {seconds['plain']:.1f} s "
               f"({len(files) / seconds['plain']:.2f} files/s), {args.pool} docshift Offices {seconds['ours']:.1f} s "
               f"({len(files) / seconds['ours']:.2f} files/s): {seconds['plain'] / seconds['ours']:.2f}x; "
-              f"{sum(runner.switches for runner in made)} fresh LibreOffices taken over")
+              f"{sum(runner.switches for runner in made)} fresh LibreOffices taken over; the longest, plain / ours: "
+              + ", ".join(f"{path.name} {took['plain'].get(path, 0):.1f} s / {took['ours'].get(path, 0):.1f} s"
+                          for path in files[:3]))
     return plain_seconds / ours_seconds
 
 
