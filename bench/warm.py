@@ -138,10 +138,9 @@ def one_at_a_time(files, work, repeat):
     return plain_times, ours_times, fidelity
 
 
-def throughput(files, work, pool, make, took=None):
+def throughput(files, work, pool, make, took):
     """Seconds for ``pool`` runners made by ``make`` (inside their own thread) to convert every file; ``took``
     (a dict) gets each file's seconds."""
-    took = {} if took is None else took
     todo = queue.Queue()
     for item in enumerate(files):
         todo.put(item)

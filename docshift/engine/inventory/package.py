@@ -31,6 +31,12 @@ PICTURE_REFERENCES = {f"{NS_A}{SEP}blip": (f"{NS_R}{SEP}embed",),
 MATH = {f"{NS_M}{SEP}oMath", f"{NS_M}{SEP}oMathPara"}
 HEADER_FOOTER_CONTENT = {f"{NS_W}{SEP}drawing", f"{NS_W}{SEP}pict", f"{NS_W}{SEP}object",
                          f"{NS_W}{SEP}fldSimple"}
+SYMBOL, SHAPE, PLACEHOLDER = f"{NS_W}{SEP}sym", f"{NS_P}{SEP}sp", f"{NS_P}{SEP}ph"
+# what a scan looks at besides its text tags and counted elements; most elements of a part are formatting (run
+# properties, fills, geometry), and they are let go at once
+SCANNED_STARTS = W_CHARACTERS.keys() | {SYMBOL, SHAPE, PLACEHOLDER} | NOT_PICTURES | PICTURE_REFERENCES.keys() | \
+    MATH | HEADER_FOOTER_CONTENT
+SCANNED_ENDS = NOT_PICTURES | MATH | {SHAPE}
 
 
 class Package:
@@ -108,11 +114,7 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
     state: dict[str, Any] = {"text": 0, "hidden": 0, "math": 0, "sp": None}
     text_tags = set(text_tags)
     count = set(count)
-    sp_tag, ph_tag = f"{NS_P}{SEP}sp", f"{NS_P}{SEP}ph"
-    # most elements of a part are formatting (run properties, fills, geometry): they are let go at once
-    starts = text_tags | W_CHARACTERS.keys() | {f"{NS_W}{SEP}sym", sp_tag, ph_tag} | NOT_PICTURES | \
-        PICTURE_REFERENCES.keys() | MATH | HEADER_FOOTER_CONTENT | count
-    ends = text_tags | NOT_PICTURES | MATH | {sp_tag}
+    starts, ends = SCANNED_STARTS | text_tags | count, SCANNED_ENDS | text_tags
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if tag not in starts:
@@ -122,7 +124,7 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
         elif tag in W_CHARACTERS:
             part.text[W_CHARACTERS[tag]] += 1
             part.content = True
-        elif tag == f"{NS_W}{SEP}sym":
+        elif tag == SYMBOL:
             try:
                 part.text[chr(int(attributes.get(f"{NS_W}{SEP}char", ""), 16))] += 1
             except ValueError:
@@ -141,9 +143,9 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
             part.content = True
         if tag in count:
             part.elements[tag] += 1
-        if tag == sp_tag:
+        if tag == SHAPE:
             state["sp"] = [None, []]
-        elif tag == ph_tag:
+        elif tag == PLACEHOLDER:
             kind = attributes.get("type", "body")
             part.placeholders.add(kind)
             if state["sp"] is not None:
@@ -158,7 +160,7 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
             state["hidden"] -= 1
         elif tag in MATH:
             state["math"] -= 1
-        elif tag == sp_tag and state["sp"] is not None:
+        elif tag == SHAPE and state["sp"] is not None:
             kind, texts = state["sp"]
             if kind == "body" and "".join("".join(texts).split()):
                 part.note_text = True
