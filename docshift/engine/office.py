@@ -284,7 +284,7 @@ class Office:
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
                task_id: str | None = None, parts: bool = True) -> dict[str, Any]:
         """Have LibreOffice load ``source`` and export it into ``target``; returns what it found in the document
-        (a presentation's embedded objects only if ``parts``: its shapes are walked for them).
+        (its embedded objects and charts only if ``parts``: the sheets' or slides' shapes are walked for them).
 
         Both are the worker's own paths: the sandbox gets copies staged in the job dir."""
         tenant = self.tenant

@@ -128,16 +128,51 @@ def test_the_output_check_counts_what_libreoffice_loaded(embedded, office, kind,
     assert "LibreOffice loaded 1" in fidelity["lost"][0]["detail"]
 
 
-def test_a_presentations_shapes_are_walked_only_when_asked(embedded, office, tmp_path):
-    """Counting what a presentation loaded walks its shapes (two calls over the bridge each): the worker asks for
-    it only where the legacy file's records cannot be counted, and the slides are counted either way."""
+@pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
+def test_what_libreoffice_loaded_is_counted_only_when_asked(embedded, office, kind, tmp_path):
+    """Counting what a document loaded walks its sheets' or slides' shapes (two calls over the bridge each): the
+    worker asks for it only where the legacy file's records cannot be counted; the sheets, slides and text are
+    read either way."""
+    what, _ = PARTS[kind]
     results = {}
     for walk in (True, False):
-        result = tmp_path / str(walk) / "result.pptx"
+        result = tmp_path / str(walk) / f"result.{kind}x"
         result.parent.mkdir()
-        results[walk] = office.export(embedded["ppt"], result, FORMATS["ppt"].export_filter, 60, parts=walk)["loaded"]
-    assert results[True]["parts"] == {"embedded_objects": 1} and results[True]["slides"] >= 1
-    assert results[False] == {"slides": results[True]["slides"]}
+        results[walk] = office.export(embedded[kind], result, FORMATS[kind].export_filter, 60, parts=walk)["loaded"]
+    assert results[True]["parts"][what] == 1
+    assert "parts" not in results[False]
+    assert results[False] == {key: value for key, value in results[True].items() if key != "parts"}
+    assert set(results[False]) & {"sheets", "slides", "text"}
+
+
+@pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
+def test_the_worker_asks_for_the_loaded_parts_only_where_the_source_cannot_tell(embedded, office, kind, tmp_path,
+                                                                                monkeypatch):
+    """The legacy file's own count decides: counted there, LibreOffice is not asked; unreadable there (as in a
+    PowerPoint 95 file), LibreOffice counts what it loaded, for the report to compare the result with."""
+    what, _ = PARTS[kind]
+    asked = []
+    export = Office.export
+
+    def recording(self, *args, **kwargs):
+        asked.append(kwargs["parts"])
+        return export(self, *args, **kwargs)
+
+    monkeypatch.setattr(Office, "export", recording)
+    counted = convert.convert(office, embedded[kind], kind, tmp_path / "counted", 60)
+    of_source = inventory.of_source
+
+    def unreadable(source, kind):
+        found = of_source(source, kind)
+        found.counts[what] = None
+        return found
+
+    monkeypatch.setattr(inventory, "of_source", unreadable)
+    walked = convert.convert(office, embedded[kind], kind, tmp_path / "walked", 60)
+    assert asked == [False, True]
+    assert counted.fidelity["counts"][what] == {"source": 1, "result": 1}
+    assert walked.fidelity["counts"][what] == {"source": None, "result": 1}
+    assert walked.fidelity["complete"] is True, walked.fidelity["lost"]
 
 
 @pytest.mark.parametrize("kind,extension", [("doc", "docm"), ("xls", "xlsm"), ("ppt", "pptm")])

@@ -31,6 +31,7 @@ LibreOffice is reported as ``crashed`` (its detail names the step) and ends this
 process; the supervisor starts a fresh one.
 """
 
+import functools
 import json
 import os
 import random
@@ -173,24 +174,28 @@ class LibreOffice:
 def facts(document, walk=True):
     """What a loaded document holds, for the worker's no-silent-loss checks. ``parts`` counts the embedded
     objects and charts LibreOffice loaded (``None`` when it cannot tell), so that an export that drops them
-    shows even where the legacy file's own count cannot be read. A presentation's are counted only when
-    ``walk``: that walks its shapes, two calls over the bridge each."""
+    shows even where the legacy file's own count cannot be read; they are counted only when ``walk`` (the worker
+    asks where it could not count them itself): that walks the sheets' or slides' shapes, two calls over the
+    bridge each."""
+    parts = None
     if document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
         sheets = document.getSheets()
-        return {"sheets": list(sheets.getElementNames()), "parts": counted(lambda: sheet_parts(document, sheets))}
-    if document.supportsService("com.sun.star.presentation.PresentationDocument"):
+        found = {"sheets": list(sheets.getElementNames())}
+        parts = functools.partial(sheet_parts, document, sheets)
+    elif document.supportsService("com.sun.star.presentation.PresentationDocument"):
         pages = document.getDrawPages()
-        if not walk:
-            return {"slides": pages.getCount()}
-        return {"slides": pages.getCount(),
-                "parts": counted(lambda: {"embedded_objects": slide_objects(document, pages)})}
-    if document.supportsService("com.sun.star.text.TextDocument") or \
+        found = {"slides": pages.getCount()}
+        parts = functools.partial(slide_parts, document, pages)
+    elif document.supportsService("com.sun.star.text.TextDocument") or \
             document.supportsService("com.sun.star.text.WebDocument"):
         # whitespace is layout, not content: the OOXML export turns some of it into indents
-        return {"text": Counter("".join(document.getText().getString().split())),
-                # charts and formulas are embedded objects of a text document, as in a .doc's ObjectPool
-                "parts": counted(lambda: {"embedded_objects": document.getEmbeddedObjects().getCount()})}
-    return {}
+        found = {"text": Counter("".join(document.getText().getString().split()))}
+        parts = functools.partial(text_parts, document)
+    else:
+        found = {}
+    if walk and parts is not None:
+        found["parts"] = counted(parts)
+    return found
 
 
 def counted(count):
@@ -210,14 +215,19 @@ def sheet_parts(document, sheets):
             "embedded_objects": objects if objects is not None else max(0, object_storages(document) - charts)}
 
 
-def slide_objects(document, slides):
+def slide_parts(document, slides):
     """OLE shapes (charts and formulas included, as in a .ppt) on the slides and masters, empty placeholders
     left out."""
     pages = [pages.getByIndex(index) for pages in (slides, document.getMasterPages())
              for index in range(pages.getCount())]
     found = ole_shapes(pages, lambda shape, kind: kind in (OLE_SHAPE, "com.sun.star.presentation.ChartShape") or
                        (kind == "com.sun.star.presentation.OLE2Shape" and not shape.IsEmptyPresentationObject))
-    return found if found is not None else object_storages(document)
+    return {"embedded_objects": found if found is not None else object_storages(document)}
+
+
+def text_parts(document):
+    """Charts and formulas are embedded objects of a text document, as in a .doc's ObjectPool."""
+    return {"embedded_objects": document.getEmbeddedObjects().getCount()}
 
 
 def ole_shapes(pages, counts):
