@@ -123,6 +123,7 @@ class LibreOffice:
         self.filters = manager.createInstanceWithContext("com.sun.star.document.FilterFactory", context)
         self.families = {}  # filter name -> family, or None for a filter without a document service
         self.importers = {}  # type name -> names of the filters that import it
+        self.media_types = {}  # type name -> its media type
 
     def filter_family(self, name):
         if name not in self.families:
@@ -156,13 +157,18 @@ class LibreOffice:
         # pyuno hands the in/out descriptor back as the second item
         type_name, descriptor = self.types.queryTypeByDescriptor(descriptor, True)
         found = as_dict(descriptor)
-        media_type = ""
-        if type_name and self.types.hasByName(type_name):
-            media_type = as_dict(self.types.getByName(type_name)).get("MediaType", "")
         if found.get("Aborted"):  # an encrypted OOXML package; the type it names is bogus
             return {"type": "", "family": "other", "media_type": ""}, True, ""
         family = self.family(type_name, found.get("FilterName", ""))
-        return {"type": type_name, "family": family, "media_type": media_type}, False, found.get("FilterName", "")
+        return {"type": type_name, "family": family, "media_type": self.media_type(type_name)}, False, \
+            found.get("FilterName", "")
+
+    def media_type(self, type_name):
+        """The type's media type (a registry lookup of two calls over the bridge, made once per type)."""
+        if type_name not in self.media_types:
+            known = type_name and self.types.hasByName(type_name)
+            self.media_types[type_name] = as_dict(self.types.getByName(type_name)).get("MediaType", "") if known else ""
+        return self.media_types[type_name]
 
     def load(self, path, import_filter=""):
         """Load ``path``; with the ``import_filter`` deep detection chose, loading does not detect it again."""
