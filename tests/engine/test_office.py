@@ -1,5 +1,6 @@
 """The warm LibreOffice pool: timeouts, crashes, recycling, memory cap, no network."""
 
+import base64
 import http.server
 import os
 import signal
@@ -18,7 +19,7 @@ from docshift.engine import convert as converter
 from docshift.engine import sandbox, soffice
 from docshift.engine.office import Office
 from docshift.engine.soffice import Soffice
-from docshift.errors import OfficeCrashed, OfficeTimeout
+from docshift.errors import EngineBroken, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS
 
 
@@ -91,6 +92,30 @@ def test_recycled_after_n_conversions(tmp_path, legacy):
         assert pids[0] != pids[1] == pids[2] and office.restarts == 1
     finally:
         office.stop()
+
+
+def test_later_self_tests_load_the_files_the_first_one_made(tmp_path, legacy):
+    """Making the self-test's legacy files is most of its time and no conversion stores a legacy format: the
+    first LibreOffice makes them, and the later ones of the worker load and export those (one handed a file that
+    is not what its name says fails its self-test)."""
+    office = Office(tmp_path / "office", name="samples")
+    try:
+        office.start()
+        launcher = office.pool.launcher
+        made = launcher.samples
+        assert sorted(made) == ["selftest.doc", "selftest.ppt", "selftest.xls"]
+        assert base64.b64decode(made["selftest.doc"])[:8] == bytes.fromhex("d0cf11e0a1b11ae1")  # an OLE file
+        first = office.office_pid()
+        office.restart()
+        assert office.office_pid() != first and launcher.samples is made  # loaded, not made again
+        work = tmp_path / "work"
+        work.mkdir()
+        assert converter.convert(office, legacy["xls"], "xls", work, 60).extension == "xlsx"
+        launcher.samples = dict(made, **{"selftest.xls": made["selftest.doc"]})  # a Word file named .xls
+        with pytest.raises(EngineBroken, match="self-test failed"):
+            office.restart()
+    finally:
+        office.close()
 
 
 @pytest.mark.slow

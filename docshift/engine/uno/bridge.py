@@ -25,8 +25,9 @@ checks compare: every sheet name (chart sheets are sheets here), the slide
 count, the body text's characters without whitespace, counted per character.
 
 The first line it writes is ``{"ready": true, "pid": <soffice pid>}``; a request
-``{"selftest": directory, "kinds": [...]}`` runs ``selftest.py`` there, on the kinds soffice.py
-sends (``formats.self_test_kinds``), instead of a conversion. A crash of
+``{"selftest": directory, "kinds": [...], "samples": {...}}`` runs ``selftest.py`` there, on the kinds
+soffice.py sends (``formats.self_test_kinds``) and the legacy files an earlier self-test made, instead of
+a conversion. A crash of
 LibreOffice is reported as ``crashed`` (its detail names the step) and ends this
 process; the supervisor starts a fresh one.
 """
@@ -183,7 +184,7 @@ def facts(document, walk=True):
     shows even where the legacy file's own count cannot be read; they are counted only when ``walk`` (the worker
     asks where it could not count them itself): that walks the sheets' or slides' shapes, two calls over the
     bridge each."""
-    parts = None
+    found, parts = {}, None
     if document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
         sheets = document.getSheets()
         found = {"sheets": list(sheets.getElementNames())}
@@ -197,19 +198,12 @@ def facts(document, walk=True):
         # whitespace is layout, not content: the OOXML export turns some of it into indents
         found = {"text": Counter("".join(document.getText().getString().split()))}
         parts = functools.partial(text_parts, document)
-    else:
-        found = {}
     if walk and parts is not None:
-        found["parts"] = counted(parts)
+        try:
+            found["parts"] = parts()
+        except Exception:  # the document does not say: None, a count is never made up
+            found["parts"] = None
     return found
-
-
-def counted(count):
-    """``count()``, or None when the document does not say (a count is never made up)."""
-    try:
-        return count()
-    except Exception:
-        return None
 
 
 def sheet_parts(document, sheets):
@@ -388,7 +382,8 @@ def main():
             request = json.loads(line)
             try:
                 if "selftest" in request:  # office.py asks a fresh LibreOffice this before any work
-                    reply(**selftest.run(office.desktop, request["selftest"], request["kinds"], props))
+                    reply(**selftest.run(office.desktop, request["selftest"], request["kinds"], props,
+                                         request.get("samples")))
                 else:
                     reply(**convert(office, request))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
