@@ -186,6 +186,8 @@ class Office:
                 started: Soffice | None = self._launch()
                 delay = 1.0
             except OfficeCrashed as error:
+                if self._closing:  # close() ended the start: nothing went wrong
+                    return
                 log.warning("%s: no spare LibreOffice: %s", self.name, error)
                 time.sleep(delay)
                 delay = min(delay * 2, 60)

@@ -3,6 +3,7 @@ another's, the job dir is emptied between tasks, a spare started in the backgrou
 account, and an account's idle LibreOffice waits for its next task (a few accounts, for a while)."""
 
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -57,6 +58,21 @@ def test_with_one_account_kept_another_account_gets_the_spare_and_the_first_is_s
     assert spare_pid(spared) not in (first, waiting)
     convert_for(spared, "acct_a", legacy["doc"], "doc", "4")
     assert spared.office_pid() not in (first, waiting)
+
+
+def test_a_spare_whose_libreoffice_died_is_not_handed_work(spared, legacy):
+    """A LibreOffice killed while it waits (here the spare) takes its bridge with it: the worker sees it gone and
+    starts another, instead of handing a file to a bridge with no LibreOffice behind it."""
+    os.kill(spare_pid(spared), signal.SIGKILL)
+    waiting = spared._spare
+    deadline = time.monotonic() + 10
+    while waiting.running:
+        assert time.monotonic() < deadline, "the spare's bridge outlived its LibreOffice"
+        time.sleep(0.05)
+    convert_for(spared, "acct_a", legacy["doc"], "doc", "1")
+    assert spared.current is not waiting
+    convert_for(spared, "acct_b", legacy["xls"], "xls", "2")  # a new account: a spare, or a fresh start
+    assert spared.tenant == "acct_b"
 
 
 def test_without_a_spare_a_new_account_still_gets_a_fresh_libreoffice(fresh_office, legacy):

@@ -1,8 +1,8 @@
 """One warm LibreOffice, driven over UNO; run by ``office.py`` under LibreOffice's Python.
 
 Not imported by docshift itself: it needs the ``uno`` module of Debian's
-python3-uno. It starts ``soffice`` listening on a named pipe (a file, so it
-works inside a network namespace with no network), then answers one JSON
+python3-uno. It starts LibreOffice (``process.py``) listening on a named pipe (a file,
+so it works inside a network namespace with no network), then answers one JSON
 request per stdin line with one JSON line on stdout:
 
     {"source": path, "target": path, "filter": export filter name}
@@ -35,21 +35,18 @@ process; the supervisor starts a fresh one.
 import functools
 import json
 import os
-import random
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 
+import process
 import selftest
 import uno
 from com.sun.star.beans import PropertyValue
-from com.sun.star.connection import NoConnectException
 
 # UpdateDocMode NO_UPDATE: linked content (images, OLE links, external data) is never refreshed;
 # MacroExecutionMode NEVER_EXECUTE: no macro runs, whatever the document asks
@@ -92,26 +89,6 @@ def as_dict(values):
 def reply(**message):
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
-
-
-def start(profile, pipe):
-    soffice = subprocess.Popen(
-        ["soffice", "--headless", "--invisible", "--nologo", "--norestore", "--nodefault",
-         "--nolockcheck", "--nofirststartwizard", f"-env:UserInstallation={profile}",
-         f"--accept=pipe,name={pipe};urp;StarOffice.ComponentContext"],
-        stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
-    local = uno.getComponentContext()
-    resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            context = resolver.resolve(f"uno:pipe,name={pipe};urp;StarOffice.ComponentContext")
-            break
-        except NoConnectException:
-            if soffice.poll() is not None or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-    return soffice, LibreOffice(context)
 
 
 class LibreOffice:
@@ -338,45 +315,14 @@ def _convert(office, source, stored, target, request):
     return {"ok": True, "facts": report}
 
 
-def end_group():
-    """Kill this process group: soffice is a launcher, and its child soffice.bin would
-    outlive a kill of the launcher alone. This process goes with it."""
-    os.killpg(os.getpgrp(), signal.SIGKILL)
-
-
-def watch_parent(parent):
-    # the worker that started us died (even mid-conversion): nothing may outlive it
-    while os.getppid() == parent:
-        time.sleep(1)
-    end_group()
-
-
-def yield_the_cpu():
-    """Give this session's autogroup the nice value the supervisor gave us (10).
-
-    With the kernel's autogroup scheduling (Debian's default), CPU time is shared first between
-    sessions and only then by nice value inside each; the sandbox starts a session of its own, so
-    LibreOffice's nice 10 alone would still weigh as much as the whole API. Raising the group's
-    nice needs no privilege, but the kernel takes one such change per 0.1 s from the unprivileged
-    (EAGAIN): the other Offices start at the same moment. Without autogroups the file is missing
-    and nice already works."""
-    for _ in range(50):
-        try:
-            with open("/proc/self/autogroup", "w") as autogroup:
-                autogroup.write(str(os.nice(0)))
-            return
-        except BlockingIOError:
-            time.sleep(0.05 + random.random() * 0.1)
-        except OSError:
-            return
-
-
 def main():
     profile, pipe = sys.argv[1], sys.argv[2]
-    yield_the_cpu()
-    threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
+    process.yield_the_cpu()
+    threading.Thread(target=process.watch_parent, args=(os.getppid(),), daemon=True).start()
     try:
-        soffice, office = start(profile, pipe)
+        soffice, context = process.start(profile, pipe)
+        threading.Thread(target=process.watch_soffice, args=(soffice,), daemon=True).start()
+        office = LibreOffice(context)
         reply(ready=True, pid=soffice.pid)
         for line in sys.stdin:
             request = json.loads(line)
@@ -391,7 +337,7 @@ def main():
                 return 1
         return 0
     finally:
-        end_group()
+        process.end_group()
 
 
 if __name__ == "__main__":
