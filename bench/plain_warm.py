@@ -25,7 +25,7 @@ NICE = 10  # office.py's
 
 
 def same_priority():
-    """The CPU priority docshift gives its LibreOffice (``bridge.yield_the_cpu``): nice 10, and its session's
+    """The CPU priority docshift gives its LibreOffice (``process.yield_the_cpu``): nice 10, and its session's
     autogroup at nice 10, so that other load on the machine weighs on both sides alike."""
     os.nice(NICE)
     try:

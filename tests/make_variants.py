@@ -4,7 +4,7 @@ Run by the suite under LibreOffice's Python (Debian's python3 with python3-uno),
 
     /usr/bin/python3 tests/make_variants.py OUTDIR
 
-It starts one LibreOffice (through the engine's own ``bridge.start``) to write what LibreOffice can
+It starts one LibreOffice (through the engine's own ``process.start``) to write what LibreOffice can
 write (RTF, SpreadsheetML 2003, OOXML, PDF, password-protected and VelvetSweatshop files) and builds
 the rest by hand (BIFF4 and BIFF5, Word and Excel HTML, an OLE file with upper-case stream names,
 text, PNG, ZIP, random bytes).
@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docshift" / "engine" / "uno"))
 import bridge
+import process
 import uno
 
 PASSWORD = "secret"
@@ -203,7 +204,8 @@ def main(outdir):
     out.mkdir(parents=True, exist_ok=True)
     built_by_hand(out)
     with tempfile.TemporaryDirectory(prefix="variants-") as profile:
-        soffice, office = bridge.start(Path(profile).as_uri(), f"docshift-variants-{os.getpid()}")
+        soffice, context = process.start(Path(profile).as_uri(), f"docshift-variants-{os.getpid()}")
+        office = bridge.LibreOffice(context)
         try:
             written_by_libreoffice(office, out)
         finally:

@@ -3,7 +3,7 @@
 ``Launcher.launch`` starts one and has it pass its self-test (``uno/selftest.py``: a tiny .doc, .xls
 and .ppt); a :class:`Soffice` is then one conversion at a time, over one line of JSON each way
 (``uno/bridge.py``). Its profile turns macros off, an address-space limit caps its memory, and it runs
-at nice 10, its session's autogroup too (``bridge.yield_the_cpu``), so the API keeps the CPU it needs.
+at nice 10, its session's autogroup too (``process.yield_the_cpu``), so the API keeps the CPU it needs.
 Its job dir is the one host directory its sandbox sees (``/job``): no other LibreOffice sees it.
 """
 
