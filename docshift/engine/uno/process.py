@@ -5,6 +5,7 @@ sandbox's session the nice value the worker gave the bridge; it kills the whole 
 ends, when LibreOffice ends, or when the worker that started it goes.
 """
 
+import functools
 import os
 import random
 import shutil
@@ -29,7 +30,8 @@ def start(profile, pipe):
     argv = [program, "--headless", "--invisible", "--nologo", "--norestore", "--nodefault", "--nolockcheck",
             "--nofirststartwizard", f"-env:UserInstallation={profile}",
             f"--accept=pipe,name={pipe};urp;StarOffice.ComponentContext"]
-    soffice = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
+    launch = functools.partial(subprocess.Popen, argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
+    soffice = launch()
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
     deadline, restarts = time.monotonic() + 60, 0
@@ -40,7 +42,7 @@ def start(profile, pipe):
         except NoConnectException:
             if soffice.poll() == RESTART and restarts < 3:
                 restarts += 1
-                soffice = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
+                soffice = launch()
             elif soffice.poll() is not None or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)  # LibreOffice listens 0.3 s after it starts: a finer poll answers sooner
