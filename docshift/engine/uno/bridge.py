@@ -209,18 +209,23 @@ def text_parts(document):
 
 def ole_shapes(pages, counts):
     """How many shapes of ``pages`` (inside groups too) ``counts(shape, type)``; None past ``SHAPE_LIMIT`` shapes:
-    each costs two calls over the bridge (a 28 s presentation spent 2.8 s walking all of its own)."""
-    found, budget, pending = 0, SHAPE_LIMIT, list(pages)
+    each costs two calls over the bridge (a 28 s presentation spent 2.8 s walking all of its own). The pages'
+    own shapes are counted first: past the limit there, no shape is walked (two old PowerPoint decks of the corpus
+    spent 0.3 s each walking 200 shapes only to give up)."""
+    sizes = [page.getCount() for page in pages]
+    if sum(sizes) > SHAPE_LIMIT:
+        return None
+    found, budget, pending = 0, SHAPE_LIMIT, list(zip(pages, sizes))
     while pending:
-        group = pending.pop()
-        for index in range(group.getCount()):
+        group, size = pending.pop()
+        for index in range(size):
             budget -= 1
             if budget < 0:
                 return None
             shape = group.getByIndex(index)
             kind = shape.getShapeType()
             if kind == GROUP_SHAPE:
-                pending.append(shape)
+                pending.append((shape, shape.getCount()))
             elif counts(shape, kind):
                 found += 1
     return found
