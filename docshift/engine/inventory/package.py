@@ -179,17 +179,29 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
     return part
 
 
-def pictures_of(package: Package, name: str, part: Part) -> set[str]:
-    """The media parts that ``part`` (content part ``name``) shows as pictures."""
+def pictures_of(package: Package, name: str, part: Part,
+                relationships: dict[str | None, tuple[str, str | None]] | None = None) -> set[str]:
+    """The media parts that ``part`` (content part ``name``, whose ``relationships`` may be given) shows as
+    pictures."""
     if not part.pictures:
         return set()
-    relationships = package.relationships(name)
+    relationships = package.relationships(name) if relationships is None else relationships
     found: set[str] = set()
     for rid in part.pictures:
         rel_type, target = relationships.get(rid, ("", None))
         if target and rel_type == IMAGE_RELATIONSHIP and target in package.names:
             found.add(target)
     return found
+
+
+def pictures_in(package: Package, name: str) -> set[str]:
+    """The media parts that part ``name`` shows as pictures, when nothing else is wanted of it (a master, a
+    layout, a drawing): a part with no relationship to a picture shows none, and is not read (a .pptx from
+    LibreOffice has a dozen layouts per master, most of them without one)."""
+    relationships = package.relationships(name)
+    if not any(rel_type == IMAGE_RELATIONSHIP for rel_type, _ in relationships.values()):
+        return set()
+    return pictures_of(package, name, scan(package, name), relationships)
 
 
 def has_vba_part(path: str | Path) -> bool:

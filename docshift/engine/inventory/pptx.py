@@ -4,7 +4,17 @@ from collections import Counter
 from typing import cast
 
 from docshift.engine.inventory.common import Inventory, attempt
-from docshift.engine.inventory.package import NS_A, NS_P, NS_R, SEP, Package, charts_and_objects, pictures_of, scan
+from docshift.engine.inventory.package import (
+    NS_A,
+    NS_P,
+    NS_R,
+    SEP,
+    Package,
+    charts_and_objects,
+    pictures_in,
+    pictures_of,
+    scan,
+)
 
 NS_P188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"  # modern comments
 A_TEXT = f"{NS_A}{SEP}t"
@@ -52,6 +62,5 @@ def read(package: Package, inventory: Inventory) -> None:
     counts["headers_footers"] = len(placeholders & {"dt", "sldNum", "ftr"})
     counts["embedded_objects"] = None if objects is None else objects + math
     for name in package.matching(r"ppt/(slideMasters/slideMaster|slideLayouts/slideLayout)[0-9]*\.xml"):
-        part = scan(package, name)
-        pictures |= pictures_of(package, name, part)
+        pictures |= pictures_in(package, name)
     counts["images"] = len(pictures)

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from docshift.engine.inventory.common import CHUNK, ErrorValue, Inventory, Unreadable, attempt, place
-from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, charts_and_objects, pictures_of, scan
+from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, charts_and_objects, pictures_in
 
 # a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers
 Sheet = tuple[dict[bytes, Any], set[bytes], list[str]]
@@ -66,7 +66,7 @@ def read(package: Package, inventory: Inventory) -> None:
         headers_at += [place(name, which) for which in headers]
         for rel_type, part in package.relationships(target).values():
             if part and part in package.names and rel_type.endswith("/drawing"):
-                pictures |= pictures_of(package, part, scan(package, part))
+                pictures |= pictures_in(package, part)
             elif part and part in package.names and rel_type.endswith("/comments"):
                 comments_at += [place(name, ref) for ref in _comment_refs(package, part)]
     counts["images"] = len(pictures)
