@@ -125,9 +125,12 @@ def alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a killed child stays a zombie until reaped; it is dead all the same
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    # a killed child stays a zombie until reaped; it is dead all the same, and it may be reaped while we look
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 def start_embedded_store(data_dir, port=None, bind=None):
