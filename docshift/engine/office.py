@@ -284,9 +284,11 @@ class Office:
     # work
 
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
-               task_id: str | None = None, parts: bool = True) -> dict[str, Any]:
+               task_id: str | None = None, parts: bool | Callable[[], bool] = True) -> dict[str, Any]:
         """Have LibreOffice load ``source`` and export it into ``target``; returns what it found in the document
         (its embedded objects and charts only if ``parts``: the sheets' or slides' shapes are walked for them).
+        ``parts`` may be a function, asked once LibreOffice has loaded the file: the worker decides from what it
+        reads of the source meanwhile.
 
         Both are the worker's own paths: the sandbox gets copies staged in the job dir."""
         tenant = self.tenant
@@ -296,15 +298,20 @@ class Office:
         current = self.current
         current.task_id = task_id
         with self._visible(Path(source).resolve(), Path(target).resolve()) as (inner_source, inner_target):
-            request = {"source": inner_source, "target": inner_target, "filter": export_filter, "parts": parts}
+            request = {"source": inner_source, "target": inner_target, "filter": export_filter,
+                       "parts": parts if isinstance(parts, bool) else "ask"}
             try:
                 current.send(request)
             except OfficeCrashed:
                 self.stop()
                 raise
             self.busy = True
+            deadline = time.monotonic() + timeout
             try:
                 answer = current.read(timeout)
+                if "loaded" in answer and not isinstance(parts, bool):  # it waits to hear whether to walk
+                    current.send({"parts": _decided(parts)})
+                    answer = current.read(deadline - time.monotonic())
             except (OfficeTimeout, OfficeCrashed):
                 self.stop()
                 raise
@@ -345,6 +352,14 @@ class Office:
             except OfficeCrashed:
                 self.stop()  # what left that behind will not convert the next file
                 raise
+
+
+def _decided(parts: Callable[[], bool]) -> bool:
+    """What ``parts()`` says; True (walk) when it fails: whoever made it hears of that from its own reading."""
+    try:
+        return bool(parts())
+    except Exception:
+        return True
 
 
 def clear_leftovers(base_dir: str | Path) -> None:

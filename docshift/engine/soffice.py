@@ -7,6 +7,7 @@ at nice 10, its session's autogroup too (``process.yield_the_cpu``), so the API 
 Its job dir is the one host directory its sandbox sees (``/job``): no other LibreOffice sees it.
 """
 
+import contextlib
 import functools
 import json
 import logging
@@ -289,7 +290,9 @@ class Soffice:
         if self.process is not None:
             self.signal()
             self.process.wait()
-            self.process.stdin.close()
+            # a request that a dead bridge did not take is still in the pipe's buffer: closing tries it again
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
             self.process.stdout.close()
         shutil.rmtree(self.profile, ignore_errors=True)
         shutil.rmtree(self.job_dir, ignore_errors=True)

@@ -6,6 +6,7 @@ Read from ``../shared/corpus``: files with VBA projects of each type and VBA use
 """
 
 import io
+import time
 import zipfile
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, inventory, vba
 from docshift.engine.office import PROFILE_SETTINGS, Office
+from docshift.engine.soffice import Soffice
 from docshift.formats import FORMATS, MEDIA_TYPES
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -151,28 +153,55 @@ def test_the_worker_asks_for_the_loaded_parts_only_where_the_source_cannot_tell(
     """The legacy file's own count decides: counted there, LibreOffice is not asked; unreadable there (as in a
     PowerPoint 95 file), LibreOffice counts what it loaded, for the report to compare the result with."""
     what, _ = PARTS[kind]
-    asked = []
-    export = Office.export
-
-    def recording(self, *args, **kwargs):
-        asked.append(kwargs["parts"])
-        return export(self, *args, **kwargs)
-
-    monkeypatch.setattr(Office, "export", recording)
+    sent = recording_requests(monkeypatch)
     counted = convert.convert(office, embedded[kind], kind, tmp_path / "counted", 60)
     of_source = inventory.of_source
 
-    def unreadable(source, kind):
-        found = of_source(source, kind)
+    def unreadable(*args):
+        found = of_source(*args)
         found.counts[what] = None
         return found
 
     monkeypatch.setattr(inventory, "of_source", unreadable)
     walked = convert.convert(office, embedded[kind], kind, tmp_path / "walked", 60)
-    assert asked == [False, True]
+    # each request leaves the walk open; once the file is loaded, the worker says what the source decided
+    assert [request["parts"] for request in sent if "source" in request] == ["ask", "ask"]
+    assert [request["parts"] for request in sent if set(request) == {"parts"}] == [False, True]
     assert counted.fidelity["counts"][what] == {"source": 1, "result": 1}
     assert walked.fidelity["counts"][what] == {"source": None, "result": 1}
     assert walked.fidelity["complete"] is True, walked.fidelity["lost"]
+
+
+def test_the_source_is_read_while_libreoffice_loads_it(embedded, office, tmp_path, monkeypatch):
+    """The worker reads the legacy file's records on a thread of its own once LibreOffice has the file, so that
+    neither waits for the other; the walk waits for that reading."""
+    events = recording_requests(monkeypatch)
+    of_source = inventory.of_source
+
+    def slow(*args):
+        time.sleep(0.5)  # long enough that LibreOffice has the request before the reading ends
+        found = of_source(*args)
+        events.append("read")
+        return found
+
+    monkeypatch.setattr(inventory, "of_source", slow)
+    converted = convert.convert(office, embedded["ppt"], "ppt", tmp_path, 60)
+    assert ["sent" if isinstance(event, dict) else event for event in events] == ["sent", "read", "sent"]
+    assert events[-1] == {"parts": False}  # decided by what was read: the source counts its embedded objects
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": 1, "result": 1}
+
+
+def recording_requests(monkeypatch):
+    """The list that each message sent to a bridge is appended to, from now on."""
+    sent = []
+    send = Soffice.send
+
+    def recording(self, request):
+        sent.append(request)
+        return send(self, request)
+
+    monkeypatch.setattr(Soffice, "send", recording)
+    return sent
 
 
 @pytest.mark.parametrize("kind,extension", [("doc", "docm"), ("xls", "xlsm"), ("ppt", "pptm")])

@@ -79,9 +79,10 @@ __all__ = ["KINDS", "LABELS", "SHEET_NAME_LIMIT", "ErrorValue", "Inventory", "St
            "of_result", "of_source", "report", "same_value"]
 
 
-def of_source(path: str | Path, kind: str) -> Inventory:
+def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -> Inventory:
     """The :class:`Inventory` of the legacy file ``path`` of ``kind`` ("doc", "xls" or "ppt"), counted from its
-    OLE storages and records (and xlrd's cells). Never raises: what cannot be read is None (unknown)."""
+    OLE storages and records (and xlrd's cells); ``carries_macros``: ``vba.has_project`` of it, when the caller
+    has already asked. Never raises: what cannot be read is None (unknown)."""
     inventory = Inventory(kind, dict.fromkeys(KINDS[kind]))
     budget = Budget()
     try:
@@ -95,7 +96,8 @@ def of_source(path: str | Path, kind: str) -> Inventory:
             pass
         finally:
             ole.close()
-    _count_macros(path, inventory, lambda vba: vba.has_project(path, kind))
+    _count_macros(path, inventory,
+                  lambda vba: vba.has_project(path, kind) if carries_macros is None else carries_macros)
     return inventory
 
 

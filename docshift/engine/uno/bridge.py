@@ -5,8 +5,11 @@ python3-uno. It starts LibreOffice (``process.py``) listening on a named pipe (a
 so it works inside a network namespace with no network), then answers one JSON
 request per stdin line with one JSON line on stdout:
 
-    {"source": path, "target": path, "filter": export filter name}
+    {"source": path, "target": path, "filter": export filter name, "parts": true | false | "ask"}
     -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...}
+
+With ``"parts": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the bridge waits for
+``{"parts": true | false}`` (whether to count the loaded parts, ``facts``) before it goes on.
 
 LibreOffice decides what the file is: its deep type detection names the type
 and, through the type's import filter, the document family. The report says:
@@ -303,8 +306,13 @@ def _convert(office, source, stored, target, request):
     if document is None:  # the import filter said no: password-protected or damaged
         return {"ok": True, "facts": report}
     try:
+        walk = request.get("parts", True)
+        if walk == "ask":  # the worker decides from the legacy file's records, which it read while this loaded
+            step = "waiting for the worker"
+            reply(loaded=True)
+            walk = json.loads(sys.stdin.readline())["parts"]
         step = "reading the source"
-        report["loaded"] = facts(document, walk=request.get("parts", True) is not False)
+        report["loaded"] = facts(document, walk=walk is not False)
         took("facts")
         step = "storing the result"
         document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
