@@ -46,9 +46,10 @@ def read(package: Package, inventory: Inventory) -> None:
         part = scan(package, name, (A_TEXT,))
         text.update(part.text)
         math += part.math
-        pictures |= pictures_of(package, name, part)
+        slide_relationships = package.relationships(name)
+        pictures |= pictures_of(package, name, part, slide_relationships)
         placeholders |= part.placeholders
-        for rel_type, target in package.relationships(name).values():
+        for rel_type, target in slide_relationships.values():
             if target and target in package.names and rel_type.endswith("/notesSlide"):
                 notes_part = scan(package, target, (A_TEXT,))
                 notes += notes_part.note_text
