@@ -23,8 +23,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 from docshift.engine.soffice import Launcher, Soffice
 from docshift.errors import OfficeCrashed
@@ -55,7 +55,10 @@ class Pool:
         self._generations = itertools.count(1)  # numbers the profiles, job dirs and pipes of its LibreOffices
         self._idle: list[Soffice] = []  # least recently set aside first
         self._lock = threading.Lock()
-        self._requests: queue.SimpleQueue[tuple[Callable[[Soffice], object], _Answer] | None] = queue.SimpleQueue()
+        # each start asked of the launcher threads: who hears of its process, and where its Soffice (or what its
+        # start raised) goes
+        self._requests: queue.SimpleQueue[tuple[Callable[[Soffice], object], Future[Soffice]] | None] = \
+            queue.SimpleQueue()
         self._launchers: list[threading.Thread] = []
         self._launching: set[Soffice] = set()  # being started: one that close() must kill
         self._offices = 0
@@ -85,12 +88,12 @@ class Pool:
         """A fresh LibreOffice, started and self-tested on one of the pool's launcher threads (the caller
         waits). ``starting(soffice)`` hears of it as soon as its process runs. Raises what the start raised
         (OfficeCrashed)."""
-        answer = _Answer()
+        answer: Future[Soffice] = Future()
         with self._lock:  # close() ends the launchers under the same lock: no request is left unanswered
             if self.closing:
                 raise OfficeCrashed("the worker is closing its LibreOffices")
             self._requests.put((starting, answer))
-        return answer.wait()
+        return answer.result()
 
     def _launcher(self) -> None:
         while (request := self._requests.get()) is not None:
@@ -102,9 +105,9 @@ class Pool:
                     self.base_dir / "office" / f"{self.own}.{generation}", self.work_dir / str(generation),
                     f"docshift-{os.getpid()}-{self.launcher.name}-{generation}",
                     functools.partial(self._starting, starting=starting))
-                answer.give(started)
+                answer.set_result(started)
             except BaseException as error:
-                answer.fail(error)
+                answer.set_exception(error)
             finally:
                 with self._lock:
                     self._launching = {soffice for soffice in self._launching
@@ -176,26 +179,3 @@ class Pool:
             if thread is not threading.current_thread():
                 thread.join(timeout=30)
         shutil.rmtree(self.work_dir, ignore_errors=True)
-
-
-class _Answer:
-    """What a launcher thread hands back: a Soffice, or what its start raised."""
-
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self._value: Any = None
-        self._error: BaseException | None = None
-
-    def give(self, value: Soffice) -> None:
-        self._value = value
-        self._done.set()
-
-    def fail(self, error: BaseException) -> None:
-        self._error = error
-        self._done.set()
-
-    def wait(self) -> Soffice:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._value
