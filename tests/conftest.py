@@ -133,6 +133,17 @@ def alive(pid):
         return False
 
 
+def autogroup(pid):
+    """(group, nice) from /proc/<pid>/autogroup, or None: the file is missing without autogroup
+    scheduling, and empty for a process left in the kernel's default group (CI's runner is)."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as group:
+            fields = group.read().split()  # "/autogroup-5133 nice 10"
+    except FileNotFoundError:
+        return None
+    return (fields[0], int(fields[-1])) if fields else None
+
+
 def start_embedded_store(data_dir, port=None, bind=None):
     """``python -m docshift.storage.seaweed`` (the Procfile's ``objects``) on ``port`` (free
     ports if None) of ``bind`` (its default if None), with credentials of its own data dir; returns

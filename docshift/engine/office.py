@@ -145,10 +145,10 @@ class Office:
             self._keeper.start()
             self._wake.set()
 
-    def _launch(self) -> Soffice:
+    def _launch(self, background: bool = False) -> Soffice:
         started = None
         try:
-            started = self.pool.launch(self._starting)
+            started = self.pool.launch(self._starting, background)
             return started
         finally:
             with self._lock:  # started, it is no longer close()'s to kill: it may move to another Office
@@ -183,7 +183,7 @@ class Office:
             if not wanted:
                 continue
             try:
-                started: Soffice | None = self._launch()
+                started: Soffice | None = self._launch(background=True)
                 delay = 1.0
             except OfficeCrashed as error:
                 if self._closing:  # close() ended the start: nothing went wrong

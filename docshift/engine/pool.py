@@ -57,7 +57,7 @@ class Pool:
         self._lock = threading.Lock()
         # each start asked of the launcher threads: who hears of its process, and where its Soffice (or what its
         # start raised) goes
-        self._requests: queue.SimpleQueue[tuple[Callable[[Soffice], object], Future[Soffice]] | None] = \
+        self._requests: queue.SimpleQueue[tuple[Callable[[Soffice], object], bool, Future[Soffice]] | None] = \
             queue.SimpleQueue()
         self._launchers: list[threading.Thread] = []
         self._launching: set[Soffice] = set()  # being started: one that close() must kill
@@ -84,27 +84,27 @@ class Pool:
 
     # starting one
 
-    def launch(self, starting: Callable[[Soffice], object] = lambda soffice: None) -> Soffice:
+    def launch(self, starting: Callable[[Soffice], object] = lambda soffice: None, background: bool = False) -> Soffice:
         """A fresh LibreOffice, started and self-tested on one of the pool's launcher threads (the caller
-        waits). ``starting(soffice)`` hears of it as soon as its process runs. Raises what the start raised
-        (OfficeCrashed)."""
+        waits). ``starting(soffice)`` hears of it as soon as its process runs; ``background``: nobody waits
+        for it (``Launcher.launch``). Raises what the start raised (OfficeCrashed)."""
         answer: Future[Soffice] = Future()
         with self._lock:  # close() ends the launchers under the same lock: no request is left unanswered
             if self.closing:
                 raise OfficeCrashed("the worker is closing its LibreOffices")
-            self._requests.put((starting, answer))
+            self._requests.put((starting, background, answer))
         return answer.result()
 
     def _launcher(self) -> None:
         while (request := self._requests.get()) is not None:
-            starting, answer = request
+            starting, background, answer = request
             generation = next(self._generations)
             started = None
             try:
                 started = self.launcher.launch(
                     self.base_dir / "office" / f"{self.own}.{generation}", self.work_dir / str(generation),
                     f"docshift-{os.getpid()}-{self.launcher.name}-{generation}",
-                    functools.partial(self._starting, starting=starting))
+                    functools.partial(self._starting, starting=starting), background)
                 answer.set_result(started)
             except BaseException as error:
                 answer.set_exception(error)

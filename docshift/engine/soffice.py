@@ -127,22 +127,27 @@ class Launcher:
         self.samples: dict[str, str] = {}
 
     def launch(self, profile: Path, job_dir: Path, pipe: str,
-               starting: Callable[["Soffice"], object] = lambda soffice: None) -> "Soffice":
+               starting: Callable[["Soffice"], object] = lambda soffice: None,
+               background: bool = False) -> "Soffice":
         """A LibreOffice with ``profile`` and ``job_dir`` its own (made afresh), started and self-tested:
         a :class:`Soffice`. Raises OfficeCrashed when it does not start or fails its self-test.
-        ``starting(soffice)`` hears of it as soon as its process runs (whoever closes may kill it)."""
+        ``starting(soffice)`` hears of it as soon as its process runs (whoever closes may kill it).
+        ``background``: no task waits for this one (a spare). It starts at the lowest priority, nice 19 for
+        its session, and takes the CPU only where the converting LibreOffices leave it idle; it rises to
+        their nice 10 with its first conversion (``process.yield_the_cpu``)."""
         began = time.monotonic()
         self._prepare(profile, job_dir)
         started = Soffice(None, profile, job_dir, self.sandboxed)
         env = {"HOME": started.inside(profile / "home"), "TMPDIR": started.inside(profile / "tmp")}
+        priority = ["background"] if background else []
         if self.sandboxed:
             argv = sandbox.command(job_dir, profile, BRIDGE.parent,
                                    [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
-                                    pipe], env, self.limits)
+                                    pipe, *priority], env, self.limits)
             env = {}
         else:
             log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
-            argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), profile.as_uri(), pipe]
+            argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), profile.as_uri(), pipe, *priority]
             env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
         # the worker's environment (secret key, S3 and AWS credentials) stays out either way
         started.process = subprocess.Popen(

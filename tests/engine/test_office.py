@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import alive, dies, soffice_pids
+from conftest import alive, autogroup, dies, soffice_pids
 
 from docshift.engine import convert as converter
 from docshift.engine import sandbox, soffice
@@ -232,17 +232,6 @@ def test_libreoffice_yields_the_cpu_to_the_api(tmp_path):
         finally:
             for office in offices:
                 office.stop()
-
-
-def autogroup(pid):
-    """(group, nice) from /proc/<pid>/autogroup, or None: the file is missing without autogroup
-    scheduling, and empty for a process left in the kernel's default group (CI's runner is)."""
-    try:
-        with open(f"/proc/{pid}/autogroup") as group:
-            fields = group.read().split()  # "/autogroup-5133 nice 10"
-    except FileNotFoundError:
-        return None
-    return (fields[0], int(fields[-1])) if fields else None
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):

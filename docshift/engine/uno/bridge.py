@@ -330,7 +330,9 @@ def _convert(office, source, stored, target, request):
 
 def main():
     profile, pipe = sys.argv[1], sys.argv[2]
-    process.yield_the_cpu()
+    # a spare ("background"): its start and self-test take only the CPU the converting LibreOffices leave
+    background = sys.argv[3:] == ["background"]
+    process.yield_the_cpu(19 if background else None)
     threading.Thread(target=process.watch_parent, args=(os.getppid(),), daemon=True).start()
     try:
         soffice, context = process.start(profile, pipe)
@@ -344,6 +346,9 @@ def main():
                     reply(**selftest.run(office.desktop, request["selftest"], request["kinds"], props,
                                          request.get("samples")))
                 else:
+                    if background:  # taken: it converts at the others' priority from now on, at once
+                        background = False
+                        threading.Thread(target=process.yield_the_cpu, daemon=True).start()
                     reply(**convert(office, request))
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
                 reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")

@@ -83,19 +83,20 @@ def watch_parent(parent):
     end_group()
 
 
-def yield_the_cpu():
-    """Give this session's autogroup the nice value the supervisor gave us (10).
+def yield_the_cpu(nice=None):
+    """Give this session's autogroup the nice value the supervisor gave us (10), or ``nice``.
 
     With the kernel's autogroup scheduling (Debian's default), CPU time is shared first between
     sessions and only then by nice value inside each; the sandbox starts a session of its own, so
     LibreOffice's nice 10 alone would still weigh as much as the whole API. Raising the group's
-    nice needs no privilege, but the kernel takes one such change per 0.1 s from the unprivileged
-    (EAGAIN): the other Offices start at the same moment. Without autogroups the file is missing
-    and nice already works."""
+    nice needs no privilege, nor does lowering it back to any value from 0 up, but the kernel takes
+    one such change per 0.1 s from the unprivileged (EAGAIN): the other Offices start at the same
+    moment. Without autogroups the file is missing and nice already works (a spare then starts at
+    the same priority as the converting LibreOffices)."""
     for _ in range(50):
         try:
             with open("/proc/self/autogroup", "w") as autogroup:
-                autogroup.write(str(os.nice(0)))
+                autogroup.write(str(os.nice(0) if nice is None else nice))
             return
         except BlockingIOError:
             time.sleep(0.05 + random.random() * 0.1)
