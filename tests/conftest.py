@@ -48,10 +48,20 @@ def _ports_free(ports):
     return True
 
 
+def _ephemeral_floor():
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port_block(offsets=(0,)):
-    """A base port whose ``base + offset`` ports are all free."""
+    """A base port whose ``base + offset`` ports are all free, all below the kernel's ephemeral
+    range: a port in it can be taken by any outgoing connection between this check and the
+    server's bind, or by a client that polls it before the server is up (a TCP self-connect)."""
+    top = _ephemeral_floor() - max(offsets)
     for _ in range(200):
-        base = random.randrange(20000, 50000)
+        base = random.randrange(10000, top)
         if _ports_free([base + o for o in offsets]):
             return base
     raise RuntimeError("no free ports")
@@ -164,6 +174,26 @@ def start_embedded_store(data_dir, port=None, bind=None):
     return config, process
 
 
+def wait_for_store(config, process, data_dir, timeout=60):
+    """Wait until the store started by ``start_embedded_store`` answers S3 (403 without
+    credentials). If it ends first or never answers, stop what is left of it and fail with the
+    end of its log, so that no process outlives the test and the failure says why."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"http://{config.s3_endpoint}/", timeout=1).status_code == 403:
+                return
+        except requests.RequestException:
+            pass
+        if process.poll() is not None:
+            break
+        time.sleep(0.2)
+    stop_process_group(process)
+    log = (Path(data_dir) / "weed.log").read_text(errors="replace")[-4000:]
+    raise TimeoutError(f"SeaweedFS on port {config.s3_port} did not come up (exit {process.returncode}); "
+                       f"the end of its log:\n{log}")
+
+
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
     """A real SeaweedFS S3 endpoint with credentials; env for every docshift process of the session."""
@@ -171,8 +201,7 @@ def s3(tmp_path_factory):
     config, process = start_embedded_store(data_dir)
     env = {"DOCSHIFT_S3_ENDPOINT": config.s3_endpoint, "DOCSHIFT_S3_ACCESS_KEY": config.s3_access_key,
            "DOCSHIFT_S3_SECRET_KEY": config.s3_secret_key}
-    wait_for(lambda: requests.get(f"http://{config.s3_endpoint}/", timeout=1).status_code == 403,
-             60, "SeaweedFS")
+    wait_for_store(config, process, data_dir)
     os.environ.update(env)
     yield {"endpoint": config.s3_endpoint, "env": env, "process": process, "data_dir": data_dir}
     stop_process_group(process)
@@ -194,8 +223,7 @@ def own_store(tmp_path):
         def start(self):
             port = self.config.s3_port if self.config else None
             self.config, self.process = start_embedded_store(tmp_path / "store", port)
-            wait_for(lambda: requests.get(f"http://{self.config.s3_endpoint}/", timeout=1).status_code == 403,
-                     60, "SeaweedFS")
+            wait_for_store(self.config, self.process, tmp_path / "store")
 
         def stop(self):
             stop_process_group(self.process)
@@ -292,9 +320,17 @@ class Service:
         self.data_dir.mkdir(parents=True, exist_ok=True)
 
     def start(self, workers=2):
-        self.start_web()
-        self.start_worker(workers)
-        return self.wait_healthy()
+        """Web and worker, healthy; if they never get there, none of their processes outlives
+        the call (the test that called it gets no service to stop)."""
+        try:
+            self.start_web()
+            self.start_worker(workers)
+            return self.wait_healthy()
+        except BaseException:
+            for process in self.processes.values():
+                stop_process_group(process)
+            self.processes.clear()
+            raise
 
     def wait_healthy_web(self):
         """The web answers (healthy or not: no worker may run)."""
@@ -561,7 +597,11 @@ def redis_url(tmp_path_factory):
                                 "--appendonly", "no", "--dir", str(directory)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     import redis
-    wait_for(lambda: redis.Redis(port=port).ping(), 30, "redis-server")
+    try:
+        wait_for(lambda: redis.Redis(port=port).ping(), 30, "redis-server")
+    except TimeoutError:
+        stop_process_group(process)
+        raise
     yield f"redis://127.0.0.1:{port}/0"
     stop_process_group(process)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import free_port_block, start_embedded_store, stop_process_group, wait_for
+from conftest import free_port_block, start_embedded_store, stop_process_group, wait_for_store
 
 # offsets from DOCSHIFT_S3_PORT: master, volume, filer, admin (HTTP), then their gRPC ports
 INTERNAL = {"master": 1, "volume": 2, "filer": 3, "admin": 4, "s3 grpc": 10000, "master grpc": 10001,
@@ -110,7 +110,27 @@ def test_the_s3_port_listens_on_loopback_unless_s3_bind_opens_it(s3, tmp_path):
     config, process = start_embedded_store(tmp_path, bind="0.0.0.0")
     try:
         port = int(config.s3_port)
-        wait_for(lambda: requests.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 403, 60, "SeaweedFS")
+        wait_for_store(config, process, tmp_path)
         assert listening(port) == {"00000000"}
     finally:
         stop_process_group(process)
+
+
+def test_a_store_whose_port_is_taken_ends_at_once_and_names_the_port(tmp_path):
+    """Another program on the S3 port: the store says so and ends, weed with it, rather than
+    leaving a weed that nothing can reach."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        _, process = start_embedded_store(tmp_path, port)
+        try:
+            assert process.wait(30) == 1
+        finally:
+            stop_process_group(process)
+    log = (tmp_path / "weed.log").read_text()
+    assert f"the object store cannot listen on 127.0.0.1:{port}" in log
+    assert "Traceback" not in log
+    data = str(tmp_path.resolve())
+    assert not [pid for pid in Path("/proc").iterdir() if pid.name.isdigit() and _cmdline(pid)[:2] == ["weed", "mini"]
+                and any(arg.startswith(f"-dir={data}") for arg in _cmdline(pid))]
