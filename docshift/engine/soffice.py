@@ -229,8 +229,10 @@ class Soffice:
         self.tenant: str | None = None
         self.task_id: str | None = None  # the task it converts, for the log
         self.conversions = 0
+        self.closing = False  # its bridge answered a conversion and has yet to say it closed the document
         self.idle_since = time.monotonic()
         self._pid: int | None = None  # its soffice.bin's, once found
+        self._unread = bytearray()
 
     @property
     def running(self) -> bool:
@@ -267,8 +269,10 @@ class Soffice:
         deadline = time.monotonic() + timeout
         # the raw pipe, never its buffered reader: a reply is read only as far as it goes
         stdout = self.process.stdout.fileno()
-        line = bytearray()
-        while not line.endswith(b"\n"):
+        line = self._unread
+        while b"\n" not in line:
+            if len(line) > MAX_REPLY_BYTES:
+                raise OfficeCrashed("the bridge's reply is too long")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise OfficeTimeout()
@@ -279,8 +283,10 @@ class Soffice:
             if not chunk:
                 raise OfficeCrashed("the bridge exited")
             line += chunk
-            if len(line) > MAX_REPLY_BYTES or b"\n" in line[:-1]:
-                raise OfficeCrashed("the bridge's reply is too long, or more than one line")
+        end = line.index(b"\n") + 1
+        line, self._unread = line[:end], line[end:]  # the start of its next reply, read along with this one
+        if len(line) > MAX_REPLY_BYTES:
+            raise OfficeCrashed("the bridge's reply is too long")
         try:
             reply = json.loads(line)
         except (ValueError, RecursionError) as error:
@@ -288,6 +294,18 @@ class Soffice:
         if not isinstance(reply, dict):
             raise OfficeCrashed("the bridge's reply is no JSON object")
         return reply
+
+    def settle(self, timeout: float) -> bool:
+        """Whether it closed the document of its last conversion (within ``timeout`` seconds if it is
+        still at it): only then is it ready for another request."""
+        if not self.closing:
+            return True
+        try:
+            said = self.read(timeout)
+        except (OfficeTimeout, OfficeCrashed):
+            return False
+        self.closing = False
+        return said.get("closed") is True
 
     def kill(self) -> None:
         """Kill it (the sandbox's own PID namespace dies with its outer bwrap: --die-with-parent) and remove

@@ -46,6 +46,35 @@ def test_timeout_kills_only_that_process(office, fresh_office, slow_xls, legacy,
     assert result.exists() and fresh_office.office_pid() != victim
 
 
+# of the compatibility corpus, the file whose document LibreOffice takes longest to close (about a second
+# after the worker has checked its result, where most take a few milliseconds)
+SLOW_TO_CLOSE = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "ppt" / "42474-2.ppt"
+
+
+def test_a_result_is_handed_over_before_libreoffice_closes_the_document(fresh_office, legacy, tmp_path,
+                                                                          monkeypatch):
+    """The bridge answers once the result is stored and closes the document after: the worker checks the
+    result meanwhile. Here LibreOffice is stopped (SIGSTOP) the moment the conversion returns, while it
+    closes: that conversion has its result, and the next file goes to a fresh LibreOffice after
+    ``CLOSE_SECONDS``, with the whole of its own timeout. Before, the close came first, and the next
+    file waited out its timeout on the stopped LibreOffice and failed."""
+    from docshift.engine import office as office_module
+
+    monkeypatch.setattr(office_module, "CLOSE_SECONDS", 2)
+    first = converter.convert(fresh_office, SLOW_TO_CLOSE, "ppt", tmp_path / "first", 60)
+    stopped = fresh_office.office_pid()
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        assert first.path.stat().st_size > 0
+        second = converter.convert(fresh_office, legacy["doc"], "doc", tmp_path / "second", 15)
+        assert second.path.stat().st_size > 0
+        assert dies(stopped), "the LibreOffice that never closed the document is still there"
+        assert fresh_office.office_pid() != stopped
+    finally:
+        if alive(stopped):
+            os.kill(stopped, signal.SIGKILL)
+
+
 def kill_during_conversion(office, times):
     """Kill -9 the Office's soffice.bin once it is busy, ``times`` times over its restarts."""
     killed = []
@@ -298,6 +327,25 @@ HOSTILE_REPLIES = {
     "deep nesting": ('import time\nprint("[" * 100000 + "]" * 100000, flush=True)\ntime.sleep(300)', OfficeCrashed),
     "gone": ('import sys\nsys.stdout.write(\'{"ok": \')', OfficeCrashed),
 }
+
+
+def test_replies_that_arrive_in_one_read_are_taken_in_turn(tmp_path):
+    """The bridge's answer and its ``closed`` after it often reach the pipe together: each is its own reply."""
+    script = ('import sys, time\nsys.stdout.write(\'{"ok": true}\\n{"closed": true}\\n\')\n'
+              'sys.stdout.flush()\ntime.sleep(300)')
+    process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, bufsize=1, start_new_session=True)
+    bridge = Soffice(process, tmp_path / "profile", tmp_path / "job")
+    try:
+        time.sleep(0.5)  # both lines are in the pipe before the first read
+        assert bridge.read(10) == {"ok": True}
+        bridge.closing = True
+        assert bridge.settle(10)
+        assert not bridge.closing
+        with pytest.raises(OfficeTimeout):
+            bridge.read(0.5)
+    finally:
+        bridge.kill()
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_REPLIES))

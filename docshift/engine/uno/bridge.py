@@ -260,23 +260,37 @@ def answers(desktop, error=None):
 
 
 def convert(office, request):
-    """Convert as ``request`` says. LibreOffice writes a link to a file beside the document relative to where it
+    """Convert as ``request`` says; returns the answer, and what is left to do once it is sent: close the
+    document and remove the scratch dir. The worker checks the result meanwhile; the next request is read
+    only after. LibreOffice writes a link to a file beside the document relative to where it
     stores the result, and the worker's staging dir is not the sandbox's to write: the source is loaded from a
     copy in a scratch dir of the sandbox's own, where the result is stored too, so that such a link names the file
     beside the result (as a plain ``soffice --convert-to`` in place writes it), not the worker's staging dir."""
     source, target = request["source"], request["target"]
-    with tempfile.TemporaryDirectory(prefix="job-", ignore_cleanup_errors=True) as scratch:
+    scratch = tempfile.mkdtemp(prefix="job-")
+    opened = []
+
+    def tidy():
+        for document in opened:
+            close(document)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    try:
         local = os.path.join(scratch, os.path.basename(source))
         try:
             shutil.copyfile(source, local)
         except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
-            return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}"}
+            return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}"}, tidy
         name = os.path.basename(target)
         stored = os.path.join(scratch, name if name != os.path.basename(source) else "result-" + name)
-        return _convert(office, local, stored, target, request)
+        return _convert(office, local, stored, target, request, opened), tidy
+    except BaseException:
+        tidy()
+        raise
 
 
-def _convert(office, source, stored, target, request):
+def _convert(office, source, stored, target, request, opened):
+    """The answer to ``request``; the document it loaded, if any, is left open in ``opened``."""
     global step
     began = time.monotonic()
     seconds = {}  # of each step, for the log and the benchmarks
@@ -305,6 +319,7 @@ def _convert(office, source, stored, target, request):
     took("load")
     if document is None:  # the import filter said no: password-protected or damaged
         return {"ok": True, "facts": report}
+    opened.append(document)
     try:
         walk = request.get("parts", True)
         if walk == "ask":  # the worker decides from the legacy file's records, which it read while this loaded
@@ -322,13 +337,12 @@ def _convert(office, source, stored, target, request):
         if not answers(office.desktop, error):
             raise
         return {"ok": False, "error": "store_failed", "detail": f"{type(error).__name__}: {error}"}
-    finally:
-        close(document)
     report["outcome"] = "converted"
     return {"ok": True, "facts": report}
 
 
 def main():
+    global step
     profile, pipe = sys.argv[1], sys.argv[2]
     # a spare ("background"): its start and self-test take only the CPU the converting LibreOffices leave
     background = sys.argv[3:] == ["background"]
@@ -349,7 +363,11 @@ def main():
                     if background:  # taken: it converts at the others' priority from now on, at once
                         background = False
                         threading.Thread(target=process.yield_the_cpu, daemon=True).start()
-                    reply(**convert(office, request))
+                    answer, tidy = convert(office, request)
+                    reply(**answer)  # the worker checks the result while this LibreOffice closes the document
+                    step = "closing the document"
+                    tidy()
+                    reply(closed=True)
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
                 reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")
                 return 1
