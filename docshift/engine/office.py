@@ -36,8 +36,7 @@ log = logging.getLogger("docshift.office")
 
 # a LibreOffice that fails its self-test this many times in a row is reported broken
 START_ATTEMPTS = 3
-# a LibreOffice that takes longer to close a document it has answered for is replaced by a fresh one
-CLOSE_SECONDS = 20
+CLOSE_SECONDS = 20  # a LibreOffice slower to close a document it answered for is replaced (``_settled``)
 
 
 class Office:
@@ -269,21 +268,20 @@ class Office:
             elif self.current is None or not self.current.running:
                 log.info("%s: a new account, a fresh LibreOffice", self.name)
                 self.restart()
-        self._settle()  # its job dir is emptied once it is done with the last document
-        if self.current is None:
+        if not self._settled():  # its job dir is emptied once it is done with the last document
             self.restart()
         self.current.empty_job_dir()
         self.current.tenant = tenant
 
-    def _settle(self) -> None:
-        """Wait until the LibreOffice at hand has closed the document it last answered for. One that does not
-        within ``CLOSE_SECONDS``, or dies meanwhile, is stopped: the file it converted keeps its result, and
+    def _settled(self) -> bool:
+        """Whether a LibreOffice is at hand once it has closed the document it last answered for. One that does
+        not within ``CLOSE_SECONDS``, or dies meanwhile, is stopped: the file it converted keeps its result, and
         the next goes to a fresh LibreOffice, never charged for the wait."""
-        current = self.current
-        if current is not None and current.running and not current.settle(CLOSE_SECONDS):
+        if self.running and not self.current.settle(CLOSE_SECONDS):
             log.warning("%s: LibreOffice did not close the last document within %d s; a fresh one takes over",
                         self.name, CLOSE_SECONDS)
             self.stop()
+        return self.current is not None
 
     def _spare_or_stop(self, soffice: Soffice) -> None:
         """``soffice`` becomes the spare if it is fresh (it has seen no document) and there is none; else it
@@ -307,7 +305,7 @@ class Office:
 
         Both are the worker's own paths: the sandbox gets copies staged in the job dir."""
         tenant = self.tenant
-        self._settle()
+        self._settled()
         if not self.running:
             self.restart()  # after a crash, the remains of the old process go
             self.current.tenant = tenant
