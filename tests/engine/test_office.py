@@ -51,28 +51,33 @@ def test_timeout_kills_only_that_process(office, fresh_office, slow_xls, legacy,
 SLOW_TO_CLOSE = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "ppt" / "42474-2.ppt"
 
 
+@pytest.mark.parametrize("fault", ["SIGSTOP", "SIGKILL"])
 def test_a_result_is_handed_over_before_libreoffice_closes_the_document(fresh_office, legacy, tmp_path,
-                                                                          monkeypatch):
+                                                                          monkeypatch, caplog, fault):
     """The bridge answers once the result is stored and closes the document after: the worker checks the
-    result meanwhile. Here LibreOffice is stopped (SIGSTOP) the moment the conversion returns, while it
-    closes: that conversion has its result, and the next file goes to a fresh LibreOffice after
-    ``CLOSE_SECONDS``, with the whole of its own timeout. Before, the close came first, and the next
-    file waited out its timeout on the stopped LibreOffice and failed."""
+    result meanwhile. Here LibreOffice is stopped, or killed, the moment the conversion returns, while it
+    closes: that conversion has its result, and the next file goes to a fresh LibreOffice (after
+    ``CLOSE_SECONDS`` for the stopped one), with the whole of its own timeout and no crash counted
+    against it. Before, the close came first, and the next file waited out its timeout on the stopped
+    LibreOffice and failed."""
     from docshift.engine import office as office_module
 
     monkeypatch.setattr(office_module, "CLOSE_SECONDS", 2)
     first = converter.convert(fresh_office, SLOW_TO_CLOSE, "ppt", tmp_path / "first", 60)
-    stopped = fresh_office.office_pid()
-    os.kill(stopped, signal.SIGSTOP)
+    closing = fresh_office.office_pid()
+    os.kill(closing, getattr(signal, fault))
     try:
         assert first.path.stat().st_size > 0
         second = converter.convert(fresh_office, legacy["doc"], "doc", tmp_path / "second", 15)
         assert second.path.stat().st_size > 0
-        assert dies(stopped), "the LibreOffice that never closed the document is still there"
-        assert fresh_office.office_pid() != stopped
+        assert dies(closing), "the LibreOffice that never closed the document is still there"
+        assert fresh_office.office_pid() != closing
+        assert not [r for r in caplog.records if "crashed on" in r.getMessage()]
+        if fault == "SIGSTOP":
+            assert "did not close the last document within 2 s" in caplog.text
     finally:
-        if alive(stopped):
-            os.kill(stopped, signal.SIGKILL)
+        if alive(closing):
+            os.kill(closing, signal.SIGKILL)
 
 
 def kill_during_conversion(office, times):

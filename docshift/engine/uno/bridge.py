@@ -367,6 +367,8 @@ def main():
                     reply(**answer)  # the worker checks the result while this LibreOffice closes the document
                     step = "closing the document"
                     tidy()
+                    if not answers(office.desktop):  # it died closing: the worker sees the bridge end
+                        return 1
                     reply(closed=True)
             except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
                 reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")
