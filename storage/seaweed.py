@@ -117,16 +117,14 @@ async def serve(config: Settings, argv: list[str]) -> int:
     weed exits."""
     socket_path = Path(config.data_dir) / "objects" / S3_SOCKET
     socket_path.unlink(missing_ok=True)
-    weed = await asyncio.create_subprocess_exec(*isolated(argv, config.data_dir))
-    try:
+    try:  # the port first: where it is taken, no weed is started
         server = await asyncio.start_server(functools.partial(_forward, str(socket_path)),
                                             config.s3_bind, config.s3_port)
     except OSError as error:
         log.error("the object store cannot listen on %s:%s (%s); set DOCSHIFT_S3_PORT to a free port",
                   config.s3_bind, config.s3_port, error.strerror or error)
-        _stop(weed.pid)
-        await weed.wait()
         return 1
+    weed = await asyncio.create_subprocess_exec(*isolated(argv, config.data_dir))
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _stop, weed.pid)

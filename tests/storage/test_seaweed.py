@@ -116,13 +116,14 @@ def test_the_s3_port_listens_on_loopback_unless_s3_bind_opens_it(s3, tmp_path):
         stop_process_group(process)
 
 
+@pytest.mark.slow
 def test_a_store_whose_port_is_taken_ends_at_once_and_names_the_port(tmp_path):
-    """Another program on the S3 port: the store says so and ends, weed with it, rather than
-    leaving a weed that nothing can reach."""
+    """Another program on the S3 port: the store says so and ends before it starts weed, rather
+    than leaving a weed that nothing can reach."""
+    port = free_port_block()
     with socket.socket() as other:
-        other.bind(("127.0.0.1", 0))
+        other.bind(("127.0.0.1", port))
         other.listen()
-        port = other.getsockname()[1]
         _, process = start_embedded_store(tmp_path, port)
         try:
             assert process.wait(30) == 1
@@ -131,6 +132,7 @@ def test_a_store_whose_port_is_taken_ends_at_once_and_names_the_port(tmp_path):
     log = (tmp_path / "weed.log").read_text()
     assert f"the object store cannot listen on 127.0.0.1:{port}" in log
     assert "Traceback" not in log
+    assert "SeaweedFS" not in log  # weed's banner: it never started
     data = str(tmp_path.resolve())
     assert not [pid for pid in Path("/proc").iterdir() if pid.name.isdigit() and _cmdline(pid)[:2] == ["weed", "mini"]
                 and any(arg.startswith(f"-dir={data}") for arg in _cmdline(pid))]
