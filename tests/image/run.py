@@ -266,8 +266,7 @@ def compose_phase(workdir):
 
 def nodes_phase(env, started, key, workdir):
     """The coordinator (web and worker again, on Redis, converting nothing) with a node."""
-    secrets = {"REDIS_PASSWORD": os.urandom(16).hex(), "DOCSHIFT_QUEUE_KEY": os.urandom(32).hex(),
-               "DOCSHIFT_S3_ACCESS_KEY": "ds" + os.urandom(8).hex(), "DOCSHIFT_S3_SECRET_KEY": os.urandom(20).hex()}
+    secrets = {"REDIS_PASSWORD": os.urandom(16).hex(), "DOCSHIFT_QUEUE_KEY": os.urandom(32).hex()}
     env = {**env, **secrets, "DOCSHIFT_QUEUE_URL": f"redis://:{secrets['REDIS_PASSWORD']}@redis:6379/0",
            "DOCSHIFT_WORKERS": "0", "DOCSHIFT_NODES": "1"}
     # as compose stops them: what depends on the store first, so the worker drains into it
