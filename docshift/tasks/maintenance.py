@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlite_utils import Database
@@ -33,8 +34,23 @@ HOLDER_SILENCE = timedelta(seconds=90)
 
 
 def worker_name() -> str:
-    """host:pid, the holder recorded on each claim and the name of this process's heartbeat."""
-    return f"{HOST}:{os.getpid()}"
+    """host:pid:start, the holder recorded on each claim and the name of this process's heartbeat.
+    ``start`` (``process_start``) tells this process from a later one given the same pid, as a
+    restarted container's worker is."""
+    pid = os.getpid()
+    return f"{HOST}:{pid}:{process_start(pid)}"
+
+
+def process_start(pid: int) -> str:
+    """Which start of ``pid`` runs now: the kernel's boot id and the process's start time since
+    that boot (/proc/PID/stat), or "" where /proc cannot tell."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:12]
+    except OSError:
+        return ""
+    # the fields after the command name, which may itself hold spaces and parentheses
+    return f"{boot}.{stat.rpartition(')')[2].split()[19]}"
 
 
 def heartbeat(conn: Database, at: datetime | None = None) -> None:
@@ -94,13 +110,15 @@ def recover_stuck(conn: Database, objects: ObjectStore, config: Settings, at: da
 
 
 def holder_gone(conn: Database, holder: str | None, at: datetime) -> bool:
-    """True when the process named ``holder`` (host:pid) has certainly stopped: on this host its
-    pid is gone; elsewhere its heartbeat went silent. An unknown holder is never declared gone."""
-    host, _, pid = (holder or "").partition(":")
+    """True when the process named ``holder`` (host:pid:start) has certainly stopped: on this host
+    its pid is gone or now belongs to a later start; elsewhere its heartbeat went silent. An
+    unknown holder is never declared gone."""
+    host, _, rest = (holder or "").partition(":")
+    pid, _, start = rest.partition(":")  # no start: a holder recorded before starts were
     if not pid.isdigit():
         return False
     if host == HOST:
-        return not alive(int(pid))
+        return not alive(int(pid)) or bool(start and start != process_start(int(pid)))
     beat = liveness.last_heartbeat(conn, f"worker:{holder}")
     return beat is not None and beat + HOLDER_SILENCE < at
 

@@ -138,6 +138,35 @@ def test_a_live_holder_keeps_its_task_until_the_longest_run(app, client, account
         assert tasks.get_task(conn, dead)["status"] == "QUEUED"
 
 
+def _as_pid_one(code):
+    """What ``code`` prints when run as pid 1 of a fresh pid namespace on this host: a container's
+    worker, restarted, gets the pid its predecessor had."""
+    import subprocess
+    import sys
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc",
+                           sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout.strip()
+
+
+def test_a_restarted_container_takes_back_its_predecessors_tasks_at_once(app, client, account):
+    """The previous start's holder has the same host and pid as the new worker: it is still gone."""
+    name = "from docshift.tasks import maintenance; print(maintenance.worker_name())"
+    before = _as_pid_one(name)
+    assert before.split(":")[:2] == [maintenance.HOST, "1"]
+    task_id = post_file(client, account, b"data", "x.doc").get_json()["task_id"]
+    with app.app_context():
+        conn = get_db()
+        tasks.start_processing(conn, task_id, before)
+        # the new start, pid 1 again, alive, right after the old one: not its holder
+        gone = _as_pid_one(f"from docshift.tasks import maintenance; from datetime import datetime; "
+                           f"print(maintenance.holder_gone(None, {before!r}, datetime.now()), "
+                           f"maintenance.holder_gone(None, maintenance.worker_name(), datetime.now()))")
+        assert gone == "True False"
+        # and here, where pid 1 is another process again: the task comes back with its first sweep
+        maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], connection.now())
+        assert tasks.get_task(conn, task_id)["status"] == "QUEUED"
+
+
 def _dead_pid():
     import subprocess
     process = subprocess.Popen(["true"])
