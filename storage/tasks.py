@@ -148,8 +148,9 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
     not PROCESSING, or not held by ``lease`` when one is given. The row keeps the key its lease
     stored the result under (``s3.result_key``).
     """
-    at = at or now()
     with transaction(db):
+        # taken once the write lock is held: no earlier than anything metered before this commits
+        at = at or now()
         task = get_task(db, task_id)
         if task is None or task["status"] != Status.PROCESSING:
             return None

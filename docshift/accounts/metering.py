@@ -21,16 +21,20 @@ def report_overage(conn: Database, backend: Marketplace, at: datetime | None = N
     after; hours that fell out of the marketplace's window unsent are recorded as missed.
     Returns what the marketplace settled.
     """
-    at = at or connection.now()
-    this_hour = ledger.hour_of(at)
     due = []
-    for account, hour, quantity in ledger.overage_to_report(conn, this_hour - timedelta(days=7), this_hour):
-        ledger.open_overage_report(conn, account["id"], hour, quantity)
-        if connection.parse(hour) < at - METERING_WINDOW:
-            ledger.close_overage_report(conn, account["id"], hour, "missed")
-            log.error("overage of account %s for %s was never reported in time", account["id"], hour)
-        else:
-            due.append((account, hour, quantity))
+    # Read and opened under the write lock, the time taken inside it: a success takes its
+    # finished_at under the same lock (tasks.mark_succeeded), so each one commits either before
+    # this reading, counted in it, or after it, in a later hour than any hour this closes.
+    with connection.transaction(conn):
+        at = at or connection.now()
+        this_hour = ledger.hour_of(at)
+        for account, hour, quantity in ledger.overage_to_report(conn, this_hour - timedelta(days=7), this_hour):
+            ledger.open_overage_report(conn, account["id"], hour, quantity)
+            if connection.parse(hour) < at - METERING_WINDOW:
+                ledger.close_overage_report(conn, account["id"], hour, "missed")
+                log.error("overage of account %s for %s was never reported in time", account["id"], hour)
+            else:
+                due.append((account, hour, quantity))
     settled = backend.meter(due) if due else {}
     for (account_id, hour), (status, record_id) in settled.items():
         ledger.close_overage_report(conn, account_id, hour, status, record_id)

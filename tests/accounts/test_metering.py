@@ -135,3 +135,46 @@ def test_local_marketplace_keeps_the_ledger(conn, app):
     overage(conn, account, ELEVEN + timedelta(minutes=5), 3)
     metering.report_overage(conn, marketplace.LocalMarketplace(app.config["DOCSHIFT"]), at=NOW)
     assert ledger_rows(conn) == [(connection.iso(ELEVEN), 3, "sent")]
+
+
+def test_a_success_that_waits_for_the_lock_across_the_hour_is_still_metered(tmp_path, aws, monkeypatch):
+    """A success whose commit waits for the write lock while the hour ends, and a metering run
+    in between: the success is reported in one hour or the next, never in an hour already closed."""
+    import threading
+    import time
+    path = str(tmp_path / "lock.db")
+    conn = connection.connect(path)
+    connection.init(conn)
+    clock = [ELEVEN + timedelta(minutes=30)]
+    monkeypatch.setattr(connection, "now", lambda: clock[0])
+    monkeypatch.setattr(tasks, "now", lambda: clock[0])
+    account = customer(conn)
+    overage(conn, account, clock[0])  # the hour's first overage, committed at once
+    late = connection.new_id("tsk")
+    tasks.create_task(conn, {"id": late, "account_id": account["id"], "status": "QUEUED", "source_filename": "b.doc",
+                             "source_type": "doc", "source_size": 1, "source_sha256": "0" * 64,
+                             "idempotency_key": None, "created_at": connection.iso(clock[0])})
+    tasks.start_processing(conn, late)
+
+    holder = connection.connect(path)
+    holder.conn.execute("BEGIN IMMEDIATE")  # another writer holds the lock as the hour ends
+    clock[0] = ELEVEN + timedelta(minutes=59, seconds=59)
+    billed = []
+    success = threading.Thread(target=lambda: billed.append(tasks.mark_succeeded(
+        connection.connect(path), late, 10, 1800, billing.rule(QUOTAS))))
+    success.start()
+    time.sleep(0.5)  # the success waits for the lock
+    clock[0] = ELEVEN + timedelta(hours=1, seconds=5)
+    expect_batch(aws, [(ACCOUNT, ELEVEN, 1)])  # 11:00-12:00 holds the first one; the late one, if
+    run = threading.Thread(target=metering.report_overage, args=(connection.connect(path), aws.backend))
+    run.start()  # committed after this reading, is 12:00's
+    time.sleep(0.5)
+    holder.conn.execute("ROLLBACK")
+    success.join(10)
+    run.join(10)
+    assert billed == ["OVERAGE"]
+
+    clock[0] = ELEVEN + timedelta(hours=2, minutes=5)
+    expect_batch(aws, [(ACCOUNT, ELEVEN + timedelta(hours=1), 1)])
+    metering.report_overage(conn, aws.backend)
+    assert sum(quantity for _, quantity, status in ledger_rows(conn) if status == "sent") == 2
