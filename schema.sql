@@ -27,7 +27,7 @@ CREATE INDEX IF NOT EXISTS api_keys_account ON api_keys (account_id);
 -- Registration tokens already used: each issues one key, once. Kept: a marketplace's token may
 -- outlive any age of ours, and a row is written only for a token the marketplace vouched for.
 CREATE TABLE IF NOT EXISTS used_registration_tokens (
-    token_hash TEXT PRIMARY KEY,          -- SHA-256 hex of the token; the token itself is never stored
+    token_hash TEXT PRIMARY KEY,          -- SHA-256 hex of its id (token_id: what its spellings share); never the token
     marketplace TEXT NOT NULL,
     account_id TEXT NOT NULL REFERENCES accounts (id),
     used_at TEXT NOT NULL

@@ -11,14 +11,17 @@ rather than trusting a message.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+from itsdangerous import BadData, BadSignature, SignatureExpired, URLSafeTimedSerializer
+from itsdangerous.encoding import base64_decode, base64_encode
 
 from docshift.errors import MarketplaceUnavailable, RegistrationTokenInvalid
 from docshift.settings import PLANS, Settings
@@ -54,8 +57,20 @@ class LocalMarketplace:
         # a nonce: two tokens for one customer in one second must differ, each is used once
         return self.serializer.dumps({"customer": customer_id, "plan": plan, "nonce": secrets.token_urlsafe(6)})
 
+    def token_id(self, token: str) -> str:
+        """What marks ``token`` used: the text its signature covers (payload and timestamp).
+
+        RegistrationTokenInvalid for any spelling but the issued one: itsdangerous also reads a
+        token with padding appended, with other values of the signature's unused low bits, or
+        with characters its base64 decoder drops, and none of those may pass for a fresh token."""
+        segments = token.removeprefix(".").split(".")  # payload, timestamp, signature ("." marks zlib)
+        if len(segments) != 3 or not all(_canonical_base64(segment) for segment in segments):
+            raise RegistrationTokenInvalid("registration token not in the form it was issued in")
+        return token.rpartition(".")[0]
+
     def resolve(self, token: str) -> Customer:
         """The customer a registration token stands for; raises RegistrationTokenInvalid."""
+        self.token_id(token)
         try:
             data = self.serializer.loads(token, max_age=self.max_age)
         except (BadSignature, SignatureExpired) as error:
@@ -80,6 +95,8 @@ class Notification:
 class AwsMarketplace:
     name = "aws"
     TOKEN_ERRORS = ("InvalidTokenException", "ExpiredTokenException")
+    # a real token is a few hundred characters of base64: a longer one is not worth asking AWS about
+    MAX_TOKEN = 2048
 
     def __init__(self, config: Settings, metering: Any = None, entitlement: Any = None, sqs: Any = None) -> None:
         import boto3
@@ -95,11 +112,29 @@ class AwsMarketplace:
         self.queue_url = config.aws_sqs_queue_url
         self.overage_dimension = config.aws_overage_dimension
 
+    def token_id(self, token: str) -> str:
+        """What marks ``token`` used. The token is opaque and only ResolveCustomer says whether it
+        is valid, so spellings that a lenient base64 decoder reads as the same bytes are one token:
+        without surrounding whitespace, the padding, the other alphabet (``-_``) or the unused low
+        bits of the last character. RegistrationTokenInvalid for a token no marketplace issues."""
+        token = self._trimmed(token)
+        core = token.rstrip("=")
+        if not re.fullmatch(r"[A-Za-z0-9+/_-]+", core) or len(core) % 4 == 1:
+            return token  # not base64: its own text is all there is to compare
+        decoded = base64.b64decode(core.translate(_STANDARD_ALPHABET) + "=" * (-len(core) % 4))
+        return base64.b64encode(decoded).decode()  # an issued (canonical, padded) token is its own id
+
+    def _trimmed(self, token: str) -> str:
+        token = token.strip()
+        if not 0 < len(token) <= self.MAX_TOKEN or not all("!" <= c <= "~" for c in token):
+            raise RegistrationTokenInvalid("registration token too long or with characters no token has")
+        return token
+
     def resolve(self, token: str) -> Customer:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            resolved = self.metering.resolve_customer(RegistrationToken=token)
+            resolved = self.metering.resolve_customer(RegistrationToken=self._trimmed(token))
         except ClientError as error:
             if error.response["Error"]["Code"] in self.TOKEN_ERRORS:
                 raise RegistrationTokenInvalid(error.response["Error"]["Code"]) from error
@@ -216,6 +251,17 @@ class AwsMarketplace:
                 log.warning("%d overage records unprocessed; they go again next run",
                             len(answer["UnprocessedRecords"]))
         return settled
+
+
+_STANDARD_ALPHABET = str.maketrans("-_", "+/")
+
+
+def _canonical_base64(segment: str) -> bool:
+    """True if ``segment`` is exactly what itsdangerous writes for the bytes it decodes to."""
+    try:
+        return base64_encode(base64_decode(segment)).decode("ascii") == segment
+    except BadData:  # not base64 at all
+        return False
 
 
 def _entitled(entitlement: dict[str, Any]) -> bool:

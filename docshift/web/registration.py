@@ -56,7 +56,7 @@ def confirm() -> ResponseReturnValue:
     """The link's page: checks the token (which changes nothing) and offers the button."""
     token = request.args.get("token") or request.args.get(FIELD)
     try:
-        customer = _resolve(token)
+        customer, _ = _resolve(token)
     except RegistrationRefused as refused:
         return _refused(refused)
     if _wants_json():
@@ -73,15 +73,14 @@ def register() -> ResponseReturnValue:
     """The marketplace's form POST (or the confirmation button): issues a new key."""
     token = request.form.get(FIELD) or request.args.get("token")
     try:
-        customer = _resolve(token)
+        customer, token_id = _resolve(token)
     except RegistrationRefused as refused:
         return _refused(refused)
     backend = get_marketplace()
     api_key = keys.generate()
     try:
         # the local operator's later changes (plan, status) outlive an old token; AWS is asked afresh
-        account = registrations.register(get_db(), backend.name, customer, token,  # type: ignore[arg-type]  # resolved
-                                         keys.digest(api_key),
+        account = registrations.register(get_db(), backend.name, customer, token_id, keys.digest(api_key),
                                          keys.hint(api_key), refresh=backend.name != "local")
     except RegistrationTokenInvalid as error:  # a POST of the same token got there first
         log.info("registration refused: %s", error)
@@ -96,14 +95,17 @@ def register() -> ResponseReturnValue:
     return _private(response)
 
 
-def _resolve(token: str | None) -> Customer:
+def _resolve(token: str | None) -> tuple[Customer, str]:
+    """The token's customer and the id that marks the token used, or RegistrationRefused."""
     if not token:
         raise RegistrationRefused(MISSING)
-    if registrations.token_used(get_db(), token):  # refused before the marketplace is asked again
-        log.info("registration refused: token already used")
-        raise RegistrationRefused(INVALID)
+    backend = get_marketplace()
     try:
-        return get_marketplace().resolve(token)
+        token_id = backend.token_id(token)
+        # refused before the marketplace is asked again; the token's own text for rows older than ids
+        if registrations.token_used(get_db(), token_id, token):
+            raise RegistrationTokenInvalid("registration token already used")
+        return backend.resolve(token), token_id
     except RegistrationTokenInvalid as error:
         log.info("registration refused: %s", error)
         raise RegistrationRefused(INVALID) from error

@@ -2,6 +2,8 @@
 we accept): registration tokens, entitlements per plan, subscription notifications, throttling.
 Everything else is real: the app, its SQLite database, the worker code."""
 
+import base64
+import hashlib
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -218,3 +220,38 @@ def test_malformed_message_is_dropped(app, aws):
                               {"QueueUrl": QUEUE, "MaxNumberOfMessages": 10, "WaitTimeSeconds": 0})
     aws.acknowledged("rx")
     assert sync(app, aws) == []
+
+
+# the shape of a real registration token: standard base64, padded (130 bytes leave 4 bits unused)
+BASE64_TOKEN = base64.b64encode(hashlib.sha256(b"docshift").digest() * 4 + b"ok").decode()
+
+
+def test_a_used_marketplace_token_in_another_spelling_issues_no_key(app, client, aws):
+    """The AWS token is opaque, but whatever ResolveCustomer might read as the same token (its
+    padding, the unused bits of its last character, the other base64 alphabet, surrounding
+    whitespace) is that token: refused once it was used, without asking AWS again."""
+    assert BASE64_TOKEN.endswith("==")
+    aws.resolves(BASE64_TOKEN)
+    aws.entitled("starter")
+    key = register(client, BASE64_TOKEN).get_json()["api_key"]
+    core = BASE64_TOKEN.rstrip("=")
+    flipped = core[:-1] + chr(ord(core[-1]) + 1)  # a character with other low bits, the same bytes
+    assert base64.b64decode(flipped + "==") == base64.b64decode(BASE64_TOKEN)
+    for spelling in (core, core + "=", BASE64_TOKEN + "=", flipped + "==", f"  {BASE64_TOKEN}\r\n",
+                     BASE64_TOKEN.replace("+", "-").replace("/", "_")):
+        again = register(client, spelling)
+        assert again.status_code == 400 and again.get_json()["code"] == "invalid_request", spelling
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+
+
+def test_a_marketplace_token_is_trimmed_and_bounded(app, client, aws):
+    """Surrounding whitespace is not part of the token (AWS is asked about the token alone); a
+    token with whitespace or control characters inside, or of 2 KiB and more, is refused
+    without asking AWS."""
+    for bad in ("tok en", "tok\x00en", "tok\u00e9n", "t" * 2049):
+        assert register(client, bad).status_code == 400, bad
+    aws.resolves("tok-1")
+    aws.entitled("team")
+    assert register(client, " tok-1\n").get_json()["plan"] == "team"
+    assert register(client, "tok-1").status_code == 400
+

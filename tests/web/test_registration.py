@@ -226,3 +226,50 @@ def test_one_token_posted_at_once_many_times_issues_one_key(s3, tmp_path):
             assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
     finally:
         service.stop()
+
+
+def other_spellings(value):
+    """Other spellings itsdangerous reads as the same signed token: padding appended, the
+    signature's last character with other values of its unused low bits, a non-ASCII character
+    its decoder drops."""
+    from itsdangerous.encoding import base64_decode
+
+    head, signature = value.rsplit(".", 1)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    low_bits = [c for c in alphabet if c != signature[-1]
+                and base64_decode(signature[:-1] + c) == base64_decode(signature)]
+    assert low_bits  # a 27-character SHA-1 signature leaves 2 bits of its last character unused
+    return [value + "=", value + "==", *(f"{head}.{signature[:-1]}{c}" for c in low_bits),
+            f"{head}.{signature[:4]}\u00e9{signature[4:]}"]
+
+
+def test_a_used_token_in_another_spelling_issues_no_key(app, client):
+    """Whoever saw a used link cannot append '=' (or flip the signature's unused bits) and take
+    the account over: the token is used whatever its spelling."""
+    link = f"/marketplace/register?token={token(app, 'respelled')}"
+    key = key_in(confirm_and_post(client, link))
+    value = link.split("=", 1)[1]
+    for spelling in other_spellings(value):
+        for response in (client.post("/marketplace/register", data={"x-amzn-marketplace-token": spelling}),
+                         client.get("/marketplace/register", query_string={"token": spelling})):
+            assert response.status_code == 400, (spelling, response.get_data(as_text=True)[:300])
+            assert "registration token invalid or expired" in response.get_data(as_text=True)
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    with sqlite3.connect(app.config["DOCSHIFT"].database) as conn:
+        assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 1
+
+
+def test_only_the_tokens_own_spelling_registers(app, client):
+    """A token is accepted only as it was issued (it re-encodes to exactly itself): another
+    spelling of a fresh token is refused, and the token itself still works after that."""
+    value = token(app, "canonical")
+    for spelling in other_spellings(value):
+        response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": spelling},
+                               headers={"Accept": "application/json"})
+        assert response.status_code == 400 and response.get_json()["code"] == "invalid_request", spelling
+    with sqlite3.connect(app.config["DOCSHIFT"].database) as conn:
+        assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 0
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": value},
+                           headers={"Accept": "application/json"})
+    assert response.status_code == 200 and keys.well_formed(response.get_json()["api_key"])
+
