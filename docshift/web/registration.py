@@ -4,10 +4,15 @@ Only a POST issues a key. ``GET ?token=...`` (the local marketplace's link) show
 whose button POSTs the token: a link preview or a mail scanner that fetches the link
 must not rotate the customer's key. A token issues a key once: the link sits in proxies'
 logs, and whoever saw it must not be able to take the account over afterwards.
+
+A POST that a browser sends from a page of another site (AWS Marketplace's own, or an
+attacker's posting their token to sign the visitor in to their account) only shows the
+confirmation page: the key comes from its button, a same-origin POST.
 """
 
 import logging
 import secrets
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -22,7 +27,7 @@ from docshift.errors import (
     ServiceUnavailable,
 )
 from docshift.storage import registrations
-from docshift.web.context import get_db, get_marketplace
+from docshift.web.context import get_db, get_marketplace, get_settings
 from docshift.web.problems import problem
 
 log = logging.getLogger("docshift.registration")
@@ -54,7 +59,10 @@ def _unframed(response: Response) -> Response:
 @bp.get("/marketplace/register")
 def confirm() -> ResponseReturnValue:
     """The link's page: checks the token (which changes nothing) and offers the button."""
-    token = request.args.get("token") or request.args.get(FIELD)
+    return _confirmation(request.args.get("token") or request.args.get(FIELD))
+
+
+def _confirmation(token: str | None) -> ResponseReturnValue:
     try:
         customer, _ = _resolve(token)
     except RegistrationRefused as refused:
@@ -72,6 +80,9 @@ def confirm() -> ResponseReturnValue:
 def register() -> ResponseReturnValue:
     """The marketplace's form POST (or the confirmation button): issues a new key."""
     token = request.form.get(FIELD) or request.args.get("token")
+    if _from_another_site():
+        log.info("registration POST from another site: the confirmation page, no key")
+        return _confirmation(token)
     try:
         customer, token_id = _resolve(token)
     except RegistrationRefused as refused:
@@ -112,6 +123,22 @@ def _resolve(token: str | None) -> tuple[Customer, str]:
     except MarketplaceUnavailable as error:
         log.warning("marketplace unavailable during registration: %s", error)
         raise RegistrationRefused(BUSY, busy=True) from error
+
+
+def _from_another_site() -> bool:
+    """True for a browser's request sent by a page of another site. Browsers set ``Sec-Fetch-Site``
+    (over HTTPS and to localhost), and ``Origin`` on every POST ("null" when the page hides it): a
+    request with neither comes from no page (curl, a script), so no page can ride on it."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None:
+        return site not in ("same-origin", "none")  # none: the user's own action, no page behind it
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return False
+    # the public name (DOCSHIFT_BASE_URL) too, whatever Host a proxy passes on
+    ours = {request.host.lower(), urlsplit(get_settings().base_url or "").netloc.lower()} - {""}
+    # the host alone: a proxy that ends TLS gives the app http for the browser's https
+    return urlsplit(origin).netloc.lower() not in ours
 
 
 def _private(response: Response) -> Response:

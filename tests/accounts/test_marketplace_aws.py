@@ -255,3 +255,21 @@ def test_a_marketplace_token_is_trimmed_and_bounded(app, client, aws):
     assert register(client, " tok-1\n").get_json()["plan"] == "team"
     assert register(client, "tok-1").status_code == 400
 
+
+def test_the_marketplaces_cross_site_post_shows_the_button(app, client, aws):
+    """AWS Marketplace sends the buyer's browser here with a form POST from its own site: it
+    shows the button (a page elsewhere could post its own token the same way); the button's
+    same-origin POST issues the key."""
+    aws.resolves("tok-1")
+    aws.entitled("starter")
+    page = client.post("/marketplace/register", data={"x-amzn-marketplace-token": "tok-1"},
+                       headers={"Origin": "https://aws.amazon.com", "Sec-Fetch-Site": "cross-site"})
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200 and 'id="get-key"' in html and 'id="api-key"' not in html
+    assert account(app) is None
+    aws.resolves("tok-1")
+    aws.entitled("starter")
+    pressed = client.post("/marketplace/register", data={"x-amzn-marketplace-token": "tok-1"},
+                          headers={"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"})
+    assert pressed.status_code == 200 and 'id="api-key"' in pressed.get_data(as_text=True)
+    assert account(app)["plan"] == "starter"

@@ -273,3 +273,49 @@ def test_only_the_tokens_own_spelling_registers(app, client):
                            headers={"Accept": "application/json"})
     assert response.status_code == 200 and keys.well_formed(response.get_json()["api_key"])
 
+
+SAME_ORIGIN = {"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}  # the test client's host
+
+
+@pytest.mark.parametrize("headers", [
+    {"Origin": "https://attacker.example", "Sec-Fetch-Site": "cross-site"},
+    {"Origin": "https://attacker.example"},  # a browser without Fetch Metadata
+    {"Origin": "null"},  # a sandboxed frame, a redirect across origins
+    {"Origin": "http://localhost", "Sec-Fetch-Site": "same-site"},  # a sibling subdomain's page
+])
+def test_a_cross_site_post_only_shows_the_button(app, client, headers):
+    """A page elsewhere that auto-submits its own token to this endpoint (login CSRF) lands the
+    visitor on the confirmation page: no key is issued until they press its button, and the
+    button's POST (same origin) does issue it."""
+    page = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app, "csrf-target")},
+                       headers=headers)
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+    assert 'id="get-key"' in html and 'id="api-key"' not in html and "dsk_" not in html
+    with sqlite3.connect(app.config["DOCSHIFT"].database) as conn:
+        assert conn.execute("SELECT count(*) FROM api_keys").fetchone()[0] == 0
+    action, field, value = re.search(
+        r'<form method="post" action="([^"]+)">\s*<input type="hidden" name="([^"]+)" value="([^"]+)">', html).groups()
+    pressed = client.post(action, data={field: value}, headers=SAME_ORIGIN)
+    assert pressed.status_code == 200 and keys.well_formed(key_in(pressed))
+
+
+def test_a_cross_site_post_asking_json_gets_no_key(app, client):
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app)},
+                           headers={"Origin": "https://attacker.example", "Accept": "application/json"})
+    assert response.status_code == 200 and "api_key" not in response.get_json()
+    assert response.get_json()["register"]["field"] == "x-amzn-marketplace-token"
+
+
+@pytest.mark.parametrize("headers", [
+    SAME_ORIGIN,
+    {"Origin": "http://localhost"},  # a browser without Fetch Metadata
+    {"Sec-Fetch-Site": "none"},  # the user's own action, no page behind it
+    {"Origin": "https://docshift.example.com"},  # DOCSHIFT_BASE_URL's host, TLS ended by a proxy
+    {},  # curl, a script, the marketplace's tooling: no browser, no cross-site request
+])
+def test_a_same_origin_or_non_browser_post_issues_the_key(app, client, headers):
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], base_url="https://docshift.example.com")
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app)}, headers=headers)
+    assert response.status_code == 200 and keys.well_formed(key_in(response))
+

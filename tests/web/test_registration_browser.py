@@ -17,7 +17,9 @@ from docshift.accounts import keys, marketplace
 CHROMIUM = "/usr/bin/chromium"
 # without the background-networking flags Chromium keeps trying to reach Google's hosts
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 # a name for this machine that is not "localhost": plain HTTP to it is not a secure context
+                 "--host-resolver-rules=MAP docshift.test 127.0.0.1"]
 # the screenshot is kept with the session's files, outside the checkout, for a person to look at
 ARTIFACTS = Path(os.environ.get("DOCSHIFT_TEST_ARTIFACTS") or tempfile.gettempdir()) / "docshift-artifacts"
 
@@ -134,3 +136,60 @@ def test_refused_registration_pages(page, live, query, message):
     expect(page.locator("h1")).to_have_text("Registration failed")
     assert message in page.locator("body").inner_text()
     assert page.locator("#api-key").count() == 0
+
+
+
+
+@pytest.fixture
+def named_web(s3, tmp_path):
+    """A web of its own whose public URL is http://docshift.test:PORT (DOCSHIFT_BASE_URL), the
+    name the browser above resolves to this machine."""
+    from conftest import Service, wait_for
+
+    service = Service(tmp_path / "named", s3["env"])
+    service.base_url = service.env["DOCSHIFT_BASE_URL"] = f"http://docshift.test:{service.port}"
+    service.start_web()
+    try:
+        wait_for(lambda: requests.get(f"http://127.0.0.1:{service.port}/healthz", timeout=2).status_code
+                 in (200, 503), 60, "docshift web")
+        yield service
+    finally:
+        service.stop()
+
+
+def test_a_page_elsewhere_cannot_register_the_visitor(page, live):
+    """Login CSRF: a page of another site (http://localhost) submits its own token to the
+    registration endpoint as soon as it opens. The visitor lands on the confirmation page with
+    no key issued (as a buyer sent by AWS Marketplace does); only its button, a same-origin POST,
+    issues one. On 127.0.0.1 Chromium says so in Sec-Fetch-Site."""
+    cross_site_post_shows_the_button(page, live)
+
+
+def test_a_page_elsewhere_cannot_register_the_visitor_by_origin_alone(page, named_web):
+    """The same over plain HTTP to a name that is not localhost, where Chromium sends no
+    Sec-Fetch-*: Origin alone tells, and the button's POST must carry its own (not "null")."""
+    cross_site_post_shows_the_button(page, named_web)
+
+
+def cross_site_post_shows_the_button(page, service):
+    base = service.base_url
+    token = marketplace.LocalMarketplace(service.config()).issue_token(f"csrf-{random.randrange(10**9)}", "starter")
+    elsewhere = f"http://localhost:{service.port}/elsewhere"
+    page.route(elsewhere, lambda route: route.fulfill(content_type="text/html", body=(
+        f'<form id="f" method="post" action="{base}/marketplace/register">'
+        f'<input type="hidden" name="x-amzn-marketplace-token" value="{token}"></form>'
+        '<script>document.getElementById("f").submit()</script>')))
+    with page.expect_navigation(url=f"{base}/marketplace/register") as navigation:
+        page.goto(elsewhere)
+    landed = navigation.value
+    assert landed.request.all_headers()["origin"] == f"http://localhost:{service.port}"
+    assert landed.status == 200 and page.title() == "docshift: get your API key", page.content()[-600:]
+    assert page.locator("#api-key").count() == 0 and "dsk_" not in page.content()
+
+    pressed = press_get_key(page)
+    assert pressed.request.all_headers()["origin"] == base  # not "null": the pages' referrer policy
+    assert pressed.status == 200 and page.title() == "docshift: your API key", page.content()[-600:]
+    key = page.locator("#api-key").inner_text().strip()
+    assert keys.well_formed(key)
+    assert requests.get(f"http://127.0.0.1:{service.port}/v1/account/usage",
+                        headers={"Authorization": f"Bearer {key}"}, timeout=10).status_code == 200
