@@ -16,10 +16,12 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, g, jsonify, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from docshift.accounts import keys
 from docshift.accounts.marketplace import Customer
 from docshift.errors import (
+    FileTooLarge,
     InvalidRequest,
     MarketplaceUnavailable,
     RegistrationRefused,
@@ -37,6 +39,9 @@ FIELD = "x-amzn-marketplace-token"
 MISSING = "registration token missing: open the setup link from the marketplace"
 INVALID = "registration token invalid or expired: restart setup from the marketplace"
 BUSY = "the marketplace did not answer: open the setup link again in a minute"
+# the form holds one token (a few hundred bytes): anything much bigger is refused unread
+FORM_LIMIT = 8 * 1024
+TOO_LARGE = f"the registration form is too large: it holds one token, at most {FORM_LIMIT:,} bytes"
 
 
 # the pages' own inline style and script (by nonce), a form that posts here, never in a frame
@@ -47,6 +52,22 @@ POLICY = ("default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{non
 @bp.before_request
 def _nonce() -> None:
     g.csp_nonce = secrets.token_urlsafe(16)
+
+
+@bp.before_request
+def _small_forms() -> ResponseReturnValue | None:
+    # werkzeug then stops a body without a Content-Length at the limit too, with a 413
+    request.max_content_length = request.max_form_memory_size = FORM_LIMIT
+    if request.content_length is not None and request.content_length > FORM_LIMIT:
+        return _too_large()
+    return None
+
+
+@bp.errorhandler(RequestEntityTooLarge)
+def _too_large(error: RequestEntityTooLarge | None = None) -> ResponseReturnValue:
+    if _wants_json():
+        return problem(FileTooLarge(TOO_LARGE))
+    return render_template("registration_failed.html", message=TOO_LARGE), 413
 
 
 @bp.after_request

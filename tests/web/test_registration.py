@@ -1,7 +1,9 @@
 """The registration page: the link confirms, only a POST issues a key, shown once; keys rotate;
 failures are clear pages."""
 
+import io
 import re
+import socket
 import sqlite3
 import threading
 import time
@@ -319,3 +321,73 @@ def test_a_same_origin_or_non_browser_post_issues_the_key(app, client, headers):
     response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app)}, headers=headers)
     assert response.status_code == 200 and keys.well_formed(key_in(response))
 
+
+class CountedBody(io.BytesIO):
+    """A request body that says how much of it the app read."""
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.taken = 0
+
+    def read(self, size=-1):
+        chunk = super().read(size)
+        self.taken += len(chunk)
+        return chunk
+
+
+MIB_FORM = b"x-amzn-marketplace-token=" + b"a" * (1024 * 1024 - 25)
+
+
+@pytest.mark.parametrize("accept", ["text/html", "application/json"])
+def test_a_1_mib_registration_form_is_refused_unread(app, client, accept):
+    body = CountedBody(MIB_FORM)
+    response = client.post("/marketplace/register", input_stream=body, content_length=len(MIB_FORM),
+                           content_type="application/x-www-form-urlencoded", headers={"Accept": accept})
+    assert response.status_code == 413 and body.taken == 0
+    if accept == "application/json":
+        assert response.content_type == "application/problem+json"
+        assert response.get_json()["status"] == 413 and "registration form" in response.get_json()["detail"]
+    else:
+        assert "registration form is too large" in response.get_data(as_text=True)
+        assert response.headers["X-Frame-Options"] == "DENY"
+
+
+def test_a_chunked_registration_form_stops_at_the_limit(app, client):
+    """Without a Content-Length the limit is found while reading: no more than it is read."""
+    body = CountedBody(MIB_FORM)
+    response = client.post("/marketplace/register", input_stream=body,
+                           content_type="application/x-www-form-urlencoded", headers={"Accept": "application/json"})
+    assert response.status_code == 413 and body.taken < 64 * 1024
+
+
+def test_a_registration_form_of_a_few_kib_still_registers(app, client):
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app), "note": "x" * 6000},
+                           headers={"Accept": "application/json"})
+    assert response.status_code == 200, response.get_data(as_text=True)
+
+
+def test_a_1_mib_registration_form_is_refused_at_once_by_gunicorn(s3, tmp_path):
+    """The real web: the 413 comes back after the headers, while the client has sent a few bytes
+    of its 1 MiB (before, the app waited for all of it, then parsed it)."""
+    from conftest import Service
+
+    service = Service(tmp_path / "svc", s3["env"])
+    service.start_web()
+    try:
+        service.wait_healthy_web()
+        with socket.create_connection(("127.0.0.1", service.port), timeout=10) as conn:
+            started = time.monotonic()
+            conn.sendall(f"POST /marketplace/register HTTP/1.1\r\nHost: 127.0.0.1:{service.port}\r\n"
+                         "Accept: application/json\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                         f"Content-Length: {len(MIB_FORM)}\r\n\r\n".encode() + MIB_FORM[:100])
+            reply = b""
+            while b"}" not in reply:  # the problem's JSON body, whole
+                chunk = conn.recv(65536)
+                assert chunk, reply
+                reply += chunk
+            took = time.monotonic() - started
+        assert reply.startswith(b"HTTP/1.1 413"), reply
+        assert b"application/problem+json" in reply and b"registration form" in reply
+        assert took < 3, took
+    finally:
+        service.stop()
