@@ -5,8 +5,10 @@ gevent workers: every connection waits for its request in a greenlet, not in one
 few threads, so clients that send half a request and stall hold a socket each, never the
 API (with gthread, 16 such clients left /healthz unanswered). A request's headers must
 arrive within ``keepalive`` seconds; its body may pause at most ``DOCSHIFT_READ_TIMEOUT``
-seconds (the app sets that on the socket). Nothing in a request holds a SQLite
-transaction across network I/O, so greenlets never wait on each other's locks.
+seconds (the app sets that on the socket), and must arrive whole within
+``DOCSHIFT_REQUEST_SECONDS`` (the app reads it under a gevent timeout), so a client trickling
+a byte now and then holds a connection a minute at most, not for ever. Nothing in a request
+holds a SQLite transaction across network I/O, so greenlets never wait on each other's locks.
 
 It lives outside ``docshift.web`` so that gunicorn's master, which reads it, imports nothing
 of the app: gevent must patch ``ssl`` before urllib3 is first imported.

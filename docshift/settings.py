@@ -167,7 +167,11 @@ class Settings:
     max_upload_bytes: int = _count(4 * MIB)
     # seconds a request body may pause under gunicorn before the request is refused
     read_timeout: float = _seconds(30)
-    # when set, /metrics answers only to "Authorization: Bearer <token>"; required beyond loopback
+    # seconds a whole request body may take to arrive (4 MiB at 560 kbit/s in the default); a client that
+    # trickles it in, each byte within read_timeout, is refused then all the same
+    request_seconds: float = _seconds(60)
+    # when set, /metrics answers only to "Authorization: Bearer <token>", on loopback too (and /healthz shows
+    # its report beyond loopback only with it); required for the web to listen beyond loopback
     metrics_token: str | None = _text(secret=True)
     # how long a web process reuses the database figures /metrics last read
     metrics_cache_seconds: float = _seconds(5, above=False)

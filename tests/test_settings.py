@@ -101,8 +101,9 @@ def test_healthz_calls_the_worker_gone_after_the_silence_the_settings_give(s3, t
 
 def test_no_module_casts_a_setting_where_it_uses_it():
     """Settings are read as typed attributes: no ``config["X"]``, no ``int(config...)``. Flask's own
-    keys (the settings object itself, its body limits) are the exceptions."""
-    flask_own = "|".join(("DOCSHIFT", "MAX_CONTENT_LENGTH", "MAX_FORM_PARTS", "SEND_FILE_MAX_AGE_DEFAULT"))
+    keys (the settings object itself, its body limits, the hosts it answers to) are the exceptions."""
+    flask_own = "|".join(("DOCSHIFT", "MAX_CONTENT_LENGTH", "MAX_FORM_PARTS", "SEND_FILE_MAX_AGE_DEFAULT",
+                          "TRUSTED_HOSTS"))
     patterns = (r"\b(?:int|float|str|bool)\((?:self\.)?config\b",
                 rf"config(?:\(\))?\[[\"'](?!(?:{flask_own})[\"'])", rf"config\.get\([\"'](?!(?:{flask_own})[\"'])")
     offenders = []

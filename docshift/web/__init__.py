@@ -1,19 +1,34 @@
 """docshift's web app: API v1, the marketplace registration page, health, metrics, docs,
-and the operator CLI."""
+and the operator CLI.
 
-from collections.abc import Mapping
+What every request is held to: it names a host the web is (``TRUSTED_HOSTS``, else a 400),
+and its body arrives within ``DOCSHIFT_REQUEST_SECONDS`` (else a 400 and the connection
+closed), however it trickles in."""
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import IO, Any
+from urllib.parse import urlsplit
 
-from flask import Flask, request
+from flask import Flask, current_app, request
 from flask.typing import ResponseReturnValue
 
 from docshift import settings
+from docshift.errors import InvalidRequest
 from docshift.storage import connection, liveness
 from docshift.storage.connection import Row
 from docshift.web import api, cli, metrics, openapi, problems, registration
 from docshift.web.context import close_db, get_db, get_settings, get_store
 from docshift.web.forms import DocshiftRequest
+
+# the names the web answers to wherever it listens: make run's URL, a published container port
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
+# how often /healthz reads its checks for requests from beyond loopback, however many come
+HEALTH_READ_EVERY = 1.0
+_health_read = threading.Lock()
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -21,11 +36,14 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     (whose keys that name no setting, like ``TESTING``, are Flask's own). The settings are
     ``app.config["DOCSHIFT"]`` (``context.get_settings()``)."""
     app = Flask(__name__)
-    app.request_class = DocshiftRequest
+    app.request_class = _Request
     given = dict(config or {})
     flask_own = {key: given.pop(key) for key in list(given) if key.lower() not in settings.NAMES}
     app.config.update(flask_own)
     app.config["DOCSHIFT"] = configured = settings.load(given)
+    # a Host that is none of these is a 400 (werkzeug ignores the port): status_url, Location and the
+    # OpenAPI document's server are built from it when DOCSHIFT_BASE_URL is unset
+    app.config["TRUSTED_HOSTS"] = trusted_hosts(configured)
     # werkzeug refuses bigger bodies before reading them; the slack is for multipart framing
     app.config["MAX_CONTENT_LENGTH"] = configured.max_upload_bytes + 64 * 1024
     app.config["MAX_FORM_PARTS"] = 16
@@ -34,6 +52,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     app.url_map.merge_slashes = False
     metrics.init_app(app)
     app.before_request(_bound_body_reads)
+    app.wsgi_app = _by_deadline(app, app.wsgi_app)  # type: ignore[method-assign]
 
     problems.register(app)
     app.register_blueprint(api.bp)
@@ -57,10 +76,110 @@ def _bound_body_reads() -> None:
         sock.settimeout(get_settings().read_timeout)
 
 
+def trusted_hosts(config: settings.Settings) -> list[str]:
+    """The hosts the web answers to on any connection: loopback's names, and DOCSHIFT_BASE_URL's."""
+    base_host = urlsplit(config.base_url or "").hostname
+    return [*LOOPBACK_HOSTS, *([base_host] if base_host else [])]
+
+
+class _Request(DocshiftRequest):
+    """A request whose trusted hosts (``TRUSTED_HOSTS``) also hold the address its connection came
+    to: what a client that reaches the web by its IP address (a LAN, a platform's health check) names."""
+
+    _configured_hosts: list[str] | None = None
+
+    @property
+    def trusted_hosts(self) -> list[str] | None:
+        hosts, sock = self._configured_hosts, self.environ.get("gunicorn.socket")
+        if hosts is None or sock is None:
+            return hosts
+        try:
+            local = sock.getsockname()
+        except OSError:  # the client is gone
+            return hosts
+        return [*hosts, local[0]] if isinstance(local, tuple) else hosts
+
+    @trusted_hosts.setter
+    def trusted_hosts(self, hosts: list[str] | None) -> None:
+        self._configured_hosts = hosts
+
+
+class _Deadline:
+    """A request body (``wsgi.input``) read by a deadline: a read past it, or one still waiting for
+    bytes when it comes, raises InvalidRequest (400; no OSError, which werkzeug's body stream would
+    take for a client gone). The read timeout bounds each pause only; this bounds the whole body, so
+    a client sending a byte now and then cannot hold a connection."""
+
+    def __init__(self, stream: IO[bytes], seconds: float) -> None:
+        self.stream, self.seconds = stream, seconds
+        self.deadline = time.monotonic() + seconds
+        # under gunicorn's gevent workers a read waiting on the socket is interrupted at the deadline
+        monkey = sys.modules.get("gevent.monkey")
+        self.timeout = sys.modules["gevent"].Timeout if monkey and monkey.is_module_patched("socket") else None
+
+    def read(self, *args: Any) -> bytes:
+        return self._by_deadline(self.stream.read, *args)
+
+    def readline(self, *args: Any) -> bytes:
+        return self._by_deadline(self.stream.readline, *args)
+
+    def readlines(self, *args: Any) -> list[bytes]:
+        return self._by_deadline(self.stream.readlines, *args)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.readline, b"")
+
+    def _by_deadline(self, read: Callable[..., Any], *args: Any) -> Any:
+        left = self.deadline - time.monotonic()
+        late = InvalidRequest(f"The request did not arrive within {self.seconds:g} seconds; send it again, faster.")
+        if left <= 0:
+            raise late
+        if self.timeout is None:
+            return read(*args)
+        with self.timeout(left, late):
+            return read(*args)
+
+
+def _by_deadline(app: Flask, wsgi_app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """``wsgi_app`` with each request's body read by DOCSHIFT_REQUEST_SECONDS from when its headers are
+    in (gunicorn gives the headers its keepalive, 5 s)."""
+    def by_deadline(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        environ["wsgi.input"] = _Deadline(environ["wsgi.input"], app.config["DOCSHIFT"].request_seconds)
+        return wsgi_app(environ, start_response)
+    return by_deadline
+
+
 def healthz() -> ResponseReturnValue:
-    """200 when the database, the object store, the worker and its LibreOffice answer; 503 with
-    the report otherwise (``engine`` then says "failing: " and why: a LibreOffice that cannot
-    start, a full disk). ``sandbox`` says "off" while a worker runs LibreOffice without its
+    """200 when the database, the object store, the worker and its LibreOffice answer; 503 otherwise.
+    The report of each part comes with it for a request made on loopback directly, or one with the
+    metrics token; others (a load balancer, anyone) get the status alone, from checks read at most
+    once in HEALTH_READ_EVERY seconds, so a flood of them cannot flood the database and the store."""
+    inside = metrics.from_inside()
+    checks = _read_checks() if inside else _recent_checks()
+    healthy = all(value == "ok" for name, value in checks.items() if name != "sandbox")
+    answer: dict[str, Any] = {"status": "ok" if healthy else "unavailable"}
+    if inside or metrics.token_given():
+        answer["checks"] = checks
+    return answer, 200 if healthy else 503
+
+
+def _recent_checks() -> dict[str, str]:
+    """The last checks if fresh enough, else new ones; while one request reads them, the others take
+    the last ones (only the first request of a process waits)."""
+    read_at, checks = current_app.extensions.get("docshift.health", (None, None))
+    if read_at is not None and time.monotonic() - read_at < HEALTH_READ_EVERY:
+        return dict(checks)
+    if not _health_read.acquire(blocking=checks is None):
+        return dict(checks)
+    try:
+        return _read_checks()
+    finally:
+        _health_read.release()
+
+
+def _read_checks() -> dict[str, str]:
+    """Each part's state: ``engine`` says "failing: " and why when a worker's LibreOffice cannot
+    start or its disk is full; ``sandbox`` says "off" while a worker runs LibreOffice without its
     sandbox (the operator's choice: not a failure)."""
     checks: dict[str, str] = {}
     try:
@@ -81,8 +200,8 @@ def healthz() -> ResponseReturnValue:
         checks["object_store"] = "ok"
     except Exception as error:
         checks["object_store"] = f"error: {type(error).__name__}"
-    healthy = all(value == "ok" for name, value in checks.items() if name != "sandbox")
-    return {"status": "ok" if healthy else "unavailable", "checks": checks}, 200 if healthy else 503
+    current_app.extensions["docshift.health"] = (time.monotonic(), checks)
+    return dict(checks)
 
 
 def engine_checks(reports: list[Row]) -> tuple[str, str]:

@@ -70,6 +70,12 @@ def authenticated_account() -> Row:
 def submit() -> ResponseReturnValue:
     idempotency_key = _idempotency_key()
     macros = _macros()
+    cap = int(get_settings().max_pending_tasks)
+    # from the headers, before the body is read (or waited for): an account at its cap costs a query, not an
+    # upload; a retry of a task already accepted (its Idempotency-Key) is still answered with that task
+    if tasks.unfinished_count(get_db(), g.account["id"]) >= cap and not (
+            idempotency_key and tasks.task_by_idempotency_key(get_db(), g.account["id"], idempotency_key)):
+        raise _too_many(cap)
     upload = _single_file()
     filename = clean_filename(upload.filename or "")
     found = formats.by_filename(filename)
@@ -90,8 +96,7 @@ def submit() -> ResponseReturnValue:
         if existing:
             return _replay(existing, digest, filename, macros)
 
-    cap = int(get_settings().max_pending_tasks)
-    if tasks.unfinished_count(conn, account["id"]) >= cap:  # refused before anything is stored
+    if tasks.unfinished_count(conn, account["id"]) >= cap:  # reached while the body came: nothing is stored
         raise _too_many(cap)
     try:
         task = storage.submit_task(conn, get_store(), account_id=account["id"], filename=filename,
@@ -221,7 +226,8 @@ def usage() -> ResponseReturnValue:
 
 
 def public_base_url() -> str:
-    """``DOCSHIFT_BASE_URL``, or the scheme and host the request came to."""
+    """``DOCSHIFT_BASE_URL``, or the scheme and host the request came to (one the web answers to:
+    ``TRUSTED_HOSTS``, else the request is a 400 before this)."""
     return (get_settings().base_url or request.host_url).rstrip("/")
 
 

@@ -9,14 +9,18 @@ content are never logged.
 multiprocess mode, files under the data dir) and, read from the database at
 scrape time so that they are exact across processes (and kept a few seconds, since
 they aggregate whole tables): tasks by type and state, queue depth, conversion
-seconds and LibreOffice restarts. Beyond loopback, the web starts only with its token
-set (``docshift.gunicorn_conf``).
+seconds and LibreOffice restarts. With ``DOCSHIFT_METRICS_TOKEN`` set it asks every request
+for the token, whatever address the web listens on; without one it answers only a request made
+on loopback directly (``from_inside``), never one a proxy passed on. Beyond loopback, the web
+starts only with its token set (``docshift.gunicorn_conf``).
 """
 
+import ipaddress
 import logging
 import os
 import re
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +38,8 @@ REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # gunicorn accepts any upper-case token as a method: labels must not grow with them
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+# what a reverse proxy adds to the requests it passes on (nginx, Caddy, Traefik, Apache, HAProxy)
+FORWARDING = ("Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-IP")
 
 
 class RequestIdFilter(logging.Filter):
@@ -98,12 +104,35 @@ def _finish(response: Response) -> Response:
     return response
 
 
-def metrics() -> Response:
-    """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token."""
+def from_inside() -> bool:
+    """Whether the request was made on this machine directly: from loopback (or a Unix socket), and not
+    passed on by a proxy, whose own connection comes from loopback too."""
+    if any(name in request.headers for name in FORWARDING):
+        return False
+    sock = request.environ.get("gunicorn.socket")
+    if sock is not None and sock.family == socket.AF_UNIX:
+        return True
+    try:
+        peer = ipaddress.ip_address(request.remote_addr or "")
+    except ValueError:
+        return False
+    if isinstance(peer, ipaddress.IPv6Address) and peer.ipv4_mapped:
+        peer = peer.ipv4_mapped
+    return peer.is_loopback
+
+
+def token_given() -> bool:
+    """Whether DOCSHIFT_METRICS_TOKEN is set and the request carries it as its Bearer."""
     token = get_settings().metrics_token
     # compared as bytes: compare_digest refuses non-ASCII str, and a header may carry any byte
     given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
-    if token and not secrets.compare_digest(given, f"Bearer {token}".encode()):
+    return bool(token) and secrets.compare_digest(given, f"Bearer {token}".encode())
+
+
+def metrics() -> Response:
+    """Prometheus exposition; with DOCSHIFT_METRICS_TOKEN set, only for that Bearer token, from
+    anywhere; without, only for a request made on loopback directly."""
+    if not (token_given() if get_settings().metrics_token else from_inside()):
         raise NotFound("No such endpoint.")
     from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 

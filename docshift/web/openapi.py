@@ -22,7 +22,8 @@ def problems(config: Settings) -> dict[int, str]:
     """What each documented error status of the API means, with the limits ``config`` sets."""
     return {
         400: "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
-             "`macros` other than keep or remove.",
+             "`macros` other than keep or remove, a body that took over "
+             f"{config.request_seconds:g} seconds to arrive, a Host header that names no host of the service.",
         401: "No or malformed Authorization; an unknown, mistyped or rotated key.",
         403: "The subscription is pending or inactive.",
         404: "No such task for this account (another account's task is not revealed).",

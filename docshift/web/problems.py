@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, SecurityError
 
 from docshift.contract import ProblemCode
 from docshift.errors import (
@@ -35,6 +35,7 @@ except ImportError:  # another WSGI server
 # the socket's read timeout (READ_TIMEOUT) while the app reads a body that stopped coming;
 # the store and the database report their own timeouts as StorageUnavailable
 BROKEN_BODY += (TimeoutError,)
+
 
 # the HTTP status of each problem code: the one place that maps the API's errors onto HTTP
 STATUS = {
@@ -99,6 +100,10 @@ def register(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(error: Any) -> Response:  # an HTTPException: every one werkzeug raises has its code
+        if isinstance(error, SecurityError):  # a Host that is none of TRUSTED_HOSTS
+            log.info("%s %s: a Host header of no host of this service", request.method, request.path)
+            return problem(InvalidRequest("The Host header names no host of this service; use the address "
+                                          "its operator gave."))
         kind = _BY_STATUS.get(error.code)
         if kind is None:  # an HTTP error no view raises: werkzeug's name for it is the code
             return _answer(error.name.lower().replace(" ", "_"), error.name, error.code, error.description, {})

@@ -39,6 +39,8 @@ LABEL = f"docshift-image-test={PROJECT}"
 PODMAN = ["podman"]
 # the client's and the checks' waits: LibreOffice starts in its sandbox, then self-tests
 HEALTHY_WITHIN = 180
+# from the host, beyond the container's loopback, /healthz shows its report only with the metrics token
+METRICS_TOKEN = os.urandom(16).hex()
 
 
 def podman(*args, check=True, capture=True, timeout=600):
@@ -159,7 +161,7 @@ def wait_healthy(base, within=HEALTHY_WITHIN):
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            answer = requests.get(f"{base}/healthz", timeout=5)
+            answer = requests.get(f"{base}/healthz", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=5)
             if answer.status_code == 200:
                 return answer.json()
         except requests.ConnectionError:
@@ -247,7 +249,8 @@ def check_sandbox(container):
 def compose_phase(workdir):
     port, s3_port = free_port(), free_port()
     env = {"DOCSHIFT_PORT": str(port), "DOCSHIFT_S3_PORT": str(s3_port),
-           "DOCSHIFT_S3_PUBLIC_URL": f"http://127.0.0.1:{s3_port}", "DOCSHIFT_WORKERS": "2"}
+           "DOCSHIFT_S3_PUBLIC_URL": f"http://127.0.0.1:{s3_port}", "DOCSHIFT_WORKERS": "2",
+           "DOCSHIFT_METRICS_TOKEN": METRICS_TOKEN}
     podman("network", "create", "--label", LABEL, f"{PROJECT}_default")
     podman("volume", "create", "--label", LABEL, f"{PROJECT}_data")
     started = up(env)
@@ -300,7 +303,8 @@ def allinone_phase(workdir):
     started_at = time.monotonic()
     podman("run", "-d", "--pull", "never", "--label", LABEL, "--name", f"{PROJECT}-allinone", "-p", f"{port}:8000",
            "-p", f"{s3_port}:8333", "-v", f"{PROJECT}_allinone:/data",
-           "-e", f"DOCSHIFT_S3_PUBLIC_URL=http://127.0.0.1:{s3_port}", "--stop-timeout", "150", *options, IMAGE)
+           "-e", f"DOCSHIFT_S3_PUBLIC_URL=http://127.0.0.1:{s3_port}", "-e", f"DOCSHIFT_METRICS_TOKEN={METRICS_TOKEN}",
+           "--stop-timeout", "150", *options, IMAGE)
     base = f"http://127.0.0.1:{port}"
     health = wait_healthy(base)
     to_healthy = time.monotonic() - started_at

@@ -553,7 +553,7 @@ def assert_healthy(live):
 
 
 def get_request(path, key, extra=b""):
-    return (f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n".encode()
+    return (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n".encode()
             + extra + b"\r\n")
 
 
@@ -629,12 +629,12 @@ def test_wrong_content_types_live(live, live_key, content_type):
 
 def submission(key, body, content_type="multipart/form-data; boundary=b", length=None, extra=b""):
     length = len(body) if length is None else length
-    return (f"POST /v1/conversions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n"
+    return (f"POST /v1/conversions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n"
             f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n").encode() + extra + b"\r\n" + body
 
 
 def chunked(key, chunks):
-    return (f"POST /v1/conversions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n"
+    return (f"POST /v1/conversions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n"
             "Content-Type: multipart/form-data; boundary=b\r\nTransfer-Encoding: chunked\r\n\r\n").encode() + chunks
 
 
@@ -669,7 +669,7 @@ def test_a_70_kib_filename_is_shortened_not_refused_live(live, live_key):
     status, head, body = exchange(live, submission(live_key, one_part(b'; filename="' + b"a" * 70000 + b'.doc"')),
                                   shutdown=True)
     assert status == 202, (head, body[:300])
-    task = requests.get(json.loads(body)["status_url"].replace("http://x", live.base_url),
+    task = requests.get(json.loads(body)["status_url"].replace("http://127.0.0.1", live.base_url),
                         headers={"Authorization": f"Bearer {live_key}"}, timeout=10).json()
     assert len(task["source_filename"]) == 255 and task["source_filename"].endswith("a.doc")
 
@@ -684,7 +684,7 @@ def test_chunked_body_cut_short_live(live, live_key):
 @pytest.mark.parametrize("chunks", [b"zz\r\ntoken=x\r\n0\r\n\r\n", b"3\r\ntokXX\r\n0\r\n\r\n"])
 def test_broken_chunked_registration_form_live(live, chunks):
     """The AWS Marketplace form POST reads its body too: same malformed chunking, same 4xx."""
-    request = (b"POST /marketplace/register HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    request = (b"POST /marketplace/register HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
                b"Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
     status, head, body = exchange(live, request, shutdown=True)
     assert_not_5xx(status, head, body, f"registration form chunked as {chunks!r}")

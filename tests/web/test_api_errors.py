@@ -97,7 +97,7 @@ def test_huge_body_is_refused_from_its_length(live):
     """A 200 MiB Content-Length is answered 413 after a few bytes: the body is never read."""
     key = live.register("huge-body")
     with socket.create_connection(("127.0.0.1", live.port), timeout=10) as conn:
-        conn.sendall((f"POST /v1/conversions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+        conn.sendall((f"POST /v1/conversions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
                       f"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: {50 * LIMIT}\r\n\r\n"
                       "--b\r\n").encode())
         reply = b""

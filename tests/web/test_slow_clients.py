@@ -11,8 +11,8 @@ import requests
 from conftest import Service, read_until_closed
 
 STALLED = 40
-HALF_HEADERS = b"GET /v1/account/usage HTTP/1.1\r\nHost: x\r\nAuthorization: Bear"
-HALF_BODY = (b"POST /v1/conversions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+HALF_HEADERS = b"GET /v1/account/usage HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bear"
+HALF_BODY = (b"POST /v1/conversions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
              b"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 1000\r\n\r\n"
              b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.doc"\r\n\r\nxxxx')
 

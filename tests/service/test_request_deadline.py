@@ -1,0 +1,104 @@
+"""A request has a whole-request deadline (DOCSHIFT_REQUEST_SECONDS), on the real gunicorn:
+a client that trickles its upload a byte at a time is cut off when it runs out, however
+often its bytes come. And an account at its pending cap gets its 429 from the headers,
+before it sends (or the web waits for) its body."""
+
+import json
+import select
+import socket
+import time
+
+import pytest
+import requests
+from conftest import Service, read_until_closed
+
+DEADLINE = 3  # seconds; the default, 60, lets 4 MiB through a slow link
+LIMIT = 4 * 1024 * 1024
+PART_HEAD = b'--b\r\nContent-Disposition: form-data; name="file"; filename="slow.doc"\r\n\r\n'
+
+
+def upload_head(key, length):
+    return (f"POST /v1/conversions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+            f"Content-Type: multipart/form-data; boundary=b\r\nContent-Length: {length}\r\n\r\n").encode()
+
+
+@pytest.fixture(scope="module")
+def web(s3, tmp_path_factory):
+    """The web alone (nothing converts, so a task stays QUEUED), with a deadline of a few seconds
+    and a cap of one unfinished task per account."""
+    service = Service(tmp_path_factory.mktemp("deadline"), s3["env"], REQUEST_SECONDS=DEADLINE,
+                      MAX_PENDING_TASKS=1)
+    service.start_web()
+    try:
+        service.wait_healthy_web()
+        service.store().ensure_bucket()
+        yield service
+    finally:
+        service.stop()
+
+
+def test_an_upload_trickled_a_byte_a_second_is_cut_off_at_the_deadline(web):
+    """Each byte comes well within the read timeout (30 s), so only the deadline can end it."""
+    key = web.register("trickle")
+    conn = socket.create_connection(("127.0.0.1", web.port), timeout=30)
+    started = time.monotonic()
+    with conn:
+        conn.sendall(upload_head(key, LIMIT) + PART_HEAD)
+        # a byte a second until the web answers or closes; 20 s is far past any deadline it has
+        while not select.select([conn], [], [], 1)[0]:
+            assert time.monotonic() - started < 20, "the trickled upload is still open after 20 s"
+            try:
+                conn.sendall(b"x")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        answered = time.monotonic() - started
+        reply = read_until_closed(conn)
+        closed = time.monotonic() - started
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), reply[:300]
+    problem = json.loads(body)
+    assert problem["code"] == "invalid_request" and f"{DEADLINE} seconds" in problem["detail"], problem
+    assert DEADLINE - 0.5 < answered < DEADLINE + 2, answered
+    assert closed < DEADLINE + 3, closed  # the connection goes with the answer
+
+
+def test_an_upload_within_the_deadline_is_accepted(web):
+    key = web.register("prompt")
+    response = requests.post(f"{web.base_url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                             files={"file": ("big.doc", b"\xd0\xcf\x11\xe0" + b"\0" * (LIMIT - 4))}, timeout=30)
+    assert response.status_code == 202, response.text
+
+
+def test_an_account_at_its_cap_gets_429_before_it_sends_its_body(web):
+    key = web.register("capped")
+    first = requests.post(f"{web.base_url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                          files={"file": ("a.doc", b"first")}, timeout=30)
+    assert first.status_code == 202, first.text
+    with socket.create_connection(("127.0.0.1", web.port), timeout=30) as conn:
+        conn.sendall(upload_head(key, LIMIT + len(PART_HEAD) + 8))  # the headers of a 4 MiB upload, no more
+        started = time.monotonic()
+        assert select.select([conn], [], [], 5)[0], "no answer within 5 s without the body"
+        waited = time.monotonic() - started
+        reply = conn.recv(65536)
+        while not reply.rstrip().endswith(b"}") and (more := conn.recv(65536)):  # head and body: two writes
+            reply += more
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 429"), reply[:300]
+    assert b"retry-after: 2" in head.lower() and b"application/problem+json" in head.lower(), head
+    assert json.loads(body)["code"] == "too_many_tasks"
+    assert waited < 1, waited
+
+
+def test_a_replay_at_the_cap_is_still_answered(web):
+    """The cap refuses new tasks from the headers alone, never a retry of one already accepted."""
+    key = web.register("capped-replay")
+    auth = {"Authorization": f"Bearer {key}", "Idempotency-Key": "retry-of-the-same-file"}
+    first = requests.post(f"{web.base_url}/v1/conversions", headers=auth, files={"file": ("a.doc", b"once")},
+                          timeout=30)
+    again = requests.post(f"{web.base_url}/v1/conversions", headers=auth, files={"file": ("a.doc", b"once")},
+                          timeout=30)
+    assert first.status_code == again.status_code == 202, (first.text, again.text)
+    assert again.json()["task_id"] == first.json()["task_id"] and again.headers["Idempotent-Replayed"] == "true"
+    other = requests.post(f"{web.base_url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                          files={"file": ("b.doc", b"another")}, timeout=30)
+    assert other.status_code == 429 and other.json()["code"] == "too_many_tasks", other.text
