@@ -147,7 +147,8 @@ class Settings:
     # Off loopback it must carry a password (redis://:password@host, or rediss:// for TLS)
     queue_url: str | None = _text()
     # seals every queue message and Redis entry; on Redis, the same long secret on the coordinator,
-    # the web and every node (on one box it derives from secret_key)
+    # the web and every node (on one box it derives from secret_key). Comma-separated keys rotate:
+    # the first seals, any opens
     queue_key: str = _text(secret=True)
     # conversion nodes beat this often; one silent for node_silence_seconds is gone, and its jobs are taken back
     node_heartbeat_seconds: float = _seconds(2)
@@ -257,17 +258,17 @@ def _finish(config: Settings) -> Settings:
 def _queue_key(config: Settings, secret_key: str) -> str:
     """The queue key, and a Redis that is not open to anyone who reaches it."""
     url = config.queue_url or ""
+    keys = [key.strip() for key in (config.queue_key or "").split(",") if key.strip()]
     if not url.startswith(("redis://", "rediss://", "unix://")):
         # the SQLite queue, beside the secret key: its key needs no sharing
-        return config.queue_key or hmac.new(secret_key.encode(), b"docshift queue messages",
-                                            hashlib.sha256).hexdigest()
-    if len(config.queue_key or "") < MIN_QUEUE_KEY:
-        raise BadSetting(f"DOCSHIFT_QUEUE_KEY must be set, at least {MIN_QUEUE_KEY} characters, the same on the "
-                         "coordinator, the web and every node (e.g. `openssl rand -hex 32`): it seals what goes "
-                         "through Redis")
+        return ",".join(keys) or hmac.new(secret_key.encode(), b"docshift queue messages", hashlib.sha256).hexdigest()
+    if not keys or any(len(key) < MIN_QUEUE_KEY for key in keys):
+        raise BadSetting(f"DOCSHIFT_QUEUE_KEY must be set, at least {MIN_QUEUE_KEY} characters (each of them, "
+                         "when comma-separated keys rotate), the same on the coordinator, the web and every node "
+                         "(e.g. `openssl rand -hex 32`): it seals what goes through Redis")
     parts = urlsplit(url)
     if parts.scheme == "unix" or _loopback(parts.hostname) or parts.password or "password" in parse_qs(parts.query):
-        return config.queue_key
+        return ",".join(keys)
     raise BadSetting(f"DOCSHIFT_QUEUE_URL names Redis at {parts.hostname} without a password: anyone who reaches "
                      "it could drop or flood the queue. Give it one (redis://:password@host:port/db, or rediss:// "
                      "for TLS), or run Redis on loopback")

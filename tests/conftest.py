@@ -628,14 +628,15 @@ class Cluster:
         self.coordinator.wait_healthy()
         return self
 
-    def start_node(self, name):
-        """A node process: the queue, its key and its own scratch dir; nothing of the coordinator's
-        data dir, and no credential of the object store (each job brings links of its own)."""
+    def start_node(self, name, queue_key=None):
+        """A node process: the queue, its key (``queue_key``: another one) and its own scratch dir;
+        nothing of the coordinator's data dir, and no credential of the object store (each job
+        brings links of its own)."""
         scratch = self.tmp_path / name
         scratch.mkdir()
         env = {key: value for key, value in self.coordinator.env.items() if not key.startswith("DOCSHIFT_")}
         env.update({key: value for key, value in self.coordinator.env.items() if key.startswith("DOCSHIFT_NODE_")})
-        env.update({"DOCSHIFT_QUEUE_URL": self.queue_url, "DOCSHIFT_QUEUE_KEY": self.queue_key,
+        env.update({"DOCSHIFT_QUEUE_URL": self.queue_url, "DOCSHIFT_QUEUE_KEY": queue_key or self.queue_key,
                     "DOCSHIFT_DATA_DIR": str(scratch), "DOCSHIFT_WORKERS": "1"})
         with open(scratch / "node.log", "ab") as log:
             self.nodes[name] = subprocess.Popen([str(BIN / "python"), "worker.py", "node"], cwd=ROOT, env=env,

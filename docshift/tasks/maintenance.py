@@ -91,7 +91,8 @@ def recover(conn: Database, objects: ObjectStore, config: Settings, queue: Queue
 def recover_stuck(conn: Database, objects: ObjectStore, config: Settings, at: datetime,
                   registry: Registry | None = None) -> None:
     """PROCESSING tasks whose holder is gone, or that were held past the longest legitimate run:
-    back to the queue, or FAILED after MAX_ATTEMPTS. Only that holder's lease is taken back."""
+    back to the queue, or FAILED after MAX_ATTEMPTS; a node's job that no node began goes back
+    without using an attempt. Only that holder's lease is taken back."""
     longest = timedelta(seconds=max_run_seconds(config))
     for task in tasks.processing_tasks(conn):
         started = connection.parse(task["started_at"])
@@ -102,11 +103,17 @@ def recover_stuck(conn: Database, objects: ObjectStore, config: Settings, at: da
         else:
             gone = holder_gone(conn, task["worker"], at)
         if overdue or gone:
+            # a job no node began was lost on its way (Redis restarted empty, a node with another
+            # key): the service's fault, not the file's, so it costs no attempt
+            lost = job and registry is not None and not registry.started(task["worker"])
             log.warning("task %s taken back from %s (attempt %d%s)", task["id"], task["worker"], task["attempts"],
-                        ", overdue" if overdue else "")
+                        (", overdue" if overdue else "") + (", never started: no attempt used" if lost else ""))
             if job and registry is not None:  # its node, should it still run it, stores nothing
                 registry.revoke(task["worker"])
-            retry_or_fail(conn, objects, task)
+            if lost:
+                tasks.release(conn, task["id"], tasks.lease_of(task))
+            else:
+                retry_or_fail(conn, objects, task)
 
 
 def holder_gone(conn: Database, holder: str | None, at: datetime) -> bool:

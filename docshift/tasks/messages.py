@@ -5,7 +5,11 @@ Whoever can reach the queue (the Redis that nodes reach) must not make the coord
 run anything, nor count a conversion, nor read a job's links: a message is opened only once its
 signature checks out, then only as data, and the values of a job or an outcome are checked before
 any reaches a path, a URL or the database. What is not ours raises ``ForgedMessage``; the queue
-drops it and logs it.
+drops it and logs it. On Redis a message also lives only so long: one sealed longer ago is refused
+the same way, so a job captured and replayed later runs nothing.
+
+``DOCSHIFT_QUEUE_KEY`` may hold several keys, comma-separated, so that they can be rotated: each
+process seals with the first and opens with any.
 """
 
 import base64
@@ -13,12 +17,13 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Callable, Collection, Iterable
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from huey.registry import Message
 from huey.serializer import Serializer
 
@@ -38,30 +43,51 @@ MAX_FIDELITY = 256 * 1024     # bytes of a fidelity report, as JSON
 MAX_RESTARTS = 100
 
 
-def queue_key(config: Settings) -> bytes:
-    """The key every message and Redis entry is sealed with: ``DOCSHIFT_QUEUE_KEY``, the one
-    secret a node shares with its coordinator."""
-    return config.queue_key.encode()
+def queue_keys(config: Settings) -> list[bytes]:
+    """The keys every message and Redis entry is sealed with (the first) and opened with (any):
+    ``DOCSHIFT_QUEUE_KEY``, comma-separated, the one secret a node shares with its coordinator."""
+    return [key.strip().encode() for key in config.queue_key.split(",") if key.strip()]
+
+
+def fingerprint(key: bytes) -> str:
+    """A name for one queue key that gives nothing of it away, so that two processes can tell
+    whether they hold the same one."""
+    return hmac.new(key, b"docshift queue key fingerprint", hashlib.sha256).hexdigest()[:16]
 
 
 class Seal:
     """Seals dicts as JSON in a Fernet token (AES-CBC, authenticated with HMAC-SHA256): only the
     holders of the queue key can make one or read one (a job carries links to a customer's
     input). ``purpose`` derives a key of its own per use, so that a sealed entry of one kind is
-    never taken for another."""
+    never taken for another. Sealed with the first of ``keys``, opened with any; with ``ttl``,
+    one sealed more than ``ttl`` seconds ago is refused (by the time in the token, signed with it)."""
 
-    def __init__(self, key: bytes, purpose: str) -> None:
-        derived = hmac.new(key, purpose.encode(), hashlib.sha256).digest()
-        self._fernet = Fernet(base64.urlsafe_b64encode(derived))
+    def __init__(self, keys: bytes | Sequence[bytes], purpose: str, ttl: float | None = None) -> None:
+        keys = [keys] if isinstance(keys, bytes) else list(keys)
+        if not keys:
+            raise ValueError("no queue key")
+        self._fernet = MultiFernet([Fernet(base64.urlsafe_b64encode(hmac.new(key, purpose.encode(),
+                                                                             hashlib.sha256).digest()))
+                                    for key in keys])
+        self.ttl = ttl
 
     def wrap(self, fields: dict[str, Any]) -> bytes:
         return self._fernet.encrypt(json.dumps(fields, separators=(",", ":")).encode())
 
     def unwrap(self, blob: bytes) -> dict[str, Any]:
         try:
-            fields = json.loads(self._fernet.decrypt(bytes(blob)))
+            plain = self._fernet.decrypt(bytes(blob))
+            sealed_at = self._fernet.extract_timestamp(bytes(blob)) if self.ttl is not None else None
         except (InvalidToken, TypeError):
             raise ForgedMessage("not sealed with the queue key") from None
+        # Fernet's own ttl would also refuse a token a minute "from the future": a node whose clock
+        # runs behind would drop every job, so only the age is checked
+        age = None if sealed_at is None else time.time() - sealed_at
+        if age is not None and self.ttl is not None and age > self.ttl:
+            raise ForgedMessage(f"sealed {age:.0f} s ago, older than the {self.ttl:.0f} s a message lives: "
+                                "replayed or left behind")
+        try:
+            fields = json.loads(plain)
         except ValueError as error:
             raise ForgedMessage(f"sealed, but not JSON: {error}") from error
         if not isinstance(fields, dict):
@@ -78,9 +104,9 @@ class SealedJSON(Serializer):
     """huey's serializer for the queue named ``queue``: each Message as its plain fields in JSON,
     sealed. Refuses to write what it could not read back as plain data."""
 
-    def __init__(self, key: bytes, queue: str | None) -> None:
+    def __init__(self, keys: bytes | Sequence[bytes], queue: str | None, ttl: float | None = None) -> None:
         super().__init__()
-        self.seal = Seal(key, f"queue:{queue}")
+        self.seal = Seal(keys, f"queue:{queue}", ttl)
 
     def _serialize(self, message: Any) -> bytes:
         if not isinstance(message, Message) or message.on_complete or message.on_error or message.chord_config:

@@ -8,7 +8,14 @@ only the queue, the object store and a scratch dir: it takes a job, converts it 
 LibreOffice pool, stores the result, and reports the outcome to the coordinator's queue,
 which applies it once, in the transaction that counts it (a lease that no longer holds is
 ignored). Nodes beat into Redis; the coordinator takes back the jobs of a node that went
-silent, and of jobs that were lost between the queue and a node.
+silent, and of jobs that were lost between the queue and a node. A job lost before any node
+began it (Redis restarted empty, a node that could not open it) costs the file no attempt: that
+is the service's fault, and the coordinator only sends it again.
+
+The coordinator writes a probe into Redis, sealed with its queue key: a node that cannot open it,
+or whose own sealing key the probe does not list, holds another key and would drop every job it
+took, so it refuses to start (``check_queue_key``), and takes nothing while a probe it cannot open
+stands.
 
 Redis is not trusted. Every message and entry there is sealed with the queue key
 (``docshift.tasks.messages``), and checked before use: a job's values before they reach a path,
@@ -23,11 +30,14 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
+import sys
 import threading
 import time
 from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
 
 from docshift.contract import Status, TaskErrorCode
 from docshift.errors import ForgedMessage, StorageUnavailable
@@ -49,7 +59,14 @@ log = logging.getLogger("docshift.nodes")
 NODES = "docshift:nodes"         # node name -> sealed {"node", "slots", "beat": epoch seconds}
 RUNNING = "docshift:running"     # job holder -> sealed {"holder", "node"}, while a node converts it
 REVOKED = "docshift:revoked:"    # + job holder: taken back by the coordinator, its node stores nothing
+PROBE = "docshift:probe"         # sealed {"probe", "accepts": fingerprints of the coordinator's keys}
 OUTCOME_FIELDS = messages.outcome_fields(Outcome)
+# EX_CONFIG, as for a missing sandbox: restarting with the same key will not help
+EXIT_WRONG_KEY = 78
+
+
+class NoProbe(Exception):
+    """No coordinator's probe in Redis: none started yet, or Redis restarted empty."""
 
 
 class Registry:
@@ -61,9 +78,9 @@ class Registry:
         self.max_slots = config.node_max_slots
         self.revocation_seconds = int(max_run_seconds(config))  # a job's links expire by then anyway
         self.jobs = jobs
-        key = messages.queue_key(config)
-        self._beats, self._runs, self._revocations = (messages.Seal(key, f"registry:{kind}")
-                                                      for kind in ("node", "running", "revoked"))
+        self.keys = messages.queue_keys(config)
+        self._beats, self._runs, self._revocations, self._probes = (
+            messages.Seal(self.keys, f"registry:{kind}") for kind in ("node", "running", "revoked", "probe"))
 
     @property
     def redis(self) -> Any:
@@ -90,6 +107,10 @@ class Registry:
     def running(self, holder: str, node: str) -> None:
         self.redis.hset(RUNNING, holder, self._runs.wrap({"holder": holder, "node": node}))
 
+    def started(self, holder: str) -> bool:
+        """Whether a node said it began the job: one lost on its way to a node never did."""
+        return self._runner(holder) is not None
+
     def running_nodes(self) -> dict[str, str]:
         """{job holder: node name} of the jobs being converted."""
         return {holder: entry["node"] for holder, entry in self._entries(RUNNING, self._runs, "holder").items()}
@@ -111,17 +132,46 @@ class Registry:
     def job_gone(self, holder: str, started_at: datetime, at: datetime) -> bool:
         """True when the job is certainly not going to report: its node went silent, or it is
         neither waiting in the queue nor running anywhere, well after it was dispatched."""
-        raw = self.redis.hget(RUNNING, holder)
-        try:
-            entry = {} if raw is None else self._runs.unwrap(raw)
-        except ForgedMessage:  # not a node's word: as if nothing ran it
-            entry = {}
-        node = entry.get("node") if entry.get("holder") == holder else None
+        node = self._runner(holder)
         if node is not None:
             return node not in self.alive()
         if any(job["holder"] == holder for job in self.jobs.waiting()):
             return False
         return (at - started_at).total_seconds() > self.silence
+
+    def _runner(self, holder: str) -> str | None:
+        """The node that says it runs the job, if any."""
+        raw = self.redis.hget(RUNNING, holder)
+        try:
+            entry = {} if raw is None else self._runs.unwrap(raw)
+        except ForgedMessage:  # not a node's word: as if nothing ran it
+            entry = {}
+        return entry.get("node") if entry.get("holder") == holder else None
+
+    def announce(self) -> None:
+        """The coordinator's probe, naming (by fingerprint) every key it opens messages with. It goes
+        with the silence of a stopped coordinator: a node started later waits for the next one's."""
+        self.redis.set(PROBE, self._probes.wrap({"probe": PROBE,
+                                                 "accepts": [messages.fingerprint(key) for key in self.keys]}),
+                       px=int(self.silence * 1000))
+
+    def key_problem(self) -> str | None:
+        """What makes this process's queue key unfit for the coordinator's queue, in words; None when
+        it fits. Raises NoProbe when no coordinator has written its probe."""
+        raw = self.redis.get(PROBE)
+        if raw is None:
+            raise NoProbe(PROBE)
+        try:
+            accepts = self._probes.unwrap(raw).get("accepts")
+        except ForgedMessage:
+            return (f"DOCSHIFT_QUEUE_KEY is not the coordinator's: its probe in Redis ({PROBE}) opens with none of "
+                    "this node's keys, so every job would be dropped. Give this node the coordinator's "
+                    "DOCSHIFT_QUEUE_KEY")
+        if not isinstance(accepts, list) or messages.fingerprint(self.keys[0]) not in accepts:
+            return ("this node seals with a key the coordinator does not hold (the first of its DOCSHIFT_QUEUE_KEY): "
+                    "the coordinator would drop its outcomes. Rotating, put the new key first only once every "
+                    "process holds it")
+        return None
 
     def _entries(self, name: str, seal: messages.Seal, field: str) -> dict[str, dict[str, Any]]:
         """The sealed entries of the hash ``name``, by the ``field`` each must name itself by."""
@@ -146,7 +196,8 @@ class Coordinator:
     def __init__(self, config: Settings, worker: Worker) -> None:
         self.config = config
         self.worker = worker  # the thread-local connection and store of the worker process
-        self.jobs = Jobs(config)
+        # a job lives as long as its links and lease can: one older than that is refused
+        self.jobs = Jobs(config, ttl=max_run_seconds(config))
         self.registry = Registry(config, self.jobs)
         self._dispatching = threading.Lock()
 
@@ -224,11 +275,15 @@ class Node:
         self.worker = worker  # thread-local LibreOffice
         self.slots = slots
         self.name = f"node:{worker_name()}"
-        self.jobs = Jobs(config, on_job=self.run_job)
+        self.jobs = Jobs(config, ttl=max_run_seconds(config), on_job=self.run_job)
         self.queue = Queue(config)
         self.registry = Registry(config, self.jobs)
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
+        # the jobs this node converts: said again at every beat, so that Redis restarted empty learns them again
+        self._running: set[str] = set()
+        self._running_lock = threading.Lock()
+        self.key_problem: str | None = None  # while the coordinator's probe says so, nothing is taken
 
     def run_job(self, job: Any) -> None:
         try:
@@ -240,7 +295,9 @@ class Node:
         if self.registry.revoked(holder):
             log.info("job %s of task %s was taken back before it started; skipped", holder, job["task_id"])
             return
-        self.registry.running(holder, self.name)
+        with self._running_lock:
+            self._running.add(holder)
+            self.registry.running(holder, self.name)
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
             outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.engine(),
@@ -249,7 +306,9 @@ class Node:
             self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
                                **asdict(outcome)})
         finally:
-            self.registry.done(holder)
+            with self._running_lock:  # a beat never says again what is done
+                self._running.discard(holder)
+                self.registry.done(holder)
 
     def start(self) -> None:
         """Beat, then take jobs on ``slots`` threads until ``stop``."""
@@ -273,10 +332,25 @@ class Node:
     def _beat(self) -> None:
         while not self.stopping.wait(self.config.node_heartbeat_seconds):
             try:
-                # while a fault of the service holds it off, the coordinator sends it nothing
-                self.registry.beat(self.name, 0 if self.worker.faults.wait() else self.slots)
+                self._check_key()
+                # while a fault of the service or a key that does not fit holds it off, it is sent nothing
+                held_off = self.key_problem is not None or self.worker.faults.wait()
+                self.registry.beat(self.name, 0 if held_off else self.slots)
+                with self._running_lock:
+                    for holder in self._running:
+                        self.registry.running(holder, self.name)
             except Exception as error:
                 log.warning("node heartbeat failed: %r", error)
+
+    def _check_key(self) -> None:
+        try:
+            problem = self.registry.key_problem()
+        except NoProbe:  # Redis restarted empty: the coordinator writes it again
+            problem = None
+        if problem != self.key_problem:
+            log.log(logging.ERROR if problem else logging.INFO, "%s: %s", self.name,
+                    f"takes no jobs: {problem}" if problem else "the queue key fits again: taking jobs")
+        self.key_problem = problem
 
     def _take(self) -> None:
         try:
@@ -288,12 +362,36 @@ class Node:
             if pause:  # a fault of the service (faults.py): other nodes take the jobs meanwhile
                 self.stopping.wait(pause)
                 continue
+            if self.key_problem:  # what it took it would drop
+                self.stopping.wait(self.config.node_heartbeat_seconds)
+                continue
             try:
                 self.jobs.take()
             except Exception:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
         self.worker.engine().close()
+
+
+def check_queue_key(config: Settings) -> None:
+    """Before a node starts: wait for the coordinator's probe, then exit with EXIT_WRONG_KEY,
+    saying why, if this node's queue key does not fit the coordinator's."""
+    registry, said = Registry(config, Jobs(config)), None
+    while True:
+        try:
+            problem = registry.key_problem()
+            break
+        except NoProbe:
+            why = "no coordinator has written its probe into Redis yet"
+        except RedisError as error:  # not reachable yet
+            why = f"Redis does not answer ({error!r})"
+        if why != said:
+            log.warning("the node waits before it takes jobs: %s", why)
+            said = why
+        time.sleep(1)
+    if problem:
+        log.error("the node does not start: %s", problem)
+        sys.exit(EXIT_WRONG_KEY)
 
 
 def run_node(config: Settings, worker: Worker) -> None:

@@ -12,7 +12,8 @@ outcomes from the nodes; the nodes' queue (``docshift-jobs``) carries conversion
 jobs, which the coordinator dispatches one per free node slot, in fair order.
 
 Every message is JSON of plain fields, sealed with the queue key (``docshift.tasks.messages``),
-never a pickle: one that is not sealed with the queue key is dropped and logged, never run.
+never a pickle: one that is not sealed with the queue key is dropped and logged, never run. On Redis,
+so is one sealed longer ago than the ``ttl`` its reader gives (the longest a run may hold a task).
 """
 
 import ctypes
@@ -31,7 +32,7 @@ from huey.storage import SqliteStorage
 
 from docshift.errors import ForgedMessage
 from docshift.settings import Settings
-from docshift.tasks.messages import SealedJSON, queue_key
+from docshift.tasks.messages import SealedJSON, queue_keys
 
 log = logging.getLogger("docshift.queue")
 
@@ -47,8 +48,9 @@ def on_redis(config: Settings) -> bool:
     return (config.queue_url or "").startswith(("redis://", "rediss://", "unix://"))
 
 
-def _huey(config: Settings, name: str | None) -> Any:
-    serializer = SealedJSON(queue_key(config), name)
+def _huey(config: Settings, name: str | None, ttl: float | None = None) -> Any:
+    # only Redis is reached by others, who could replay what they saw; the SQLite queue is this box's file
+    serializer = SealedJSON(queue_keys(config), name, ttl if on_redis(config) else None)
     if on_redis(config):
         return _RedisHuey(name, url=config.queue_url, results=False, blocking=True, read_timeout=1,
                           serializer=serializer)
@@ -209,12 +211,14 @@ class _SqliteHuey(_Sealed, SqliteHuey):
 class _Huey:
     """A huey instance named ``name``, made on first use, with the tasks ``_register`` adds. Each kind of
     message is handed to the function given for it (``handlers``, by kind); a side that only enqueues gives
-    none: the queue knows nothing of who does the work."""
+    none: the queue knows nothing of who does the work. A side that reads gives ``ttl``: on Redis, a
+    message sealed longer ago than that is dropped."""
 
     name: str | None = None
 
-    def __init__(self, config: Settings, **handlers: Callable[[Any], Any]) -> None:
+    def __init__(self, config: Settings, ttl: float | None = None, **handlers: Callable[[Any], Any]) -> None:
         self.config = config
+        self.ttl = ttl
         self.handlers = handlers
         self._huey = None
 
@@ -227,7 +231,7 @@ class _Huey:
     @property
     def huey(self) -> Any:
         if self._huey is None:
-            huey = _huey(self.config, self.name)
+            huey = _huey(self.config, self.name, self.ttl)
             self._register(huey)
             self._huey = huey
         return self._huey

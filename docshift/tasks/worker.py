@@ -21,9 +21,9 @@ from docshift.errors import BadSetting, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection, liveness
 from docshift.tasks import maintenance
-from docshift.tasks.conversion import run_next
+from docshift.tasks.conversion import max_run_seconds, run_next
 from docshift.tasks.faults import Faults
-from docshift.tasks.nodes import Coordinator, Node, Registry, run_node
+from docshift.tasks.nodes import Coordinator, Node, Registry, check_queue_key, run_node
 from docshift.tasks.queue import Queue, on_redis
 
 log = logging.getLogger("docshift.worker")
@@ -44,7 +44,8 @@ class Worker:
 
     def __init__(self, config: Settings) -> None:
         self.config = config
-        self.queue = Queue(config, on_waiting=self.take_waiting, on_outcome=self.apply)
+        # on Redis, an outcome sealed longer ago than a run may last is refused, as a replayed one
+        self.queue = Queue(config, ttl=max_run_seconds(config), on_waiting=self.take_waiting, on_outcome=self.apply)
         # on Redis, conversions go to nodes through the coordinator
         self.coordinator = Coordinator(config, self) if on_redis(config) else None
         self._local = threading.local()
@@ -246,6 +247,8 @@ def main(argv: list[str] | None = None) -> None:
     node = argv[:1] == ["node"]
     if node and not on_redis(config):
         sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
+    if node:  # first: a node with another key must not take (and drop) a single job
+        check_queue_key(config)
     if node or worker.converts:
         check_sandbox(config)
         clear_leftovers(config.data_dir)
@@ -264,6 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         # DOCSHIFT_WORKERS > 0, run as a node inside this process
         threads = 2
         duties.append(("dispatch", 1.0, worker.coordinator.dispatch))
+        # the probe nodes check their queue key against, written again should Redis restart empty
+        duties.append(("probe", config.node_heartbeat_seconds, worker.coordinator.registry.announce))
         if slots > 0:  # the same Worker, so its LibreOffices are the ones report_engine sees
             Node(config, worker, slots).start()
     Duties(duties).start()

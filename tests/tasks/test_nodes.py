@@ -73,8 +73,8 @@ def test_a_node_started_later_picks_up_work_at_once(cluster, legacy):
 
 
 def _node_pid(name):
-    """The pid in a node's name (node:host:pid)."""
-    return int(name.rsplit(":", 1)[1])
+    """The pid in a node's name (node:host:pid:start)."""
+    return int(name.split(":")[2])
 
 
 def test_a_coordinator_with_workers_converts_as_its_own_node(s3, tmp_path, redis_url, legacy):

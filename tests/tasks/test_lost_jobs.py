@@ -1,0 +1,244 @@
+"""Jobs lost between the coordinator and its nodes, on a real redis-server: a job that vanished
+(Redis restarted empty, a node with another key popped it) is sent again without using the file's
+attempts; a node whose queue key is not the coordinator's refuses to start; keys rotate; an old job
+replayed is refused and its task sent again."""
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import subprocess
+import threading
+import time
+
+import pytest
+from conftest import Cluster, free_port_block, stop_process_group, wait_for
+from cryptography.fernet import Fernet
+
+from docshift.errors import BadSetting
+from docshift.tasks.conversion import MAX_ATTEMPTS, max_run_seconds
+from docshift.tasks.nodes import Registry
+from docshift.tasks.queue import Jobs
+
+JOBS = "huey.redis.docshiftjobs"
+
+
+@pytest.fixture
+def cluster(s3, tmp_path, redis_url):
+    cluster = Cluster(tmp_path, s3["env"], redis_url).start()
+    yield cluster
+    cluster.stop()
+
+
+class IdleNode:
+    """A node that announces a slot and takes nothing: what the coordinator sends stays in Redis."""
+
+    def __init__(self, cluster, name="node:idle:1"):
+        config = cluster.config()
+        self.registry, self.name = Registry(config, Jobs(config)), name
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+        self.thread.start()
+
+    def _beat(self):
+        while not self.stopping.is_set():
+            try:  # again at once after Redis restarted empty
+                self.registry.beat(self.name, 1)
+            except Exception:
+                pass
+            self.stopping.wait(0.3)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+        self.registry.leave(self.name)
+
+
+def waiting_job(cluster, task_id, not_holders=()):
+    """The job of ``task_id`` waiting in Redis, once one not held by ``not_holders`` is there."""
+    jobs = Jobs(cluster.config())
+    found = []
+
+    def sent():
+        found[:] = [job for job in jobs.waiting() if job["task_id"] == task_id and job["holder"] not in not_holders]
+        return found or cluster.rows()[task_id]["status"] == "FAILED"
+    wait_for(sent, 60, f"a job of {task_id} in Redis")
+    row = cluster.rows()[task_id]
+    assert row["status"] != "FAILED", (row["error_code"], row["error_message"], row["attempts"])
+    return found[0]
+
+
+def test_lost_jobs_use_none_of_the_files_attempts(cluster, legacy):
+    idle = IdleNode(cluster)
+    # a node with another key: it pops a job, cannot open it, drops it
+    stranger = Jobs(cluster.config(QUEUE_KEY=secrets.token_hex(32)))
+    key = cluster.coordinator.register("lost-jobs")
+    task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
+    lost = set()
+    for loss in range(MAX_ATTEMPTS + 1):  # more than a file's attempts
+        job = waiting_job(cluster, task_id, lost)
+        if loss % 2:
+            cluster.redis.flushdb()  # Redis restarted without persistence
+        else:
+            assert not stranger.take()
+        assert Jobs(cluster.config()).waiting() == []
+        lost.add(job["holder"])
+    waiting_job(cluster, task_id, lost)  # sent once more
+    row = cluster.rows()[task_id]
+    assert row["status"] == "PROCESSING" and row["attempts"] == 1, dict(row)
+
+    idle.stop()
+    cluster.start_node("node")
+    body = cluster.coordinator.wait(key, task_id, timeout=180)
+    assert body["status"] == "SUCCEEDED"
+    assert cluster.rows()[task_id]["attempts"] == 1  # one conversion, one attempt
+    assert cluster.usage(key)["included_used"] == 1
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A redis-server of this test's own, without persistence, that ``restart()`` kills and starts
+    again, empty, on the same port."""
+    port = free_port_block()
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--dir", str(tmp_path)]
+    import redis
+
+    class Server:
+        url = f"redis://127.0.0.1:{port}/0"
+
+        def start(self):
+            self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            start_new_session=True)
+            wait_for(lambda: redis.Redis(port=port).ping(), 30, "redis-server")
+
+        def restart(self):
+            self.process.kill()
+            self.process.wait()
+            self.start()
+
+    server = Server()
+    server.start()
+    yield server
+    stop_process_group(server.process)
+
+
+@pytest.mark.slow
+def test_redis_restarted_empty_under_a_batch(s3, tmp_path, own_redis, legacy):
+    cluster = Cluster(tmp_path, s3["env"], own_redis.url).start()
+    try:
+        cluster.start_node("node")
+        key = cluster.coordinator.register("redis-restart")
+        files = [legacy["doc"], legacy["xls"], legacy["ppt"]] * 5 + [legacy["doc"]]
+        tasks = [cluster.coordinator.submit(key, path, f"{n}-{path.name}").json()["task_id"]
+                 for n, path in enumerate(files)]
+        wait_for(lambda: sum(row["status"] == "SUCCEEDED" for row in cluster.rows().values()) >= 4, 180,
+                 "the batch under way")
+        own_redis.restart()
+        bodies = [cluster.coordinator.wait(key, task_id, timeout=240) for task_id in tasks]
+        assert [body["status"] for body in bodies] == ["SUCCEEDED"] * 16
+        assert cluster.usage(key)["included_used"] == 16
+        # the jobs Redis lost were sent again without using an attempt
+        assert [row["attempts"] for row in cluster.rows().values()] == [1] * 16
+    finally:
+        cluster.stop()
+
+
+# the queue key: one for all, rotated, and a node that holds another refuses to start ---------------
+
+def node_exit(cluster, name, queue_key):
+    """Start a node with ``queue_key``; its exit status and the seconds it took to exit (None if it did not)."""
+    started = time.monotonic()
+    process = cluster.start_node(name, queue_key=queue_key)
+    try:
+        status = process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        return None, None
+    return status, time.monotonic() - started
+
+
+def test_a_node_whose_key_is_not_the_coordinators_refuses_to_start(cluster, legacy):
+    idle = IdleNode(cluster)
+    key = cluster.coordinator.register("wrong-key")
+    task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
+    job = waiting_job(cluster, task_id)
+    new = secrets.token_hex(32)
+    # another key altogether; and a new key put first (it would seal outcomes the coordinator cannot open)
+    for name, queue_key, why in (("other", secrets.token_hex(32), "opens with none of this node's keys"),
+                                 ("new-first", f"{new},{cluster.queue_key}", "the coordinator does not hold")):
+        status, seconds = node_exit(cluster, name, queue_key)
+        assert status is not None, f"the node with {name} key still runs after 60 s"
+        assert status != 0 and seconds < 15, (status, seconds)
+        assert "DOCSHIFT_QUEUE_KEY" in cluster.log(name) and why in cluster.log(name), cluster.log(name)
+        print(f"a node with the {name} key exited ({status}) in {seconds:.1f} s")
+    # it took nothing: the job still waits
+    assert [waiting["holder"] for waiting in Jobs(cluster.config()).waiting()] == [job["holder"]]
+
+    # the coordinator's key first, a new one after (the first step of a rotation): it converts
+    idle.stop()
+    cluster.start_node("rotating", queue_key=f"{cluster.queue_key},{new}")
+    assert cluster.coordinator.wait(key, task_id, timeout=180)["status"] == "SUCCEEDED"
+    assert cluster.rows()[task_id]["attempts"] == 1
+
+
+def test_keys_rotate_sealed_with_the_first_opened_with_any(tmp_path, redis_url):
+    from docshift import settings
+
+    old, new = secrets.token_hex(32), secrets.token_hex(32)
+    url = redis_url  # database 0: clusters take 1-15
+
+    def jobs(queue_key):
+        return Jobs(settings.load({"DATA_DIR": str(tmp_path), "QUEUE_URL": url, "QUEUE_KEY": queue_key}))
+
+    jobs(old).huey.storage.conn.flushdb()
+    job = {"task_id": "tsk_0123456789abcdef01234567", "kind": "doc", "macros": "keep",
+           "holder": "job:0123456789abcdef", "attempt": 1, "input": "http://store/i", "result": "http://store/r",
+           "tenant": "acc_0123456789abcdef01234567", "filename": "a.doc"}
+    jobs(old).send(job)
+    assert jobs(f" {new} , {old} ").waiting() == [job]  # any of the keys opens
+    assert jobs(new).waiting() == []  # not this one
+    jobs(old).huey.storage.conn.flushdb()
+    jobs(f"{new},{old}").send(job)  # sealed with the first
+    assert jobs(new).waiting() == [job] and jobs(old).waiting() == []
+    # every key of the list is long enough, and named without its value
+    for bad in (f"{new},short", f"{new},,{'x' * 10}"):
+        with pytest.raises(BadSetting, match="DOCSHIFT_QUEUE_KEY") as raised:
+            settings.load({"DATA_DIR": str(tmp_path), "QUEUE_URL": url, "QUEUE_KEY": bad})
+        assert new not in str(raised.value)
+
+
+# an old job replayed -------------------------------------------------------------------------------
+
+def sealed_at(queue_key, purpose, fields, at):
+    """What docshift seals, as Fernet under the key derived for ``purpose``, sealed at ``at``: how an
+    old message looks (as one captured from Redis and replayed later)."""
+    derived = hmac.new(queue_key.encode(), purpose.encode(), hashlib.sha256).digest()
+    return Fernet(base64.urlsafe_b64encode(derived)).encrypt_at_time(json.dumps(fields).encode(), int(at))
+
+
+def opened(queue_key, purpose, blob):
+    derived = hmac.new(queue_key.encode(), purpose.encode(), hashlib.sha256).digest()
+    return json.loads(Fernet(base64.urlsafe_b64encode(derived)).decrypt(blob))
+
+
+def test_an_old_job_replayed_is_refused_and_its_task_sent_again(cluster, legacy):
+    idle = IdleNode(cluster)
+    key = cluster.coordinator.register("replayed")
+    task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
+    job = waiting_job(cluster, task_id)
+    # the job as the coordinator sealed it, but as if it had been sealed longer ago than a job lives
+    message = opened(cluster.queue_key, "queue:docshift-jobs", cluster.redis.rpop(JOBS))
+    assert message["args"][0]["holder"] == job["holder"]
+    lifetime = max_run_seconds(cluster.config())
+    cluster.redis.lpush(JOBS, sealed_at(cluster.queue_key, "queue:docshift-jobs", message,
+                                        time.time() - lifetime - 60))
+    idle.stop()
+    cluster.start_node("node")
+    wait_for(lambda: "queue message dropped" in cluster.log("node"), 90, "the old job refused")
+    assert "older than" in cluster.log("node")
+    body = cluster.coordinator.wait(key, task_id, timeout=180)  # sent again, converted
+    assert body["status"] == "SUCCEEDED"
+    row = cluster.rows()[task_id]
+    assert row["worker"] != job["holder"] and row["attempts"] == 1
+    assert cluster.usage(key)["included_used"] == 1
