@@ -1,19 +1,21 @@
 """Jobs lost between the coordinator and its nodes, on a real redis-server: a job that vanished
 (Redis restarted empty, a node with another key popped it) is sent again without using the file's
 attempts; a node whose queue key is not the coordinator's refuses to start; keys rotate; an old job
-replayed is refused and its task sent again."""
+replayed is refused and its task sent again; and what a holder of the queue key reads in Redis is
+what docs/security.md says."""
 
 import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import subprocess
 import threading
 import time
 
 import pytest
-from conftest import Cluster, free_port_block, stop_process_group, wait_for
+from conftest import ROOT, Cluster, free_port_block, stop_process_group, wait_for
 from cryptography.fernet import Fernet
 
 from docshift.errors import BadSetting
@@ -242,3 +244,31 @@ def test_an_old_job_replayed_is_refused_and_its_task_sent_again(cluster, legacy)
     row = cluster.rows()[task_id]
     assert row["worker"] != job["holder"] and row["attempts"] == 1
     assert cluster.usage(key)["included_used"] == 1
+
+
+# what a holder of the queue key reads in Redis -----------------------------------------------------
+
+def test_what_a_key_holder_reads_in_redis_is_what_security_md_says(cluster, legacy):
+    idle = IdleNode(cluster)
+    try:
+        key = cluster.coordinator.register("key-holder")
+        task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
+        waiting_job(cluster, task_id)
+        # all of Redis, read by anyone who reaches it: every entry is sealed
+        found = {}
+        for name in cluster.redis.keys("*"):
+            kind = cluster.redis.type(name).decode()
+            raw = {"list": lambda n: cluster.redis.lrange(n, 0, -1), "hash": lambda n: cluster.redis.hvals(n),
+                   "string": lambda n: [cluster.redis.get(n)], "zset": lambda n: cluster.redis.zrange(n, 0, -1)}[kind]
+            found[name.decode()] = raw(name)
+        assert JOBS in found
+        assert not any(task_id.encode() in value or key.encode() in value for values in found.values()
+                       for value in values)
+        # with the key: each waiting job's fields, the customer's links among them
+        fields = set(Jobs(cluster.config()).waiting()[0])
+        assert fields >= {"input", "result", "tenant", "filename"}
+    finally:
+        idle.stop()
+    section = (ROOT / "docs" / "security.md").read_text().split("## Redis and the queue key", 1)[1].split("\n## ")[0]
+    named = set(re.findall(r"`([a-z_]+)`", section))
+    assert fields <= named, f"docs/security.md does not say that a key holder reads {sorted(fields - named)}"
