@@ -1,5 +1,5 @@
-"""The docshift API as the command-line client speaks it: requests with retries, problems and their hints,
-idempotency keys, downloads. The command itself is ``docshift/client/__init__.py``."""
+"""The docshift API as the client speaks it: requests with retries, problems and their hints,
+idempotency keys, downloads. The library on top is ``library.py``, the command ``__init__.py``."""
 
 
 import hashlib
@@ -8,9 +8,9 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import urlsplit
 
 import requests
 
@@ -26,6 +26,7 @@ TIMEOUT = (10, 60)      # (connect, read) seconds for one HTTP request
 
 # The client's own codes, beside the service's problem codes
 UNREACHABLE, UNEXPECTED_RESPONSE, DOWNLOAD_FAILED = "unreachable", "unexpected_response", "download_failed"
+TIMED_OUT, INTERRUPTED, NO_RESULT = "timed_out", "interrupted", "no_result"
 # The client runs without the service's settings: a limit comes from the service's own answer (a 413's
 # detail names it), and how long a key replays is what the contract promises at least.
 REPLAY_TIME = f"at least {MIN_IDEMPOTENCY_KEY_TTL // HOUR} h"
@@ -48,6 +49,8 @@ HINTS = {
     ProblemCode.INTERNAL_ERROR: "The service failed; try again later or tell its operator.",
     UNREACHABLE: "Check DOCSHIFT_URL and that the service is running.",
     UNEXPECTED_RESPONSE: "Check DOCSHIFT_URL: it should point at a docshift service.",
+    DOWNLOAD_FAILED: "Run the command again: a new query gives a new link while the result is kept.",
+    TIMED_OUT: "The task goes on in the service; run the command again later to fetch its result.",
 }
 # One short hint per code of a FAILED task; a failure is never billed.
 FAILURE_HINTS = {
@@ -120,11 +123,21 @@ def with_retries(action: Callable[[], _T], stop: threading.Event | None = None) 
         if stop is not None and stop.is_set():
             break  # the run is being cancelled: no more attempts
         if attempt + 1 < ATTEMPTS:
-            time.sleep(last.retry_after if last.retry_after is not None else BACKOFF * 2 ** attempt)
+            pause(last.retry_after if last.retry_after is not None else BACKOFF * 2 ** attempt, stop)
     raise last
 
 
+def pause(seconds: float, stop: threading.Event | None) -> None:
+    """Sleep, but wake at once when ``stop`` is set (Ctrl-C must not wait out a Retry-After)."""
+    if stop is None:
+        time.sleep(seconds)
+    else:
+        stop.wait(seconds)
+
+
 class Api:
+    """The service at ``url`` with ``key``: JSON calls with retries; the key never leaves ``auth``."""
+
     def __init__(self, url: str, key: str) -> None:
         self.url = url.rstrip("/")
         parts = urlsplit(self.url)
@@ -161,55 +174,63 @@ class Api:
 
         return with_retries(once, stop)
 
-    def usage(self) -> dict[str, Any]:
-        return self.call("GET", "/v1/account/usage")[0]
 
-    def task(self, task_id: str) -> dict[str, Any]:
-        return self.call("GET", f"/v1/conversions/{quote(task_id, safe='')}")[0]
+def idempotency_key(name: str, data: bytes, generation: int = 0) -> str:
+    """Same content and relative path -> same key, so a rerun replays the original task for free.
 
-
-def idempotency_key(name: str, data: bytes) -> str:
-    """Same file content and name -> same key, so a rerun replays the original task for free.
-
-    The name is part of it because the service treats another name with the same key as a
-    conflict; 7 + 64 + 1 + 16 = 88 printable ASCII characters, within the 8-128 rule.
+    ``name`` is the file's path relative to the folder it was found in (its bare name when given
+    alone), in POSIX form: two copies of one file in two folders are two results, and the service
+    treats another name with the same key as a conflict. ``generation`` counts resubmissions of a
+    source whose result expired before it was downloaded: the old key would replay the expired task.
+    7 + 64 + 1 + 16 (+ 2 or more) = 88 printable ASCII characters or a few more, within the 8-128 rule.
     """
-    return (f"sha256-{hashlib.sha256(data).hexdigest()}"
-            f"-{hashlib.sha256(name.encode()).hexdigest()[:16]}")
+    key = f"sha256-{hashlib.sha256(data).hexdigest()}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+    return f"{key}-r{generation}" if generation else key
 
 
-def output_name(content_disposition: str | None, source: Path) -> str:
-    """The service's filename (RFC 6266 ``filename*`` first), reduced to a bare name."""
-    name = None
-    match = re.search(r"filename\*\s*=\s*UTF-8''([^;]+)", content_disposition or "", re.IGNORECASE)
-    if match:
-        name = unquote(match.group(1).strip())
-    else:
-        match = re.search(r'filename\s*=\s*"([^"]*)"', content_disposition or "", re.IGNORECASE)
-        if match:
-            name = match.group(1)
-    # never let the server choose a path outside --out
-    name = Path((name or "").replace("\\", "/")).name
+def bare_name(name: str | None, source: str) -> str:
+    """A file name the service gave (``result_filename``) reduced to a bare name: never a path out of --out."""
+    name = PurePosixPath((name or "").replace("\\", "/")).name
     if name in ("", ".", ".."):
-        name = target_name(source.name) or f"{source.stem}.out"
+        name = target_name(PurePosixPath(source).name) or f"{PurePosixPath(source).stem}.out"
     return name
 
 
-def download(url: str, source: Path, out_dir: Path, stop: threading.Event) -> Path:
-    """Stream the result into ``out_dir``; plain GET, the presigned link is the credential."""
+def fetch(url: str, target: Path, stop: threading.Event | None = None) -> Path:
+    """Stream a presigned link into ``target``; plain GET, the link is the credential. The file appears
+    under its name only when whole, and a stop mid-way leaves nothing behind."""
     def once() -> Path:
         with requests.get(url, stream=True, timeout=TIMEOUT) as response:
             if response.status_code >= 400:
                 kind = ProblemCode.SERVICE_UNAVAILABLE if response.status_code >= 500 else DOWNLOAD_FAILED
                 raise Problem(kind, f"The object store answered HTTP {response.status_code}.",
                               retry_after(response.headers))
-            target = out_dir / output_name(response.headers.get("Content-Disposition"), source)
             partial = target.with_name(f".{target.name}.part")
             try:
                 with open(partial, "wb") as f:
-                    f.writelines(response.iter_content(1 << 16))
+                    for chunk in response.iter_content(1 << 16):
+                        if stop is not None and stop.is_set():
+                            raise Problem(INTERRUPTED, "Stopped before the download ended.")
+                        f.write(chunk)
                 os.replace(partial, target)  # a reader never sees half a file under the real name
             finally:
                 partial.unlink(missing_ok=True)
             return target
     return with_retries(once, stop)
+
+
+# "... at most 2 MiB (2,097,152 bytes)." or "at most 1,000 bytes.": how the OpenAPI document states the limit
+STATED_LIMIT = re.compile(r"at most ((?:\d+ MiB \()?([\d,]+) bytes\)?)")
+
+
+def upload_limit(api: Api) -> tuple[int, str] | None:
+    """The largest file the service takes, and how it states it, from its public OpenAPI document
+    (the client has no settings of the service's); None when the document does not say."""
+    try:
+        document, _ = api.call("GET", "/v1/openapi.json")
+        post = document["paths"]["/v1/conversions"]["post"]
+        part = post["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]["file"]
+        found = STATED_LIMIT.search(part["description"])
+    except (Problem, KeyError, TypeError, AttributeError):
+        return None
+    return (int(found.group(2).replace(",", "")), found.group(1)) if found else None

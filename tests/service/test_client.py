@@ -50,7 +50,8 @@ def assert_opens(out):
     import openpyxl
     import pptx
 
-    assert sorted(p.name for p in out.iterdir()) == ["deck.pptx", "letter.docx", "numbers.xlsx"]
+    results = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))  # not the state file
+    assert results == ["deck.pptx", "letter.docx", "numbers.xlsx"]
     assert "Word 97" in "\n".join(p.text for p in docx.Document(out / "letter.docx").paragraphs)
     book = openpyxl.load_workbook(out / "numbers.xlsx")
     assert book.sheetnames == ["Alpha", "Beta"]
@@ -117,21 +118,64 @@ def test_missing_key_and_unreachable_service(live, monkeypatch, capsys, tmp_path
     assert len(err.splitlines()) == 1 and "unreachable" in err and "Traceback" not in err
 
 
-def test_failed_and_refused_files_are_reported_with_their_code(live, key, legacy, tmp_path, capsys):
+def test_failed_and_skipped_files_are_reported_with_their_code(live, key, legacy, tmp_path, capsys):
     fake = tmp_path / "fake.doc"
     fake.write_text("plain text, not a Word file")
     text = tmp_path / "notes.txt"
     text.write_text("not an Office file")
     out = tmp_path / "out"
+    before = task_count(live, key)
     argv = ["convert", str(legacy["doc"]), str(fake), str(text), "--out", str(out)]
     assert client.main(argv) == 1
     captured = capsys.readouterr()
     err = captured.err.splitlines()
-    assert len(err) == 2, captured.err
-    assert any("fake.doc: FAILED unsupported_content" in line for line in err)
-    assert any("notes.txt: unsupported_file_type" in line for line in err)
+    assert len(err) == 1 and "fake.doc: FAILED unsupported_content" in err[0], captured.err
     assert "Traceback" not in captured.err
-    assert [p.name for p in out.iterdir()] == ["letter.docx"]
+    # the text file is counted, never sent
+    assert "2 legacy files: 1 succeeded, 1 failed, 1 skipped" in captured.out
+    assert task_count(live, key) == before + 2
+    assert [p.name for p in out.iterdir() if not p.name.startswith(".")] == ["letter.docx"]
+
+
+def test_usage_errors_exit_2_before_anything_is_sent(live, key, legacy, tmp_path, capsys):
+    before = task_count(live, key)
+    assert client.main(["convert", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == f"docshift: {tmp_path / 'nowhere'}: no such file or folder.\n"
+    for folder in ("a", "b"):  # the same name in two folders given: both would become o/letter.docx
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "letter.doc").write_bytes(legacy["doc"].read_bytes())
+    assert client.main(["convert", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "would both become letter.*" in err
+    assert client.main(["convert", str(tmp_path / "a"), "--out", str(tmp_path / "o"), "--parallel", "0"]) == 2
+    assert "--parallel" in capsys.readouterr().err
+    assert task_count(live, key) == before and not (tmp_path / "o").exists()
+
+
+def test_the_library_converts_one_file(live, key, legacy, tmp_path):
+    from docshift.client import Client
+    from docshift.errors import ClientProblem
+
+    service = Client(live.base_url, key)
+    assert key not in repr(service)
+    done = service.convert(legacy["xls"], tmp_path / "out")
+    assert (done.path, done.task["status"], done.replayed) == (tmp_path / "out" / "numbers.xlsx", "SUCCEEDED", False)
+    assert done.task["fidelity"]["complete"] is True
+
+    # step by step, the same file: its key replays the task, and the result downloads again
+    submitted = service.submit(legacy["xls"])
+    assert submitted["idempotent_replay"] is True and submitted["task_id"] == done.task["task_id"]
+    task = service.wait(submitted)
+    copy = service.download(task, tmp_path / "copy.xlsx")
+    assert copy.read_bytes() == done.path.read_bytes()
+    assert service.usage()["included_used"] == 1
+
+    big = tmp_path / "big.doc"
+    big.write_bytes(b"\0" * (service.upload_limit()[0] + 1))
+    with pytest.raises(ClientProblem) as refused:
+        service.submit(big)
+    assert refused.value.code == "file_too_large" and "not sent" in refused.value.detail
+    assert task_count(live, key) == 1
 
 
 def test_usage_and_task_print_what_the_api_says(live, key, legacy, capsys):

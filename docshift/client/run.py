@@ -1,0 +1,247 @@
+"""``docshift convert``: every legacy file of the trees given, a few at a time, each exactly once.
+
+A file is read and hashed by the thread that converts it, so a tree of tens of thousands starts at once.
+Its Idempotency-Key comes from its content and its path under the folder it was found in: a run killed at
+any moment and started again re-attaches to its tasks as replays, never charged twice. The state file in
+--out records each finished file, which a later run does not send at all.
+"""
+
+import argparse
+import hashlib
+import shlex
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from docshift.client.http import (
+    CONFIG_CODES,
+    FAILURE_HINTS,
+    INTERRUPTED,
+    TRANSIENT_CODES,
+    bare_name,
+    idempotency_key,
+    line,
+)
+from docshift.client.library import Client
+from docshift.client.progress import progress_for
+from docshift.client.report import Row, write
+from docshift.client.tree import Source, State, collisions, walk
+from docshift.contract import ProblemCode, Status, TaskErrorCode
+from docshift.errors import ClientProblem as Problem
+
+# codes that stop the whole run: every other file would meet them too
+STOPPING = CONFIG_CODES | (TRANSIENT_CODES - {ProblemCode.INTERNAL_ERROR}) | {INTERRUPTED}
+# a FAILED task that says nothing about the file itself: not recorded as the file's outcome
+NOT_THE_FILE = {TaskErrorCode.SUBSCRIPTION_INACTIVE, TaskErrorCode.INPUT_MISSING}
+RESUBMITTED = "resubmitted: the earlier result expired before it was downloaded (charged again)"
+
+
+def convert_one(client: Client, source: Source, state: State, out_dir: Path, timeout: float) -> Row:
+    """Convert one source, or take its outcome from the state file; a Problem in STOPPING propagates."""
+    row = Row(source.shown, source.kind)
+    if client.stop.is_set():
+        raise Problem(INTERRUPTED, "Stopped before this file was read.")
+    limit = client.upload_limit()
+    try:
+        size = source.path.stat().st_size
+        data = b"" if limit and size > limit[0] else source.path.read_bytes()  # a huge file is never read
+    except OSError as error:
+        row.status, row.error, row.message = Status.FAILED, "unreadable", str(error.strerror or error)
+        return row
+    if limit and size > limit[0]:
+        row.status, row.error, row.note = Status.FAILED, ProblemCode.FILE_TOO_LARGE, "not sent"
+        row.message = f"{size:,} bytes, over the service's limit of {limit[1]}; not sent."
+        return row
+    sha256 = hashlib.sha256(data).hexdigest()
+    earlier = state.get(source.rel, sha256)
+    if earlier and "status" in earlier and _result_kept(earlier, out_dir):
+        _fill(row, earlier, out_dir)
+        row.earlier = True
+        return row
+    generation = earlier.get("generation", 0) if earlier else 0
+    try:
+        for attempt in range(2):  # the first answer, and one resubmission if its result expired unfetched
+            submitted = client.submit(source.path, data=data, name=source.rel.name, busy_wait=timeout,
+                                      key=idempotency_key(str(source.rel), data, generation))
+            row.replayed = row.replayed or bool(submitted.get("idempotent_replay"))
+            task = client.wait(submitted, timeout)
+            target = out_dir / source.rel.parent / bare_name(task.get("result_filename"), source.rel.name)
+            if task["status"] == Status.SUCCEEDED:
+                task = _download(client, task, target)
+            if task["status"] == Status.EXPIRED and _fetched(target, task):
+                task["status"] = Status.SUCCEEDED  # a run killed between its download and its record
+            if task["status"] != Status.EXPIRED or attempt:
+                break
+            generation += 1  # recorded before it is sent: a run killed now re-attaches to the new task
+            state.put({"rel": str(source.rel), "sha256": sha256, "generation": generation})
+    except Problem as problem:
+        if problem.code in STOPPING:
+            raise
+        row.status, row.error, row.message = Status.FAILED, problem.code, problem.detail
+        return row
+    except OSError as error:  # the result could not be written under --out
+        row.status, row.error, row.message = Status.FAILED, "cannot_write", str(error.strerror or error)
+        return row
+    fidelity, failure = task.get("fidelity") or {}, task.get("error") or {}
+    record = {"rel": str(source.rel), "sha256": sha256, "generation": generation, "status": task["status"],
+              "task_id": task["task_id"], "billing_class": task.get("billing_class", ""),
+              "complete": fidelity.get("complete"), "lost": fidelity.get("lost") or [],
+              "error": failure.get("code", ""), "message": failure.get("message", ""),
+              "detected_format": task.get("detected_format", ""), "note": RESUBMITTED if generation else ""}
+    if task["status"] == Status.SUCCEEDED:
+        record.update(result=str(PurePosixPath(*target.relative_to(out_dir).parts)), result_size=target.stat().st_size)
+    if task["status"] == Status.SUCCEEDED or (task["status"] == Status.FAILED and record["error"] not in NOT_THE_FILE):
+        state.put(record)  # EXPIRED twice over is not the file's outcome either: a later run tries again
+    _fill(row, record, out_dir)
+    return row
+
+
+def _download(client: Client, task: dict[str, Any], target: Path) -> dict[str, Any]:
+    """Download a SUCCEEDED task's result; the task as it then is (EXPIRED if its result went meanwhile)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(2):
+        try:
+            client.download(task, target)
+            return task
+        except Problem as problem:
+            # a link refused: the result may have expired since the query, or the link outlived itself
+            if problem.code != "download_failed" or attempt:
+                raise
+            task = client.task(task["task_id"])
+            if task["status"] != Status.SUCCEEDED:
+                return task
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _fetched(target: Path, task: dict[str, Any]) -> bool:
+    """The result is already at ``target``: a download ends with an atomic rename, so a file of the result's
+    size under its name is the whole result."""
+    try:
+        return target.stat().st_size == task.get("result_size")
+    except OSError:
+        return False
+
+
+def _result_kept(record: dict[str, Any], out_dir: Path) -> bool:
+    if record["status"] != Status.SUCCEEDED:
+        return True
+    try:
+        return bool(record.get("result")) and (out_dir / record["result"]).stat().st_size == record.get("result_size")
+    except OSError:
+        return False  # moved or deleted since: fetched again (replayed, or resubmitted if it expired)
+
+
+def _fill(row: Row, record: dict[str, Any], out_dir: Path) -> None:
+    row.status, row.task_id = record["status"], record.get("task_id", "")
+    row.result = str(out_dir / record["result"]) if record.get("result") else ""
+    row.complete, row.lost = record.get("complete"), record.get("lost") or []
+    for name in ("error", "message", "detected_format", "note", "billing_class"):
+        setattr(row, name, record.get(name) or "")
+    if row.status == Status.EXPIRED:
+        row.message = "The result expired before it was downloaded, and so did the resubmission's."
+
+
+def describe(row: Row) -> str:
+    """The row as the one line printed when it is done."""
+    if row.status == Status.SUCCEEDED:
+        notes = [f"task {row.task_id}", row.billing_class]
+        if row.earlier:
+            notes.append("done earlier: not sent again")
+        elif row.replayed:
+            notes.append("replayed: not charged again")
+        notes.append(row.note)
+        lost = f"; lost: {'; '.join(str(x.get('detail')) for x in row.lost)}" if row.complete is False else ""
+        return f"{row.source} -> {row.result} ({', '.join(n for n in notes if n)}){lost}"
+    if not row.task_id:  # the client's own refusal, or the service's answer to the submission
+        return line(Problem(row.error, row.message), row.source)
+    said = f"{row.status} {row.error}:" if row.error else f"{row.status}:"
+    hint = next((text for code, text in FAILURE_HINTS.items() if code == row.error), "")
+    return " ".join(f"docshift: {row.source}: {said} {row.message} (task {row.task_id}) {hint}".split())
+
+
+def run_convert(client: Client, args: argparse.Namespace) -> int:
+    out_dir = Path(args.out)
+    found = walk(args.sources, out_dir)
+    if found.missing:
+        print(f"docshift: {found.missing[0]}: no such file or folder.", file=sys.stderr)
+        return 2
+    for first, second in collisions(found.sources)[:1]:
+        print(f"docshift: {first.shown} and {second.shown} would both become {second.rel.with_suffix('')}.* "
+              f"in {out_dir}; convert them into different --out folders.", file=sys.stderr)
+        return 2
+    client.usage()  # fail once, before any upload, on a bad key, an inactive plan or a wrong URL
+    client.upload_limit()
+    csv_path = Path(args.report) if args.report else None
+    for folder in (out_dir, *([csv_path.parent] if csv_path else [])):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            print(f"docshift: cannot create {folder}: {error.strerror or error}.", file=sys.stderr)
+            return 2
+
+    state = State(out_dir)
+    rows = {source: Row(source.shown, source.kind) for source in found.sources}
+    progress = progress_for(len(rows))
+    fatal: Problem | None = None
+    interrupted = False
+    pool = ThreadPoolExecutor(max_workers=max(1, args.parallel))
+    futures: dict[Future[Row], Source] = {}
+    try:
+        futures = {
+            pool.submit(convert_one, client, source, state, out_dir, args.timeout): source for source in rows}
+        for future in as_completed(futures):
+            try:
+                row = rows[futures[future]] = future.result()
+            except Problem as problem:
+                fatal = problem
+                break
+            progress.done(describe(row), row.status == Status.SUCCEEDED)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        client.stop.set()  # running files stop at their next wait, the others never start
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
+        state.close()
+    for future, source in futures.items():  # what ended while the run stopped is reported as it ended
+        if future.done() and not future.cancelled() and future.exception() is None:
+            rows[source] = future.result()
+    done = list(rows.values())
+    for row in done:
+        if row.status == "PENDING":
+            row.note = "not done: the run stopped first; run the same command again"
+    if csv_path:
+        page = write(csv_path, done, found.skipped)
+    print(summary(done, found.skipped))
+    if csv_path:
+        print(f"report: {csv_path} and {page}")
+    if fatal and fatal.code == INTERRUPTED:  # a stop that was no error: the Ctrl-C raced a file's wait
+        fatal, interrupted = None, True
+    if fatal or interrupted:
+        if fatal:
+            print(line(fatal), file=sys.stderr)
+        resume = shlex.join(["docshift", *args.argv])
+        print(f"docshift: {'interrupted' if interrupted else 'stopped'}; what is done is kept. To resume, "
+              f"run the same command again: {resume}", file=sys.stderr)
+        if interrupted:
+            return 130
+        return 2 if fatal and fatal.code in CONFIG_CODES else 1
+    return 0 if all(row.status == Status.SUCCEEDED for row in done) else 1
+
+
+def summary(rows: list[Row], skipped: int) -> str:
+    """One line: how many files ended how, and what was free."""
+    count = {status: sum(row.status == status for row in rows) for status in ("SUCCEEDED", "FAILED", "EXPIRED",
+                                                                               "PENDING")}
+    parts = [f"{len(rows)} legacy file{'' if len(rows) == 1 else 's'}: {count['SUCCEEDED']} succeeded"]
+    lossy = sum(row.complete is False and row.status == Status.SUCCEEDED for row in rows)
+    if lossy:
+        parts[0] += f" ({lossy} with losses)"
+    parts += [f"{count['FAILED']} failed"] + [f"{count[s]} {s.lower()}" for s in ("EXPIRED", "PENDING") if count[s]]
+    parts.append(f"{skipped} skipped (not .doc/.xls/.ppt)")
+    free = [f"{n} {what}" for n, what in ((sum(r.earlier for r in rows), "done earlier"),
+                                          (sum(r.replayed and not r.earlier for r in rows), "replayed"),
+                                          (sum(bool(r.note.startswith("resubmitted")) for r in rows), "resubmitted"))
+            if n]
+    return ", ".join(parts) + (f"; {', '.join(free)}" if free else "")

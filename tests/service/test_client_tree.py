@@ -1,0 +1,417 @@
+"""`docshift convert TREE --out OUT --report OUT/report.csv` against the live service (gunicorn, huey,
+LibreOffice, SeaweedFS): a tree with nested folders, a protected file, a file over the size limit and a
+text file; the first run killed with SIGKILL part-way and run again; every result at its path, the
+report's rows, the account charged once per success; the HTML report in the real Chromium."""
+
+import csv
+import io
+import json
+import os
+import pty
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+import requests
+from conftest import _soffice_save
+
+from docshift import client
+from docshift.accounts import keys
+from docshift.client.http import idempotency_key
+from docshift.client.tree import STATE_FILE
+from docshift.storage import connection
+
+DOCSHIFT = Path(sys.executable).parent / "docshift"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(os.environ.get("DOCSHIFT_TEST_ARTIFACTS") or tempfile.gettempdir()) / "docshift-artifacts"
+LIMIT = 4 * 1024 * 1024  # the service's default upload limit; the client reads it from the service
+
+
+def usage(live, key):
+    return requests.get(f"{live.base_url}/v1/account/usage",
+                        headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+
+
+def tasks_of(live, key):
+    """{source filename: [status, ...]} of the account's tasks, oldest first, from the service's database."""
+    conn = connection.connect(live.config().database)
+    try:
+        rows = conn.execute("select source_filename, status from conversions where account_id ="
+                            " (select account_id from api_keys where key_hash = ?) order by created_at",
+                            [keys.digest(key)]).fetchall()
+    finally:
+        conn.close()
+    found = {}
+    for name, status in rows:
+        found.setdefault(name, []).append(status)
+    return found
+
+
+def state_records(out):
+    """The state file's records that say how a file ended (a line torn by the kill is left out)."""
+    records = []
+    path = out / STATE_FILE
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if "status" in record:
+            records.append(record)
+    return records
+
+
+def objects_ppt(out):
+    """A .ppt with an embedded workbook on each of two slides: LibreOffice's .pptx export gives both
+    the same part name, so one is lost, and the fidelity report says so."""
+    import openpyxl
+    import pptx
+    from pptx.enum.shapes import PROG_ID
+
+    workbook = io.BytesIO()
+    openpyxl.Workbook().save(workbook)
+    deck = pptx.Presentation()
+    for _ in range(2):
+        slide = deck.slides.add_slide(deck.slide_layouts[6])
+        slide.shapes.add_ole_object(io.BytesIO(workbook.getvalue()), PROG_ID.XLSX, 914400, 914400)
+    deck.save(out / "objects.pptx")
+    return _soffice_save(out / "objects.pptx", "ppt:MS PowerPoint 97", out)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory, legacy, variants):
+    """``(root, {relative path: expected outcome})``: 7 legacy files in nested folders and a text file."""
+    made = tmp_path_factory.mktemp("made")
+    root = tmp_path_factory.mktemp("tree") / "archive"
+    copies = {"letter.doc": legacy["doc"], "finance/numbers.xls": legacy["xls"],
+              "finance/2019/q1/numbers.xls": legacy["xls"],  # the same bytes elsewhere: a result of its own
+              "talks/deck.ppt": legacy["ppt"], "talks/objects.ppt": objects_ppt(made),
+              "private/locked.doc": variants / "encrypted.doc"}
+    for rel, source in copies.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, root / rel)
+    (root / "scans").mkdir()
+    (root / "scans" / "huge.xls").write_bytes(random.Random(39).randbytes(LIMIT + 1))
+    (root / "notes").mkdir()
+    (root / "notes" / "readme.txt").write_text("not an Office file\n")
+    expected = {
+        "letter.doc": ("SUCCEEDED", "letter.docx", "true", ""),
+        "finance/numbers.xls": ("SUCCEEDED", "finance/numbers.xlsx", "true", ""),
+        "finance/2019/q1/numbers.xls": ("SUCCEEDED", "finance/2019/q1/numbers.xlsx", "true", ""),
+        "talks/deck.ppt": ("SUCCEEDED", "talks/deck.pptx", "true", ""),
+        "talks/objects.ppt": ("SUCCEEDED", "talks/objects.pptx", "false", ""),
+        "private/locked.doc": ("FAILED", "", "", "encrypted_document"),
+        "scans/huge.xls": ("FAILED", "", "", "file_too_large"),
+    }
+    return root, expected
+
+
+def command(root, out, *more):
+    return [str(DOCSHIFT), "convert", str(root), "--out", str(out), "--report", str(out / "report.csv"), *more]
+
+
+def environment(live, key):
+    return {**os.environ, "DOCSHIFT_URL": live.base_url, "DOCSHIFT_API_KEY": key}
+
+
+@pytest.fixture(scope="module")
+def migrated(live, tree, tmp_path_factory):
+    """The tree converted by a first run killed with SIGKILL part-way, then a second run to the end."""
+    root, expected = tree
+    out = tmp_path_factory.mktemp("migrated") / "out"
+    key = live.register(f"tree-{random.randrange(10**9)}")
+    env = environment(live, key)
+    logs = out.parent
+    with open(logs / "first.out", "wb") as stdout, open(logs / "first.err", "wb") as stderr:
+        first = subprocess.Popen(command(root, out, "--parallel", "2"), env=env, stdout=stdout, stderr=stderr)
+    try:
+        # killed once a file is done and another is submitted but not done: both cases of a resume
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and first.poll() is None:
+            done = state_records(out)
+            if done and sum(map(len, tasks_of(live, key).values())) > len(done):
+                break
+            time.sleep(0.05)
+        assert first.poll() is None, (logs / "first.err").read_text()
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    time.sleep(1)  # a submission the kill cut off after its upload is still committed by the service
+    at_kill = {"done": len(state_records(out)), "tasks": sum(map(len, tasks_of(live, key).values())),
+               "results": sorted(str(p.relative_to(out)) for p in out.rglob("*.*x") if not p.name.endswith(".part"))}
+    second = subprocess.run(command(root, out, "--parallel", "2"), env=env, capture_output=True, text=True,
+                            timeout=600)
+    return {"root": root, "out": out, "expected": expected, "key": key, "env": env, "at_kill": at_kill,
+            "second": second}
+
+
+def summary_counts(stdout):
+    """The numbers of the summary line: {"legacy files": 7, "succeeded": 5, "done earlier": 2, ...}."""
+    last = [line for line in stdout.splitlines() if re.search(r"\d+ legacy files?:", line)][-1]
+    words = "legacy files?|succeeded|with losses|failed|expired|pending|skipped|done earlier|replayed|resubmitted"
+    found = re.findall(rf"(\d+) ({words})", last)
+    return {("legacy files" if word.startswith("legacy") else word): int(n) for n, word in found}
+
+
+def test_a_killed_run_resumes_and_charges_each_success_once(live, migrated, capsys):
+    out, expected, key, second = migrated["out"], migrated["expected"], migrated["key"], migrated["second"]
+    at_kill = migrated["at_kill"]
+    assert second.returncode == 1, second.stderr  # the protected file and the huge one did not convert
+    assert 1 <= at_kill["done"] < 6 and at_kill["tasks"] > at_kill["done"], at_kill
+
+    # every result at its path, whole, and nothing else under --out but the state file and the report
+    import docx
+    import openpyxl
+    import pptx
+
+    results = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    wanted = {result for _, result, _, _ in expected.values() if result}
+    assert results == wanted | {STATE_FILE, "report.csv", "report.html"}, results
+    assert "Word 97" in "\n".join(p.text for p in docx.Document(out / "letter.docx").paragraphs)
+    for rel in ("finance/numbers.xlsx", "finance/2019/q1/numbers.xlsx"):
+        book = openpyxl.load_workbook(out / rel)
+        assert book.sheetnames == ["Alpha", "Beta"]
+        book.close()
+    assert len(pptx.Presentation(out / "talks/deck.pptx").slides) == 3
+    assert len(pptx.Presentation(out / "talks/objects.pptx").slides) == 2
+
+    # each file the service took is one task, each success counted once, whatever the kill interrupted
+    tasks = tasks_of(live, key)
+    assert tasks == {"letter.doc": ["SUCCEEDED"], "numbers.xls": ["SUCCEEDED", "SUCCEEDED"],
+                     "deck.ppt": ["SUCCEEDED"], "objects.ppt": ["SUCCEEDED"], "locked.doc": ["FAILED"]}
+    assert usage(live, key)["included_used"] == 5
+    # the second run took the finished files from the state file and re-attached to the others' tasks
+    counts = summary_counts(second.stdout)
+    assert [counts[k] for k in ("legacy files", "succeeded", "with losses", "failed", "skipped")] == [7, 5, 1, 2, 1]
+    assert counts["done earlier"] == at_kill["done"]
+    assert counts.get("replayed", 0) == at_kill["tasks"] - at_kill["done"] >= 1
+    assert "huge.xls: file_too_large" in second.stderr and "not sent" in second.stderr
+    assert "locked.doc: FAILED encrypted_document" in second.stderr
+    assert migrated["key"] not in second.stdout + second.stderr + (out / STATE_FILE).read_text()
+    print(json.dumps({"at_kill": at_kill, "second_run": counts}))  # shown with -s: the numbers measured
+
+
+def test_the_report_has_one_right_row_per_legacy_file(migrated):
+    root, out, expected = migrated["root"], migrated["out"], migrated["expected"]
+    with open(out / "report.csv", newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    assert reader.fieldnames[:7] == ["source", "status", "result", "complete", "lost", "error", "detected_format"]
+    assert sorted(row["source"] for row in rows) == sorted(str(root / rel) for rel in expected)
+    formats = {"doc": "word-97", "xls": "excel-biff8", "ppt": "powerpoint-97"}
+    for row in rows:
+        rel = str(Path(row["source"]).relative_to(root))
+        status, result, complete, error = expected[rel]
+        assert (row["status"], row["complete"], row["error"]) == (status, complete, error), row
+        assert row["result"] == (str(out / result) if result else "")
+        if status == "SUCCEEDED":
+            assert row["detected_format"] == formats[rel[-3:]], row
+            assert bool(row["lost"]) == (complete == "false"), row
+    objects = next(row for row in rows if row["source"].endswith("objects.ppt"))
+    assert "embedded object" in objects["lost"]
+    huge = next(row for row in rows if row["source"].endswith("huge.xls"))
+    assert huge["note"] == "not sent"
+
+
+class Counting(BaseHTTPRequestHandler):
+    """A front for the live service that passes every request on and keeps its method and path."""
+
+    target = ""
+    seen: ClassVar[list] = []
+
+    def forward(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append((self.command, self.path))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+        answer = requests.request(self.command, f"{self.target}{self.path}", data=body, headers=headers, timeout=30)
+        self.send_response(answer.status_code)
+        for name, value in answer.headers.items():
+            if name.lower() not in ("connection", "transfer-encoding", "content-length", "date", "server"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(answer.content)))
+        self.end_headers()
+        self.wfile.write(answer.content)
+
+    do_GET = do_POST = forward
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_finished_tree_is_not_sent_again(live, migrated, monkeypatch, capsys):
+    out = migrated["out"]
+    before = (out / "report.csv").read_text()
+    Counting.target, Counting.seen = live.base_url, []
+    front = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=front.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("DOCSHIFT_URL", f"http://127.0.0.1:{front.server_port}")
+        monkeypatch.setenv("DOCSHIFT_API_KEY", migrated["key"])
+        assert client.main(command(migrated["root"], out)[1:]) == 1
+    finally:
+        front.shutdown()
+        front.server_close()
+    assert [seen for seen in Counting.seen if seen[0] == "POST"] == []
+    assert summary_counts(capsys.readouterr().out)["done earlier"] == 6  # the huge file is checked again, not sent
+    assert (out / "report.csv").read_text() == before
+
+
+def test_the_html_report_in_chromium(migrated):
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    page_path = migrated["out"] / "report.html"
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1000, "height": 800})
+        requested = []
+        page.on("request", lambda request: requested.append(request.url))
+        page.goto(page_path.as_uri())
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "client-report.png"), full_page=True)
+
+        def cell(kind, outcome):
+            return page.locator(f'#summary tr[data-kind="{kind}"] td[data-outcome="{outcome}"]').inner_text()
+
+        assert page.title() == "docshift: conversion report"
+        assert [cell("all", o) for o in ("converted", "losses", "failed", "expired", "total")] == \
+            ["4", "1", "2", "0", "7"]
+        assert [cell(kind, "total") for kind in ("doc", "xls", "ppt")] == ["2", "3", "2"]
+        assert cell("ppt", "losses") == "1" and cell("doc", "failed") == "1" and cell("xls", "failed") == "1"
+        assert page.locator("#skipped").inner_text().startswith("1 other file skipped")
+
+        bars = page.locator("#loss-chart rect.bar")
+        assert bars.count() == 1 and bars.first.get_attribute("data-part") == "embedded_objects"
+        box = bars.first.bounding_box()
+        assert box["width"] > 100 and box["height"] > 10
+        # the bar is painted: its colour fills the chart's picture
+        chart = Image.open(io.BytesIO(page.locator("#loss-chart").screenshot())).convert("RGB")
+        painted = {color: n for n, color in chart.getcolors(1 << 24)}.get((0xC2, 0x57, 0x1A), 0)
+        assert painted > 0.8 * box["width"] * box["height"], painted
+
+        look = page.locator("#look-table tbody tr")
+        assert sorted(Path(look.nth(i).locator("td").first.inner_text()).name for i in range(look.count())) == \
+            ["huge.xls", "locked.doc", "objects.ppt"]
+        assert "encrypted_document" in page.locator("#look-table").inner_text()
+        assert requested == [page_path.as_uri()]  # nothing fetched: no CDN, no font, no script
+        browser.close()
+    finally:
+        playwright.stop()
+
+
+def test_a_result_that_expired_before_download_is_submitted_again(live, legacy, tmp_path, monkeypatch, capsys):
+    """An earlier run submitted the file and died; its result expired before anyone fetched it. The run
+    now replays that task, finds it EXPIRED, submits the file again under a new key and says so."""
+    key = live.register(f"expired-{random.randrange(10**9)}")
+    root, out = tmp_path / "inbox", tmp_path / "out"
+    root.mkdir()
+    shutil.copyfile(legacy["doc"], root / "letter.doc")
+    data = (root / "letter.doc").read_bytes()
+    earlier = requests.post(f"{live.base_url}/v1/conversions", files={"file": ("letter.doc", data)}, timeout=30,
+                            headers={"Authorization": f"Bearer {key}",
+                                     "Idempotency-Key": idempotency_key("letter.doc", data)}).json()
+    assert live.wait(key, earlier["task_id"])["status"] == "SUCCEEDED"
+    conn = connection.connect(live.config().database)
+    try:  # its retention is over: the service's view says EXPIRED from then on
+        conn.execute("update conversions set result_expires_at = ? where id = ?",
+                     ["2000-01-01T00:00:00.000000Z", earlier["task_id"]])
+    finally:
+        conn.close()
+    assert live.wait_status(key, earlier["task_id"]) == "EXPIRED"
+
+    monkeypatch.setenv("DOCSHIFT_URL", live.base_url)
+    monkeypatch.setenv("DOCSHIFT_API_KEY", key)
+    assert client.main(command(root, out)[1:]) == 0
+    printed = capsys.readouterr().out
+    assert summary_counts(printed)["resubmitted"] == 1
+    with open(out / "report.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["status"], row["result"], row["complete"]) == ("SUCCEEDED", str(out / "letter.docx"), "true")
+    assert row["note"].startswith("resubmitted: the earlier result expired before it was downloaded")
+    import docx
+    assert "Word 97" in "\n".join(p.text for p in docx.Document(out / "letter.docx").paragraphs)
+    assert len(tasks_of(live, key)["letter.doc"]) == 2 and usage(live, key)["included_used"] == 2
+
+    # the resubmission is the file's outcome now: a later run sends nothing and still says how it went
+    assert client.main(command(root, out)[1:]) == 0
+    assert summary_counts(capsys.readouterr().out)["done earlier"] == 1
+    assert len(tasks_of(live, key)["letter.doc"]) == 2
+    with open(out / "report.csv", newline="") as f:
+        assert next(csv.DictReader(f))["note"] == row["note"]
+
+
+def read_all(fd, into):
+    """Everything a pty's master side gives until the other side is closed."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO once the child and every holder of the terminal are gone
+            return
+        if not chunk:
+            return
+        into.append(chunk)
+
+
+def test_ctrl_c_on_a_terminal_stops_cleanly_and_says_how_to_resume(live, legacy, tmp_path):
+    key = live.register(f"ctrl-c-{random.randrange(10**9)}")
+    root, out = tmp_path / "inbox", tmp_path / "out"
+    for rel, kind in (("a/letter.doc", "doc"), ("b/numbers.xls", "xls"), ("b/c/deck.ppt", "ppt")):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(legacy[kind], root / rel)
+    env = {**environment(live, key), "TERM": "xterm", "COLUMNS": "120"}
+    master, terminal = pty.openpty()
+    shown = []
+    reader = threading.Thread(target=read_all, args=(master, shown), daemon=True)
+    with open(tmp_path / "stderr", "wb") as stderr:
+        run = subprocess.Popen(command(root, out, "--parallel", "1"), env=env, stdin=terminal, stdout=terminal,
+                               stderr=stderr)
+    os.close(terminal)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not state_records(out) and time.monotonic() < deadline and run.poll() is None:
+            time.sleep(0.05)
+        assert run.poll() is None, (tmp_path / "stderr").read_text()
+        run.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        assert run.wait(30) == 130
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        reader.join(10)
+        os.close(master)
+    screen = b"".join(shown).decode(errors="replace")
+    # rich's bar: its label, done/total, failures, rate and ETA
+    assert "converting" in screen and "1/3" in screen and "0 failed" in screen, screen
+    assert re.search(r"[\d.]+ files/s, ETA \d+:\d\d:\d\d", screen), screen
+    said = (tmp_path / "stderr").read_text()
+    assert "interrupted; what is done is kept. To resume, run the same command again: docshift convert " in said
+    assert str(root) in said and "Traceback" not in said and key not in said + screen
+    # nothing half done: no partial download, and every result there is one the state file records
+    done = state_records(out)
+    assert not list(out.rglob("*.part"))
+    assert {str(p.relative_to(out)) for p in out.rglob("*.*x")} == {r["result"] for r in done if "result" in r}
+    assert 1 <= len(done) < 3
+
+    again = subprocess.run(command(root, out), env=environment(live, key), capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert {str(p.relative_to(out)) for p in out.rglob("*.*x")} == {"a/letter.docx", "b/numbers.xlsx",
+                                                                    "b/c/deck.pptx"}
+    assert sorted(map(len, tasks_of(live, key).values())) == [1, 1, 1] and usage(live, key)["included_used"] == 3
