@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
 import pytest
@@ -415,3 +415,43 @@ def test_ctrl_c_on_a_terminal_stops_cleanly_and_says_how_to_resume(live, legacy,
     assert {str(p.relative_to(out)) for p in out.rglob("*.*x")} == {"a/letter.docx", "b/numbers.xlsx",
                                                                     "b/c/deck.pptx"}
     assert sorted(map(len, tasks_of(live, key).values())) == [1, 1, 1] and usage(live, key)["included_used"] == 3
+
+
+# without the service: what the command finds, what it records, what its page shows ------------------
+
+def test_a_tree_is_walked_in_order_without_its_own_output(tmp_path):
+    from docshift.client.tree import walk
+
+    root = tmp_path / "archive"
+    for rel in ("b/z.XLS", "b/a.doc", "a.ppt", "notes.txt", "b/c/readme.md", "out/old.doc", "out/old.docx"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"x")
+    found = walk([str(root), str(root / "a.ppt")], root / "out")  # a file given twice is one file
+    assert [(str(s.rel), s.kind) for s in found.sources] == [("a.ppt", "ppt"), ("b/a.doc", "doc"), ("b/z.XLS", "xls")]
+    assert found.skipped == 2 and found.missing == []
+    assert found.sources[1].shown == str(root / "b" / "a.doc")
+
+
+def test_the_state_file_keeps_whole_lines_only_and_no_key(tmp_path):
+    from docshift.client.tree import State
+
+    state = State(tmp_path)
+    state.put({"rel": "a/b.doc", "sha256": "1" * 64, "generation": 0, "status": "SUCCEEDED", "result": "a/b.docx"})
+    state.put({"rel": "c.xls", "sha256": "2" * 64, "generation": 1})
+    state.close()
+    with open(tmp_path / STATE_FILE, "a") as f:
+        f.write('{"rel": "c.xls", "sha256": "2222')  # what a kill in the middle of a write could leave
+    assert oct((tmp_path / STATE_FILE).stat().st_mode & 0o777) == "0o600"
+    again = State(tmp_path)
+    assert again.get(PurePosixPath("a/b.doc"), "1" * 64)["result"] == "a/b.docx"
+    assert again.get(PurePosixPath("a/b.doc"), "3" * 64) is None  # the file changed since: start afresh
+    assert again.get(PurePosixPath("c.xls"), "2" * 64) == {"rel": "c.xls", "sha256": "2" * 64, "generation": 1}
+
+
+def test_the_report_page_escapes_what_file_names_hold(tmp_path):
+    from docshift.client.report import Row, render
+
+    hostile = '<img src=x onerror="alert(1)">.doc'
+    page = render([Row(str(tmp_path / hostile), "doc", status="FAILED", error="encrypted_document",
+                       message="<b>protected</b>")], 0, tmp_path)
+    assert "<img" not in page and "<b>" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
