@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -109,9 +110,7 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = reading.result()
-    if project is not None:
-        vba.insert_project(result, project)
-    check_package(result, kind)
+    check_export(result, kind, project)
     check_explained(result, source, kind)
     loaded = report["loaded"]
     held = inventory.of_result(result, kind)
@@ -167,6 +166,22 @@ def check_package(path: Path, kind: str) -> None:
         log.warning("output of %s refused: %s (%d entries, %d bytes unpacked)", kind, problem, len(entries),
                     unpacked)
         raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: {problem}.")
+
+
+def check_export(result: Path, kind: str, project: bytes | None = None) -> None:
+    """The first look at LibreOffice's export, before anything of it is inflated: its zip directory
+    (``check_package``), then, for a presentation, the source's VBA ``project`` put in (``vba.insert_project``,
+    which copies the parts a chunk at a time within what the directory declared), and the package the client
+    gets checked again. Raises ``output_invalid``."""
+    check_package(result, kind)
+    if project is None:
+        return
+    try:
+        vba.insert_project(result, project)
+    except (ooxml.Unreadable, zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as error:
+        log.warning("output of %s refused: the VBA project does not go in: %r", kind, error)
+        raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: its parts do not read.") from error
+    check_package(result, kind)
 
 
 def check_explained(result: Path, source: Path, kind: str) -> None:

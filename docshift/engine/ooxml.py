@@ -14,12 +14,15 @@ kept but the facts:
 A part that is missing, not well-formed XML, or declares a DTD (entity expansion) makes the
 result ``None``: it would not open. The package's directory has already been checked for its
 size (``convert.check_package``), and a member is never inflated past the size it declares.
+
+Every other reader of a result's XML goes through ``stream`` too (``checked``, ``parse``), and whoever copies or
+reads a whole member does it with ``copy`` and ``read``: a chunk at a time, within what it declares.
 """
 
 import posixpath
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -51,7 +54,7 @@ def facts(path: str | Path, kind: str) -> dict[str, Any] | None:
         return None
 
 
-def _parse(package: zipfile.ZipFile, name: str, start: Callable[[str, dict[str, str]], None] | None = None,
+def parse(package: zipfile.ZipFile, name: str, start: Callable[[str, dict[str, str]], None] | None = None,
            end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None) -> None:
     """Stream part ``name`` of ``package`` through expat with namespaces resolved (``uri}local``)."""
     try:
@@ -59,6 +62,49 @@ def _parse(package: zipfile.ZipFile, name: str, start: Callable[[str, dict[str, 
             stream(iter(lambda: part.read(CHUNK), b""), name, start, end, text)
     except KeyError as error:
         raise Unreadable(f"{name} is missing") from error
+
+
+def checked(data: bytes, name: str) -> bytes:
+    """``data``, the XML of part ``name``, once it has gone through ``stream``: a parser that expands entities
+    (minidom) gets it only then."""
+    stream((data,), name)
+    return data
+
+
+def read(package: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """The bytes of member ``info``, read a chunk at a time; ``Unreadable`` when it declares more than ``limit`` or
+    inflates past what it declares."""
+    if info.file_size > limit:
+        raise Unreadable(f"{info.filename} is too large")
+    return b"".join(chunks(package, info))
+
+
+def copy(package: zipfile.ZipFile, info: zipfile.ZipInfo, out: zipfile.ZipFile) -> None:
+    """Member ``info`` written into ``out`` as it was (``entry``), a chunk at a time: never whole in memory, never
+    past what it declares (the caller has bounded that: ``convert.check_package``)."""
+    with out.open(entry(info), "w", force_zip64=info.file_size >= zipfile.ZIP64_LIMIT) as written:
+        for chunk in chunks(package, info):
+            written.write(chunk)
+
+
+def entry(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
+    """A fresh zip entry with ``info``'s name, date, compression and attributes (reusing ``info`` itself would copy
+    its extra fields and flags from the old archive, and writing changes it)."""
+    fresh = zipfile.ZipInfo(info.filename, info.date_time)
+    fresh.compress_type, fresh.external_attr, fresh.create_system = info.compress_type, info.external_attr, \
+        info.create_system
+    return fresh
+
+
+def chunks(package: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """The inflated bytes of member ``info``, a chunk at a time; ``Unreadable`` past its declared size."""
+    inflated = 0
+    with package.open(info) as part:
+        while chunk := part.read(CHUNK):
+            inflated += len(chunk)
+            if inflated > info.file_size:
+                raise Unreadable(f"{info.filename} inflates past its declared size")
+            yield chunk
 
 
 def stream(chunks: Iterable[bytes], name: str, start: Callable[[str, dict[str, str]], None] | None = None,
@@ -95,7 +141,7 @@ def _sheets(package: zipfile.ZipFile) -> list[str]:
         if tag == f"{SPREADSHEET}{SEPARATOR}sheet":
             names.append(attributes.get("name", ""))
 
-    _parse(package, FORMATS["xls"].main_part, start)
+    parse(package, FORMATS["xls"].main_part, start)
     return names
 
 
@@ -112,9 +158,9 @@ def _slides(package: zipfile.ZipFile) -> int:
         if tag == f"{PACKAGE_RELATIONSHIPS}{SEPARATOR}Relationship":
             targets[attributes.get("Id")] = attributes.get("Target", "")
 
-    _parse(package, main, slide)
+    parse(package, main, slide)
     folder, name = posixpath.split(main)
-    _parse(package, f"{folder}/_rels/{name}.rels", relationship)
+    parse(package, f"{folder}/_rels/{name}.rels", relationship)
     parts = set(package.namelist())
     # a slide counts when its relationship leads to a part that is there; a target is relative to
     # the folder of the part, or absolute from the package's root (OPC allows both)
@@ -148,5 +194,5 @@ def _text(package: zipfile.ZipFile) -> Counter[str]:
         if inside[0]:
             counted.update("".join(data.split()))
 
-    _parse(package, FORMATS["doc"].main_part, start, end, text)
+    parse(package, FORMATS["doc"].main_part, start, end, text)
     return counted

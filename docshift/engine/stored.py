@@ -18,14 +18,14 @@ import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
-from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
-from docshift.engine import inventory
+from docshift.engine import inventory, ooxml
+from docshift.engine.inventory.common import MAX_PART
 
-SPREADSHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-RELATIONSHIP = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
-PACKAGE_RELATIONSHIP = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+SHEET = f"{ooxml.SPREADSHEET}{ooxml.SEPARATOR}sheet"
+RELATIONSHIP = f"{ooxml.RELATIONSHIPS}{ooxml.SEPARATOR}id"
+PACKAGE_RELATIONSHIP = f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relationship"
 # one cell as LibreOffice writes it: <c r="B1" s="1" t="e"><f aca="false">...</f><v>#VALUE!</v></c>
 CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"([^>]*?)(/>|>(.*?)</c>)', re.DOTALL)
 TYPE = re.compile(rb'\st="[^"]*"')
@@ -69,7 +69,7 @@ def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inv
             part = parts.get(sheet)
             if part is None:
                 continue
-            data, count = _rewrite(package.read(part), cells)
+            data, count = _rewrite(ooxml.read(package, package.getinfo(part), MAX_PART), cells)
             if count:
                 rewritten[part], written = data, written + count
         if not rewritten:
@@ -81,7 +81,7 @@ def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inv
                 for info in package.infolist():
                     new_data = rewritten.get(info.filename)
                     if new_data is None:
-                        out.writestr(info, package.read(info.filename), compress_type=info.compress_type)
+                        ooxml.copy(package, info, out)
                     else:
                         out.writestr(info, new_data, compress_type=zipfile.ZIP_DEFLATED)
             os.replace(temporary, path)
@@ -92,15 +92,25 @@ def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inv
 
 
 def _sheet_parts(package: zipfile.ZipFile) -> dict[str | None, str]:
-    """{sheet name: part name} from the workbook and its relationships (both small)."""
-    workbook = ElementTree.fromstring(package.read("xl/workbook.xml"))
-    relationships = ElementTree.fromstring(package.read("xl/_rels/workbook.xml.rels"))
-    targets = {r.get("Id"): r.get("Target", "") for r in relationships.iter(PACKAGE_RELATIONSHIP)}
+    """{sheet name: part name} from the workbook and its relationships, streamed with no DTD allowed
+    (``ooxml.parse``)."""
+    sheets: list[tuple[str | None, str | None]] = []
+    targets: dict[str | None, str] = {}
+
+    def sheet(tag: str, attributes: dict[str, str]) -> None:
+        if tag == SHEET:
+            sheets.append((attributes.get("name"), attributes.get(RELATIONSHIP)))
+
+    def relationship(tag: str, attributes: dict[str, str]) -> None:
+        if tag == PACKAGE_RELATIONSHIP:
+            targets[attributes.get("Id")] = attributes.get("Target", "")
+
+    ooxml.parse(package, "xl/workbook.xml", sheet)
+    ooxml.parse(package, "xl/_rels/workbook.xml.rels", relationship)
     parts: dict[str | None, str] = {}
-    for sheet in workbook.iter(f"{SPREADSHEET}sheet"):
-        target = targets.get(sheet.get(RELATIONSHIP), "")
-        parts[sheet.get("name")] = target.lstrip("/") if target.startswith("/") else \
-            posixpath.normpath(posixpath.join("xl", target))
+    for name, rid in sheets:
+        target = targets.get(rid, "")
+        parts[name] = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join("xl", target))
     return parts
 
 

@@ -21,6 +21,8 @@ from xml.dom import minidom
 
 import olefile
 
+from docshift.engine import ooxml
+
 # oletools builds its pyparsing grammar at import time with names pyparsing now deprecates
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -218,6 +220,8 @@ def _children(stream: _Stream, start: int, length: int) -> Iterator[tuple[int, i
 # --- .ppt -> .pptm ----------------------------------------------------------------------------------------------
 
 MAX_PROJECT_SIZE = 64 << 20  # VBA projects are kilobytes; a larger declared size is a damaged or hostile file
+# [Content_Types].xml and the relationships insert_project edits: kilobytes, a few MB for 10,000 slides
+MAX_EDITED_PART = 16 << 20
 PROJECT_PART = "ppt/vbaProject.bin"
 PROJECT_CONTENT_TYPE = "application/vnd.ms-office.vbaProject"
 MAIN_CONTENT_TYPE = "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml"
@@ -275,50 +279,54 @@ def insert_project(package_path: str | Path, project: bytes) -> None:
     replacing the one LibreOffice writes (a compound file with no project in it). Every other part is kept byte
     for byte, except that [Content_Types].xml and ppt/_rels/presentation.xml.rels get what a macro-enabled
     presentation needs when they lack it (LibreOffice 25.2 already writes all of it). Writes a new file next to
-    the package and moves it over atomically. Raises ValueError when ``project`` is not a VBA project, and
-    zipfile's or the OS's errors for a package it cannot read or write."""
+    the package and moves it over atomically. The parts are copied a chunk at a time, never past the size they
+    declare: the caller has bounded those from the zip's directory (``convert.check_package``). Raises ValueError
+    when ``project`` is not a VBA project, ``ooxml.Unreadable`` for a part it edits that declares a DTD, is not
+    well-formed or is larger than ``MAX_EDITED_PART``, and zipfile's or the OS's errors for a package it cannot
+    read or write."""
     project = bytes(project)
     if not _is_vba_project(project):
         raise ValueError("not a vbaProject.bin: no PROJECT stream and VBA storage")
     package_path = Path(package_path)
     with zipfile.ZipFile(package_path) as src:
         infos = src.infolist()
-        parts = {info.filename: src.read(info) for info in infos}
-    # part names in a package compare case-insensitively ([MS-OPC]); find the ones to touch whatever their case
-    names = {name.lower(): name for name in parts}
-    main = _main_part(parts.get(names.get("_rels/.rels")))  # type: ignore[arg-type]  # None finds no part
-    edits: dict[str, bytes] = {}
-    types_name = names.get("[content_types].xml", "[Content_Types].xml")
-    types = _content_types(parts.get(types_name), main)
-    if types is not None:
-        edits[types_name] = types
-    rels_name = names.get("ppt/_rels/presentation.xml.rels", "ppt/_rels/presentation.xml.rels")
-    rels = _relationships(parts.get(rels_name))
-    if rels is not None:
-        edits[rels_name] = rels
-    project_name = names.get(PROJECT_PART, PROJECT_PART)
-    edits[project_name] = project
-    fd, tmp = tempfile.mkstemp(prefix=".vba-", suffix=".pptm", dir=package_path.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
-            for info in infos:
-                out.writestr(_entry(info), edits.pop(info.filename, parts[info.filename]))
-            for name, data in edits.items():  # parts the package did not have at all
-                out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
-        shutil.copymode(package_path, tmp)  # mkstemp makes it 0600; the package keeps its own mode
-        os.replace(tmp, package_path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        # part names in a package compare case-insensitively ([MS-OPC]); find the ones to touch whatever their case
+        names = {info.filename.lower(): info for info in infos}
 
+        def part(name: str) -> bytes | None:
+            info = names.get(name)
+            if info is None:
+                return None
+            # minidom expands entities: it reads only what the DTD-refusing parser let through
+            return ooxml.checked(ooxml.read(src, info, MAX_EDITED_PART), info.filename)
 
-def _entry(info: zipfile.ZipInfo) -> zipfile.ZipInfo:
-    """A fresh zip entry with ``info``'s name, date, compression and attributes (reusing ``info`` itself would copy
-    its extra fields and flags from the old archive)."""
-    entry = zipfile.ZipInfo(info.filename, info.date_time)
-    entry.compress_type, entry.external_attr, entry.create_system = info.compress_type, info.external_attr, \
-        info.create_system
-    return entry
+        def real_name(name: str, default: str) -> str:
+            return names[name].filename if name in names else default
+
+        main = _main_part(part("_rels/.rels"))
+        edits: dict[str, bytes] = {}
+        types = _content_types(part("[content_types].xml"), main)
+        if types is not None:
+            edits[real_name("[content_types].xml", "[Content_Types].xml")] = types
+        rels = _relationships(part("ppt/_rels/presentation.xml.rels"))
+        if rels is not None:
+            edits[real_name("ppt/_rels/presentation.xml.rels", "ppt/_rels/presentation.xml.rels")] = rels
+        edits[real_name(PROJECT_PART, PROJECT_PART)] = project
+        fd, tmp = tempfile.mkstemp(prefix=".vba-", suffix=".pptm", dir=package_path.parent)
+        try:
+            with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
+                for info in infos:
+                    if info.filename in edits:
+                        out.writestr(ooxml.entry(info), edits.pop(info.filename))
+                    else:
+                        ooxml.copy(src, info, out)
+                for name, data in edits.items():  # parts the package did not have at all
+                    out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
+            shutil.copymode(package_path, tmp)  # mkstemp makes it 0600; the package keeps its own mode
+            os.replace(tmp, package_path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
 
 def _main_part(rels: bytes | None) -> str:

@@ -3,14 +3,19 @@ made here, part by part, including the odd and the broken."""
 
 import zipfile
 
-from docshift.engine import inventory, ooxml
+import pytest
+from conftest import ROOT
+
+from docshift.engine import convert, inventory, ooxml, stored, vba
 from docshift.engine.convert import content_lost
+from docshift.errors import ConversionFailed, ResultUnreadable
 
 S = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
 P = ('xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
      'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
 RELS = 'xmlns="http://schemas.openxmlformats.org/package/2006/relationships"'
+PROJECT = vba.ppt_project(ROOT.parent / "shared" / "corpus" / "ppt" / "SimpleMacro.ppt")
 
 
 def facts(path, kind):
@@ -100,3 +105,84 @@ def test_a_dtd_is_refused_before_any_entity_expands(tmp_path):
 def test_a_loss_shows_against_the_source(tmp_path):
     xlsx = package(tmp_path / "a.xlsx", {"xl/workbook.xml": workbook("one")})
     assert content_lost({"sheets": ["one", "two"]}, facts(xlsx, "xls")) == "sheets ['one'] instead of ['one', 'two']"
+
+
+# Every reader of a result's XML refuses a DTD: the output checks above, the stored values written back into a
+# workbook (``stored``), the parts edited to put a presentation's VBA project back (``vba.insert_project``)
+
+SHEET_ID = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+# the entity ``name``, plain or a billion laughs (each level ten times the one before: 3 GB of "lol")
+DTDS = {"an entity": '<!DOCTYPE x [<!ENTITY name "Sheet1">]>',
+        "billion laughs": '<!DOCTYPE x [<!ENTITY l0 "lol">' + "".join(
+            f'<!ENTITY l{n} "{f"&l{n - 1};" * 10}">' for n in range(1, 10)) + '<!ENTITY name "&l9;">]>'}
+
+
+def with_dtd(xml, dtd):
+    """``xml`` with ``dtd`` after its declaration, and its entity in the text of the root element."""
+    declaration, rest = xml.split("?>", 1)
+    if rest.endswith("/>"):
+        opening = rest[:-2]
+        rest = f"{opening}></{opening[1:].split()[0]}>"
+    close = rest.rindex("</")
+    return f"{declaration}?>{dtd}{rest[:close]}&name;{rest[close:]}"
+
+
+def stored_workbook(path, dtd, part):
+    """An .xlsx with one formula cell, ``part`` declaring ``dtd``."""
+    parts = {"xl/workbook.xml": f'<?xml version="1.0"?><workbook {S} {SHEET_ID}><sheets>'
+                                '<sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>',
+             "xl/_rels/workbook.xml.rels": f'<?xml version="1.0"?><Relationships {RELS}><Relationship Id="rId1" '
+                                           'Type="worksheet" Target="worksheets/sheet1.xml"/></Relationships>',
+             "xl/worksheets/sheet1.xml": f'<?xml version="1.0"?><worksheet {S}><sheetData><row r="1">'
+                                         '<c r="A1"><f>UDF()</f><v>1</v></c></row></sheetData></worksheet>'}
+    parts[part] = with_dtd(parts[part], dtd)
+    return package(path, parts)
+
+
+@pytest.mark.parametrize("dtd", sorted(DTDS))
+@pytest.mark.parametrize("part", ["xl/workbook.xml", "xl/_rels/workbook.xml.rels"])
+def test_writing_stored_values_back_refuses_a_dtd(tmp_path, part, dtd):
+    xlsx = stored_workbook(tmp_path / "a.xlsx", DTDS[dtd], part)
+    before = xlsx.read_bytes()
+    source = inventory.Inventory("xls", {}, cells={"Sheet1": {b"A1": 2.0}})
+    result = inventory.Inventory("xls", {}, cells={"Sheet1": {b"A1": 1.0}}, formulas={"Sheet1": {b"A1"}})
+    assert stored.differing(source, result) == {"Sheet1": {b"A1": 2.0}}
+    with pytest.raises(ResultUnreadable, match="declares a DTD"):
+        stored.restore(xlsx, source, result)
+    assert xlsx.read_bytes() == before
+
+
+def presentation(path, dtd, part):
+    """A .pptm as LibreOffice would write it without a project, ``part`` (if any) declaring ``dtd``."""
+    types = f'<Types xmlns="{vba.CT_NS}"><Default Extension="xml" ContentType="application/xml"/></Types>'
+    parts = {"[Content_Types].xml": f'<?xml version="1.0"?>{types}',
+             "_rels/.rels": f'<?xml version="1.0"?><Relationships {RELS}><Relationship Id="rId1" '
+                            f'Type="{vba.OFFICE_DOCUMENT}" Target="ppt/presentation.xml"/></Relationships>',
+             "ppt/_rels/presentation.xml.rels": f'<?xml version="1.0"?><Relationships {RELS}/>',
+             "ppt/presentation.xml": f'<?xml version="1.0"?><p:presentation {P}/>'}
+    if part is not None:
+        parts[part] = with_dtd(parts[part], dtd)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, data in parts.items():
+            out.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("dtd", sorted(DTDS))
+@pytest.mark.parametrize("part", ["[Content_Types].xml", "_rels/.rels", "ppt/_rels/presentation.xml.rels"])
+def test_putting_a_vba_project_back_refuses_a_dtd(tmp_path, part, dtd):
+    pptm = presentation(tmp_path / "a.pptm", DTDS[dtd], part)
+    before = pptm.read_bytes()
+    with pytest.raises(ResultUnreadable, match="declares a DTD"):
+        vba.insert_project(pptm, PROJECT)
+    assert pptm.read_bytes() == before
+    # in the conversion, that is output_invalid
+    with pytest.raises(ConversionFailed) as failure:
+        convert.check_export(pptm, "ppt", PROJECT)
+    assert failure.value.code == "output_invalid"
+
+
+def test_a_presentation_without_a_dtd_takes_its_project(tmp_path):
+    pptm = presentation(tmp_path / "a.pptm", None, None)
+    convert.check_export(pptm, "ppt", PROJECT)
+    assert sorted(vba.modules(pptm)) == ["Module1"]

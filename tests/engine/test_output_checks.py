@@ -1,12 +1,15 @@
 """The worker's checks of a result: the zip directory alone (nothing inflated), and what LibreOffice
 loaded from the source against what the result holds."""
 
+import tracemalloc
 import zipfile
 from collections import Counter
 
 import pytest
+from conftest import ROOT
 
-from docshift.engine.convert import check_package, content_lost
+from docshift.engine import vba
+from docshift.engine.convert import check_export, check_package, content_lost
 from docshift.errors import ConversionFailed
 
 
@@ -33,6 +36,37 @@ def test_a_decompression_bomb_is_refused_from_its_directory(tmp_path):
     bomb = package(tmp_path / "bomb.xlsx", {"[Content_Types].xml": "<Types/>", "xl/workbook.xml": "<w/>",
                                             "xl/zeros.xml": b"\0" * (20 << 20)})
     assert "unpack to too much" in refusal(bomb)
+
+
+def zip_bomb(path, member, size):
+    """A .pptm whose ``member`` holds ``size`` bytes of zeros, deflated: about a thousandth of that on disk."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        out.writestr("[Content_Types].xml", "<Types/>")
+        out.writestr("ppt/presentation.xml", "<p/>")
+        with out.open(member, "w", force_zip64=True) as zeros:
+            chunk = bytes(1 << 20)
+            for _ in range(size >> 20):
+                zeros.write(chunk)
+    return path
+
+
+def test_a_zip_bomb_is_refused_before_the_vba_project_goes_in(tmp_path):
+    """What runs on LibreOffice's export first (the .ppt's VBA project put back into the .pptm) inflates nothing
+    of a package whose directory promises 1 GiB: it is refused ``output_invalid`` holding a few MiB at most."""
+    bomb = zip_bomb(tmp_path / "bomb.pptm", "ppt/media/zeros.bin", 1 << 30)
+    before = bomb.read_bytes()
+    project = vba.ppt_project(ROOT.parent / "shared" / "corpus" / "ppt" / "SimpleMacro.ppt")
+    assert project is not None and len(before) < 2 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConversionFailed) as failure:
+            check_export(bomb, "ppt", project)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert failure.value.code == "output_invalid" and "unpack to too much" in failure.value.message
+    assert peak < 4 << 20, f"{peak >> 20} MiB held"
+    assert bomb.read_bytes() == before
 
 
 def test_no_zip_or_no_main_part_is_refused(tmp_path):

@@ -4,6 +4,7 @@ them, and a .pptm with the .ppt's project put back in (LibreOffice writes none).
 import logging
 import shutil
 import subprocess
+import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -256,3 +257,31 @@ def test_insert_project_refuses_what_is_no_project(converted, tmp_path):
             vba.insert_project(package, bad)
     assert package.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["deck.pptm"], "no temporary file left behind"
+
+
+def test_insert_project_copies_the_parts_a_chunk_at_a_time(tmp_path):
+    """Every part of LibreOffice's .pptm goes into the new package streamed: a 256 MiB part (which the package's
+    directory declares, and ``convert.check_package`` bounds) is never held whole."""
+    deck = tmp_path / "deck.pptm"
+    size = 256 << 20
+    with zipfile.ZipFile(deck, "w", zipfile.ZIP_DEFLATED) as out:
+        out.writestr("[Content_Types].xml", f'<Types xmlns="{vba.CT_NS}"/>')
+        out.writestr("ppt/presentation.xml", "<p/>")
+        out.writestr("ppt/_rels/presentation.xml.rels", f'<Relationships xmlns="{vba.REL_NS}"/>')
+        with out.open("ppt/media/large.bin", "w", force_zip64=True) as large:
+            for _ in range(size >> 20):
+                large.write(bytes(1 << 20))
+    with zipfile.ZipFile(deck) as before:
+        crc = before.getinfo("ppt/media/large.bin").CRC
+    tracemalloc.start()
+    try:
+        vba.insert_project(deck, vba.ppt_project(corpus("ppt", "SimpleMacro.ppt")))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"{peak >> 20} MiB held"
+    with zipfile.ZipFile(deck) as after:
+        large = after.getinfo("ppt/media/large.bin")
+        assert (large.file_size, large.CRC) == (size, crc)
+        assert after.read("ppt/vbaProject.bin") == vba.ppt_project(corpus("ppt", "SimpleMacro.ppt"))
+    assert sorted(vba.modules(deck)) == ["Module1"]
