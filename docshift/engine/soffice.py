@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 from docshift import formats
 from docshift.engine import jobfiles, sandbox
@@ -40,6 +40,8 @@ SELF_TEST_TIMEOUT = 60
 OOM_SCORE_ADJ = 500
 # the longest reply line the bridge may send (its facts: sheet names, characters counted)
 MAX_REPLY_BYTES = 8 << 20
+# the longest line of LibreOffice's messages logged (stderr): the rest of a longer one is dropped
+MAX_LOG_LINE = 8192
 
 # No DisableActiveContent: LibreOffice then drops every embedded object and chart on load. Linked
 # content stays out without it: links are never updated (UpdateDocMode on load, the Link settings
@@ -200,12 +202,18 @@ class Launcher:
         jobfiles.prepare(job_dir)
 
     def _log_messages(self, soffice: "Soffice") -> None:
-        """LibreOffice's and the bridge's own messages, to the log with the task they came from."""
-        stream: IO[str] = soffice.process.stderr
-        for line in stream:
-            line = line.rstrip()
-            if line:
-                log.info("%s: %s", self.name, line, extra={"task_id": soffice.task_id})
+        """LibreOffice's and the bridge's own messages, to the log with the task they came from. A line is read
+        only as far as ``MAX_LOG_LINE``: the rest of a longer one is dropped, never held."""
+        stream: TextIO = soffice.process.stderr
+        raw = stream.buffer  # the text pipe's bytes: the limit is in bytes
+        cut = False  # in the rest of a line too long to log
+        while chunk := raw.readline(MAX_LOG_LINE):
+            if not cut:
+                line = chunk.decode("utf-8", "replace").rstrip()
+                if line:
+                    log.info("%s: %s%s", self.name, line, "" if chunk.endswith(b"\n") else " [cut]",
+                             extra={"task_id": soffice.task_id})
+            cut = not chunk.endswith(b"\n")
         stream.close()
 
     def _limit_memory(self) -> None:

@@ -2,6 +2,7 @@
 
 import base64
 import http.server
+import logging
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar
@@ -378,3 +380,32 @@ def test_a_hostile_reply_neither_hangs_nor_swamps_the_reader(tmp_path, name):
         assert isinstance(outcome.get("error"), expected), outcome
     finally:
         bridge.kill()
+
+
+ENDLESS_MESSAGE = r"""
+import sys
+for _ in range(64):
+    sys.stderr.buffer.write(b"x" * (1 << 20))
+sys.stderr.buffer.write(b"\nafter\n")
+"""
+
+
+def test_an_endless_message_line_is_cut_not_held(tmp_path, caplog):
+    """LibreOffice's stderr is read a bounded line at a time: a real process that writes 64 MiB without a newline
+    costs the reader no more than a line of the log, and what follows is logged as it comes."""
+    # as the Launcher starts the bridge: text pipes, line-buffered
+    process = subprocess.Popen([sys.executable, "-c", ENDLESS_MESSAGE], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, bufsize=1)
+    bridge = Soffice(process, tmp_path / "profile", tmp_path / "job")
+    launcher = soffice.Launcher("endless", True, sandbox.Limits(), 1 << 30, soffice.PROFILE_SETTINGS)
+    tracemalloc.start()
+    try:
+        with caplog.at_level(logging.INFO, logger="docshift.office"):
+            launcher._log_messages(bridge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        process.wait()
+    assert peak < 1 << 20, f"{peak >> 10} KiB held"
+    logged = [record.getMessage() for record in caplog.records if record.name == "docshift.office"]
+    assert logged == ["endless: " + "x" * soffice.MAX_LOG_LINE + " [cut]", "endless: after"]
