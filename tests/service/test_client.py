@@ -99,6 +99,20 @@ def test_bad_key_is_one_line_and_exit_2(live, key, legacy, tmp_path, monkeypatch
     assert not (tmp_path / "o").exists()
 
 
+def test_an_inactive_subscription_is_one_line_and_exit_2(live, key, legacy, tmp_path, capsys):
+    conn = connection.connect(live.config().database)
+    try:
+        conn.execute("update accounts set status = 'inactive' where id ="
+                     " (select account_id from api_keys where key_hash = ?)", [keys.digest(key)])
+    finally:
+        conn.close()
+    assert client.main(["convert", str(legacy["doc"]), "--out", str(tmp_path / "o")]) == 2
+    captured = capsys.readouterr()
+    assert len(captured.err.splitlines()) == 1, captured.err
+    assert captured.err.startswith("docshift: subscription_pending_or_inactive: ") and "subscription" in captured.err
+    assert task_count(live, key) == 0 and not (tmp_path / "o").exists()
+
+
 def test_missing_key_and_unreachable_service(live, monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("DOCSHIFT_API_KEY", raising=False)
     assert client.main(["usage"]) == 2

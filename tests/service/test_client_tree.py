@@ -455,3 +455,39 @@ def test_the_report_page_escapes_what_file_names_hold(tmp_path):
     page = render([Row(str(tmp_path / hostile), "doc", status="FAILED", error="encrypted_document",
                        message="<b>protected</b>")], 0, tmp_path)
     assert "<img" not in page and "<b>" not in page and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+
+
+def test_a_service_lost_mid_run_is_said_once_and_the_run_resumes(live, legacy, tmp_path, monkeypatch, capsys):
+    key = live.register(f"lost-{random.randrange(10**9)}")
+    root, out = tmp_path / "inbox", tmp_path / "out"
+    root.mkdir()
+    for kind in ("doc", "xls", "ppt"):
+        shutil.copyfile(legacy[kind], root / legacy[kind].name)
+    Counting.target, Counting.seen = live.base_url, []
+    front = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=front.serve_forever, daemon=True).start()
+
+    def lose_the_service():  # once the first file is done: the front goes, as a service or network would
+        deadline = time.monotonic() + 120
+        while not state_records(out) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        front.shutdown()
+        front.server_close()
+
+    loser = threading.Thread(target=lose_the_service)
+    loser.start()
+    monkeypatch.setattr("docshift.client.http.BACKOFF", 0.01)
+    monkeypatch.setenv("DOCSHIFT_URL", f"http://127.0.0.1:{front.server_port}")
+    monkeypatch.setenv("DOCSHIFT_API_KEY", key)
+    try:
+        assert client.main(command(root, out, "--parallel", "1")[1:]) == 1
+    finally:
+        loser.join()
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert err[0].startswith("docshift: unreachable: Cannot reach 127.0.0.1:") and "DOCSHIFT_URL" in err[0]
+    assert err[1].startswith("docshift: stopped; what is done is kept. To resume, run the same command again: ")
+
+    monkeypatch.setenv("DOCSHIFT_URL", live.base_url)
+    assert client.main(command(root, out)[1:]) == 0
+    assert sorted(map(len, tasks_of(live, key).values())) == [1, 1, 1] and usage(live, key)["included_used"] == 3
