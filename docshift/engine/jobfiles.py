@@ -1,15 +1,15 @@
-"""A conversion's files in an Office's job dir, where a hostile LibreOffice must not steer the worker.
+"""A conversion's files in an Office's job dir and its sandbox's ``/out``, where a hostile LibreOffice must not
+steer the worker.
 
-The job dir is the one host directory the sandbox sees (``/job``). The job dir and each
-conversion's staging dir in it are the worker's, and the sandbox's user may only pass
-through them (``DIR_MODE``): the one thing it may write is the empty target file made for
-it (the bridge copies LibreOffice's result into it). The worker never follows a path in
-the job dir: it walks from directory descriptors, opens without following a link
-(``O_NOFOLLOW``), creates its files exclusively, and copies the result out to its own
-file before anything reads it. With a worker that is not root, the sandbox's user is the
-worker's own uid on the host (a user namespace maps one to the other), so modes keep
-nothing out; the descriptors still keep the worker from reaching anything outside the
-job dir through it.
+The job dir is the one host directory the sandbox sees (``/job``), and it sees it read-only: the worker stages
+a copy of each source there, in a staging dir of its own. LibreOffice writes its result into the sandbox's
+``/out``, an in-memory file system of a fixed size (``sandbox.Limits.scratch_mb``), which the worker reaches
+through a descriptor (``sandbox.open_out``): nothing the sandbox writes lands on the host's disks, whoever
+the worker runs as. ``/out`` is the sandbox's own to write, so the worker never follows a path there: it opens
+from directory descriptors without following a link (``O_NOFOLLOW``), takes only a regular file, and copies the
+result out to its own file before anything reads it. The job dir and its staging dirs are the worker's, closed
+to the sandbox's user (``DIR_MODE``); with a worker that is not root, the sandbox's user is the worker's own
+uid on the host (a user namespace maps one to the other), so modes keep nothing out, but the read-only view does.
 """
 
 from __future__ import annotations
@@ -44,26 +44,30 @@ def prepare(job_dir: str | Path) -> None:
 
 
 class Staging:
-    """A fresh staging dir in the job dir for one conversion: ``source``, a copy of the worker's
-    source, and ``target``, the empty file LibreOffice may write (host paths; ``Office.inside``
-    gives the sandbox's). Use it in a ``with``; ``take`` collects the result."""
+    """A fresh staging dir in the job dir for one conversion: ``source``, a copy of the worker's source (a host
+    path; ``Office.inside`` gives the sandbox's), and ``target``, where LibreOffice stores its result in the
+    sandbox (``/out/target<suffix>``). Use it in a ``with``; ``take`` collects the result."""
 
-    def __init__(self, job_dir: str | Path, source: str | Path, target_suffix: str) -> None:
+    def __init__(self, job_dir: str | Path, out: int, source: str | Path, target_suffix: str) -> None:
         name = f"staged-{secrets.token_hex(8)}"
-        self.target = Path(job_dir) / name / f"target{target_suffix}"
+        self._result = f"target{target_suffix}"
+        self.target = f"{sandbox.OUT}/{self._result}"
         # the source's own name (the customer's, made safe): what LibreOffice derives from it shows theirs
         own = Path(source).name
-        self.source = Path(job_dir) / name / (own if own != self.target.name else f"source{Path(source).suffix}")
-        self._job: int | None = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+        self.source = Path(job_dir) / name / (own if own != self._result else f"source{Path(source).suffix}")
+        # its own: a LibreOffice stopped meanwhile closes the one it was given
+        self._out: int | None = os.dup(out)
+        self._job: int | None = None
         self._name = name
         self._dir: int | None = None
         try:
+            self._job = os.open(job_dir, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW)
+            _remove(self._out, self._result)  # what an earlier conversion left is not this one's result
             os.mkdir(name, DIR_MODE, dir_fd=self._job)
             self._dir = os.open(name, os.O_RDONLY | os.O_DIRECTORY | NOFOLLOW, dir_fd=self._job)
             os.fchmod(self._dir, DIR_MODE)  # whatever the umask
             with open(source, "rb") as original:
                 _write_new(self._dir, self.source.name, SOURCE_MODE, original)
-            _write_new(self._dir, self.target.name, 0o600, None, owner=(sandbox.UID, sandbox.GID))
         except BaseException:
             self.close()
             raise
@@ -78,9 +82,11 @@ class Staging:
         """Copy what LibreOffice wrote into ``target`` (the worker's own path); False when it wrote
         nothing. Raises OfficeCrashed when what is there is no regular file (a link, a FIFO):
         only a compromised sandbox makes one."""
+        if self._out is None:  # closed
+            return False
         try:
             # O_NONBLOCK: a FIFO put in its place must not keep the worker waiting for a writer
-            fd = os.open(self.target.name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=self._dir)
+            fd = os.open(self._result, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=self._out)
         except FileNotFoundError:
             return False
         except OSError as error:  # ELOOP: a link
@@ -103,14 +109,36 @@ class Staging:
             shutil.rmtree(self._name, dir_fd=self._job, ignore_errors=True)
             os.close(self._job)
             self._job = None
+        if self._out is not None:
+            _remove(self._out, self._result)
+            os.close(self._out)
+            self._out = None
 
 
-def _write_new(directory: int, name: str, mode: int, content: IO[bytes] | None,
-               owner: tuple[int, int] | None = None) -> None:
+def empty(directory: int) -> None:
+    """Remove everything in the directory open as ``directory`` (no link is followed)."""
+    for name in os.listdir(directory):
+        try:
+            if stat.S_ISDIR(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode):
+                shutil.rmtree(name, dir_fd=directory, ignore_errors=True)
+            else:
+                os.unlink(name, dir_fd=directory)
+        except FileNotFoundError:
+            pass
+
+
+def _remove(directory: int, name: str) -> None:
+    """Remove ``name`` from ``directory``, whatever it is (the sandbox may have made it a directory)."""
+    try:
+        os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        shutil.rmtree(name, dir_fd=directory, ignore_errors=True)
+
+
+def _write_new(directory: int, name: str, mode: int, content: IO[bytes]) -> None:
     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, mode, dir_fd=directory)
     with open(fd, "wb") as new:
         os.fchmod(fd, mode)
-        if owner is not None and sandbox.as_root():
-            os.fchown(fd, *owner)
-        if content is not None:
-            shutil.copyfileobj(content, new, COPY_CHUNK)
+        shutil.copyfileobj(content, new, COPY_CHUNK)

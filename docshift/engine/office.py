@@ -6,8 +6,8 @@ in a network namespace where one can be made). A LibreOffice that has converted 
 never converts a file of another: a new account's task takes over the spare, started and self-tested in
 the background, and the LibreOffice of the account before waits in the worker process's ``Pool``
 (``pool.py``) for that account's next task, on whichever Office it comes. Each LibreOffice has its own
-profile and its own job dir, where each conversion gets a copy of its source and an empty target
-(``jobfiles.py``): no LibreOffice sees another's files. A task keeps its own files in ``office.tasks_dir``,
+profile and its own job dir, where each conversion gets a copy of its source, and its own ``/out`` for the
+result (``jobfiles.py``): no LibreOffice sees another's files. A task keeps its own files in ``office.tasks_dir``,
 which no sandbox sees.
 
 A LibreOffice that fails its self-test is replaced, and after ``START_ATTEMPTS`` failures in a row the
@@ -355,13 +355,13 @@ class Office:
 
     @contextlib.contextmanager
     def _visible(self, source: Path, target: Path) -> Iterator[tuple[str, str]]:
-        """Sandbox paths for ``source`` and ``target``: a staged copy of the source and an empty target,
-        whose content is copied to ``target`` on the way out (``jobfiles.py``)."""
+        """Sandbox paths for ``source`` and ``target``: a staged copy of the source, and where LibreOffice
+        stores the result in the sandbox, copied to ``target`` on the way out (``jobfiles.py``)."""
         if not self.sandboxed:
             yield str(source), str(target)
             return
-        with jobfiles.Staging(self.job_dir, source, target.suffix) as staging:
-            yield self.inside(staging.source), self.inside(staging.target)
+        with jobfiles.Staging(self.job_dir, self.current.out, source, target.suffix) as staging:
+            yield self.inside(staging.source), staging.target
             try:
                 staging.take(target)
             except OfficeCrashed:

@@ -142,29 +142,40 @@ class Launcher:
         started = Soffice(None, profile, job_dir, self.sandboxed)
         env = {"HOME": started.inside(profile / "home"), "TMPDIR": started.inside(profile / "tmp")}
         priority = ["background"] if background else []
-        if self.sandboxed:
-            argv = sandbox.command(job_dir, profile, BRIDGE.parent,
-                                   [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
-                                    pipe, *priority], env, self.limits)
-            env = {}
-        else:
-            log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
-            argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), profile.as_uri(), pipe, *priority]
-            env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
-        # the worker's environment (secret key, S3 and AWS credentials) stays out either way
-        started.process = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/",
-            start_new_session=True, preexec_fn=self._limit_memory, text=True, bufsize=1)
-        starting(started)
-        threading.Thread(target=self._log_messages, args=(started,), daemon=True,
-                         name=f"{self.name}-stderr").start()
+        info = told = None  # bubblewrap's account of the sandbox: which process it is (``sandbox.open_out``)
         try:
+            if self.sandboxed:
+                info, told = sandbox.info_pipe()
+                argv = sandbox.command(job_dir, profile, BRIDGE.parent,
+                                       [UNO_PYTHON, f"{sandbox.CODE}/{BRIDGE.name}", Path(sandbox.PROFILE).as_uri(),
+                                        pipe, *priority], env, self.limits, info_fd=told)
+                env = {}
+            else:
+                log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
+                argv = network_namespace() + [UNO_PYTHON, str(BRIDGE), profile.as_uri(), pipe, *priority]
+                env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
+            # the worker's environment (secret key, S3 and AWS credentials) stays out either way
+            started.process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd="/",
+                start_new_session=True, preexec_fn=self._limit_memory, text=True, bufsize=1,
+                pass_fds=() if told is None else (told,))
+            if told is not None:  # bubblewrap's copy is the only one left: its end is the account's
+                os.close(told)
+                told = None
+            starting(started)
+            threading.Thread(target=self._log_messages, args=(started,), daemon=True,
+                             name=f"{self.name}-stderr").start()
             try:
                 ready = started.read(START_TIMEOUT)
             except (OfficeTimeout, OfficeCrashed) as error:
                 raise OfficeCrashed("LibreOffice did not start") from error
             if not ready.get("ready"):
                 raise OfficeCrashed(f"LibreOffice did not start: {ready.get('detail', ready)}")
+            if info is not None:
+                try:
+                    started.out = sandbox.open_out(info, started.process.pid)
+                except OSError as error:
+                    raise OfficeCrashed(f"the sandbox's /out cannot be reached: {error}") from error
             launched = time.monotonic()
             test_dir = profile / "tmp" / "selftest"  # the sandbox's own, in memory
             kinds = formats.self_test_kinds()
@@ -185,6 +196,10 @@ class Launcher:
         except BaseException:
             started.kill()
             raise
+        finally:
+            for fd in (info, told):
+                if fd is not None:
+                    os.close(fd)
         started.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
         log.info("%s started %s in %.2f s, self-test %.2f s (soffice pid %s)", self.name,
                  "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", started.timings["launch"],
@@ -240,6 +255,7 @@ class Soffice:
         self.closing = False  # its bridge answered a conversion and has yet to say it closed the document
         self.idle_since = time.monotonic()
         self._pid: int | None = None  # its soffice.bin's, once found
+        self.out: int | None = None  # a descriptor of its sandbox's /out, where LibreOffice stores the results
         self._unread = bytearray()
 
     @property
@@ -256,13 +272,16 @@ class Soffice:
         return str(path)
 
     def empty_job_dir(self) -> None:
-        """Remove whatever an earlier task, or this LibreOffice, left in its job dir (links are not followed)."""
+        """Remove whatever an earlier task left in its job dir, or this LibreOffice in its /out (links are not
+        followed)."""
         if self.job_dir.exists():
             for entry in list(self.job_dir.iterdir()):
                 if entry.is_dir() and not entry.is_symlink():
                     shutil.rmtree(entry, ignore_errors=True)
                 else:
                     entry.unlink(missing_ok=True)
+        if self.out is not None:
+            jobfiles.empty(self.out)
 
     def send(self, request: dict[str, Any]) -> None:
         try:
@@ -327,6 +346,9 @@ class Soffice:
             self.process.stdout.close()
         shutil.rmtree(self.profile, ignore_errors=True)
         shutil.rmtree(self.job_dir, ignore_errors=True)
+        if self.out is not None:  # the last hold on its /out: that memory goes too
+            os.close(self.out)
+            self.out = None
 
     def signal(self) -> None:
         """Kill its process group, and nothing else: whoever waits for it tidies up."""

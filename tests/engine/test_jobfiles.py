@@ -1,6 +1,6 @@
-"""A compromised LibreOffice cannot steer the worker through the job dir: each test plays it for real,
-a program in a real sandbox of its own over the Office's job dir, as the sandbox's user, doing what
-a hostile document that took LibreOffice over could do there; the worker runs as root here."""
+"""A compromised LibreOffice cannot steer the worker through the job dir or its ``/out``: each test plays it for
+real, a program in the Office's own sandbox, or in a real sandbox of its own over the Office's job dir, as the
+sandbox's user, doing what a hostile document that took LibreOffice over could do there."""
 
 import json
 import os
@@ -62,58 +62,63 @@ def snapshot(directory):
     return {p.name: (p.lstat().st_uid, p.lstat().st_mode, p.read_bytes()) for p in directory.iterdir()}
 
 
+def in_its_own_sandbox(office, script, *args):
+    """Run ``script`` as the Office's LibreOffice itself could: in the namespaces of its sandbox, as its user."""
+    argv = ["nsenter", "-t", str(office.office_pid()), "--user", "--mount", "--preserve-credentials",
+            f"--setuid={sandbox.UID}", f"--setgid={sandbox.GID}", "--wd=/",
+            "/usr/bin/python3", "-c", script, *map(str, args)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={}, cwd="/")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 HOSTILE = r"""
-import json, os, sys
+import errno, json, os, sys
 source, target, secret = sys.argv[1:4]
-staging = os.path.dirname(target)
+staging = os.path.dirname(source)
 tried = {}
 def attempt(what, action):
     try:
         action()
         tried[what] = "done"
     except OSError as error:
-        tried[what] = type(error).__name__
-def write_target():
-    with open(target, "wb") as f:
+        tried[what] = errno.errorcode[error.errno]
+def write(path):
+    with open(path, "wb") as f:
         f.write(b"written by the sandbox")
 def swap_target():
-    os.symlink(secret, staging + "/swap")
-    os.replace(staging + "/swap", target)
+    os.symlink(secret, "/out/swap")
+    os.replace("/out/swap", target)
 def move_staging():
     os.rename(staging, "/job/moved")
-    os.rename("/job/moved", staging)
-attempt("write the target", write_target)
-attempt("swap the target for a link", swap_target)
-attempt("list /job", lambda: os.listdir("/job"))
-attempt("plant a link in /job", lambda: os.symlink(secret, "/job/planted"))
+attempt("write the target", lambda: write(target))
+attempt("write in /job", lambda: write("/job/planted"))
+attempt("plant a link in /job", lambda: os.symlink(secret, "/job/link"))
 attempt("move the staging dir", move_staging)
-attempt("plant a link beside the target", lambda: os.symlink(secret, staging + "/planted"))
+attempt("plant a link beside the source", lambda: os.symlink(secret, staging + "/planted"))
 attempt("remove the source", lambda: os.unlink(source))
+attempt("swap the target for a link", swap_target)
 print(json.dumps(tried))
 """
 
 
-def test_the_sandbox_writes_its_target_and_nothing_else(office, legacy, outside, tmp_path):
-    """While LibreOffice converts, the one thing it may write on the host is the target made for it;
-    a link it swaps in for the target is never followed, and no file outside changes."""
+def test_the_sandbox_writes_nothing_on_the_host_and_its_links_are_not_followed(office, legacy, outside, tmp_path):
+    """While LibreOffice converts, its job dir is read-only to it, whoever the worker runs as: it writes only in
+    its own ``/out``. A link it puts there in place of its result is never followed, and no file outside changes."""
     before = snapshot(outside)
     target = tmp_path / "result.docx"
     secret = outside / "secret.docx"
-    try:
-        with office._visible(Path(legacy["doc"]).resolve(), target) as (inner_source, inner_target):
-            tried = in_the_sandbox(office, tmp_path, HOSTILE, inner_source, inner_target, secret)
-    except OfficeCrashed:  # a worker that is not root: the sandbox owns the dirs, the link is refused
-        assert not sandbox.as_root()
-    if sandbox.as_root():
-        assert tried == {"write the target": "done", "list /job": "PermissionError",
-                         "plant a link in /job": "PermissionError", "move the staging dir": "PermissionError",
-                         "plant a link beside the target": "PermissionError",
-                         "swap the target for a link": "PermissionError", "remove the source": "PermissionError"}
-        assert target.read_bytes() == b"written by the sandbox"
+    with pytest.raises(OfficeCrashed, match="no regular file"), \
+            office._visible(Path(legacy["doc"]).resolve(), target) as (inner_source, inner_target):
+        tried = in_its_own_sandbox(office, HOSTILE, inner_source, inner_target, secret)
+    assert tried == {"write the target": "done", "write in /job": "EROFS", "plant a link in /job": "EROFS",
+                     "move the staging dir": "EROFS", "plant a link beside the source": "EROFS",
+                     "remove the source": "EROFS", "swap the target for a link": "done"}
     assert not target.is_symlink()
     assert secret.read_bytes() not in (target.read_bytes() if target.exists() else b"")
     assert untouched(outside, before)
     assert sorted(os.listdir(office.job_dir)) == []
+    office.start()  # the crash stopped it
 
 
 WATCHER = r"""

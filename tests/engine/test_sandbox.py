@@ -10,6 +10,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -87,7 +88,8 @@ except OSError:
     resolved = False
 print(json.dumps({"uid": os.getuid(), "seen": seen, "reached": reached, "resolved": resolved,
                   "interfaces": [name for _, name in socket.if_nameindex()], "env": sorted(os.environ),
-                  "writable": [p for p in ("/", "/usr", "/etc", "/job", "/profile", "/tmp") if os.access(p, os.W_OK)]}))
+                  "writable": [p for p in ("/", "/usr", "/etc", "/job", "/out", "/profile", "/tmp")
+                               if os.access(p, os.W_OK)]}))
 """
 
 
@@ -116,7 +118,7 @@ def test_the_sandbox_sees_no_data_dir_and_no_network(tmp_path):
     assert not any(report["seen"].values()), report["seen"]
     assert not report["reached"] and not report["resolved"] and report["interfaces"] == ["lo"]
     assert report["env"] == ["LANG", "PATH", "PWD"]
-    assert report["writable"] == ["/job", "/profile", "/tmp"]
+    assert report["writable"] == ["/out", "/profile", "/tmp"]  # its job dir is read-only, the rest in memory
 
 
 # what a hostile program may use inside ----------------------------------------------------
@@ -179,13 +181,13 @@ BIG_FILE = r"""
 import errno, json, os
 error = None
 try:
-    with open("/job/big", "wb") as f:
+    with open("/tmp/big", "wb") as f:
         for _ in range(64):
             f.write(b"x" * (1 << 20))
             f.flush()
 except OSError as failure:
     error = errno.errorcode[failure.errno]
-print(json.dumps({"size": os.path.getsize("/job/big"), "error": error}))
+print(json.dumps({"size": os.path.getsize("/tmp/big"), "error": error}))
 """
 
 
@@ -198,7 +200,7 @@ def test_no_file_grows_past_the_scratch_limit(tmp_path):
 FILL = r"""
 import errno, json, os
 found = {}
-for where in ("/tmp", "/dev/shm", "/dev", "/profile"):
+for where in ("/tmp", "/dev/shm", "/dev", "/profile", "/out", "/job"):
     written, error = 0, None
     try:
         while written < 48:
@@ -213,15 +215,118 @@ print(json.dumps(found))
 
 
 def test_the_sandbox_file_systems_are_sized(tmp_path):
-    """``/tmp`` and ``/dev/shm`` are small, ``/dev`` takes no files, the profile (with LibreOffice's
-    temp files) holds the scratch limit: none can fill the host's memory or disk."""
+    """``/tmp`` and ``/dev/shm`` are small, ``/dev`` and the job dir take no files, the profile (with LibreOffice's
+    temp files) and ``/out`` (its results) hold the scratch limit: none can fill the host's memory or disk."""
     done = run_inside(tmp_path, FILL, sandbox.Limits(scratch_mb=32))
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
-    assert found["/dev"] == [0, "EROFS"]
-    for where, size in (("/tmp", sandbox.SMALL_TMPFS_MB), ("/dev/shm", sandbox.SMALL_TMPFS_MB), ("/profile", 32)):
+    assert found["/dev"] == found["/job"] == [0, "EROFS"]
+    for where, size in (("/tmp", sandbox.SMALL_TMPFS_MB), ("/dev/shm", sandbox.SMALL_TMPFS_MB), ("/profile", 32),
+                        ("/out", 32)):
         assert found[where][1] == "ENOSPC" and size - 2 <= found[where][0] <= size, (where, found)
-    assert list((tmp_path / "profile").iterdir()) == []  # nothing went to the host's disk
+    assert list((tmp_path / "profile").iterdir()) == list((tmp_path / "job").iterdir()) == []  # nothing on disk
+
+
+# a worker that is not root (the container image, the systemd unit): the sandbox's user is then the worker's own uid
+# on the host, so file modes keep nothing out
+
+def as_a_service_user(code, *args, timeout=180):
+    """Python ``code`` run by the venv's python as a worker that is not root would: as nobody when the tests run
+    as root (the sandbox then takes its non-root way), as the tests' own user otherwise."""
+    prefix = ["setpriv", f"--reuid={sandbox.UID}", f"--regid={sandbox.GID}", "--clear-groups"] \
+        if os.geteuid() == 0 else []
+    return subprocess.run([*prefix, sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env={"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"},
+                          cwd=Path(__file__).resolve().parents[2])
+
+
+@pytest.fixture
+def service_dir():
+    """A directory a worker that is not root owns: not under the tests' tmp dir, which only root may enter."""
+    directory = Path(tempfile.mkdtemp(prefix="docshift-not-root-", dir="/var/tmp"))
+    if os.geteuid() == 0:
+        os.chown(directory, sandbox.UID, sandbox.GID)
+    yield directory
+    shutil.rmtree(directory)
+
+
+FLOOD = r"""
+import errno, json, os
+found = {}
+for where in ("/job", "/out"):
+    written, error = 0, None
+    try:
+        while written < 40:
+            with open(f"{where}/flood-{written}", "wb") as f:
+                f.write(b"x" * (1 << 20))
+            written += 1
+    except OSError as failure:
+        error = errno.errorcode[failure.errno]
+    found[where] = [written, error]
+print(json.dumps(found))
+"""
+
+IN_A_SANDBOX = r"""
+import subprocess, sys
+from pathlib import Path
+from docshift.engine import sandbox
+base, script = Path(sys.argv[1]), sys.argv[2]
+assert not sandbox.as_root()
+for name in ("job", "profile"):
+    (base / name).mkdir()
+argv = sandbox.command(base / "job", base / "profile", Path(sandbox.__file__).parent,
+                       ["/usr/bin/python3", "-c", script], limits=sandbox.Limits(scratch_mb=int(sys.argv[3])))
+done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={}, cwd="/")
+print(done.stdout, end="")
+print(done.stderr, end="", file=sys.stderr)
+sys.exit(done.returncode)
+"""
+
+
+def disk_use(directory):
+    return sum(path.lstat().st_blocks * 512 for path in Path(directory).rglob("*"))
+
+
+def test_a_sandbox_of_a_worker_that_is_not_root_cannot_fill_the_disk(service_dir):
+    """Its job dir on the host is its own uid's, yet read-only inside; what it writes goes to ``/out``, in memory
+    and no larger than the scratch limit: 40 MiB tried, 8 MiB written, none of it on the host's disk."""
+    done = as_a_service_user(IN_A_SANDBOX, service_dir, FLOOD, 8)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["/job"] == [0, "EROFS"], found
+    assert found["/out"][1] == "ENOSPC" and 6 <= found["/out"][0] <= 8, found
+    assert disk_use(service_dir) < 1 << 20, sorted(service_dir.rglob("*"))
+
+
+NOT_ROOT_OFFICE = r"""
+import json, sys
+from pathlib import Path
+from docshift.engine import sandbox
+from docshift.engine.office import Office
+from docshift.formats import FORMATS
+base, source = Path(sys.argv[1]), Path(sys.argv[2])
+assert not sandbox.as_root()
+office = Office(base / "office", name="not-root")
+try:
+    office.export(source, base / "result.docx", FORMATS["doc"].export_filter, 60)
+    seen = sorted(p.name for p in office.job_dir.iterdir())
+finally:
+    office.close()
+print(json.dumps({"result": (base / "result.docx").stat().st_size, "job dir after": seen}))
+"""
+
+
+def test_a_worker_that_is_not_root_converts_through_the_sandboxs_out(service_dir, legacy):
+    """The worker reaches ``/out`` of a sandbox whose user is its own uid (``sandbox.open_out``), as in the
+    container image."""
+    source = service_dir / "letter.doc"
+    shutil.copy(legacy["doc"], source)
+    if os.geteuid() == 0:
+        os.chown(source, sandbox.UID, sandbox.GID)
+    done = as_a_service_user(NOT_ROOT_OFFICE, service_dir, source)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["result"] > 0 and found["job dir after"] == [], found
 
 
 SPIN = r"""

@@ -4,6 +4,7 @@ account, and an account's idle LibreOffice waits for its next task (a few accoun
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -103,15 +104,30 @@ def test_without_a_spare_a_new_account_still_gets_a_fresh_libreoffice(fresh_offi
     assert fresh_office.office_pid() != first and dies(first)
 
 
-def test_the_job_dir_is_emptied_between_tasks(spared, legacy):
+PLANT = r"""
+import os
+os.makedirs("/out/planted")
+open("/out/planted/evil.doc", "w").write("x")
+open("/out/note.txt", "w").write("left")
+os.symlink("/usr", "/out/link")
+"""
+
+
+def test_the_job_dir_and_out_are_emptied_between_tasks(spared, legacy):
     convert_for(spared, "acct_a", legacy["doc"], "doc", "1")
-    # what a LibreOffice, or an earlier task, left behind where the next one would see it
+    # what an earlier task left behind where the next one would see it
     (spared.job_dir / "planted").mkdir()
     (spared.job_dir / "planted" / "evil.doc").write_bytes(b"x")
     (spared.job_dir / "note.txt").write_text("left")
     (spared.job_dir / "link").symlink_to("/etc")
+    # and what LibreOffice left in its /out, as its own user
+    pid = spared.office_pid()
+    subprocess.run(["nsenter", "-t", str(pid), "--user", "--mount", "--preserve-credentials", f"--setuid={sandbox.UID}",
+                    f"--setgid={sandbox.GID}", "--wd=/", "/usr/bin/python3", "-c", PLANT], check=True, env={}, cwd="/")
+    assert len(os.listdir(f"/proc/{pid}/root{sandbox.OUT}")) == 3
     spared.take("acct_a")
-    assert list(spared.job_dir.iterdir()) == []
+    assert spared.office_pid() == pid
+    assert list(spared.job_dir.iterdir()) == [] and os.listdir(f"/proc/{pid}/root{sandbox.OUT}") == []
     assert any(Path("/etc").iterdir()), "emptying never follows a link out of the job dir"
 
 

@@ -331,7 +331,7 @@ def _convert(office, source, stored, target, request, opened):
         took("facts")
         step = "storing the result"
         document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
-        shutil.copyfile(stored, target)  # the worker's empty target, the one file the sandbox may write
+        shutil.copyfile(stored, target)  # to /out, where the worker takes it from
         took("store")
     except Exception as error:
         if not answers(office.desktop, error):
