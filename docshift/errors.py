@@ -53,6 +53,10 @@ class ForgedMessage(DocshiftError):
     key, or signed but out of bounds. Dropped and logged, never run nor applied."""
 
 
+class NoProbe(DocshiftError):
+    """No coordinator's probe in Redis: none started yet, or Redis restarted empty."""
+
+
 class LeaseLost(DocshiftError):
     """The run no longer holds its task (it was taken back as stuck): it stores no result."""
 

@@ -14,7 +14,7 @@ is the service's fault, and the coordinator only sends it again.
 
 The coordinator writes a probe into Redis, sealed with its queue key: a node that cannot open it,
 or whose own sealing key the probe does not list, holds another key and would drop every job it
-took, so it refuses to start (``check_queue_key``), and takes nothing while a probe it cannot open
+took, so it refuses to start (``worker.check_queue_key``), and takes nothing while a probe it cannot open
 stands.
 
 Redis is not trusted. Every message and entry there is sealed with the queue key
@@ -30,17 +30,14 @@ from __future__ import annotations
 import logging
 import secrets
 import signal
-import sys
 import threading
 import time
 from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
-
 from docshift.contract import Status, TaskErrorCode
-from docshift.errors import ForgedMessage, StorageUnavailable
+from docshift.errors import ForgedMessage, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, tasks
 from docshift.storage.connection import Row
@@ -61,12 +58,6 @@ RUNNING = "docshift:running"     # job holder -> sealed {"holder", "node"}, whil
 REVOKED = "docshift:revoked:"    # + job holder: taken back by the coordinator, its node stores nothing
 PROBE = "docshift:probe"         # sealed {"probe", "accepts": fingerprints of the coordinator's keys}
 OUTCOME_FIELDS = messages.outcome_fields(Outcome)
-# EX_CONFIG, as for a missing sandbox: restarting with the same key will not help
-EXIT_WRONG_KEY = 78
-
-
-class NoProbe(Exception):
-    """No coordinator's probe in Redis: none started yet, or Redis restarted empty."""
 
 
 class Registry:
@@ -348,8 +339,8 @@ class Node:
         except NoProbe:  # Redis restarted empty: the coordinator writes it again
             problem = None
         if problem != self.key_problem:
-            log.log(logging.ERROR if problem else logging.INFO, "%s: %s", self.name,
-                    f"takes no jobs: {problem}" if problem else "the queue key fits again: taking jobs")
+            log.log(logging.ERROR if problem else logging.INFO, "%s %s", self.name,
+                    f"takes no jobs: {problem}" if problem else "takes jobs: the queue key fits again")
         self.key_problem = problem
 
     def _take(self) -> None:
@@ -371,27 +362,6 @@ class Node:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
         self.worker.engine().close()
-
-
-def check_queue_key(config: Settings) -> None:
-    """Before a node starts: wait for the coordinator's probe, then exit with EXIT_WRONG_KEY,
-    saying why, if this node's queue key does not fit the coordinator's."""
-    registry, said = Registry(config, Jobs(config)), None
-    while True:
-        try:
-            problem = registry.key_problem()
-            break
-        except NoProbe:
-            why = "no coordinator has written its probe into Redis yet"
-        except RedisError as error:  # not reachable yet
-            why = f"Redis does not answer ({error!r})"
-        if why != said:
-            log.warning("the node waits before it takes jobs: %s", why)
-            said = why
-        time.sleep(1)
-    if problem:
-        log.error("the node does not start: %s", problem)
-        sys.exit(EXIT_WRONG_KEY)
 
 
 def run_node(config: Settings, worker: Worker) -> None:

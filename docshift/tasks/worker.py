@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from redis.exceptions import RedisError
 from sqlite_utils import Database
 
 from docshift import logs, settings
@@ -17,14 +18,14 @@ from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.contract import Status
 from docshift.engine import Engine, Pool, clear_leftovers, sandbox_problem
-from docshift.errors import BadSetting, StorageUnavailable
+from docshift.errors import BadSetting, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection, liveness
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import max_run_seconds, run_next
 from docshift.tasks.faults import Faults
-from docshift.tasks.nodes import Coordinator, Node, Registry, check_queue_key, run_node
-from docshift.tasks.queue import Queue, on_redis
+from docshift.tasks.nodes import Coordinator, Node, Registry, run_node
+from docshift.tasks.queue import Jobs, Queue, on_redis
 
 log = logging.getLogger("docshift.worker")
 # what a worker process does on its own schedule: (name, every seconds, action)
@@ -32,6 +33,8 @@ Duty = tuple[str, float, Callable[[], object]]
 
 # EX_CONFIG: the host cannot run the sandbox; restarting will not help (systemd: RestartPreventExitStatus)
 EXIT_NO_SANDBOX = 78
+# EX_CONFIG too: a node whose queue key is not the coordinator's would drop every job it took
+EXIT_WRONG_KEY = 78
 # what the sandbox needs from a container runtime (compose.yaml has them, the README says why)
 CONTAINER_OPTIONS = ("--security-opt seccomp=deploy/container/seccomp.json (in the image: "
                      "/usr/local/share/docshift/seccomp.json), --security-opt systempaths=unconfined "
@@ -231,6 +234,27 @@ def check_sandbox(config: Settings) -> None:
                   "bubblewrap and unprivileged user namespaces; in a container, run it with %s; "
                   "DOCSHIFT_SANDBOX=off runs LibreOffice without it", why, CONTAINER_OPTIONS)
         sys.exit(EXIT_NO_SANDBOX)
+
+
+def check_queue_key(config: Settings) -> None:
+    """Before a node starts: wait for the coordinator's probe, then exit with EXIT_WRONG_KEY,
+    saying why, if this node's queue key does not fit the coordinator's."""
+    registry, said = Registry(config, Jobs(config)), None
+    while True:
+        try:
+            problem = registry.key_problem()
+            break
+        except NoProbe:
+            why = "no coordinator has written its probe into Redis yet"
+        except RedisError as error:  # not reachable yet
+            why = f"Redis does not answer ({error!r})"
+        if why != said:
+            log.warning("the node waits before it takes jobs: %s", why)
+            said = why
+        time.sleep(1)
+    if problem:
+        log.error("the node does not start: %s", problem)
+        sys.exit(EXIT_WRONG_KEY)
 
 
 def main(argv: list[str] | None = None) -> None:
