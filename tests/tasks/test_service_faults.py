@@ -120,11 +120,12 @@ def test_an_engine_that_cannot_start_never_fails_a_task(s3, tmp_path, legacy):
 
 def test_a_full_disk_is_retried_not_failed(s3, tmp_path, small_disk, slow_xls):
     service = Service(tmp_path / "svc", s3["env"])
-    work = small_disk(service.data_dir / "work")  # where each LibreOffice's job dir lives
+    # where the worker keeps each task's input and copies its result (LibreOffice exports to memory)
+    work = small_disk(service.data_dir / "tasks")
     try:
         service.start(workers=1)
         key = service.register("disk-full")
-        # the input fits, LibreOffice's export does not
+        # the input fits, the result does not
         fill(work, leave=slow_xls.stat().st_size + 64 * 1024)
         task_id = service.submit(key, slow_xls).json()["task_id"]
 
