@@ -14,7 +14,7 @@ from datetime import datetime
 import pytest
 from conftest import ROOT
 
-from docshift.engine import inventory
+from docshift.engine import inventory, vba, vbaproject
 from docshift.engine.inventory.common import characters
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -190,8 +190,17 @@ def test_macros_kept_missing_and_removed_on_request(workbook, corpus, tmp_path):
     _, results = workbook
     source = inventory.of_source(corpus / "xls" / "SimpleMacro.xls", "xls")
     assert source.counts["macros"] == 5
-    kept = inventory.report(source, inventory.of_result(results["SimpleMacro"], "xls"))
-    # LibreOffice's project drops the procedures' Attribute lines (description, shortcut key): the code is the same
+    rewrite = inventory.report(source, inventory.of_result(results["SimpleMacro"], "xls"))
+    # LibreOffice's project drops the procedures' Attribute lines (description, shortcut key): the code is the same,
+    # the project storage is not the source's
+    assert rewrite["counts"]["macros"] == {"source": 5, "result": 5}
+    assert rewrite["complete"] is False
+    assert [loss["detail"].split(":")[0] for loss in rewrite["lost"]] == \
+        ["the VBA project is LibreOffice's rewrite, not the source's own"]
+    carried = tmp_path / "carried.xlsm"
+    shutil.copyfile(results["SimpleMacro"], carried)
+    vba.insert_project(carried, vbaproject.carry(corpus / "xls" / "SimpleMacro.xls", "xls"), "xls")
+    kept = inventory.report(source, inventory.of_result(carried, "xls"))
     assert kept["complete"] is True, kept["lost"]
     assert kept["counts"]["macros"] == {"source": 5, "result": 5}
     without = _rewrite(results["SimpleMacro"], tmp_path / "without.xlsm", "xl/vbaProject.bin", lambda _: b"")
@@ -199,8 +208,9 @@ def test_macros_kept_missing_and_removed_on_request(workbook, corpus, tmp_path):
     assert result.counts["macros"] == 0
     lost = inventory.report(source, result)
     assert lost["complete"] is False
-    assert lost["lost"] == [{"what": "macros", "count": 5, "detail": "5 of 5 VBA modules are missing: "
-                             + ", ".join(source.macros)}]
+    assert lost["lost"][0] == {"what": "macros", "count": 5, "detail": "5 of 5 VBA modules are missing: "
+                               + ", ".join(source.macros)}
+    assert "LibreOffice's rewrite" in lost["lost"][1]["detail"] and len(lost["lost"]) == 2
     removed = inventory.report(source, result, macros_removed=True)
     assert removed["complete"] is True
     assert removed["lost"] == [{"what": "macros", "count": 5, "detail": "5 VBA modules removed on request"}]
@@ -389,3 +399,174 @@ def test_the_report_of_a_copy_is_complete(corpus, tmp_path):
 @pytest.mark.slow
 def test_soffice_is_there():
     assert shutil.which("soffice"), "LibreOffice's soffice is needed to make the .xls these tests read"
+
+
+# --- counts that no reader confirmed (issue 38): continuous sections, picture bullets, CR LF in cells ------------
+
+PICTURE_BULLETS = """<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+ xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+ xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" office:version="1.3"
+ office:mimetype="application/vnd.oasis.opendocument.text"><office:automatic-styles>
+<text:list-style style:name="L1"><text:list-level-style-image text:level="1">
+<style:list-level-properties fo:width="0.4cm" fo:height="0.4cm"/><office:binary-data>{png}</office:binary-data>
+</text:list-level-style-image></text:list-style></office:automatic-styles><office:body><office:text>
+<text:p>Before the list.</text:p><text:list text:style-name="L1"><text:list-item><text:p>First item</text:p>
+</text:list-item><text:list-item><text:p>Second item</text:p></text:list-item></text:list>
+</office:text></office:body></office:document>"""
+
+
+def _sections_doc(path, long_middle=False):
+    """A .docx of three sections, each with its own header and footer (the middle one long, or three lines)."""
+    import docx
+    from docx.enum.section import WD_SECTION
+
+    document = docx.Document()
+    for index in range(3):
+        if index:
+            document.add_section(WD_SECTION.NEW_PAGE)
+        lines = 60 if long_middle and index == 1 else 2
+        for line in range(lines):
+            document.add_paragraph(f"Line {line} of section {index}, which has a header and a footer of its own.")
+        section = document.sections[index]
+        section.header.is_linked_to_previous = section.footer.is_linked_to_previous = False
+        section.header.paragraphs[0].text = f"Header {index}"
+        section.footer.paragraphs[0].text = f"Footer {index}"
+    document.save(path)
+    return path
+
+
+def _continuous_middle_section(path, page_break=False):
+    """Make the middle section of the .doc at ``path`` (LibreOffice's, from ``_sections_doc``) continuous: its
+    SEPX's sprmSFBiDi (3 bytes) becomes sprmSBkc 0, and with ``page_break`` its first paragraph mark a page break.
+    LibreOffice writes no continuous section with headers of its own; Word does."""
+    import struct
+
+    import olefile
+
+    from docshift.engine.inventory import doc
+
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        word = bytearray(ole.openstream("WordDocument").read())
+        fib = doc._fib(bytes(word), lambda name: ole.openstream(name).read() if ole.exists(name) else None)
+        sed_fc, sed_lcb = fib.pair(doc.PAIR_PLCF_SED)
+        count = (sed_lcb - 4) // 16
+        bounds = struct.unpack_from(f"<{count + 1}I", fib.table, sed_fc)
+        sepx = struct.unpack_from("<I", fib.table, sed_fc + 4 * (count + 1) + 12 + 2)[0]
+        at = bytes(word).index(b"\x28\x32\x00", sepx, sepx + 2 + struct.unpack_from("<H", word, sepx)[0])
+        word[at:at + 3] = b"\x09\x30\x00"
+        if page_break:
+            fib.pieces = doc._pieces(fib)
+            mark = fib.text(0, fib.ccp[0]).index("\r", bounds[1])
+            cp_start, _, fc, compressed = next(piece for piece in fib.pieces if piece[0] <= mark < piece[1])
+            word[fc + (mark - cp_start) * (1 if compressed else 2)] = 0x0C
+        ole.write_stream("WordDocument", bytes(word))
+    return path
+
+
+def _crlf_in_cells(path):
+    """Turn the character after each CR of the .xls at ``path`` into an LF where ``first`` is, leaving the other
+    CR alone (LibreOffice writes a CR of a cell as it is, but a CR LF as a line break: LF)."""
+    import olefile
+
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        data = ole.openstream("Workbook").read()
+        assert data.count(b"first\rXline") == 1
+        ole.write_stream("Workbook", data.replace(b"first\rXline", b"first\r\nline"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def doubtful(tmp_path_factory):
+    """{name: (legacy file, LibreOffice's plain OOXML result of it)} for the causes of issue 38's doubtful counts."""
+    import base64
+
+    import openpyxl
+    from PIL import Image
+
+    out = tmp_path_factory.mktemp("doubtful")
+    profile = out / "profile"
+    image = io.BytesIO()
+    Image.new("RGB", (16, 16), (200, 30, 30)).save(image, "PNG")
+    (out / "bullets.fodt").write_text(PICTURE_BULLETS.format(png=base64.b64encode(image.getvalue()).decode()))
+    sources = [_sections_doc(out / "short.docx"), _sections_doc(out / "long.docx", long_middle=True),
+               out / "bullets.fodt"]
+    _soffice(sources, "doc:MS Word 97", out / "doc", profile)
+    shutil.copy(out / "doc" / "short.doc", out / "doc" / "broken.doc")
+    _continuous_middle_section(out / "doc" / "short.doc")
+    _continuous_middle_section(out / "doc" / "long.doc")
+    _continuous_middle_section(out / "doc" / "broken.doc", page_break=True)
+    book = openpyxl.Workbook()
+    book.active["A1"], book.active["A2"] = "first\rXline", "lone\rcarriage return"
+    book.save(out / "crlf.xlsx")
+    _soffice([out / "crlf.xlsx"], "xls:MS Excel 97", out / "xls", profile)
+    _crlf_in_cells(out / "xls" / "crlf.xls")
+    docs = [out / "doc" / f"{name}.doc" for name in ("short", "long", "broken", "bullets")]
+    _soffice(docs, "docx", out / "result", profile)
+    _soffice([out / "xls" / "crlf.xls"], "xlsx", out / "result", profile)
+    found = {path.stem: (path, out / "result" / f"{path.stem}.docx") for path in docs}
+    found["crlf"] = (out / "xls" / "crlf.xls", out / "result" / "crlf.xlsx")
+    return found
+
+
+def _doubtful_report(doubtful, name):
+    source, result = doubtful[name]
+    kind = source.suffix[1:]
+    return inventory.report(inventory.of_source(source, kind), inventory.of_result(result, kind))
+
+
+def test_a_short_continuous_section_shows_no_headers_of_its_own(doubtful):
+    # Word shows a section's headers on the pages that begin in it: none begins in three lines that follow
+    # the first section on its page, and LibreOffice keeps the section's headers in a page style no page uses
+    fidelity = _doubtful_report(doubtful, "short")
+    assert fidelity["counts"]["headers_footers"] == {"source": 4, "result": 4}
+    assert fidelity["complete"] is True, fidelity["lost"]
+
+
+def test_a_continuous_section_that_a_page_begins_in_keeps_its_headers(doubtful):
+    # a page break inside the section: Word and LibreOffice show its own header and footer from there on
+    fidelity = _doubtful_report(doubtful, "broken")
+    assert fidelity["counts"]["headers_footers"] == {"source": 6, "result": 6}
+    assert fidelity["complete"] is True, fidelity["lost"]
+
+
+def test_a_long_continuous_section_still_counts_its_headers(doubtful):
+    # sixty lines run onto a page of their own, where Word shows the section's header and footer; LibreOffice
+    # switches page style only at a page break, so the two are lost, and said so
+    fidelity = _doubtful_report(doubtful, "long")
+    assert fidelity["counts"]["headers_footers"] == {"source": 6, "result": 4}
+    assert {entry["what"] for entry in fidelity["lost"]} == {"headers_footers"}
+
+
+def test_a_picture_bullet_is_counted_on_both_sides(doubtful):
+    # the .doc keeps the bullet's picture in hidden text; the .docx as w:numPicBullet in numbering.xml
+    fidelity = _doubtful_report(doubtful, "bullets")
+    assert fidelity["counts"]["images"] == {"source": 1, "result": 1}
+    assert fidelity["complete"] is True, fidelity["lost"]
+    source, result = doubtful["bullets"]
+    with zipfile.ZipFile(result) as package:
+        numbering = package.read("word/numbering.xml")
+    without = result.parent / "without-bullets.docx"
+    _rewrite(result, without, "word/numbering.xml",
+             lambda xml: re.sub(rb"<w:lvlPicBulletId [^>]*/>", b"", xml))
+    assert b"lvlPicBulletId" in numbering
+    lost = inventory.report(inventory.of_source(source, "doc"), inventory.of_result(without, "doc"))["lost"]
+    assert lost == [{"what": "images", "count": 1, "detail": "1 of 1 images is missing"}]
+
+
+def test_a_cr_lf_in_a_cell_is_its_line_break_and_a_lone_cr_is_not(doubtful):
+    source, result = doubtful["crlf"]
+    cells = inventory.of_source(source, "xls").cells["Sheet"]
+    assert cells[b"A1"] == "first\r\nline" and cells[b"A2"] == "lone\rcarriage return"
+    import openpyxl
+
+    sheet = openpyxl.load_workbook(result).active
+    assert sheet["A1"].value == "first\nline" and sheet["A2"].value == "lone\ncarriage return"
+    fidelity = _doubtful_report(doubtful, "crlf")
+    # Excel shows a CR LF as one line break, as it shows the result's LF; at a lone CR it breaks no line
+    assert fidelity["counts"]["cells"] == {"source": 2, "result": 1}
+    assert fidelity["lost"] == [{"what": "cells", "count": 1,
+                                 "detail": "1 cell value differs from the source; first: sheet 'Sheet' A2"}]
+    assert inventory.same_value("a\r\nb", "a\nb") and inventory.same_value("a\r\nb", "a\r\nb")
+    assert not inventory.same_value("a\rb", "a\nb") and not inventory.same_value("a\r\nb", "a\n\nb")

@@ -12,8 +12,8 @@ The kinds of each file type are ``KINDS``; what each one counts:
   non-empty text; a formula cell counts with its stored result. Blank cells and empty text do not count. In the
   result: the values of the ``<c>`` elements, shared strings resolved. ``result`` in the report is how many of the
   source's cells are equal in the result: numbers within a relative ``RELATIVE_TOLERANCE`` (LibreOffice writes 15
-  significant digits), text exactly, booleans and error values as such; a workbook saved with the other date
-  system has its date cells shifted by 1462 days.
+  significant digits), text exactly (a CR LF equal to an LF, the line break of a cell), booleans and error values
+  as such; a workbook saved with the other date system has its date cells shifted by 1462 days.
 - ``slides`` (.ppt): the slides of the SlideListWithText that the persist directory resolves / the slide list's
   slide parts.
 - ``notes`` (.ppt): notes pages with text in their body placeholder / notes slides with text in ``ph type="body"``.
@@ -31,7 +31,8 @@ The kinds of each file type are ``KINDS``; what each one counts:
   preview), the own background of a slide that shows its master's, and masters no slide uses; in a .doc also the
   inline pictures (CHPX runs with sprmCPicLocation on a 0x01 of the text, not OLE previews, not form data).
   Result: distinct media parts referenced by ``a:blip``, ``v:imagedata`` or ``v:fill`` from content parts, outside
-  OLE objects, controls and ``mc:Fallback`` renderings; charts' parts are not read.
+  OLE objects, controls and ``mc:Fallback`` renderings, and the picture bullets a list level uses (a .doc holds them
+  as inline pictures in hidden text); charts' parts are not read.
 - ``embedded_objects``: OLE objects: .doc ``ObjectPool`` storages and .xls ``MBD*`` storages (not linked objects,
   not ActiveX controls), .ppt ExEmbed objects a shape of a slide, used master or notes page shows. MS Graph
   charts of a .doc/.ppt are such objects (those formats have no charts of their own). Result: parts under
@@ -41,10 +42,12 @@ The kinds of each file type are ``KINDS``; what each one counts:
 - ``comments``: .doc annotations (PlcfandRef), .xls NOTE records, .ppt Comment10 containers of the slides /
   ``w:comment``, ``<comment>`` of the sheets' comments parts, ``p:cm`` of the slides' comments parts.
 - ``headers_footers``: .doc header/footer stories that show something and are in effect (even ones with facing
-  pages only, first-page ones in sections with a title page only); .xls non-empty HEADER/FOOTER records of the
-  worksheets; .ppt the date, slide number and footer the slides show (HeadersFootersAtom of the slide or the
-  document, with text for a footer or fixed date, and a placeholder for it on the slide's master) / non-empty
-  header and footer parts; non-empty ``oddHeader``/``oddFooter``; ``dt``/``sldNum``/``ftr`` placeholders on slides.
+  pages only, first-page ones in sections with a title page only, a continuous section's own only when a page
+  break is in it or it runs past ``doc.PAGE_OF_TEXT`` characters; an empty story takes the previous section's);
+  .xls non-empty HEADER/FOOTER records of the worksheets; .ppt the date, slide number and footer the slides show
+  (HeadersFootersAtom of the slide or the document, with text for a footer or fixed date, and a placeholder for it
+  on the slide's master) / non-empty header and footer parts; non-empty ``oddHeader``/``oddFooter``;
+  ``dt``/``sldNum``/``ftr`` placeholders on slides.
 - ``macros``: VBA modules (``vba.modules``) on both sides; ``result`` is how many of the source's modules the result
   holds with the same code (line ends and trailing spaces aside).
 

@@ -28,6 +28,9 @@ FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_COMPLEX = 0x0100, 0x0200, 0x0004
 PAIR_PLCF_AND_REF, PAIR_PLCF_SED, PAIR_PLCF_HDD, PAIR_PLCF_BTE_CHPX, PAIR_DOP, PAIR_CLX, PAIR_DGG_INFO = (
     4, 6, 11, 12, 31, 33, 50)
 SPRM_FSPEC, SPRM_PIC_LOCATION, SPRM_FOLE2, SPRM_FDATA, SPRM_TITLE_PAGE = 0x0855, 0x6A03, 0x080A, 0x0806, 0x300A
+SPRM_BREAK_CODE, BREAK_CONTINUOUS = 0x3009, 0
+# a continuous section this long may run onto a page of its own (a page holds more: this leans to reporting a loss)
+PAGE_OF_TEXT = 1500
 ANNOTATION_SIZE = 4 + 30  # a CP and an ATRDPre10
 FIELD_MARKS = re.compile("[\x13\x14\x15]")
 
@@ -200,7 +203,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
 
 
 def _headers(doc: _Word) -> int:
-    """The header/footer stories in effect that show something."""
+    """The header/footer stories that show something on some page: a section's own, or the one an empty story
+    (linked to the previous section) takes over from an earlier section."""
     fc, lcb = doc.pair(PAIR_PLCF_HDD)
     if lcb < 8:
         return 0
@@ -210,30 +214,45 @@ def _headers(doc: _Word) -> int:
     dop_fc, dop_lcb = doc.pair(PAIR_DOP)
     if dop_lcb:
         facing = bool(doc.table[dop_fc] & 1)
-    title_pages = []
+    sections = _sections(doc)
+    current: list[int | None] = [None] * 6  # by role, the story in effect (None: none, or it shows nothing)
+    shown: set[int] = set()
+    for story in range(6, len(cps) - 1):
+        section, role = divmod(story - 6, 6)
+        if section >= max(1, len(sections)):
+            break
+        title, pages = sections[section] if section < len(sections) else (False, True)
+        if cps[story + 1] > cps[story]:
+            current[role] = story if _has_content(doc.text(start + cps[story], start + cps[story + 1])) else None
+        if pages and (role not in (0, 2) or facing) and (role not in (4, 5) or title) and current[role]:
+            shown.add(current[role])  # type: ignore[arg-type]
+    return len(shown)
+
+
+def _sections(doc: _Word) -> list[tuple[bool, bool]]:
+    """(title page, own headers shown) of each section. Word shows a section's headers and footers on the pages
+    that begin in it: a continuous section (one that does not start a page) shows them only when a page begins
+    inside it, at a page break or when it runs long."""
     sed_fc, sed_lcb = doc.pair(PAIR_PLCF_SED)
-    sections = (sed_lcb - 4) // 16 if sed_lcb >= 20 else 0
-    for index in range(sections):
-        sepx = struct.unpack_from("<I", doc.table, sed_fc + 4 * (sections + 1) + 12 * index + 2)[0]
-        title = False
+    count = (sed_lcb - 4) // 16 if sed_lcb >= 20 else 0
+    bounds = struct.unpack_from(f"<{count + 1}I", doc.table, sed_fc) if count else ()
+    sections = []
+    for index in range(count):
+        sepx = struct.unpack_from("<I", doc.table, sed_fc + 4 * (count + 1) + 12 * index + 2)[0]
+        title, continuous = False, False
         if sepx != 0xFFFFFFFF and sepx + 2 <= len(doc.word):
             size = struct.unpack_from("<H", doc.word, sepx)[0]
             for sprm, operand in _sprms(doc.word[sepx + 2:sepx + 2 + size]):
                 if sprm == SPRM_TITLE_PAGE and operand:
                     title = bool(operand[0])
-        title_pages.append(title)
-    found = 0
-    for story in range(6, len(cps) - 1):
-        section, role = divmod(story - 6, 6)
-        if section >= max(1, sections):
-            break
-        if role in (0, 2) and not facing:
-            continue
-        if role in (4, 5) and not (section < len(title_pages) and title_pages[section]):
-            continue
-        if cps[story + 1] > cps[story] and _has_content(doc.text(start + cps[story], start + cps[story + 1])):
-            found += 1
-    return found
+                elif sprm == SPRM_BREAK_CODE and operand:
+                    continuous = operand[0] == BREAK_CONTINUOUS
+        shown = True
+        if continuous and index:
+            text = doc.text(bounds[index], bounds[index + 1] - 1)  # the last character is the section mark
+            shown = "\x0c" in _visible(text) or len(text) >= PAGE_OF_TEXT
+        sections.append((title, shown))
+    return sections
 
 
 def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:

@@ -1,9 +1,21 @@
 """The counts of a .docx/.docm, the result of a .doc."""
 
 from docshift.engine.inventory.common import Inventory
-from docshift.engine.inventory.package import NS_W, SEP, Package, charts_and_objects, pictures_of, scan
+from docshift.engine.inventory.package import (
+    IMAGE_RELATIONSHIP,
+    NS_O,
+    NS_R,
+    NS_V,
+    NS_W,
+    SEP,
+    Package,
+    charts_and_objects,
+    pictures_of,
+    scan,
+)
 
 W_TEXT = {f"{NS_W}{SEP}t", f"{NS_W}{SEP}delText"}
+NUMBERING = "word/numbering.xml"
 
 
 def read(package: Package, inventory: Inventory) -> None:
@@ -35,6 +47,43 @@ def read(package: Package, inventory: Inventory) -> None:
             comments += sub.elements[f"{NS_W}{SEP}comment"]
             pictures |= pictures_of(package, name, sub)
         counts["comments"] = comments
+        if NUMBERING in package.names:
+            pictures |= _picture_bullets(package)
         counts["images"] = len(pictures)
     except Exception:
         pass
+
+
+def _picture_bullets(package: Package) -> set[str]:
+    """The media parts of the picture bullets (``w:numPicBullet``) that a list level uses: a .doc keeps them as
+    pictures in hidden text, which its count includes."""
+    bullets: dict[str, set[str]] = {}
+    used: set[str] = set()
+    state: dict[str, str] = {}
+    bullet, level = f"{NS_W}{SEP}numPicBullet", f"{NS_W}{SEP}lvlPicBulletId"
+    imagedata = f"{NS_V}{SEP}imagedata"
+    value = f"{NS_W}{SEP}val"
+
+    def start(tag: str, attributes: dict[str, str]) -> None:
+        if tag == bullet:
+            state["bullet"] = attributes.get(f"{NS_W}{SEP}numPicBulletId", "")
+            bullets.setdefault(state["bullet"], set())
+        elif tag == level:
+            used.add(attributes.get(value, ""))
+        elif tag == imagedata and "bullet" in state:
+            rid = attributes.get(f"{NS_R}{SEP}id") or attributes.get(f"{NS_O}{SEP}relid")
+            if rid:
+                bullets[state["bullet"]].add(rid)
+
+    def end(tag: str) -> None:
+        if tag == bullet:
+            state.pop("bullet", None)
+
+    package.parse(NUMBERING, start, end)
+    relationships = package.relationships(NUMBERING)
+    found: set[str] = set()
+    for rid in (rid for key in used & bullets.keys() for rid in bullets[key]):
+        rel_type, target = relationships.get(rid, ("", None))
+        if target and rel_type == IMAGE_RELATIONSHIP and target in package.names:
+            found.add(target)
+    return found
