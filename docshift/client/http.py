@@ -55,7 +55,9 @@ HINTS = {
 # One short hint per code of a FAILED task; a failure is never billed.
 FAILURE_HINTS = {
     TaskErrorCode.UNSUPPORTED_CONTENT: "The file holds no document of its extension's type.",
-    TaskErrorCode.ENCRYPTED_DOCUMENT: "Remove the password in Office and convert it again.",
+    TaskErrorCode.ENCRYPTED_DOCUMENT: "Send its password (header Document-Password), or remove it in Office.",
+    TaskErrorCode.WRONG_PASSWORD: "The Document-Password sent does not open the file; check it.",
+    TaskErrorCode.ENCRYPTION_UNSUPPORTED: "Its protection cannot be opened here; remove the password in Office.",
     TaskErrorCode.CONVERSION_FAILED: "The file may be damaged; open and save it again in Office.",
     TaskErrorCode.CONVERSION_TIMEOUT: "The file takes too long to convert; try saving it smaller.",
     TaskErrorCode.OUTPUT_INVALID: "The result lost content; tell the service's operator.",
@@ -225,12 +227,15 @@ STATED_LIMIT = re.compile(r"at most ((?:\d+ MiB \()?([\d,]+) bytes\)?)")
 
 def upload_limit(api: Api) -> tuple[int, str] | None:
     """The largest file the service takes, and how it states it, from its public OpenAPI document
-    (the client has no settings of the service's); None when the document does not say."""
+    (the client has no settings of the service's): its ``x-max-bytes``, in the words of its
+    description; None when the document does not say."""
     try:
         document, _ = api.call("GET", "/v1/openapi.json")
         post = document["paths"]["/v1/conversions"]["post"]
         part = post["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]["file"]
-        found = STATED_LIMIT.search(part["description"])
+        limit, found = part.get("x-max-bytes"), STATED_LIMIT.search(part.get("description", ""))
     except (Problem, KeyError, TypeError, AttributeError):
         return None
-    return (int(found.group(2).replace(",", "")), found.group(1)) if found else None
+    if type(limit) is not int:  # a service older than the field: its words alone
+        return (int(found.group(2).replace(",", "")), found.group(1)) if found else None
+    return limit, found.group(1) if found and int(found.group(2).replace(",", "")) == limit else f"{limit:,} bytes"

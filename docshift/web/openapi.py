@@ -22,14 +22,15 @@ def problems(config: Settings) -> dict[int, str]:
     """What each documented error status of the API means, with the limits ``config`` sets."""
     return {
         400: "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
-             "`macros` other than keep or remove, a body that took over "
+             "`macros` or `protection` other than keep or remove, a Document-Password that is not 1-255 characters "
+             "of UTF-8, a body that took over "
              f"{config.request_seconds:g} seconds to arrive, a Host header that names no host of the service.",
         401: "No or malformed Authorization; an unknown, mistyped or rotated key.",
         403: "The subscription is pending or inactive.",
         404: "No such task for this account (another account's task is not revealed).",
         413: f"The file is over {upload_limit(config.max_upload_bytes)}.",
         415: "The file name does not end in .doc, .xls or .ppt.",
-        422: "The Idempotency-Key was used with another file, name or `macros`.",
+        422: "The Idempotency-Key was used with another file, name, `macros`, `protection` or Document-Password.",
         429: f"The account already has {config.max_pending_tasks} tasks queued or processing "
              "(`DOCSHIFT_MAX_PENDING_TASKS`); nothing was stored. Retry after `Retry-After` seconds.",
         503: "The object store or the database is not answering; retry.",
@@ -75,6 +76,8 @@ def document(base_url: str, config: Settings) -> dict[str, Any]:
         "requestBody": {"required": True, "content": {"multipart/form-data": {
             "schema": {"type": "object", "required": ["file"], "additionalProperties": False,
                        "properties": {"file": {"type": "string", "format": "binary",
+                                               # the limit for programs: the client checks it before sending
+                                               "x-max-bytes": config.max_upload_bytes,
                                                "description": "Exactly one part, named `file`; its filename "
                                                               f"ends in .doc, .xls or .ppt; at most "
                                                               f"{upload_limit(config.max_upload_bytes)}."}}}}}},

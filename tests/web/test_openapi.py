@@ -19,9 +19,12 @@ def test_document_is_valid_openapi_3(client):
     assert document["openapi"].startswith("3.0")
 
 
-def test_document_covers_every_endpoint_header_and_error(client):
+def test_document_covers_every_endpoint_header_and_error(app, client):
     document = client.get("/v1/openapi.json").get_json()
     post = document["paths"]["/v1/conversions"]["post"]
+    # the limit for programs (the client checks a file against it before sending), and in words
+    part = post["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]["file"]
+    assert part["x-max-bytes"] == app.config["DOCSHIFT"].max_upload_bytes and "MiB" in part["description"]
     assert [(p["in"], p["name"]) for p in post["parameters"]] == [("header", "Idempotency-Key"), ("query", "macros")]
     assert "0x21-0x7E" in post["parameters"][0]["description"]
     assert post["parameters"][1]["schema"]["enum"] == ["keep", "remove"]
