@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import TaskErrorCode
-from docshift.engine import inventory, ooxml, precheck, stored, unexplained, vba
+from docshift.engine import inventory, ooxml, precheck, stored, unexplained, vba, vbaproject
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
@@ -66,9 +66,10 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
     """
     carries_macros = vba.has_project(source, kind)
     project = None
-    if carries_macros and macros == "keep" and kind == "ppt":
-        # LibreOffice writes an empty project into a .pptm: the source's own goes in after the export
-        project = vba.ppt_project(source)
+    if carries_macros and macros == "keep":
+        # LibreOffice writes an empty project into a .pptm and rewrites a .doc's or .xls's from its Basic library:
+        # the source's own goes in after the export (where it cannot be carried, the report names the rewrite)
+        project = vba.ppt_project(source) if kind == "ppt" else vbaproject.carry(source, kind)
     keep_macros = carries_macros and macros == "keep" and (kind != "ppt" or project is not None)
     target = FORMATS[kind].result(keep_macros)
     # What the legacy file itself holds, read on a thread of its own while LibreOffice loads the file: neither
@@ -170,14 +171,14 @@ def check_package(path: Path, kind: str) -> None:
 
 def check_export(result: Path, kind: str, project: bytes | None = None) -> None:
     """The first look at LibreOffice's export, before anything of it is inflated: its zip directory
-    (``check_package``), then, for a presentation, the source's VBA ``project`` put in (``vba.insert_project``,
+    (``check_package``), then the source's own VBA ``project`` put in (``vba.insert_project``,
     which copies the parts a chunk at a time within what the directory declared), and the package the client
     gets checked again. Raises ``output_invalid``."""
     check_package(result, kind)
     if project is None:
         return
     try:
-        vba.insert_project(result, project)
+        vba.insert_project(result, project, kind)
     except (ooxml.Unreadable, zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError) as error:
         log.warning("output of %s refused: the VBA project does not go in: %r", kind, error)
         raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, f"{INVALID}: its parts do not read.") from error

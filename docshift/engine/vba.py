@@ -1,9 +1,9 @@
-"""VBA projects in Office files: read their modules, find them in legacy files, carry a .ppt's over to a .pptm.
+"""VBA projects in Office files: read their modules, find them in legacy files, carry them into the result.
 
-LibreOffice keeps the VBA project of a .doc or .xls when it saves .docm/.xlsm, but for a .ppt it writes a
-``ppt/vbaProject.bin`` with no project in it: ``ppt_project`` takes the project out of the .ppt and
-``insert_project`` puts it into LibreOffice's .pptm. Nothing here runs a macro: olevba only reads
-and decompresses the source code.
+LibreOffice rewrites the VBA project of a .doc or .xls when it saves .docm/.xlsm, and for a .ppt it writes a
+``ppt/vbaProject.bin`` with no project in it: ``ppt_project`` takes the project out of the .ppt (``vbaproject``
+out of a .doc/.xls) and ``insert_project`` puts it into LibreOffice's package. Nothing here runs a macro: olevba
+only reads and decompresses the source code.
 """
 
 import logging
@@ -220,11 +220,15 @@ def _children(stream: _Stream, start: int, length: int) -> Iterator[tuple[int, i
 # --- .ppt -> .pptm ----------------------------------------------------------------------------------------------
 
 MAX_PROJECT_SIZE = 64 << 20  # VBA projects are kilobytes; a larger declared size is a damaged or hostile file
-# [Content_Types].xml and the relationships insert_project edits: kilobytes, a few MB for 10,000 slides
-MAX_EDITED_PART = 16 << 20
-PROJECT_PART = "ppt/vbaProject.bin"
+MAX_EDITED_PART = 16 << 20  # the parts insert_project edits: kilobytes, a few MB for 10,000 slides
 PROJECT_CONTENT_TYPE = "application/vnd.ms-office.vbaProject"
-MAIN_CONTENT_TYPE = "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml"
+# per kind: the project's part, the main part's relationships, the main part (unless _rels/.rels says) and its type
+PACKAGES = {"ppt": ("ppt/vbaProject.bin", "ppt/_rels/presentation.xml.rels", "/ppt/presentation.xml",
+                    "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml"),
+            "doc": ("word/vbaProject.bin", "word/_rels/document.xml.rels", "/word/document.xml",
+                    "application/vnd.ms-word.document.macroEnabled.main+xml"),
+            "xls": ("xl/vbaProject.bin", "xl/_rels/workbook.xml.rels", "/xl/workbook.xml",
+                    "application/vnd.ms-excel.sheet.macroEnabled.main+xml")}
 VBA_RELATIONSHIP = "http://schemas.microsoft.com/office/2006/relationships/vbaProject"
 OFFICE_DOCUMENT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument"
 CT_NS = "http://schemas.openxmlformats.org/package/2006/content-types"
@@ -274,16 +278,16 @@ def _is_vba_project(data: bytes) -> bool:
                 and ole.get_type("VBA/dir") == olefile.STGTY_STREAM)
 
 
-def insert_project(package_path: str | Path, project: bytes) -> None:
-    """Put ``project`` (a vbaProject.bin's bytes) into the .pptm ``package_path`` as ``ppt/vbaProject.bin``,
-    replacing the one LibreOffice writes (a compound file with no project in it). Every other part is kept byte
-    for byte, except that [Content_Types].xml and ppt/_rels/presentation.xml.rels get what a macro-enabled
-    presentation needs when they lack it (LibreOffice 25.2 already writes all of it). Writes a new file next to
-    the package and moves it over atomically. The parts are copied a chunk at a time, never past the size they
-    declare: the caller has bounded those from the zip's directory (``convert.check_package``). Raises ValueError
-    when ``project`` is not a VBA project, ``ooxml.Unreadable`` for a part it edits that declares a DTD, is not
-    well-formed or is larger than ``MAX_EDITED_PART``, and zipfile's or the OS's errors for a package it cannot
-    read or write."""
+def insert_project(package_path: str | Path, project: bytes, kind: str = "ppt") -> None:
+    """Put ``project`` (a vbaProject.bin's bytes) into the .pptm, .docm or .xlsm (``kind`` "ppt", "doc", "xls")
+    ``package_path`` as its vbaProject.bin (``PACKAGES``), replacing the one LibreOffice writes (a .pptm's has no
+    project in it, a .docm's and .xlsm's is LibreOffice's rewrite). Every other part is kept byte for byte, except
+    that [Content_Types].xml and the main part's relationships get what a macro-enabled package needs when they
+    lack it (LibreOffice 25.2 already writes all of it). Writes a new file next to the package and moves it over
+    atomically. The parts are copied a chunk at a time, never past the size they declare: the caller has bounded
+    those from the zip's directory (``convert.check_package``). Raises ValueError when ``project`` is not a VBA
+    project, ``ooxml.Unreadable`` for a part it edits that declares a DTD, is not well-formed or is larger than
+    ``MAX_EDITED_PART``, and zipfile's or the OS's errors for a package it cannot read or write."""
     project = bytes(project)
     if not _is_vba_project(project):
         raise ValueError("not a vbaProject.bin: no PROJECT stream and VBA storage")
@@ -303,16 +307,17 @@ def insert_project(package_path: str | Path, project: bytes) -> None:
         def real_name(name: str, default: str) -> str:
             return names[name].filename if name in names else default
 
-        main = _main_part(part("_rels/.rels"))
+        project_part, rels_part, main, main_type = PACKAGES[kind]
+        main = _main_part(part("_rels/.rels"), main)
         edits: dict[str, bytes] = {}
-        types = _content_types(part("[content_types].xml"), main)
+        types = _content_types(part("[content_types].xml"), "/" + project_part, main, main_type)
         if types is not None:
             edits[real_name("[content_types].xml", "[Content_Types].xml")] = types
-        rels = _relationships(part("ppt/_rels/presentation.xml.rels"))
+        rels = _relationships(part(rels_part.lower()), project_part)
         if rels is not None:
-            edits[real_name("ppt/_rels/presentation.xml.rels", "ppt/_rels/presentation.xml.rels")] = rels
-        edits[real_name(PROJECT_PART, PROJECT_PART)] = project
-        fd, tmp = tempfile.mkstemp(prefix=".vba-", suffix=".pptm", dir=package_path.parent)
+            edits[real_name(rels_part.lower(), rels_part)] = rels
+        edits[real_name(project_part.lower(), project_part)] = project
+        fd, tmp = tempfile.mkstemp(prefix=".vba-", suffix=package_path.suffix, dir=package_path.parent)
         try:
             with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
                 for info in infos:
@@ -329,25 +334,25 @@ def insert_project(package_path: str | Path, project: bytes) -> None:
             raise
 
 
-def _main_part(rels: bytes | None) -> str:
-    """Part name (with leading slash) of the package's main part from _rels/.rels; /ppt/presentation.xml if unsaid."""
+def _main_part(rels: bytes | None, default: str) -> str:
+    """Part name (with leading slash) of the package's main part from _rels/.rels; ``default`` if unsaid."""
     if rels:
         for rel in minidom.parseString(rels).getElementsByTagNameNS(REL_NS, "Relationship"):
             if rel.getAttribute("Type") == OFFICE_DOCUMENT and rel.getAttribute("Target"):
                 return "/" + rel.getAttribute("Target").lstrip("/")
-    return "/ppt/presentation.xml"
+    return default
 
 
 # minidom, not ElementTree, edits these parts: it writes namespaces back as they were (ElementTree renames them ns0)
-def _content_types(xml: bytes | None, main: str) -> bytes | None:
-    """[Content_Types].xml with a content type for /ppt/vbaProject.bin and the macro-enabled main part type, or
-    None when it already has both."""
+def _content_types(xml: bytes | None, project: str, main: str, main_type: str) -> bytes | None:
+    """[Content_Types].xml with a content type for the ``project`` part and the macro-enabled ``main_type`` of the
+    ``main`` part, or None when it already has both."""
     doc = minidom.parseString(xml) if xml else minidom.parseString(f'<Types xmlns="{CT_NS}"/>')
     root: Any = doc.documentElement  # parsed: never None
     overrides = {el.getAttribute("PartName").lower(): el for el in root.getElementsByTagNameNS(CT_NS, "Override")}
     defaults = {el.getAttribute("Extension").lower(): el for el in root.getElementsByTagNameNS(CT_NS, "Default")}
     changed = False
-    wanted = (("/" + PROJECT_PART, PROJECT_CONTENT_TYPE), (main, MAIN_CONTENT_TYPE))
+    wanted = ((project, PROJECT_CONTENT_TYPE), (main, main_type))
     for part, content_type in wanted:
         element = overrides.get(part.lower())
         if element is None and part.endswith(".bin") and "bin" in defaults \
@@ -362,14 +367,14 @@ def _content_types(xml: bytes | None, main: str) -> bytes | None:
     return _serialize(doc) if changed else None
 
 
-def _relationships(xml: bytes | None) -> bytes | None:
-    """ppt/_rels/presentation.xml.rels with a vbaProject relationship to vbaProject.bin, or None when it has one."""
+def _relationships(xml: bytes | None, project: str) -> bytes | None:
+    """The main part's rels with a vbaProject relationship to vbaProject.bin (``project``), or None if they have one."""
     doc = minidom.parseString(xml) if xml else minidom.parseString(f'<Relationships xmlns="{REL_NS}"/>')
     root: Any = doc.documentElement  # parsed: never None
     rels = root.getElementsByTagNameNS(REL_NS, "Relationship")
     for rel in rels:
         if rel.getAttribute("Type") == VBA_RELATIONSHIP:
-            if rel.getAttribute("Target") in ("vbaProject.bin", "/" + PROJECT_PART):
+            if rel.getAttribute("Target") in ("vbaProject.bin", "/" + project):
                 return None
             rel.setAttribute("Target", "vbaProject.bin")
             return _serialize(doc)

@@ -64,7 +64,7 @@ from types import ModuleType
 
 import olefile
 
-from docshift.engine import vba
+from docshift.engine import vba, vbaproject
 from docshift.engine.inventory import doc, docx, ppt, pptx, xls, xlsx
 from docshift.engine.inventory.common import (
     KINDS,
@@ -101,6 +101,8 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
             ole.close()
     _count_macros(path, inventory,
                   lambda vba: vba.has_project(path, kind) if carries_macros is None else carries_macros)
+    if inventory.macros or carries_macros:
+        inventory.project = vbaproject.of_source(path, kind)
     return inventory
 
 
@@ -115,6 +117,8 @@ def of_result(path: str | Path, kind: str) -> Inventory:
     except Exception:  # not a zip, or a reader missed a case: what it had not counted stays unknown
         pass
     _count_macros(path, inventory, lambda _: has_vba_part(path))
+    if kind in vbaproject.PROJECT_STORAGE:
+        inventory.project = vbaproject.of_result(path)
     return inventory
 
 

@@ -61,6 +61,7 @@ class Inventory:
     date1904: bool = False
     text: Counter[str] | None = None  # non-whitespace characters of the body text
     macros: dict[str, str] | None = None  # {VBA module name: code}
+    project: Any = None  # .doc/.xls and their results: the VBA project storage (``vbaproject.Storage``), if any
     where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
 
     def facts(self) -> dict[str, Any] | None:

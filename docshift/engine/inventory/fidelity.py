@@ -231,4 +231,37 @@ def _macros_report(source: Inventory, result: Inventory, have: int | None, got: 
         names = ", ".join(changed[:10])
         entries.append({"what": "macros", "count": len(changed),
                         "detail": f"the code of {len(changed)} of {have} VBA modules differs: {names}"})
-    return have - len(missing) - len(changed), entries, None
+    return have - len(missing) - len(changed), entries + _project_report(source.project, result.project), None
+
+
+UNPRINTABLE = dict.fromkeys(range(32))
+
+
+def _project_report(source: Any, result: Any) -> list[Lost]:
+    """The lost entries of a .doc's or .xls's VBA project storage (``vbaproject.Storage`` on both sides): carried
+    whole when every stream and storage of the source's is in the result's vbaProject.bin byte for byte; else the
+    result holds LibreOffice's rewrite, and what that lost is named. A signature that was left out is named too."""
+    if source is None:
+        return []
+    entries: list[Lost] = []
+    if source.signed:
+        entries.append({"what": "macros", "count": 1, "detail": "the digital signature of the VBA project was "
+                                                                 "removed: a signature cannot survive a new container"})
+    if source.error is not None:
+        return entries + [{"what": "macros", "count": 1,
+                           "detail": f"the VBA project storage of the source could not be read ({source.error}): the "
+                                     "result holds LibreOffice's rewrite of its modules, whose class modules, "
+                                     "UserForms, references and properties may differ"}]
+    theirs = result.streams if result is not None and result.error is None else {}
+    differ = sorted(path for path, data in source.streams.items() if theirs.get(path) != data)
+    storages = result.storages if result is not None and result.error is None else {}
+    # the VBA storage's streams are compared above; the others are designer storages: a UserForm's controls
+    forms = sorted(path for path, clsid in source.storages.items() if path != "VBA" and storages.get(path) != clsid)
+    if not differ and not forms and (result is not None or not source.streams):
+        return entries
+    differ = [path.translate(UNPRINTABLE) for path in differ]  # "\x01CompObj" and the like, named as Office does
+    lost = f"; UserForm and designer storages lost: {', '.join(forms[:10])}" if forms else ""
+    return entries + [{"what": "macros", "count": len(differ) + len(forms),
+                       "detail": f"the VBA project is LibreOffice's rewrite, not the source's own: {len(differ)} of "
+                                 f"{len(source.streams)} streams of its storage are missing or differ "
+                                 f"({', '.join(differ[:10])}){lost}"}]
