@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import TaskErrorCode
-from docshift.engine import inventory, ooxml, precheck, stored, unexplained, vba, vbaproject
+from docshift.engine import inventory, objects, ooxml, precheck, stored, unexplained, vba, vbaproject
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
@@ -112,6 +112,8 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = reading.result()
     check_export(result, kind, project)
+    if objects.mend(result, source, kind):  # LibreOffice gives objects on different slides one part
+        check_package(result, kind)
     check_explained(result, source, kind)
     loaded = report["loaded"]
     held = inventory.of_result(result, kind)

@@ -1,0 +1,146 @@
+"""Every embedded object of a .ppt reaches the .pptx with its own part: LibreOffice's export numbers them per
+slide, so objects on different slides share one part and only one survives (``docshift/engine/objects.py``).
+
+Made here: a .ppt with an embedded workbook on each of three slides, each workbook saying which slide it is on.
+"""
+
+import posixpath
+import re
+import shutil
+import zipfile
+
+import olefile
+import pptx
+import pytest
+import xlrd
+from conftest import _soffice_save as soffice
+from oletools import ppt_record_parser
+
+from docshift.engine import convert, inventory, objects
+
+SLIDES = 3
+OLE_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.oleObject"
+
+
+def _frame(n):
+    return (f'<draw:page draw:name="page{n}"><draw:frame draw:name="Sheet{n}" svg:x="{n}cm" svg:y="2cm" '
+            'svg:width="8cm" svg:height="3cm"><draw:object><office:document office:version="1.2" '
+            'office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
+            f'<table:table table:name="Inner{n}"><table:table-row><table:table-cell office:value-type="string">'
+            f'<text:p>object on slide {n}</text:p></table:table-cell></table:table-row></table:table>'
+            '</office:spreadsheet></office:body></office:document></draw:object></draw:frame></draw:page>')
+
+
+@pytest.fixture(scope="module")
+def three_objects(tmp_path_factory):
+    """A .ppt with an embedded workbook on each of three slides (LibreOffice writes them as Excel 97 storages)."""
+    out = tmp_path_factory.mktemp("objects")
+    (out / "three.fodp").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><office:document '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+        'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
+        'office:mimetype="application/vnd.oasis.opendocument.presentation"><office:body><office:presentation>'
+        + "".join(_frame(n) for n in range(1, SLIDES + 1))
+        + "</office:presentation></office:body></office:document>")
+    return soffice(out / "three.fodp", "ppt:MS PowerPoint 97", out, "OpenDocument Presentation Flat XML")
+
+
+def source_storages(path):
+    """The storages of the .ppt's ExOleObjStg records, inflated, read by oletools (not docshift's reader)."""
+    found = []
+    ppt = ppt_record_parser.PptFile(str(path))
+    try:
+        for stream in ppt.iter_streams():
+            if stream.name != "PowerPoint Document":  # the one stream of records; persist objects are top level
+                continue
+            for record in stream.iter_records(fill_data=True):
+                if isinstance(record, ppt_record_parser.PptRecordExOleVbaActiveXAtom):
+                    found.append(b"".join(record.iter_uncompressed()))
+    finally:
+        ppt.close()
+    return found
+
+
+def slide_objects(path):
+    """[(slide number, embedded part, its bytes, ProgID)] of each p:oleObj, read from the package's XML."""
+    found = []
+    with zipfile.ZipFile(path) as package:
+        names = package.namelist()
+        assert len(names) == len(set(names))
+        for n in range(1, SLIDES + 1):
+            slide = package.read(f"ppt/slides/slide{n}.xml").decode()
+            rels = package.read(f"ppt/slides/_rels/slide{n}.xml.rels").decode()
+            for tag in re.findall(r"<p:oleObj [^>]*>", slide):
+                rid = re.search(r'r:id="([^"]+)"', tag).group(1)
+                rel = re.search(rf'<Relationship [^>]*Id="{rid}"[^>]*>', rels).group(0)
+                target = re.search(r'Target="([^"]+)"', rel).group(1)
+                part = posixpath.normpath(posixpath.join("ppt/slides", target))
+                prog = re.search(r'progId="([^"]*)"', tag)
+                found.append((n, part, package.read(part), prog and prog.group(1)))
+    return found
+
+
+def test_objects_on_three_slides_each_keep_their_own_part(three_objects, office, tmp_path):
+    storages = source_storages(three_objects)
+    assert len(storages) == SLIDES and len(set(storages)) == SLIDES  # three different workbooks in the source
+    assert inventory.of_source(three_objects, "ppt").counts["embedded_objects"] == SLIDES
+    # what LibreOffice itself writes: one part for the three (the loss mended here)
+    plain = soffice(three_objects, "pptx", tmp_path / "plain")
+    assert len({part for _, part, _, _ in slide_objects(plain)}) < SLIDES
+
+    converted = convert.convert(office, three_objects, "ppt", tmp_path / "work", 60)
+    found = slide_objects(converted.path)
+    assert [n for n, _, _, _ in found] == [1, 2, 3]
+    assert len({part for _, part, _, _ in found}) == SLIDES
+    for n, _, data, prog_id in found:
+        assert data in storages  # the source's own storage, byte for byte
+        sheet = xlrd.open_workbook(file_contents=data).sheet_by_index(0)
+        assert sheet.cell_value(0, 0) == f"object on slide {n}"
+        assert prog_id and prog_id.startswith("Excel.Sheet")
+    with zipfile.ZipFile(converted.path) as package:
+        types = package.read("[Content_Types].xml").decode()
+        for _, part, _, _ in found:
+            assert f'PartName="/{part}" ContentType="{OLE_CONTENT_TYPE}"' in types
+        assert not [name for name in package.namelist()
+                    if name.startswith("ppt/embeddings/") and name not in {part for _, part, _, _ in found}]
+        rels = "".join(package.read(f"ppt/slides/_rels/slide{n}.xml.rels").decode() for n in (1, 2, 3))
+        assert rels.count("relationships/image") == SLIDES  # each keeps its replacement image
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": SLIDES, "result": SLIDES}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+
+    # python-pptx and LibreOffice open it again, with each slide's own object
+    deck = pptx.Presentation(str(converted.path))
+    blobs = [shape.ole_format.blob for slide in deck.slides for shape in slide.shapes if shape.shape_type == 7]
+    assert blobs == [data for _, _, data, _ in found]
+    reloaded = soffice(converted.path, "odp", tmp_path / "reload")
+    with zipfile.ZipFile(reloaded) as odp:
+        content = odp.read("content.xml").decode()
+        hrefs = re.findall(r'<draw:object(?:-ole)? [^>]*xlink:href="\./([^"]+)"', content)
+        assert len(set(hrefs)) == SLIDES
+        texts = sorted(xlrd.open_workbook(file_contents=odp.read(href)).sheet_by_index(0).cell_value(0, 0)
+                       for href in hrefs if olefile.isOleFile(odp.read(href)))
+    assert texts == [f"object on slide {n}" for n in (1, 2, 3)]
+
+
+def test_a_result_without_shared_parts_is_left_as_it_is(three_objects, tmp_path):
+    """An export whose objects each have a part already (here, one mended before) is not written again."""
+    plain = soffice(three_objects, "pptx", tmp_path)
+    assert objects.mend(plain, three_objects, "ppt") == SLIDES
+    before = plain.read_bytes()
+    assert objects.mend(plain, three_objects, "ppt") == 0
+    assert plain.read_bytes() == before
+
+
+def test_a_source_that_does_not_read_leaves_the_export_as_it_is(three_objects, tmp_path):
+    """Objects cannot be told apart without the source's records: the export stays as LibreOffice wrote it."""
+    plain = soffice(three_objects, "pptx", tmp_path)
+    before = plain.read_bytes()
+    broken = tmp_path / "broken.ppt"
+    shutil.copy(three_objects, broken)
+    with broken.open("r+b") as handle:  # the compound file's header gone: no stream to read
+        handle.write(b"\0" * 512)
+    assert objects.mend(plain, broken, "ppt") == 0
+    assert plain.read_bytes() == before
