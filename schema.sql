@@ -62,6 +62,9 @@ CREATE TABLE IF NOT EXISTS conversions (
     detected_format TEXT,                 -- what LibreOffice recognised in the upload (formats.detected_format)
     macros TEXT NOT NULL DEFAULT 'keep' CHECK (macros IN ('keep', 'remove')),  -- the client's choice for a VBA project
     result_extension TEXT,                -- docx, docm, ...: the result's type (a VBA project makes it macro-enabled)
+    protection TEXT NOT NULL DEFAULT 'keep' CHECK (protection IN ('keep', 'remove')),  -- a protected source's result: protected again, or not
+    sealed_password TEXT,                 -- Document-Password, sealed (passwords.py); NULL from the moment the task is final
+    password_digest TEXT,                 -- keyed hash of it, beside an idempotency_key only (replays compare it); never the password
     fidelity TEXT,                        -- JSON: what the source holds against what the result holds
     result_key TEXT,                      -- where the result is in the bucket: the key its run's lease named
     created_at TEXT NOT NULL,

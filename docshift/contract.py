@@ -37,6 +37,8 @@ class TaskErrorCode(StrEnum):
 
     UNSUPPORTED_CONTENT = "unsupported_content"
     ENCRYPTED_DOCUMENT = "encrypted_document"
+    WRONG_PASSWORD = "wrong_password"
+    ENCRYPTION_UNSUPPORTED = "encryption_unsupported"
     CONVERSION_FAILED = "conversion_failed"
     CONVERSION_TIMEOUT = "conversion_timeout"
     OUTPUT_INVALID = "output_invalid"
@@ -49,7 +51,11 @@ TASK_ERROR_MEANINGS = {
     TaskErrorCode.UNSUPPORTED_CONTENT: "LibreOffice's type detection finds no document of the extension's family "
                                        "in the file (plain text, an image, another family); `detected_format` says "
                                        "what it found.",
-    TaskErrorCode.ENCRYPTED_DOCUMENT: "The file is password-protected.",
+    TaskErrorCode.ENCRYPTED_DOCUMENT: "The file is password-protected, and no `Document-Password` was given.",
+    TaskErrorCode.WRONG_PASSWORD: "The `Document-Password` does not open the file.",
+    TaskErrorCode.ENCRYPTION_UNSUPPORTED: "The file is protected in a way nothing here opens, even with the "
+                                          "password (a key that would take more rounds to derive than Office's "
+                                          "100,000, an unknown encryption).",
     TaskErrorCode.CONVERSION_FAILED: "LibreOffice could not read or convert the file, or crashed on it twice.",
     TaskErrorCode.CONVERSION_TIMEOUT: "The conversion took longer than the service's conversion timeout.",
     TaskErrorCode.OUTPUT_INVALID: "The result failed the checks against what LibreOffice loaded from the source.",

@@ -49,6 +49,8 @@ def connect(path: str) -> Database:
                            factory=_Cooperative if _gevent_patched() else Connection)
     conn.execute("PRAGMA busy_timeout = 30000")
     conn.execute("PRAGMA foreign_keys = ON")
+    # what a row forgets (a sealed document password) is overwritten in the file, not left in a free page
+    conn.execute("PRAGMA secure_delete = ON")
     return Database(conn)
 
 
@@ -177,6 +179,9 @@ ADDED_COLUMNS = {"conversions": {
     "result_extension": "TEXT",
     "fidelity": "TEXT",
     "result_key": "TEXT",
+    "protection": "TEXT NOT NULL DEFAULT 'keep' CHECK (protection IN ('keep', 'remove'))",
+    "sealed_password": "TEXT",
+    "password_digest": "TEXT",
 }}
 
 

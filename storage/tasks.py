@@ -167,6 +167,7 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
             "error_code": None, "error_message": None, "detected_format": detected_format,
             "result_extension": result_extension, "fidelity": json.dumps(fidelity) if fidelity is not None else None,
             "result_key": result_key(task_id, lease_of(task)),
+            "sealed_password": None,  # a final task forgets its document's password
         })
     return billing
 
@@ -174,11 +175,12 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
 def mark_failed(db: Database, task_id: str, code: str, message: str, lease: Sequence[Any] | None = None,
                 detected_format: str | None = None) -> bool:
     """Any non-final state -> FAILED with a documented code (only by the lease's holder, if given).
-    Never counted."""
+    Never counted. The task forgets its document's password."""
     held, params = ("status IN ('QUEUED', 'PROCESSING')", []) if lease is None else _held(lease)
     cursor = db.execute(
         f"UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, detected_format = ?, "
-        f"finished_at = ? WHERE id = ? AND {held}", [code, message, detected_format, iso(now()), task_id, *params])
+        f"finished_at = ?, sealed_password = NULL WHERE id = ? AND {held}",
+        [code, message, detected_format, iso(now()), task_id, *params])
     return cursor.rowcount == 1
 
 
@@ -204,8 +206,9 @@ def mark_expired(db: Database, task_id: str) -> None:
 
 
 def purge_idempotency_keys(db: Database, created_before: datetime) -> int:
-    """Forget keys of tasks created before ``created_before``: reusing one starts a new task."""
-    return db.execute("UPDATE conversions SET idempotency_key = NULL "
+    """Forget keys of tasks created before ``created_before``: reusing one starts a new task. The keyed hash of
+    a document password, kept for a replay's comparison, goes with its key."""
+    return db.execute("UPDATE conversions SET idempotency_key = NULL, password_digest = NULL "
                       "WHERE idempotency_key IS NOT NULL AND created_at < ?", [iso(created_before)]).rowcount
 
 

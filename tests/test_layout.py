@@ -148,7 +148,8 @@ def test_architecture_map_names_every_package():
 
 # The layers, bottom first: a package may import its own layer's and those below, never one above.
 LAYERS = [
-    {"docshift.settings", "docshift.formats", "docshift.errors", "docshift.logs", "docshift.contract"},
+    {"docshift.settings", "docshift.formats", "docshift.errors", "docshift.logs", "docshift.contract",
+     "docshift.passwords"},
     {"docshift.storage", "docshift.engine"},
     {"docshift.accounts"},
     {"docshift.tasks"},

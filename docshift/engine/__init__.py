@@ -10,6 +10,7 @@ start, and ``sandbox_problem`` to know whether LibreOffice's sandbox can be made
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from docshift.engine import convert as _convert
 from docshift.engine import office as _office
-from docshift.engine import precheck, sandbox
+from docshift.engine import precheck, protection, sandbox
 from docshift.engine.convert import Converted
 from docshift.engine.office import alive, clear_leftovers
 from docshift.engine.pool import Pool
@@ -79,13 +80,25 @@ class Engine:
             yield Path(directory)
 
     def convert(self, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
-                macros: str = "keep", tenant: str | None = None) -> Converted:
+                macros: str = "keep", tenant: str | None = None, password: str | None = None,
+                protect: bool = True) -> Converted:
         """Convert the legacy file ``source`` of ``kind`` for the account ``tenant`` (a LibreOffice that has
         converted another account's file never sees it); returns the checked result, :class:`Converted`.
+        A protected source opens with ``password`` (``protection.py``), and its result is protected by the same
+        password unless ``protect`` is false; the checks and the fidelity report read it before.
         Raises ConversionFailed with the task's error code, or a ServiceFault (EngineBroken)."""
         self.office.take(tenant)
-        precheck.check(source)
-        return _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros)
+        opened = None
+        if password:
+            opened = protection.open_source(source, kind, password, Path(workdir),
+                                            self.office.pool.launcher.limits.scratch_mb << 20)
+        if opened is None:
+            precheck.check(source)
+        converted = _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros, opened)
+        if opened is not None and password and protect:
+            protection.protect(converted.path, password)  # the whole of it, as the customer sent it
+            converted = dataclasses.replace(converted, protected=True)
+        return converted
 
     def places(self) -> dict[str, Path]:
         """The directories whose disk a conversion writes to, by name: a full one is a fault of the service."""

@@ -27,6 +27,7 @@ from docshift.formats import FORMATS, detected_format
 
 if TYPE_CHECKING:
     from docshift.engine.office import Office
+    from docshift.engine.protection import Opened
 
 log = logging.getLogger("docshift.engine")
 T = TypeVar("T")
@@ -55,15 +56,21 @@ class Converted:
     detected_format: str    # what LibreOffice recognised in the source (``formats.detected_format``)
     extension: str = ""     # the result's type: docx, docm, ...
     fidelity: dict[str, Any] | None = None  # ``inventory.report``: what the source holds against the result
+    protected: bool = False  # encrypted with the source's password (``protection.protect``), after the checks
 
 
 def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
-            macros: str = "keep") -> Converted:
+            macros: str = "keep", opened: Opened | None = None) -> Converted:
     """Convert ``source`` on ``office``; returns the checked result as :class:`Converted`.
 
     A source with a VBA project becomes the macro-enabled type with its modules, unless ``macros`` is
     ``"remove"``. A crash of LibreOffice is retried once on a fresh process; a second one fails.
+    A protected source comes ``opened`` with its password (``protection.open_source``): LibreOffice loads it with
+    its Password load property, or its decrypted copy, and what is read of the legacy file here is read of that copy.
     """
+    loads = opened.loads(source) if opened is not None else [(source, None)]
+    if opened is not None and opened.plain is not None:
+        source = opened.plain  # what the legacy file holds is read from here on; LibreOffice gets ``loads``
     carries_macros = vba.has_project(source, kind)
     project = None
     if carries_macros and macros == "keep":
@@ -83,23 +90,14 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
         counts agreed on every corpus file."""
         return any(reading.result().counts.get(what) is None for what in LOADED_PARTS[kind])
 
-    for attempt in (1, 2):
-        # a killed LibreOffice leaves a partial file and its lock behind: start clean
-        result = Path(workdir) / f"attempt-{attempt}" / f"result.{target.extension}"
-        result.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            report = office.export(source, result, target.export_filter, timeout, task_id, parts=parts)
+    for tried, (loaded_file, password) in enumerate(loads, 1):
+        result, report = _export(office, loaded_file, Path(workdir) / f"load-{tried}", target.extension,
+                                 target.export_filter, timeout, task_id, parts, password, opened)
+        if report["outcome"] != "not_loaded":
             break
-        except OfficeTimeout as error:
-            raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
-                                   f"The conversion took longer than {timeout:g} s.") from error
-        except LoadFailed as error:
-            log.warning("LibreOffice could not convert %s: %s", source, error)
-            raise not_loaded(source) from error
-        except OfficeCrashed as error:
-            log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
-    else:
-        raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
+        if tried < len(loads):  # Excel's 128-bit "strong" provider: LibreOffice's import returns nothing
+            log.info("LibreOffice did not open the protected %s with its password: its decrypted copy goes in",
+                     loaded_file.name)
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
         raise ConversionFailed(
@@ -107,7 +105,7 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
             f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert.",
             detected_format=found)
     if report["outcome"] != "converted":
-        raise not_loaded(source)
+        raise not_loaded(source, opened)
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = reading.result()
@@ -127,6 +125,29 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
     return Converted(result, found, target.extension, fidelity)
 
 
+def _export(office: Office, source: Path, workdir: Path, extension: str, export_filter: str, timeout: float,
+            task_id: str | None, parts: Callable[[], bool], password: str | None,
+            opened: Opened | None) -> tuple[Path, dict[str, Any]]:
+    """LibreOffice's export of ``source`` (with the ``password`` load property, if any) into a file under
+    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice."""
+    for attempt in (1, 2):
+        # a killed LibreOffice leaves a partial file and its lock behind: start clean
+        result = workdir / f"attempt-{attempt}" / f"result.{extension}"
+        result.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return result, office.export(source, result, export_filter, timeout, task_id, parts=parts,
+                                         password=password)
+        except OfficeTimeout as error:
+            raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
+                                   f"The conversion took longer than {timeout:g} s.") from error
+        except LoadFailed as error:
+            log.warning("LibreOffice could not convert %s: %s", source, error)
+            raise not_loaded(source, opened) from error
+        except OfficeCrashed as error:
+            log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
+    raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
+
+
 def _in_background(function: Callable[..., T], *args: Any) -> Future[T]:
     """``function(*args)`` run on a thread of its own; its result, or what it raised, in the Future."""
     future: Future[T] = Future()
@@ -141,8 +162,15 @@ def _in_background(function: Callable[..., T], *args: Any) -> Future[T]:
     return future
 
 
-def not_loaded(source: Path) -> ConversionFailed:
-    """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters."""
+def not_loaded(source: Path, opened: Opened | None = None) -> ConversionFailed:
+    """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters. A protected file
+    ``opened`` with its password: the password was not the one (where only LibreOffice could check it), or the
+    file does not open even decrypted."""
+    if opened is not None and opened.plain is None:
+        return ConversionFailed(TaskErrorCode.WRONG_PASSWORD, "The Document-Password does not open this file.")
+    if opened is not None:
+        return ConversionFailed(TaskErrorCode.ENCRYPTION_UNSUPPORTED,
+                                "The file is protected in a way that cannot be opened here, even with its password.")
     if precheck.encrypted(source):
         return ConversionFailed(TaskErrorCode.ENCRYPTED_DOCUMENT, precheck.ENCRYPTED)
     return ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice could not read this file.")

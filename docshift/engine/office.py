@@ -297,13 +297,13 @@ class Office:
     # work
 
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
-               task_id: str | None = None, parts: bool | Callable[[], bool] = True) -> dict[str, Any]:
+               task_id: str | None = None, parts: bool | Callable[[], bool] = True,
+               password: str | None = None) -> dict[str, Any]:
         """Have LibreOffice load ``source`` and export it into ``target``; returns what it found in the document
         (its embedded objects and charts only if ``parts``: the sheets' or slides' shapes are walked for them).
         ``parts`` may be a function, asked once LibreOffice has loaded the file: the worker decides from what it
-        reads of the source meanwhile.
-
-        Both are the worker's own paths: the sandbox gets copies staged in the job dir."""
+        reads of the source meanwhile. ``password``: the Password load property of a protected source. Both
+        are the worker's own paths: the sandbox gets copies staged in the job dir."""
         tenant = self.tenant
         self._settled()
         if not self.running:
@@ -312,7 +312,7 @@ class Office:
         current = self.current
         current.task_id = task_id
         with self._visible(Path(source).resolve(), Path(target).resolve()) as (inner_source, inner_target):
-            request = {"source": inner_source, "target": inner_target, "filter": export_filter,
+            request = {"source": inner_source, "target": inner_target, "filter": export_filter, "password": password,
                        "parts": parts if isinstance(parts, bool) else "ask"}
             try:
                 current.send(request)

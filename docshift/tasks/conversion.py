@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from sqlite_utils import Database
 
+from docshift import passwords
 from docshift.accounts import billing
 from docshift.contract import Status, TaskErrorCode
 from docshift.engine import LONGEST_START_SECONDS, Engine
@@ -110,19 +111,33 @@ def _run(task: Row, account: Row, conn: Database, objects: ObjectStore, config: 
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
-                               task["macros"], task["source_filename"], tenant=task["account_id"])
+                               task["macros"], task["source_filename"], tenant=task["account_id"],
+                               password=document_password(config, task), protection=task["protection"])
         if faults is not None:
             faults.observe(outcome)
     return apply_outcome(conn, objects, config, task, outcome)
 
 
+def document_password(config: Settings, task: Row) -> str | None:
+    """The password the task's row keeps sealed (``passwords.py``), if any; None once the task is final."""
+    sealed = task.get("sealed_password")
+    if not sealed:
+        return None
+    password = passwords.unseal(config, sealed)
+    if password is None:
+        log.warning("task %s: its Document-Password was sealed with another secret key; it goes without", task["id"])
+    return password
+
+
 def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: Settings, engine: Engine,
-                 macros: str = "keep", filename: str | None = None, tenant: str | None = None) -> Outcome:
+                 macros: str = "keep", filename: str | None = None, tenant: str | None = None,
+                 password: str | None = None, protection: str = "keep") -> Outcome:
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
-    ``tenant`` (the task's account): no LibreOffice that has converted another account's file sees it."""
+    ``tenant`` (the task's account): no LibreOffice that has converted another account's file sees it.
+    ``password`` opens a protected source; its result is protected by it again unless ``protection`` is "remove"."""
     patiently = Patience(config.outage_patience_seconds)
     restarts = engine.restarts
     try:
@@ -131,7 +146,8 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
             source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
-            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros, tenant)
+            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros, tenant,
+                                       password=password, protect=protection != "remove")
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome(Status.SUCCEEDED, size=size, detected_format=converted.detected_format,

@@ -39,6 +39,7 @@ DETECTED_FORMAT = re.compile(r"[\w-]{1,100}")
 LINK = re.compile(r"https?://[^\s]{1,4000}")
 MAX_MESSAGE = 2000            # characters of a failure's message
 MAX_FILENAME = 1024           # characters of a job's file name (the API takes no longer)
+MAX_PASSWORD = 255            # characters of a job's Document-Password (the API takes no longer)
 MAX_FIDELITY = 256 * 1024     # bytes of a fidelity report, as JSON
 MAX_RESTARTS = 100
 
@@ -143,8 +144,11 @@ def job(fields: Any) -> dict[str, Any]:
         "holder": _match(HOLDER), "attempt": _count, "input": _match(LINK), "result": _match(LINK),
         "tenant": _match(ACCOUNT_ID),
         # the customer's file name: made safe again where it becomes a path (``formats.source_name``)
-        "filename": lambda v: isinstance(v, str) and len(v) <= MAX_FILENAME}
-    return _checked("job", fields, checks, required=checks)
+        "filename": lambda v: isinstance(v, str) and len(v) <= MAX_FILENAME,
+        "protection": lambda v: v in ("keep", "remove"),
+        "password": lambda v: isinstance(v, str) and 1 <= len(v) <= MAX_PASSWORD}
+    # a job without a Document-Password has none; one from a coordinator before passwords keeps protection
+    return _checked("job", fields, checks, required=[name for name in checks if name not in ("protection", "password")])
 
 
 def outcome(fields: Any, known: Iterable[str]) -> dict[str, Any]:

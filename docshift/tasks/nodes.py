@@ -43,7 +43,7 @@ from docshift.storage import ObjectStore, tasks
 from docshift.storage.connection import Row
 from docshift.storage.s3 import Lease, result_key
 from docshift.tasks import messages
-from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, max_run_seconds
+from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, document_password, max_run_seconds
 from docshift.tasks.leases import JobStore
 from docshift.tasks.maintenance import worker_name
 from docshift.tasks.queue import Jobs, Queue
@@ -218,9 +218,14 @@ class Coordinator:
         input and to PUT the result under the key the lease names, valid as long as the lease can be."""
         lease = (holder, task["attempts"])
         links = self.worker.store().job_links(task["id"], result_key(task["id"], lease), max_run_seconds(self.config))
-        return {"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"], "holder": holder,
-                "attempt": task["attempts"], "input": links["input"], "result": links["result"],
-                "tenant": task["account_id"], "filename": task["source_filename"]}
+        job = {"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"], "holder": holder,
+               "attempt": task["attempts"], "input": links["input"], "result": links["result"],
+               "tenant": task["account_id"], "filename": task["source_filename"], "protection": task["protection"]}
+        # a node has no secret key: the password travels inside the job, which is sealed with the queue key
+        password = document_password(self.config, task)
+        if password is not None:
+            job["password"] = password
+        return job
 
     def apply(self, report: Any) -> None:
         """A node's outcome: applied to the task if the job still holds it (a SUCCEEDED only with
@@ -292,7 +297,8 @@ class Node:
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
             outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.engine(),
-                                   job["macros"], job["filename"], tenant=job["tenant"])
+                                   job["macros"], job["filename"], tenant=job["tenant"],
+                                   password=job.get("password"), protection=job.get("protection", "keep"))
             self.worker.faults.observe(outcome)
             self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
                                **asdict(outcome)})

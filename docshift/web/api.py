@@ -13,7 +13,7 @@ from flask import Blueprint, g, request
 from flask.typing import ResponseReturnValue
 from marshmallow import EXCLUDE, ValidationError
 
-from docshift import formats, storage
+from docshift import formats, passwords, storage
 from docshift.accounts import keys
 from docshift.contract import UNFINISHED, WITH_RESULT, Status, TaskErrorCode
 from docshift.errors import (
@@ -69,7 +69,8 @@ def authenticated_account() -> Row:
 @bp.post("/conversions")
 def submit() -> ResponseReturnValue:
     idempotency_key = _idempotency_key()
-    macros = _macros()
+    macros, protection = _options()
+    password = _document_password()
     cap = int(get_settings().max_pending_tasks)
     # from the headers, before the body is read (or waited for): an account at its cap costs a query, not an
     # upload; a retry of a task already accepted (its Idempotency-Key) is still answered with that task
@@ -90,23 +91,28 @@ def submit() -> ResponseReturnValue:
     digest = hashlib.sha256(data).hexdigest()
     account = g.account
     conn = get_db()
+    # what a replay compares: the payload, and of the password only its keyed hash
+    payload = {"source_sha256": digest, "source_filename": filename, "macros": macros, "protection": protection,
+               "password_digest": passwords.digest(get_settings(), password)}
 
     if idempotency_key:
         existing = tasks.task_by_idempotency_key(conn, account["id"], idempotency_key)
         if existing:
-            return _replay(existing, digest, filename, macros)
+            return _replay(existing, payload)
 
     if tasks.unfinished_count(conn, account["id"]) >= cap:  # reached while the body came: nothing is stored
         raise _too_many(cap)
     try:
         task = storage.submit_task(conn, get_store(), account_id=account["id"], filename=filename,
                                    kind=found.kind, data=data, sha256=digest, idempotency_key=idempotency_key,
-                                   max_unfinished=cap, macros=macros)
+                                   max_unfinished=cap, macros=macros, protection=protection,
+                                   sealed_password=password and passwords.seal(get_settings(), password),
+                                   password_digest=payload["password_digest"])
     except IdempotencyKeyTaken:
         # an identical request committed first: ours is undone, theirs is the answer
         # taken: the key is set, and the row that took it committed
         return _replay(tasks.task_by_idempotency_key(conn, account["id"], idempotency_key),  # type: ignore[arg-type]
-                       digest, filename, macros)
+                       payload)
     except TooManyUnfinished:
         raise _too_many(cap) from None  # a racing submission took the last place; ours is undone
 
@@ -134,11 +140,25 @@ def _idempotency_key() -> str | None:
         raise InvalidRequest(schemas.IDEMPOTENCY_KEY_RULE) from error
 
 
-def _macros() -> str:
+def _options() -> tuple[str, str]:
+    """The query's ``macros`` and ``protection``."""
     try:
-        return schemas.SubmissionQuery().load(request.args.to_dict(), unknown=EXCLUDE)["macros"]
+        options = schemas.SubmissionQuery().load(request.args.to_dict(), unknown=EXCLUDE)
     except ValidationError as error:
-        raise InvalidRequest(schemas.MACROS_RULE) from error
+        rule = schemas.MACROS_RULE if "macros" in error.messages else schemas.PROTECTION_RULE
+        raise InvalidRequest(rule) from error
+    return options["macros"], options["protection"]
+
+
+def _document_password() -> str | None:
+    """The ``Document-Password`` header's password; never logged, and no message repeats it."""
+    raw = request.headers.get(passwords.HEADER)
+    if raw is None:
+        return None
+    try:
+        return passwords.from_header(raw)
+    except ValueError:
+        raise InvalidRequest(passwords.RULE) from None
 
 
 def _single_file() -> Any:
@@ -150,13 +170,17 @@ def _single_file() -> Any:
     return files["file"]
 
 
-def _replay(task: Row, digest: str, filename: str, macros: str) -> ResponseReturnValue:
-    if task["source_sha256"] != digest or task["source_filename"] != filename:
+def _replay(task: Row, payload: dict[str, Any]) -> ResponseReturnValue:
+    if task["source_sha256"] != payload["source_sha256"] or task["source_filename"] != payload["source_filename"]:
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with another file; use a new key per file.")
-    if task["macros"] != macros:
-        raise IdempotencyConflict(
-            f"This Idempotency-Key was already used with macros={task['macros']}; use a new key to change it.")
+    for option in ("macros", "protection"):
+        if task[option] != payload[option]:
+            raise IdempotencyConflict(f"This Idempotency-Key was already used with {option}={task[option]}; use a "
+                                      "new key to change it.")
+    if task["password_digest"] != payload["password_digest"]:
+        raise IdempotencyConflict(f"This Idempotency-Key was already used with another {passwords.HEADER}; use a "
+                                  "new key to change it.")
     return _submission(task, replay=True)
 
 

@@ -23,8 +23,19 @@ class SubmissionHeaders(Schema):
                                  "account, kept as long as the operation says; one value per source file."})
 
 
+    document_password = fields.String(
+        data_key="Document-Password", load_only=True,
+        metadata={"description": "Optional. 1-255 characters of UTF-8: the password that opens a protected source "
+                                 "(Word RC4 and CryptoAPI, Excel XOR, RC4 and CryptoAPI of any provider, PowerPoint "
+                                 "CryptoAPI, an encrypted OOXML package). Never logged, never stored or queued in "
+                                 "clear: sealed while the task waits, erased when it ends. Ignored for a file that "
+                                 "is not protected. Part of what an Idempotency-Key replays (as a keyed hash)."})
+
+
 MACRO_CHOICES = ["keep", "remove"]
 MACROS_RULE = "macros must be 'keep' (the default) or 'remove'."
+PROTECTION_CHOICES = ["keep", "remove"]
+PROTECTION_RULE = "protection must be 'keep' (the default) or 'remove'."
 
 
 class SubmissionQuery(Schema):
@@ -34,6 +45,14 @@ class SubmissionQuery(Schema):
                                  "the macro-enabled type (.docm, .xlsm, .pptm) with every module; `remove` gives "
                                  "the plain type and the fidelity report says so. Macros are never run. Part of "
                                  "what an Idempotency-Key replays."})
+
+
+    protection = fields.String(
+        load_default="keep", validate=validate.OneOf(PROTECTION_CHOICES, error=PROTECTION_RULE),
+        metadata={"description": "What becomes of a source's password protection, when a Document-Password opened "
+                                 "it: `keep` (the default) protects the result with the same password (OOXML agile "
+                                 "encryption: Office asks for it); `remove` gives an unprotected result. Part of what "
+                                 "an Idempotency-Key replays."})
 
 
 class Submission(Schema):

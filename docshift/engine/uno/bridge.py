@@ -5,7 +5,8 @@ python3-uno. It starts LibreOffice (``process.py``) listening on a named pipe (a
 so it works inside a network namespace with no network), then answers one JSON
 request per stdin line with one JSON line on stdout:
 
-    {"source": path, "target": path, "filter": export filter name, "parts": true | false | "ask"}
+    {"source": path, "target": path, "filter": export filter name, "parts": true | false | "ask",
+     "password": the Password load property of a protected source (optional)}
     -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...}
 
 With ``"parts": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the bridge waits for
@@ -151,10 +152,14 @@ class LibreOffice:
             self.media_types[type_name] = as_dict(self.types.getByName(type_name)).get("MediaType", "") if known else ""
         return self.media_types[type_name]
 
-    def load(self, path, import_filter=""):
-        """Load ``path``; with the ``import_filter`` deep detection chose, loading does not detect it again."""
+    def load(self, path, import_filter="", password=None):
+        """Load ``path``; with the ``import_filter`` deep detection chose, loading does not detect it again. A
+        protected file opens with its ``password`` (the MediaDescriptor's Password): without an interaction
+        handler, a wrong one loads nothing."""
         url = uno.systemPathToFileUrl(os.path.abspath(path))
         chosen = {"FilterName": import_filter} if import_filter else {}
+        if password:
+            chosen["Password"] = password
         return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD, **chosen))
 
 
@@ -311,7 +316,7 @@ def _convert(office, source, stored, target, request, opened):
         return {"ok": True, "facts": dict(report, outcome="refused")}
     step = "loading the source"
     try:
-        document = office.load(source, import_filter)
+        document = office.load(source, import_filter, request.get("password"))
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise

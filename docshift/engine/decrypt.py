@@ -1,0 +1,271 @@
+"""Open a password-protected legacy file with its password: run by ``protection.py`` as a subprocess of the
+worker, under the worker's own Python, with limits on its CPU, memory and file size and nothing of the
+worker's environment. Never imported by docshift itself: every byte of the upload that is parsed here is
+parsed in that subprocess.
+
+It reads one JSON line on stdin, ``{"source": path, "target": path, "kind": "doc" | "xls" | "ppt", "password":
+..., "max_spin_count": n}``, and answers one JSON line on stdout, ``{"outcome": ..., "scheme": ...}``:
+
+- ``plain``: not protected, or only by Excel's default password (Excel and LibreOffice open it without asking);
+- ``wrong``: msoffcrypto-tool checked the password against the file's verifier, and it is not the one;
+- ``unsupported``: protected in a way nothing here opens (a package whose key would take more rounds than
+  ``max_spin_count`` to derive, extensible encryption, an unknown version);
+- ``unverified``: protected in a way msoffcrypto-tool does not know (Word's XOR obfuscation, a BIFF5
+  workbook): LibreOffice alone may open it with the password;
+- ``decrypted``: the password is right, and ``target`` holds the file decrypted (msoffcrypto-tool; a
+  PowerPoint file by the code below, which decrypts every persist object and picture). Its ``detail`` says
+  "first 15 characters" when those opened it: Office 97-2003 and LibreOffice keep no more of a password.
+
+The password comes on stdin, never in the arguments or the environment (other processes read those in
+``/proc``), and is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import struct
+import sys
+import tempfile
+from typing import IO, Any
+
+import msoffcrypto
+import olefile
+from cryptography.hazmat.primitives.ciphers import Cipher
+from msoffcrypto import exceptions
+from msoffcrypto.format import ppt97
+from msoffcrypto.method.rc4_cryptoapi import _makekey
+
+try:  # moved there in cryptography 43
+    from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
+except ImportError:  # pragma: no cover
+    from cryptography.hazmat.primitives.ciphers.algorithms import ARC4
+
+DEFAULT_PASSWORD = "VelvetSweatshop"  # Excel's: a workbook or package with it opens without asking
+ENCRYPTED_SUMMARY = "EncryptedSummary"
+# LibreOffice refuses a presentation that holds an EncryptedSummary stream: the decrypted file keeps it under a name
+# of the same length (the directory stays sorted), which nothing reads
+SUMMARY_SET_ASIDE = "EncryptedSummarX"
+CRYPT_SESSION = 0x2F14  # CryptSession10Container: the presentation's encryption header, never encrypted itself
+USER_EDIT = 0x0FF5
+USER_EDIT_PLAIN_LENGTH = 0x1C  # a UserEditAtom without encryptSessionPersistIdRef
+HEADER_TOKEN_PLAIN = 0xE391C05F  # CurrentUserAtom.headerToken of a presentation that is not encrypted
+MAX_EDITS = 4096  # UserEditAtoms followed back through a presentation's incremental saves
+LEGACY_PASSWORD_LIMIT = 15  # characters of a password that Word's, Excel's and PowerPoint's 97-2003 encryption keep
+
+
+def answer(outcome: str, scheme: str = "", detail: str = "") -> None:
+    sys.stdout.write(json.dumps({"outcome": outcome, "scheme": scheme, "detail": detail}) + "\n")
+    sys.stdout.flush()
+
+
+def open_file(request: dict[str, Any]) -> tuple[str, str, str]:
+    """The answer for ``request`` as (outcome, scheme, detail); writes ``target`` when decrypted."""
+    source, password = request["source"], request["password"]
+    with open(source, "rb") as f:
+        try:
+            office = msoffcrypto.OfficeFile(f)
+        except Exception as error:  # not a format msoffcrypto-tool knows: LibreOffice may
+            return ("unverified", "", repr(error)[:200]) if _looks_encrypted(source) else ("plain", "", "")
+        try:
+            encrypted = office.is_encrypted()
+        except Exception as error:
+            return ("unverified", office.format, repr(error)[:200]) if _looks_encrypted(source) else ("plain", "", "")
+        if not encrypted:
+            return ("unverified", office.format, "") if _looks_encrypted(source) else ("plain", office.format, "")
+        if office.format == "ooxml":
+            return _package(office, request)
+        if office.format == "doc97":
+            fib = office.info.fib.base
+            if fib.fObfuscation:
+                return "unverified", "doc97 xor", ""
+        if office.format == "xls97" and _verifies(office, DEFAULT_PASSWORD):
+            return "plain", "xls97 default password", ""
+        truncated = ""
+        try:
+            try:
+                office.load_key(password=password)
+            except exceptions.InvalidKeyError:
+                # Word and Excel 97-2003 keep 15 characters of a password (LibreOffice too): the rest never counted
+                if len(password) <= LEGACY_PASSWORD_LIMIT:
+                    raise
+                office.load_key(password=password[:LEGACY_PASSWORD_LIMIT])
+                truncated = f"first {LEGACY_PASSWORD_LIMIT} characters"
+        except exceptions.InvalidKeyError:
+            return "wrong", office.format, ""
+        except (exceptions.DecryptionError, AssertionError, KeyError) as error:
+            return "unsupported", office.format, repr(error)[:200]
+        scheme = f"{office.format} {getattr(office, 'type', '')}".strip()
+        with open(request["target"], "wb") as out:
+            if office.format == "ppt97":
+                decrypt_presentation(office, f, out)
+            else:
+                office.decrypt(out)
+        return "decrypted", scheme, truncated
+
+
+def _verifies(office: Any, password: str) -> bool:
+    try:
+        office.load_key(password=password)
+        return True
+    except Exception:
+        return False
+
+
+def _package(office: Any, request: dict[str, Any]) -> tuple[str, str, str]:
+    """An encrypted OOXML package (named .doc, .xls or .ppt: Office opens it by its content)."""
+    if office.type == "agile" and office.info["spinValue"] > request["max_spin_count"]:
+        return "unsupported", "ooxml agile", f"spin count {office.info['spinValue']}"
+    if office.type not in ("agile", "standard"):
+        return "unsupported", f"ooxml {office.type}", ""
+    for password, outcome in ((DEFAULT_PASSWORD, "plain"), (request["password"], "decrypted")):
+        try:
+            office.load_key(password=password, verify_password=True)
+        except exceptions.InvalidKeyError:
+            continue
+        except Exception as error:
+            return "unsupported", f"ooxml {office.type}", repr(error)[:200]
+        if outcome == "decrypted":
+            with open(request["target"], "wb") as out:
+                office.decrypt(out)
+        return outcome, f"ooxml {office.type}", ""
+    return "wrong", f"ooxml {office.type}", ""
+
+
+def _looks_encrypted(source: str) -> bool:
+    """Protected by what msoffcrypto-tool does not read: a Word header's fEncrypted bit, a BIFF FILEPASS record."""
+    try:
+        with olefile.OleFileIO(source) as ole:
+            for name in ole.listdir():
+                stream = "/".join(name).lower()
+                if stream == "worddocument":
+                    fib = ole.openstream(name).read(12)
+                    if len(fib) == 12 and struct.unpack_from("<H", fib, 10)[0] & 0x0100:
+                        return True
+                if stream in ("workbook", "book"):
+                    data = ole.openstream(name).read(1 << 20)
+                    at = 0
+                    while at + 4 <= len(data):
+                        record, length = struct.unpack_from("<HH", data, at)
+                        if record == 0x002F:
+                            return True
+                        if record == 0x000A:
+                            break
+                        at += 4 + length
+    except Exception:
+        return False
+    return False
+
+
+def _rc4(key: bytes) -> Any:
+    return Cipher(ARC4(key), mode=None).decryptor()
+
+
+def decrypt_presentation(office: Any, source: IO[bytes], out: IO[bytes]) -> None:
+    """A PowerPoint file encrypted with RC4 CryptoAPI, decrypted as [MS-PPT] 2.3.7 says: each persist object with
+    the key of its persist id (its record header first, which gives its length), each picture of the Pictures
+    stream with the key of block 0; the current user and user edit atoms then say it is not encrypted.
+    (msoffcrypto-tool's own ``decrypt`` takes each object's length from the next object's offset, which holds
+    only when the objects lie in the order of their ids, and leaves the pictures encrypted.)"""
+    key, salt, size = office.key, office.salt, office.keySize
+    office.data.currentuser.seek(0)
+    current = bytearray(office.data.currentuser.read())
+    office.data.currentuser.seek(0)
+    user = ppt97._parseCurrentUser(office.data.currentuser).currentuseratom
+    office.data.powerpointdocument.seek(0)
+    document = bytearray(office.data.powerpointdocument.read())
+    directory, edits, crypt_session = _persist_directory(document, user.offsetToCurrentEdit)
+    for persist_id, offset in directory.items():
+        if persist_id == crypt_session or not 0 <= offset <= len(document) - 8:
+            continue
+        cipher = _rc4(_makekey(key, salt, size, persist_id))
+        header = cipher.update(bytes(document[offset:offset + 8]))
+        if struct.unpack_from("<H", header, 2)[0] == CRYPT_SESSION:
+            continue
+        length = min(struct.unpack_from("<I", header, 4)[0], len(document) - offset - 8)
+        document[offset:offset + 8 + length] = header + cipher.update(bytes(document[offset + 8:offset + 8 + length]))
+    for offset in edits:  # no encryptSessionPersistIdRef any more
+        if struct.unpack_from("<I", document, offset + 4)[0] > USER_EDIT_PLAIN_LENGTH:
+            struct.pack_into("<I", document, offset + 4, USER_EDIT_PLAIN_LENGTH)
+    struct.pack_into("<I", current, 12, HEADER_TOKEN_PLAIN)
+    pictures = None
+    if office.ole.exists("Pictures"):
+        with office.ole.openstream("Pictures") as stream:
+            pictures = bytearray(stream.read())
+        at = 0
+        while at + 8 <= len(pictures):
+            cipher = _rc4(_makekey(key, salt, size, 0))
+            header = cipher.update(bytes(pictures[at:at + 8]))
+            length = min(struct.unpack_from("<I", header, 4)[0], len(pictures) - at - 8)
+            pictures[at:at + 8 + length] = header + cipher.update(bytes(pictures[at + 8:at + 8 + length]))
+            at += 8 + length
+    with tempfile.TemporaryFile() as copy:
+        source.seek(0)
+        shutil.copyfileobj(source, copy)
+        copy.seek(0)
+        ole = olefile.OleFileIO(copy, write_mode=True)
+        ole.write_stream("Current User", bytes(current))
+        ole.write_stream("PowerPoint Document", bytes(document))
+        if pictures is not None:
+            ole.write_stream("Pictures", bytes(pictures))
+        summary = _directory_entry_offset(ole, ENCRYPTED_SUMMARY)
+        ole.close()
+        copy.seek(0)
+        data = bytearray(copy.read())
+    if summary is not None:
+        data[summary:summary + 2 * len(SUMMARY_SET_ASIDE)] = SUMMARY_SET_ASIDE.encode("utf-16-le")
+    out.write(data)
+
+
+def _persist_directory(document: bytearray, offset: int) -> tuple[dict[int, int], list[int], int | None]:
+    """{persist id: offset} of the presentation's current persist objects (every edit, the latest last), the
+    offsets of its UserEditAtoms, and the persist id of its CryptSession10Container."""
+    stack: list[Any] = []
+    edits: list[int] = []
+    crypt_session: int | None = None
+    seen: set[int] = set()
+    while offset and offset not in seen and len(seen) < MAX_EDITS:
+        seen.add(offset)
+        edit = ppt97._parseUserEditAtom(io.BytesIO(bytes(document[offset:offset + 8 + 0x20])))
+        if edit.rh.recType != USER_EDIT:
+            break
+        edits.append(offset)
+        if crypt_session is None:
+            crypt_session = edit.encryptSessionPersistIdRef
+        at = edit.offsetPersistDirectory
+        length = struct.unpack_from("<I", document, at + 4)[0] if 0 <= at <= len(document) - 8 else 0
+        stack.append(ppt97._parsePersistDirectoryAtom(io.BytesIO(bytes(document[at:at + 8 + length]))))
+        offset = edit.offsetLastEdit
+    directory: dict[int, int] = {}
+    while stack:
+        for entry in stack.pop().rgPersistDirEntry:
+            for index, at in enumerate(entry.rgPersistOffset):
+                directory[entry.persistId + index] = at
+    return directory, edits, crypt_session
+
+
+def _directory_entry_offset(ole: Any, name: str) -> int | None:
+    """Where the name of the root storage's entry ``name`` lies in the file, or None."""
+    entry = next((e for e in ole.direntries if e is not None and e.name == name), None)
+    if entry is None:
+        return None
+    per_sector = ole.sectorsize // 128
+    sector, index = ole.first_dir_sector, entry.sid
+    for _ in range(index // per_sector):
+        sector = ole.fat[sector]
+    return (sector + 1) * ole.sectorsize + (index % per_sector) * 128
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.readline())
+    try:
+        outcome, scheme, detail = open_file(request)
+    except Exception as error:  # a damaged file: what was read does not decrypt
+        outcome, scheme, detail = "unsupported", "", f"{type(error).__name__}: {error}"[:200]
+    answer(outcome, scheme, detail)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
