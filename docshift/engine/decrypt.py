@@ -207,7 +207,7 @@ def decrypt_presentation(office: Any, source: IO[bytes], out: IO[bytes]) -> None
         ole = olefile.OleFileIO(copy, write_mode=True)
         ole.write_stream("Current User", bytes(current))
         ole.write_stream("PowerPoint Document", bytes(document))
-        if pictures is not None:
+        if pictures:  # olefile writes no empty stream
             ole.write_stream("Pictures", bytes(pictures))
         summary = _directory_entry_offset(ole, ENCRYPTED_SUMMARY)
         ole.close()

@@ -4,21 +4,28 @@ not (``remove``); a wrong password fails ``wrong_password``, none ``encrypted_do
 derivation bound ``encryption_unsupported``, all unbilled; the password is sealed in the task row while it waits,
 erased when it ends, and an Idempotency-Key replays only with the same one."""
 
+import hashlib
 import io
+import os
 import random
+import struct
 import zipfile
 
 import docx
 import msoffcrypto
+import olefile
 import openpyxl
 import pptx
 import pytest
 import requests
 from conftest import ROOT, encrypted_ooxml, register
+from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
+from cryptography.hazmat.primitives.ciphers import Cipher
+from msoffcrypto.method.rc4_cryptoapi import _makekey
 from werkzeug.test import EnvironBuilder
 
 from docshift import passwords
-from docshift.engine import Engine
+from docshift.engine import Engine, cfb, decrypt
 from docshift.storage import tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_settings, get_store
@@ -26,19 +33,90 @@ from docshift.web.context import get_db, get_settings, get_store
 CORPUS = ROOT.parent / "shared" / "corpus"
 PASSWORD = "secret"  # the variants' (tests/make_variants.py)
 # a protected file of each type, its password, and a word its text holds: Word and Excel files LibreOffice saves
-# with a password (RC4), and real PowerPoint files (RC4 CryptoAPI, which LibreOffice neither writes nor reads)
+# with a password (RC4), a PowerPoint file encrypted here as PowerPoint does (RC4 CryptoAPI, which LibreOffice
+# neither writes nor reads), and a real one of POI's
 PROTECTED = {
     "doc": ("encrypted.doc", PASSWORD, "docshift"),
     "xls": ("encrypted.xls", PASSWORD, "row"),
-    "ppt": ("ppt/Password_Protected-hello.ppt", "hello", None),
+    "ppt": ("encrypted.ppt", PASSWORD, None),
+    "ppt-real": ("ppt/Password_Protected-hello.ppt", "hello", None),
 }
 READERS = {"docx": docx.Document, "xlsx": openpyxl.load_workbook, "pptx": pptx.Presentation}
 
 
-def protected_file(variants, kind):
+@pytest.fixture(scope="module")
+def encrypted_ppt(legacy, tmp_path_factory):
+    """LibreOffice's .ppt of the legacy deck, encrypted with ``PASSWORD`` as [MS-PPT] 2.3.7 says."""
+    return encrypt_presentation(legacy["ppt"], PASSWORD, tmp_path_factory.mktemp("ppt") / "encrypted.ppt")
+
+
+def protected_file(variants, encrypted_ppt, kind):
     name, password, _word = PROTECTED[kind]
-    path = CORPUS / name if "/" in name else variants / name
+    path = CORPUS / name if "/" in name else encrypted_ppt if name == "encrypted.ppt" else variants / name
     return path, password
+
+
+def _record(kind, body, version=0):
+    return struct.pack("<HHI", version, kind, len(body)) + body
+
+
+def encrypt_presentation(source, password, target):
+    """``source`` (a .ppt) encrypted with RC4 CryptoAPI (128-bit): a CryptSession10Container with the key's salt and
+    verifier, each persist object encrypted with the key of its persist id, and a new persist directory and user
+    edit atom that name the container; the Current User stream says the file is encrypted."""
+    with olefile.OleFileIO(str(source)) as ole:
+        streams = {"/".join(name): ole.openstream(name).read() for name in ole.listdir()}
+    current, document = bytearray(streams["Current User"]), bytearray(streams["PowerPoint Document"])
+    edit_at = struct.unpack_from("<I", current, 16)[0]
+    directory, _edits, _session = decrypt._persist_directory(document, edit_at)
+    salt, verifier = os.urandom(16), os.urandom(16)
+
+    def rc4(block):
+        return Cipher(ARC4(_makekey(password, salt, 128, block)), mode=None).encryptor()
+
+    for persist_id, offset in directory.items():
+        length = 8 + struct.unpack_from("<I", document, offset + 4)[0]
+        document[offset:offset + length] = rc4(persist_id).update(bytes(document[offset:offset + length]))
+    pictures, at = bytearray(streams.get("Pictures", b"")), 0
+    while at + 8 <= len(pictures):  # each picture record with the key of block 0
+        length = 8 + struct.unpack_from("<I", pictures, at + 4)[0]
+        pictures[at:at + length] = rc4(0).update(bytes(pictures[at:at + length]))
+        at += length
+    cipher = rc4(0)
+    sealed = cipher.update(verifier) + cipher.update(hashlib.sha1(verifier).digest())
+    provider = "Microsoft Enhanced Cryptographic Provider v1.0\0".encode("utf-16-le")
+    header = struct.pack("<8I", 0x04, 0, 0x6801, 0x8004, 128, 1, 0, 0) + provider
+    session = struct.pack("<HHII", 2, 2, 0x04, len(header)) + header + struct.pack("<I", 16) + salt + sealed[:16] \
+        + struct.pack("<I", 20) + sealed[16:]
+    edit = document[edit_at + 8:edit_at + 8 + 0x1C]
+    session_id = struct.unpack_from("<I", edit, 20)[0] + 1
+    directory[session_id] = len(document)
+    document += _record(0x2F14, session, version=0xF)
+    entries = b"".join(struct.pack("<II", persist_id | 1 << 20, offset)
+                       for persist_id, offset in sorted(directory.items()))
+    directory_at = len(document)
+    document += _record(0x1772, entries)
+    struct.pack_into("<III", edit, 8, 0, directory_at, struct.unpack_from("<I", edit, 16)[0])
+    struct.pack_into("<I", edit, 20, session_id)
+    new_edit_at = len(document)
+    document += _record(0x0FF5, bytes(edit) + struct.pack("<I", session_id))
+    struct.pack_into("<II", current, 12, 0xF3D1C4DF, new_edit_at)
+    streams.update({"Current User": bytes(current), "PowerPoint Document": bytes(document)})
+    if pictures:
+        streams["Pictures"] = bytes(pictures)
+    children = [cfb.Entry(name, data) for name, data in streams.items() if "/" not in name]
+    root = cfb.Entry("Root Entry", children=children)
+    target.write_bytes(cfb.write(root))
+    return target
+
+
+def test_the_presentation_made_here_is_encrypted_as_powerpoint_does(encrypted_ppt):
+    with open(encrypted_ppt, "rb") as f:
+        office = msoffcrypto.OfficeFile(f)
+        assert office.format == "ppt97" and office.is_encrypted()
+        with pytest.raises(msoffcrypto.exceptions.InvalidKeyError):
+            office.load_key(password="not the password")
+        office.load_key(password=PASSWORD)
 
 
 def submit(client, key, path, name=None, password=None, query="", headers=None):
@@ -88,8 +166,8 @@ def usage(client, key):
 
 @pytest.mark.parametrize("kind", sorted(PROTECTED))
 def test_a_protected_file_converts_with_its_password_and_its_result_opens_only_with_it(
-        app, client, account, office, variants, kind):
-    path, password = protected_file(variants, kind)
+        app, client, account, office, variants, encrypted_ppt, kind):
+    path, password = protected_file(variants, encrypted_ppt, kind)
     view, waiting, row = convert(app, client, account, office, path, password=password)
     assert view["status"] == "SUCCEEDED", view
     assert view["billing_class"] == "INCLUDED"
@@ -116,8 +194,8 @@ def test_a_protected_file_converts_with_its_password_and_its_result_opens_only_w
 
 
 @pytest.mark.parametrize("kind", sorted(PROTECTED))
-def test_protection_remove_gives_an_unprotected_result(app, client, account, office, variants, kind):
-    path, password = protected_file(variants, kind)
+def test_protection_remove_gives_an_unprotected_result(app, client, account, office, variants, encrypted_ppt, kind):
+    path, password = protected_file(variants, encrypted_ppt, kind)
     view, _waiting, _row = convert(app, client, account, office, path, password=password, query="?protection=remove")
     assert view["status"] == "SUCCEEDED", view
     extension = view["result_filename"].rsplit(".", 1)[1]
@@ -126,9 +204,9 @@ def test_protection_remove_gives_an_unprotected_result(app, client, account, off
 
 
 @pytest.mark.parametrize("kind", sorted(PROTECTED))
-def test_a_wrong_password_fails_unbilled(app, client, office, variants, kind):
+def test_a_wrong_password_fails_unbilled(app, client, office, variants, encrypted_ppt, kind):
     key = register(client, app, f"wrong-{random.randrange(10**9)}")
-    path, _password = protected_file(variants, kind)
+    path, _password = protected_file(variants, encrypted_ppt, kind)
     view, _waiting, row = convert(app, client, key, office, path, password="not the password")
     assert (view["status"], view["error"]["code"]) == ("FAILED", "wrong_password")
     assert "billing_class" not in view and usage(client, key)["included_used"] == 0
@@ -136,8 +214,8 @@ def test_a_wrong_password_fails_unbilled(app, client, office, variants, kind):
 
 
 @pytest.mark.parametrize("kind", sorted(PROTECTED))
-def test_no_password_is_encrypted_document(app, client, account, office, variants, kind):
-    path, _password = protected_file(variants, kind)
+def test_no_password_is_encrypted_document(app, client, account, office, variants, encrypted_ppt, kind):
+    path, _password = protected_file(variants, encrypted_ppt, kind)
     view, _waiting, _row = convert(app, client, account, office, path)
     assert (view["status"], view["error"]["code"]) == ("FAILED", "encrypted_document")
 

@@ -25,7 +25,8 @@ def test_document_covers_every_endpoint_header_and_error(app, client):
     # the limit for programs (the client checks a file against it before sending), and in words
     part = post["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]["file"]
     assert part["x-max-bytes"] == app.config["DOCSHIFT"].max_upload_bytes and "MiB" in part["description"]
-    assert [(p["in"], p["name"]) for p in post["parameters"]] == [("header", "Idempotency-Key"), ("query", "macros")]
+    assert [(p["in"], p["name"]) for p in post["parameters"]] == [
+        ("header", "Idempotency-Key"), ("header", "Document-Password"), ("query", "macros"), ("query", "protection")]
     assert "0x21-0x7E" in post["parameters"][0]["description"]
     assert post["parameters"][1]["schema"]["enum"] == ["keep", "remove"]
     assert set(post["responses"]["202"]["headers"]) == {"Location", "Idempotent-Replayed"}
