@@ -28,7 +28,8 @@ def test_document_covers_every_endpoint_header_and_error(app, client):
     assert [(p["in"], p["name"]) for p in post["parameters"]] == [
         ("header", "Idempotency-Key"), ("header", "Document-Password"), ("query", "macros"), ("query", "protection")]
     assert "0x21-0x7E" in post["parameters"][0]["description"]
-    assert post["parameters"][1]["schema"]["enum"] == ["keep", "remove"]
+    assert post["parameters"][2]["schema"]["enum"] == post["parameters"][3]["schema"]["enum"] == ["keep", "remove"]
+    assert "sealed" in post["parameters"][1]["description"]
     assert set(post["responses"]["202"]["headers"]) == {"Location", "Idempotent-Replayed"}
     assert set(post["responses"]) == {"202", "400", "401", "403", "413", "415", "422", "429", "503"}
     assert "Retry-After" in post["responses"]["429"]["headers"]
