@@ -19,6 +19,7 @@ import os
 import sys
 from typing import Any
 
+from docshift.client import passwords
 from docshift.client.http import (  # noqa: F401 - HINTS, FAILURE_HINTS: the hints the command gives
     DEFAULT_URL,
     FAILURE_HINTS,
@@ -65,7 +66,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="docshift",
         description="Convert .doc/.xls/.ppt to .docx/.xlsx/.pptx with a docshift service.",
-        epilog=f"Environment: DOCSHIFT_URL (default {DEFAULT_URL}), DOCSHIFT_API_KEY (required).")
+        epilog=f"Environment: DOCSHIFT_URL (default {DEFAULT_URL}), DOCSHIFT_API_KEY (required), "
+               f"{passwords.ENVIRONMENT} (the password of every protected file).")
     commands = p.add_subparsers(dest="command", required=True)
     convert = commands.add_parser(
         "convert", help="convert files and folder trees into a folder",
@@ -80,6 +82,11 @@ def parser() -> argparse.ArgumentParser:
     convert.add_argument("--parallel", type=positive(int), default=4, metavar="N", help="files at a time (4)")
     convert.add_argument("--timeout", type=positive(float), default=WAIT, metavar="S",
                          help=f"give up waiting for one file after S seconds ({WAIT:g})")
+    convert.add_argument("--password-file", metavar="FILE",
+                         help="passwords of protected files: lines 'relative/path<TAB>password', or "
+                              "'*<TAB>password' for every file (or DOCSHIFT_DOCUMENT_PASSWORD for all)")
+    convert.add_argument("--protection", choices=("keep", "remove"),
+                         help="a protected file's result keeps its password (keep, the service's default) or not")
     convert.set_defaults(run=run_convert)
     usage = commands.add_parser("usage", help="show the plan's usage this period")
     usage.add_argument("--json", action="store_true", help="print the raw JSON")
@@ -97,6 +104,12 @@ def main(argv: list[str] | None = None) -> int | str | None:
     except SystemExit as error:  # argparse exits on --help and usage errors; return the code instead
         return error.code
     args.argv = argv  # what to run again to resume
+    if args.command == "convert":
+        try:
+            args.passwords = passwords.load(args.password_file)
+        except ValueError as error:
+            print(f"docshift: {error}", file=sys.stderr)
+            return 2
     key = os.environ.get("DOCSHIFT_API_KEY", "").strip()
     if not key:
         print("docshift: DOCSHIFT_API_KEY is not set; export your key (dsk_...).", file=sys.stderr)

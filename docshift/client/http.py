@@ -3,6 +3,8 @@ idempotency keys, downloads. The library on top is ``library.py``, the command `
 
 
 import hashlib
+import hmac
+import json
 import os
 import re
 import threading
@@ -55,8 +57,10 @@ HINTS = {
 # One short hint per code of a FAILED task; a failure is never billed.
 FAILURE_HINTS = {
     TaskErrorCode.UNSUPPORTED_CONTENT: "The file holds no document of its extension's type.",
-    TaskErrorCode.ENCRYPTED_DOCUMENT: "Send its password (header Document-Password), or remove it in Office.",
-    TaskErrorCode.WRONG_PASSWORD: "The Document-Password sent does not open the file; check it.",
+    TaskErrorCode.ENCRYPTED_DOCUMENT: "It is protected: give its password with --password-file (lines "
+                                      "'path<TAB>password') or DOCSHIFT_DOCUMENT_PASSWORD (API: Document-Password).",
+    TaskErrorCode.WRONG_PASSWORD: "The password given for it does not open it; check --password-file or "
+                                  "DOCSHIFT_DOCUMENT_PASSWORD.",
     TaskErrorCode.ENCRYPTION_UNSUPPORTED: "Its protection cannot be opened here; remove the password in Office.",
     TaskErrorCode.CONVERSION_FAILED: "The file may be damaged; open and save it again in Office.",
     TaskErrorCode.CONVERSION_TIMEOUT: "The file takes too long to convert; try saving it smaller.",
@@ -145,9 +149,18 @@ class Api:
         parts = urlsplit(self.url)
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self.auth = {"Authorization": f"Bearer {key}"}
+        # keys the hash of a document password in an Idempotency-Key: without the API key, no guessing it from there
+        self._tag_key = hmac.new(key.encode(), b"docshift client: document password tag", "sha256").digest()
 
-    def call(self, method: str, url: str, stop: threading.Event | None = None, headers: dict[str, str] | None = None,
-             **kwargs: Any) -> tuple[Any, Mapping[str, str]]:
+    def options_tag(self, password: str | None, protection: str | None) -> str:
+        """16 hex digits naming a Document-Password and protection, keyed; "" when neither is sent."""
+        if password is None and protection is None:
+            return ""
+        sent = json.dumps([password, protection]).encode()
+        return hmac.new(self._tag_key, sent, "sha256").hexdigest()[:16]
+
+    def call(self, method: str, url: str, stop: threading.Event | None = None,
+             headers: Mapping[str, str | bytes] | None = None, **kwargs: Any) -> tuple[Any, Mapping[str, str]]:
         """JSON body and headers of an API call; a Problem for any error answer.
 
         ``url`` is a path under DOCSHIFT_URL, or a URL the service gave (a ``status_url``), of
@@ -177,17 +190,19 @@ class Api:
         return with_retries(once, stop)
 
 
-def idempotency_key(name: str, data: bytes, generation: int = 0) -> str:
+def idempotency_key(name: str, data: bytes, generation: int = 0, options: str = "") -> str:
     """Same content and relative path -> same key, so a rerun replays the original task for free.
 
     ``name`` is the file's path relative to the folder it was found in (its bare name when given
     alone), in POSIX form: two copies of one file in two folders are two results, and the service
     treats another name with the same key as a conflict. ``generation`` counts resubmissions of a
     source whose result expired before it was downloaded: the old key would replay the expired task.
-    7 + 64 + 1 + 16 (+ 2 or more) = 88 printable ASCII characters or a few more, within the 8-128 rule.
+    ``options`` is ``Api.options_tag`` of the password and protection sent: a file sent with another password is
+    another task, the same one replays. 88 (+ 2 or more, + 18) printable ASCII characters, within the 8-128 rule.
     """
     key = f"sha256-{hashlib.sha256(data).hexdigest()}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
-    return f"{key}-r{generation}" if generation else key
+    key = f"{key}-r{generation}" if generation else key
+    return f"{key}-p{options}" if options else key
 
 
 def bare_name(name: str | None, source: str) -> str:

@@ -82,12 +82,15 @@ class Client:
         return self._limit  # type: ignore[return-value]  # never False once asked
 
     def submit(self, source: str | Path, *, data: bytes | None = None, name: str | None = None,
-               key: str | None = None, busy_wait: float = WAIT) -> dict[str, Any]:
+               key: str | None = None, busy_wait: float = WAIT, password: str | None = None,
+               protection: str | None = None) -> dict[str, Any]:
         """POST /v1/conversions: ``{task_id, status, status_url, idempotent_replay}``.
 
         ``data`` defaults to the file's bytes, ``name`` (what the service is told) to its bare name, and
-        ``key`` (the Idempotency-Key) to one made from the content and ``name``, so that submitting the
-        same file again replays its task for a day instead of converting and charging it again. A file
+        ``key`` (the Idempotency-Key) to one made from the content, ``name`` and a keyed hash of ``password`` and
+        ``protection``, so that submitting the same file again replays its task for a day instead of converting
+        and charging it again. ``password`` opens a protected file (the Document-Password header);
+        ``protection`` is "keep" (the service's default: the result has the same password) or "remove". A file
         over the service's limit raises ``file_too_large`` without being sent. While the account has too
         many unfinished tasks (429), it waits as ``Retry-After`` says, for at most ``busy_wait`` seconds.
         """
@@ -98,13 +101,17 @@ class Client:
         if limit and len(data) > limit[0]:
             raise Problem(ProblemCode.FILE_TOO_LARGE, f"{len(data):,} bytes, over the service's limit of "
                                                       f"{limit[1]}; not sent.")
-        headers = {"Idempotency-Key": key or idempotency_key(name, data)}
+        headers: dict[str, str | bytes] = {
+            "Idempotency-Key": key or idempotency_key(name, data, options=self.api.options_tag(password, protection))}
+        if password is not None:
+            headers["Document-Password"] = password.encode()  # UTF-8, as the service reads it
+        params = {"protection": protection} if protection is not None else None
         deadline = time.monotonic() + busy_wait
         while True:
             if self.stop.is_set():
                 raise Problem(INTERRUPTED, "Stopped before the file was sent.")
             try:
-                return self.api.call("POST", "/v1/conversions", self.stop, headers=headers,
+                return self.api.call("POST", "/v1/conversions", self.stop, headers=headers, params=params,
                                      files={"file": (name, data)})[0]
             except Problem as problem:
                 # the account's cap on unfinished tasks: wait as told, then go on with this file
@@ -140,9 +147,11 @@ class Client:
             target = target / bare_name(task.get("result_filename"), task.get("source_filename") or "result")
         return fetch(task["download_url"], target, self.stop)
 
-    def convert(self, source: str | Path, out_dir: str | Path, timeout: float = WAIT) -> Conversion:
-        """Submit one file, wait for it, and download its result into ``out_dir`` when it SUCCEEDED."""
-        submitted = self.submit(source, busy_wait=timeout)
+    def convert(self, source: str | Path, out_dir: str | Path, timeout: float = WAIT, *, password: str | None = None,
+                protection: str | None = None) -> Conversion:
+        """Submit one file, wait for it, and download its result into ``out_dir`` when it SUCCEEDED. ``password``
+        and ``protection``: as ``submit``'s."""
+        submitted = self.submit(source, busy_wait=timeout, password=password, protection=protection)
         task = self.wait(submitted, timeout)
         path = None
         if task["status"] == Status.SUCCEEDED:

@@ -34,11 +34,14 @@ from docshift.errors import ClientProblem as Problem
 STOPPING = CONFIG_CODES | (TRANSIENT_CODES - {ProblemCode.INTERNAL_ERROR}) | {INTERRUPTED}
 # a FAILED task that says nothing about the file itself: not recorded as the file's outcome
 NOT_THE_FILE = {TaskErrorCode.SUBSCRIPTION_INACTIVE, TaskErrorCode.INPUT_MISSING}
+NEEDS_PASSWORD = {TaskErrorCode.ENCRYPTED_DOCUMENT, TaskErrorCode.WRONG_PASSWORD}
 RESUBMITTED = "resubmitted: the earlier result expired before it was downloaded (charged again)"
 
 
-def convert_one(client: Client, source: Source, state: State, out_dir: Path, timeout: float) -> Row:
-    """Convert one source, or take its outcome from the state file; a Problem in STOPPING propagates."""
+def convert_one(client: Client, source: Source, state: State, out_dir: Path, timeout: float,
+                password: str | None = None, protection: str | None = None) -> Row:
+    """Convert one source, or take its outcome from the state file; a Problem in STOPPING propagates.
+    ``password`` (Document-Password) and ``protection`` go with it when given."""
     row = Row(source.shown, source.kind)
     if client.stop.is_set():
         raise Problem(INTERRUPTED, "Stopped before this file was read.")
@@ -55,15 +58,18 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
         return row
     sha256 = hashlib.sha256(data).hexdigest()
     earlier = state.get(source.rel, sha256)
-    if earlier and "status" in earlier and _result_kept(earlier, out_dir):
+    # a file that needed a password is sent again once one is given: the same one replays its failure, unbilled
+    retry = password is not None and earlier is not None and earlier.get("error") in NEEDS_PASSWORD
+    if earlier and "status" in earlier and _result_kept(earlier, out_dir) and not retry:
         _fill(row, earlier, out_dir)
         row.earlier = True
         return row
     generation = earlier.get("generation", 0) if earlier else 0
     try:
         for attempt in range(2):  # the first answer, and one resubmission if its result expired unfetched
-            submitted = client.submit(source.path, data=data, name=source.rel.name, busy_wait=timeout,
-                                      key=idempotency_key(str(source.rel), data, generation))
+            key = idempotency_key(str(source.rel), data, generation, client.api.options_tag(password, protection))
+            submitted = client.submit(source.path, data=data, name=source.rel.name, busy_wait=timeout, key=key,
+                                      password=password, protection=protection)
             row.replayed = row.replayed or bool(submitted.get("idempotent_replay"))
             task = client.wait(submitted, timeout)
             target = out_dir / source.rel.parent / bare_name(task.get("result_filename"), source.rel.name)
@@ -189,7 +195,8 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
     futures: dict[Future[Row], Source] = {}
     try:
         futures = {
-            pool.submit(convert_one, client, source, state, out_dir, args.timeout): source for source in rows}
+            pool.submit(convert_one, client, source, state, out_dir, args.timeout, args.passwords.of(source.rel),
+                        args.protection): source for source in rows}
         for future in as_completed(futures):
             try:
                 row = rows[futures[future]] = future.result()
