@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import TaskErrorCode
-from docshift.engine import inventory, objects, ooxml, precheck, stored, unexplained, vba, vbaproject
+from docshift.engine import inventory, objects, ooxml, precheck, sheet_objects, stored, unexplained, vba, vbaproject
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
@@ -110,7 +110,8 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = reading.result()
     check_export(result, kind, project)
-    if objects.mend(result, source, kind):  # LibreOffice gives objects on different slides one part
+    # LibreOffice gives objects on different slides one part, and writes no OLE object of a spreadsheet
+    if objects.mend(result, source, kind) or sheet_objects.mend(result, source, kind):
         check_package(result, kind)
     check_explained(result, source, kind)
     loaded = report["loaded"]

@@ -44,6 +44,8 @@ class _Workbook:
     comments_at: list[str] = field(default_factory=list)
     group: bytearray = field(default_factory=bytearray)    # MSODRAWINGGROUP and its CONTINUEs
     drawings: list[bytearray] = field(default_factory=list)  # one bytearray of MSODRAWING data per worksheet
+    objects: list[list[bytes]] = field(default_factory=list)  # the OBJ records of each, in order
+    drawing_sheets: list[str] = field(default_factory=list)  # the BOUNDSHEET name of each
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -56,7 +58,8 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
     mode, text_left, runs_left = None, 0, 0
     if len(data) < 8 or struct.unpack_from("<H", data, 0)[0] not in BIFF_BOF:
         raise Unreadable("the Workbook stream does not start with a BOF record")
-    pos, size, substream, every_sheet = 0, len(data), -1, []
+    pos, size, substream = 0, len(data), -1
+    every_sheet: list[str] = []
     header = struct.Struct("<HH").unpack_from
     while pos + 4 <= size:
         rec_type, length = header(data, pos)
@@ -79,6 +82,8 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     substream += 1  # the sheets follow the globals in BOUNDSHEET order
                     drawing = bytearray()
                     book.drawings.append(drawing)
+                    book.objects.append([])
+                    book.drawing_sheets.append(every_sheet[substream] if substream < len(every_sheet) else "?")
             stack.append(dt)
             if dt == DT_CHART:
                 book.charts += 1
@@ -117,6 +122,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 drawing += data[body:end]
                 mode = "drawing"
             elif rec_type == BIFF_OBJ:
+                book.objects[-1].append(bytes(data[body:end]))
                 mode = "drawing"
             elif rec_type == BIFF_TXO and length >= 14:
                 text_left, runs_left = struct.unpack_from("<HH", data, body + 10)
