@@ -252,12 +252,14 @@ def _project_report(source: Any, result: Any) -> list[Lost]:
                            "detail": f"the VBA project storage of the source could not be read ({source.error}): the "
                                      "result holds LibreOffice's rewrite of its modules, whose class modules, "
                                      "UserForms, references and properties may differ"}]
-    theirs = result.streams if result is not None and result.error is None else {}
+    if result is None:  # no project in the result at all: the modules' own entry says what is missing
+        return entries
+    theirs = result.streams if result.error is None else {}
     differ = sorted(path for path, data in source.streams.items() if theirs.get(path) != data)
-    storages = result.storages if result is not None and result.error is None else {}
+    storages = result.storages if result.error is None else {}
     # the VBA storage's streams are compared above; the others are designer storages: a UserForm's controls
     forms = sorted(path for path, clsid in source.storages.items() if path != "VBA" and storages.get(path) != clsid)
-    if not differ and not forms and (result is not None or not source.streams):
+    if not differ and not forms:
         return entries
     differ = [path.translate(UNPRINTABLE) for path in differ]  # "\x01CompObj" and the like, named as Office does
     lost = f"; UserForm and designer storages lost: {', '.join(forms[:10])}" if forms else ""
