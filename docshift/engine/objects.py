@@ -15,12 +15,9 @@ only one shape refers to stays as LibreOffice wrote it (it may have made an Offi
 """
 
 import logging
-import os
 import posixpath
 import re
-import shutil
 import struct
-import tempfile
 import zipfile
 import zlib
 from collections import Counter
@@ -141,7 +138,7 @@ def _mend(result: Path, source: Path) -> int:
             return 0
         dropped = {target for target in shared if references[target] == 0}
         edits["[Content_Types].xml"] = _content_types(_read(package, "[Content_Types].xml"), added, dropped)
-        _write(zf, result, edits, added, dropped)
+        ooxml.rewrite(zf, result, edits, added, dropped)
     return len(added)
 
 
@@ -305,25 +302,3 @@ def _content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[
 def _serialize(doc: minidom.Document) -> bytes:
     root: Any = doc.documentElement
     return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + root.toxml()).encode("utf-8")
-
-
-def _write(src: zipfile.ZipFile, path: Path, edits: dict[str, bytes], added: dict[str, bytes],
-           dropped: set[str]) -> None:
-    """The package again with ``edits`` in place, ``added`` parts after the rest and ``dropped`` ones left out."""
-    fd, tmp = tempfile.mkstemp(prefix=".objects-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
-            for info in src.infolist():
-                if info.filename in dropped:
-                    continue
-                if info.filename in edits:
-                    out.writestr(ooxml.entry(info), edits[info.filename])
-                else:
-                    ooxml.copy(src, info, out)
-            for name, data in added.items():
-                out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
-        shutil.copymode(path, tmp)  # mkstemp makes it 0600; the package keeps its own mode
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

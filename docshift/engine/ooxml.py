@@ -19,10 +19,13 @@ Every other reader of a result's XML goes through ``stream`` too (``checked``, `
 reads a whole member does it with ``copy`` and ``read``: a chunk at a time, within what it declares.
 """
 
+import os
 import posixpath
+import shutil
+import tempfile
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -85,6 +88,31 @@ def copy(package: zipfile.ZipFile, info: zipfile.ZipInfo, out: zipfile.ZipFile) 
     with out.open(entry(info), "w", force_zip64=info.file_size >= zipfile.ZIP64_LIMIT) as written:
         for chunk in chunks(package, info):
             written.write(chunk)
+
+
+def rewrite(src: zipfile.ZipFile, path: str | Path, edits: Mapping[str, bytes],
+            added: Mapping[str, bytes] | None = None, dropped: Collection[str] = ()) -> None:
+    """The package ``src`` (open on ``path``) written again over ``path``: ``edits`` in place of the parts they name,
+    ``added`` parts after the rest, ``dropped`` ones left out, every other part copied as it was (``copy``). A new
+    file next to it is moved over it atomically, so a failure leaves the package as it was."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=".rewrite-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
+            for info in src.infolist():
+                if info.filename in dropped:
+                    continue
+                if info.filename in edits:
+                    out.writestr(entry(info), edits[info.filename])
+                else:
+                    copy(src, info, out)
+            for name, data in (added or {}).items():
+                out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
+        shutil.copymode(path, tmp)  # mkstemp makes it 0600; the package keeps its own mode
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def entry(info: zipfile.ZipInfo) -> zipfile.ZipInfo:

@@ -28,7 +28,6 @@ from docshift.engine.inventory.common import MSGRAPH_CLSIDS, Budget, Unreadable,
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package
 from docshift.engine.objects import ERRORS, MAX_EDITED_PART, MAX_OBJECT, MAX_OBJECTS, OLE_CONTENT_TYPE, OLE_OBJECT
 from docshift.engine.objects import _prog_id as prog_id_of
-from docshift.engine.objects import _write as write_package
 
 log = logging.getLogger("docshift.engine")
 
@@ -106,7 +105,7 @@ def _mend(result: Path, source: Path) -> int:
                 return 0
             types = ooxml.read(zf, package.names["[Content_Types].xml"], MAX_EDITED_PART)
             edits["[Content_Types].xml"] = _content_types(ooxml.checked(types, "[Content_Types].xml"), added)
-            write_package(zf, result, edits, {name: data for name, (data, _) in added.items()}, set())
+            ooxml.rewrite(zf, result, edits, {name: data for name, (data, _) in added.items()})
     return sum(1 for _, kind in added.values() if kind == OLE_CONTENT_TYPE)
 
 

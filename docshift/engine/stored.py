@@ -11,10 +11,8 @@ stored value is written into that cell's ``<v>``, its formula kept. Readers of c
 then see what the source showed.
 """
 
-import os
 import posixpath
 import re
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -74,20 +72,7 @@ def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inv
                 rewritten[part], written = data, written + count
         if not rewritten:
             return 0
-        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".xlsx")
-        os.close(handle)
-        try:
-            with zipfile.ZipFile(temporary, "w") as out:
-                for info in package.infolist():
-                    new_data = rewritten.get(info.filename)
-                    if new_data is None:
-                        ooxml.copy(package, info, out)
-                    else:
-                        out.writestr(info, new_data, compress_type=zipfile.ZIP_DEFLATED)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        ooxml.rewrite(package, path, rewritten)
     return written
 
 

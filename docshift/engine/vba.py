@@ -7,10 +7,7 @@ only reads and decompresses the source code.
 """
 
 import logging
-import os
-import shutil
 import struct
-import tempfile
 import warnings
 import zipfile
 import zlib
@@ -317,21 +314,8 @@ def insert_project(package_path: str | Path, project: bytes, kind: str = "ppt") 
         if rels is not None:
             edits[real_name(rels_part.lower(), rels_part)] = rels
         edits[real_name(project_part.lower(), project_part)] = project
-        fd, tmp = tempfile.mkstemp(prefix=".vba-", suffix=package_path.suffix, dir=package_path.parent)
-        try:
-            with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
-                for info in infos:
-                    if info.filename in edits:
-                        out.writestr(ooxml.entry(info), edits.pop(info.filename))
-                    else:
-                        ooxml.copy(src, info, out)
-                for name, data in edits.items():  # parts the package did not have at all
-                    out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
-            shutil.copymode(package_path, tmp)  # mkstemp makes it 0600; the package keeps its own mode
-            os.replace(tmp, package_path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        existing = {info.filename for info in infos}
+        ooxml.rewrite(src, package_path, edits, {name: data for name, data in edits.items() if name not in existing})
 
 
 def _main_part(rels: bytes | None, default: str) -> str:
