@@ -267,6 +267,7 @@ def test_the_result_carries_the_project_storage_byte_for_byte(office, made, kind
     if kind == "xls":
         book = openpyxl.load_workbook(converted.path, keep_vba=True)
         assert book.vba_archive is not None and book.sheetnames
+        book.vba_archive.close()  # openpyxl leaves its in-memory zip open: closed at collection, it warns
     else:  # python-docx opens a .docm when told its main part is a document (docx.Document refuses the type)
         monkeypatch.setitem(PartFactory.part_type_for, vba.PACKAGES["doc"][3], DocumentPart)
         document = docx.package.Package.open(str(converted.path)).main_document_part.document
