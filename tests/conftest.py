@@ -282,12 +282,12 @@ def overridden(app, settings):
     return replace(app.config["DOCSHIFT"], **{name.lower(): value for name, value in settings.items()})
 
 
-def post_file(client, key, data, name, headers=None, **fields):
-    """POST /v1/conversions on the test client with ``data`` as the part ``file``."""
+def post_file(client, key, data, name, headers=None, query="", **fields):
+    """POST /v1/conversions``query`` on the test client with ``data`` as the part ``file``."""
     from werkzeug.test import EnvironBuilder
 
     # werkzeug's test builder spools bodies over 500 KB to a temporary file that it never closes
-    builder = EnvironBuilder(path="/v1/conversions", method="POST",
+    builder = EnvironBuilder(path=f"/v1/conversions{query}", method="POST",
                              headers={"Authorization": f"Bearer {key}", **(headers or {})},
                              data={"file": (io.BytesIO(data), name), **fields})
     environ = builder.get_environ()

@@ -18,11 +18,10 @@ import openpyxl
 import pptx
 import pytest
 import requests
-from conftest import ROOT, encrypted_ooxml, register
+from conftest import ROOT, encrypted_ooxml, post_file, register
 from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
 from cryptography.hazmat.primitives.ciphers import Cipher
 from msoffcrypto.method.rc4_cryptoapi import _makekey
-from werkzeug.test import EnvironBuilder
 
 from docshift import passwords
 from docshift.engine import Engine, cfb, decrypt
@@ -124,15 +123,7 @@ def submit(client, key, path, name=None, password=None, query="", headers=None):
     if password is not None:
         # a header's bytes, as WSGI hands them over: latin-1 of the UTF-8
         sent[passwords.HEADER] = password.encode().decode("latin-1")
-    builder = EnvironBuilder(path=f"/v1/conversions{query}", method="POST",
-                             headers={"Authorization": f"Bearer {key}", **sent},
-                             data={"file": (io.BytesIO(path.read_bytes()), name or path.name)})
-    environ = builder.get_environ()
-    try:
-        return client.open(environ)
-    finally:
-        environ["wsgi.input"].close()
-        builder.close()
+    return post_file(client, key, path.read_bytes(), name or path.name, headers=sent, query=query)
 
 
 def convert(app, client, key, office, path, **options):
