@@ -197,13 +197,14 @@ def test_no_file_grows_past_the_scratch_limit(tmp_path):
     assert json.loads(done.stdout) == {"size": 8 << 20, "error": "EFBIG"}
 
 
+# writes 1 MiB files into each of PLACES until MIB of them or an error: {place: [files written, errno name]}
 FILL = r"""
 import errno, json, os
 found = {}
-for where in ("/tmp", "/dev/shm", "/dev", "/profile", "/out", "/job"):
+for where in PLACES:
     written, error = 0, None
     try:
-        while written < 48:
+        while written < MIB:
             with open(f"{where}/fill-{written}", "wb") as f:
                 f.write(b"x" * (1 << 20))
             written += 1
@@ -214,10 +215,16 @@ print(json.dumps(found))
 """
 
 
+def fill(places, mib):
+    """FILL for ``places``, ``mib`` files at most each."""
+    return FILL.replace("PLACES", repr(tuple(places))).replace("MIB", str(mib))
+
+
 def test_the_sandbox_file_systems_are_sized(tmp_path):
     """``/tmp`` and ``/dev/shm`` are small, ``/dev`` and the job dir take no files, the profile (with LibreOffice's
     temp files) and ``/out`` (its results) hold the scratch limit: none can fill the host's memory or disk."""
-    done = run_inside(tmp_path, FILL, sandbox.Limits(scratch_mb=32))
+    places = ("/tmp", "/dev/shm", "/dev", "/profile", "/out", "/job")
+    done = run_inside(tmp_path, fill(places, 48), sandbox.Limits(scratch_mb=32))
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["/dev"] == found["/job"] == [0, "EROFS"]
@@ -250,22 +257,6 @@ def service_dir():
     shutil.rmtree(directory)
 
 
-FLOOD = r"""
-import errno, json, os
-found = {}
-for where in ("/job", "/out"):
-    written, error = 0, None
-    try:
-        while written < 40:
-            with open(f"{where}/flood-{written}", "wb") as f:
-                f.write(b"x" * (1 << 20))
-            written += 1
-    except OSError as failure:
-        error = errno.errorcode[failure.errno]
-    found[where] = [written, error]
-print(json.dumps(found))
-"""
-
 IN_A_SANDBOX = r"""
 import subprocess, sys
 from pathlib import Path
@@ -290,7 +281,7 @@ def disk_use(directory):
 def test_a_sandbox_of_a_worker_that_is_not_root_cannot_fill_the_disk(service_dir):
     """Its job dir on the host is its own uid's, yet read-only inside; what it writes goes to ``/out``, in memory
     and no larger than the scratch limit: 40 MiB tried, 8 MiB written, none of it on the host's disk."""
-    done = as_a_service_user(IN_A_SANDBOX, service_dir, FLOOD, 8)
+    done = as_a_service_user(IN_A_SANDBOX, service_dir, fill(("/job", "/out"), 40), 8)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["/job"] == [0, "EROFS"], found
