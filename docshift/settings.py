@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import math
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -33,6 +34,13 @@ MIB = 1024 * 1024
 HOUR = 3600
 # the contract: an Idempotency-Key replays its task for at least this long (the client says so too)
 MIN_IDEMPOTENCY_KEY_TTL = 24 * HOUR
+# the silences' defaults, in beats of their heartbeats: a worker's beat waits behind its sweep, which may
+# take a while; a node's beat is its own thread's, so fewer of them make it gone
+SILENT_BEATS = 15
+NODE_SILENT_BEATS = 7.5
+# a slow client the whole-request deadline still serves (560 kbit/s: 4 MiB in 60 s)
+SLOW_CLIENT_BYTES_PER_SECOND = 70_000
+MIN_REQUEST_SECONDS = 60
 
 
 def _setting(check: fields.Field, default: Any = None, factory: Callable[[], Any] | None = None,
@@ -48,8 +56,9 @@ def _count(default: int, minimum: int = 1, maximum: int | None = None) -> Any:
     return _setting(fields.Integer(validate=validate.Range(min=minimum, max=maximum)), default)
 
 
-def _seconds(default: float, minimum: float = 0, above: bool = True) -> Any:
-    """A duration: above ``minimum`` (or at least it, with ``above=False``)."""
+def _seconds(default: float | None, minimum: float = 0, above: bool = True) -> Any:
+    """A duration: above ``minimum`` (or at least it, with ``above=False``); a ``None`` default is derived
+    from other settings by ``_finish``."""
     return _setting(fields.Float(validate=validate.Range(min=minimum, min_inclusive=not above)), default)
 
 
@@ -139,9 +148,9 @@ class Settings:
     # how long one run waits out an outage of the database or the object store (5 min and some)
     outage_patience_seconds: float = _seconds(330, above=False)
     # the worker's duties thread beats this often; /healthz calls the worker gone after worker_silence_seconds
-    # without a beat (the beat shares its thread with the sweep, which may take a while)
+    # without a beat: unset, SILENT_BEATS beats (the beat shares its thread with the sweep, which may take a while)
     heartbeat_seconds: float = _seconds(10)
-    worker_silence_seconds: float = _seconds(150)
+    worker_silence_seconds: float = _seconds(None)
     sweep_seconds: float = _seconds(15)
     # redis://host:port/db moves the queue to Redis, for conversion nodes; unset, the SQLite queue.
     # Off loopback it must carry a password (redis://:password@host, or rediss:// for TLS)
@@ -150,9 +159,10 @@ class Settings:
     # the web and every node (on one box it derives from secret_key). Comma-separated keys rotate:
     # the first seals, any opens
     queue_key: str = _text(secret=True)
-    # conversion nodes beat this often; one silent for node_silence_seconds is gone, and its jobs are taken back
+    # conversion nodes beat this often; one silent for node_silence_seconds (unset, NODE_SILENT_BEATS beats)
+    # is gone, and its jobs are taken back
     node_heartbeat_seconds: float = _seconds(2)
-    node_silence_seconds: float = _seconds(15)
+    node_silence_seconds: float = _seconds(None)
     # the most conversions one node is given at once, whatever it announces
     node_max_slots: int = _count(32)
     # a download link's life, at most (never past the result's retention)
@@ -168,9 +178,10 @@ class Settings:
     max_upload_bytes: int = _count(4 * MIB)
     # seconds a request body may pause under gunicorn before the request is refused
     read_timeout: float = _seconds(30)
-    # seconds a whole request body may take to arrive (4 MiB at 560 kbit/s in the default); a client that
-    # trickles it in, each byte within read_timeout, is refused then all the same
-    request_seconds: float = _seconds(60)
+    # seconds a whole request body may take to arrive; a client that trickles it in, each byte within
+    # read_timeout, is refused then all the same. Unset, the largest upload at SLOW_CLIENT_BYTES_PER_SECOND,
+    # and never under MIN_REQUEST_SECONDS: a higher max_upload_bytes must not shut out the clients it was for
+    request_seconds: float = _seconds(None)
     # when set, /metrics answers only to "Authorization: Bearer <token>", on loopback too (and /healthz shows
     # its report beyond loopback only with it); required for the web to listen beyond loopback
     metrics_token: str | None = _text(secret=True)
@@ -222,8 +233,9 @@ def _flat(messages: Any) -> str:
 
 
 def _finish(config: Settings) -> Settings:
-    """Fill in what derives from other settings (data dir files, embedded store) and check what
-    only the settings together say."""
+    """Fill in what derives from other settings (data dir files, embedded store, the silences from
+    their beats, the request deadline from the upload limit) and check what only the settings
+    together say."""
     data_dir = Path(config.data_dir).resolve()
     # keys' hashes, tasks, secrets: for the service's user only, whatever the umask says
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -247,10 +259,15 @@ def _finish(config: Settings) -> Settings:
         derived["s3_public_url"] = f"{'https' if config.s3_secure else 'http'}://{endpoint}"
     derived["plan_quotas"] = {**PLANS, **config.plan_quotas}
     derived["queue_key"] = _queue_key(config, derived["secret_key"])
-    for beat, silence in (("heartbeat_seconds", "worker_silence_seconds"),
-                          ("node_heartbeat_seconds", "node_silence_seconds")):
-        if getattr(config, silence) <= getattr(config, beat):
-            raise BadSetting(f"{PREFIX}{silence.upper()} ({getattr(config, silence)}) must be longer than "
+    derived["request_seconds"] = config.request_seconds or float(max(
+        MIN_REQUEST_SECONDS, math.ceil(config.max_upload_bytes / SLOW_CLIENT_BYTES_PER_SECOND)))
+    for beat, silence, beats in (("heartbeat_seconds", "worker_silence_seconds", SILENT_BEATS),
+                                 ("node_heartbeat_seconds", "node_silence_seconds", NODE_SILENT_BEATS)):
+        given = getattr(config, silence)
+        if given is None:
+            derived[silence] = float(getattr(config, beat) * beats)
+        elif given <= getattr(config, beat):
+            raise BadSetting(f"{PREFIX}{silence.upper()} ({given}) must be longer than "
                              f"{PREFIX}{beat.upper()} ({getattr(config, beat)}): a beat must come before silence")
     return dataclasses.replace(config, **derived)
 

@@ -112,3 +112,53 @@ def test_no_module_casts_a_setting_where_it_uses_it():
             if any(re.search(pattern, line) for pattern in patterns):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def _readme_tables():
+    """The README's configuration section as two lists of rows, the main table's and the advanced
+    one's: each row the variables its first cell names."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    main, advanced = section.split("\n### Advanced settings\n", 1)
+
+    def rows(part):
+        return [re.findall(r"DOCSHIFT_[A-Z0-9_]+", line.split("|")[1])
+                for line in part.splitlines() if line.startswith("| `DOCSHIFT_")]
+    return rows(main), rows(advanced)
+
+
+def test_every_setting_is_documented_once_and_the_main_table_stays_short():
+    """An operator of one box reads one short table; everything else is in the advanced one. A setting
+    added without a row, a row left behind by a removed setting, or a row naming two settings fails."""
+    main, advanced = _readme_tables()
+    named = [name for row in main + advanced for name in row]
+    assert all(len(row) == 1 for row in main + advanced), [row for row in main + advanced if len(row) != 1]
+    assert sorted(named) == sorted(set(named)), "a setting has two rows"
+    assert set(named) == {f"DOCSHIFT_{name.upper()}" for name in settings.NAMES}
+    assert len(main) <= 16, f"{len(main)} settings in the main table: the rest belong in the advanced one"
+
+
+def test_the_readme_names_no_variable_that_nothing_reads():
+    """Every ``DOCSHIFT_*`` the README mentions is a setting or one of the command-line client's own
+    (a family, ``DOCSHIFT_AWS_*``, names at least one)."""
+    variable = r"DOCSHIFT_[A-Z0-9_]*[A-Z0-9](?:_\*)?"
+    client = {name for path in (ROOT / "docshift" / "client").glob("*.py")
+              for name in re.findall(variable, path.read_text())}
+    known = {f"DOCSHIFT_{name.upper()}" for name in settings.NAMES} | client
+    unknown = [name for name in set(re.findall(variable, (ROOT / "README.md").read_text()))
+               if not any(name == one or (name.endswith("*") and one.startswith(name[:-1])) for one in known)]
+    assert unknown == []
+
+
+def test_derived_defaults_follow_the_settings_they_derive_from(tmp_path):
+    """Unset, the silences are so many beats and the request deadline carries the largest upload at
+    a slow client's speed (never less than a minute); a value given is taken as it is."""
+    config = settings.load({"DATA_DIR": str(tmp_path)})
+    assert (config.worker_silence_seconds, config.node_silence_seconds, config.request_seconds) == (150, 15, 60)
+    config = settings.load({"DATA_DIR": str(tmp_path), "HEARTBEAT_SECONDS": 20, "NODE_HEARTBEAT_SECONDS": 4,
+                            "MAX_UPLOAD_BYTES": 20 * settings.MIB})
+    assert (config.worker_silence_seconds, config.node_silence_seconds, config.request_seconds) == (300, 30, 300)
+    config = settings.load({"DATA_DIR": str(tmp_path), "MAX_UPLOAD_BYTES": 1000, "REQUEST_SECONDS": 7,
+                            "WORKER_SILENCE_SECONDS": 40})
+    assert (config.request_seconds, config.worker_silence_seconds) == (7, 40)
+    assert settings.load({"DATA_DIR": str(tmp_path), "MAX_UPLOAD_BYTES": 1000}).request_seconds == 60
