@@ -103,21 +103,36 @@ def stop_process_group(process, grace=30):
     process.wait()
 
 
-def soffice_pids(worker_pid):
-    """The soffice.bin processes of a worker process: their UNO pipe is named after it (the
-    sandbox hides every host path from their command lines)."""
-    mark = f"pipe,name=docshift-{worker_pid}-".encode()
-    found = []
+def office_pids(worker_pid):
+    """The LibreOffice processes below a worker process: its forkit parent (``engine/uno/forkit.py``, in the
+    sandbox or not) and the children it forked, the parent first."""
+    parents, commands = {}, {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    cmdline = f.read()
-            except OSError:
+                    commands[int(entry)] = f.read()
+            except (OSError, IndexError, ValueError):
                 continue
-            if cmdline.startswith(b"/usr/lib/libreoffice/program/soffice.bin") and mark in cmdline:
-                found.append(int(entry))
-    return found
+
+    def below(pid):
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == worker_pid:
+                return True
+        return False
+
+    def forkit(command):  # python running forkit.py: not bubblewrap, whose arguments name it too
+        return command.startswith(b"/usr/bin/python3\0") and b"forkit.py\0" in command
+
+    found = [pid for pid, command in commands.items() if forkit(command) and below(pid)]
+    # the parent is the one whose own parent is not a forkit
+    return sorted(found, key=lambda pid: (forkit(commands.get(parents.get(pid, 0), b"")), pid))
+
+
+soffice_pids = office_pids  # what the older tests call them
 
 
 def dies(pid, within=10):
@@ -411,21 +426,22 @@ class Service:
 
 @pytest.fixture(scope="session")
 def office(tmp_path_factory):
-    """A real warm LibreOffice for the tests that run the worker's task code in-process."""
-    from docshift.engine.office import Office
+    """A real LibreOffice parent (a child of it per file) for the tests that run the worker's task code
+    in-process."""
+    from docshift.engine.forkit import Forkit
 
-    office = Office(tmp_path_factory.mktemp("office"), name="test-office")
+    office = Forkit(tmp_path_factory.mktemp("office"), name="test-office")
     office.start()
     yield office
-    office.stop()
+    office.close()
 
 
 @pytest.fixture
 def fresh_office(tmp_path):
-    """A LibreOffice of this test's own, without a spare."""
-    from docshift.engine.office import Office
+    """A LibreOffice parent of this test's own."""
+    from docshift.engine.forkit import Forkit
 
-    office = Office(tmp_path / "office", name="fresh")
+    office = Forkit(tmp_path / "office", name="fresh")
     office.start()
     yield office
     office.close()
@@ -542,7 +558,7 @@ def relative_link_xls(tmp_path_factory):
 def variants(tmp_path_factory):
     """A directory of every kind of file a .doc, .xls or .ppt may really be (tests/make_variants.py,
     run under LibreOffice's Python), made once a session in about 10 s."""
-    from docshift.engine.office import UNO_PYTHON
+    from docshift.engine.forkit import UNO_PYTHON
 
     out = tmp_path_factory.mktemp("variants")
     subprocess.run([UNO_PYTHON, str(ROOT / "tests" / "make_variants.py"), str(out)], check=True, capture_output=True,

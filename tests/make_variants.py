@@ -4,12 +4,13 @@ Run by the suite under LibreOffice's Python (Debian's python3 with python3-uno),
 
     /usr/bin/python3 tests/make_variants.py OUTDIR
 
-It starts one LibreOffice (through the engine's own ``process.start``) to write what LibreOffice can
+It starts LibreOffice in this process (LibreOfficeKit, as the engine's children do) to write what LibreOffice can
 write (RTF, SpreadsheetML 2003, OOXML, PDF, password-protected and VelvetSweatshop files) and builds
 the rest by hand (BIFF4 and BIFF5, Word and Excel HTML, an OLE file with upper-case stream names,
 text, PNG, ZIP, random bytes).
 """
 
+import ctypes
 import io
 import os
 import random
@@ -21,9 +22,10 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docshift" / "engine" / "uno"))
-import bridge
-import process
-import uno
+import forkit
+
+# bridge (and uno, which it imports) reach this process's LibreOffice only once LibreOfficeKit runs: ``main``
+bridge = uno = None
 
 PASSWORD = "secret"
 
@@ -203,20 +205,19 @@ def main(outdir):
     out = Path(outdir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     built_by_hand(out)
+    global bridge, uno
     with tempfile.TemporaryDirectory(prefix="variants-") as profile:
-        soffice, context = process.start(Path(profile).as_uri(), f"docshift-variants-{os.getpid()}")
-        office = bridge.LibreOffice(context)
-        try:
-            written_by_libreoffice(office, out)
-        finally:
-            try:
-                office.desktop.terminate()
-            except Exception:  # terminate() often loses the bridge while LibreOffice exits
-                pass
-            try:
-                soffice.wait(30)
-            except Exception:
-                soffice.kill()
+        os.environ["SAL_USE_VCLPLUGIN"] = "svp"
+        kit = ctypes.CDLL(os.path.join(forkit.PROGRAM, "libmergedlo.so"), mode=ctypes.RTLD_GLOBAL)
+        kit.libreofficekit_hook_2.restype = ctypes.c_void_p
+        kit.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        if not kit.libreofficekit_hook_2(forkit.PROGRAM.encode(), Path(profile).as_uri().encode()):
+            raise SystemExit("LibreOfficeKit did not start")
+        import bridge as loaded
+        import uno as loaded_uno
+        bridge, uno = loaded, loaded_uno
+        written_by_libreoffice(bridge.LibreOffice(uno.getComponentContext()), out)
+    os._exit(0)  # LibreOfficeKit's threads hold the process otherwise
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeT
 from docshift.formats import FORMATS, detected_format
 
 if TYPE_CHECKING:
-    from docshift.engine.office import Office
+    from docshift.engine.forkit import Forkit
     from docshift.engine.protection import Opened
 
 log = logging.getLogger("docshift.engine")
@@ -59,7 +59,7 @@ class Converted:
     protected: bool = False  # encrypted with the source's password (``protection.protect``), after the checks
 
 
-def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
+def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
             macros: str = "keep", opened: Opened | None = None) -> Converted:
     """Convert ``source`` on ``office``; returns the checked result as :class:`Converted`.
 
@@ -126,7 +126,7 @@ def convert(office: Office, source: Path, kind: str, workdir: str | Path, timeou
     return Converted(result, found, target.extension, fidelity)
 
 
-def _export(office: Office, source: Path, workdir: Path, extension: str, export_filter: str, timeout: float,
+def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_filter: str, timeout: float,
             task_id: str | None, parts: Callable[[], bool], password: str | None,
             opened: Opened | None) -> tuple[Path, dict[str, Any]]:
     """LibreOffice's export of ``source`` (with the ``password`` load property, if any) into a file under

@@ -17,7 +17,7 @@ from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.contract import Status
-from docshift.engine import Engine, Pool, clear_leftovers, sandbox_problem
+from docshift.engine import Engine, clear_leftovers, sandbox_problem
 from docshift.errors import BadSetting, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection, liveness
@@ -53,9 +53,10 @@ class Worker:
         self.coordinator = Coordinator(config, self) if on_redis(config) else None
         self._local = threading.local()
         self.is_node = False  # a conversion node: no database at all
-        self._engines: dict[str, tuple[str, str | None]] = {}  # Office name -> (state, detail) of its last start
-        self._engines_lock = threading.Lock()
-        self._pool: Pool | None = None  # the process's LibreOffices, made with its first engine
+        self._engine: Engine | None = None  # the process's LibreOffice, made when first asked for
+        self._engine_state: tuple[str, str | None] | None = None  # (state, detail) of its last start
+        self._engine_users = 0  # worker threads that started it: the last to stop closes it
+        self._engine_lock = threading.Lock()
         # a full disk, an engine that cannot start: held off, and named in /healthz while it stands
         self.faults = Faults(on_change=self.fault_changed)
 
@@ -70,30 +71,22 @@ class Worker:
         return self._local.store
 
     def engine(self) -> Engine:
-        """This thread's own engine, its warm LibreOffice: worker threads and engines are one-to-one, and the
-        engines of a process share its pool of LibreOffices (an account's idle one serves its next task on
-        any thread)."""
-        if not hasattr(self._local, "engine"):
-            config = self.config
-            with self._engines_lock:
-                if self._pool is None:
-                    self._pool = Engine.pool(
-                        config.data_dir, memory_limit_mb=config.office_memory_limit_mb,
-                        cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
-                        sandboxed=config.sandbox, accounts=config.office_accounts,
-                        idle_seconds=config.office_idle_seconds)
-                pool = self._pool
-            self._local.engine = Engine.build(pool, threading.current_thread().name,
-                                              max_conversions=config.office_max_conversions,
-                                              spare=config.office_spare, on_start=self.office_started)
-        return self._local.engine
+        """The process's engine: one LibreOffice parent, shared by its worker threads, which forks a child for
+        every file."""
+        with self._engine_lock:
+            if self._engine is None:
+                config = self.config
+                self._engine = Engine.made(
+                    config.data_dir, memory_limit_mb=config.office_memory_limit_mb,
+                    cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
+                    sandboxed=config.sandbox, on_start=self.office_started)
+            return self._engine
 
-    def office_started(self, started: Engine, state: str, detail: str | None) -> None:
-        with self._engines_lock:
-            self._engines[started.name] = (state, detail)
+    def office_started(self, state: str, detail: str | None) -> None:
+        with self._engine_lock:
+            self._engine_state = (state, detail)
         if self.is_node:  # a conversion node has no database: its log says it
-            log.log(logging.ERROR if state == "broken" else logging.INFO, "%s: %s %s", started.name, state,
-                    detail or "")
+            log.log(logging.ERROR if state == "broken" else logging.INFO, "LibreOffice: %s %s", state, detail or "")
         else:
             self.report_engine()
 
@@ -102,20 +95,20 @@ class Worker:
             self.report_engine()
 
     def report_engine(self) -> None:
-        """Record for /healthz what this process runs LibreOffice with, and whether any of its
-        LibreOffices keeps failing its self-test."""
+        """Record for /healthz what this process runs LibreOffice with, and whether its LibreOffice keeps
+        failing its self-test."""
         if not self.converts:  # a coordinator whose conversions all run on nodes
             nodes = len(self.registry.alive())  # type: ignore[union-attr]  # a coordinator has a registry
             liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), "ok",
                                    f"conversions run on nodes ({nodes} alive)")
             return
-        with self._engines_lock:
-            engines = dict(self._engines)
-        broken = [f"{name}: {detail}" for name, (state, detail) in sorted(engines.items()) if state == "broken"]
+        with self._engine_lock:
+            started = self._engine_state
+        broken = started[1] if started and started[0] == "broken" else None
         # a standing fault says more than the starts that failed with it
-        detail = self.faults.describe() or (
-            f"LibreOffice fails its self-test at every start ({'; '.join(broken)})" if broken else None)
-        state = "broken" if detail else "ok" if engines else "starting"
+        detail = self.faults.describe() or (f"LibreOffice fails its self-test at every start ({broken})"
+                                            if broken else None)
+        state = "broken" if detail else "ok" if started else "starting"
         liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), state,
                                detail)
 
@@ -127,14 +120,20 @@ class Worker:
     # huey hooks and the task
 
     def thread_started(self) -> None:
+        engine = self.engine()
+        with self._engine_lock:
+            self._engine_users += 1
         try:
-            self.engine().start()  # warm before the first task arrives
+            engine.start()  # warm before the first task arrives
         except Exception as error:
             log.warning("LibreOffice did not start yet, the first task will retry: %r", error)
 
     def thread_stopping(self) -> None:
-        if hasattr(self._local, "engine"):
-            self._local.engine.close()
+        with self._engine_lock:
+            self._engine_users -= 1
+            last = self._engine_users <= 0
+        if last and self._engine is not None:  # the others' conversions are done
+            self._engine.close()
 
     def take_waiting(self, hint: str | None = None) -> Any:
         """A message: a task is waiting. On one box, claim the fairest waiting task (not

@@ -1,15 +1,14 @@
-"""One warm LibreOffice, driven over UNO; run by ``office.py`` under LibreOffice's Python.
+"""One file through LibreOffice, driven over UNO in the process that converts it; run by ``forkit.py``.
 
-Not imported by docshift itself: it needs the ``uno`` module of Debian's
-python3-uno. It starts LibreOffice (``process.py``) listening on a named pipe (a file,
-so it works inside a network namespace with no network), then answers one JSON
-request per stdin line with one JSON line on stdout:
+Not imported by docshift itself: it needs the ``uno`` module of Debian's python3-uno, and runs in a child of the
+forkit once LibreOfficeKit runs there, where pyuno reaches that process's own office. It answers its one request
+with JSON lines on stdout (the job's socket):
 
-    {"source": path, "target": path, "filter": export filter name, "parts": true | false | "ask",
+    {"name": the source's file name, "filter": export filter name, "parts": true | false | "ask",
      "password": the Password load property of a protected source (optional)}
     -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...}
 
-With ``"parts": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the bridge waits for
+With ``"parts": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the child waits for
 ``{"parts": true | false}`` (whether to count the loaded parts, ``facts``) before it goes on.
 
 LibreOffice decides what the file is: its deep type detection names the type
@@ -23,17 +22,12 @@ and, through the type's import filter, the document family. The report says:
 ``refused``: plain text, or a family other than the one the export filter
 writes; such a file is never loaded (random bytes loaded as text can kill
 soffice). ``not_loaded``: detection aborted (an encrypted OOXML package) or the
-import filter gave nothing back (password-protected or damaged): LibreOffice
-itself is unhurt, the worker tells the two apart. Facts are what the output
+import filter gave nothing back (password-protected or damaged). Facts are what the output
 checks compare: every sheet name (chart sheets are sheets here), the slide
 count, the body text's characters without whitespace, counted per character.
 
-The first line it writes is ``{"ready": true, "pid": <soffice pid>}``; a request
-``{"selftest": directory, "kinds": [...], "samples": {...}}`` runs ``selftest.py`` there, on the kinds
-soffice.py sends (``formats.self_test_kinds``) and the legacy files an earlier self-test made, instead of
-a conversion. A crash of
-LibreOffice is reported as ``crashed`` (its detail names the step) and ends this
-process; the supervisor starts a fresh one.
+A request ``{"selftest": directory, "kinds": [...]}`` runs ``selftest.py`` there instead, on the kinds the worker
+sends (``formats.self_test_kinds``).
 """
 
 import functools
@@ -42,12 +36,9 @@ import os
 import re
 import shutil
 import sys
-import tempfile
-import threading
 import time
 from collections import Counter
 
-import process
 import selftest
 import uno
 from com.sun.star.beans import PropertyValue
@@ -264,38 +255,25 @@ def answers(desktop, error=None):
         return False
 
 
-def convert(office, request):
-    """Convert as ``request`` says; returns the answer, and what is left to do once it is sent: close the
-    document and remove the scratch dir. The worker checks the result meanwhile; the next request is read
-    only after. LibreOffice writes a link to a file beside the document relative to where it
-    stores the result, and the worker's staging dir is not the sandbox's to write: the source is loaded from a
-    copy in a scratch dir of the sandbox's own, where the result is stored too, so that such a link names the file
-    beside the result (as a plain ``soffice --convert-to`` in place writes it), not the worker's staging dir."""
-    source, target = request["source"], request["target"]
-    scratch = tempfile.mkdtemp(prefix="job-")
-    opened = []
-
-    def tidy():
-        for document in opened:
-            close(document)
-        shutil.rmtree(scratch, ignore_errors=True)
-
+def convert(request, source_fd, result_fd):
+    """Convert as ``request`` says, the source read from ``source_fd`` and the result written to ``result_fd``;
+    returns the answer. LibreOffice writes a link to a file beside the document relative to where it stores the
+    result: the source is loaded from a copy in this child's own scratch dir (its cwd), named as the customer named
+    it (``request["name"]``), and the result is stored beside it, so that such a link names the file beside the
+    result (as a plain ``soffice --convert-to`` in place writes it)."""
+    name = os.path.basename(request.get("name") or "") or "source"
+    local = os.path.abspath(name)
     try:
-        local = os.path.join(scratch, os.path.basename(source))
-        try:
-            shutil.copyfile(source, local)
-        except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
-            return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}"}, tidy
-        name = os.path.basename(target)
-        stored = os.path.join(scratch, name if name != os.path.basename(source) else "result-" + name)
-        return _convert(office, local, stored, target, request, opened), tidy
-    except BaseException:
-        tidy()
-        raise
+        with open(source_fd, "rb", closefd=False) as given, open(local, "wb") as copy:
+            shutil.copyfileobj(given, copy, 1 << 20)
+    except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
+        return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}"}
+    stored = os.path.abspath("result-" + os.path.basename(request.get("target_name") or "result"))
+    return _convert(LibreOffice(uno.getComponentContext()), local, stored, result_fd, request)
 
 
-def _convert(office, source, stored, target, request, opened):
-    """The answer to ``request``; the document it loaded, if any, is left open in ``opened``."""
+def _convert(office, source, stored, result_fd, request):
+    """The answer to ``request``. The document it loaded is left open: the child exits with it."""
     global step
     began = time.monotonic()
     seconds = {}  # of each step, for the log and the benchmarks
@@ -324,7 +302,6 @@ def _convert(office, source, stored, target, request, opened):
     took("load")
     if document is None:  # the import filter said no: password-protected or damaged
         return {"ok": True, "facts": report}
-    opened.append(document)
     try:
         walk = request.get("parts", True)
         if walk == "ask":  # the worker decides from the legacy file's records, which it read while this loaded
@@ -336,52 +313,30 @@ def _convert(office, source, stored, target, request, opened):
         took("facts")
         step = "storing the result"
         document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
-        shutil.copyfile(stored, target)  # to /out, where the worker takes it from
+        with open(stored, "rb") as result, open(result_fd, "wb", closefd=False) as given:
+            shutil.copyfileobj(result, given, 1 << 20)  # the worker's file
         took("store")
     except Exception as error:
         if not answers(office.desktop, error):
             raise
         return {"ok": False, "error": "store_failed", "detail": f"{type(error).__name__}: {error}"}
     report["outcome"] = "converted"
+    report["pid"] = os.getpid()  # the process that converted it (in the sandbox's PID namespace): its own
     return {"ok": True, "facts": report}
 
 
-def main():
+def serve(request, source_fd, result_fd):
+    """Answer ``request`` in this child of the forkit (``forkit.py``), where LibreOfficeKit runs: a self-test or a
+    conversion. Returns the exit status."""
     global step
-    profile, pipe = sys.argv[1], sys.argv[2]
-    # a spare ("background"): its start and self-test take only the CPU the converting LibreOffices leave
-    background = sys.argv[3:] == ["background"]
-    process.yield_the_cpu(19 if background else None)
-    threading.Thread(target=process.watch_parent, args=(os.getppid(),), daemon=True).start()
     try:
-        soffice, context = process.start(profile, pipe)
-        threading.Thread(target=process.watch_soffice, args=(soffice,), daemon=True).start()
-        office = LibreOffice(context)
-        reply(ready=True, pid=soffice.pid)
-        for line in sys.stdin:
-            request = json.loads(line)
-            try:
-                if "selftest" in request:  # office.py asks a fresh LibreOffice this before any work
-                    reply(**selftest.run(office.desktop, request["selftest"], request["kinds"], props,
-                                         request.get("samples")))
-                else:
-                    if background:  # taken: it converts at the others' priority from now on, at once
-                        background = False
-                        threading.Thread(target=process.yield_the_cpu, daemon=True).start()
-                    answer, tidy = convert(office, request)
-                    reply(**answer)  # the worker checks the result while this LibreOffice closes the document
-                    step = "closing the document"
-                    tidy()
-                    if not answers(office.desktop):  # it died closing: the worker sees the bridge end
-                        return 1
-                    reply(closed=True)
-            except Exception as error:  # the bridge is gone: LibreOffice crashed or was killed
-                reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")
-                return 1
+        if "selftest" in request:
+            context = uno.getComponentContext()
+            desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
+            reply(**selftest.run(desktop, os.path.abspath(request["selftest"]), request["kinds"], props))
+        else:
+            reply(**convert(request, source_fd, result_fd))
         return 0
-    finally:
-        process.end_group()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    except Exception as error:  # LibreOffice failed under this child: the worker sees it crashed
+        reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")
+        return 1

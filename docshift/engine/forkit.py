@@ -1,0 +1,361 @@
+"""A worker process's LibreOffice: one preinitialised parent in its sandbox, and a fresh child of it for every file.
+
+The parent (``uno/forkit.py``, Collabora Online's forkit model) loads LibreOffice once and never converts; each
+``export`` has it fork a child that converts that one file and exits. No LibreOffice process sees two files, so
+nothing an earlier file did inside LibreOffice, whoever's it was, reaches a later one, and no account bookkeeping
+is needed to keep accounts apart. A child costs a fork and LibreOfficeKit's start (about 0.01 s), not a
+LibreOffice start (0.3 s and a self-test).
+
+The worker hands a child its source and its result as open descriptors, over the parent's control socket: the
+sandbox is never given a path of the worker's, and what a child writes goes nowhere but the result file, within
+the sandbox's file-size limit. Each child answers on a socket of its own (``Job``) and writes its messages on a
+pipe of its own, logged with its task. The parent kills a child at its deadline; one whose parent died goes with
+the sandbox. A parent that dies is started again (and self-tested) by the next conversion, under ``_lock``:
+the worker threads of a process share one ``Forkit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import json
+import logging
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from docshift import formats
+from docshift.engine import sandbox
+from docshift.engine.profile import PROFILE_SETTINGS, network_namespace, with_version
+from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
+
+log = logging.getLogger("docshift.office")
+
+HOST = socket.gethostname()
+# what runs inside the sandbox, under LibreOffice's Python: the only code the sandbox sees
+PARENT = Path(__file__).resolve().parent / "uno" / "forkit.py"
+UNO_PYTHON = "/usr/bin/python3"  # LibreOffice's Python: Debian's python3 with python3-uno
+START_TIMEOUT = SELF_TEST_TIMEOUT = 60
+START_ATTEMPTS = 3  # a parent that fails its start or self-test this many times in a row is reported broken
+# LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
+OOM_SCORE_ADJ = 500
+MAX_REPLY_BYTES = 8 << 20  # the longest answer a child may give (its facts: sheet names, characters counted)
+MAX_LOG_LINE = 8192  # the longest line of LibreOffice's messages logged: the rest of a longer one is dropped
+CONTROL_FD = 11  # the control socket's lowest number: above the 3 to 5 and 10 that ``sandbox.py``'s wrapper uses
+GRACE_SECONDS = 2  # past a child's deadline, the parent has killed it: its socket says so by then
+
+
+def owned(name: str) -> str:
+    """``<host>.<pid>.<name>``, ``name`` made safe for a path: what this worker process's dirs are named, so that
+    ``clear_leftovers`` knows whose they are."""
+    return f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
+
+
+class Forkit:
+    def __init__(self, base_dir: str | Path, name: str = "office", sandboxed: bool = True,
+                 limits: sandbox.Limits | None = None, memory_limit_mb: int = 8192,
+                 profile_settings: str = PROFILE_SETTINGS,
+                 on_start: Callable[[str, str | None], object] | None = None) -> None:
+        """A parent keeping its profile's seed in ``<base_dir>/office/<own>`` and the tasks' files in
+        ``<base_dir>/tasks/<own>``, ``own`` being ``<host>.<pid>.<name>``. It runs in the sandbox (or not), under
+        ``limits`` and an address-space cap of ``memory_limit_mb``, each its children's too. ``on_start(state,
+        detail)`` hears of every start: "ok", or "broken" and why."""
+        self.base_dir, self.name, self.sandboxed = Path(base_dir), name, sandboxed
+        self.limits, self.memory_limit = limits or sandbox.Limits(), memory_limit_mb << 20
+        self.profile_settings, self.on_start = profile_settings, on_start
+        self.own = owned(name)
+        self.profile = self.base_dir / "office" / self.own
+        self.job_dir = self.base_dir / "work" / self.own  # the sandbox's /job: empty, files come as descriptors
+        self.tasks_dir = self.base_dir / "tasks" / self.own
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts, self.children = 0, 0
+        self.timings: dict[str, float] = {}  # seconds of its last start: "launch", "self_test"
+        self.broken: str | None = None  # why the last start gave up, while it stands
+        self._control: socket.socket | None = None
+        self._lock = threading.Lock()  # a start
+        self._send = threading.Lock()  # the control socket
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def restarts(self) -> int:
+        """How often the parent was started again (it died, or was killed)."""
+        return max(0, self.starts - 1)
+
+    def start(self) -> None:
+        """Have a parent running and self-tested; raise EngineBroken after ``START_ATTEMPTS`` failures in a row."""
+        with self._lock:
+            if self.running:
+                return
+            for attempt in range(1, START_ATTEMPTS + 1):
+                try:
+                    self._launch()
+                    break
+                except OfficeCrashed as error:
+                    failure = error
+                    self.stop()
+                    log.warning("%s: LibreOffice failed to start (%d of %d): %s", self.name, attempt,
+                                START_ATTEMPTS, error)
+            else:
+                self.broken = str(failure)
+                self._report("broken", self.broken)
+                raise EngineBroken(f"LibreOffice failed {START_ATTEMPTS} starts in a row: {failure}")
+            self.broken = None
+            self._report("ok", None)
+
+    def _launch(self) -> None:
+        began = time.monotonic()
+        self._prepare()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._control = ours  # closed by ``stop`` whatever happens next
+        # above the descriptors the sandbox's wrapper uses (3 to 5, 10): the number the parent is told
+        passed = fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD_CLOEXEC, CONTROL_FD)
+        theirs.close()
+        try:
+            env = {"HOME": "/profile/home" if self.sandboxed else str(self.profile / "home"),
+                   "TMPDIR": "/profile/tmp" if self.sandboxed else str(self.profile / "tmp"),
+                   "SAL_USE_VCLPLUGIN": "svp"}
+            if self.sandboxed:
+                argv = sandbox.command(self.job_dir, self.profile, PARENT.parent,
+                                       [UNO_PYTHON, f"{sandbox.CODE}/{PARENT.name}", Path(sandbox.PROFILE).as_uri(),
+                                        str(passed)], env, self.limits)
+                env = {}
+            else:
+                log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
+                argv = network_namespace() + [UNO_PYTHON, str(PARENT), self.profile.as_uri(), str(passed)]
+                env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
+            # the worker's environment (secret key, S3 and AWS credentials) stays out either way
+            self.process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd="/",
+                start_new_session=True, preexec_fn=self._limit, pass_fds=(passed,))
+            self.starts += 1
+            threading.Thread(target=log_lines, args=(self.process.stdout, self.name, None), daemon=True,
+                             name=f"{self.name}-messages").start()
+            ready = self._ready(ours)
+            launched = time.monotonic()
+            answer = self.job({"selftest": "selftest", "kinds": formats.self_test_kinds()}, [],
+                              SELF_TEST_TIMEOUT).answer(SELF_TEST_TIMEOUT)
+            if not answer.get("ok"):
+                raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
+        finally:
+            os.close(passed)  # the sandbox's copy is the only one left
+        self.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
+        log.info("%s started %s in %.2f s, self-test %.2f s (parent pid %s in the sandbox)", self.name,
+                 "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", self.timings["launch"],
+                 self.timings["self_test"], ready.get("pid"))
+
+    def _ready(self, control: socket.socket) -> dict[str, Any]:
+        if not select.select([control], [], [], START_TIMEOUT)[0]:
+            raise OfficeCrashed("LibreOffice did not start")
+        try:
+            ready = json.loads(control.recv(4096) or b"{}")
+        except (OSError, ValueError) as error:
+            raise OfficeCrashed(f"LibreOffice did not start: {error}") from None
+        if not isinstance(ready, dict) or not ready.get("ready"):
+            raise OfficeCrashed(f"LibreOffice did not start: {ready}")
+        return ready
+
+    def _prepare(self) -> None:
+        """A fresh profile seed (LibreOffice's home and temp dir, its settings; the sandbox gets an in-memory
+        copy), and an empty job dir."""
+        for path in (self.profile, self.job_dir):
+            shutil.rmtree(path, ignore_errors=True)
+        for path in (self.profile / "user", self.profile / "home", self.profile / "tmp", self.job_dir):
+            path.mkdir(parents=True, exist_ok=True)
+        (self.profile / "user" / "registrymodifications.xcu").write_text(with_version(self.profile_settings))
+
+    def _limit(self) -> None:
+        """In the child process, before bubblewrap: the memory cap, the OOM killer's first choice, and nice 10
+        (conversions yield the CPU to the API)."""
+        resource.setrlimit(resource.RLIMIT_AS, (self.memory_limit, self.memory_limit))
+        with open("/proc/self/oom_score_adj", "w") as score:
+            score.write(str(OOM_SCORE_ADJ))
+        os.nice(10)
+
+    def _report(self, state: str, detail: str | None) -> None:
+        if self.on_start is not None:
+            self.on_start(state, detail)
+
+    def job(self, request: dict[str, Any], files: list[int], timeout: float, task_id: str | None = None) -> Job:
+        """A child forked for ``request``, given ``files`` (the source's and the result's descriptors); killed by
+        the parent ``timeout`` seconds from now. Raises OfficeCrashed when the parent cannot be reached."""
+        ours, theirs = socket.socketpair()
+        messages, told = os.pipe()
+        try:
+            message = json.dumps({**request, "seconds": timeout}).encode()
+            with self._send:
+                if self._control is None:
+                    raise OfficeCrashed("LibreOffice is not running")
+                socket.send_fds(self._control, [message], [theirs.fileno(), told, *files])
+        except OSError as error:
+            ours.close()
+            os.close(messages)
+            raise OfficeCrashed(f"LibreOffice's parent is gone: {error}") from error
+        finally:
+            theirs.close()
+            os.close(told)
+        self.children += 1
+        return Job(ours, messages, f"{self.name}-child", task_id)
+
+    def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
+               task_id: str | None = None, parts: bool | Callable[[], bool] = True,
+               password: str | None = None) -> dict[str, Any]:
+        """A fresh child of LibreOffice loads ``source`` and exports it into ``target``; returns what it found in the
+        document (its embedded objects and charts only if ``parts``). ``parts`` may be a function, asked once
+        LibreOffice has loaded the file: the worker decides from what it reads of the source meanwhile.
+        ``password``: the Password load property of a protected source."""
+        if not self.running:
+            self.start()
+        request = {"name": Path(source).name, "target_name": Path(target).name, "filter": export_filter,
+                   "password": password, "parts": parts if isinstance(parts, bool) else "ask"}
+        began = time.monotonic()
+        with open(source, "rb") as given, \
+                open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as result:
+            job = self.job(request, [given.fileno(), result.fileno()], timeout, task_id)
+        try:
+            answer = job.read(timeout + GRACE_SECONDS)
+            if "loaded" in answer and not isinstance(parts, bool):  # it waits to hear whether to walk
+                job.send({"parts": _decided(parts)})
+                answer = job.read(began + timeout + GRACE_SECONDS - time.monotonic())
+        except OfficeCrashed:
+            if time.monotonic() - began >= timeout:  # the parent killed it at its deadline
+                raise OfficeTimeout() from None
+            raise
+        finally:
+            job.close()
+        if answer.get("error") == "crashed":
+            raise OfficeCrashed(answer.get("detail", ""))
+        if not answer.get("ok"):
+            raise LoadFailed(answer.get("detail", ""))
+        return answer.get("facts", {})
+
+    def stop(self) -> None:
+        """Stop the parent and its children (the sandbox's PID namespace goes with its bubblewrap)."""
+        process, self.process = self.process, None
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def close(self) -> None:
+        with self._lock:
+            self.stop()
+        for path in (self.profile, self.job_dir):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+class Job:
+    """One child at work: its answers on ``sock``, one JSON line each; its messages on ``messages``, logged."""
+
+    def __init__(self, sock: socket.socket, messages: int, name: str, task_id: str | None) -> None:
+        self.sock, self._unread = sock, b""
+        threading.Thread(target=log_lines, args=(os.fdopen(messages, "rb"), name, task_id), daemon=True,
+                         name=f"{name}-messages").start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self.sock.sendall(json.dumps(message).encode() + b"\n")
+        except OSError as error:
+            raise OfficeCrashed(str(error)) from error
+
+    def read(self, timeout: float) -> dict[str, Any]:
+        """The child's next answer within ``timeout`` seconds and ``MAX_REPLY_BYTES``; raises OfficeTimeout, or
+        OfficeCrashed when the child ended without one, or said something else."""
+        deadline = time.monotonic() + timeout
+        line = self._unread
+        while b"\n" not in line:
+            if len(line) > MAX_REPLY_BYTES:
+                raise OfficeCrashed("the child's answer is too long")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise OfficeTimeout()
+            if not select.select([self.sock], [], [], remaining)[0]:
+                continue
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise OfficeCrashed("LibreOffice ended without an answer")
+            line += chunk
+        end = line.index(b"\n") + 1
+        line, self._unread = line[:end], line[end:]
+        if len(line) > MAX_REPLY_BYTES:
+            raise OfficeCrashed("the child's answer is too long")
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise OfficeCrashed(f"the child's answer is no JSON: {error}") from None
+        if not isinstance(reply, dict):
+            raise OfficeCrashed("the child's answer is no JSON object")
+        return reply
+
+    def answer(self, timeout: float) -> dict[str, Any]:
+        """Its one answer (a self-test's), then it is closed."""
+        try:
+            return self.read(timeout)
+        except OfficeTimeout as error:
+            raise OfficeCrashed("the self-test took too long") from error
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def log_lines(stream: Any, name: str, task_id: str | None) -> None:
+    """LibreOffice's own messages, to the log with the task they came from. A line is read only as far as
+    ``MAX_LOG_LINE``: the rest of a longer one is dropped, never held."""
+    cut = False  # in the rest of a line too long to log
+    with stream:
+        while chunk := stream.readline(MAX_LOG_LINE):
+            if not cut:
+                line = chunk.decode("utf-8", "replace").rstrip()
+                if line:
+                    log.info("%s: %s%s", name, line, "" if chunk.endswith(b"\n") else " [cut]",
+                             extra={"task_id": task_id})
+            cut = not chunk.endswith(b"\n")
+
+
+def _decided(parts: Callable[[], bool]) -> bool:
+    """What ``parts()`` says; True (walk) when it fails: whoever made it hears of that from its own reading."""
+    try:
+        return bool(parts())
+    except Exception:
+        return True
+
+
+def clear_leftovers(base_dir: str | Path) -> None:
+    """Remove the job, profile and tasks dirs that dead worker processes on this host left in ``base_dir`` (a
+    SIGKILL gives them no chance); call it when a worker process starts."""
+    for kind in ("work", "office", "tasks"):
+        for path in Path(base_dir, kind).glob(f"{glob.escape(HOST)}.*"):
+            pid = path.name[len(HOST) + 1:].split(".", 1)[0]
+            # our own pid in a name is a former process's (a container's worker always has the same)
+            if pid.isdigit() and (int(pid) == os.getpid() or not alive(int(pid))):
+                log.info("removing %s, left by worker process %s", path, pid)
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
