@@ -1,5 +1,6 @@
-"""The API's words, one enumeration each: task statuses, billing classes, the codes of a FAILED
-task, and problem codes (problem+json ``code``, and ``type`` as ``/problems/<code>``).
+"""The API's words, one enumeration each: task statuses, billing classes, the options of a submission,
+the codes of a FAILED task, and problem codes (problem+json ``code``, and ``type`` as ``/problems/<code>``);
+and the one word a conversion node adds for its coordinator, what a run came to (``Verdict``).
 
 The web, the OpenAPI document, storage and the client take them from here. A ``StrEnum`` member
 is its value: it goes into JSON, SQL parameters and comparisons with a row's text as it is.
@@ -25,11 +26,36 @@ FINAL = (Status.SUCCEEDED, Status.FAILED, Status.EXPIRED)
 WITH_RESULT = (Status.SUCCEEDED, Status.EXPIRED)
 
 
+class Verdict(StrEnum):
+    """What one conversion run came to: a final state of the task, or RETRY (a transient failure:
+    the task is queued again). A node reports it to its coordinator; no client ever sees RETRY."""
+
+    SUCCEEDED = Status.SUCCEEDED.value
+    FAILED = Status.FAILED.value
+    RETRY = "RETRY"
+
+
 class BillingClass(StrEnum):
     """How a success was counted: within the plan's quota, or beyond it."""
 
     INCLUDED = "INCLUDED"
     OVERAGE = "OVERAGE"
+
+
+class Macros(StrEnum):
+    """The ``macros`` option: what becomes of a source's VBA project. KEEP gives the macro-enabled type
+    with every module; REMOVE the plain type, and the fidelity report says so."""
+
+    KEEP = "keep"
+    REMOVE = "remove"
+
+
+class Protection(StrEnum):
+    """The ``protection`` option: what becomes of a source's password protection once its
+    Document-Password opened it. KEEP protects the result with the same password; REMOVE does not."""
+
+    KEEP = "keep"
+    REMOVE = "remove"
 
 
 class TaskErrorCode(StrEnum):

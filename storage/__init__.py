@@ -10,7 +10,7 @@ import logging
 
 from sqlite_utils import Database
 
-from docshift.contract import Status
+from docshift.contract import Macros, Protection, Status
 from docshift.errors import StorageUnavailable
 from docshift.storage import tasks
 from docshift.storage.connection import Row, iso, new_id, now
@@ -22,8 +22,8 @@ log = logging.getLogger("docshift.storage")
 
 def submit_task(conn: Database, objects: ObjectStore, *, account_id: str, filename: str, kind: str, data: bytes,
                 sha256: str, idempotency_key: str | None = None, max_unfinished: int | None = None,
-                macros: str = "keep", protection: str = "keep", sealed_password: str | None = None,
-                password_digest: str | None = None) -> Row:
+                macros: Macros = Macros.KEEP, protection: Protection = Protection.KEEP,
+                sealed_password: str | None = None, password_digest: str | None = None) -> Row:
     """Store the input, then commit its QUEUED task row; returns the row.
 
     When the row cannot be committed (the database is down; an identical request with the

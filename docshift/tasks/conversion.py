@@ -20,7 +20,7 @@ from sqlite_utils import Database
 
 from docshift import passwords
 from docshift.accounts import billing
-from docshift.contract import Status, TaskErrorCode
+from docshift.contract import Macros, Protection, Status, TaskErrorCode
 from docshift.engine import LONGEST_START_SECONDS, Engine
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, ServiceFault, StorageUnavailable
 from docshift.formats import source_name
@@ -111,8 +111,8 @@ def _run(task: Row, account: Row, conn: Database, objects: ObjectStore, config: 
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
-                               task["macros"], task["source_filename"], tenant=task["account_id"],
-                               password=document_password(config, task), protection=task["protection"])
+                               Macros(task["macros"]), task["source_filename"], tenant=task["account_id"],
+                               password=document_password(config, task), protection=Protection(task["protection"]))
         if faults is not None:
             faults.observe(outcome)
     return apply_outcome(conn, objects, config, task, outcome)
@@ -130,14 +130,14 @@ def document_password(config: Settings, task: Row) -> str | None:
 
 
 def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: Settings, engine: Engine,
-                 macros: str = "keep", filename: str | None = None, tenant: str | None = None,
-                 password: str | None = None, protection: str = "keep") -> Outcome:
+                 macros: Macros = Macros.KEEP, filename: str | None = None, tenant: str | None = None,
+                 password: str | None = None, protection: Protection = Protection.KEEP) -> Outcome:
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
     ``tenant`` (the task's account): no LibreOffice that has converted another account's file sees it.
-    ``password`` opens a protected source; its result is protected by it again unless ``protection`` is "remove"."""
+    ``password`` opens a protected source; its result is protected by it again unless ``protection`` is REMOVE."""
     patiently = Patience(config.outage_patience_seconds)
     restarts = engine.restarts
     try:
@@ -146,8 +146,8 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
             source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
-            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros,
-                                       password=password, protect=protection != "remove")
+            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros, tenant,
+                                       password=password, protect=protection != Protection.REMOVE)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome(Status.SUCCEEDED, size=size, detected_format=converted.detected_format,

@@ -27,7 +27,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from huey.registry import Message
 from huey.serializer import Serializer
 
-from docshift.contract import Status, TaskErrorCode
+from docshift.contract import Macros, Protection, Status, TaskErrorCode
 from docshift.errors import ForgedMessage
 from docshift.formats import FORMATS, MEDIA_TYPES
 from docshift.settings import Settings
@@ -140,12 +140,12 @@ def _scalar(value: Any) -> Any:
 def job(fields: Any) -> dict[str, Any]:
     """A conversion job as a node takes it (see ``nodes.Coordinator.dispatch``), each value checked."""
     checks: dict[str, Callable[[Any], bool]] = {
-        "task_id": _match(TASK_ID), "kind": lambda v: v in FORMATS, "macros": lambda v: v in ("keep", "remove"),
+        "task_id": _match(TASK_ID), "kind": lambda v: v in FORMATS, "macros": lambda v: v in list(Macros),
         "holder": _match(HOLDER), "attempt": _count, "input": _match(LINK), "result": _match(LINK),
         "tenant": _match(ACCOUNT_ID),
         # the customer's file name: made safe again where it becomes a path (``formats.source_name``)
         "filename": lambda v: isinstance(v, str) and len(v) <= MAX_FILENAME,
-        "protection": lambda v: v in ("keep", "remove"),
+        "protection": lambda v: v in list(Protection),
         "password": lambda v: isinstance(v, str) and 1 <= len(v) <= MAX_PASSWORD}
     # a job without a Document-Password has none; one from a coordinator before passwords keeps protection
     return _checked("job", fields, checks, required=[name for name in checks if name not in ("protection", "password")])

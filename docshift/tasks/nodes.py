@@ -36,7 +36,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from docshift.contract import Status, TaskErrorCode
+from docshift.contract import Macros, Protection, Status, TaskErrorCode
 from docshift.errors import ForgedMessage, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, tasks
@@ -297,8 +297,9 @@ class Node:
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
             outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.engine(),
-                                   job["macros"], job["filename"], tenant=job["tenant"],
-                                   password=job.get("password"), protection=job.get("protection", "keep"))
+                                   Macros(job["macros"]), job["filename"], tenant=job["tenant"],
+                                   password=job.get("password"),
+                                   protection=Protection(job.get("protection", Protection.KEEP)))
             self.worker.faults.observe(outcome)
             self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
                                **asdict(outcome)})
@@ -350,7 +351,10 @@ class Node:
         self.key_problem = problem
 
     def _take(self) -> None:
-        self.worker.thread_started()  # LibreOffice warm before the first job
+        try:
+            self.worker.engine().start()  # warm before the first job
+        except Exception as error:
+            log.warning("LibreOffice did not start yet, the first job will retry: %r", error)
         while not self.stopping.is_set():
             pause = self.worker.faults.wait()
             if pause:  # a fault of the service (faults.py): other nodes take the jobs meanwhile
@@ -364,7 +368,7 @@ class Node:
             except Exception:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
-        self.worker.thread_stopping()  # the last of the node's threads to stop closes LibreOffice
+        self.worker.engine().close()
 
 
 def run_node(config: Settings, worker: Worker) -> None:

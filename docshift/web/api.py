@@ -15,7 +15,7 @@ from marshmallow import EXCLUDE, ValidationError
 
 from docshift import formats, passwords, storage
 from docshift.accounts import keys
-from docshift.contract import UNFINISHED, WITH_RESULT, Status, TaskErrorCode
+from docshift.contract import UNFINISHED, WITH_RESULT, Macros, Protection, Status, TaskErrorCode
 from docshift.errors import (
     FileTooLarge,
     IdempotencyConflict,
@@ -140,7 +140,7 @@ def _idempotency_key() -> str | None:
         raise InvalidRequest(schemas.IDEMPOTENCY_KEY_RULE) from error
 
 
-def _options() -> tuple[str, str]:
+def _options() -> tuple[Macros, Protection]:
     """The query's ``macros`` and ``protection``."""
     try:
         options = schemas.SubmissionQuery().load(request.args.to_dict(), unknown=EXCLUDE)

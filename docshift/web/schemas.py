@@ -2,7 +2,7 @@
 
 from marshmallow import Schema, ValidationError, fields, validate
 
-from docshift.contract import TASK_ERROR_MEANINGS, BillingClass, Status, TaskErrorCode
+from docshift.contract import TASK_ERROR_MEANINGS, BillingClass, Macros, Protection, Status, TaskErrorCode
 from docshift.settings import PLANS
 
 STATUSES = list(Status)
@@ -32,23 +32,21 @@ class SubmissionHeaders(Schema):
                                  "is not protected. Part of what an Idempotency-Key replays (as a keyed hash)."})
 
 
-MACRO_CHOICES = ["keep", "remove"]
 MACROS_RULE = "macros must be 'keep' (the default) or 'remove'."
-PROTECTION_CHOICES = ["keep", "remove"]
 PROTECTION_RULE = "protection must be 'keep' (the default) or 'remove'."
 
 
 class SubmissionQuery(Schema):
-    macros = fields.String(
-        load_default="keep", validate=validate.OneOf(MACRO_CHOICES, error=MACROS_RULE),
+    macros = fields.Enum(
+        Macros, by_value=fields.String, load_default=Macros.KEEP, error_messages={"unknown": MACROS_RULE},
         metadata={"description": "What becomes of a VBA project in the source: `keep` (the default) converts it to "
                                  "the macro-enabled type (.docm, .xlsm, .pptm) with every module; `remove` gives "
                                  "the plain type and the fidelity report says so. Macros are never run. Part of "
                                  "what an Idempotency-Key replays."})
 
 
-    protection = fields.String(
-        load_default="keep", validate=validate.OneOf(PROTECTION_CHOICES, error=PROTECTION_RULE),
+    protection = fields.Enum(
+        Protection, by_value=fields.String, load_default=Protection.KEEP, error_messages={"unknown": PROTECTION_RULE},
         metadata={"description": "What becomes of a source's password protection, when a Document-Password opened "
                                  "it: `keep` (the default) protects the result with the same password (OOXML agile "
                                  "encryption: Office asks for it); `remove` gives an unprotected result. Part of what "
