@@ -146,7 +146,7 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
             source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
-            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros, tenant,
+            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros,
                                        password=password, protect=protection != Protection.REMOVE)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)

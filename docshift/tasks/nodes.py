@@ -351,10 +351,7 @@ class Node:
         self.key_problem = problem
 
     def _take(self) -> None:
-        try:
-            self.worker.engine().start()  # warm before the first job
-        except Exception as error:
-            log.warning("LibreOffice did not start yet, the first job will retry: %r", error)
+        self.worker.thread_started()  # LibreOffice warm before the first job
         while not self.stopping.is_set():
             pause = self.worker.faults.wait()
             if pause:  # a fault of the service (faults.py): other nodes take the jobs meanwhile
@@ -368,7 +365,7 @@ class Node:
             except Exception:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
-        self.worker.engine().close()
+        self.worker.thread_stopping()  # the last of the node's threads to stop closes LibreOffice
 
 
 def run_node(config: Settings, worker: Worker) -> None:
