@@ -118,27 +118,17 @@ class Settings:
     aws_region: str = _text("us-east-1", optional=False)
     aws_max_attempts: int = _count(5)
     aws_overage_dimension: str = _text("overage", optional=False)
-    # conversion threads, each with its own LibreOffice; 0 on a coordinator whose conversions all run on nodes
+    # conversion threads, each converting one file at a time in a LibreOffice child of its own; 0 on a
+    # coordinator whose conversions all run on nodes
     workers: int = _count(os.cpu_count() or 2, minimum=0)
     conversion_timeout: float = _seconds(120)
-    # a warm LibreOffice is replaced after this many conversions (it never returns memory)
-    office_max_conversions: int = _count(200)
     # address-space cap of each LibreOffice process, in MiB (a 571 KB .ppt of the corpus
     # peaks at 2.6 GB resident and more in address space; 4096 made it fail)
     office_memory_limit_mb: int = _count(8192)
-    # each LibreOffice keeps a spare started and self-tested, to take over at once for a new account (a
-    # LibreOffice converts one account's files only) and at recycling; off starts one when needed
-    office_spare: bool = _switch(True)
-    # the LibreOffices kept per worker thread, one per account, the converting one included: the idle ones
-    # wait in the worker process's pool, and an account's next task finds its own warm on any thread (a new
-    # account's takes over the spare); each idle one holds its memory
-    office_accounts: int = _count(4)
-    # an account's LibreOffice that waited this long for its next task is stopped
-    office_idle_seconds: float = _seconds(600)
-    # CPU seconds each process in the sandbox may use (a busy LibreOffice is recycled long before;
-    # one killed mid-conversion is retried on a fresh one): an idle compromised one cannot spin forever
+    # CPU seconds each process in the sandbox may use (a child converts one file; one killed mid-conversion
+    # is retried in a fresh one): a compromised one cannot spin forever
     office_cpu_limit_seconds: int = _count(600)
-    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write
+    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write (a result)
     office_scratch_limit_mb: int = _count(512)
     # LibreOffice runs in its bubblewrap sandbox; off runs it without (a warning at every start)
     sandbox: bool = _switch(True)

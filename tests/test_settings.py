@@ -51,11 +51,11 @@ def test_a_process_with_a_bad_setting_does_not_start_and_says_which(tmp_path, ar
 
 
 def test_values_arrive_typed_whatever_the_environment_gives(tmp_path, monkeypatch):
-    for name, value in {"WORKERS": "3", "SANDBOX": "off", "OFFICE_SPARE": "true", "CONVERSION_TIMEOUT": "2.5",
+    for name, value in {"WORKERS": "3", "SANDBOX": "off", "S3_SECURE": "true", "CONVERSION_TIMEOUT": "2.5",
                         "PLAN_QUOTAS": '{"team": 3000}', "BASE_URL": "", "URL": "http://the-clients-own"}.items():
         monkeypatch.setenv(f"DOCSHIFT_{name}", value)
     config = settings.load({"DATA_DIR": str(tmp_path), "MAX_PENDING_TASKS": "7"})
-    assert (config.workers, config.sandbox, config.office_spare, config.conversion_timeout) == (3, False, True, 2.5)
+    assert (config.workers, config.sandbox, config.s3_secure, config.conversion_timeout) == (3, False, True, 2.5)
     assert config.max_pending_tasks == 7 and config.base_url is None
     assert config.plan_quotas == {**settings.PLANS, "team": 3000}
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -139,24 +139,27 @@ def test_failed_task_view(office, app, client, submit, account):
     assert "download_url" not in body and "billing_class" not in body
 
 
-def test_a_workers_threads_share_one_pool_of_libreoffices(app):
-    """Each worker thread has an engine of its own, and the engines of one worker process share its pool: an
-    account's idle LibreOffice serves its next task on any thread (tests/engine/test_tenants.py)."""
+def test_a_workers_threads_share_one_libreoffice_parent_and_the_last_to_stop_closes_it(app):
+    """The worker threads of a process share one engine (one LibreOffice parent, a child per file), started by
+    the first thread and closed by the last to stop, never under another thread's conversion."""
     from docshift.tasks.worker import Worker
 
-    config = app.config["DOCSHIFT"]
-    worker = Worker(config)
+    worker = Worker(app.config["DOCSHIFT"])
     engines = []
-    threads = [threading.Thread(target=lambda: engines.append(worker.engine())) for _ in range(2)]
+
+    def run():
+        worker.thread_started()
+        engines.append(worker.engine())
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    try:
-        first, second = engines
-        assert first is not second and first.office.pool is second.office.pool
-        assert first.office.pool.idle_per_office == config.office_accounts - 1
-    finally:
-        for engine in engines:
-            engine.close()
-    assert first.office.pool.closing, "the last engine to close closes the pool"
+    first, second = engines
+    assert first is second and first.office.running
+    parent = first.office.process.pid
+    worker.thread_stopping()
+    assert first.office.running and first.office.process.pid == parent, "one thread stopped: the other's stays"
+    worker.thread_stopping()
+    assert not first.office.running, "the last thread to stop closes it"
