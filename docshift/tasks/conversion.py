@@ -20,7 +20,7 @@ from sqlite_utils import Database
 
 from docshift import passwords
 from docshift.accounts import billing
-from docshift.contract import Macros, Protection, Status, TaskErrorCode
+from docshift.contract import Macros, Protection, Status, TaskErrorCode, Verdict
 from docshift.engine import LONGEST_START_SECONDS, Engine
 from docshift.errors import ConversionFailed, InputMissing, LeaseLost, ServiceFault, StorageUnavailable
 from docshift.formats import source_name
@@ -77,9 +77,9 @@ class Patience:
 class Outcome:
     """What one conversion of a task came to, wherever it ran; applied to the task's row by
     ``apply_outcome`` (in the worker, or on the coordinator for a conversion node)."""
-    status: str                 # SUCCEEDED, FAILED, or RETRY (a transient failure: queue it again)
+    status: Verdict             # SUCCEEDED, FAILED, or RETRY (a transient failure: queue it again)
     size: int | None = None     # bytes of the stored result
-    code: str | None = None     # FAILED: the documented error code
+    code: TaskErrorCode | None = None  # FAILED: the documented error code
     message: str | None = None
     detected_format: str | None = None  # what LibreOffice recognised in the upload
     extension: str | None = None  # SUCCEEDED: the result's type (docx, docm, ...)
@@ -90,7 +90,7 @@ class Outcome:
 
 
 def run_next(conn: Database, objects: ObjectStore, config: Settings, engine: Engine, worker: str,
-             faults: Faults | None = None) -> str | None:
+             faults: Faults | None = None) -> Status | None:
     """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
     ``faults.Faults``) hears how the conversion went."""
     claimed = Patience(config.outage_patience_seconds)(tasks.claim_next, conn, worker)
@@ -98,16 +98,16 @@ def run_next(conn: Database, objects: ObjectStore, config: Settings, engine: Eng
 
 
 def run_conversion(task_id: str, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
-                   worker: str | None = None) -> str | None:
+                   worker: str | None = None) -> Status | None:
     """Claim this task if it is QUEUED and run it; None if another run has it."""
     claimed = tasks.start_processing(conn, task_id, worker)
     return None if claimed is None else _run(*claimed, conn, objects, config, engine)
 
 
 def _run(task: Row, account: Row, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
-         faults: Faults | None = None) -> str | None:
+         faults: Faults | None = None) -> Status | None:
     if account["status"] != "active":
-        outcome = Outcome(Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
+        outcome = Outcome(Verdict.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
@@ -150,32 +150,32 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
                                        password=password, protect=protection != Protection.REMOVE)
             size = converted.path.stat().st_size
             patiently(objects.put_result, task_id, converted.path, converted.extension)
-        outcome = Outcome(Status.SUCCEEDED, size=size, detected_format=converted.detected_format,
+        outcome = Outcome(Verdict.SUCCEEDED, size=size, detected_format=converted.detected_format,
                           extension=converted.extension, fidelity=converted.fidelity)
     except InputMissing:
         log.warning("task %s: its stored input is gone; it fails input_missing", task_id)
-        outcome = Outcome(Status.FAILED, code=TaskErrorCode.INPUT_MISSING, message=INPUT_MISSING)
+        outcome = Outcome(Verdict.FAILED, code=TaskErrorCode.INPUT_MISSING, message=INPUT_MISSING)
     except ConversionFailed as failure:
         fault = diagnose(failure, engine)  # a full disk fails a conversion too
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
             log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
-            outcome = Outcome(Status.FAILED, code=failure.code, message=failure.message,
+            outcome = Outcome(Verdict.FAILED, code=failure.code, message=failure.message,
                               detected_format=failure.detected_format)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
-        outcome = Outcome("RETRY", outage=True)
+        outcome = Outcome(Verdict.RETRY, outage=True)
     except LeaseLost as lost:  # given up on while it ran: a later run has the task, this one stores nothing
         log.warning("task %s: result not stored: %s", task_id, lost)
-        outcome = Outcome("RETRY")
+        outcome = Outcome(Verdict.RETRY)
     except Exception as error:
         fault = diagnose(error, engine)
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
             log.exception("task %s: the conversion broke", task_id)
-            outcome = Outcome("RETRY")
+            outcome = Outcome(Verdict.RETRY)
     outcome.restarts = engine.restarts - restarts
     return outcome
 
@@ -183,18 +183,19 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
 def _held_back(task_id: str, fault: ServiceFault) -> Outcome:
     log.error("task %s: a fault of the service, not of the file (%s); back to the queue without using an attempt",
               task_id, fault)
-    return Outcome("RETRY", fault=str(fault))
+    return Outcome(Verdict.RETRY, fault=str(fault))
 
 
-def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: Row, outcome: Outcome) -> str | None:
+def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: Row,
+                  outcome: Outcome) -> Status | None:
     """Record an Outcome on the task it was claimed for, if that claim still holds the task:
     SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
-    MAX_ATTEMPTS). Returns the final status, "QUEUED", or None when the lease was lost."""
+    MAX_ATTEMPTS). Returns the final status, QUEUED, or None when the lease was lost."""
     task_id, lease = task["id"], tasks.lease_of(task)
     patiently = Patience(config.outage_patience_seconds)
     if outcome.restarts:
         _quietly(liveness.add_tally, conn, "libreoffice_restarts", outcome.restarts)
-    if outcome.status == Status.SUCCEEDED:
+    if outcome.status == Verdict.SUCCEEDED:
         billed = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config.result_retention_seconds,
                            billing.rule(config.plan_quotas), lease=lease, detected_format=outcome.detected_format,
                            result_extension=outcome.extension, fidelity=outcome.fidelity)
@@ -204,12 +205,12 @@ def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: 
         drop_input(conn, objects, task_id)
         log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billed, outcome.size)
         return Status.SUCCEEDED
-    if outcome.status == "RETRY" and (outcome.outage or outcome.fault):
+    if outcome.status == Verdict.RETRY and (outcome.outage or outcome.fault):
         return Status.QUEUED if patiently(tasks.release, conn, task_id, lease) else None
-    if outcome.status == "RETRY" and task["attempts"] < MAX_ATTEMPTS:
+    if outcome.status == Verdict.RETRY and task["attempts"] < MAX_ATTEMPTS:
         return Status.QUEUED if patiently(tasks.requeue, conn, task_id, lease) else None
-    if outcome.status == "RETRY":
-        outcome = Outcome(Status.FAILED, code=TaskErrorCode.CONVERSION_FAILED,
+    if outcome.status == Verdict.RETRY:
+        outcome = Outcome(Verdict.FAILED, code=TaskErrorCode.CONVERSION_FAILED,
                           message="The conversion failed repeatedly.")
     return Status.FAILED if patiently(fail, conn, objects, task_id, outcome.code, outcome.message, lease,
                                  outcome.detected_format) else None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docshift.contract import Status, TaskErrorCode
+from docshift.contract import TaskErrorCode, Verdict
 from docshift.engine import Engine
 from docshift.errors import ConversionFailed, DiskFull, ServiceFault
 
@@ -97,7 +97,7 @@ class Faults:
         (SUCCEEDED, or FAILED for the file's sake)."""
         if outcome.fault:
             self.failed(outcome.fault)
-        elif outcome.status in (Status.SUCCEEDED, Status.FAILED):
+        elif outcome.status in (Verdict.SUCCEEDED, Verdict.FAILED):
             self.passed()
 
     def failed(self, reason: str) -> None:

@@ -27,7 +27,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from huey.registry import Message
 from huey.serializer import Serializer
 
-from docshift.contract import Macros, Protection, Status, TaskErrorCode
+from docshift.contract import Macros, Protection, TaskErrorCode, Verdict
 from docshift.errors import ForgedMessage
 from docshift.formats import FORMATS, MEDIA_TYPES
 from docshift.settings import Settings
@@ -153,10 +153,11 @@ def job(fields: Any) -> dict[str, Any]:
 
 def outcome(fields: Any, known: Iterable[str]) -> dict[str, Any]:
     """A node's outcome as the coordinator takes it: the lease it claims, and the ``known`` fields
-    of an Outcome, checked where they reach the database, a link or a log. Other fields are left out."""
+    of an Outcome, checked where they reach the database, a link or a log, its status and code as their
+    enums. Other fields are left out."""
     checks: dict[str, Callable[[Any], bool]] = {
         "task_id": _match(TASK_ID), "holder": _match(HOLDER), "attempt": _count,
-        "status": lambda v: v in (Status.SUCCEEDED, Status.FAILED, "RETRY"),
+        "status": lambda v: v in list(Verdict),
         "size": lambda v: v is None or (type(v) is int and 0 <= v <= 2**40),
         "code": lambda v: v is None or v in list(TaskErrorCode),
         "message": lambda v: v is None or (isinstance(v, str) and len(v) <= MAX_MESSAGE),
@@ -169,8 +170,11 @@ def outcome(fields: Any, known: Iterable[str]) -> dict[str, Any]:
     }
     kept = {name: value for name, value in fields.items() if name in ("task_id", "holder", "attempt", *known)}
     checked = _checked("outcome", kept, checks, required=("task_id", "holder", "attempt", "status"))
-    if checked["status"] == Status.SUCCEEDED and (checked.get("size") is None or checked.get("extension") is None):
+    if checked["status"] == Verdict.SUCCEEDED and (checked.get("size") is None or checked.get("extension") is None):
         raise ForgedMessage("outcome: SUCCEEDED without the result's size and type")
+    checked["status"] = Verdict(checked["status"])
+    if checked.get("code") is not None:
+        checked["code"] = TaskErrorCode(checked["code"])
     return checked
 
 

@@ -36,7 +36,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from docshift.contract import Macros, Protection, Status, TaskErrorCode
+from docshift.contract import Macros, Protection, TaskErrorCode, Verdict
 from docshift.errors import ForgedMessage, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, tasks
@@ -205,7 +205,7 @@ class Coordinator:
                 task, account = claimed
                 if account["status"] != "active":
                     apply_outcome(conn, self.worker.store(), self.config, task, Outcome(
-                        Status.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
+                        Verdict.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                         message="The subscription became inactive before the conversion ran; not billed."))
                     continue
                 self.jobs.send(self._job(task, holder))
@@ -243,7 +243,7 @@ class Coordinator:
             apply_outcome(conn, store, self.config, task, self._verified(store, task_id, lease, outcome))
         else:
             log.info("outcome of %s for %s ignored: the task is no longer held by it", task_id, lease[0])
-            if outcome.status == Status.SUCCEEDED:  # under its lease's own key: nobody reads it
+            if outcome.status == Verdict.SUCCEEDED:  # under its lease's own key: nobody reads it
                 try:
                     store.delete_result(result_key(task_id, lease))
                 except StorageUnavailable as error:  # the bucket's lifecycle rule removes it later
@@ -253,14 +253,14 @@ class Coordinator:
     def _verified(self, store: ObjectStore, task_id: str, lease: Lease, outcome: Outcome) -> Outcome:
         """A SUCCEEDED counts only when the store holds a result of the reported size under the key
         the lease names; otherwise the conversion is tried again."""
-        if outcome.status != Status.SUCCEEDED:
+        if outcome.status != Verdict.SUCCEEDED:
             return outcome
         stored = Patience(self.config.outage_patience_seconds)(store.result_size, result_key(task_id, lease))
         if stored == outcome.size:
             return outcome
         log.warning("task %s: no result of %s bytes in the store for %s (found %s); not counted, tried again",
                     task_id, outcome.size, lease[0], stored)
-        return Outcome("RETRY", restarts=outcome.restarts)
+        return Outcome(Verdict.RETRY, restarts=outcome.restarts)
 
 
 class Node:
