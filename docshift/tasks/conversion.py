@@ -111,7 +111,7 @@ def _run(task: Row, account: Row, conn: Database, objects: ObjectStore, config: 
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
         outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
-                               Macros(task["macros"]), task["source_filename"], tenant=task["account_id"],
+                               Macros(task["macros"]), task["source_filename"],
                                password=document_password(config, task), protection=Protection(task["protection"]))
         if faults is not None:
             faults.observe(outcome)
@@ -130,13 +130,12 @@ def document_password(config: Settings, task: Row) -> str | None:
 
 
 def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: Settings, engine: Engine,
-                 macros: Macros = Macros.KEEP, filename: str | None = None, tenant: str | None = None,
+                 macros: Macros = Macros.KEEP, filename: str | None = None,
                  password: str | None = None, protection: Protection = Protection.KEEP) -> Outcome:
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
-    ``tenant`` (the task's account): no LibreOffice that has converted another account's file sees it.
     ``password`` opens a protected source; its result is protected by it again unless ``protection`` is REMOVE."""
     patiently = Patience(config.outage_patience_seconds)
     restarts = engine.restarts

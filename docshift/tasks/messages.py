@@ -34,7 +34,7 @@ from docshift.settings import Settings
 
 TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
 HOLDER = re.compile(r"job:[0-9a-f]{16}")
-ACCOUNT_ID = re.compile(r"acc_[0-9a-f]{24}")  # a job's tenant: a node's LibreOffice serves one account at a time
+ACCOUNT_ID = re.compile(r"acc_[0-9a-f]{24}")  # the tenant a job from an older coordinator names (unused)
 DETECTED_FORMAT = re.compile(r"[\w-]{1,100}")
 LINK = re.compile(r"https?://[^\s]{1,4000}")
 MAX_MESSAGE = 2000            # characters of a failure's message
@@ -148,7 +148,9 @@ def job(fields: Any) -> dict[str, Any]:
         "protection": lambda v: v in list(Protection),
         "password": lambda v: isinstance(v, str) and 1 <= len(v) <= MAX_PASSWORD}
     # a job without a Document-Password has none; one from a coordinator before passwords keeps protection
-    return _checked("job", fields, checks, required=[name for name in checks if name not in ("protection", "password")])
+    # nor a tenant: each file has a LibreOffice process of its own, whoever's it is
+    return _checked("job", fields, checks,
+                    required=[name for name in checks if name not in ("protection", "password", "tenant")])
 
 
 def outcome(fields: Any, known: Iterable[str]) -> dict[str, Any]:

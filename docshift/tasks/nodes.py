@@ -220,7 +220,7 @@ class Coordinator:
         links = self.worker.store().job_links(task["id"], result_key(task["id"], lease), max_run_seconds(self.config))
         job = {"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"], "holder": holder,
                "attempt": task["attempts"], "input": links["input"], "result": links["result"],
-               "tenant": task["account_id"], "filename": task["source_filename"], "protection": task["protection"]}
+               "filename": task["source_filename"], "protection": task["protection"]}
         # a node has no secret key: the password travels inside the job, which is sealed with the queue key
         password = document_password(self.config, task)
         if password is not None:
@@ -297,7 +297,7 @@ class Node:
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
             outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.engine(),
-                                   Macros(job["macros"]), job["filename"], tenant=job["tenant"],
+                                   Macros(job["macros"]), job["filename"],
                                    password=job.get("password"),
                                    protection=Protection(job.get("protection", Protection.KEEP)))
             self.worker.faults.observe(outcome)
