@@ -18,8 +18,8 @@ from conftest import ROOT
 from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, inventory, vba
-from docshift.engine.office import PROFILE_SETTINGS, Office
-from docshift.engine.soffice import Soffice
+from docshift.engine.forkit import Forkit, Job
+from docshift.engine.profile import PROFILE_SETTINGS
 from docshift.formats import FORMATS, MEDIA_TYPES
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -90,11 +90,11 @@ def test_embedded_objects_and_charts_are_kept(embedded, office, kind, tmp_path):
 @pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
 def test_a_profile_that_drops_embedded_content_cannot_pass_unseen(embedded, kind, tmp_path):
     """The profile setting that dropped every embedded object and chart last round: the report, counted from the
-    legacy file, names the loss."""
+    legacy file, names the loss. The loss also shows that a parent's profile reaches the children it forks."""
     disabling = PROFILE_SETTINGS.replace(
         "</oor:items>", '<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop '
                         'oor:name="DisableActiveContent" oor:op="fuse"><value>true</value></prop></item>\n</oor:items>')
-    office = Office(tmp_path / "office", name="disabled", profile_settings=disabling)
+    office = Forkit(tmp_path / "office", name="disabled", profile_settings=disabling)
     try:
         converted = convert.convert(office, embedded[kind], kind, tmp_path, 60)
     finally:
@@ -165,7 +165,7 @@ def test_the_worker_asks_for_the_loaded_parts_only_where_the_source_cannot_tell(
     monkeypatch.setattr(inventory, "of_source", unreadable)
     walked = convert.convert(office, embedded[kind], kind, tmp_path / "walked", 60)
     # each request leaves the walk open; once the file is loaded, the worker says what the source decided
-    assert [request["parts"] for request in sent if "source" in request] == ["ask", "ask"]
+    assert [request["parts"] for request in sent if "filter" in request] == ["ask", "ask"]
     assert [request["parts"] for request in sent if set(request) == {"parts"}] == [False, True]
     assert counted.fidelity["counts"][what] == {"source": 1, "result": 1}
     assert walked.fidelity["counts"][what] == {"source": None, "result": 1}
@@ -192,15 +192,20 @@ def test_the_source_is_read_while_libreoffice_loads_it(embedded, office, tmp_pat
 
 
 def recording_requests(monkeypatch):
-    """The list that each message sent to a bridge is appended to, from now on."""
+    """The list that each request for a child, and each message then sent to it, is appended to, from now on."""
     sent = []
-    send = Soffice.send
+    job, send = Forkit.job, Job.send
 
-    def recording(self, request):
+    def recording_job(self, request, *args, **kwargs):
         sent.append(request)
-        return send(self, request)
+        return job(self, request, *args, **kwargs)
 
-    monkeypatch.setattr(Soffice, "send", recording)
+    def recording_send(self, message):
+        sent.append(message)
+        return send(self, message)
+
+    monkeypatch.setattr(Forkit, "job", recording_job)
+    monkeypatch.setattr(Job, "send", recording_send)
     return sent
 
 

@@ -40,6 +40,12 @@ MAX_REQUEST = 1 << 16
 
 def main():
     profile, control = sys.argv[1], socket.socket(fileno=int(sys.argv[2]))
+    # not dumpable, and its children after it: a child taken over by a document can neither read nor write the
+    # memory of this process (``/proc/<pid>/mem``), which every later child is forked from
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # lok_preinit loads the configuration of the profile this names, not of its own argument (without it the
+    # settings of $HOME's default profile were in force: macros and links as LibreOffice's defaults have them)
+    os.environ["UserInstallation"] = profile
     yield_the_cpu()
     office = ctypes.CDLL(os.path.join(PROGRAM, "libmergedlo.so"), mode=ctypes.RTLD_GLOBAL)
     office.lok_preinit.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
@@ -103,7 +109,7 @@ def child(office, profile, fds, request, scratch):
     """Convert what ``request`` says in this fresh process, answer on the job socket, and exit."""
     status = 70
     try:
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # inherited already; said again where it matters
         os.umask(0o077)
         # the source and the result keep the numbers they came with: those are free of LibreOffice's own (a
         # number it opened before the fork, taken over here, had it read the source's first 8 bytes as an event)
