@@ -1,6 +1,6 @@
 """A run whose lease was taken back (given up on as stuck) goes on converting; when it finishes, it
 neither overwrites the result of the run that holds the task now nor recreates an expired one. Real
-SQLite, SeaweedFS and two LibreOffices on one box."""
+SQLite, SeaweedFS and two LibreOffice parents on one box."""
 
 import threading
 from datetime import timedelta
@@ -10,7 +10,7 @@ import requests
 from conftest import post_file, wait_for
 
 from docshift.engine import Engine
-from docshift.engine.office import Office
+from docshift.engine.forkit import Forkit
 from docshift.storage import ObjectStore, connection, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
@@ -20,7 +20,7 @@ from docshift.web.context import get_db, get_store
 def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office, tmp_path, slow_xls, legacy):
     task_id = post_file(client, account, slow_xls.read_bytes(), "big.xls").get_json()["task_id"]
     config = app.config["DOCSHIFT"]
-    stale_office = Office(tmp_path / "stale", name="stale")
+    stale_office = Forkit(tmp_path / "stale", name="stale")
     finished = {}
 
     def stale_run():
@@ -29,16 +29,14 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
                                                         Engine(stale_office), worker="stale-host:1")
 
     stale = threading.Thread(target=stale_run)
-    with app.app_context():
-        # the current run's LibreOffice is this account's before the stale run starts: a fresh one is not
-        # started in the window where the stale run must still be converting
-        office.take(tasks.get_task(get_db(), task_id)["account_id"])
     try:
         stale_office.start()
         stale.start()
         # it has the big workbook and converts it: now it is given up on
+        # (the session's ``office`` is running already: nothing starts in the window where the stale run must
+        # still be converting)
         wait_for(lambda: any(path.is_file() and path.stat().st_size == slow_xls.stat().st_size
-                             for path in stale_office.job_dir.rglob("*")), 60, "the stale run's input")
+                             for path in stale_office.tasks_dir.rglob("*")), 60, "the stale run's input")
         with app.app_context():
             conn, store = get_db(), get_store()
             assert tasks.requeue(conn, task_id, ("stale-host:1", 1))
