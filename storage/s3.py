@@ -110,12 +110,6 @@ class ObjectStore:
             log.warning("bucket lifecycle backstop not set: %s", error.code)
 
     @_domain_errors
-    def lifecycle_days(self) -> dict[str, tuple[str | None, int | None]]:
-        """``{rule id: (prefix, days)}`` of the bucket's expiration rules."""
-        config: Any = self.client.get_bucket_lifecycle(self.bucket)  # read by the tests, of a bucket with rules
-        return {rule.rule_id: (rule.rule_filter.prefix, rule.expiration.days) for rule in config.rules}
-
-    @_domain_errors
     def ping(self) -> None:
         """Raise if the store does not answer for our bucket."""
         self.client.bucket_exists(self.bucket)
@@ -152,10 +146,6 @@ class ObjectStore:
     def delete_input(self, task_id: str) -> None:
         self.client.remove_object(self.bucket, _input_key(task_id))
 
-    @_domain_errors
-    def input_exists(self, task_id: str) -> bool:
-        return self._exists(_input_key(task_id))
-
     # results: each under the key its run's lease names (``result_key``); the task's row keeps it
 
     @_domain_errors
@@ -178,10 +168,6 @@ class ObjectStore:
         self.client.remove_object(self.bucket, key)
 
     @_domain_errors
-    def result_exists(self, key: str) -> bool:
-        return self._exists(key)
-
-    @_domain_errors
     def result_size(self, key: str) -> int | None:
         """Bytes of the result stored under ``key``; None when there is none."""
         try:
@@ -198,15 +184,6 @@ class ObjectStore:
         expires = timedelta(seconds=expires_in)
         return {"input": self.node_signer.presigned_get_object(self.bucket, _input_key(task_id), expires=expires),
                 "result": self.node_signer.presigned_put_object(self.bucket, result_key, expires=expires)}
-
-    def _exists(self, key: str) -> bool:
-        try:
-            self.client.stat_object(self.bucket, key)
-        except S3Error as error:
-            if error.code in MISSING:
-                return False
-            raise
-        return True
 
 
 class _UnixConnection(HTTPConnection):

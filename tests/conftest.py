@@ -276,6 +276,18 @@ def drop_bucket(store):
         pass
 
 
+def input_stored(store, task_id):
+    """Whether the task's upload is still in the store: the worker's own fetch of it finds it."""
+    from docshift.errors import InputMissing
+
+    with tempfile.TemporaryDirectory() as directory:
+        try:
+            store.fetch_input(task_id, Path(directory) / "input")
+        except InputMissing:
+            return False
+    return True
+
+
 @pytest.fixture
 def client(app):
     return app.test_client()

@@ -13,7 +13,7 @@ from conftest import _soffice_save, post_file
 
 from docshift.engine import Engine, convert
 from docshift.formats import source_name
-from docshift.tasks import conversion
+from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 
@@ -85,7 +85,8 @@ def test_a_filename_field_shows_the_customers_name(office, app, client, account,
     task_id = response.get_json()["task_id"]
     with app.app_context():
         config = app.config["DOCSHIFT"]
-        assert conversion.run_conversion(task_id, get_db(), get_store(), config, Engine(office)) == "SUCCEEDED"
+        assert conversion.run_next(get_db(), get_store(), config, Engine(office), maintenance.worker_name()) \
+            == "SUCCEEDED"
     task = client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {account}"}).get_json()
     download = requests.get(task["download_url"], timeout=30)
     assert download.status_code == 200

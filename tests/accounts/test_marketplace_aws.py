@@ -14,7 +14,7 @@ from conftest import post_file
 from docshift.accounts import subscriptions
 from docshift.engine import Engine
 from docshift.storage import accounts, tasks
-from docshift.tasks import conversion
+from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 
@@ -185,7 +185,7 @@ def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy
     denied = post_file(client, key, legacy["doc"].read_bytes(), "later.doc")
     assert denied.status_code == 403 and denied.get_json()["code"] == "subscription_pending_or_inactive"
     with app.app_context():
-        conversion.run_conversion(queued, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
+        conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office), maintenance.worker_name())
         task = tasks.get_task(get_db(), queued)
     assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
 
@@ -194,9 +194,10 @@ def test_entitlement_update_raises_the_quota_and_keeps_the_count(app, client, aw
     aws.resolves("tok-1")
     aws.entitled("starter")
     key = register(client).get_json()["api_key"]
-    task_id = post_file(client, key, legacy["xls"].read_bytes(), "n.xls").get_json()["task_id"]
+    assert post_file(client, key, legacy["xls"].read_bytes(), "n.xls").status_code == 202
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
+        assert conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office),
+                                   maintenance.worker_name()) == "SUCCEEDED"
     receipt, = aws.notify("entitlement-updated")
     aws.entitled("business")
     aws.acknowledged(receipt)

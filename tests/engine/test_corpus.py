@@ -24,7 +24,7 @@ from docshift.engine import Engine, inventory, vba
 from docshift.engine.convert import content_lost
 from docshift.formats import FORMATS
 from docshift.storage import tasks
-from docshift.tasks import conversion
+from docshift.tasks import conversion, maintenance
 from docshift.web import create_app
 from docshift.web.context import get_db, get_store
 
@@ -104,7 +104,7 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
     assert response.status_code == 202, response.get_data(as_text=True)
     task_id = response.get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
+        conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office), maintenance.worker_name())
         task = tasks.get_task(get_db(), task_id)
         ours = None
         if task["status"] == "SUCCEEDED":

@@ -26,7 +26,7 @@ from msoffcrypto.method.rc4_cryptoapi import _makekey
 from docshift import passwords
 from docshift.engine import Engine, cfb, decrypt
 from docshift.storage import tasks
-from docshift.tasks import conversion
+from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_settings, get_store
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -132,7 +132,7 @@ def convert(app, client, key, office, path, **options):
     task_id = response.get_json()["task_id"]
     with app.app_context():
         waiting = tasks.get_task(get_db(), task_id)
-        conversion.run_conversion(task_id, get_db(), get_store(), get_settings(), Engine(office))
+        conversion.run_next(get_db(), get_store(), get_settings(), Engine(office), maintenance.worker_name())
         row = tasks.get_task(get_db(), task_id)
     view = client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {key}"}).get_json()
     return view, waiting, row

@@ -11,7 +11,7 @@ import pytest
 from conftest import post_file
 
 from docshift.engine import Engine
-from docshift.tasks import conversion
+from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 # file: the detected_format of its SUCCEEDED task
@@ -50,7 +50,7 @@ def convert(app, client, account, office, path):
     assert response.status_code == 202, response.get_data(as_text=True)
     task_id = response.get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
+        conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office), maintenance.worker_name())
     view = client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {account}"})
     return view.get_json()
 

@@ -24,7 +24,7 @@ from urllib.parse import quote, unquote
 
 import pytest
 import requests
-from conftest import ROOT, post_file, read_until_closed
+from conftest import ROOT, input_stored, post_file, read_until_closed
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -217,7 +217,7 @@ def stored_task(app, task_id):
     from docshift.web.context import get_db, get_store
 
     with app.app_context():
-        return tasks.get_task(get_db(), task_id), get_store().input_exists(task_id)
+        return tasks.get_task(get_db(), task_id), input_stored(get_store(), task_id)
 
 
 def assert_sound(app, response):

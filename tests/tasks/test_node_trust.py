@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import ROOT, Cluster, free_port_block, stop_process_group, wait_for
+from conftest import ROOT, Cluster, free_port_block, input_stored, stop_process_group, wait_for
 from huey.registry import Message
 
 from docshift import settings
@@ -202,7 +202,7 @@ def test_a_jobs_links_reach_its_own_objects_only(app):
         assert requests.get(links["result"], timeout=10).status_code == 403
         assert requests.put(links["result"], data=b"my result", timeout=10).status_code == 200
         assert store.result_size(mine) == len(b"my result")
-        assert store.input_exists("tsk_other") and store.input_exists("tsk_mine")
+        assert input_stored(store, "tsk_other") and input_stored(store, "tsk_mine")
 
 
 # Redis itself: a password, TLS, loopback ------------------------------------------------

@@ -1,6 +1,6 @@
 """Retention and deletion: inputs go when final, results expire, sweeps are crash-safe."""
 
-from conftest import overridden, post_file
+from conftest import input_stored, overridden, post_file
 
 from docshift.accounts import keys
 from docshift.engine import Engine
@@ -12,7 +12,7 @@ from docshift.web.context import get_db, get_store
 
 def run(app, office, task_id, **config):
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
+        conversion.run_next(get_db(), get_store(), overridden(app, config), Engine(office), maintenance.worker_name())
         return tasks.get_task(get_db(), task_id)
 
 
@@ -27,11 +27,11 @@ def assert_swept(app):
         conn, store = get_db(), get_store()
         for task in conn["conversions"].rows:
             if task["status"] == "EXPIRED":
-                assert not store.result_exists(task["result_key"])
+                assert store.result_size(task["result_key"]) is None
             if task["status"] == "SUCCEEDED":
-                assert store.result_exists(task["result_key"])
+                assert store.result_size(task["result_key"]) is not None
             if task["status"] in ("SUCCEEDED", "FAILED", "EXPIRED"):
-                assert not store.input_exists(task["id"])
+                assert not input_stored(store, task["id"])
 
 
 def test_inputs_go_when_final(office, app, client, account, legacy):
@@ -40,7 +40,7 @@ def test_inputs_go_when_final(office, app, client, account, legacy):
     assert run(app, office, succeeded)["status"] == "SUCCEEDED"
     assert run(app, office, failed)["status"] == "FAILED"
     with app.app_context():
-        assert not get_store().input_exists(succeeded) and not get_store().input_exists(failed)
+        assert not input_stored(get_store(), succeeded) and not input_stored(get_store(), failed)
 
 
 def test_interrupted_sweep_is_finished_by_the_next(office, app, client, account, legacy):
@@ -71,16 +71,22 @@ def test_inactive_accounts_results_are_deleted_too(office, app, client, account,
     sweep(app)
     with app.app_context():
         task = tasks.get_task(get_db(), task_id)
-        assert task["status"] == "EXPIRED" and not get_store().result_exists(task["result_key"])
+        assert task["status"] == "EXPIRED" and get_store().result_size(task["result_key"]) is None
 
 
 BACKSTOP = {"backstop-inputs": ("inputs/", 1), "backstop-results": ("results/", 1)}
 
 
+def lifecycle_days(store):
+    """``{rule id: (prefix, days)}`` of the bucket's expiration rules, as the S3 server reports them."""
+    rules = store.client.get_bucket_lifecycle(store.bucket).rules
+    return {rule.rule_id: (rule.rule_filter.prefix, rule.expiration.days) for rule in rules}
+
+
 def test_bucket_has_a_lifecycle_backstop(app):
     store = ObjectStore(app.config["DOCSHIFT"])
     store.ensure_bucket()
-    assert store.lifecycle_days() == BACKSTOP
+    assert lifecycle_days(store) == BACKSTOP
 
 
 def test_the_buckets_other_lifecycle_rules_are_kept(app):
@@ -98,4 +104,4 @@ def test_the_buckets_other_lifecycle_rules_are_kept(app):
     store.client.set_bucket_lifecycle(store.bucket, LifecycleConfig(foreign))
     for _ in range(2):  # every worker start
         store.ensure_bucket()
-        assert store.lifecycle_days() == {"operator-logs": ("logs/", 30), **BACKSTOP}
+        assert lifecycle_days(store) == {"operator-logs": ("logs/", 30), **BACKSTOP}

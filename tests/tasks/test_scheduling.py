@@ -72,8 +72,10 @@ def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
     assert post_file(client, other, b"z" * 100, "theirs.doc").status_code == 202
 
     with app.app_context():  # one of the two finishes (it fails: not a document), a place frees up
-        conversion.run_conversion(accepted[0].get_json()["task_id"], get_db(), get_store(), app.config["DOCSHIFT"],
-                                  Engine(office))
+        # the worker's step: the fairest waiting task is the account's oldest, accepted[0]
+        assert conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office),
+                                   maintenance.worker_name()) == "FAILED"
+        assert tasks.get_task(get_db(), accepted[0].get_json()["task_id"])["status"] == "FAILED"
     assert post_file(client, account, b"y" * 100, "third.doc").status_code == 202
 
 
@@ -188,7 +190,7 @@ def test_duties_keep_their_schedule_under_a_backlog(s3, tmp_path, slow_xls, lega
         backlog = [service.submit(key, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(12)]
         store = service.store()
         deadline = time.monotonic() + 30
-        while store.result_exists(rows(service)[first]["result_key"]):
+        while store.result_size(rows(service)[first]["result_key"]) is not None:
             assert time.monotonic() < deadline, "the result outlived its retention under a backlog"
             time.sleep(0.5)
         assert rows(service)[first]["status"] == "EXPIRED"

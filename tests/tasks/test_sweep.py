@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from conftest import overridden, post_file
+from conftest import input_stored, overridden, post_file
 
 from docshift.engine import Engine
 from docshift.storage import connection, tasks
@@ -16,7 +16,7 @@ from docshift.web.context import get_db, get_store
 def submit_and_run(app, office, client, key, data, name, **config):
     task_id = post_file(client, key, data, name).get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
+        conversion.run_next(get_db(), get_store(), overridden(app, config), Engine(office), maintenance.worker_name())
     return task_id
 
 
@@ -43,7 +43,7 @@ def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
     assert body["result_expires_at"] <= connection.iso(connection.now())
     assert requests.get(link, timeout=10).status_code == 403  # the link expired with the result
     with app.app_context():
-        assert not get_store().result_exists(tasks.get_task(get_db(), task_id)["result_key"])
+        assert get_store().result_size(tasks.get_task(get_db(), task_id)["result_key"]) is None
 
 
 def test_a_link_lives_no_longer_than_its_result(office, app, client, account, legacy):
@@ -65,7 +65,7 @@ def test_a_link_lives_no_longer_than_its_result(office, app, client, account, le
     refused = requests.get(body["download_url"], timeout=10)
     assert refused.status_code == 403 and b"expired" in refused.content
     with app.app_context():
-        assert get_store().result_exists(tasks.get_task(get_db(), task_id)["result_key"])
+        assert get_store().result_size(tasks.get_task(get_db(), task_id)["result_key"]) is not None
 
 
 def test_retained_result_is_left_alone(office, app, client, account, legacy):
@@ -73,7 +73,7 @@ def test_retained_result_is_left_alone(office, app, client, account, legacy):
     sweep(app)
     with app.app_context():
         task = tasks.get_task(get_db(), task_id)
-        assert task["status"] == "SUCCEEDED" and get_store().result_exists(task["result_key"])
+        assert task["status"] == "SUCCEEDED" and get_store().result_size(task["result_key"]) is not None
 
 
 def test_dead_worker_task_is_requeued_then_failed(app, client, account):
@@ -88,7 +88,7 @@ def test_dead_worker_task_is_requeued_then_failed(app, client, account):
             if attempt < 3:
                 assert task["status"] == "QUEUED" and task["attempts"] == attempt
         assert task["status"] == "FAILED" and task["error_code"] == "conversion_failed"
-        assert not get_store().input_exists(task_id)
+        assert not input_stored(get_store(), task_id)
 
 
 def test_sweep_beats_the_heartbeat(app, client):

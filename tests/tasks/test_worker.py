@@ -6,13 +6,13 @@ import threading
 from dataclasses import replace
 
 import pytest
-from conftest import overridden, post_file, register
+from conftest import input_stored, overridden, post_file, register
 from msoffcrypto.format.ooxml import OOXMLFile
 
 from docshift.accounts import keys
 from docshift.engine import Engine
 from docshift.storage import accounts, tasks
-from docshift.tasks import conversion
+from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 
@@ -27,8 +27,11 @@ def submit(app, client, account):
 
 
 def run(app, office, task_id, **config):
+    """The worker's step (``run_next``): the fairest waiting task, here the only one, ``task_id``, claimed and
+    converted; returns the status it came to (None when nothing waits) and the task's row."""
     with app.app_context():
-        outcome = conversion.run_conversion(task_id, get_db(), get_store(), overridden(app, config), Engine(office))
+        outcome = conversion.run_next(get_db(), get_store(), overridden(app, config), Engine(office),
+                                      maintenance.worker_name())
         return outcome, tasks.get_task(get_db(), task_id)
 
 
@@ -47,12 +50,12 @@ def encrypted_container(path, tmp_path):
 def test_success_deletes_the_input_and_keeps_the_result(office, app, submit, legacy):
     task_id = submit(legacy["doc"].read_bytes(), "letter.doc")
     with app.app_context():
-        assert get_store().input_exists(task_id)
+        assert input_stored(get_store(), task_id)
     outcome, task = run(app, office, task_id)
     assert outcome == "SUCCEEDED" and task["status"] == "SUCCEEDED" and task["billing_class"] == "INCLUDED"
     with app.app_context():
-        assert not get_store().input_exists(task_id)
-        assert get_store().result_exists(task["result_key"])
+        assert not input_stored(get_store(), task_id)
+        assert get_store().result_size(task["result_key"]) is not None
     assert task["input_deleted"] == 1
 
 
@@ -102,7 +105,7 @@ def test_inactive_account_fails_unbilled(office, app, client, submit, legacy, ac
     assert task["status"] == "FAILED" and task["error_code"] == "subscription_inactive"
     assert task["billing_class"] is None
     with app.app_context():
-        assert not get_store().input_exists(task_id)
+        assert not input_stored(get_store(), task_id)
 
 
 def test_successes_beyond_the_quota_are_overage(office, app, client, legacy):

@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import requests
-from conftest import post_file
+from conftest import input_stored, post_file
 
 from docshift.engine import Engine
 from docshift.storage import connection
@@ -23,7 +23,7 @@ def test_replay_returns_the_original_task_with_its_current_status(app, client, a
     assert "Idempotent-Replayed" not in first.headers
     task_id = first.get_json()["task_id"]
     with app.app_context():
-        conversion.run_conversion(task_id, get_db(), get_store(), app.config["DOCSHIFT"], Engine(office))
+        conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office), maintenance.worker_name())
     again = submit(client, account, data, "a.doc", "retry-me-0001")
     body = again.get_json()
     assert again.status_code == 202 and again.headers["Idempotent-Replayed"] == "true"
@@ -32,7 +32,7 @@ def test_replay_returns_the_original_task_with_its_current_status(app, client, a
     assert again.headers["Location"] == body["status_url"]
     with app.app_context():
         assert get_db()["conversions"].count == 1
-        assert not get_store().input_exists(task_id)  # the replay stored nothing
+        assert not input_stored(get_store(), task_id)  # the replay stored nothing
     usage = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {account}"}).get_json()
     assert usage["included_used"] == 1
 
