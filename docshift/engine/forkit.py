@@ -100,6 +100,7 @@ class Forkit:
         with self._lock:
             if self.running:
                 return
+            self.stop()  # what is left of a parent that died: its control socket
             for attempt in range(1, START_ATTEMPTS + 1):
                 try:
                     self._launch()
@@ -256,7 +257,7 @@ class Forkit:
     def close(self) -> None:
         with self._lock:
             self.stop()
-        for path in (self.profile, self.job_dir):
+        for path in (self.profile, self.job_dir, self.tasks_dir):
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -315,6 +315,10 @@ def _convert(office, source, stored, result_fd, request):
         document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
         with open(stored, "rb") as result, open(result_fd, "wb", closefd=False) as given:
             shutil.copyfileobj(result, given, 1 << 20)  # the worker's file
+        # the customer's file and its result leave the sandbox before the answer: the worker may hand the next
+        # file to another child at once, which runs as the same user
+        for path in (stored, source):
+            os.unlink(path)
         took("store")
     except Exception as error:
         if not answers(office.desktop, error):

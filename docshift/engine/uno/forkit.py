@@ -40,13 +40,13 @@ MAX_REQUEST = 1 << 16
 
 def main():
     profile, control = sys.argv[1], socket.socket(fileno=int(sys.argv[2]))
+    yield_the_cpu()  # first: a process that is not dumpable may no longer write its /proc/self/autogroup
     # not dumpable, and its children after it: a child taken over by a document can neither read nor write the
     # memory of this process (``/proc/<pid>/mem``), which every later child is forked from
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     # lok_preinit loads the configuration of the profile this names, not of its own argument (without it the
     # settings of $HOME's default profile were in force: macros and links as LibreOffice's defaults have them)
-    os.environ["UserInstallation"] = profile
-    yield_the_cpu()
+    os.environ["UserInstallation"] = profile  # noqa: SIM112  (LibreOffice's bootstrap name, as it spells it)
     office = ctypes.CDLL(os.path.join(PROGRAM, "libmergedlo.so"), mode=ctypes.RTLD_GLOBAL)
     office.lok_preinit.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
     if office.lok_preinit(PROGRAM.encode(), profile.encode()) != 0:
@@ -62,6 +62,7 @@ def main():
                     kill(pid)
             wait = min((deadline for deadline, _ in children.values()), default=now + 1) - now
             if select.select([control], [], [], max(0.01, min(wait, 1)))[0]:
+                reap(children)  # the temp dirs of the children that ended go before another child starts
                 message, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, 4)
                 if not message:  # the worker is gone
                     return 0
@@ -129,6 +130,7 @@ def child(office, profile, fds, request, scratch):
             raise RuntimeError("LibreOfficeKit did not start")
         import bridge  # imports uno, which reaches this process's office only once LibreOfficeKit runs
         status = bridge.serve(request, *(files or (None, None)))
+        shutil.rmtree(scratch, ignore_errors=True)  # at once: the parent removes it again when it reaps this child
     except BaseException as error:  # the child answers whatever happened, and goes
         try:
             sys.stdout.write(json.dumps({"ok": False, "error": "crashed",
