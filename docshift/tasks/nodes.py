@@ -100,11 +100,7 @@ class Registry:
 
     def started(self, holder: str) -> bool:
         """Whether a node said it began the job: one lost on its way to a node never did."""
-        return self._runner(holder) is not None
-
-    def running_nodes(self) -> dict[str, str]:
-        """{job holder: node name} of the jobs being converted."""
-        return {holder: entry["node"] for holder, entry in self._entries(RUNNING, self._runs, "holder").items()}
+        return self.runner(holder) is not None
 
     def done(self, holder: str) -> None:
         self.redis.hdel(RUNNING, holder)
@@ -123,14 +119,14 @@ class Registry:
     def job_gone(self, holder: str, started_at: datetime, at: datetime) -> bool:
         """True when the job is certainly not going to report: its node went silent, or it is
         neither waiting in the queue nor running anywhere, well after it was dispatched."""
-        node = self._runner(holder)
+        node = self.runner(holder)
         if node is not None:
             return node not in self.alive()
         if any(job["holder"] == holder for job in self.jobs.waiting()):
             return False
         return (at - started_at).total_seconds() > self.silence
 
-    def _runner(self, holder: str) -> str | None:
+    def runner(self, holder: str) -> str | None:
         """The node that says it runs the job, if any."""
         raw = self.redis.hget(RUNNING, holder)
         try:

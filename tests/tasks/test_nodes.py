@@ -52,7 +52,7 @@ def test_a_node_killed_mid_batch_loses_and_doubles_nothing(cluster, legacy, slow
     config = cluster.config()
     registry = Registry(config, Jobs(config))
     deadline = time.monotonic() + 90
-    while not any(_node_pid(node) == victim.pid for node in registry.running_nodes().values()):
+    while not any(node and _node_pid(node) == victim.pid for node in _runners(cluster, registry)):
         assert time.monotonic() < deadline, "the victim never took a job"
         time.sleep(0.05)
     os.killpg(victim.pid, signal.SIGKILL)
@@ -70,6 +70,11 @@ def test_a_node_started_later_picks_up_work_at_once(cluster, legacy):
     assert cluster.coordinator.wait_status(key, task_id) == "QUEUED"  # the coordinator converts nothing
     cluster.start_node("late")
     assert cluster.coordinator.wait(key, task_id, timeout=120)["status"] == "SUCCEEDED"
+
+
+def _runners(cluster, registry):
+    """The nodes that say they run a dispatched job: the runner of each PROCESSING task's holder."""
+    return [registry.runner(row["worker"]) for row in cluster.rows().values() if row["status"] == "PROCESSING"]
 
 
 def _node_pid(name):
