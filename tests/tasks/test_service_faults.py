@@ -3,9 +3,11 @@
 A task whose stored input is gone ends FAILED ``input_missing`` at once, unbilled, never
 requeued. A full disk and a LibreOffice that cannot start are retried without using the
 file's attempts and never end a task FAILED; ``/healthz`` says what is wrong meanwhile. A
-recycle restart that fails after a conversion keeps the finished result."""
+LibreOffice that dies after a conversion and cannot start again keeps the finished result."""
 
+import os
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -13,7 +15,7 @@ import requests
 from conftest import Service, post_file, stop_process_group, wait_for
 
 from docshift.engine import Engine
-from docshift.engine.office import Office
+from docshift.engine.forkit import Forkit
 from docshift.storage import connection, tasks
 from docshift.tasks import conversion
 from docshift.web.context import get_db, get_store
@@ -145,22 +147,27 @@ def test_a_full_disk_is_retried_not_failed(s3, tmp_path, small_disk, slow_xls):
         service.stop()
 
 
-def test_a_failed_recycle_keeps_the_finished_result(app, client, account, legacy, tmp_path):
-    office = Office(tmp_path / "office", max_conversions=1, name="recycled")
+def test_a_parent_that_dies_and_cannot_start_again_keeps_the_finished_result(app, client, account, legacy,
+                                                                              tmp_path):
+    """The conversion is done when LibreOffice's parent dies and its restarts fail: the result stands, and the
+    next task, meeting an engine that cannot start, goes back to the queue without using an attempt."""
+    office = Forkit(tmp_path / "office", name="dying")
     office.start()
     try:
-        office.pool.launcher.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
         submitted = [post_file(client, account, legacy["doc"].read_bytes(), "letter.doc").get_json()["task_id"]
                      for _ in range(2)]
         with app.app_context():
             conn, store = get_db(), get_store()
-            # the conversion is done when LibreOffice is recycled and fails to come back
             config = app.config["DOCSHIFT"]
             assert conversion.run_conversion(submitted[0], conn, store, config, Engine(office)) == "SUCCEEDED"
-            assert store.result_exists(tasks.get_task(conn, submitted[0])["result_key"]) and office.broken
-            # the next task meets an engine that cannot start: back to the queue, no attempt used
+            office.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
+            os.killpg(office.process.pid, signal.SIGKILL)
+            wait_for(lambda: not office.running, 10, "the parent's sandbox to go")
+            assert store.result_size(tasks.get_task(conn, submitted[0]).result_key)
             assert conversion.run_conversion(submitted[1], conn, store, config, Engine(office)) == "QUEUED"
+            assert office.broken and office.starts == 1 + 3, office.starts  # three attempts, each failed
             task = tasks.get_task(conn, submitted[1])
-            assert task["status"] == "QUEUED" and task["attempts"] == 0 and task["error_code"] is None
+            assert task.status == "QUEUED" and task.attempts == 0 and task.error_code is None
+            assert tasks.get_task(conn, submitted[0]).status == "SUCCEEDED"
     finally:
         office.close()
