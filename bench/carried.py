@@ -28,8 +28,7 @@ import msoffcrypto
 import olefile
 from oletools.olevba import VBA_Parser
 
-from docshift.engine import Engine, cfb, vba, vbaproject
-from docshift.engine.office import Office
+from docshift.engine import Engine, Forkit, cfb, vba, vbaproject
 from docshift.errors import ConversionFailed
 from docshift.formats import FORMATS
 
@@ -178,14 +177,13 @@ def main():
     folder = parser.parse_args().folder
     files = sorted(p for p in folder.rglob("*") if kind(p) in KINDS)
     with tempfile.TemporaryDirectory(prefix="bench-carried-") as work:
-        office = Office(Path(work) / "office", name="bench")
-        office.start()
+        engine = Engine(Forkit(Path(work) / "office", name="bench"))
+        engine.start()
         try:
-            engine = Engine(office)
             projects(engine, folder, files, Path(work))
             protected(engine, folder, files, Path(work))
         finally:
-            office.stop()
+            engine.close()
 
 
 if __name__ == "__main__":

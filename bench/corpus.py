@@ -1,9 +1,9 @@
 """Compatibility of the conversion engine over any folder of .doc/.xls/.ppt files, against a cold
 ``soffice --convert-to`` of the same LibreOffice on the same files, in the same run.
 
-Each file goes through the worker's engine (pre-check, then a warm LibreOffice: detection, load,
-OOXML, its XML read back and compared); its outcome is set beside the cold soffice's (a valid OOXML document
-or not), and where both converted, what our result holds is compared with the cold one's: sheet
+Each file goes through the worker's engine (pre-check, then a fresh child of a preinitialised LibreOffice:
+detection, load, OOXML, its XML read back and compared); its outcome is set beside the cold soffice's (a valid
+OOXML document or not), and where both converted, what our result holds is compared with the cold one's: sheet
 names, slide count, text. No running docshift is needed.
 
     .venv/bin/python bench/corpus.py [FOLDER]        # default ../shared/corpus
@@ -17,8 +17,7 @@ from pathlib import Path
 
 import reference
 
-from docshift.engine import convert, precheck
-from docshift.engine.office import Office
+from docshift.engine import Forkit, convert, precheck
 from docshift.errors import ConversionFailed
 
 HERE = Path(__file__).resolve().parent
@@ -54,7 +53,7 @@ def main():
         raise SystemExit(f"no .doc, .xls or .ppt files under {args.folder}")
 
     cold = reference.Cold(files, args.timeout)
-    office = Office(Path(tempfile.mkdtemp(prefix="bench-office-")), name="bench")
+    office = Forkit(Path(tempfile.mkdtemp(prefix="bench-office-")), name="bench")
     office.start()
     rows = []
     try:
@@ -63,7 +62,7 @@ def main():
             expected, _ = cold.result(path)
             rows.append((path, outcome, found, ours, expected, seconds))
     finally:
-        office.stop()
+        office.close()
         cold.close()
 
     print(f"# docshift engine against a cold soffice: {len(files)} files under {args.folder.name}\n")

@@ -1,8 +1,8 @@
 """Conversion nodes against one box: the same batch, side by side, in one run.
 
-1. one box: web + worker (two LibreOffice processes) + store, the SQLite queue;
+1. one box: web + worker (two worker threads, a LibreOffice child each file) + store, the SQLite queue;
 2. a coordinator on Redis (``DOCSHIFT_WORKERS=0``: it converts nothing) with one node of one
-   LibreOffice, then with a second node of one LibreOffice;
+   worker thread, then with a second such node;
 
 and prints each round's throughput, and the coordinator's own CPU seconds per conversion
 (its worker process: claims, dispatch, outcomes; and its web), so the reader can see how many
@@ -53,7 +53,7 @@ def wait_for_nodes(instance, count):
         if time.monotonic() > deadline:
             sys.exit("the nodes did not register")
         time.sleep(0.2)
-    time.sleep(5)  # their LibreOffice warms up before the first job
+    time.sleep(5)  # their LibreOffice parent preinitialises before the first job
 
 
 def coordinator_cpu(instance):
@@ -97,7 +97,7 @@ def main():
                     seconds, bodies = burst(coordinator, key, files)
                     after = coordinator_cpu(coordinator)
                     used = (after[0] - before[0], after[1] - before[1])
-                    rounds.append((f"coordinator + {count} node(s), 1 LibreOffice each", seconds, bodies, used))
+                    rounds.append((f"coordinator + {count} node(s), 1 worker thread each", seconds, bodies, used))
         finally:
             for node in nodes:
                 os.killpg(node.pid, signal.SIGINT)

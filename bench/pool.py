@@ -24,7 +24,8 @@ from harness import quantile
 
 
 class RssSampler(threading.Thread):
-    """Peak VmHWM of every soffice.bin with a docshift profile (``/office/`` in its command line)."""
+    """Peak VmHWM of every LibreOffice process of docshift's: the engine's parents (``forkit.py`` under LibreOffice's
+    Python; bubblewrap's command line names it too) and the children they fork, one per file."""
 
     def __init__(self):
         super().__init__(daemon=True)
@@ -39,7 +40,7 @@ class RssSampler(threading.Thread):
                 try:
                     with open(f"/proc/{entry}/cmdline", "rb") as f:
                         cmdline = f.read()
-                    if b"soffice.bin" not in cmdline or b"/office/" not in cmdline:
+                    if not cmdline.startswith(b"/usr/bin/python3\0") or b"forkit.py\0" not in cmdline:
                         continue
                     with open(f"/proc/{entry}/status") as f:
                         hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))

@@ -1,9 +1,9 @@
-"""What the bubblewrap sandbox costs: one warm Office with it and one with DOCSHIFT_SANDBOX=off,
+"""What the bubblewrap sandbox costs: one engine parent (``Forkit``) in it and one with DOCSHIFT_SANDBOX=off,
 side by side in one run, over the same corpus files.
 
-For each mode, in alternating rounds: the start of a LibreOffice (launch, and the
-self-test it passes before taking work), then every file converted once on the
-warm process (latency per file, and throughput: files per second over the pass).
+For each mode, in alternating rounds: the start of the parent (launch and preinit, and the self-test
+it passes before taking work), then every file converted once, each in a fresh child of that parent
+(latency per file, and throughput: files per second over the pass).
 Prints both and the ratio sandbox / off.
 
     python bench/sandbox.py [--files 30] [--rounds 2] [--corpus ../shared/corpus]
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import HERE, quantile
 
-from docshift.engine.office import Office
+from docshift.engine import Forkit
 from docshift.formats import FORMATS
 
 
@@ -32,7 +32,7 @@ def files(corpus, count):
 
 
 def one_round(sandboxed, paths, work):
-    office = Office(work, name="bench-on" if sandboxed else "bench-off", sandboxed=sandboxed)
+    office = Forkit(work, name="bench-on" if sandboxed else "bench-off", sandboxed=sandboxed)
     began = time.perf_counter()
     office.start()
     started = time.perf_counter() - began
@@ -78,7 +78,7 @@ def main():
             "latency p90 s": quantile(every, 0.9),
             "throughput files/s": statistics.median(r["rate"] for r in rounds),
         }
-    print(f"\n{len(paths)} corpus files x {args.rounds} rounds, one warm Office each way, same run")
+    print(f"\n{len(paths)} corpus files x {args.rounds} rounds, one parent each way, a child per file, same run")
     print("| | sandbox | DOCSHIFT_SANDBOX=off | sandbox / off |\n|---|---|---|---|")
     for name in figures[True]:
         on, off = figures[True][name], figures[False][name]

@@ -12,7 +12,7 @@ registers tenants through the local marketplace, and prints, in one run:
    used, and waited for, while the tenants uploaded;
 3. the pool: median latency one file at a time and the throughput of a batch (all submitted at
    once, then waited for), against a cold ``soffice --convert-to`` of the same files, side by side;
-4. the peak RSS of each LibreOffice process.
+4. the peak RSS of each engine parent (its children, one per file, have ended by then).
 
     .venv/bin/python bench/traffic.py [--files 60] [--idle 0,30,75]
 
@@ -143,7 +143,7 @@ def descendants(roots):
     return sorted(found)
 
 
-ROLES = (("soffice", "LibreOffice"), ("gunicorn", "web"), ("worker.py", "worker"), ("weed", "object store"),
+ROLES = (("forkit.py", "LibreOffice"), ("gunicorn", "web"), ("worker.py", "worker"), ("weed", "object store"),
          ("storage.seaweed", "object store"), ("honcho", "honcho (log relay)"))
 
 
@@ -426,13 +426,13 @@ def rss(instance):
     peaks = []
     for pid in descendants(instance.pids("worker.py")):
         try:
-            if b"soffice.bin" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if not Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1].endswith(b"/forkit.py"):
                 continue
             status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
+        except (OSError, IndexError):  # gone, or a zombie: no command line
             continue
         peaks.append(int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))) // 1024)
-    print(f"\n## LibreOffice peak RSS per process (MiB): {sorted(peaks)}")
+    print(f"\n## LibreOffice parents' peak RSS (MiB): {sorted(peaks)}")
 
 
 def main():
