@@ -125,34 +125,36 @@ class Forkit:
         # above the descriptors the sandbox's wrapper uses (3 to 5, 10): the number the parent is told
         passed = fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD_CLOEXEC, CONTROL_FD)
         theirs.close()
+        env = {"HOME": "/profile/home" if self.sandboxed else str(self.profile / "home"),
+               "TMPDIR": "/profile/tmp" if self.sandboxed else str(self.profile / "tmp"),
+               "SAL_USE_VCLPLUGIN": "svp"}
+        if self.sandboxed:
+            argv = sandbox.command(self.job_dir, self.profile, PARENT.parent,
+                                   [UNO_PYTHON, f"{sandbox.CODE}/{PARENT.name}", Path(sandbox.PROFILE).as_uri(),
+                                    str(passed)], env, self.limits)
+            env = {}
+        else:
+            log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
+            argv = network_namespace() + [UNO_PYTHON, str(PARENT), self.profile.as_uri(), str(passed)]
+            env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
+        # the worker's environment (secret key, S3 and AWS credentials) stays out either way
         try:
-            env = {"HOME": "/profile/home" if self.sandboxed else str(self.profile / "home"),
-                   "TMPDIR": "/profile/tmp" if self.sandboxed else str(self.profile / "tmp"),
-                   "SAL_USE_VCLPLUGIN": "svp"}
-            if self.sandboxed:
-                argv = sandbox.command(self.job_dir, self.profile, PARENT.parent,
-                                       [UNO_PYTHON, f"{sandbox.CODE}/{PARENT.name}", Path(sandbox.PROFILE).as_uri(),
-                                        str(passed)], env, self.limits)
-                env = {}
-            else:
-                log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
-                argv = network_namespace() + [UNO_PYTHON, str(PARENT), self.profile.as_uri(), str(passed)]
-                env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
-            # the worker's environment (secret key, S3 and AWS credentials) stays out either way
             self.process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd="/",
-                start_new_session=True, preexec_fn=self._limit, pass_fds=(passed,))
-            self.starts += 1
-            threading.Thread(target=log_lines, args=(self.process.stdout, self.name, None), daemon=True,
-                             name=f"{self.name}-messages").start()
-            ready = self._ready(ours)
-            launched = time.monotonic()
-            answer = self.job({"selftest": "selftest", "kinds": formats.self_test_kinds()}, [],
-                              SELF_TEST_TIMEOUT).answer(SELF_TEST_TIMEOUT)
-            if not answer.get("ok"):
-                raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                cwd="/", start_new_session=True, preexec_fn=self._limit, pass_fds=(passed,))
         finally:
-            os.close(passed)  # the sandbox's copy is the only one left
+            # the sandbox's copy is the only one left: a parent that dies is an end of file at once, not a
+            # wait of START_TIMEOUT for an answer that cannot come
+            os.close(passed)
+        self.starts += 1
+        threading.Thread(target=log_lines, args=(self.process.stdout, self.name, None), daemon=True,
+                         name=f"{self.name}-messages").start()
+        ready = self._ready(ours)
+        launched = time.monotonic()
+        answer = self.job({"selftest": "selftest", "kinds": formats.self_test_kinds()}, [],
+                          SELF_TEST_TIMEOUT).answer(SELF_TEST_TIMEOUT)
+        if not answer.get("ok"):
+            raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
         self.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
         log.info("%s started %s in %.2f s, self-test %.2f s (parent pid %s in the sandbox)", self.name,
                  "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", self.timings["launch"],
