@@ -16,6 +16,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -42,6 +43,8 @@ MAX_FILENAME = 1024           # characters of a job's file name (the API takes n
 MAX_PASSWORD = 255            # characters of a job's Document-Password (the API takes no longer)
 MAX_FIDELITY = 256 * 1024     # bytes of a fidelity report, as JSON
 MAX_RESTARTS = 100
+
+log = logging.getLogger("docshift.queue")
 
 
 def queue_keys(config: Settings) -> list[bytes]:
@@ -103,10 +106,13 @@ _TIMES = ("eta", "expires_resolved")
 
 class SealedJSON(Serializer):
     """huey's serializer for the queue named ``queue``: each Message as its plain fields in JSON,
-    sealed. Refuses to write what it could not read back as plain data."""
+    sealed. Refuses to write what it could not read back as plain data. What it cannot read as a
+    message of ours it logs and raises ``ForgedMessage`` for: huey has taken it off the queue by
+    then, and drops it (its consumer and scheduler log the error and go on), so it never runs."""
 
     def __init__(self, keys: bytes | Sequence[bytes], queue: str | None, ttl: float | None = None) -> None:
         super().__init__()
+        self.queue = queue
         self.seal = Seal(keys, f"queue:{queue}", ttl)
 
     def _serialize(self, message: Any) -> bytes:
@@ -118,7 +124,14 @@ class SealedJSON(Serializer):
         return self.seal.wrap(fields)
 
     def _deserialize(self, data: bytes) -> Any:
-        fields = self.seal.unwrap(data)
+        try:
+            return self._message(self.seal.unwrap(data))
+        except ForgedMessage as error:
+            log.warning("queue message dropped (%s): %s", self.queue, error)
+            raise
+
+    @staticmethod
+    def _message(fields: dict[str, Any]) -> Message:
         try:
             plain = {name: _scalar(fields[name]) for name in _PLAIN}
             times = {name: fields[name] and datetime.fromisoformat(fields[name]) for name in _TIMES}
