@@ -131,7 +131,7 @@ def test_a_stale_node_run_never_overwrites_the_current_result(cluster, legacy, s
     # it has the input (the big workbook) and converts it: freeze it, so that its beats stop
     scratch = cluster.tmp_path / "stale"
     wait_for(lambda: any(path.is_file() and path.stat().st_size == slow_xls.stat().st_size
-                         for path in (scratch / "work").rglob("*")), 90, "the stale node's input")
+                         for path in (scratch / "tasks").rglob("*")), 90, "the stale node's input")
     stale.send_signal(signal.SIGSTOP)
     try:
         # the input changes under it (a small workbook), so that its result is told apart
