@@ -15,16 +15,17 @@ from docshift.errors import StorageUnavailable
 from docshift.storage import tasks
 from docshift.storage.connection import Row, iso, new_id, now
 from docshift.storage.s3 import ObjectStore
+from docshift.storage.tasks import Task
 
-__all__ = ["ObjectStore", "submit_task"]
+__all__ = ["ObjectStore", "Task", "submit_task"]
 log = logging.getLogger("docshift.storage")
 
 
 def submit_task(conn: Database, objects: ObjectStore, *, account_id: str, filename: str, kind: str, data: bytes,
                 sha256: str, idempotency_key: str | None = None, max_unfinished: int | None = None,
                 macros: Macros = Macros.KEEP, protection: Protection = Protection.KEEP,
-                sealed_password: str | None = None, password_digest: str | None = None) -> Row:
-    """Store the input, then commit its QUEUED task row; returns the row.
+                sealed_password: str | None = None, password_digest: str | None = None) -> Task:
+    """Store the input, then commit its QUEUED task row; returns the task.
 
     When the row cannot be committed (the database is down; an identical request with the
     same Idempotency-Key committed first: ``IdempotencyKeyTaken``; the account has
@@ -46,4 +47,4 @@ def submit_task(conn: Database, objects: ObjectStore, *, account_id: str, filena
         except StorageUnavailable as error:  # the bucket's lifecycle rule removes it later
             log.warning("input of uncommitted task %s not removed: %r", task["id"], error)
         raise
-    return task
+    return Task.from_row(task)

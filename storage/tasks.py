@@ -1,9 +1,13 @@
 """Conversion tasks: their states, the fairness of the next claim, and the lease a claim is.
 
 A state change and its counting happen in one ``BEGIN IMMEDIATE`` transaction, so two workers
-can never count the same task or overrun the allowance between a read and a write.
+can never count the same task or overrun the allowance between a read and a write. A task read
+back is a :class:`Task`, not the row's dict.
 """
 
+from __future__ import annotations
+
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -12,7 +16,7 @@ from typing import Any, cast
 
 from sqlite_utils import Database
 
-from docshift.contract import BillingClass, Status
+from docshift.contract import BillingClass, Macros, Protection, Status
 from docshift.errors import IdempotencyKeyTaken, TooManyUnfinished
 from docshift.storage import periods
 from docshift.storage.connection import Row, first, iso, now, select, transaction
@@ -22,18 +26,68 @@ from docshift.storage.s3 import Lease, result_key
 BillingRule = Callable[[Row, Row], BillingClass]
 
 
-def get_task(db: Database, task_id: str, account_id: str | None = None) -> Row | None:
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A conversion task as its ``conversions`` row holds it (``schema.sql`` says what each column
+    means), with its states and options as their enums. Times are the row's ISO 8601 text."""
+
+    id: str
+    account_id: str
+    status: Status
+    source_filename: str
+    source_type: str              # doc, xls or ppt
+    source_size: int
+    source_sha256: str
+    created_at: str
+    macros: Macros = Macros.KEEP
+    protection: Protection = Protection.KEEP
+    idempotency_key: str | None = None
+    attempts: int = 0
+    worker: str | None = None     # with ``attempts``, the lease: who holds the task
+    billing_class: BillingClass | None = None
+    period_started_at: str | None = None
+    result_size: int | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    detected_format: str | None = None
+    result_extension: str | None = None
+    sealed_password: str | None = None
+    password_digest: str | None = None
+    fidelity: str | None = None   # JSON
+    result_key: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    result_expires_at: str | None = None
+    input_deleted: bool = False
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Task:
+        """The task of a ``conversions`` row (or of the dict a new row is inserted from)."""
+        values = {field.name: row[field.name] for field in dataclasses.fields(cls) if field.name in row}
+        values.update(status=Status(row["status"]), macros=Macros(row.get("macros", Macros.KEEP)),
+                      protection=Protection(row.get("protection", Protection.KEEP)),
+                      input_deleted=bool(row.get("input_deleted")))
+        if row.get("billing_class") is not None:
+            values["billing_class"] = BillingClass(row["billing_class"])
+        return cls(**values)
+
+
+def _task(row: Row | None) -> Task | None:
+    return None if row is None else Task.from_row(row)
+
+
+def get_task(db: Database, task_id: str, account_id: str | None = None) -> Task | None:
     sql = "SELECT * FROM conversions WHERE id = ?"
     params = [task_id]
     if account_id is not None:
         sql += " AND account_id = ?"
         params.append(account_id)
-    return first(db, sql, params)
+    return _task(first(db, sql, params))
 
 
-def task_by_idempotency_key(db: Database, account_id: str, key: str) -> Row | None:
-    return first(db, "SELECT * FROM conversions WHERE account_id = ? AND idempotency_key = ?",
-                 [account_id, key])
+def task_by_idempotency_key(db: Database, account_id: str, key: str) -> Task | None:
+    return _task(first(db, "SELECT * FROM conversions WHERE account_id = ? AND idempotency_key = ?",
+                       [account_id, key]))
 
 
 def unfinished_count(db: Database, account_id: str) -> int:
@@ -75,7 +129,7 @@ FAIREST = """
     WHERE conversions.status = 'QUEUED' ORDER BY conversions.created_at LIMIT 1"""
 
 
-def claim_next(db: Database, worker: str | None) -> tuple[Row, Row] | None:
+def claim_next(db: Database, worker: str | None) -> tuple[Task, Row] | None:
     """QUEUED -> PROCESSING for the fairest waiting task, held by ``worker``; returns
     ``(task, account)`` or None when nothing waits. The claim is the lease: the task's
     ``worker`` and ``attempts`` name its holder, and only that holder may finish it."""
@@ -84,17 +138,20 @@ def claim_next(db: Database, worker: str | None) -> tuple[Row, Row] | None:
         if row is None:
             return None
         _claim(db, row[0], worker)
-    task = cast(Row, get_task(db, row[0]))  # claimed just now: tasks are never deleted
-    return task, db.table("accounts").get(task["account_id"])
+    return _claimed(db, row[0])
 
 
-def start_processing(db: Database, task_id: str, worker: str | None = None) -> tuple[Row, Row] | None:
+def start_processing(db: Database, task_id: str, worker: str | None = None) -> tuple[Task, Row] | None:
     """QUEUED -> PROCESSING of this task, held by ``worker``; returns the task and its account, or None."""
     with transaction(db):
         if not _claim(db, task_id, worker):
             return None
-    task = cast(Row, get_task(db, task_id))  # claimed just now: tasks are never deleted
-    return task, db.table("accounts").get(task["account_id"])
+    return _claimed(db, task_id)
+
+
+def _claimed(db: Database, task_id: str) -> tuple[Task, Row]:
+    task = cast(Task, get_task(db, task_id))  # claimed just now: tasks are never deleted
+    return task, db.table("accounts").get(task.account_id)
 
 
 def _claim(db: Database, task_id: str, worker: str | None) -> bool:
@@ -111,9 +168,9 @@ def _held(lease: Sequence[Any] | None) -> tuple[str, list[Any]]:
     return "status = 'PROCESSING' AND worker IS ? AND attempts = ?", [lease[0], lease[1]]
 
 
-def lease_of(task: Mapping[str, Any]) -> Lease:
-    """The lease a claimed task row stands for: (holder, attempt)."""
-    return task["worker"], task["attempts"]
+def lease_of(task: Task) -> Lease:
+    """The lease a claimed task stands for: (holder, attempt)."""
+    return task.worker, task.attempts
 
 
 def holds(db: Database, task_id: str, lease: Sequence[Any] | None) -> bool:
@@ -152,11 +209,11 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
         # taken once the write lock is held: no earlier than anything metered before this commits
         at = at or now()
         task = get_task(db, task_id)
-        if task is None or task["status"] != Status.PROCESSING:
+        if task is None or task.status != Status.PROCESSING:
             return None
         if lease is not None and lease_of(task) != tuple(lease):
             return None
-        account = db.table("accounts").get(task["account_id"])
+        account = db.table("accounts").get(task.account_id)
         period = periods.current_period(db, account, at)
         billing = bill(account, period)
         periods.count(db, period, billing)
@@ -194,10 +251,10 @@ def final_tasks_with_input(db: Database, limit: int = 500) -> list[Row]:
         "LIMIT ?", [limit])
 
 
-def results_to_expire(db: Database, at: datetime | None = None, limit: int = 500) -> list[Row]:
-    return select(
+def results_to_expire(db: Database, at: datetime | None = None, limit: int = 500) -> list[Task]:
+    return [Task.from_row(row) for row in select(
         db, "SELECT * FROM conversions WHERE status = 'SUCCEEDED' AND result_expires_at <= ? "
-        "ORDER BY result_expires_at LIMIT ?", [iso(at or now()), limit])
+        "ORDER BY result_expires_at LIMIT ?", [iso(at or now()), limit])]
 
 
 def mark_expired(db: Database, task_id: str) -> None:
@@ -212,8 +269,8 @@ def purge_idempotency_keys(db: Database, created_before: datetime) -> int:
                       "WHERE idempotency_key IS NOT NULL AND created_at < ?", [iso(created_before)]).rowcount
 
 
-def processing_tasks(db: Database) -> list[Row]:
-    return select(db, "SELECT * FROM conversions WHERE status = 'PROCESSING'")
+def processing_tasks(db: Database) -> list[Task]:
+    return [Task.from_row(row) for row in select(db, "SELECT * FROM conversions WHERE status = 'PROCESSING'")]
 
 
 def processing_count(db: Database) -> int:

@@ -28,6 +28,7 @@ from docshift.settings import Settings
 from docshift.storage import ObjectStore, liveness, tasks
 from docshift.storage.connection import Row
 from docshift.storage.s3 import LONGEST_CALL
+from docshift.storage.tasks import Task
 from docshift.tasks.faults import Faults, diagnose
 from docshift.tasks.leases import JobStore, RunStore
 
@@ -104,28 +105,27 @@ def run_conversion(task_id: str, conn: Database, objects: ObjectStore, config: S
     return None if claimed is None else _run(*claimed, conn, objects, config, engine)
 
 
-def _run(task: Row, account: Row, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
+def _run(task: Task, account: Row, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
          faults: Faults | None = None) -> Status | None:
     if account["status"] != "active":
         outcome = Outcome(Verdict.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                           message="The subscription became inactive before the conversion ran; not billed.")
     else:
-        outcome = convert_task(task["id"], task["source_type"], RunStore(objects, conn, task), config, engine,
-                               Macros(task["macros"]), task["source_filename"],
-                               password=document_password(config, task), protection=Protection(task["protection"]))
+        outcome = convert_task(task.id, task.source_type, RunStore(objects, conn, task), config, engine,
+                               task.macros, task.source_filename,
+                               password=document_password(config, task), protection=task.protection)
         if faults is not None:
             faults.observe(outcome)
     return apply_outcome(conn, objects, config, task, outcome)
 
 
-def document_password(config: Settings, task: Row) -> str | None:
+def document_password(config: Settings, task: Task) -> str | None:
     """The password the task's row keeps sealed (``passwords.py``), if any; None once the task is final."""
-    sealed = task.get("sealed_password")
-    if not sealed:
+    if not task.sealed_password:
         return None
-    password = passwords.unseal(config, sealed)
+    password = passwords.unseal(config, task.sealed_password)
     if password is None:
-        log.warning("task %s: its Document-Password was sealed with another secret key; it goes without", task["id"])
+        log.warning("task %s: its Document-Password was sealed with another secret key; it goes without", task.id)
     return password
 
 
@@ -185,12 +185,12 @@ def _held_back(task_id: str, fault: ServiceFault) -> Outcome:
     return Outcome(Verdict.RETRY, fault=str(fault))
 
 
-def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: Row,
+def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: Task,
                   outcome: Outcome) -> Status | None:
     """Record an Outcome on the task it was claimed for, if that claim still holds the task:
     SUCCEEDED and counted in one transaction, FAILED, or QUEUED again (FAILED after
     MAX_ATTEMPTS). Returns the final status, QUEUED, or None when the lease was lost."""
-    task_id, lease = task["id"], tasks.lease_of(task)
+    task_id, lease = task.id, tasks.lease_of(task)
     patiently = Patience(config.outage_patience_seconds)
     if outcome.restarts:
         _quietly(liveness.add_tally, conn, "libreoffice_restarts", outcome.restarts)
@@ -206,7 +206,7 @@ def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: 
         return Status.SUCCEEDED
     if outcome.status == Verdict.RETRY and (outcome.outage or outcome.fault):
         return Status.QUEUED if patiently(tasks.release, conn, task_id, lease) else None
-    if outcome.status == Verdict.RETRY and task["attempts"] < MAX_ATTEMPTS:
+    if outcome.status == Verdict.RETRY and task.attempts < MAX_ATTEMPTS:
         return Status.QUEUED if patiently(tasks.requeue, conn, task_id, lease) else None
     if outcome.status == Verdict.RETRY:
         outcome = Outcome(Verdict.FAILED, code=TaskErrorCode.CONVERSION_FAILED,

@@ -16,8 +16,8 @@ from sqlite_utils import Database
 
 from docshift.errors import LeaseLost
 from docshift.storage import ObjectStore, tasks
-from docshift.storage.connection import Row
 from docshift.storage.s3 import Links, result_key
+from docshift.storage.tasks import Task
 
 log = logging.getLogger("docshift.tasks")
 
@@ -25,9 +25,9 @@ log = logging.getLogger("docshift.tasks")
 class RunStore:
     """One box: the store and the database, for the run holding ``task`` (a claimed row)."""
 
-    def __init__(self, objects: ObjectStore, conn: Database, task: Row) -> None:
+    def __init__(self, objects: ObjectStore, conn: Database, task: Task) -> None:
         self.objects, self.conn = objects, conn
-        self.task_id, self.lease = task["id"], tasks.lease_of(task)
+        self.task_id, self.lease = task.id, tasks.lease_of(task)
 
     def fetch_input(self, task_id: str, path: Path) -> None:
         return self.objects.fetch_input(task_id, path)

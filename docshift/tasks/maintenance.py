@@ -11,7 +11,7 @@ import os
 import socket
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from sqlite_utils import Database
 
@@ -19,7 +19,7 @@ from docshift.contract import TaskErrorCode
 from docshift.engine import alive
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection, liveness, tasks
-from docshift.storage.connection import Row
+from docshift.storage.tasks import Task
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
 from docshift.tasks.queue import Queue, on_redis
 
@@ -69,10 +69,10 @@ def sweep_once(conn: Database, objects: ObjectStore, config: Settings, at: datet
     heartbeat(conn, at)
     for task in tasks.results_to_expire(conn, at):
         # delete first: a crash in between leaves a SUCCEEDED row that the next sweep finishes
-        objects.delete_result(task["result_key"])
-        tasks.mark_expired(conn, task["id"])
-    for task in tasks.final_tasks_with_input(conn):
-        drop_input(conn, objects, task["id"])
+        objects.delete_result(cast(str, task.result_key))  # a SUCCEEDED task names its result's key
+        tasks.mark_expired(conn, task.id)
+    for row in tasks.final_tasks_with_input(conn):
+        drop_input(conn, objects, row["id"])
     tasks.purge_idempotency_keys(conn, at - timedelta(seconds=config.idempotency_key_ttl_seconds))
     recover_stuck(conn, objects, config, at, registry)
     if not on_redis(config):
@@ -95,23 +95,24 @@ def recover_stuck(conn: Database, objects: ObjectStore, config: Settings, at: da
     without using an attempt. Only that holder's lease is taken back."""
     longest = timedelta(seconds=max_run_seconds(config))
     for task in tasks.processing_tasks(conn):
-        started = connection.parse(task["started_at"])
+        started = connection.parse(cast(str, task.started_at))  # PROCESSING: claimed, so started
         overdue = started + longest < at
-        job = bool(task["worker"] and task["worker"].startswith("job:"))  # a conversion node's job
+        holder = task.worker or ""
+        job = holder.startswith("job:")  # a conversion node's job
         if job:
-            gone = registry is not None and registry.job_gone(task["worker"], started, at)
+            gone = registry is not None and registry.job_gone(holder, started, at)
         else:
-            gone = holder_gone(conn, task["worker"], at)
+            gone = holder_gone(conn, task.worker, at)
         if overdue or gone:
             # a job no node began was lost on its way (Redis restarted empty, a node with another
             # key): the service's fault, not the file's, so it costs no attempt
-            lost = job and registry is not None and not registry.started(task["worker"])
-            log.warning("task %s taken back from %s (attempt %d%s)", task["id"], task["worker"], task["attempts"],
+            lost = job and registry is not None and not registry.started(holder)
+            log.warning("task %s taken back from %s (attempt %d%s)", task.id, task.worker, task.attempts,
                         (", overdue" if overdue else "") + (", never started: no attempt used" if lost else ""))
             if job and registry is not None:  # its node, should it still run it, stores nothing
-                registry.revoke(task["worker"])
+                registry.revoke(holder)
             if lost:
-                tasks.release(conn, task["id"], tasks.lease_of(task))
+                tasks.release(conn, task.id, tasks.lease_of(task))
             else:
                 retry_or_fail(conn, objects, task)
 
@@ -130,12 +131,12 @@ def holder_gone(conn: Database, holder: str | None, at: datetime) -> bool:
     return beat is not None and beat + HOLDER_SILENCE < at
 
 
-def retry_or_fail(conn: Database, objects: ObjectStore, task: Row) -> None:
+def retry_or_fail(conn: Database, objects: ObjectStore, task: Task) -> None:
     lease = tasks.lease_of(task)
-    if task["attempts"] >= MAX_ATTEMPTS:
-        fail(conn, objects, task["id"], TaskErrorCode.CONVERSION_FAILED, "The conversion failed repeatedly.", lease)
+    if task.attempts >= MAX_ATTEMPTS:
+        fail(conn, objects, task.id, TaskErrorCode.CONVERSION_FAILED, "The conversion failed repeatedly.", lease)
     else:
-        tasks.requeue(conn, task["id"], lease)
+        tasks.requeue(conn, task.id, lease)
 
 
 def top_up(conn: Database, queue: Queue) -> None:

@@ -40,8 +40,8 @@ from docshift.contract import Macros, Protection, TaskErrorCode, Verdict
 from docshift.errors import ForgedMessage, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, tasks
-from docshift.storage.connection import Row
 from docshift.storage.s3 import Lease, result_key
+from docshift.storage.tasks import Task
 from docshift.tasks import messages
 from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, document_password, max_run_seconds
 from docshift.tasks.leases import JobStore
@@ -209,14 +209,14 @@ class Coordinator:
                 free -= 1
             return sent
 
-    def _job(self, task: Row, holder: str) -> dict[str, Any]:
+    def _job(self, task: Task, holder: str) -> dict[str, Any]:
         """What a node needs for one claimed task: what to convert, the lease, and links to GET the
         input and to PUT the result under the key the lease names, valid as long as the lease can be."""
-        lease = (holder, task["attempts"])
-        links = self.worker.store().job_links(task["id"], result_key(task["id"], lease), max_run_seconds(self.config))
-        job = {"task_id": task["id"], "kind": task["source_type"], "macros": task["macros"], "holder": holder,
-               "attempt": task["attempts"], "input": links["input"], "result": links["result"],
-               "filename": task["source_filename"], "protection": task["protection"]}
+        lease = (holder, task.attempts)
+        links = self.worker.store().job_links(task.id, result_key(task.id, lease), max_run_seconds(self.config))
+        job = {"task_id": task.id, "kind": task.source_type, "macros": task.macros, "holder": holder,
+               "attempt": task.attempts, "input": links["input"], "result": links["result"],
+               "filename": task.source_filename, "protection": task.protection}
         # a node has no secret key: the password travels inside the job, which is sealed with the queue key
         password = document_password(self.config, task)
         if password is not None:

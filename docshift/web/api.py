@@ -31,6 +31,7 @@ from docshift.errors import (
 )
 from docshift.storage import accounts, connection, periods, tasks
 from docshift.storage.connection import Row
+from docshift.storage.tasks import Task
 from docshift.web import schemas
 from docshift.web.context import get_db, get_queue, get_settings, get_store
 from docshift.web.problems import upload_limit
@@ -118,10 +119,10 @@ def submit() -> ResponseReturnValue:
 
     # row first, enqueue second: a lost enqueue is recovered by the worker's sweep
     try:
-        get_queue().enqueue(task["id"])
+        get_queue().enqueue(task.id)
     except Exception:
-        log.exception("enqueue of %s failed; the sweep will pick it up", task["id"])
-    log.info("task %s queued for account %s (%s, %d bytes)", task["id"], account["id"], found.kind, len(data))
+        log.exception("enqueue of %s failed; the sweep will pick it up", task.id)
+    log.info("task %s queued for account %s (%s, %d bytes)", task.id, account["id"], found.kind, len(data))
     return _submission(task, replay=False)
 
 
@@ -170,23 +171,23 @@ def _single_file() -> Any:
     return files["file"]
 
 
-def _replay(task: Row, payload: dict[str, Any]) -> ResponseReturnValue:
-    if task["source_sha256"] != payload["source_sha256"] or task["source_filename"] != payload["source_filename"]:
+def _replay(task: Task, payload: dict[str, Any]) -> ResponseReturnValue:
+    if task.source_sha256 != payload["source_sha256"] or task.source_filename != payload["source_filename"]:
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with another file; use a new key per file.")
-    for option in ("macros", "protection"):
-        if task[option] != payload[option]:
-            raise IdempotencyConflict(f"This Idempotency-Key was already used with {option}={task[option]}; use a "
+    for option, value in (("macros", task.macros), ("protection", task.protection)):
+        if value != payload[option]:
+            raise IdempotencyConflict(f"This Idempotency-Key was already used with {option}={value}; use a "
                                       "new key to change it.")
-    if task["password_digest"] != payload["password_digest"]:
+    if task.password_digest != payload["password_digest"]:
         raise IdempotencyConflict(f"This Idempotency-Key was already used with another {passwords.HEADER}; use a "
                                   "new key to change it.")
     return _submission(task, replay=True)
 
 
-def _submission(task: Row, replay: bool) -> tuple[dict[str, Any], int, dict[str, str]]:
-    status_url = task_url(task["id"])
-    body = schemas.Submission().dump({"task_id": task["id"], "status": task["status"],
+def _submission(task: Task, replay: bool) -> tuple[dict[str, Any], int, dict[str, str]]:
+    status_url = task_url(task.id)
+    body = schemas.Submission().dump({"task_id": task.id, "status": task.status,
                                       "status_url": status_url, "idempotent_replay": replay})
     headers = {"Location": status_url}
     if replay:
@@ -204,34 +205,34 @@ def task(task_id: str) -> ResponseReturnValue:
     return schemas.Task().dump(view), 200, headers
 
 
-def task_view(row: Row) -> dict[str, Any]:
+def task_view(task: Task) -> dict[str, Any]:
     # a result past its retention is EXPIRED from that moment, whether or not the sweep has run;
     # so is one in its last second, for which no link can be signed (S3 signs to the second)
-    status, signed_at = row["status"], connection.now().replace(microsecond=0)
+    status, signed_at = task.status, connection.now().replace(microsecond=0)
     if status == Status.SUCCEEDED:
-        left = int((connection.parse(row["result_expires_at"]) - signed_at).total_seconds())
+        left = int((connection.parse(cast(str, task.result_expires_at)) - signed_at).total_seconds())
         if left < 1:
             status = Status.EXPIRED
-    view: dict[str, Any] = {"task_id": row["id"], "status": status, "source_filename": row["source_filename"],
-            "created_at": row["created_at"]}
+    view: dict[str, Any] = {"task_id": task.id, "status": status, "source_filename": task.source_filename,
+                            "created_at": task.created_at}
     if status in WITH_RESULT:
-        extension = row["result_extension"] or formats.FORMATS[row["source_type"]].target
-        view.update(billing_class=row["billing_class"], result_size=row["result_size"],
-                    result_filename=formats.target_name(row["source_filename"], extension),
-                    result_expires_at=row["result_expires_at"])
-        if row["fidelity"]:
-            view["fidelity"] = json.loads(row["fidelity"])
+        extension = task.result_extension or formats.FORMATS[task.source_type].target
+        view.update(billing_class=task.billing_class, result_size=task.result_size,
+                    result_filename=formats.target_name(task.source_filename, extension),
+                    result_expires_at=task.result_expires_at)
+        if task.fidelity:
+            view["fidelity"] = json.loads(task.fidelity)
     if status == Status.SUCCEEDED:
         # a link never outlives the result: one handed out late would download it until the sweep
         expires_in = min(get_settings().download_expires_in, left)
         view["download_url"] = get_store().presign_result(
-            row["result_key"], content_disposition(row["source_filename"], extension), extension, expires_in, signed_at)
+            cast(str, task.result_key), content_disposition(task.source_filename, extension), extension, expires_in,
+            signed_at)
         view["download_expires_in"] = expires_in
     if status == Status.FAILED:
-        view["error"] = {"code": row["error_code"], "message": row["error_message"]}
-    if row["detected_format"] and (row["status"] in WITH_RESULT or
-                                   row["error_code"] == TaskErrorCode.UNSUPPORTED_CONTENT):
-        view["detected_format"] = row["detected_format"]
+        view["error"] = {"code": task.error_code, "message": task.error_message}
+    if task.detected_format and (task.status in WITH_RESULT or task.error_code == TaskErrorCode.UNSUPPORTED_CONTENT):
+        view["detected_format"] = task.detected_format
     return view
 
 

@@ -187,7 +187,7 @@ def test_unsubscribe_pending_keeps_access_until_success(app, client, aws, legacy
     with app.app_context():
         conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office), maintenance.worker_name())
         task = tasks.get_task(get_db(), queued)
-    assert (task["status"], task["error_code"], task["billing_class"]) == ("FAILED", "subscription_inactive", None)
+    assert (task.status, task.error_code, task.billing_class) == ("FAILED", "subscription_inactive", None)
 
 
 def test_entitlement_update_raises_the_quota_and_keeps_the_count(app, client, aws, legacy, office):

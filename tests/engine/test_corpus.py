@@ -107,20 +107,20 @@ def test_corpus_file(path, corpus_app, cold, office, tmp_path):
         conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office), maintenance.worker_name())
         task = tasks.get_task(get_db(), task_id)
         ours = None
-        if task["status"] == "SUCCEEDED":
-            url = get_store().presign_result(task["result_key"], "attachment", FORMATS[reference.kind(path)].target,
+        if task.status == "SUCCEEDED":
+            url = get_store().presign_result(task.result_key, "attachment", FORMATS[reference.kind(path)].target,
                                              60)
             (tmp_path / "ours").write_bytes(requests.get(url, timeout=30).content)
             ours = reference.content(tmp_path / "ours", reference.kind(path))
-    outcome = (task["status"], task["error_code"], task["detected_format"])
+    outcome = (task.status, task.error_code, task.detected_format)
     expected, _ = cold.result(path)
     if expected is not None and outcome == ("FAILED", "unsupported_content", "text"):
         assert taken_for_text(path, expected), f"LibreOffice took a document for text: {outcome}"
     elif expected is not None:
-        assert task["status"] == "SUCCEEDED", f"a cold soffice converts it: {outcome} {task['error_message']}"
+        assert task.status == "SUCCEEDED", f"a cold soffice converts it: {outcome} {task.error_message}"
         assert ours is not None and content_lost(expected, ours) is None, (content_lost(expected, ours), ours)
-        check_fidelity(path, tmp_path / "ours", cold.result(path)[1], json.loads(task["fidelity"]))
+        check_fidelity(path, tmp_path / "ours", cold.result(path)[1], json.loads(task.fidelity))
     elif encrypted(path):
         assert outcome[:2] == ("FAILED", "encrypted_document"), outcome
     else:
-        assert task["status"] == "FAILED", f"a cold soffice makes nothing of it, but: {outcome}"
+        assert task.status == "FAILED", f"a cold soffice makes nothing of it, but: {outcome}"

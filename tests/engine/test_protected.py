@@ -180,8 +180,8 @@ def test_a_protected_file_converts_with_its_password_and_its_result_opens_only_w
     if extension == "pptx":
         assert len(plain.slides) == view["fidelity"]["counts"]["slides"]["source"] > 0
     # sealed while it waited, never in clear; forgotten once it ended
-    assert waiting["sealed_password"] and password not in waiting["sealed_password"]
-    assert row["sealed_password"] is None
+    assert waiting.sealed_password and password not in waiting.sealed_password
+    assert row.sealed_password is None
 
 
 @pytest.mark.parametrize("kind", sorted(PROTECTED))
@@ -201,7 +201,7 @@ def test_a_wrong_password_fails_unbilled(app, client, office, variants, encrypte
     view, _waiting, row = convert(app, client, key, office, path, password="not the password")
     assert (view["status"], view["error"]["code"]) == ("FAILED", "wrong_password")
     assert "billing_class" not in view and usage(client, key)["included_used"] == 0
-    assert row["sealed_password"] is None
+    assert row.sealed_password is None
 
 
 @pytest.mark.parametrize("kind", sorted(PROTECTED))
@@ -271,18 +271,18 @@ def test_an_idempotency_key_replays_only_with_the_same_password(app, client, acc
     with app.app_context():
         row = tasks.get_task(get_db(), first.get_json()["task_id"])
     # a keyed hash, never the password; the sealed password opens only with the secret key
-    assert row["password_digest"] and row["password_digest"] != "one"
-    assert "one" not in row["sealed_password"]
+    assert row.password_digest and row.password_digest != "one"
+    assert "one" not in row.sealed_password
     with app.app_context():
-        assert passwords.unseal(get_settings(), row["sealed_password"]) == "one"
-        assert row["password_digest"] == passwords.digest(get_settings(), "one")
+        assert passwords.unseal(get_settings(), row.sealed_password) == "one"
+        assert row.password_digest == passwords.digest(get_settings(), "one")
 
 
 def test_without_an_idempotency_key_no_hash_of_the_password_is_kept(app, client, account, legacy):
     response = submit(client, account, legacy["doc"], password="one")
     with app.app_context():
         row = tasks.get_task(get_db(), response.get_json()["task_id"])
-    assert row["password_digest"] is None and row["sealed_password"]
+    assert row.password_digest is None and row.sealed_password
 
 
 def test_the_openapi_document_names_the_header_and_the_parameter(client):

@@ -79,7 +79,7 @@ def test_expired_link_is_refused_and_a_new_query_gives_a_working_one(live, key, 
     assert first["status"] == "SUCCEEDED"
     # the same signer the API uses, with a one-second life instead of 300
     conn = connection.connect(live.config().database)
-    stored = tasks.get_task(conn, task_id)["result_key"]
+    stored = tasks.get_task(conn, task_id).result_key
     conn.conn.close()
     short = ObjectStore(live.config()).presign_result(stored, 'attachment; filename="numbers.xlsx"', "xlsx", 1)
     assert requests.get(short, timeout=10).status_code == 200

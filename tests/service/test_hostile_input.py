@@ -237,8 +237,8 @@ def assert_sound(app, response):
     row, stored = stored_task(app, body["task_id"])
     assert row is not None, f"202 without a task row: {body}"
     assert stored, f"202 without a stored input: {body}"
-    assert response.headers["Location"].endswith(f"/v1/conversions/{row['id']}")
-    name = row["source_filename"]
+    assert response.headers["Location"].endswith(f"/v1/conversions/{row.id}")
+    name = row.source_filename
     assert name and "/" not in name and "\\" not in name, repr(name)
     assert not any(unicodedata.category(c)[0] == "C" for c in name), repr(name)
     assert name.lower().endswith(EXTENSIONS), repr(name)

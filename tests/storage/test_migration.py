@@ -27,5 +27,5 @@ def test_an_old_database_gains_the_new_columns(tmp_path):
     columns = {row[1] for row in database.conn.execute("PRAGMA table_info(conversions)")}
     assert set(connection.ADDED_COLUMNS["conversions"]) <= columns
     task = tasks.get_task(database, "tsk_old")
-    assert task["macros"] == "keep"  # the default for tasks submitted before the option existed
-    assert task["result_extension"] is None and task["fidelity"] is None
+    assert task.macros == "keep"  # the default for tasks submitted before the option existed
+    assert task.result_extension is None and task.fidelity is None

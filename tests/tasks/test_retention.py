@@ -37,8 +37,8 @@ def assert_swept(app):
 def test_inputs_go_when_final(office, app, client, account, legacy):
     succeeded = post_file(client, account, legacy["doc"].read_bytes(), "a.doc").get_json()["task_id"]
     failed = post_file(client, account, b"plain text", "b.doc").get_json()["task_id"]
-    assert run(app, office, succeeded)["status"] == "SUCCEEDED"
-    assert run(app, office, failed)["status"] == "FAILED"
+    assert run(app, office, succeeded).status == "SUCCEEDED"
+    assert run(app, office, failed).status == "FAILED"
     with app.app_context():
         assert not input_stored(get_store(), succeeded) and not input_stored(get_store(), failed)
 
@@ -50,13 +50,13 @@ def test_interrupted_sweep_is_finished_by_the_next(office, app, client, account,
         run(app, office, task_id, RESULT_RETENTION_SECONDS=0)
     with app.app_context():
         # a sweep that died after deleting one object and before marking its task
-        get_store().delete_result(tasks.get_task(get_db(), ids[0])["result_key"])
+        get_store().delete_result(tasks.get_task(get_db(), ids[0]).result_key)
         # and an input whose deletion failed when its task ended
         get_store().put_input(ids[1], b"left behind")
         get_db().execute("UPDATE conversions SET input_deleted = 0 WHERE id = ?", [ids[1]])
     sweep(app)
     with app.app_context():
-        assert [tasks.get_task(get_db(), t)["status"] for t in ids] == ["EXPIRED"] * 3
+        assert [tasks.get_task(get_db(), t).status for t in ids] == ["EXPIRED"] * 3
     assert_swept(app)
     sweep(app)  # idempotent
     assert_swept(app)
@@ -71,7 +71,7 @@ def test_inactive_accounts_results_are_deleted_too(office, app, client, account,
     sweep(app)
     with app.app_context():
         task = tasks.get_task(get_db(), task_id)
-        assert task["status"] == "EXPIRED" and get_store().result_size(task["result_key"]) is None
+        assert task.status == "EXPIRED" and get_store().result_size(task.result_key) is None
 
 
 BACKSTOP = {"backstop-inputs": ("inputs/", 1), "backstop-results": ("results/", 1)}

@@ -75,7 +75,7 @@ def test_unfinished_tasks_are_capped_per_account(office, app, client, account):
         # the worker's step: the fairest waiting task is the account's oldest, accepted[0]
         assert conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], Engine(office),
                                    maintenance.worker_name()) == "FAILED"
-        assert tasks.get_task(get_db(), accepted[0].get_json()["task_id"])["status"] == "FAILED"
+        assert tasks.get_task(get_db(), accepted[0].get_json()["task_id"]).status == "FAILED"
     assert post_file(client, account, b"y" * 100, "third.doc").status_code == 202
 
 
@@ -105,7 +105,7 @@ def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client
         stale, _ = tasks.start_processing(conn, task_id, "gone-host:1")
         later = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) + 1)
         maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], later)  # overdue: taken back
-        assert tasks.get_task(conn, task_id)["status"] == "QUEUED"
+        assert tasks.get_task(conn, task_id).status == "QUEUED"
         fresh, account_row = tasks.start_processing(conn, task_id, "new-host:2")
         assert tasks.lease_of(fresh) == ("new-host:2", 2)
 
@@ -114,8 +114,8 @@ def test_a_stale_holder_cannot_finish_what_a_new_holder_took(office, app, client
         assert outcome is None
         assert not tasks.mark_failed(conn, task_id, "conversion_failed", "stale", tasks.lease_of(stale))
         assert not tasks.requeue(conn, task_id, tasks.lease_of(stale))
-        row = tasks.get_task(conn, task_id)
-        assert row["status"] == "PROCESSING" and tasks.lease_of(row) == ("new-host:2", 2)
+        task = tasks.get_task(conn, task_id)
+        assert task.status == "PROCESSING" and tasks.lease_of(task) == ("new-host:2", 2)
         usage = periods.usage_period(conn, account_row)
         assert usage["included_used"] == 0
 
@@ -133,12 +133,12 @@ def test_a_live_holder_keeps_its_task_until_the_longest_run(app, client, account
         tasks.start_processing(conn, task_id, maintenance.worker_name())  # this very process: alive
         soon = connection.now() + timedelta(seconds=conversion.max_run_seconds(app.config["DOCSHIFT"]) - 5)
         maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], soon)
-        assert tasks.get_task(conn, task_id)["status"] == "PROCESSING"
+        assert tasks.get_task(conn, task_id).status == "PROCESSING"
 
         dead = post_file(client, account, b"data", "y.doc").get_json()["task_id"]
         tasks.start_processing(conn, dead, f"{maintenance.HOST}:{_dead_pid()}")
         maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], connection.now())
-        assert tasks.get_task(conn, dead)["status"] == "QUEUED"
+        assert tasks.get_task(conn, dead).status == "QUEUED"
 
 
 def _as_pid_one(code):
@@ -167,7 +167,7 @@ def test_a_restarted_container_takes_back_its_predecessors_tasks_at_once(app, cl
         assert gone == "True False"
         # and here, where pid 1 is another process again: the task comes back with its first sweep
         maintenance.recover_stuck(conn, get_store(), app.config["DOCSHIFT"], connection.now())
-        assert tasks.get_task(conn, task_id)["status"] == "QUEUED"
+        assert tasks.get_task(conn, task_id).status == "QUEUED"
 
 
 def _dead_pid():

@@ -46,7 +46,7 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
                 == "SUCCEEDED"
             if then == "expired":
                 maintenance.sweep_once(conn, store, config, at=connection.now() + timedelta(days=1))
-                assert tasks.get_task(conn, task_id)["status"] == "EXPIRED"
+                assert tasks.get_task(conn, task_id).status == "EXPIRED"
         assert stale.is_alive(), "the stale run should still be converting the big workbook"
         stale.join(180)
     finally:
@@ -59,6 +59,6 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
     if then == "expired":
         assert stored == {}
     else:
-        assert list(stored.values()) == [task["result_size"]]
+        assert list(stored.values()) == [task.result_size]
         body = client.get(f"/v1/conversions/{task_id}", headers={"Authorization": f"Bearer {account}"}).get_json()
-        assert len(requests.get(body["download_url"], timeout=10).content) == task["result_size"]
+        assert len(requests.get(body["download_url"], timeout=10).content) == task.result_size

@@ -36,14 +36,14 @@ def test_result_expires_and_its_link_dies(office, app, client, account, legacy):
     body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
     assert body["status"] == "EXPIRED" and "download_url" not in body
     with app.app_context():
-        assert tasks.get_task(get_db(), task_id)["status"] == "SUCCEEDED"
+        assert tasks.get_task(get_db(), task_id).status == "SUCCEEDED"
     sweep(app)
     body = client.get(f"/v1/conversions/{task_id}", headers=auth).get_json()
     assert body["status"] == "EXPIRED" and "download_url" not in body
     assert body["result_expires_at"] <= connection.iso(connection.now())
     assert requests.get(link, timeout=10).status_code == 403  # the link expired with the result
     with app.app_context():
-        assert get_store().result_size(tasks.get_task(get_db(), task_id)["result_key"]) is None
+        assert get_store().result_size(tasks.get_task(get_db(), task_id).result_key) is None
 
 
 def test_a_link_lives_no_longer_than_its_result(office, app, client, account, legacy):
@@ -65,7 +65,7 @@ def test_a_link_lives_no_longer_than_its_result(office, app, client, account, le
     refused = requests.get(body["download_url"], timeout=10)
     assert refused.status_code == 403 and b"expired" in refused.content
     with app.app_context():
-        assert get_store().result_size(tasks.get_task(get_db(), task_id)["result_key"]) is not None
+        assert get_store().result_size(tasks.get_task(get_db(), task_id).result_key) is not None
 
 
 def test_retained_result_is_left_alone(office, app, client, account, legacy):
@@ -73,7 +73,7 @@ def test_retained_result_is_left_alone(office, app, client, account, legacy):
     sweep(app)
     with app.app_context():
         task = tasks.get_task(get_db(), task_id)
-        assert task["status"] == "SUCCEEDED" and get_store().result_size(task["result_key"]) is not None
+        assert task.status == "SUCCEEDED" and get_store().result_size(task.result_key) is not None
 
 
 def test_dead_worker_task_is_requeued_then_failed(app, client, account):
@@ -86,8 +86,8 @@ def test_dead_worker_task_is_requeued_then_failed(app, client, account):
             maintenance.sweep_once(conn, get_store(), app.config["DOCSHIFT"], at=later)
             task = tasks.get_task(conn, task_id)
             if attempt < 3:
-                assert task["status"] == "QUEUED" and task["attempts"] == attempt
-        assert task["status"] == "FAILED" and task["error_code"] == "conversion_failed"
+                assert task.status == "QUEUED" and task.attempts == attempt
+        assert task.status == "FAILED" and task.error_code == "conversion_failed"
         assert not input_stored(get_store(), task_id)
 
 

@@ -52,11 +52,11 @@ def test_success_deletes_the_input_and_keeps_the_result(office, app, submit, leg
     with app.app_context():
         assert input_stored(get_store(), task_id)
     outcome, task = run(app, office, task_id)
-    assert outcome == "SUCCEEDED" and task["status"] == "SUCCEEDED" and task["billing_class"] == "INCLUDED"
+    assert outcome == "SUCCEEDED" and task.status == "SUCCEEDED" and task.billing_class == "INCLUDED"
     with app.app_context():
         assert not input_stored(get_store(), task_id)
-        assert get_store().result_size(task["result_key"]) is not None
-    assert task["input_deleted"] == 1
+        assert get_store().result_size(task.result_key) is not None
+    assert task.input_deleted
 
 
 @pytest.mark.parametrize("name,content", [
@@ -67,33 +67,33 @@ def test_success_deletes_the_input_and_keeps_the_result(office, app, submit, leg
 def test_not_a_document(office, app, submit, name, content):
     """LibreOffice's type detection takes these for plain text: refused unloaded, unbilled."""
     outcome, task = run(app, office, submit(content, name))
-    assert outcome == "FAILED" and task["error_code"] == "unsupported_content"
-    assert task["detected_format"] == "text" and task["billing_class"] is None
+    assert outcome == "FAILED" and task.error_code == "unsupported_content"
+    assert task.detected_format == "text" and task.billing_class is None
 
 
 def test_rtf_named_doc_converts(office, app, submit):
     outcome, task = run(app, office, submit(b"{\\rtf1\\ansi hello}", "rtf.doc"))
-    assert (outcome, task["detected_format"]) == ("SUCCEEDED", "rtf")
+    assert (outcome, task.detected_format) == ("SUCCEEDED", "rtf")
 
 
 @pytest.mark.parametrize("real,claimed,found", [("doc", "ppt", "word-97"), ("xls", "doc", "excel-biff8"),
                                                 ("ppt", "xls", "powerpoint-97")])
 def test_wrong_type_for_its_extension(office, app, submit, legacy, real, claimed, found):
     _outcome, task = run(app, office, submit(legacy[real].read_bytes(), f"mislabelled.{claimed}"))
-    assert task["status"] == "FAILED" and task["error_code"] == "unsupported_content"
-    assert task["detected_format"] == found
+    assert task.status == "FAILED" and task.error_code == "unsupported_content"
+    assert task.detected_format == found
 
 
 def test_encrypted_document(office, app, submit, tmp_path):
     _outcome, task = run(app, office, submit(encrypted_container("locked.docx", tmp_path), "locked.doc"))
-    assert task["status"] == "FAILED" and task["error_code"] == "encrypted_document"
+    assert task.status == "FAILED" and task.error_code == "encrypted_document"
 
 
 def test_timeout_fails_the_task(office, app, client, slow_xls, account):
     task_id = post_file(client, account, slow_xls.read_bytes(), "big.xls").get_json()["task_id"]
     _outcome, task = run(app, office, task_id, CONVERSION_TIMEOUT=0.5)
-    assert task["status"] == "FAILED" and task["error_code"] == "conversion_timeout"
-    assert task["billing_class"] is None
+    assert task.status == "FAILED" and task.error_code == "conversion_timeout"
+    assert task.billing_class is None
 
 
 def test_inactive_account_fails_unbilled(office, app, client, submit, legacy, account):
@@ -102,8 +102,8 @@ def test_inactive_account_fails_unbilled(office, app, client, submit, legacy, ac
         conn = get_db()
         accounts.set_account(conn, accounts.account_for_key(conn, keys.digest(account))["id"], status="inactive")
     _outcome, task = run(app, office, task_id)
-    assert task["status"] == "FAILED" and task["error_code"] == "subscription_inactive"
-    assert task["billing_class"] is None
+    assert task.status == "FAILED" and task.error_code == "subscription_inactive"
+    assert task.billing_class is None
     with app.app_context():
         assert not input_stored(get_store(), task_id)
 
@@ -116,9 +116,9 @@ def test_successes_beyond_the_quota_are_overage(office, app, client, legacy):
     classes = []
     for _ in range(3):
         response = post_file(client, key, data, "n.xls")
-        classes.append(run(app, office, response.get_json()["task_id"])[1]["billing_class"])
+        classes.append(run(app, office, response.get_json()["task_id"])[1].billing_class)
     failed = post_file(client, key, b"nonsense", "n.xls").get_json()["task_id"]
-    assert run(app, office, failed)[1]["status"] == "FAILED"
+    assert run(app, office, failed)[1].status == "FAILED"
     assert classes == ["INCLUDED", "INCLUDED", "OVERAGE"]
     usage = client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key}"}).get_json()
     assert (usage["included_quota"], usage["included_used"], usage["remaining"], usage["overage_used"]) \
