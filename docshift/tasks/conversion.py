@@ -98,13 +98,6 @@ def run_next(conn: Database, objects: ObjectStore, config: Settings, engine: Eng
     return None if claimed is None else _run(*claimed, conn, objects, config, engine, faults)
 
 
-def run_conversion(task_id: str, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
-                   worker: str | None = None) -> Status | None:
-    """Claim this task if it is QUEUED and run it; None if another run has it."""
-    claimed = tasks.start_processing(conn, task_id, worker)
-    return None if claimed is None else _run(*claimed, conn, objects, config, engine)
-
-
 def _run(task: Task, account: Row, conn: Database, objects: ObjectStore, config: Settings, engine: Engine,
          faults: Faults | None = None) -> Status | None:
     if account["status"] != "active":

@@ -12,12 +12,12 @@ import subprocess
 
 import pytest
 import requests
-from conftest import Service, post_file, stop_process_group, wait_for
+from conftest import Service, input_stored, post_file, stop_process_group, wait_for
 
 from docshift.engine import Engine
 from docshift.engine.forkit import Forkit
 from docshift.storage import connection, tasks
-from docshift.tasks import conversion
+from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 # an address space too small for LibreOffice: every start fails, for real
@@ -79,13 +79,13 @@ def test_a_missing_input_fails_input_missing_at_once(s3, tmp_path, legacy):
         task_id = service.submit(key, legacy["doc"]).json()["task_id"]
         store = service.store()
         store.delete_input(task_id)  # as the bucket's lifecycle rule does after a long outage
-        assert not store.input_exists(task_id)
+        assert not input_stored(store, task_id)
         service.start_worker(workers=1)
         task = service.wait(key, task_id, timeout=60)
         assert task["status"] == "FAILED" and task["error"]["code"] == "input_missing"
         assert task["error"]["message"] and "billing_class" not in task
         stored = row(service, task_id)
-        assert stored["attempts"] == 1 and stored["billing_class"] is None  # tried once, not requeued
+        assert stored.attempts == 1 and stored.billing_class is None  # tried once, not requeued
         assert usage(service, key)["included_used"] == 0
     finally:
         service.stop()
@@ -105,7 +105,7 @@ def test_an_engine_that_cannot_start_never_fails_a_task(s3, tmp_path, legacy):
         wait_for(lambda: tries_given_up(service, task_id) >= conversion.MAX_ATTEMPTS
                  or service.wait_status(key, task_id) == "FAILED", 120, "the retries")
         assert service.wait_status(key, task_id) in ("QUEUED", "PROCESSING")
-        assert row(service, task_id)["attempts"] <= 1
+        assert row(service, task_id).attempts <= 1
         status, checks = health(service)
         assert status == 503 and checks["engine"].startswith("failing: ") and "LibreOffice" in checks["engine"]
 
@@ -137,7 +137,7 @@ def test_a_full_disk_is_retried_not_failed(s3, tmp_path, small_disk, slow_xls):
         wait_for(lambda: says_disk_full() or service.wait_status(key, task_id) == "FAILED", 120,
                  "the full disk in /healthz")
         assert service.wait_status(key, task_id) in ("QUEUED", "PROCESSING")
-        assert row(service, task_id)["attempts"] <= 1
+        assert row(service, task_id).attempts <= 1
 
         (work / "filler").unlink()  # the operator frees the disk: the same task converts, counted once
         task = service.wait(key, task_id, timeout=120)
@@ -159,12 +159,14 @@ def test_a_parent_that_dies_and_cannot_start_again_keeps_the_finished_result(app
         with app.app_context():
             conn, store = get_db(), get_store()
             config = app.config["DOCSHIFT"]
-            assert conversion.run_conversion(submitted[0], conn, store, config, Engine(office)) == "SUCCEEDED"
+            # the worker's step takes the account's oldest waiting task first: submitted[0], then submitted[1]
+            worker = maintenance.worker_name()
+            assert conversion.run_next(conn, store, config, Engine(office), worker) == "SUCCEEDED"
             office.memory_limit = TOO_LITTLE_MEMORY_MB << 20  # from now on every start fails, for real
             os.killpg(office.process.pid, signal.SIGKILL)
             wait_for(lambda: not office.running, 10, "the parent's sandbox to go")
             assert store.result_size(tasks.get_task(conn, submitted[0]).result_key)
-            assert conversion.run_conversion(submitted[1], conn, store, config, Engine(office)) == "QUEUED"
+            assert conversion.run_next(conn, store, config, Engine(office), worker) == "QUEUED"
             assert office.broken and office.starts == 1 + 3, office.starts  # three attempts, each failed
             task = tasks.get_task(conn, submitted[1])
             assert task.status == "QUEUED" and task.attempts == 0 and task.error_code is None

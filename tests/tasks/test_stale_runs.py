@@ -25,8 +25,9 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
 
     def stale_run():
         conn = connection.connect(config.database)
-        finished["outcome"] = conversion.run_conversion(task_id, conn, ObjectStore(config), config,
-                                                        Engine(stale_office), worker="stale-host:1")
+        # the worker's step: the only waiting task is this one
+        finished["outcome"] = conversion.run_next(conn, ObjectStore(config), config, Engine(stale_office),
+                                                  "stale-host:1")
 
     stale = threading.Thread(target=stale_run)
     try:
@@ -42,8 +43,7 @@ def test_a_stale_run_leaves_the_result_alone(then, app, client, account, office,
             assert tasks.requeue(conn, task_id, ("stale-host:1", 1))
             # the input changes under it (a small workbook), so that the two results are told apart
             store.put_input(task_id, legacy["xls"].read_bytes())
-            assert conversion.run_conversion(task_id, conn, store, config, Engine(office), worker="current-host:2") \
-                == "SUCCEEDED"
+            assert conversion.run_next(conn, store, config, Engine(office), "current-host:2") == "SUCCEEDED"
             if then == "expired":
                 maintenance.sweep_once(conn, store, config, at=connection.now() + timedelta(days=1))
                 assert tasks.get_task(conn, task_id).status == "EXPIRED"
