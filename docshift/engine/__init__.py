@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from docshift.contract import Macros
 from docshift.engine import convert as _convert
 from docshift.engine import precheck, protection, sandbox
 from docshift.engine.convert import Converted
@@ -64,7 +65,7 @@ class Engine:
             yield Path(directory)
 
     def convert(self, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
-                macros: str = "keep", password: str | None = None, protect: bool = True) -> Converted:
+                macros: Macros = Macros.KEEP, password: str | None = None, protect: bool = True) -> Converted:
         """Convert the legacy file ``source`` of ``kind`` in a LibreOffice process of its own; returns the checked
         result, :class:`Converted`. A protected source opens with ``password`` (``protection.py``), and its result
         is protected by the same password unless ``protect`` is false; the checks and the fidelity report read it

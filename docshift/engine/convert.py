@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from docshift.contract import TaskErrorCode
+from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import inventory, objects, ooxml, precheck, sheet_objects, stored, unexplained, vba, vbaproject
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
@@ -60,11 +60,11 @@ class Converted:
 
 
 def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
-            macros: str = "keep", opened: Opened | None = None) -> Converted:
+            macros: Macros = Macros.KEEP, opened: Opened | None = None) -> Converted:
     """Convert ``source`` on ``office``; returns the checked result as :class:`Converted`.
 
     A source with a VBA project becomes the macro-enabled type with its modules, unless ``macros`` is
-    ``"remove"``. A crash of LibreOffice is retried once on a fresh process; a second one fails.
+    ``Macros.REMOVE``. A crash of LibreOffice is retried once on a fresh process; a second one fails.
     A protected source comes ``opened`` with its password (``protection.open_source``): LibreOffice loads it with
     its Password load property, or its decrypted copy, and what is read of the legacy file here is read of that copy.
     """
@@ -73,11 +73,11 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         source = opened.plain  # what the legacy file holds is read from here on; LibreOffice gets ``loads``
     carries_macros = vba.has_project(source, kind)
     project = None
-    if carries_macros and macros == "keep":
+    if carries_macros and macros == Macros.KEEP:
         # LibreOffice writes an empty project into a .pptm and rewrites a .doc's or .xls's from its Basic library:
         # the source's own goes in after the export (where it cannot be carried, the report names the rewrite)
         project = vba.ppt_project(source) if kind == "ppt" else vbaproject.carry(source, kind)
-    keep_macros = carries_macros and macros == "keep" and (kind != "ppt" or project is not None)
+    keep_macros = carries_macros and macros == Macros.KEEP and (kind != "ppt" or project is not None)
     target = FORMATS[kind].result(keep_macros)
     # What the legacy file itself holds, read on a thread of its own while LibreOffice loads the file: neither
     # waits for the other (it is a quarter of the worker's CPU beside LibreOffice: 0.85 of 3.3 s over the corpus).
@@ -121,7 +121,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # what the legacy file itself holds, not what LibreOffice loaded: a part dropped on load shows too
     if kind == "xls" and stored.restore(result, holds, held):
         held = inventory.of_result(result, kind)
-    fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == "remove",
+    fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == Macros.REMOVE,
                                 loaded=loaded.get("parts"))
     return Converted(result, found, target.extension, fidelity)
 
