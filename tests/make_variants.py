@@ -201,22 +201,28 @@ def built_by_hand(out):
         (out / name).write_bytes(data)
 
 
+def start_office(profile):
+    """LibreOffice started in this process on ``profile`` (a directory), as the engine's children start it:
+    its ``bridge.LibreOffice``. The process must end with ``os._exit``: LibreOfficeKit's threads hold it."""
+    global bridge, uno
+    os.environ["SAL_USE_VCLPLUGIN"] = "svp"
+    kit = ctypes.CDLL(os.path.join(forkit.PROGRAM, "libmergedlo.so"), mode=ctypes.RTLD_GLOBAL)
+    kit.libreofficekit_hook_2.restype = ctypes.c_void_p
+    kit.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    if not kit.libreofficekit_hook_2(forkit.PROGRAM.encode(), Path(profile).as_uri().encode()):
+        raise SystemExit("LibreOfficeKit did not start")
+    import bridge as loaded
+    import uno as loaded_uno
+    bridge, uno = loaded, loaded_uno
+    return bridge.LibreOffice(uno.getComponentContext())
+
+
 def main(outdir):
     out = Path(outdir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     built_by_hand(out)
-    global bridge, uno
     with tempfile.TemporaryDirectory(prefix="variants-") as profile:
-        os.environ["SAL_USE_VCLPLUGIN"] = "svp"
-        kit = ctypes.CDLL(os.path.join(forkit.PROGRAM, "libmergedlo.so"), mode=ctypes.RTLD_GLOBAL)
-        kit.libreofficekit_hook_2.restype = ctypes.c_void_p
-        kit.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-        if not kit.libreofficekit_hook_2(forkit.PROGRAM.encode(), Path(profile).as_uri().encode()):
-            raise SystemExit("LibreOfficeKit did not start")
-        import bridge as loaded
-        import uno as loaded_uno
-        bridge, uno = loaded, loaded_uno
-        written_by_libreoffice(bridge.LibreOffice(uno.getComponentContext()), out)
+        written_by_libreoffice(start_office(profile), out)
     os._exit(0)  # LibreOfficeKit's threads hold the process otherwise
 
 

@@ -18,21 +18,13 @@ from docshift.engine.forkit import UNO_PYTHON
 
 # saves a .doc and an .xls with the password given, in a LibreOfficeKit of its own, as tests/make_variants.py does
 MAKE = """
-import ctypes, os, sys, tempfile
+import os, sys, tempfile
 from pathlib import Path
 sys.path[:0] = [sys.argv[1] + "/docshift/engine/uno", sys.argv[1] + "/tests"]
-import forkit, make_variants
+import make_variants
 out, password = Path(sys.argv[2]), sys.argv[3]
 with tempfile.TemporaryDirectory() as profile:
-    os.environ["SAL_USE_VCLPLUGIN"] = "svp"
-    kit = ctypes.CDLL(os.path.join(forkit.PROGRAM, "libmergedlo.so"), mode=ctypes.RTLD_GLOBAL)
-    kit.libreofficekit_hook_2.restype = ctypes.c_void_p
-    kit.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    if not kit.libreofficekit_hook_2(forkit.PROGRAM.encode(), Path(profile).as_uri().encode()):
-        raise SystemExit("LibreOfficeKit did not start")
-    import bridge, uno
-    make_variants.bridge, make_variants.uno = bridge, uno
-    office = bridge.LibreOffice(uno.getComponentContext())
+    office = make_variants.start_office(profile)
     make_variants.save(make_variants.writer(office), out / "locked.doc", "MS Word 97", Password=password)
     make_variants.save(make_variants.calc(office), out / "locked.xls", "MS Excel 97", Password=password)
 os._exit(0)  # LibreOfficeKit's threads hold the process otherwise
