@@ -135,6 +135,46 @@ def office_pids(worker_pid):
 soffice_pids = office_pids  # what the older tests call them
 
 
+def at_work(pids):
+    """Those of the forkit's children ``pids`` that are converting a file, not waiting for one (their name says)."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm") as comm:
+                if comm.read().strip() == "forkit-file":
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def ended_children_dirs(parent):
+    """The temp dirs (``child-<pid in the sandbox>``) in the sandbox's ``/profile/tmp``, seen from the host (as
+    root) through the forkit ``parent`` (host pid), of children that have ended: those of the children waiting
+    for a file are theirs."""
+    live = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    state, ppid = stat.read().rsplit(")", 1)[1].split()[:2]
+                if int(ppid) == parent and state != "Z":  # a zombie has ended: its dir is to go
+                    live.add(f"child-{sandbox_pid(int(entry))}")
+            except (OSError, IndexError, ValueError):
+                continue
+    return sorted(name for name in os.listdir(f"/proc/{parent}/root/profile/tmp")
+                  if name.startswith("child-") and name not in live)
+
+
+def sandbox_pid(pid):
+    """The pid the host's process ``pid`` has in its innermost PID namespace (a sandbox's), or None once gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return int(next(line for line in status if line.startswith("NSpid:")).split()[-1])
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def dies(pid, within=10):
     """True once ``pid`` is gone; a killed big process takes a moment to be torn down."""
     deadline = time.monotonic() + within

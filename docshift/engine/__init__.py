@@ -37,12 +37,13 @@ class Engine:
 
     @classmethod
     def made(cls, data_dir: str | Path, *, memory_limit_mb: int = 8192, cpu_seconds: int = 600,
-             scratch_mb: int = 512, sandboxed: bool = True,
+             scratch_mb: int = 512, sandboxed: bool = True, threads: int = 2,
              on_start: Callable[[str, str | None], object] | None = None) -> Engine:
         """The engine of one worker process, kept under ``data_dir``: how its LibreOffice runs (sandbox,
-        limits); ``on_start(state, detail)`` hears of every start of its parent ("ok", or "broken" and why)."""
+        limits), for ``threads`` worker threads; ``on_start(state, detail)`` hears of every start of its parent ("ok",
+        or "broken" and why)."""
         return cls(Forkit(data_dir, "office", sandboxed, sandbox.Limits(cpu_seconds=cpu_seconds, scratch_mb=scratch_mb),
-                          memory_limit_mb, on_start=on_start))
+                          memory_limit_mb, on_start=on_start, ready=threads))
 
     def start(self) -> None:
         """Start LibreOffice's parent now (it passes its self-test), so that the first task finds it warm."""

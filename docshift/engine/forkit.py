@@ -66,14 +66,15 @@ class Forkit:
     def __init__(self, base_dir: str | Path, name: str = "office", sandboxed: bool = True,
                  limits: sandbox.Limits | None = None, memory_limit_mb: int = 8192,
                  profile_settings: str = PROFILE_SETTINGS,
-                 on_start: Callable[[str, str | None], object] | None = None) -> None:
+                 on_start: Callable[[str, str | None], object] | None = None, ready: int = 2) -> None:
         """A parent keeping its profile's seed in ``<base_dir>/office/<own>`` and the tasks' files in
         ``<base_dir>/tasks/<own>``, ``own`` being ``<host>.<pid>.<name>``. It runs in the sandbox (or not), under
         ``limits`` and an address-space cap of ``memory_limit_mb``, each its children's too. ``on_start(state,
-        detail)`` hears of every start: "ok", or "broken" and why."""
+        detail)`` hears of every start: "ok", or "broken" and why. ``ready``: how many children wait, started,
+        for a file (as many as the threads that share it: none of them waits for a fork)."""
         self.base_dir, self.name, self.sandboxed = Path(base_dir), name, sandboxed
         self.limits, self.memory_limit = limits or sandbox.Limits(), memory_limit_mb << 20
-        self.profile_settings, self.on_start = profile_settings, on_start
+        self.profile_settings, self.on_start, self.ready = profile_settings, on_start, max(1, ready)
         self.own = owned(name)
         self.profile = self.base_dir / "office" / self.own
         self.job_dir = self.base_dir / "work" / self.own  # the sandbox's /job: empty, files come as descriptors
@@ -131,11 +132,12 @@ class Forkit:
         if self.sandboxed:
             argv = sandbox.command(self.job_dir, self.profile, PARENT.parent,
                                    [UNO_PYTHON, f"{sandbox.CODE}/{PARENT.name}", Path(sandbox.PROFILE).as_uri(),
-                                    str(passed)], env, self.limits)
+                                    str(passed), str(self.ready)], env, self.limits)
             env = {}
         else:
             log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
-            argv = network_namespace() + [UNO_PYTHON, str(PARENT), self.profile.as_uri(), str(passed)]
+            argv = network_namespace() + [UNO_PYTHON, str(PARENT), self.profile.as_uri(), str(passed),
+                                          str(self.ready)]
             env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
         # the worker's environment (secret key, S3 and AWS credentials) stays out either way
         try:
@@ -210,7 +212,8 @@ class Forkit:
         finally:
             theirs.close()
             os.close(told)
-        self.children += 1
+        with self._send:
+            self.children += 1
         return Job(ours, messages, f"{self.name}-child", task_id)
 
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
@@ -233,6 +236,10 @@ class Forkit:
             if "loaded" in answer and not isinstance(parts, bool):  # it waits to hear whether to walk
                 job.send({"parts": _decided(parts)})
                 answer = job.read(began + timeout + GRACE_SECONDS - time.monotonic())
+            if not answer.get("ok"):
+                # a file that failed may have filled the sandbox's scratch space, which LibreOffice's files hold
+                # until its child has ended: the retry, or the next file, gets the room
+                job.wait_end(GRACE_SECONDS)
         except OfficeCrashed:
             if time.monotonic() - began >= timeout:  # the parent killed it at its deadline
                 raise OfficeTimeout() from None
@@ -305,6 +312,14 @@ class Job:
         if not isinstance(reply, dict):
             raise OfficeCrashed("the child's answer is no JSON object")
         return reply
+
+    def wait_end(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the child to end (its end of the socket closes with it)."""
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(OSError):
+            while (remaining := deadline - time.monotonic()) > 0:
+                if select.select([self.sock], [], [], remaining)[0] and not self.sock.recv(65536):
+                    return
 
     def answer(self, timeout: float) -> dict[str, Any]:
         """Its one answer (a self-test's), then it is closed."""

@@ -79,7 +79,7 @@ class Worker:
                 self._engine = Engine.made(
                     config.data_dir, memory_limit_mb=config.office_memory_limit_mb,
                     cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
-                    sandboxed=config.sandbox, on_start=self.office_started)
+                    sandboxed=config.sandbox, threads=config.workers, on_start=self.office_started)
             return self._engine
 
     def office_started(self, state: str, detail: str | None) -> None:

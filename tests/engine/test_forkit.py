@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import alive, autogroup, dies, office_pids
+from conftest import alive, at_work, autogroup, dies, office_pids, sandbox_pid
 
 from docshift.engine import Engine, sandbox
 from docshift.engine import convert as converter
@@ -38,9 +38,15 @@ def export(office, source, target, timeout=60):
 
 
 def lineage(office):
-    """The office's parent and its live children (host pids), below its own bubblewrap."""
+    """The office's parent and its children at work on a file (host pids), below its own bubblewrap."""
     found = office_pids(office.process.pid) if office.process is not None else []
-    return (found[0] if found else None), found[1:]
+    return (found[0] if found else None), at_work(found[1:])
+
+
+def waiting_dirs(office):
+    """The temp dirs the office's live children may have: ``child-<its pid in the sandbox>``."""
+    found = office_pids(office.process.pid)
+    return sorted(f"child-{sandbox_pid(pid)}" for pid in found[1:])
 
 
 def child_scratch(office):
@@ -171,7 +177,9 @@ def test_a_childs_temp_dir_goes_with_it(limited, legacy, slow_xls, tmp_path):
     assert during, "no child-* dir in the sandbox's /profile/tmp while a child converts: the wrong place"
     for n, kind in enumerate(["doc", "xls", "ppt"]):
         export(limited, legacy[kind], tmp_path / f"{n}.{FORMATS[kind].target}")
-    assert eventually(lambda: child_scratch(limited) == [], within=3), child_scratch(limited)
+    # what is left is the temp dirs of the children waiting for a file, each of a live child
+    assert eventually(lambda: child_scratch(limited) == waiting_dirs(limited), within=3), child_scratch(limited)
+    assert len(child_scratch(limited)) == limited.ready
 
 
 def test_two_files_at_once_convert_in_two_children_at_the_same_time(limited, slow_xls, tmp_path):

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import soffice_pids, wait_for
+from conftest import ended_children_dirs, soffice_pids, wait_for
 
 from docshift.engine import sandbox
 from docshift.engine.forkit import Forkit
@@ -131,8 +131,7 @@ def test_a_conversion_past_the_scratch_limit_fails_and_leaves_nothing_over_it(le
         assert (tmp_path / "big.xlsx").stat().st_size <= 8 << 20
         # the failed child's temp dir goes when the parent reaps it: the next child then has the room
         parent = soffice_pids(office.process.pid)[0]
-        wait_for(lambda: not [n for n in os.listdir(f"/proc/{parent}/root/profile/tmp") if n.startswith("child-")],
-                 10, "the failed child's temp dir to go")
+        wait_for(lambda: ended_children_dirs(parent) == [], 10, "the failed child's temp dir to go")
         assert export(office, legacy["xls"], tmp_path / "after.xlsx")["outcome"] == "converted"
         assert office.restarts == 0
     finally:

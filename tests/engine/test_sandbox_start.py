@@ -11,9 +11,9 @@ from pathlib import Path
 import olefile
 import pytest
 import requests
-from conftest import BIN, Service, soffice_pids, wait_for
+from conftest import BIN, Service, ended_children_dirs, soffice_pids, wait_for
 
-from docshift.engine import Engine, sandbox
+from docshift.engine import Engine
 from docshift.engine.forkit import Forkit
 
 # the worker's start ----------------------------------------------------------------------
@@ -100,12 +100,6 @@ def own_dirs(data_dir):
             if (data_dir / kind).is_dir()}
 
 
-def child_dirs(parent):
-    """The children's temp dirs (``child-*``) in the sandbox's ``/profile/tmp``, seen from the host (as root)
-    through the parent, while it lives."""
-    return sorted(name for name in os.listdir(f"/proc/{parent}/root{sandbox.PROFILE}/tmp") if name.startswith("child-"))
-
-
 def test_nothing_is_left_behind(s3, legacy, slow_xls, tmp_path):
     """20 conversions (some failing) leave nothing of LibreOffice's in /tmp (its UNO pipe sockets and lu*.tmp
     dirs), no child's temp dir in the sandbox's /profile/tmp and no task's files in the worker's tasks dir; a
@@ -131,7 +125,7 @@ def test_nothing_is_left_behind(s3, legacy, slow_xls, tmp_path):
         old = service.processes["worker"]
         parent = soffice_pids(old.pid)[0]
         if os.geteuid() == 0:  # the host may look into the sandbox from outside
-            wait_for(lambda: child_dirs(parent) == [], 10, "the children's temp dirs to go")
+            wait_for(lambda: ended_children_dirs(parent) == [], 10, "the ended children's temp dirs to go")
         tasks = service.data_dir / "tasks"
         assert [p.name for d in tasks.iterdir() for p in d.iterdir()] == []
 
@@ -178,7 +172,7 @@ def test_a_sandboxed_office_cleans_up_after_itself(tmp_path, legacy):
         assert list(engine.office.job_dir.iterdir()) == [] and list(engine.office.tasks_dir.iterdir()) == []
         if os.geteuid() == 0:
             parent = soffice_pids(engine.office.process.pid)[0]
-            wait_for(lambda: child_dirs(parent) == [], 10, "the children's temp dirs to go")
+            wait_for(lambda: ended_children_dirs(parent) == [], 10, "the ended children's temp dirs to go")
     finally:
         engine.close()
     assert not engine.office.profile.exists() and not engine.office.job_dir.exists()

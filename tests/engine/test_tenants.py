@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import dies, office_pids
+from conftest import at_work, dies, office_pids, sandbox_pid
 
 from docshift.engine import sandbox
 from docshift.errors import OfficeCrashed, OfficeTimeout
@@ -34,9 +34,10 @@ def below(office):
 
 
 def settled(office, parent, within=3.0):
-    """True once only ``parent`` is left below the office: the last file's child has ended."""
+    """True once ``parent`` is at the head of the office's processes and no child is at work: the last file's
+    child has ended (those left wait for a file they have not had)."""
     deadline = time.monotonic() + within
-    while below(office) != [parent]:
+    while below(office)[:1] != [parent] or at_work(below(office)[1:]):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.02)
@@ -64,6 +65,7 @@ def test_no_process_converts_two_files_of_one_account_or_of_two(fresh_office, le
         assert facts["pid"] not in converted, f"{source.name} went to the process of {converted.get(facts['pid'])}"
         converted[facts["pid"]] = source.name
         assert settled(fresh_office, parent), f"the child of {source.name} outlived its file: {below(fresh_office)}"
+        assert facts["pid"] not in {sandbox_pid(pid) for pid in below(fresh_office)}, "its child lives on"
     assert len(converted) == 6 and fresh_office.restarts == 0
 
 

@@ -30,6 +30,7 @@ A request ``{"selftest": directory, "kinds": [...]}`` runs ``selftest.py`` there
 sends (``formats.self_test_kinds``).
 """
 
+import contextlib
 import functools
 import json
 import os
@@ -255,6 +256,18 @@ def answers(desktop, error=None):
         return False
 
 
+_office = None  # this process's LibreOffice, once ``prepare`` made it
+
+
+def prepare():
+    """This process's LibreOffice: its desktop, type and filter registries, made while the child waits for its file
+    (they cost the first file of a fresh process otherwise)."""
+    global _office
+    if _office is None:
+        _office = LibreOffice(uno.getComponentContext())
+    return _office
+
+
 def convert(request, source_fd, result_fd):
     """Convert as ``request`` says, the source read from ``source_fd`` and the result written to ``result_fd``;
     returns the answer. LibreOffice writes a link to a file beside the document relative to where it stores the
@@ -263,13 +276,20 @@ def convert(request, source_fd, result_fd):
     result (as a plain ``soffice --convert-to`` in place writes it)."""
     name = os.path.basename(request.get("name") or "") or "source"
     local = os.path.abspath(name)
-    try:
-        with open(source_fd, "rb", closefd=False) as given, open(local, "wb") as copy:
-            shutil.copyfileobj(given, copy, 1 << 20)
-    except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
-        return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}"}
     stored = os.path.abspath("result-" + os.path.basename(request.get("target_name") or "result"))
-    return _convert(LibreOffice(uno.getComponentContext()), local, stored, result_fd, request)
+    try:
+        try:
+            with open(source_fd, "rb", closefd=False) as given, open(local, "wb") as copy:
+                shutil.copyfileobj(given, copy, 1 << 20)
+        except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
+            return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}"}
+        return _convert(prepare(), local, stored, result_fd, request)
+    finally:
+        # the customer's file and its result leave the sandbox before the answer, whatever it says: the worker may
+        # hand the next file to another child at once, which runs as the same user and shares the room
+        for path in (stored, local):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _convert(office, source, stored, result_fd, request):
@@ -315,10 +335,6 @@ def _convert(office, source, stored, result_fd, request):
         document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
         with open(stored, "rb") as result, open(result_fd, "wb", closefd=False) as given:
             shutil.copyfileobj(result, given, 1 << 20)  # the worker's file
-        # the customer's file and its result leave the sandbox before the answer: the worker may hand the next
-        # file to another child at once, which runs as the same user
-        for path in (stored, source):
-            os.unlink(path)
         took("store")
     except Exception as error:
         if not answers(office.desktop, error):
@@ -335,9 +351,7 @@ def serve(request, source_fd, result_fd):
     global step
     try:
         if "selftest" in request:
-            context = uno.getComponentContext()
-            desktop = context.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
-            reply(**selftest.run(desktop, os.path.abspath(request["selftest"]), request["kinds"], props))
+            reply(**selftest.run(prepare().desktop, os.path.abspath(request["selftest"]), request["kinds"], props))
         else:
             reply(**convert(request, source_fd, result_fd))
         return 0

@@ -21,6 +21,8 @@ The sandbox's limits (address space, CPU seconds, file size, processes) hold for
 This process never runs a thread of its own: a fork copies the forking thread only.
 """
 
+import collections
+import contextlib
 import ctypes
 import json
 import os
@@ -35,11 +37,13 @@ import time
 
 PROGRAM = os.path.dirname(os.path.realpath(shutil.which("soffice") or "/usr/lib/libreoffice/program/soffice"))
 PR_SET_DUMPABLE = 4
+PR_SET_NAME = 15
 MAX_REQUEST = 1 << 16
 
 
 def main():
     profile, control = sys.argv[1], socket.socket(fileno=int(sys.argv[2]))
+    ready = max(1, int(sys.argv[3])) if len(sys.argv) > 3 else 1
     yield_the_cpu()  # first: a process that is not dumpable may no longer write its /proc/self/autogroup
     # not dumpable, and its children after it: a child taken over by a document can neither read nor write the
     # memory of this process (``/proc/<pid>/mem``), which every later child is forked from
@@ -53,37 +57,110 @@ def main():
         control.send(json.dumps({"ready": False, "detail": "lok_preinit failed"}).encode())
         return 1
     preload()
+    # a child's end makes select() return at once (SIGCHLD on a pipe): it is reaped, its temp dir removed, now
+    woken, wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda number, frame: None)
+    forkit = Forkit(office, profile, control, woken)
+    forkit.fill(ready)
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
-    children = {}  # pid -> (its deadline, its temp dir)
     try:
+        forkit.serve(ready)
+    finally:
+        for pid in forkit.children:
+            kill(pid)
+    return 0
+
+
+class Forkit:
+    """The children: those that wait for a file (``waiting``, started and ready, so that a file never waits for a
+    fork and LibreOfficeKit's start) and those at work, each with its deadline and temp dir (``children``)."""
+
+    def __init__(self, office, profile, control, woken):
+        self.office, self.profile, self.control, self.woken = office, profile, control, woken
+        self.children = {}  # pid -> [its deadline (None while it waits), its temp dir]
+        self.waiting = collections.deque()  # (pid, the socket its file comes on)
+
+    def fill(self, ready):
+        """Fork children until ``ready`` wait for a file."""
+        while len(self.waiting) < ready:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            pid = os.fork()
+            # named after the child (its pid in the sandbox), which makes it
+            scratch = os.path.join(tempfile.gettempdir(), f"child-{pid or os.getpid()}")
+            if pid == 0:
+                # nothing of its siblings' or of the worker's: only its own socket stays open
+                for _, other in self.waiting:
+                    other.close()
+                self.control.close()
+                ours.close()
+                child(self.office, self.profile, theirs, scratch)  # never returns
+            theirs.close()
+            self.children[pid] = [None, scratch]
+            self.waiting.append((pid, ours))
+
+    def serve(self, ready):
         while True:
             now = time.monotonic()
-            for pid, (deadline, _) in children.items():
-                if deadline <= now:
+            for pid, (deadline, _) in self.children.items():
+                if deadline is not None and deadline <= now:
                     kill(pid)
-            wait = min((deadline for deadline, _ in children.values()), default=now + 1) - now
-            if select.select([control], [], [], max(0.01, min(wait, 1)))[0]:
-                reap(children)  # the temp dirs of the children that ended go before another child starts
-                message, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, 4)
+            wait = min((deadline for deadline, _ in self.children.values() if deadline is not None),
+                       default=now + 1) - now
+            readable = select.select([self.control, self.woken], [], [], max(0.01, min(wait, 1)))[0]
+            if self.woken in readable:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self.woken, 4096)
+            self.reap()  # the temp dirs of the children that ended go before another child takes a file
+            if self.control in readable:
+                message, fds, _, _ = socket.recv_fds(self.control, MAX_REQUEST, 4)
                 if not message:  # the worker is gone
-                    return 0
+                    return
                 try:
-                    request = json.loads(message)
-                    scratch = tempfile.mkdtemp(prefix="child-")
-                except ValueError:
-                    request = None
-                if request is not None and len(fds) >= 2:
-                    pid = os.fork()
-                    if pid == 0:
-                        control.close()
-                        child(office, profile, fds, request, scratch)  # never returns
-                    children[pid] = (time.monotonic() + float(request.get("seconds", 60)), scratch)
-                for fd in fds:  # the child holds its own copies: the job's end is the child's alone now
-                    os.close(fd)
-            reap(children)
-    finally:
-        for pid in children:
-            kill(pid)
+                    self.hand(message, fds)
+                finally:
+                    for fd in fds:  # the child holds its own copies: the job's end is the child's alone now
+                        os.close(fd)
+                self.fill(ready)
+
+    def hand(self, message, fds):
+        """Give a waiting child the file ``message`` and ``fds`` name; it is killed ``seconds`` from now."""
+        try:
+            request = json.loads(message)
+            seconds = float(request.get("seconds", 60))
+        except (ValueError, AttributeError, TypeError):
+            return  # the job's socket closes with no answer: the worker sees a crash
+        while True:
+            if not self.waiting:
+                self.fill(1)
+            pid, sock = self.waiting.popleft()
+            try:
+                socket.send_fds(sock, [message], fds)
+                break
+            except OSError:  # it died waiting: the next one
+                continue
+            finally:
+                sock.close()
+        if pid in self.children:
+            self.children[pid][0] = time.monotonic() + seconds
+
+    def reap(self):
+        """Forget the children that ended, and their temp dirs."""
+        while self.children:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            _, scratch = self.children.pop(pid, (None, None))
+            if scratch:
+                shutil.rmtree(scratch, ignore_errors=True)
+            for index, (waiting, sock) in enumerate(self.waiting):
+                if waiting == pid:  # died before it got a file
+                    sock.close()
+                    del self.waiting[index]
+                    break
 
 
 def preload():
@@ -102,20 +179,6 @@ def preload():
     import pyuno  # noqa: F401
 
 
-def reap(children):
-    """Forget the children that ended, and their temp dirs."""
-    while children:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        _, scratch = children.pop(pid, (None, None))
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
 def kill(pid):
     try:
         os.kill(pid, signal.SIGKILL)
@@ -123,14 +186,30 @@ def kill(pid):
         pass
 
 
-def child(office, profile, fds, request, scratch):
-    """Convert what ``request`` says in this fresh process, answer on the job socket, and exit."""
+def child(office, profile, sock, scratch):
+    """Start LibreOfficeKit in this fresh process, wait on ``sock`` for one file, convert it, answer on the job
+    socket that came with it, and exit."""
     status = 70
     try:
-        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # inherited already; said again where it matters
+        name(b"forkit-ready")
         os.umask(0o077)
+        os.mkdir(scratch, 0o700)
+        os.environ["TMPDIR"] = tempfile.tempdir = scratch
+        os.chdir(scratch)
+        office.libreofficekit_hook_2.restype = ctypes.c_void_p
+        office.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        if not office.libreofficekit_hook_2(PROGRAM.encode(), profile.encode()):
+            raise RuntimeError("LibreOfficeKit did not start")
+        import bridge  # imports uno, which reaches this process's office only once LibreOfficeKit runs
+        bridge.prepare()
+        message, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 4)
+        sock.close()
+        name(b"forkit-file")  # at work: what ``ps`` and the tests tell it apart by
+        if not message or len(fds) < 2:
+            os._exit(0)
+        request = json.loads(message)
         # the source and the result keep the numbers they came with: those are free of LibreOffice's own (a
-        # number it opened before the fork, taken over here, had it read the source's first 8 bytes as an event)
+        # number it opened before, taken over here, had it read the source's first 8 bytes as an event)
         job, messages, *files = fds
         for fd, wanted in ((job, 0), (job, 1), (messages, 2)):
             os.dup2(fd, wanted)
@@ -139,13 +218,6 @@ def child(office, profile, fds, request, scratch):
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  (for the rest of this process)
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
-        os.environ["TMPDIR"] = tempfile.tempdir = scratch
-        os.chdir(scratch)
-        office.libreofficekit_hook_2.restype = ctypes.c_void_p
-        office.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-        if not office.libreofficekit_hook_2(PROGRAM.encode(), profile.encode()):
-            raise RuntimeError("LibreOfficeKit did not start")
-        import bridge  # imports uno, which reaches this process's office only once LibreOfficeKit runs
         status = bridge.serve(request, *(files or (None, None)))
         shutil.rmtree(scratch, ignore_errors=True)  # at once: the parent removes it again when it reaps this child
     except BaseException as error:  # the child answers whatever happened, and goes
@@ -157,6 +229,11 @@ def child(office, profile, fds, request, scratch):
             pass
     finally:
         os._exit(status)
+
+
+def name(title):
+    """This process's name (``/proc/<pid>/comm``): a child waiting for a file, or at work on one."""
+    ctypes.CDLL(None).prctl(PR_SET_NAME, title, 0, 0, 0)
 
 
 def yield_the_cpu(nice=None):
