@@ -41,7 +41,8 @@ CODE = "/opt/docshift"
 UID = GID = 65534
 # the profile's settings, copied into the in-memory profile (the rest of the profile starts empty)
 SETTINGS = "user/registrymodifications.xcu"
-# a sandbox runs about 30 processes and threads (Calc adds a thread per core): a fork bomb stops here
+# a sandbox runs the forkit parent and two children per worker thread (one at work, one waiting), a few threads
+# each: a fork bomb stops here
 MAX_PROCESSES = 256
 # /tmp holds LibreOffice's UNO pipe and /dev/shm nothing we know of: their temp files go to TMPDIR
 SMALL_TMPFS_MB = 16
@@ -49,9 +50,9 @@ SMALL_TMPFS_MB = 16
 
 @dataclass(frozen=True)
 class Limits:
-    """What one sandbox may use besides memory (the Office caps its address space)."""
+    """What one sandbox may use besides memory (``forkit.py`` caps its address space)."""
     cpu_seconds: int = 600  # CPU time of each of its processes; past it the kernel kills it
-    scratch_mb: int = 512   # its in-memory profile and temp files, its results (``/out``), any one file it writes
+    scratch_mb: int = 512   # its in-memory profile and temp files (each child's too), any one file it writes
 
 
 # Only what LibreOffice and python need from /etc, never /etc itself: a document that

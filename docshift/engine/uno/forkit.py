@@ -4,7 +4,9 @@ Collabora Online's forkit, here: ``lok_preinit`` loads LibreOffice's libraries, 
 into this process (about 0.5 s of CPU); every file is then converted by a child forked from it, which starts
 LibreOfficeKit (``libreofficekit_hook_2``: 0.01 s, the preloaded state is there already), drives it through pyuno
 in its own process (``bridge.py``: no pipe, no URP), answers, and exits with its file. No LibreOffice process ever
-sees a second file, whoever's it is: what one document did to LibreOffice's state dies with its child.
+sees a second file, whoever's it is: what one document did to LibreOffice's state dies with its child. As many
+children as the worker has threads wait, started, for a file (``Forkit.fill``), so that a file never waits for a
+fork, LibreOfficeKit's start or pyuno's; each is handed its file over a socket of its own.
 
 The worker (``docshift/engine/forkit.py``) talks to this process over one ``AF_UNIX`` ``SOCK_SEQPACKET`` socket,
 inherited as the descriptor named on the command line. It first says ``{"ready": true, "pid": ...}`` there. Each
@@ -18,7 +20,8 @@ The child is never given a path of the worker's: it reads its source and writes 
 descriptors. It is not dumpable (its siblings share its uid; none may read its memory or descriptors through
 ``/proc``), it has a temp dir of its own, removed when it ends, and it is killed at the request's ``seconds``.
 The sandbox's limits (address space, CPU seconds, file size, processes) hold for each child as for this process.
-This process never runs a thread of its own: a fork copies the forking thread only.
+A fork copies the forking thread only: this process starts none of its own, and ``lok_preinit`` leaves one
+(LibreOffice's configuration writer, idle here: nothing changes the configuration), as Collabora's forkit has it.
 """
 
 import collections
