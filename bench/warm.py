@@ -122,10 +122,14 @@ def status(pid, field):
 
 
 def ended(pid):
-    """Whether process ``pid`` is gone, or a zombie waiting for its parent to reap it."""
+    """Whether process ``pid`` is done with a file: gone, a zombie waiting for its parent to reap it, or a child
+    that waits for a file and has had none (``forkit-ready``)."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+            if stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                return True
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip() == "forkit-ready"
     except (OSError, IndexError):
         return True
 
@@ -172,8 +176,8 @@ class Memory(threading.Thread):
                     self.peaks[parent, pid] = max(peak, self.peaks.get((parent, pid), 0))
 
     def settle(self, engine, within=10):
-        """Wait until ``engine``'s children have ended (a child exits after its answer; the parent reaps it within
-        a second), taking their peaks."""
+        """Wait until ``engine``'s children at work have ended (a child exits after its answer; the parent reaps it
+        at once), taking their peaks; those that wait for a file stay."""
         parent = self.parent_of[engine.office]
         deadline = time.monotonic() + within
         while any(not ended(pid) for pid in children(parent)) and time.monotonic() < deadline:
