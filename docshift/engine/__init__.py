@@ -21,7 +21,8 @@ from docshift.contract import Macros
 from docshift.engine import convert as _convert
 from docshift.engine import precheck, protection, sandbox
 from docshift.engine.convert import Converted
-from docshift.engine.forkit import HOST, SELF_TEST_TIMEOUT, START_TIMEOUT, Forkit, alive, clear_leftovers
+from docshift.engine.forkit import SELF_TEST_TIMEOUT, START_TIMEOUT, Forkit
+from docshift.engine.places import HOST, alive, clear_leftovers
 
 __all__ = ["LONGEST_START_SECONDS", "Converted", "Engine", "Forkit", "alive", "clear_leftovers", "sandbox_problem"]
 

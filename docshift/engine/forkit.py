@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import glob
 import json
 import logging
 import os
-import re
+import queue
 import resource
 import select
 import shutil
@@ -32,17 +31,18 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from docshift import formats
 from docshift.engine import sandbox
+from docshift.engine.places import owned
 from docshift.engine.profile import PROFILE_SETTINGS, network_namespace, with_version
 from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
 
 log = logging.getLogger("docshift.office")
 
-HOST = socket.gethostname()
 # what runs inside the sandbox, under LibreOffice's Python: the only code the sandbox sees
 PARENT = Path(__file__).resolve().parent / "uno" / "forkit.py"
 UNO_PYTHON = "/usr/bin/python3"  # LibreOffice's Python: Debian's python3 with python3-uno
@@ -54,12 +54,6 @@ MAX_REPLY_BYTES = 8 << 20  # the longest answer a child may give (its facts: she
 MAX_LOG_LINE = 8192  # the longest line of LibreOffice's messages logged: the rest of a longer one is dropped
 CONTROL_FD = 11  # the control socket's lowest number: above the 3 to 5 and 10 that ``sandbox.py``'s wrapper uses
 GRACE_SECONDS = 2  # past a child's deadline, the parent has killed it: its socket says so by then
-
-
-def owned(name: str) -> str:
-    """``<host>.<pid>.<name>``, ``name`` made safe for a path: what this worker process's dirs are named, so that
-    ``clear_leftovers`` knows whose they are."""
-    return f"{HOST}.{os.getpid()}.{re.sub(r'[^A-Za-z0-9_-]', '_', name)}"
 
 
 class Forkit:
@@ -86,6 +80,11 @@ class Forkit:
         self._control: socket.socket | None = None
         self._lock = threading.Lock()  # a start
         self._send = threading.Lock()  # the control socket
+        # bubblewrap's --die-with-parent follows the thread that started it, not the process: a parent started by a
+        # worker thread that ends (a node's, a test's) died with it. Every start runs on this thread of its own,
+        # which lives until ``close``.
+        self._launches: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._launcher: threading.Thread | None = None
 
     @property
     def running(self) -> bool:
@@ -141,9 +140,9 @@ class Forkit:
             env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
         # the worker's environment (secret key, S3 and AWS credentials) stays out either way
         try:
-            self.process = subprocess.Popen(
+            self.process = self._on_launcher(lambda: subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                cwd="/", start_new_session=True, preexec_fn=self._limit, pass_fds=(passed,))
+                cwd="/", start_new_session=True, preexec_fn=self._limit, pass_fds=(passed,)))
         finally:
             # the sandbox's copy is the only one left: a parent that dies is an end of file at once, not a
             # wait of START_TIMEOUT for an answer that cannot come
@@ -266,8 +265,29 @@ class Forkit:
     def close(self) -> None:
         with self._lock:
             self.stop()
+            if self._launcher is not None:
+                self._launches.put(None)
+                self._launcher.join()
+                self._launcher = None
         for path in (self.profile, self.job_dir, self.tasks_dir):
             shutil.rmtree(path, ignore_errors=True)
+
+    def _on_launcher(self, start: Callable[[], Any]) -> Any:
+        """``start()`` run on the launcher thread (made the first time), and what it returned or raised."""
+        if self._launcher is None:
+            self._launcher = threading.Thread(target=self._launch_loop, daemon=True, name=f"{self.name}-launcher")
+            self._launcher.start()
+        done: Future[Any] = Future()
+        self._launches.put((start, done))
+        return done.result()
+
+    def _launch_loop(self) -> None:
+        while (asked := self._launches.get()) is not None:
+            start, done = asked
+            try:
+                done.set_result(start())
+            except BaseException as error:
+                done.set_exception(error)
 
 
 class Job:
@@ -354,26 +374,3 @@ def _decided(parts: Callable[[], bool]) -> bool:
         return bool(parts())
     except Exception:
         return True
-
-
-def clear_leftovers(base_dir: str | Path) -> None:
-    """Remove the job, profile and tasks dirs that dead worker processes on this host left in ``base_dir`` (a
-    SIGKILL gives them no chance); call it when a worker process starts."""
-    for kind in ("work", "office", "tasks"):
-        for path in Path(base_dir, kind).glob(f"{glob.escape(HOST)}.*"):
-            pid = path.name[len(HOST) + 1:].split(".", 1)[0]
-            # our own pid in a name is a former process's (a container's worker always has the same)
-            if pid.isdigit() and (int(pid) == os.getpid() or not alive(int(pid))):
-                log.info("removing %s, left by worker process %s", path, pid)
-                shutil.rmtree(path, ignore_errors=True)
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
