@@ -317,7 +317,10 @@ class Job:
                 raise OfficeTimeout()
             if not select.select([self.sock], [], [], remaining)[0]:
                 continue
-            chunk = self.sock.recv(65536)
+            try:
+                chunk = self.sock.recv(65536)
+            except OSError as error:  # ECONNRESET: it died with what it was sent (``parts``) unread
+                raise OfficeCrashed(f"LibreOffice ended without an answer: {error}") from None
             if not chunk:
                 raise OfficeCrashed("LibreOffice ended without an answer")
             line += chunk
