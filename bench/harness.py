@@ -12,7 +12,10 @@ from pathlib import Path
 
 import requests
 
+from docshift.formats import FORMATS
+
 HERE = Path(__file__).resolve().parent
+UNO_PYTHON = "/usr/bin/python3"  # LibreOffice's Python (Debian's, with python3-uno), which plain_warm.py needs
 TARGET = {"doc": "docx:MS Word 2007 XML", "xls": "xlsx:Calc MS Excel 2007 XML",
           "ppt": "pptx:Impress MS PowerPoint 2007 XML"}
 
@@ -112,3 +115,31 @@ def print_outcomes(rows, bodies):
     print(f"\nas expected.csv says: {len(rows) - len(misses)}/{len(rows)}")
     for row, body in misses:
         print(f"  differs: {row['file']}: expected {row['expected']}, got {outcome(body)}")
+
+
+class Plain:
+    """One plain warm LibreOffice (``plain_warm.py``, run by LibreOffice's Python) in a process of its own: the
+    limit the engine and the service are measured against."""
+
+    def __init__(self, work):
+        self.work = Path(tempfile.mkdtemp(dir=work))
+        self.process = subprocess.Popen([UNO_PYTHON, str(HERE / "plain_warm.py"), str(self.work / "profile")],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        if self.process.stdout.readline().strip() != "ready":
+            raise SystemExit("the plain warm LibreOffice did not start")
+
+    def convert(self, path, n=0):
+        """Seconds it took to load ``path`` and store it as OOXML, or None when it made nothing of it."""
+        kind = FORMATS[path.suffix.lower()[1:]]
+        target = self.work / f"{n}.{kind.target}"
+        self.process.stdin.write(f"{path}\t{target}\t{kind.export_filter}\n")
+        seconds = float(self.process.stdout.readline())
+        target.unlink(missing_ok=True)
+        return seconds if seconds >= 0 else None
+
+    def close(self):
+        try:
+            self.process.stdin.close()  # it stops its LibreOffice's process group and ends
+            self.process.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()

@@ -33,7 +33,6 @@ import queue
 import random
 import signal
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -41,13 +40,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
-from harness import quantile
+from harness import Plain, quantile
 from traffic import Instance, descendants
 
 from docshift.formats import FORMATS
 
 HERE = Path(__file__).resolve().parent
-UNO_PYTHON = "/usr/bin/python3"  # LibreOffice's Python (Debian's, with python3-uno), which plain_warm.py needs
 ACCOUNTS = 24
 FINAL = {"SUCCEEDED", "FAILED", "EXPIRED"}
 MIB = 1024 * 1024
@@ -113,32 +111,6 @@ class Client:
         started = time.perf_counter()
         body = self.wait(key, self.submit(key, path), 0.005)
         return time.perf_counter() - started if body["status"] == "SUCCEEDED" else None
-
-
-class Plain:
-    """One plain warm LibreOffice (``plain_warm.py``) in a process of its own."""
-
-    def __init__(self, work):
-        self.work = Path(tempfile.mkdtemp(dir=work))
-        self.process = subprocess.Popen([UNO_PYTHON, str(HERE / "plain_warm.py"), str(self.work / "profile")],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        if self.process.stdout.readline().strip() != "ready":
-            raise SystemExit("the plain warm LibreOffice did not start")
-
-    def convert(self, path):
-        kind = FORMATS[path.suffix.lower()[1:]]
-        target = self.work / f"result.{kind.target}"
-        self.process.stdin.write(f"{path}\t{target}\t{kind.export_filter}\n")
-        seconds = float(self.process.stdout.readline())
-        target.unlink(missing_ok=True)
-        return seconds if seconds >= 0 else None
-
-    def close(self):
-        try:
-            self.process.stdin.close()  # it stops its LibreOffice's process group and ends
-            self.process.wait(30)
-        except (OSError, subprocess.TimeoutExpired):
-            self.process.kill()
 
 
 def plain_flood(plains, files):

@@ -30,12 +30,13 @@ import argparse
 import queue
 import shutil
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from harness import Plain
 
 from docshift.engine import Engine, Forkit
 from docshift.engine.forkit import UNO_PYTHON
@@ -46,28 +47,6 @@ HERE = Path(__file__).resolve().parent
 
 TIMEOUT = 60
 SAMPLE_SECONDS = 0.02
-
-
-class Plain:
-    """One plain warm LibreOffice (``plain_warm.py``) in a process of its own."""
-
-    def __init__(self, work):
-        self.work = Path(tempfile.mkdtemp(dir=work))
-        self.process = subprocess.Popen([UNO_PYTHON, str(HERE / "plain_warm.py"), str(self.work / "profile")],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-        assert self.process.stdout.readline().strip() == "ready"
-
-    def convert(self, path, n):
-        kind = path.suffix.lower()[1:]
-        target = self.work / f"{n}.{FORMATS[kind].target}"
-        self.process.stdin.write(f"{path}\t{target}\t{FORMATS[kind].export_filter}\n")
-        seconds = float(self.process.stdout.readline())
-        target.unlink(missing_ok=True)
-        return seconds if seconds >= 0 else None
-
-    def close(self):
-        self.process.stdin.close()
-        self.process.wait(30)
 
 
 def started_engine(work, name, memory):
