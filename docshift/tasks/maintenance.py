@@ -21,7 +21,7 @@ from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection, liveness, tasks
 from docshift.storage.tasks import Task
 from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_seconds
-from docshift.tasks.queue import Queue, on_redis
+from docshift.tasks.queue import Queue
 
 if TYPE_CHECKING:
     from docshift.tasks.nodes import Registry
@@ -75,17 +75,17 @@ def sweep_once(conn: Database, objects: ObjectStore, config: Settings, at: datet
         drop_input(conn, objects, row["id"])
     tasks.purge_idempotency_keys(conn, at - timedelta(seconds=config.idempotency_key_ttl_seconds))
     recover_stuck(conn, objects, config, at, registry)
-    if not on_redis(config):
+    if registry is None:  # tasks wait in SQLite's queue, not as jobs of the coordinator's
         top_up(conn, queue or Queue(config))
 
 
-def recover(conn: Database, objects: ObjectStore, config: Settings, queue: Queue,
+def recover(conn: Database, objects: ObjectStore, config: Settings, queue: Queue | None = None,
             registry: Registry | None = None) -> None:
-    """At a worker's start: take back the tasks of dead workers, and make sure every QUEUED task
-    has its message (a killed consumer may have taken messages without claiming)."""
+    """At a worker's start: take back the tasks of dead workers, and on one box (no ``registry`` of nodes) make
+    sure every QUEUED task has its message (a killed consumer may have taken messages without claiming)."""
     recover_stuck(conn, objects, config, connection.now(), registry)
-    if not on_redis(config):
-        top_up(conn, queue)
+    if registry is None:
+        top_up(conn, queue or Queue(config))
 
 
 def recover_stuck(conn: Database, objects: ObjectStore, config: Settings, at: datetime,

@@ -49,7 +49,7 @@ from docshift.tasks.maintenance import worker_name
 from docshift.tasks.queue import Jobs, Queue
 
 if TYPE_CHECKING:
-    from docshift.tasks.worker import Worker
+    from docshift.tasks.shared import Conversions, PerThread
 
 log = logging.getLogger("docshift.nodes")
 
@@ -180,9 +180,9 @@ class Registry:
 class Coordinator:
     """The coordinator's side: dispatch jobs into free node slots, apply the outcomes."""
 
-    def __init__(self, config: Settings, worker: Worker) -> None:
+    def __init__(self, config: Settings, local: PerThread) -> None:
         self.config = config
-        self.worker = worker  # the thread-local connection and store of the worker process
+        self.local = local  # a thread's own connection and store
         # a job lives as long as its links and lease can: one older than that is refused
         self.jobs = Jobs(config, ttl=max_run_seconds(config))
         self.registry = Registry(config, self.jobs)
@@ -191,7 +191,7 @@ class Coordinator:
     def dispatch(self) -> int:
         """Claim and send jobs, fairest first, while nodes have free slots. Returns how many."""
         with self._dispatching:
-            conn, sent = self.worker.connection(), 0
+            conn, sent = self.local.connection(), 0
             free = self.registry.capacity() - tasks.processing_count(conn)
             while free > 0:
                 holder = f"job:{secrets.token_hex(8)}"
@@ -200,7 +200,7 @@ class Coordinator:
                     break
                 task, account = claimed
                 if account["status"] != "active":
-                    apply_outcome(conn, self.worker.store(), self.config, task, Outcome(
+                    apply_outcome(conn, self.local.store(), self.config, task, Outcome(
                         Verdict.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                         message="The subscription became inactive before the conversion ran; not billed."))
                     continue
@@ -213,7 +213,7 @@ class Coordinator:
         """What a node needs for one claimed task: what to convert, the lease, and links to GET the
         input and to PUT the result under the key the lease names, valid as long as the lease can be."""
         lease = (holder, task.attempts)
-        links = self.worker.store().job_links(task.id, result_key(task.id, lease), max_run_seconds(self.config))
+        links = self.local.store().job_links(task.id, result_key(task.id, lease), max_run_seconds(self.config))
         job = {"task_id": task.id, "kind": task.source_type, "macros": task.macros, "holder": holder,
                "attempt": task.attempts, "input": links["input"], "result": links["result"],
                "filename": task.source_filename, "protection": task.protection}
@@ -231,7 +231,7 @@ class Coordinator:
         except ForgedMessage as error:
             log.warning("outcome dropped: %s", error)
             return
-        conn, store = self.worker.connection(), self.worker.store()
+        conn, store = self.local.connection(), self.local.store()
         task_id, lease = report["task_id"], (report["holder"], report["attempt"])
         outcome = Outcome(**{name: value for name, value in report.items() if name in OUTCOME_FIELDS})
         task = tasks.get_task(conn, task_id)
@@ -262,9 +262,9 @@ class Coordinator:
 class Node:
     """A conversion node: ``slots`` threads, each with its own LibreOffice, taking jobs."""
 
-    def __init__(self, config: Settings, worker: Worker, slots: int) -> None:
+    def __init__(self, config: Settings, conversions: Conversions, slots: int) -> None:
         self.config = config
-        self.worker = worker  # thread-local LibreOffice
+        self.conversions = conversions  # the process's engine, and the service's faults
         self.slots = slots
         self.name = f"node:{worker_name()}"
         self.jobs = Jobs(config, ttl=max_run_seconds(config), on_job=self.run_job)
@@ -292,11 +292,11 @@ class Node:
             self.registry.running(holder, self.name)
         try:
             objects = JobStore(job, lambda: self.registry.revoked(holder))
-            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.worker.engine(),
+            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.conversions.engine(),
                                    Macros(job["macros"]), job["filename"],
                                    password=job.get("password"),
                                    protection=Protection(job.get("protection", Protection.KEEP)))
-            self.worker.faults.observe(outcome)
+            self.conversions.faults.observe(outcome)
             self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
                                **asdict(outcome)})
         finally:
@@ -328,7 +328,7 @@ class Node:
             try:
                 self._check_key()
                 # while a fault of the service or a key that does not fit holds it off, it is sent nothing
-                held_off = self.key_problem is not None or self.worker.faults.wait()
+                held_off = self.key_problem is not None or self.conversions.faults.wait()
                 self.registry.beat(self.name, 0 if held_off else self.slots)
                 with self._running_lock:
                     for holder in self._running:
@@ -347,9 +347,9 @@ class Node:
         self.key_problem = problem
 
     def _take(self) -> None:
-        self.worker.thread_started()  # LibreOffice warm before the first job
+        self.conversions.thread_started()  # LibreOffice warm before the first job
         while not self.stopping.is_set():
-            pause = self.worker.faults.wait()
+            pause = self.conversions.faults.wait()
             if pause:  # a fault of the service (faults.py): other nodes take the jobs meanwhile
                 self.stopping.wait(pause)
                 continue
@@ -361,12 +361,12 @@ class Node:
             except Exception:
                 log.exception("a job could not be taken; trying again")
                 self.stopping.wait(1)
-        self.worker.thread_stopping()  # the last of the node's threads to stop closes LibreOffice
+        self.conversions.thread_stopping()  # the last of the node's threads to stop closes LibreOffice
 
 
-def run_node(config: Settings, worker: Worker) -> None:
+def run_node(config: Settings, conversions: Conversions) -> None:
     """``python worker.py node``: a node until SIGTERM or SIGINT, then it finishes what it runs."""
-    node = Node(config, worker, config.workers)
+    node = Node(config, conversions, config.workers)
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())

@@ -1,7 +1,9 @@
-"""The worker process: huey consumer threads, each with its own warm LibreOffice, and a thread
-of the service's own duties. ``python worker.py`` (the Procfile's ``worker``) runs ``main``."""
+"""The worker process in one of its three roles, which ``role_for`` alone picks from the settings and the command
+line: ``OneBox`` (SQLite's queue: its consumer threads claim and convert), ``Coordinating`` (Redis: it claims and
+dispatches jobs to conversion nodes, applies their outcomes, and converts as a node itself with DOCSHIFT_WORKERS > 0)
+and ``Converting`` (``python worker.py node``: a conversion node, no database at all). ``python worker.py`` (the
+Procfile's ``worker``) runs ``main``."""
 
-import functools
 import logging
 import sys
 import threading
@@ -10,22 +12,21 @@ from collections.abc import Callable
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlite_utils import Database
 
 from docshift import logs, settings
 from docshift.accounts import marketplace
 from docshift.accounts.metering import report_overage
 from docshift.accounts.subscriptions import sync_subscriptions
 from docshift.contract import Status
-from docshift.engine import Engine, clear_leftovers, sandbox_problem
+from docshift.engine import clear_leftovers, sandbox_problem
 from docshift.errors import BadSetting, NoProbe, StorageUnavailable
 from docshift.settings import Settings
-from docshift.storage import ObjectStore, connection, liveness
+from docshift.storage import connection, liveness
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import max_run_seconds, run_next
-from docshift.tasks.faults import Faults
 from docshift.tasks.nodes import Coordinator, Node, Registry, run_node
 from docshift.tasks.queue import Jobs, Queue, on_redis
+from docshift.tasks.shared import Conversions, PerThread
 
 log = logging.getLogger("docshift.worker")
 # what a worker process does on its own schedule: (name, every seconds, action)
@@ -41,156 +42,144 @@ CONTAINER_OPTIONS = ("--security-opt seccomp=deploy/container/seccomp.json (in t
                      "(podman: unmask=/proc/*) and, where AppArmor runs, --security-opt apparmor=unconfined")
 
 
-class Worker:
-    """What a thread needs, made per thread on first use: a SQLite connection, an object store
-    client, a LibreOffice."""
+def role_for(config: Settings, argv: list[str]) -> "OneBox | Coordinating | Converting":
+    """The one place that decides what this process is."""
+    if argv[:1] == ["node"]:
+        if not on_redis(config):
+            sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
+        return Converting(config)
+    return Coordinating(config) if on_redis(config) else OneBox(config)
+
+
+class OneBox:
+    """One box: the queue's consumer threads each claim the fairest waiting task and convert it, with the
+    process's one engine."""
 
     def __init__(self, config: Settings) -> None:
-        self.config = config
-        # on Redis, an outcome sealed longer ago than a run may last is refused, as a replayed one
-        self.queue = Queue(config, ttl=max_run_seconds(config), on_waiting=self.take_waiting, on_outcome=self.apply)
-        # on Redis, conversions go to nodes through the coordinator
-        self.coordinator = Coordinator(config, self) if on_redis(config) else None
-        self._local = threading.local()
-        self.is_node = False  # a conversion node: no database at all
-        self._engine: Engine | None = None  # the process's LibreOffice, made when first asked for
-        self._engine_state: tuple[str, str | None] | None = None  # (state, detail) of its last start
-        self._engine_users = 0  # worker threads that started it: the last to stop closes it
-        self._engine_lock = threading.Lock()
-        # a full disk, an engine that cannot start: held off, and named in /healthz while it stands
-        self.faults = Faults(on_change=self.fault_changed)
-
-    def connection(self) -> Database:
-        if not hasattr(self._local, "db"):
-            self._local.db = connection.connect(self.config.database)
-        return self._local.db
-
-    def store(self) -> ObjectStore:
-        if not hasattr(self._local, "store"):
-            self._local.store = ObjectStore(self.config)
-        return self._local.store
-
-    def engine(self) -> Engine:
-        """The process's engine: one LibreOffice parent, shared by its worker threads, which forks a child for
-        every file."""
-        with self._engine_lock:
-            if self._engine is None:
-                config = self.config
-                self._engine = Engine.made(
-                    config.data_dir, memory_limit_mb=config.office_memory_limit_mb,
-                    cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
-                    sandboxed=config.sandbox, threads=config.workers, on_start=self.office_started)
-            return self._engine
-
-    def office_started(self, state: str, detail: str | None) -> None:
-        with self._engine_lock:
-            self._engine_state = (state, detail)
-        if self.is_node:  # a conversion node has no database: its log says it
-            log.log(logging.ERROR if state == "broken" else logging.INFO, "LibreOffice: %s %s", state, detail or "")
-        else:
-            self.report_engine()
-
-    def fault_changed(self) -> None:
-        if not self.is_node:  # a node has no database; the conversion's log line says it
-            self.report_engine()
-
-    def report_engine(self) -> None:
-        """Record for /healthz what this process runs LibreOffice with, and whether its LibreOffice keeps
-        failing its self-test."""
-        if not self.converts:  # a coordinator whose conversions all run on nodes
-            nodes = len(self.registry.alive())  # type: ignore[union-attr]  # a coordinator has a registry
-            liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), "ok",
-                                   f"conversions run on nodes ({nodes} alive)")
-            return
-        with self._engine_lock:
-            started = self._engine_state
-        broken = started[1] if started and started[0] == "broken" else None
-        # a standing fault says more than the starts that failed with it
-        detail = self.faults.describe() or (f"LibreOffice fails its self-test at every start ({broken})"
-                                            if broken else None)
-        state = "broken" if detail else "ok" if started else "starting"
-        liveness.report_engine(self.connection(), maintenance.worker_name(), _on_off(self.config.sandbox), state,
-                               detail)
-
-    @functools.cached_property
-    def marketplace(self) -> marketplace.Marketplace:
-        """The configured marketplace, made once per process (the aws one holds three API clients)."""
-        return marketplace.backend(self.config)
-
-    # huey hooks and the task
-
-    def thread_started(self) -> None:
-        engine = self.engine()
-        with self._engine_lock:
-            self._engine_users += 1
-        try:
-            engine.start()  # warm before the first task arrives
-        except Exception as error:
-            log.warning("LibreOffice did not start yet, the first task will retry: %r", error)
-
-    def thread_stopping(self) -> None:
-        with self._engine_lock:
-            self._engine_users -= 1
-            last = self._engine_users <= 0
-        if last and self._engine is not None:  # the others' conversions are done
-            self._engine.close()
+        self.config, self.local = config, PerThread(config)
+        self.conversions = Conversions(config, on_change=self.report_engine)
+        self.queue = Queue(config, ttl=max_run_seconds(config), on_waiting=self.take_waiting)
 
     def take_waiting(self, hint: str | None = None) -> Any:
-        """A message: a task is waiting. On one box, claim the fairest waiting task (not
-        necessarily ``hint``) and convert it; with nodes, dispatch to free node slots."""
-        if self.coordinator is not None:
-            return self.coordinator.dispatch()
-        pause = self.faults.wait()
+        """A message: a task is waiting. Claim the fairest waiting task (not necessarily ``hint``) and convert it."""
+        pause = self.conversions.faults.wait()
         if pause:  # a fault of the service stands: the waiting tasks stay QUEUED until the next try
             self.queue.enqueue(delay=pause)
             return None
-        outcome = run_next(self.connection(), self.store(), self.config, self.engine(), maintenance.worker_name(),
-                           self.faults)
+        outcome = run_next(self.local.connection(), self.local.store(), self.config, self.conversions.engine(),
+                           maintenance.worker_name(), self.conversions.faults)
         if outcome == Status.QUEUED:  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
         return outcome
 
-    def apply(self, report: Any) -> None:
-        """A conversion node's outcome (coordinator only)."""
-        # only the coordinator's queue carries outcomes
-        return self.coordinator.apply(report)  # type: ignore[union-attr, return-value]
-
-    @property
-    def registry(self) -> Registry | None:
-        return self.coordinator.registry if self.coordinator is not None else None
-
-    # the service's own duties
-
-    def duties(self) -> list[Duty]:
-        """(name, every seconds, action), run by ``Duties`` on a thread of their own."""
-        return [
-            ("heartbeat", self.config.heartbeat_seconds, lambda: maintenance.heartbeat(self.connection())),
-            ("sweep", self.config.sweep_seconds, self.sweep),
-            ("subscriptions", 60.0, lambda: sync_subscriptions(self.connection(), self.marketplace)),
-            # the ledger only sends ended hours, so running more often than hourly sends nothing twice
-            ("metering", 600.0, lambda: report_overage(self.connection(), self.marketplace)),
-        ]
+    def report_engine(self) -> None:
+        """Record for /healthz what this process runs LibreOffice with, and whether it keeps failing."""
+        report_engine(self.local, self.config, *self.conversions.health())
 
     def sweep(self) -> None:
-        maintenance.sweep_once(self.connection(), self.store(), self.config, queue=self.queue, registry=self.registry)
+        maintenance.sweep_once(self.local.connection(), self.local.store(), self.config, queue=self.queue)
         self.report_engine()
 
-    @property
-    def converts(self) -> bool:
-        """Whether this process runs LibreOffice: not a coordinator with DOCSHIFT_WORKERS=0."""
-        return self.coordinator is None or self.config.workers > 0
+    def run(self) -> None:
+        check_sandbox(self.config)
+        clear_leftovers(self.config.data_dir)
+        prepare(self.local, self.config, self.report_engine, self.queue)
+        Duties(duties(self.local, self.config, self.sweep)).start()
+        self.queue.huey.on_startup()(self.conversions.thread_started)
+        self.queue.huey.on_shutdown()(self.conversions.thread_stopping)
+        self.queue.consumer(self.config.workers).run()
 
-    def prepare(self) -> None:
-        """Once per process, before any conversion: tables, bucket, what a killed worker left."""
-        conn = self.connection()
-        connection.init(conn)
-        maintenance.heartbeat(conn)
+
+class Coordinating:
+    """On Redis: claim the fairest waiting task whenever a node has a free slot, send it as a job, apply the
+    outcomes nodes report. With DOCSHIFT_WORKERS > 0 this process converts too, as a node of its own."""
+
+    def __init__(self, config: Settings) -> None:
+        self.config, self.local = config, PerThread(config)
+        self.coordinator = Coordinator(config, self.local)
+        # an outcome sealed longer ago than a run may last is refused, as a replayed one
+        self.queue = Queue(config, ttl=max_run_seconds(config), on_waiting=self.take_waiting,
+                           on_outcome=self.coordinator.apply)
+        self.conversions = Conversions(config, on_change=self.report_engine) if config.workers > 0 else None
+
+    def take_waiting(self, hint: str | None = None) -> int:
+        return self.coordinator.dispatch()
+
+    def report_engine(self) -> None:
+        if self.conversions is None:
+            nodes = len(self.coordinator.registry.alive())
+            report_engine(self.local, self.config, "ok", f"conversions run on nodes ({nodes} alive)")
+        else:
+            report_engine(self.local, self.config, *self.conversions.health())
+
+    def sweep(self) -> None:
+        maintenance.sweep_once(self.local.connection(), self.local.store(), self.config,
+                               registry=self.coordinator.registry)
         self.report_engine()
-        try:
-            self.store().ensure_bucket()
-        except StorageUnavailable as error:  # the store may still be starting; put_input creates it too
-            log.warning("bucket not ready yet: %r", error)
-        maintenance.recover(conn, self.store(), self.config, self.queue, self.registry)
+
+    def run(self) -> None:
+        if self.conversions is not None:
+            check_sandbox(self.config)
+            clear_leftovers(self.config.data_dir)
+        prepare(self.local, self.config, self.report_engine, registry=self.coordinator.registry)
+        extra: list[Duty] = [
+            ("dispatch", 1.0, self.coordinator.dispatch),
+            # the probe nodes check their queue key against, written again should Redis restart empty
+            ("probe", self.config.node_heartbeat_seconds, self.coordinator.registry.announce)]
+        Duties(duties(self.local, self.config, self.sweep) + extra).start()
+        if self.conversions is not None:
+            Node(self.config, self.conversions, self.config.workers).start()
+        # its threads only claim, dispatch and apply
+        self.queue.consumer(2).run()
+
+
+class Converting:
+    """A conversion node: jobs from Redis, converted with the process's engine; no database, so its log says
+    how its LibreOffice is."""
+
+    def __init__(self, config: Settings) -> None:
+        self.config = config
+        self.conversions = Conversions(config, on_change=self.report_engine)
+
+    def report_engine(self) -> None:
+        state, detail = self.conversions.health()
+        log.log(logging.ERROR if state == "broken" else logging.INFO, "LibreOffice: %s %s", state, detail or "")
+
+    def run(self) -> None:
+        check_queue_key(self.config)  # first: a node with another key must not take (and drop) a single job
+        check_sandbox(self.config)
+        clear_leftovers(self.config.data_dir)
+        run_node(self.config, self.conversions)
+
+
+def report_engine(local: PerThread, config: Settings, state: str, detail: str | None) -> None:
+    liveness.report_engine(local.connection(), maintenance.worker_name(), _on_off(config.sandbox), state, detail)
+
+
+def prepare(local: PerThread, config: Settings, report: Callable[[], object], queue: Queue | None = None,
+            registry: Registry | None = None) -> None:
+    """Once per process, before any conversion: tables, bucket, what a killed worker left."""
+    conn = local.connection()
+    connection.init(conn)
+    maintenance.heartbeat(conn)
+    report()
+    try:
+        local.store().ensure_bucket()
+    except StorageUnavailable as error:  # the store may still be starting; put_input creates it too
+        log.warning("bucket not ready yet: %r", error)
+    maintenance.recover(conn, local.store(), config, queue, registry)
+
+
+def duties(local: PerThread, config: Settings, sweep: Callable[[], object]) -> list[Duty]:
+    """(name, every seconds, action) of a process that holds the database, run by ``Duties``."""
+    market = marketplace.backend(config)  # made once per process: the aws one holds three API clients
+    return [
+        ("heartbeat", config.heartbeat_seconds, lambda: maintenance.heartbeat(local.connection())),
+        ("sweep", config.sweep_seconds, sweep),
+        ("subscriptions", 60.0, lambda: sync_subscriptions(local.connection(), market)),
+        # the ledger only sends ended hours, so running more often than hourly sends nothing twice
+        ("metering", 600.0, lambda: report_overage(local.connection(), market)),
+    ]
 
 
 class Duties(threading.Thread):
@@ -266,33 +255,4 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"docshift: {error}")
     logs.configure()
     logging.getLogger("huey").setLevel(logging.INFO)
-    worker = Worker(config)
-    node = argv[:1] == ["node"]
-    if node and not on_redis(config):
-        sys.exit("a conversion node needs DOCSHIFT_QUEUE_URL=redis://host:port/db, the coordinator's queue")
-    if node:  # first: a node with another key must not take (and drop) a single job
-        check_queue_key(config)
-    if node or worker.converts:
-        check_sandbox(config)
-        clear_leftovers(config.data_dir)
-    if node:
-        worker.is_node = True
-        return run_node(config, worker)
-    worker.prepare()
-    duties = worker.duties()
-    slots = config.workers
-    if worker.coordinator is None:
-        threads = slots
-        worker.queue.huey.on_startup()(worker.thread_started)
-        worker.queue.huey.on_shutdown()(worker.thread_stopping)
-    else:
-        # the coordinator's threads only claim, dispatch and apply; its own conversions, if
-        # DOCSHIFT_WORKERS > 0, run as a node inside this process
-        threads = 2
-        duties.append(("dispatch", 1.0, worker.coordinator.dispatch))
-        # the probe nodes check their queue key against, written again should Redis restart empty
-        duties.append(("probe", config.node_heartbeat_seconds, worker.coordinator.registry.announce))
-        if slots > 0:  # the same Worker, so its LibreOffices are the ones report_engine sees
-            Node(config, worker, slots).start()
-    Duties(duties).start()
-    worker.queue.consumer(threads).run()
+    role_for(config, argv).run()

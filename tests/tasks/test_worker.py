@@ -145,9 +145,9 @@ def test_failed_task_view(office, app, client, submit, account):
 def test_a_workers_threads_share_one_libreoffice_parent_and_the_last_to_stop_closes_it(app):
     """The worker threads of a process share one engine (one LibreOffice parent, a child per file), started by
     the first thread and closed by the last to stop, never under another thread's conversion."""
-    from docshift.tasks.worker import Worker
+    from docshift.tasks.shared import Conversions
 
-    worker = Worker(app.config["DOCSHIFT"])
+    worker = Conversions(app.config["DOCSHIFT"], on_change=lambda: None)
     engines = []
 
     def run():
