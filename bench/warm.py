@@ -27,6 +27,7 @@ Only files that both convert are counted in the timings; both passes see the sam
 """
 
 import argparse
+import os
 import queue
 import shutil
 import statistics
@@ -83,12 +84,16 @@ class Ours:
 
 
 def children(pid):
-    """The pids of ``pid``'s children (the kernel's list for its main thread: the parent runs no other)."""
+    """The pids of ``pid``'s children: the kernel lists them by the thread that forked them, and the engine's
+    parent forks on LibreOffice's main loop, not on its first thread."""
+    found = []
     try:
-        with open(f"/proc/{pid}/task/{pid}/children") as listed:
-            return [int(child) for child in listed.read().split()]
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found += [int(child) for child in listed.read().split()]
     except OSError:
-        return []
+        pass
+    return found
 
 
 def status(pid, field):

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
+import openpyxl
 import pytest
 from conftest import alive, at_work, autogroup, dies, office_pids, sandbox_pid
 
@@ -180,6 +181,41 @@ def test_a_childs_temp_dir_goes_with_it(limited, legacy, slow_xls, tmp_path):
     # what is left is the temp dirs of the children waiting for a file, each of a live child
     assert eventually(lambda: child_scratch(limited) == waiting_dirs(limited), within=3), child_scratch(limited)
     assert len(child_scratch(limited)) == limited.ready
+
+
+def office_temp(office):
+    """The files in LibreOffice's own temp dirs (``lu*.tmp``, made by the parent's LibreOffice before its forks, in
+    the sandbox's ``/profile/tmp/office``), seen from the host through the parent."""
+    parent, _ = lineage(office)
+    top = Path(f"/proc/{parent}/root{sandbox.PROFILE}/tmp/office")
+    return sorted(str(path.relative_to(top)) for path in top.glob("lu*.tmp/*"))
+
+
+def test_what_children_leave_in_libreoffices_temp_dir_goes_once_none_is_at_work(limited, legacy, tmp_path):
+    """A child exits with its document open: the temp files LibreOffice made for it stay in the temp dir all
+    children share. The child removes those it holds, the parent the rest once no child is at work."""
+    before = office_temp(limited)
+    for n, kind in enumerate(["doc", "xls", "ppt"]):
+        export(limited, legacy[kind], tmp_path / f"{n}.{FORMATS[kind].target}")
+    assert eventually(lambda: office_temp(limited) == before, within=5), (before, office_temp(limited))
+
+
+def test_an_import_that_yields_to_libreoffices_main_loop_converts_in_a_child(limited, tmp_path):
+    """A workbook's OOXML import reads its sheets on threads and yields to LibreOffice's main loop meanwhile. A
+    child forked from the parent's own thread has no main loop, and waited for ever there; forked by the main loop,
+    it is that loop's thread."""
+    workbook = openpyxl.Workbook()
+    for n in range(3):
+        sheet = workbook.active if n == 0 else workbook.create_sheet()
+        sheet.title = f"Sheet {n}"
+        for row in range(1, 50):
+            sheet.cell(row=row, column=1, value=row * n)
+    workbook.save(tmp_path / "package.xls")  # an .xlsx under a legacy name, as customers' files sometimes are
+    began = time.monotonic()
+    facts = export(limited, tmp_path / "package.xls", tmp_path / "package.xlsx", timeout=30)
+    assert facts["outcome"] == "converted" and facts["loaded"]["sheets"] == ["Sheet 0", "Sheet 1", "Sheet 2"], facts
+    assert time.monotonic() - began < 10
+    assert openpyxl.load_workbook(tmp_path / "package.xlsx")["Sheet 2"]["A49"].value == 98
 
 
 def test_two_files_at_once_convert_in_two_children_at_the_same_time(limited, slow_xls, tmp_path):

@@ -1,8 +1,8 @@
 """One file through LibreOffice, driven over UNO in the process that converts it; run by ``forkit.py``.
 
-Not imported by docshift itself: it needs the ``uno`` module of Debian's python3-uno, and runs in a child of the
-forkit once LibreOfficeKit runs there, where pyuno reaches that process's own office. It answers its one request
-with JSON lines on stdout (the job's socket):
+Not imported by docshift itself: it needs the ``uno`` module of Debian's python3-uno. The forkit's parent imports
+it once LibreOfficeKit runs there, where pyuno reaches that process's own office, and each child forked from it
+answers its one request with JSON lines on stdout (the job's socket):
 
     {"name": the source's file name, "filter": export filter name, "parts": true | false | "ask",
      "password": the Password load property of a protected source (optional)}
@@ -26,8 +26,8 @@ import filter gave nothing back (password-protected or damaged). Facts are what 
 checks compare: every sheet name (chart sheets are sheets here), the slide
 count, the body text's characters without whitespace, counted per character.
 
-A request ``{"selftest": directory, "kinds": [...]}`` runs ``selftest.py`` there instead, on the kinds the worker
-sends (``formats.self_test_kinds``).
+``self_test`` runs ``selftest.py`` in the parent, on the kinds the worker sends (``formats.self_test_kinds``), and
+converts each file it made as above: what the children inherit warm.
 """
 
 import contextlib
@@ -345,15 +345,31 @@ def _convert(office, source, stored, result_fd, request):
     return {"ok": True, "facts": report}
 
 
+def self_test(directory, kinds):
+    """The self-test (``selftest.py``) in ``directory``, then each file it made converted as a customer's is (type
+    detection, load, facts, export): run by the forkit's parent, whose children inherit what this built. Every
+    document it opened is closed again. Returns the self-test's answer."""
+    office = prepare()
+    answer = selftest.run(office.desktop, directory, kinds, props)
+    for family, _, name, ooxml in kinds if answer.get("ok") else ():
+        with open(os.path.join(directory, name), "rb") as given, \
+                open(os.path.join(directory, "converted"), "wb") as stored:
+            done = convert({"name": name, "filter": ooxml, "parts": True, "target_name": name + "x"},
+                           given.fileno(), stored.fileno())
+        if not done.get("ok") or done["facts"].get("outcome") != "converted":
+            answer = {"ok": False, "detail": f"{name} ({family}) did not convert: {done}"}
+            break
+    components = office.desktop.getComponents().createEnumeration()
+    while components.hasMoreElements():
+        close(components.nextElement())
+    return answer
+
+
 def serve(request, source_fd, result_fd):
-    """Answer ``request`` in this child of the forkit (``forkit.py``), where LibreOfficeKit runs: a self-test or a
-    conversion. Returns the exit status."""
+    """Answer ``request`` in a child of the forkit (``forkit.py``): a conversion. Returns the exit status."""
     global step
     try:
-        if "selftest" in request:
-            reply(**selftest.run(prepare().desktop, os.path.abspath(request["selftest"]), request["kinds"], props))
-        else:
-            reply(**convert(request, source_fd, result_fd))
+        reply(**convert(request, source_fd, result_fd))
         return 0
     except Exception as error:  # LibreOffice failed under this child: the worker sees it crashed
         reply(ok=False, error="crashed", detail=f"{step}: {type(error).__name__}: {error}")

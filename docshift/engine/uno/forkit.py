@@ -1,32 +1,47 @@
-"""The preinitialised LibreOffice that forks a child for every file; run in the sandbox under LibreOffice's Python.
+"""The warm LibreOffice that forks a child for every file; run in the sandbox under LibreOffice's Python.
 
-Collabora Online's forkit, here: ``lok_preinit`` loads LibreOffice's libraries, its registry, fonts and filters once,
-into this process (about 0.5 s of CPU); every file is then converted by a child forked from it, which starts
-LibreOfficeKit (``libreofficekit_hook_2``: 0.01 s, the preloaded state is there already), drives it through pyuno
-in its own process (``bridge.py``: no pipe, no URP), answers, and exits with its file. No LibreOffice process ever
-sees a second file, whoever's it is: what one document did to LibreOffice's state dies with its child. As many
-children as the worker has threads wait, started, for a file (``Forkit.fill``), so that a file never waits for a
-fork, LibreOfficeKit's start or pyuno's; each is handed its file over a socket of its own.
+Collabora Online's forkit, taken one step further: ``lok_preinit`` loads LibreOffice's libraries, registry, fonts
+and filters into this process, ``libreofficekit_hook_2`` starts LibreOfficeKit here too, and the self-test then
+makes, loads and exports a file of each type, so that what LibreOffice builds on its first document of a kind (its
+filters' tables, type detection, font metrics) is built once, here, from files of its own making. Every customer's
+file is then converted by a child forked from this warm process: it drives LibreOffice through pyuno in its own
+process (``bridge.py``: no pipe, no URP), answers, and exits with its file. On 48 small corpus files a child forked
+cold (LibreOfficeKit started in the child) spent 170 ms of CPU per file; one forked warm spends about 100, as a
+warm LibreOffice converting them one after the other does (85-95). No LibreOffice process ever sees a second
+customer's file: what one document did to LibreOffice's state dies with its child, and what a child inherits is
+this process's state after its own self-test files.
+
+A fork copies the forking thread only, and this process has three: the one running this file, LibreOfficeKit's
+main loop (``lo_startmain``) and the configuration writer (idle: nothing changes the configuration). Forked from
+this file's thread, a child has no main loop: the first import that yields to it (a workbook's sheets, read on
+threads) waits for ever, on a condition variable whose state names a waiter that is not in the child. So children
+are forked by the main loop itself, in a callback it runs (``com.sun.star.awt.AsyncCallback``): it lets go of
+LibreOffice's lock (the SolarMutex), forks, and each side takes the lock back. The child is then LibreOffice's main
+thread, holding its lock, with the main loop's state as it is between two events. Forked so, the 253 corpus files
+converted as they did in cold children, none waiting.
 
 The worker (``docshift/engine/forkit.py``) talks to this process over one ``AF_UNIX`` ``SOCK_SEQPACKET`` socket,
 inherited as the descriptor named on the command line. It first says ``{"ready": true, "pid": ...}`` there. Each
 message it gets is one job: a JSON request with three descriptors, ``SCM_RIGHTS``:
 
-    the job's own socket (the child answers there, one JSON line each, as ``bridge.py`` says),
+    the job's own socket (the answer comes there, one JSON line each, as ``bridge.py`` says),
     the source, open for reading, and the result, open for writing (``{"selftest": ...}`` has neither),
     the write end of a pipe for the child's own messages (its stderr), which the worker logs with the task.
 
-The child is never given a path of the worker's: it reads its source and writes its result through those
-descriptors. It is not dumpable (its siblings share its uid; none may read its memory or descriptors through
-``/proc``), it has a temp dir of its own, removed when it ends, and it is killed at the request's ``seconds``.
-The sandbox's limits (address space, CPU seconds, file size, processes) hold for each child as for this process.
-A fork copies the forking thread only: this process starts none of its own, and ``lok_preinit`` leaves one
-(LibreOffice's configuration writer, idle here: nothing changes the configuration), as Collabora's forkit has it.
+The first job is the self-test, which this process runs itself (it is what warms it); children are forked only
+once it passed, and as many as the worker has threads wait, forked, for a file. A child is never given a path of
+the worker's: it reads its source and writes its result through those descriptors. It is not dumpable (its
+siblings share its uid; none may read its memory or descriptors through ``/proc``), it copies its source into a
+temp dir of its own, removed when it ends, and it is killed at the request's ``seconds``. LibreOffice's own temp
+files go where this process's LibreOffice made its temp dir: a child removes those it still holds open when it
+exits, and this process removes whatever else children left there each time none is at work. The sandbox's limits
+(address space, CPU seconds, file size, processes) hold for each child as for this process.
 """
 
 import collections
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import random
@@ -42,6 +57,8 @@ PROGRAM = os.path.dirname(os.path.realpath(shutil.which("soffice") or "/usr/lib/
 PR_SET_DUMPABLE = 4
 PR_SET_NAME = 15
 MAX_REQUEST = 1 << 16
+LOCK_SECONDS = 5  # for a child to take LibreOffice's lock
+FORK_SECONDS = 10  # for LibreOffice's main loop to run a fork
 
 
 def main():
@@ -54,21 +71,32 @@ def main():
     # lok_preinit loads the configuration of the profile this names, not of its own argument (without it the
     # settings of $HOME's default profile were in force: macros and links as LibreOffice's defaults have them)
     os.environ["UserInstallation"] = profile  # noqa: SIM112  (LibreOffice's bootstrap name, as it spells it)
+    # LibreOffice makes its temp dir (lu*.tmp) once, in here: the one its children's temp files go to
+    office_tmp = os.path.join(tempfile.gettempdir(), "office")
+    os.makedirs(office_tmp, 0o700, exist_ok=True)
+    os.environ["TMPDIR"] = office_tmp
+    os.chdir(office_tmp)
     office = ctypes.CDLL(os.path.join(PROGRAM, "libmergedlo.so"), mode=ctypes.RTLD_GLOBAL)
     office.lok_preinit.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    if office.lok_preinit(PROGRAM.encode(), profile.encode()) != 0:
-        control.send(json.dumps({"ready": False, "detail": "lok_preinit failed"}).encode())
+    office.libreofficekit_hook_2.restype = ctypes.c_void_p
+    office.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    if office.lok_preinit(PROGRAM.encode(), profile.encode()) != 0 or \
+            not office.libreofficekit_hook_2(PROGRAM.encode(), profile.encode()):
+        control.send(json.dumps({"ready": False, "detail": "LibreOfficeKit did not start"}).encode())
         return 1
-    preload()
+    sys.path.append(PROGRAM)
+    os.environ["URE_BOOTSTRAP"] = f"vnd.sun.star.pathname:{PROGRAM}/fundamentalrc"
+    import bridge  # imports uno, which reaches this process's LibreOffice, running now
+
+    bridge.prepare()
     # a child's end makes select() return at once (SIGCHLD on a pipe): it is reaped, its temp dir removed, now
     woken, wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake)
     signal.signal(signal.SIGCHLD, lambda number, frame: None)
-    forkit = Forkit(office, profile, control, woken)
-    forkit.fill(ready)
+    forkit = Forkit(office, bridge, control, woken, office_tmp, ready)
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     try:
-        forkit.serve(ready)
+        forkit.serve()
     finally:
         for pid in forkit.children:
             kill(pid)
@@ -76,33 +104,41 @@ def main():
 
 
 class Forkit:
-    """The children: those that wait for a file (``waiting``, started and ready, so that a file never waits for a
-    fork and LibreOfficeKit's start) and those at work, each with its deadline and temp dir (``children``)."""
+    """The children: those that wait for a file (``waiting``: a file never waits for a fork), and every one with
+    its deadline (None while it waits) and temp dir (``children``)."""
 
-    def __init__(self, office, profile, control, woken):
-        self.office, self.profile, self.control, self.woken = office, profile, control, woken
+    def __init__(self, office, bridge, control, woken, office_tmp, ready):
+        self.bridge, self.control, self.woken, self.ready = bridge, control, woken, ready
+        self.office_tmp, self.warm = office_tmp, False
         self.children = {}  # pid -> [its deadline (None while it waits), its temp dir]
         self.waiting = collections.deque()  # (pid, the socket its file comes on)
+        self.kept = set()  # what is in LibreOffice's temp dir once this process is warm: its own
+        self.main_loop = MainLoopFork(office, bridge)
 
     def fill(self, ready):
         """Fork children until ``ready`` wait for a file."""
-        while len(self.waiting) < ready:
+        while self.warm and len(self.waiting) < ready:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            pid = os.fork()
-            # named after the child (its pid in the sandbox), which makes it
-            scratch = os.path.join(tempfile.gettempdir(), f"child-{pid or os.getpid()}")
-            if pid == 0:
-                # nothing of its siblings' or of the worker's: only its own socket stays open
-                for _, other in self.waiting:
-                    other.close()
-                self.control.close()
-                ours.close()
-                child(self.office, self.profile, theirs, scratch)  # never returns
+            inherited = [self.control, ours, *(sock for _, sock in self.waiting)]
+            pid = self.main_loop.fork(functools.partial(self.become_child, inherited, theirs))
             theirs.close()
-            self.children[pid] = [None, scratch]
+            if pid is None:  # LibreOffice's main loop did not run the fork: the next file's fill tries again
+                ours.close()
+                return
+            self.children[pid] = [None, self.scratch(pid)]
             self.waiting.append((pid, ours))
 
-    def serve(self, ready):
+    def become_child(self, inherited, sock, pid):
+        """In the child: nothing of its siblings' or of the worker's stays open, only its own socket."""
+        for other in inherited:
+            other.close()
+        child(self.bridge, sock, self.scratch(pid), self.office_tmp)  # never returns
+
+    def scratch(self, pid):
+        """A child's own temp dir, named after it (its pid in the sandbox)."""
+        return os.path.join(os.path.dirname(self.office_tmp), f"child-{pid}")
+
+    def serve(self):
         while True:
             now = time.monotonic()
             for pid, (deadline, _) in self.children.items():
@@ -120,42 +156,68 @@ class Forkit:
                 if not message:  # the worker is gone
                     return
                 try:
-                    self.hand(message, fds)
+                    self.take(message, fds)
                 finally:
                     for fd in fds:  # the child holds its own copies: the job's end is the child's alone now
                         os.close(fd)
-                self.fill(ready)
+                self.fill(self.ready)
 
-    def hand(self, message, fds):
-        """Give a waiting child the file ``message`` and ``fds`` name; it is killed ``seconds`` from now."""
+    def take(self, message, fds):
+        """A job: the self-test (this process runs it), or a file for a waiting child, which is killed ``seconds``
+        from now."""
         try:
             request = json.loads(message)
             seconds = float(request.get("seconds", 60))
         except (ValueError, AttributeError, TypeError):
             return  # the job's socket closes with no answer: the worker sees a crash
-        while True:
+        if isinstance(request, dict) and "selftest" in request and fds:
+            self.self_test(request, fds[0])
+            self.fill(self.ready)
+            return
+        while self.warm:
             if not self.waiting:
                 self.fill(1)
+                if not self.waiting:
+                    return
             pid, sock = self.waiting.popleft()
             try:
                 socket.send_fds(sock, [message], fds)
-                break
             except OSError:  # it died waiting: the next one
                 continue
             finally:
                 sock.close()
-        if pid in self.children:
-            self.children[pid][0] = time.monotonic() + seconds
+            if pid in self.children:
+                self.children[pid][0] = time.monotonic() + seconds
+            return
+
+    def self_test(self, request, job):
+        """The self-test, run here: it makes a file of each type, loads it and exports it, and each is converted
+        once more as a customer's file is (detection, facts): what every child then inherits warm. Its answer
+        goes on the job's socket; children are forked once it passed."""
+        directory = os.path.join(self.office_tmp, "selftest")
+        try:
+            answer = self.bridge.self_test(directory, request["kinds"])
+        except Exception as error:
+            answer = {"ok": False, "detail": f"{type(error).__name__}: {error}"}
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        self.warm = bool(answer.get("ok"))
+        self.kept = set(self.left())
+        with contextlib.suppress(OSError):
+            os.write(job, (json.dumps(answer) + "\n").encode())
 
     def reap(self):
-        """Forget the children that ended, and their temp dirs."""
+        """Forget the children that ended, and their temp dirs; once none is at work, what they left in
+        LibreOffice's temp dir goes too."""
+        ended = False
         while self.children:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                break
             if pid == 0:
-                return
+                break
+            ended = True
             _, scratch = self.children.pop(pid, (None, None))
             if scratch:
                 shutil.rmtree(scratch, ignore_errors=True)
@@ -164,22 +226,81 @@ class Forkit:
                     sock.close()
                     del self.waiting[index]
                     break
+        if ended and all(deadline is None for deadline, _ in self.children.values()):
+            self.sweep()
+
+    def left(self):
+        """What is in LibreOffice's temp dirs (``lu*.tmp``), as paths in this process's temp dir."""
+        for top in os.listdir(self.office_tmp):
+            inner = os.path.join(self.office_tmp, top)
+            if top.startswith("lu") and os.path.isdir(inner) and not os.path.islink(inner):
+                yield from (os.path.join(inner, name) for name in os.listdir(inner))
+
+    def sweep(self):
+        """Remove what ended children left in LibreOffice's temp dir: none is at work now."""
+        for path in list(self.left()):
+            if path not in self.kept:
+                remove(path)
 
 
-def preload():
-    """What every child's ``import bridge`` would load again, loaded once here: pyuno's library (as ``uno.py`` loads
-    it) and the modules ``uno.py`` and ``bridge.py`` import; 10-13 ms of each child's time. pyuno's component
-    context is made only in a child, once LibreOfficeKit runs there: made here, it would be a context of its own."""
-    sys.path.append(PROGRAM)
-    os.environ["URE_BOOTSTRAP"] = f"vnd.sun.star.pathname:{PROGRAM}/fundamentalrc"
-    import base64  # noqa: F401
-    import collections  # noqa: F401
-    import functools  # noqa: F401
-    import re  # noqa: F401
-    import traceback  # noqa: F401
-    import warnings  # noqa: F401
+class MainLoopFork:
+    """Forks on LibreOffice's main loop: ``fork(become_child)`` has the main loop run a callback that lets go of the
+    SolarMutex, forks, and takes it back on both sides; in the child it then calls ``become_child(pid)``, which
+    never returns. Returns the child's pid, or None when the main loop did not run it within ``FORK_SECONDS``."""
 
-    import pyuno  # noqa: F401
+    def __init__(self, office, bridge):
+        import uno
+        import unohelper
+        from com.sun.star.awt import XCallback
+
+        self.office = office
+        office._ZN11Application17ReleaseSolarMutexEv.restype = ctypes.c_uint32  # Application::ReleaseSolarMutex
+        office._ZN11Application17AcquireSolarMutexEj.argtypes = [ctypes.c_uint32]  # Application::AcquireSolarMutex
+        context = uno.getComponentContext()
+        self.callbacks = context.ServiceManager.createInstanceWithContext("com.sun.star.awt.AsyncCallback", context)
+        self.told, self.tell = os.pipe2(os.O_CLOEXEC)
+        forks = self
+
+        class Fork(unohelper.Base, XCallback):
+            def __init__(self, become_child):
+                self.become_child = become_child
+
+            def notify(self, data):
+                forks.run(self.become_child)
+
+        self.Fork = Fork
+
+    def run(self, become_child):
+        """On the main loop: the fork itself."""
+        held = self.office._ZN11Application17ReleaseSolarMutexEv()
+        pid = os.fork()
+        if pid == 0:
+            status = 70
+            try:
+                os.close(self.told)
+                os.close(self.tell)
+                signal.alarm(LOCK_SECONDS)  # its default action ends a child that cannot take LibreOffice's lock
+                self.office._ZN11Application17AcquireSolarMutexEj(held)
+                signal.alarm(0)
+                become_child(os.getpid())
+            finally:
+                os._exit(status)
+        self.office._ZN11Application17AcquireSolarMutexEj(held)
+        os.write(self.tell, f"{pid}\n".encode())
+
+    def fork(self, become_child):
+        self.callbacks.addCallback(self.Fork(become_child), None)
+        if not select.select([self.told], [], [], FORK_SECONDS)[0]:
+            return None
+        return int(os.read(self.told, 32).split()[0])
+
+
+def remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def kill(pid):
@@ -189,9 +310,9 @@ def kill(pid):
         pass
 
 
-def child(office, profile, sock, scratch):
-    """Start LibreOfficeKit in this fresh process, wait on ``sock`` for one file, convert it, answer on the job
-    socket that came with it, and exit."""
+def child(bridge, sock, scratch, office_tmp):
+    """In a child just forked, holding LibreOffice's lock on its main thread: wait on ``sock`` for one file,
+    convert it, answer on the job socket that came with it, and exit."""
     status = 70
     try:
         name(b"forkit-ready")
@@ -199,12 +320,8 @@ def child(office, profile, sock, scratch):
         os.mkdir(scratch, 0o700)
         os.environ["TMPDIR"] = tempfile.tempdir = scratch
         os.chdir(scratch)
-        office.libreofficekit_hook_2.restype = ctypes.c_void_p
-        office.libreofficekit_hook_2.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-        if not office.libreofficekit_hook_2(PROGRAM.encode(), profile.encode()):
-            raise RuntimeError("LibreOfficeKit did not start")
-        import bridge  # imports uno, which reaches this process's office only once LibreOfficeKit runs
-        bridge.prepare()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         message, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 4)
         sock.close()
         name(b"forkit-file")  # at work: what ``ps`` and the tests tell it apart by
@@ -231,7 +348,20 @@ def child(office, profile, sock, scratch):
         except Exception:
             pass
     finally:
+        leave(office_tmp)
         os._exit(status)
+
+
+def leave(office_tmp):
+    """Remove the files of LibreOffice's temp dir that this child still holds open (its document's, never
+    closed: the child exits with it)."""
+    inside = os.path.realpath(office_tmp) + os.sep
+    with contextlib.suppress(OSError):
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                path = os.readlink(f"/proc/self/fd/{fd}")
+                if path.startswith(inside):
+                    os.unlink(path)
 
 
 def name(title):
