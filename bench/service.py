@@ -15,7 +15,11 @@ types mixed, picked the same way every run), in one run, it prints:
 3. A flood of two accounts (file i is account i % 2's), longest first, against two plain warm LibreOffices taking
    the same files from one queue, longest first; twice, alternating who goes first; service / plain
    (target >= 0.9).
-4. Memory during each flood, from /proc every ~50 ms: the whole service's peak (the sum over its process tree: web,
+4. CPU seconds each part of the service spent on each flood, against the plain LibreOffices' (each process's own
+   and its reaped children's, from /proc, at the flood's start and end): LibreOffice (the engine's parent and its
+   children, in their sandbox), the worker, the web, the store; and per file. On 2 cores this says where the flood's
+   time goes.
+5. Memory during each flood, from /proc every ~50 ms: the whole service's peak (the sum over its process tree: web,
    worker, object store, LibreOffice), as RSS and, every 10th sample, as PSS (forked children share pages); the
    largest single LibreOffice process's peak RSS; and, if the engine's parent (a process running ``forkit.py``)
    exists, the parent's peak RSS and its children's. The plain LibreOffices' figures are printed beside them.
@@ -167,6 +171,8 @@ class Memory(threading.Thread):
     def sample(self, with_pss):
         tree, pss, rss = descendants(self.roots), 0, 0
         commands = {pid: read(pid, "cmdline") for pid in tree}
+        # the engine's processes: the parent and its children run forkit.py (its sandbox, bwrap, names it too)
+        engine = {pid for pid in tree if b"forkit.py" in commands[pid] and read(pid, "comm").strip() != b"bwrap"}
         for pid in tree:
             status = dict(line.split(":", 1) for line in read(pid, "status").decode().splitlines() if ":" in line)
             if "VmRSS" not in status:
@@ -181,10 +187,10 @@ class Memory(threading.Thread):
                     self.unreadable.add(pid)
                 pss += resident if shared is None else shared
             command = commands[pid]
-            if b"forkit.py" in command:
-                parent = self.children if b"forkit.py" in commands.get(stat(pid)[0], b"") else self.parents
+            if pid in engine:
+                parent = self.children if stat(pid)[0] in engine else self.parents
                 parent[pid] = max(parent.get(pid, 0), peak)
-            if b"soffice" in command or b"forkit" in command or status.get("Name", "").strip() == "soffice.bin":
+            if b"soffice" in command or pid in engine or status.get("Name", "").strip() == "soffice.bin":
                 self.office[pid] = max(self.office.get(pid, 0), peak)
         self.pss, self.rss, self.samples = max(self.pss, pss), max(self.rss, rss), self.samples + 1
 
@@ -210,6 +216,25 @@ class Memory(threading.Thread):
             lines.append(f"  largest LibreOffice process peak RSS {mib(peaks[0])} MiB; {len(peaks)} processes seen, "
                          f"peaks (MiB): {' '.join(mib(n) for n in peaks[:12])}{' ...' if len(peaks) > 12 else ''}")
         return "\n".join(lines)
+
+
+PARTS = ((b"forkit", "LibreOffice"), (b"soffice", "LibreOffice"), (b"bwrap", "LibreOffice"),
+         (b"worker.py", "worker"), (b"gunicorn", "web"), (b"weed", "store"), (b"seaweed", "store"))
+TICK = os.sysconf("SC_CLK_TCK")
+PART_ORDER = ("LibreOffice", "worker", "web", "store", "other")
+
+
+def cpu_by_part(roots):
+    """{part: CPU seconds} of the process trees below ``roots``: each process's own and that of its children it
+    reaped (a child forked and ended during a flood counts in its parent's)."""
+    spent = {}
+    for pid in descendants(roots):
+        fields, command = read(pid, "stat").rsplit(b")", 1), read(pid, "cmdline")
+        if len(fields) != 2:
+            continue
+        part = next((name for marker, name in PARTS if marker in command), "other")
+        spent[part] = spent.get(part, 0.0) + sum(int(x) for x in fields[1].split()[11:15]) / TICK
+    return spent
 
 
 def mib(n):
@@ -271,22 +296,32 @@ def floods(client, instance, keys, plains, files, args):
     print(f"\n## 3. Two accounts' flood against {len(plains)} plain warm LibreOffices, {len(files)} files, "
           "longest first")
     jobs = [(keys[i % 2], p) for i, p in enumerate(files)]
-    totals, memory = {"service": 0.0, "plain": 0.0}, {}
+    totals, memory, cpu = {"service": 0.0, "plain": 0.0}, {}, {}
     for round_ in range(args.rounds):
         took = {}
         for side in ("plain", "service") if round_ % 2 == 0 else ("service", "plain"):
             time.sleep(args.settle)
             roots = [instance.process.pid] if side == "service" else [p.process.pid for p in plains]
+            before = cpu_by_part(roots)
             with Memory(roots) as memory[side, round_]:
                 if side == "service":
                     took[side], done = client.batch(jobs, args.threads)
                 else:
                     took[side] = plain_flood(plains, files)
+            after = cpu_by_part(roots)
+            cpu[side, round_] = {part: after[part] - before.get(part, 0.0) for part in after}
             totals[side] += took[side]
         print(f"- round {round_ + 1}: service {len(files) / took['service']:.2f} files/s ({done}/{len(files)} "
               f"downloaded), plain {len(files) / took['plain']:.2f} files/s: "
               f"{took['plain'] / took['service']:.2f}x", flush=True)
-    print("\n## 4. Memory during the floods")
+    print("\n## 4. CPU seconds of each part during the floods (ms per file)")
+    print("| round | side | " + " | ".join(part for part in PART_ORDER) + " | all |\n|---|---|"
+          + "---|" * (len(PART_ORDER) + 1))
+    for (side, round_), spent in sorted(cpu.items(), key=lambda item: (item[0][1], item[0][0])):
+        cells = [f"{spent.get(part, 0.0):.2f} ({spent.get(part, 0.0) / len(files) * 1000:.0f})" for part in PART_ORDER]
+        whole = sum(spent.values())
+        print(f"| {round_ + 1} | {side} | " + " | ".join(cells) + f" | {whole:.2f} ({whole / len(files) * 1000:.0f}) |")
+    print("\n## 5. Memory during the floods")
     for (side, round_), sampled in sorted(memory.items(), key=lambda item: (item[0][1], item[0][0])):
         print(sampled.report(f"- round {round_ + 1}, {'the service' if side == 'service' else 'plain LibreOffices'}"))
     return totals["plain"] / totals["service"], memory
