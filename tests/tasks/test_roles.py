@@ -5,7 +5,7 @@ import secrets
 import pytest
 
 from docshift import settings
-from docshift.tasks.worker import Coordinating, Converting, OneBox, role_for
+from docshift.tasks.worker import Converting, Coordinating, OneBox, role_for
 
 
 def test_one_place_picks_the_role_from_the_queue_and_the_command_line(tmp_path):
