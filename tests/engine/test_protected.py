@@ -18,6 +18,7 @@ import openpyxl
 import pptx
 import pytest
 import requests
+import xlrd
 from conftest import ROOT, encrypted_ooxml, post_file, register
 from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
 from cryptography.hazmat.primitives.ciphers import Cipher
@@ -32,26 +33,36 @@ from docshift.web.context import get_db, get_settings, get_store
 CORPUS = ROOT.parent / "shared" / "corpus"
 PASSWORD = "secret"  # the variants' (tests/make_variants.py)
 # a protected file of each type, its password, and a word its text holds: Word and Excel files LibreOffice saves
-# with a password (RC4), a PowerPoint file encrypted here as PowerPoint does (RC4 CryptoAPI, which LibreOffice
-# neither writes nor reads), and a real one of POI's
+# with a password (RC4), a PowerPoint file and an Excel one encrypted here as PowerPoint does and as Excel does with
+# its 128-bit "strong" provider (RC4 CryptoAPI, which LibreOffice neither writes nor, for these two, reads), and a
+# real one of POI's
 PROTECTED = {
     "doc": ("encrypted.doc", PASSWORD, "docshift"),
     "xls": ("encrypted.xls", PASSWORD, "row"),
+    "xls-strong": ("strong.xls", PASSWORD, "42"),
     "ppt": ("encrypted.ppt", PASSWORD, None),
     "ppt-real": ("ppt/Password_Protected-hello.ppt", "hello", None),
 }
+MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls"}
+# the workbook records that RC4 CryptoAPI leaves in clear ([MS-XLS] 2.2.10): BOF, FilePass, UsrExcl, FileLock,
+# InterfaceHdr, RRDInfo, RRDHead; and BoundSheet8, whose first 4 bytes (lbPlyPos) stay clear
+CLEAR_RECORDS = {0x0809, 0x002F, 0x0194, 0x0195, 0x00E1, 0x0196, 0x0138}
+BOUND_SHEET = 0x0085
 READERS = {"docx": docx.Document, "xlsx": openpyxl.load_workbook, "pptx": pptx.Presentation}
 
 
 @pytest.fixture(scope="module")
 def encrypted_ppt(legacy, tmp_path_factory):
-    """LibreOffice's .ppt of the legacy deck, encrypted with ``PASSWORD`` as [MS-PPT] 2.3.7 says."""
-    return encrypt_presentation(legacy["ppt"], PASSWORD, tmp_path_factory.mktemp("ppt") / "encrypted.ppt")
+    """LibreOffice's .ppt of the legacy deck and .xls of its workbook, encrypted with ``PASSWORD`` as [MS-PPT]
+    2.3.7 and [MS-XLS] 2.2.10 say, with RC4 CryptoAPI and a 128-bit key."""
+    made = tmp_path_factory.mktemp("made")
+    return {"ppt": encrypt_presentation(legacy["ppt"], PASSWORD, made / "encrypted.ppt"),
+            "xls": encrypt_workbook(legacy["xls"], PASSWORD, made / "strong.xls")}
 
 
 def protected_file(variants, encrypted_ppt, kind):
     name, password, _word = PROTECTED[kind]
-    path = CORPUS / name if "/" in name else encrypted_ppt if name == "encrypted.ppt" else variants / name
+    path = CORPUS / name if "/" in name else encrypted_ppt[MADE_HERE[name]] if name in MADE_HERE else variants / name
     return path, password
 
 
@@ -81,12 +92,7 @@ def encrypt_presentation(source, password, target):
         length = 8 + struct.unpack_from("<I", pictures, at + 4)[0]
         pictures[at:at + length] = rc4(0).update(bytes(pictures[at:at + length]))
         at += length
-    cipher = rc4(0)
-    sealed = cipher.update(verifier) + cipher.update(hashlib.sha1(verifier).digest())
-    provider = "Microsoft Enhanced Cryptographic Provider v1.0\0".encode("utf-16-le")
-    header = struct.pack("<8I", 0x04, 0, 0x6801, 0x8004, 128, 1, 0, 0) + provider
-    session = struct.pack("<HHII", 2, 2, 0x04, len(header)) + header + struct.pack("<I", 16) + salt + sealed[:16] \
-        + struct.pack("<I", 20) + sealed[16:]
+    session = crypto_api_header(password, salt, verifier)
     edit = document[edit_at + 8:edit_at + 8 + 0x1C]
     session_id = struct.unpack_from("<I", edit, 20)[0] + 1
     directory[session_id] = len(document)
@@ -109,13 +115,64 @@ def encrypt_presentation(source, password, target):
     return target
 
 
-def test_the_presentation_made_here_is_encrypted_as_powerpoint_does(encrypted_ppt):
-    with open(encrypted_ppt, "rb") as f:
+def crypto_api_header(password, salt, verifier):
+    """RC4 CryptoAPI's EncryptionInfo ([MS-OFFCRYPTO] 2.3.5.1): version 2.2, a 128-bit key from the enhanced
+    provider, and the verifier and its hash encrypted with the key of block 0."""
+    cipher = Cipher(ARC4(_makekey(password, salt, 128, 0)), mode=None).encryptor()
+    sealed = cipher.update(verifier) + cipher.update(hashlib.sha1(verifier).digest())
+    provider = "Microsoft Enhanced Cryptographic Provider v1.0\0".encode("utf-16-le")
+    header = struct.pack("<8I", 0x04, 0, 0x6801, 0x8004, 128, 1, 0, 0) + provider
+    return struct.pack("<HHII", 2, 2, 0x04, len(header)) + header + struct.pack("<I", 16) + salt + sealed[:16] \
+        + struct.pack("<I", 20) + sealed[16:]
+
+
+def encrypt_workbook(source, password, target):
+    """``source`` (an .xls) encrypted as Excel does with its 128-bit "strong" provider: a FilePass record after the
+    first BOF, every sheet's offset moved by it, and each record's data encrypted with the RC4 stream of its
+    place in the Workbook stream, keyed anew every 1,024 bytes (the records' headers take their share of it)."""
+    with olefile.OleFileIO(str(source)) as ole:
+        streams = {"/".join(name): ole.openstream(name).read() for name in ole.listdir()}
+    workbook, records, at = streams["Workbook"], [], 0
+    while at + 4 <= len(workbook):
+        kind, size = struct.unpack_from("<HH", workbook, at)
+        records.append((kind, bytearray(workbook[at + 4:at + 4 + size])))
+        at += 4 + size
+    salt = os.urandom(16)
+    file_pass = struct.pack("<H", 1) + crypto_api_header(password, salt, os.urandom(16))
+    records.insert(1, (0x002F, bytearray(file_pass)))
+    for kind, data in records:
+        if kind == BOUND_SHEET:  # the sheet's BOF moved by the FilePass record
+            struct.pack_into("<I", data, 0, struct.unpack_from("<I", data, 0)[0] + 4 + len(file_pass))
+    plain = b"".join(struct.pack("<HH", kind, len(data)) + bytes(data) for kind, data in records)
+    stream = bytearray(plain)
+    for block in range(0, len(plain), 1024):
+        key = Cipher(ARC4(_makekey(password, salt, 128, block // 1024)), mode=None).encryptor()
+        stream[block:block + 1024] = key.update(plain[block:block + 1024])
+    out, at = bytearray(), 0
+    for kind, data in records:
+        clear = len(data) if kind in CLEAR_RECORDS else 4 if kind == BOUND_SHEET else 0
+        out += plain[at:at + 4 + clear] + stream[at + 4 + clear:at + 4 + len(data)]
+        at += 4 + len(data)
+    streams["Workbook"] = bytes(out)
+    children = [cfb.Entry(name, data) for name, data in streams.items() if "/" not in name]
+    target.write_bytes(cfb.write(cfb.Entry("Root Entry", children=children)))
+    return target
+
+
+@pytest.mark.parametrize("kind,scheme", [("ppt", "ppt97"), ("xls", "xls97")])
+def test_the_files_made_here_are_encrypted_as_office_does(encrypted_ppt, kind, scheme):
+    with open(encrypted_ppt[kind], "rb") as f:
         office = msoffcrypto.OfficeFile(f)
-        assert office.format == "ppt97" and office.is_encrypted()
+        assert office.format == scheme and office.is_encrypted()
         with pytest.raises(msoffcrypto.exceptions.InvalidKeyError):
             office.load_key(password="not the password")
         office.load_key(password=PASSWORD)
+        if kind == "xls":
+            assert office.type == "rc4_cryptoapi" and office.keySize == 128
+            plain = io.BytesIO()
+            office.decrypt(plain)
+            book = xlrd.open_workbook(file_contents=plain.getvalue())  # every sheet where its BoundSheet8 says
+            assert book.sheet_names() == ["Alpha", "Beta"] and book.sheet_by_name("Alpha").cell_value(0, 0) == 42
 
 
 def submit(client, key, path, name=None, password=None, query="", headers=None):
