@@ -362,6 +362,8 @@ def self_test(directory, kinds):
     components = office.desktop.getComponents().createEnumeration()
     while components.hasMoreElements():
         close(components.nextElement())
+    # what the files changed in the configuration written now: the writer's thread is idle when children fork
+    uno.getComponentContext().getValueByName("/singletons/com.sun.star.configuration.theDefaultProvider").flush()
     return answer
 
 

@@ -246,7 +246,11 @@ class Forkit:
 class MainLoopFork:
     """Forks on LibreOffice's main loop: ``fork(become_child)`` has the main loop run a callback that lets go of the
     SolarMutex, forks, and takes it back on both sides; in the child it then calls ``become_child(pid)``, which
-    never returns. Returns the child's pid, or None when the main loop did not run it within ``FORK_SECONDS``."""
+    never returns. Returns the child's pid, or None when the main loop did not run it within ``FORK_SECONDS``.
+
+    The callback forks once this process's own thread says ``go``, after ``addCallback`` returned; that thread then
+    waits for the pid, touching nothing of UNO's. Forked while it was on its way out of ``addCallback``, a child
+    inherited a lock of UNO's it held, and its first call waited for ever (one in about 700 files, two at a time)."""
 
     def __init__(self, office, bridge):
         import uno
@@ -258,27 +262,30 @@ class MainLoopFork:
         office._ZN11Application17AcquireSolarMutexEj.argtypes = [ctypes.c_uint32]  # Application::AcquireSolarMutex
         context = uno.getComponentContext()
         self.callbacks = context.ServiceManager.createInstanceWithContext("com.sun.star.awt.AsyncCallback", context)
-        self.told, self.tell = os.pipe2(os.O_CLOEXEC)
+        self.told, self.tell = os.pipe2(os.O_CLOEXEC)  # the main loop -> this thread: "<number> <pid>"
+        self.go, self.said_go, self.number = *os.pipe2(os.O_CLOEXEC), 0  # this thread -> the main loop: "<number>"
         forks = self
 
         class Fork(unohelper.Base, XCallback):
-            def __init__(self, become_child):
-                self.become_child = become_child
+            def __init__(self, number, become_child):
+                self.number, self.become_child = number, become_child
 
             def notify(self, data):
-                forks.run(self.become_child)
+                forks.run(self.number, self.become_child)
 
         self.Fork = Fork
 
-    def run(self, become_child):
-        """On the main loop: the fork itself."""
+    def run(self, number, become_child):
+        """On the main loop: the fork itself, once this process's own thread has said ``go`` for ``number``."""
+        while int(os.read(self.go, 16).split()[0]) != number:
+            pass  # a go for a fork whose callback came too late to be waited for
         held = self.office._ZN11Application17ReleaseSolarMutexEv()
         pid = os.fork()
         if pid == 0:
             status = 70
             try:
-                os.close(self.told)
-                os.close(self.tell)
+                for fd in (self.told, self.tell, self.go, self.said_go):
+                    os.close(fd)
                 signal.alarm(LOCK_SECONDS)  # its default action ends a child that cannot take LibreOffice's lock
                 self.office._ZN11Application17AcquireSolarMutexEj(held)
                 signal.alarm(0)
@@ -286,28 +293,28 @@ class MainLoopFork:
             finally:
                 os._exit(status)
         self.office._ZN11Application17AcquireSolarMutexEj(held)
-        os.write(self.tell, f"{pid}\n".encode())
+        os.write(self.tell, f"{number} {pid}\n".encode())
 
     def fork(self, become_child):
-        self.callbacks.addCallback(self.Fork(become_child), None)
-        if not select.select([self.told], [], [], FORK_SECONDS)[0]:
-            return None
-        return int(os.read(self.told, 32).split()[0])
+        self.number += 1
+        self.callbacks.addCallback(self.Fork(self.number, become_child), None)
+        os.write(self.said_go, f"{self.number}\n".encode())
+        deadline = time.monotonic() + FORK_SECONDS
+        while select.select([self.told], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            number, pid = (int(field) for field in os.read(self.told, 32).split())
+            if number == self.number:
+                return pid
+        return None
 
 
 def remove(path):
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+    with contextlib.suppress(OSError):
+        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
 
 
 def kill(pid):
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def child(bridge, sock, scratch, office_tmp):
