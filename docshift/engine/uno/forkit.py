@@ -276,10 +276,11 @@ class MainLoopFork:
         self.Fork = Fork
 
     def run(self, number, become_child):
-        """On the main loop: the fork itself, once this process's own thread has said ``go`` for ``number``."""
+        """On the main loop: the fork itself, once this process's own thread has said ``go`` for ``number`` (waited
+        for without LibreOffice's lock, which nothing takes meanwhile)."""
+        held = self.office._ZN11Application17ReleaseSolarMutexEv()
         while int(os.read(self.go, 16).split()[0]) != number:
             pass  # a go for a fork whose callback came too late to be waited for
-        held = self.office._ZN11Application17ReleaseSolarMutexEv()
         pid = os.fork()
         if pid == 0:
             status = 70
