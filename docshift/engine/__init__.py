@@ -1,7 +1,7 @@
 """The engine's one face to the task layer: nothing else of ``engine/`` is used outside it.
 
-An :class:`Engine` is a worker process's LibreOffice (``forkit.py``: one preinitialised parent in its sandbox,
-and a fresh child of it for every file), shared by the process's worker threads. ``Engine.convert`` takes a
+An :class:`Engine` is a worker process's LibreOffice (``forkit.py``: one warm parent in its sandbox, and a
+fresh child of it for every file), shared by the process's worker threads. ``Engine.convert`` takes a
 legacy file through everything the engine does with it: the encryption pre-check, LibreOffice's detection, load
 and export in a child of its own, the output checks, the VBA project, stored formula results and the fidelity
 report. A worker process calls ``clear_leftovers`` once at start, and ``sandbox_problem`` to know whether

@@ -1,10 +1,10 @@
-"""A worker process's LibreOffice: one preinitialised parent in its sandbox, and a fresh child of it for every file.
+"""A worker process's LibreOffice: one warm parent in its sandbox, and a fresh child of it for every file.
 
-The parent (``uno/forkit.py``, Collabora Online's forkit model) loads LibreOffice once and never converts; each
-``export`` has it fork a child that converts that one file and exits. No LibreOffice process sees two files, so
-nothing an earlier file did inside LibreOffice, whoever's it was, reaches a later one, and no account bookkeeping
-is needed to keep accounts apart. A child costs a fork and LibreOfficeKit's start (about 0.01 s), not a
-LibreOffice start (0.3 s and a self-test).
+The parent (``uno/forkit.py``, Collabora Online's forkit model) starts LibreOffice once and warms it on its own
+self-test files, never a customer's; each ``export`` has a child forked from it convert that one file and exit. No
+LibreOffice process sees two customers' files, so nothing an earlier file did inside LibreOffice, whoever's it was,
+reaches a later one, and no account bookkeeping is needed to keep accounts apart. A child costs a fork (waiting,
+forked, before its file comes), not a LibreOffice start (0.3 s and a self-test).
 
 The worker hands a child its source and its result as open descriptors, over the parent's control socket: the
 sandbox is never given a path of the worker's, and what a child writes goes nowhere but the result file, within

@@ -113,7 +113,7 @@ class Forkit:
         self.children = {}  # pid -> [its deadline (None while it waits), its temp dir]
         self.waiting = collections.deque()  # (pid, the socket its file comes on)
         self.kept = set()  # what is in LibreOffice's temp dir once this process is warm: its own
-        self.main_loop = MainLoopFork(office, bridge)
+        self.main_loop = MainLoopFork(office)
 
     def fill(self, ready):
         """Fork children until ``ready`` wait for a file."""
@@ -252,7 +252,7 @@ class MainLoopFork:
     waits for the pid, touching nothing of UNO's. Forked while it was on its way out of ``addCallback``, a child
     inherited a lock of UNO's it held, and its first call waited for ever (one in about 700 files, two at a time)."""
 
-    def __init__(self, office, bridge):
+    def __init__(self, office):
         import uno
         import unohelper
         from com.sun.star.awt import XCallback

@@ -1,15 +1,12 @@
-"""The self-test a fresh LibreOffice passes before it takes work; run by ``bridge.py``.
+"""The self-test the forkit's parent passes before it forks a child; run by ``bridge.self_test``.
 
 It makes a tiny Word, Excel and PowerPoint 97 file from scratch, loads each
 back and exports it to OOXML: a damaged install that crashes on its first
-spreadsheet fails here, not on a customer's file. Making the files is most of
-its time (0.4 of 0.55 s), and no customer's conversion stores a legacy format:
-the worker keeps the files the first LibreOffice made (they come back in its
-answer) and hands them to the later ones, which load and export them only.
+spreadsheet fails here, not on a customer's file. The bridge then converts
+each file it made as a customer's is, which warms what every child inherits.
 Needs LibreOffice's ``uno``.
 """
 
-import base64
 import os
 import time
 
@@ -35,31 +32,23 @@ def holds(document, family):
     return document.getDrawPages().getCount() >= 1
 
 
-def run(desktop, directory, kinds, props, samples=None):
-    """``{"ok": True, "seconds": s, "samples": made}`` when every kind converts, else ``{"ok": False, "detail": ...}``.
-    ``kinds`` are ``[family, legacy filter, file name, OOXML filter]`` (``docshift.formats.self_test_kinds``,
-    sent by soffice.py: this runs under LibreOffice's Python and imports nothing of docshift);
-    ``props(**values)`` makes UNO property tuples (the bridge's). ``samples`` ({file name: base64}) are the legacy
-    files to load instead of making them; ``made`` is those it made, in the same form ({} when it was given them)."""
+def run(desktop, directory, kinds, props):
+    """``{"ok": True, "seconds": s}`` when every kind converts, else ``{"ok": False, "detail": ...}``, the files
+    left in ``directory``. ``kinds`` are ``[family, legacy filter, file name, OOXML filter]``
+    (``docshift.formats.self_test_kinds``, sent by the worker: this runs under LibreOffice's Python and imports
+    nothing of docshift); ``props(**values)`` makes UNO property tuples (the bridge's)."""
     started = time.monotonic()
     os.makedirs(directory, exist_ok=True)
     hidden = props(Hidden=True)
-    made = {}
     for family, legacy, name, ooxml in kinds:
         legacy_path = os.path.join(directory, name)
-        if samples and name in samples:
-            with open(legacy_path, "wb") as sample:
-                sample.write(base64.b64decode(samples[name]))
-        else:
-            # LibreOffice's factories are named after the families: swriter, scalc, simpress
-            document = desktop.loadComponentFromURL(f"private:factory/s{family}", "_blank", 0, hidden)
-            try:
-                write(document, family)
-                document.storeToURL(uno.systemPathToFileUrl(legacy_path), props(FilterName=legacy, Overwrite=True))
-            finally:
-                document.close(True)
-            with open(legacy_path, "rb") as sample:
-                made[name] = base64.b64encode(sample.read()).decode("ascii")
+        # LibreOffice's factories are named after the families: swriter, scalc, simpress
+        document = desktop.loadComponentFromURL(f"private:factory/s{family}", "_blank", 0, hidden)
+        try:
+            write(document, family)
+            document.storeToURL(uno.systemPathToFileUrl(legacy_path), props(FilterName=legacy, Overwrite=True))
+        finally:
+            document.close(True)
         document = desktop.loadComponentFromURL(uno.systemPathToFileUrl(legacy_path), "_blank", 0,
                                                 props(Hidden=True, ReadOnly=True, UpdateDocMode=0,
                                                       MacroExecutionMode=0, Silent=True))
@@ -74,4 +63,4 @@ def run(desktop, directory, kinds, props, samples=None):
             document.close(True)
         if not os.path.exists(target) or os.path.getsize(target) == 0:
             return {"ok": False, "detail": f"{name} exported nothing"}
-    return {"ok": True, "seconds": round(time.monotonic() - started, 3), "samples": made}
+    return {"ok": True, "seconds": round(time.monotonic() - started, 3)}
