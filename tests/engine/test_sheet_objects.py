@@ -4,26 +4,35 @@ spreadsheet writes charts but no OLE object (``docshift/engine/sheet_objects.py`
 Made here: an .xls with an embedded workbook on each of two sheets, each workbook saying which sheet it is on.
 """
 
+import functools
+import io
+import operator
 import posixpath
 import re
 import shutil
+import struct
 import zipfile
+import zlib
 
 import olefile
 import openpyxl
+import PIL.Image
 import pytest
 import xlrd
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, inventory, sheet_objects
+from docshift.engine import convert, inventory, pictures, sheet_objects
 
 SHEETS = 2
 OLE_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.oleObject"
 TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
 
 
-def _sheet(n):
-    """Sheet S<n> with an embedded workbook drawn n cm further right and down than the last."""
+def _sheet(n, comment=False):
+    """Sheet S<n> with an embedded workbook drawn n cm further right and down than the last (and a comment on A2)."""
+    note = ('<table:table-row><table:table-cell office:value-type="string"><office:annotation svg:x="1cm" '
+            'svg:y="1cm" svg:width="3cm" svg:height="1cm"><text:p>a note on this sheet</text:p></office:annotation>'
+            '<text:p>noted</text:p></table:table-cell></table:table-row>') if comment else ""
     return (f'<table:table table:name="S{n}"><table:shapes><draw:frame draw:name="Obj{n}" svg:x="{2 * n}cm" '
             f'svg:y="{n}cm" svg:width="6cm" svg:height="3cm"><draw:object><office:document office:version="1.2" '
             'office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
@@ -31,13 +40,11 @@ def _sheet(n):
             f'<text:p>object on sheet {n}</text:p></table:table-cell></table:table-row></table:table>'
             '</office:spreadsheet></office:body></office:document></draw:object></draw:frame></table:shapes>'
             f'<table:table-row><table:table-cell office:value-type="float" office:value="{n}"><text:p>{n}</text:p>'
-            '</table:table-cell></table:table-row></table:table>')
+            f'</table:table-cell></table:table-row>{note}</table:table>')
 
 
-@pytest.fixture(scope="module")
-def two_sheets(tmp_path_factory):
+def _xls(out, comment_on_first=False):
     """An .xls with an embedded workbook on each of two sheets (LibreOffice writes them as MBD storages)."""
-    out = tmp_path_factory.mktemp("sheet-objects")
     (out / "two.fods").write_text(
         '<?xml version="1.0" encoding="UTF-8"?><office:document '
         'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
@@ -45,9 +52,14 @@ def two_sheets(tmp_path_factory):
         f'xmlns:table="{TABLE}" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
         'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
         'office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
-        + "".join(_sheet(n) for n in range(1, SHEETS + 1))
+        + "".join(_sheet(n, comment_on_first and n == 1) for n in range(1, SHEETS + 1))
         + "</office:spreadsheet></office:body></office:document>")
     return soffice(out / "two.fods", "xls:MS Excel 97", out, "OpenDocument Spreadsheet Flat XML")
+
+
+@pytest.fixture(scope="module")
+def two_sheets(tmp_path_factory):
+    return _xls(tmp_path_factory.mktemp("sheet-objects"))
 
 
 def source_storages(path):
@@ -159,3 +171,84 @@ def test_a_source_that_does_not_read_leaves_the_export_as_it_is(two_sheets, tmp_
         handle.write(b"\0" * 512)
     assert sheet_objects.mend(plain, broken, "xls") == 0
     assert plain.read_bytes() == before
+
+
+def test_objects_join_the_comments_of_their_sheet(office, tmp_path):
+    """LibreOffice writes a sheet's comments as a VML drawing of its own: the object's shape joins it, and the
+    comment stays (before, such a sheet's objects were left out)."""
+    (tmp_path / "made").mkdir()
+    source = _xls(tmp_path / "made", comment_on_first=True)
+    plain = soffice(source, "xlsx", tmp_path / "plain")
+    with zipfile.ZipFile(plain) as package:  # LibreOffice's own drawing for the comment, and no object
+        assert "<legacyDrawing" in package.read("xl/worksheets/sheet1.xml").decode()
+        assert not [name for name in package.namelist() if name.startswith("xl/embeddings/")]
+
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    found = sheet_objects_of(converted.path)  # each object's shape is in the sheet's VML drawing
+    assert [n for n, _, _, _, _ in found] == [1, 2]
+    with zipfile.ZipFile(converted.path) as package:
+        sheet = package.read("xl/worksheets/sheet1.xml").decode()
+        assert sheet.count("<legacyDrawing") == 1
+        vml = [name for name in package.namelist() if name.endswith(".vml")]
+        assert len(vml) == SHEETS  # LibreOffice's drawing for sheet 1 was added to, not doubled
+        drawing = package.read("xl/drawings/vmlDrawing1.vml").decode()
+        assert 'ObjectType="Note"' in drawing and 'ObjectType="Pict"' in drawing
+    assert openpyxl.load_workbook(converted.path)["S1"]["A2"].comment.text.strip() == "a note on this sheet"
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+
+    reloaded = soffice(converted.path, "ods", tmp_path / "reload")
+    assert [name for name, _, _, _ in frames(reloaded)] == ["S1", "S2"]
+    with zipfile.ZipFile(reloaded) as package:
+        assert "a note on this sheet" in package.read("content.xml").decode()
+
+
+def _blip(kind, instance, body):
+    return struct.pack("<HHI", instance << 4, kind, len(body)) + body
+
+
+def _metafile(data, bounds, size, deflate=True):
+    packed = zlib.compress(data) if deflate else data
+    return (b"\x11" * 16 + struct.pack("<I4i2iI", len(data), *bounds, *size, len(packed))
+            + (b"\x00" if deflate else b"\xfe") + b"\xfe" + packed)
+
+
+def test_a_wmf_replacement_image_gets_its_placeable_header_back(tmp_path):
+    """Office keeps a WMF in a BLIP without its placeable header: the part gets one, sized as the BLIP says."""
+    # a metafile of its header and its end record, 2 inches by 1 at 1440 units an inch
+    wmf = struct.pack("<HHHIHIH", 1, 9, 0x300, 12, 0, 3, 0) + struct.pack("<IH", 3, 0)
+    record = _blip(0xF01B, 0x216, _metafile(wmf, (0, 0, 2880, 1440), (2 * 914400, 914400)))
+    picture = pictures.picture(record, 0xF01B, 0x216, 8, len(record), 1 << 20)
+    assert (picture.extension, picture.content_type) == ("wmf", "image/x-wmf")
+    assert picture.data[22:] == wmf
+    key, _, left, top, right, bottom, inch, _, checksum = struct.unpack_from("<IH4hHIH", picture.data)
+    assert (key, left, top, right, bottom, inch) == (0x9AC6CDD7, 0, 0, 2880, 1440, 1440)
+    words = struct.unpack_from("<10H", picture.data)
+    assert checksum == functools.reduce(operator.xor, words)
+    (tmp_path / "image.wmf").write_bytes(picture.data)
+    with PIL.Image.open(tmp_path / "image.wmf") as image:  # Pillow reads the size from the placeable header
+        assert image.format == "WMF" and image.size[0] == 2 * image.size[1]
+    # one that has its header already, stored as it is, keeps it
+    record = _blip(0xF01B, 0x217, b"\x22" * 16 + _metafile(picture.data, (0, 0, 1, 1), (1, 1), deflate=False))
+    assert pictures.picture(record, 0xF01B, 0x217, 8, len(record), 1 << 20).data == picture.data
+
+
+def test_a_dib_replacement_image_becomes_a_bmp(tmp_path):
+    bmp = tmp_path / "made.bmp"
+    PIL.Image.new("P", (3, 2), 7).save(bmp)  # a colour table of its own
+    dib = bmp.read_bytes()[14:]
+    record = _blip(0xF01F, 0x7A8, b"\x33" * 16 + b"\xff" + dib)
+    picture = pictures.picture(record, 0xF01F, 0x7A8, 8, len(record), 1 << 20)
+    assert (picture.extension, picture.content_type) == ("bmp", "image/bmp")
+    assert picture.data == bmp.read_bytes()
+    (tmp_path / "image.bmp").write_bytes(picture.data)
+    with PIL.Image.open(tmp_path / "image.bmp") as image:
+        assert image.size == (3, 2) and image.convert("RGB").getpixel((0, 0)) == PIL.Image.open(bmp).convert(
+            "RGB").getpixel((0, 0))
+
+
+def test_an_image_ooxml_does_not_hold_gives_a_blank_one():
+    record = _blip(0xF01C, 0x542, _metafile(b"PICT", (0, 0, 1, 1), (1, 1)))  # a Mac PICT
+    assert pictures.picture(record, 0xF01C, 0x542, 8, len(record), 1 << 20) is None
+    blank = pictures.blank_png()
+    with PIL.Image.open(io.BytesIO(blank.data)) as image:
+        assert image.size == (1, 1) and image.convert("RGB").getpixel((0, 0)) == (255, 255, 255)

@@ -1,0 +1,114 @@
+"""A worksheet's geometry and its VML drawing, through which Excel shows an embedded object.
+
+Excel places an object twice: its ``<oleObject>``'s anchor in cells, and a VML shape of the same id in the sheet's
+legacy drawing, positioned in points. Both are worked out here from the .xls's anchor (a column and 1/1024 of its
+width, a row and 1/256 of its height) and the column widths and row heights the worksheet's XML says. A sheet that
+has a VML drawing already (LibreOffice writes one for comments) gets the objects' shapes added to it.
+"""
+
+import re
+from collections.abc import Callable
+
+EMU_PER_PIXEL, EMU_PER_POINT = 9525, 12700
+MAX_DIGIT_WIDTH = 7  # pixels of a digit in Calibri 11, Excel's default: column widths count digits
+VML = {b"v": b"urn:schemas-microsoft-com:vml", b"o": b"urn:schemas-microsoft-com:office:office",
+       b"x": b"urn:schemas-microsoft-com:office:excel"}
+SHAPES_PER_BLOCK = 1024  # an o:idmap block numbers this many shapes
+PICTURE_TYPE = ('<v:shapetype id="_x0000_t75" coordsize="21600,21600" o:spt="75" o:preferrelative="t" '
+                'path="m@4@5l@4@11@9@11@9@5xe" filled="f" stroked="f"><v:stroke joinstyle="miter"/><v:path '
+                'o:extrusionok="f" gradientshapeok="t" o:connecttype="rect"/><o:lock v:ext="edit" aspectratio="t"/>'
+                '</v:shapetype>')
+
+
+Size = Callable[[int], float]
+
+
+def geometry(data: bytes) -> tuple[Size, Size]:
+    """(width of a 0-based column in pixels, height of a 0-based row in points) as a worksheet's XML says."""
+    head = data[:data.find(b"<sheetData")] if b"<sheetData" in data else b""
+    default = re.search(rb"<sheetFormatPr\b[^>]*>", head)
+    width = re.search(rb'defaultColWidth="([0-9.]+)"', default.group(0)) if default else None
+    height = re.search(rb'defaultRowHeight="([0-9.]+)"', default.group(0)) if default else None
+    spans = []
+    for col in re.findall(rb"<col\b[^>]*>", head):
+        found = dict(re.findall(rb'\b(min|max|width)="([0-9.]+)"', col))
+        if len(found) == 3:
+            spans.append((int(found[b"min"]) - 1, int(found[b"max"]) - 1, pixels(float(found[b"width"]))))
+    rows = {int(row) - 1: float(value) for row, value in re.findall(rb'<row r="([0-9]+)"[^>]*? ht="([0-9.]+)"', data)}
+    column_default = pixels(float(width.group(1))) if width else 64.0
+    row_default = float(height.group(1)) if height else 15.0
+
+    def column(index: int) -> float:
+        return next((width for first, last, width in spans if first <= index <= last), column_default)
+
+    return column, lambda index: rows.get(index, row_default)
+
+
+def pixels(width: float) -> float:
+    """Pixels of a column ``width`` in characters, as Excel counts them."""
+    return float(int(width * MAX_DIGIT_WIDTH + 0.5))
+
+
+def cells(anchor: tuple[int, ...], column: Size, row: Size) -> list[tuple[int, int, int, int]]:
+    """The anchor's two corners as (column, offset in EMU, row, offset in EMU)."""
+    return [(col, int(min(dx, 1024) / 1024 * column(col) * EMU_PER_PIXEL), rw,
+             int(min(dy, 256) / 256 * row(rw) * EMU_PER_POINT)) for col, dx, rw, dy in (anchor[0:4], anchor[4:8])]
+
+
+def shape(spid: int, rid: str, anchor: tuple[int, ...], column: Size, row: Size) -> str:
+    """The VML shape that shows object ``spid`` with its image ``rid``, placed at ``anchor``."""
+    def left(col: int, dx: int) -> float:  # points from the sheet's left edge
+        return (sum(column(c) for c in range(col)) + min(dx, 1024) / 1024 * column(col)) * 0.75
+
+    def top(rw: int, dy: int) -> float:
+        return sum(row(r) for r in range(rw)) + min(dy, 256) / 256 * row(rw)
+
+    col_l, dx_l, row_t, dy_t, col_r, dx_r, row_b, dy_b = anchor
+    x, y = left(col_l, dx_l), top(row_t, dy_t)
+    offsets = [int(min(dx_l, 1024) / 1024 * column(col_l)), int(min(dy_t, 256) / 256 * row(row_t) / 0.75),
+              int(min(dx_r, 1024) / 1024 * column(col_r)), int(min(dy_b, 256) / 256 * row(row_b) / 0.75)]
+    return (f'<v:shape id="_x0000_s{spid}" o:spid="_x0000_s{spid}" type="#_x0000_t75" style="position:absolute;'
+            f'margin-left:{x:.2f}pt;margin-top:{y:.2f}pt;width:{left(col_r, dx_r) - x:.2f}pt;'
+            f'height:{top(row_b, dy_b) - y:.2f}pt;z-index:{spid % 1024}" filled="t" fillcolor="window [65]" '
+            f'stroked="t" strokecolor="windowText [64]" o:insetmode="auto"><v:fill color2="window [65]"/>'
+            f'<v:imagedata o:relid="{rid}" o:title=""/><x:ClientData ObjectType="Pict"><x:SizeWithCells/>'
+            f'<x:Anchor>{col_l}, {offsets[0]}, {row_t}, {offsets[1]}, {col_r}, {offsets[2]}, {row_b}, {offsets[3]}'
+            f'</x:Anchor><x:CF>Pict</x:CF><x:AutoPict/></x:ClientData></v:shape>')
+
+
+def drawing(index: int, shapes: list[str]) -> bytes:
+    """A new VML drawing for the ``index``th sheet, holding ``shapes``."""
+    return ('<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
+            'xmlns:x="urn:schemas-microsoft-com:office:excel"><o:shapelayout v:ext="edit">'
+            f'<o:idmap v:ext="edit" data="{index}"/></o:shapelayout>{PICTURE_TYPE}' + "".join(shapes)
+            + "</xml>").encode("utf-8")
+
+
+def shape_ids(vml: bytes | None, index: int, count: int) -> list[int] | None:
+    """``count`` shape ids for new shapes of the ``index``th sheet, in the VML drawing ``vml`` (None: a new one):
+    free ones of its first o:idmap block, or of block ``index`` when it declares none. None when too few are free."""
+    block = index
+    if vml is not None:
+        declared = re.search(rb'<o:idmap\b[^>]*\bdata="\s*([0-9]+)', vml)
+        block = int(declared.group(1)) if declared else index
+    used = {int(number) for number in re.findall(rb"_x0000_s([0-9]+)", vml or b"")}
+    free = [number for number in range(block * SHAPES_PER_BLOCK + 1, (block + 1) * SHAPES_PER_BLOCK)
+            if number not in used]
+    return free[:count] if len(free) >= count else None
+
+
+def merged(vml: bytes, index: int, shapes: list[str]) -> bytes | None:
+    """The VML drawing ``vml`` with ``shapes`` added (and the picture shape type and an o:idmap block for sheet
+    ``index``, where it has none), or None where its root does not declare the prefixes the shapes use."""
+    root = re.search(rb"<xml\b[^>]*>", vml)
+    end = vml.rfind(b"</xml>")
+    if root is None or end < root.end():
+        return None
+    for prefix, uri in VML.items():
+        if not re.search(rb'\bxmlns:' + prefix + rb'="' + re.escape(uri) + rb'"', root.group(0)):
+            return None
+    layout = b"" if b"<o:shapelayout" in vml else (
+        f'<o:shapelayout v:ext="edit"><o:idmap v:ext="edit" data="{index}"/></o:shapelayout>'.encode())
+    kind = b"" if b'id="_x0000_t75"' in vml else PICTURE_TYPE.encode()
+    return (vml[:root.end()] + layout + vml[root.end():end] + kind + "".join(shapes).encode("utf-8")
+            + vml[end:])
