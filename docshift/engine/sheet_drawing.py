@@ -55,21 +55,25 @@ def cells(anchor: tuple[int, ...], column: Size, row: Size) -> list[tuple[int, i
              int(min(dy, 256) / 256 * row(rw) * EMU_PER_POINT)) for col, dx, rw, dy in (anchor[0:4], anchor[4:8])]
 
 
+def _left(column: Size, col: int, dx: int) -> float:
+    """Points from the sheet's left edge to ``dx`` 1024ths into column ``col``."""
+    return (sum(column(c) for c in range(col)) + min(dx, 1024) / 1024 * column(col)) * 0.75
+
+
+def _top(row: Size, rw: int, dy: int) -> float:
+    """Points from the sheet's top to ``dy`` 256ths into row ``rw``."""
+    return sum(row(r) for r in range(rw)) + min(dy, 256) / 256 * row(rw)
+
+
 def shape(spid: int, rid: str, anchor: tuple[int, ...], column: Size, row: Size) -> str:
     """The VML shape that shows object ``spid`` with its image ``rid``, placed at ``anchor``."""
-    def left(col: int, dx: int) -> float:  # points from the sheet's left edge
-        return (sum(column(c) for c in range(col)) + min(dx, 1024) / 1024 * column(col)) * 0.75
-
-    def top(rw: int, dy: int) -> float:
-        return sum(row(r) for r in range(rw)) + min(dy, 256) / 256 * row(rw)
-
     col_l, dx_l, row_t, dy_t, col_r, dx_r, row_b, dy_b = anchor
-    x, y = left(col_l, dx_l), top(row_t, dy_t)
+    x, y = _left(column, col_l, dx_l), _top(row, row_t, dy_t)
     offsets = [int(min(dx_l, 1024) / 1024 * column(col_l)), int(min(dy_t, 256) / 256 * row(row_t) / 0.75),
               int(min(dx_r, 1024) / 1024 * column(col_r)), int(min(dy_b, 256) / 256 * row(row_b) / 0.75)]
     return (f'<v:shape id="_x0000_s{spid}" o:spid="_x0000_s{spid}" type="#_x0000_t75" style="position:absolute;'
-            f'margin-left:{x:.2f}pt;margin-top:{y:.2f}pt;width:{left(col_r, dx_r) - x:.2f}pt;'
-            f'height:{top(row_b, dy_b) - y:.2f}pt;z-index:{spid % 1024}" filled="t" fillcolor="window [65]" '
+            f'margin-left:{x:.2f}pt;margin-top:{y:.2f}pt;width:{_left(column, col_r, dx_r) - x:.2f}pt;'
+            f'height:{_top(row, row_b, dy_b) - y:.2f}pt;z-index:{spid % 1024}" filled="t" fillcolor="window [65]" '
             f'stroked="t" strokecolor="windowText [64]" o:insetmode="auto"><v:fill color2="window [65]"/>'
             f'<v:imagedata o:relid="{rid}" o:title=""/><x:ClientData ObjectType="Pict"><x:SizeWithCells/>'
             f'<x:Anchor>{col_l}, {offsets[0]}, {row_t}, {offsets[1]}, {col_r}, {offsets[2]}, {row_b}, {offsets[3]}'

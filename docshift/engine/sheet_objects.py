@@ -9,7 +9,8 @@ one, and each such shape holds the anchor (OfficeArtClientAnchorSheet) and the B
 ``xl/media/``, an ``<oleObject>`` with its anchor in the sheet and a VML shape (``legacyDrawing``) that shows it.
 On a sheet where LibreOffice wrote a VML drawing of its own (its comments), the objects' shapes join it. An object
 whose replacement image is of a type OOXML does not hold (a Mac PICT), or is missing, keeps its storage whole with a
-blank image that Office draws anew when it is opened.
+blank image that Office draws anew when it is opened. LibreOffice writes a group whole, an object in it too: a sheet
+with objects of LibreOffice's own gets only the others, and only when its own are the groups' members.
 """
 
 import logging
@@ -34,6 +35,7 @@ log = logging.getLogger("docshift.engine")
 
 OT_PICTURE, FT_CMO, FT_PICT_FMLA, FT_END = 0x08, 0x15, 0x09, 0x00
 OA_CLIENT_ANCHOR = 0xF010
+SHEET_SHAPE_DEPTH = 2  # a sheet's shape in its drawing: OfficeArtDgContainer > patriarch SpgrContainer > SpContainer
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
 VML_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.vmlDrawing"
@@ -46,11 +48,12 @@ AFTER_OBJECTS = re.compile(rb"<(?:controls|webPublishItems|tableParts|extLst)[\s
 
 @dataclass
 class Placed:
-    """One embedded object of a sheet of the .xls: its storage, anchor (colL, dxL, rwT, dyT, colR, dxR, rwB, dyB:
+    """One embedded object of a sheet of the .xls: its storage, cell anchor (colL, dxL, rwT, dyT, colR, dxR, rwB, dyB:
     offsets in 1/1024 of a column, 1/256 of a row) and replacement image (None: none OOXML holds)."""
     storage: str
-    anchor: tuple[int, ...]
+    anchor: tuple[int, ...] | None  # None: it is in a group, which LibreOffice writes whole, objects included
     image: pictures.Picture | None
+    grouped: bool = False
 
 
 def mend(result: Path, source: Path, kind: str) -> int:
@@ -80,8 +83,6 @@ def _mend(result: Path, source: Path) -> int:
             return 0
         with zipfile.ZipFile(result) as zf:
             package = Package(zf)
-            if package.matching(r"xl/embeddings/.+"):
-                return 0  # LibreOffice wrote objects of its own: which is which cannot be told here
             lower = {name.lower() for name in package.names}
             edits: dict[str, bytes] = {}
             added: dict[str, tuple[bytes, str]] = {}  # part: (bytes, content type)
@@ -122,19 +123,19 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
         if len(shapes) != len(records):
             continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
         placed = []
-        for (anchor, pib), record in zip(shapes, records):
+        for (anchor, pib, grouped), record in zip(shapes, records):
             storage = _storage_name(record)
-            if storage is None or storage.upper() not in storages or anchor is None:
-                continue
-            placed.append(Placed(storages[storage.upper()], anchor, blips.get(pib)))
+            if storage is not None and storage.upper() in storages and (anchor is not None or grouped):
+                placed.append(Placed(storages[storage.upper()], anchor, blips.get(pib), grouped))
         found[sheet[:31]] = placed
     return found
 
 
-def _shapes(drawing: bytearray, budget: Budget) -> list[tuple[tuple[int, ...] | None, int]]:
-    """(client anchor or None, BStore index of its picture or 0) of each shape with client data, in order."""
-    found = []
-    for rec_type, _, _, body, stop, _ in officeart.walk(drawing, 0, len(drawing), budget, skip=(officeart.OA_SP,)):
+def _shapes(drawing: bytearray, budget: Budget) -> list[tuple[tuple[int, ...] | None, int, bool]]:
+    """(cell anchor or None, BStore index of its picture or 0, in a group) of each shape with client data, in
+    order. A group's members have no cell anchor: they are placed in the group's coordinates."""
+    found: list[tuple[tuple[int, ...] | None, int, bool]] = []
+    for rec_type, _, _, body, stop, depth in officeart.walk(drawing, 0, len(drawing), budget, skip=(officeart.OA_SP,)):
         if rec_type != officeart.OA_SP:
             continue
         anchor, pib, client = None, 0, False
@@ -148,8 +149,8 @@ def _shapes(drawing: bytearray, budget: Budget) -> list[tuple[tuple[int, ...] | 
                         pib = value
             elif child == officeart.OA_CLIENT_DATA:
                 client = True
-        if client:
-            found.append((anchor, pib))
+        if client:  # the sheet's shapes sit in its patriarch group: deeper ones are in a group of their own
+            found.append((anchor, pib, depth > SHEET_SHAPE_DEPTH))
     return found
 
 
@@ -200,6 +201,14 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
     if b"<oleObjects" in data:
         return False
+    # LibreOffice writes a group whole, its objects too, into the sheet's drawing: those are not written again
+    written = sum(1 for drawing in _drawings(package, part) for _, target in package.relationships(drawing).values()
+                  if target and target.startswith("xl/embeddings/"))
+    if written and written != sum(1 for item in placed if item.grouped):
+        return False  # objects of LibreOffice's own beside the groups': which is which cannot be told
+    placed = [item for item in placed if not item.grouped]
+    if not placed:
+        return False
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's, for its comments
     legacy = re.search(rb'<legacyDrawing\b[^>]*\bid="([^"]*)"', data)
     if legacy is not None:
@@ -220,6 +229,8 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     parts: dict[str, tuple[bytes, str]] = {}
     objects, shapes = [], []
     for spid, item in zip(ids, placed):
+        if item.anchor is None:
+            continue
         storage = cfb.read_storage(ole, storages[item.storage.upper()], min(MAX_OBJECT, budget[0]))
         blob = cfb.write(storage)
         budget[0] -= len(blob)
@@ -237,14 +248,14 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
         vml_new_rels.append((shape_rid, REL + "image", "../media/" + posixpath.basename(image_part)))
         corners = sheet_drawing.cells(item.anchor, column, row)
         prog = f' progId="{_escape(prog_id)}"' if prog_id else ""
-        anchor = "".join(f"<{end}><xdr:col>{col}</xdr:col><xdr:colOff>{col_off}</xdr:colOff><xdr:row>{row}</xdr:row>"
-                         f"<xdr:rowOff>{row_off}</xdr:rowOff></{end}>"
-                         for end, (col, col_off, row, row_off) in (("from", corners[0]), ("to", corners[1])))
+        cell_anchor = "".join(f"<{end}><xdr:col>{col}</xdr:col><xdr:colOff>{col_off}</xdr:colOff><xdr:row>{rw}"
+                              f"</xdr:row><xdr:rowOff>{row_off}</xdr:rowOff></{end}>"
+                              for end, (col, col_off, rw, row_off) in (("from", corners[0]), ("to", corners[1])))
         objects.append(
             f'<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
             f'<mc:Choice xmlns:x14="http://schemas.microsoft.com/office/spreadsheetml/2009/9/main" Requires="x14">'
             f'<oleObject{prog} shapeId="{spid}" r:id="{ole_rid}"><objectPr defaultSize="0" r:id="{image_rid}">'
-            f'<anchor xmlns:xdr="{XDR}" moveWithCells="1">{anchor}</anchor></objectPr></oleObject></mc:Choice>'
+            f'<anchor xmlns:xdr="{XDR}" moveWithCells="1">{cell_anchor}</anchor></objectPr></oleObject></mc:Choice>'
             f'<mc:Fallback><oleObject{prog} shapeId="{spid}" r:id="{ole_rid}"/></mc:Fallback></mc:AlternateContent>')
         shapes.append(sheet_drawing.shape(spid, shape_rid, item.anchor, column, row))
     if not objects:
@@ -264,6 +275,12 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     _add_relationships(package, rels_part, rels, new_rels, edits, parts)
     added.update(parts)
     return True
+
+
+def _drawings(package: Package, part: str) -> list[str]:
+    """The DrawingML drawing parts of sheet ``part``."""
+    return [target for kind, target in package.relationships(part).values()
+            if kind == REL + "drawing" and target and target in package.names]
 
 
 def _rels_of(package: Package, part: str) -> tuple[str, bytes]:

@@ -43,7 +43,14 @@ def _sheet(n, comment=False):
             f'</table:table-cell></table:table-row>{note}</table:table>')
 
 
-def _xls(out, comment_on_first=False):
+def _grouped(sheet):
+    """The sheet with its object put in a group beside a rectangle that reaches further left and down."""
+    start, end = sheet.index("<draw:frame"), sheet.index("</draw:frame>") + len("</draw:frame>")
+    rectangle = '<draw:rect svg:x="1cm" svg:y="6cm" svg:width="2cm" svg:height="1cm"/>'
+    return sheet[:start] + "<draw:g>" + sheet[start:end] + rectangle + "</draw:g>" + sheet[end:]
+
+
+def _xls(out, comment_on_first=False, group_first=False):
     """An .xls with an embedded workbook on each of two sheets (LibreOffice writes them as MBD storages)."""
     (out / "two.fods").write_text(
         '<?xml version="1.0" encoding="UTF-8"?><office:document '
@@ -52,7 +59,8 @@ def _xls(out, comment_on_first=False):
         f'xmlns:table="{TABLE}" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
         'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
         'office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
-        + "".join(_sheet(n, comment_on_first and n == 1) for n in range(1, SHEETS + 1))
+        + "".join(_grouped(_sheet(n)) if group_first and n == 1 else _sheet(n, comment_on_first and n == 1)
+                  for n in range(1, SHEETS + 1))
         + "</office:spreadsheet></office:body></office:document>")
     return soffice(out / "two.fods", "xls:MS Excel 97", out, "OpenDocument Spreadsheet Flat XML")
 
@@ -200,6 +208,35 @@ def test_objects_join_the_comments_of_their_sheet(office, tmp_path):
     assert [name for name, _, _, _ in frames(reloaded)] == ["S1", "S2"]
     with zipfile.ZipFile(reloaded) as package:
         assert "a note on this sheet" in package.read("content.xml").decode()
+
+
+def test_a_group_written_whole_by_libreoffice_does_not_keep_the_other_sheets_objects_out(office, tmp_path):
+    """LibreOffice's export writes a group whole, the object in it too: that sheet stays as it wrote it, and the
+    object it dropped on the other sheet goes in (before, any object of LibreOffice's kept every sheet out)."""
+    (tmp_path / "made").mkdir()
+    source = _xls(tmp_path / "made", group_first=True)
+    loaded = frames(soffice(source, "ods", tmp_path / "ods"))
+    assert [name for name, _, _, _ in loaded] == ["S1", "S2"]
+    plain = soffice(source, "xlsx", tmp_path / "plain")
+    with zipfile.ZipFile(plain) as package:
+        assert [name for name in package.namelist() if name.startswith("xl/embeddings/")] == [
+            "xl/embeddings/oleObject1.bin"]  # the group's; the second sheet's object is gone
+
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert [n for n, _, _, _, _ in sheet_objects_of(converted.path)] == [2]
+    with zipfile.ZipFile(converted.path) as package:
+        embedded = sorted(name for name in package.namelist() if name.startswith("xl/embeddings/"))
+        assert len(embedded) == SHEETS
+        assert "<oleObjects" not in package.read("xl/worksheets/sheet1.xml").decode()  # not written twice
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": SHEETS, "result": SHEETS}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    # LibreOffice reads its own group back with a picture in the object's place, as from its plain export; the
+    # second sheet's object is an object again, where the source drew it
+    reloaded = frames(soffice(converted.path, "ods", tmp_path / "reload"))
+    assert [name for name, _, _, _ in reloaded] == ["S2"]
+    assert [name for name, _, _, _ in frames(soffice(plain, "ods", tmp_path / "plain-reload"))] == []
+    (_, _, x, y), (_, _, x0, y0) = reloaded[0], loaded[1]
+    assert abs(x - x0) < 0.1 and abs(y - y0) < 0.1
 
 
 def _blip(kind, instance, body):
