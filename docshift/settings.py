@@ -262,11 +262,16 @@ def _finish(config: Settings) -> Settings:
     return dataclasses.replace(config, **derived)
 
 
+def on_redis(config: Settings) -> bool:
+    """The queue is on Redis: conversion nodes may take its jobs (else it is SQLite's, on this box)."""
+    return (config.queue_url or "").startswith(("redis://", "rediss://", "unix://"))
+
+
 def _queue_key(config: Settings, secret_key: str) -> str:
     """The queue key, and a Redis that is not open to anyone who reaches it."""
     url = config.queue_url or ""
     keys = [key.strip() for key in (config.queue_key or "").split(",") if key.strip()]
-    if not url.startswith(("redis://", "rediss://", "unix://")):
+    if not on_redis(config):
         # the SQLite queue, beside the secret key: its key needs no sharing
         return ",".join(keys) or hmac.new(secret_key.encode(), b"docshift queue messages", hashlib.sha256).hexdigest()
     if not keys or any(len(key) < MIN_QUEUE_KEY for key in keys):

@@ -127,6 +127,12 @@ def _off_hub(function: Callable[..., Any], *args: Any) -> Any:
     return get_hub().threadpool.apply(function, args)
 
 
+def cooperatively(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``: in a gevent process on its thread pool (a disk write and its fsync must not stall every
+    request the process serves), else right here."""
+    return _off_hub(function, *args) if _gevent_patched() else function(*args)
+
+
 def _gevent_patched() -> bool:
     monkey = sys.modules.get("gevent.monkey")
     return monkey is not None and monkey.is_module_patched("threading")

@@ -31,7 +31,8 @@ from urllib3.exceptions import NewConnectionError
 
 from docshift.errors import DiskFull, InputMissing, StoreUnavailable
 from docshift.formats import MEDIA_TYPES
-from docshift.settings import Settings
+from docshift.settings import Settings, on_redis
+from docshift.storage.spool import InputSpool
 
 log = logging.getLogger("docshift.objects")
 # the run that holds a task: (holder, attempt) (``storage.tasks.lease_of``)
@@ -89,6 +90,10 @@ class ObjectStore:
         nodes = urlsplit(config.s3_node_url or "")
         self.node_signer = Minio(nodes.netloc, secure=nodes.scheme == "https", **credentials) \
             if nodes.netloc else self.client
+        # one box: an upload waits beside the database (``storage.spool``); a node fetches its input from the
+        # bucket. Both are looked in whichever this is, so that a switch leaves no waiting upload behind.
+        self.spool = InputSpool(Path(config.data_dir) / "inputs")
+        self.inputs_in_bucket = on_redis(config)
 
     @_domain_errors
     def ensure_bucket(self) -> None:
@@ -118,14 +123,21 @@ class ObjectStore:
 
     @_domain_errors
     def put_input(self, task_id: str, data: bytes) -> None:
-        """Store an upload; creates the bucket on first use (the store may start after us)."""
+        """Store an upload: in the spool on one box, else in the bucket."""
+        if not self.inputs_in_bucket:
+            self.spool.put(task_id, data)
+            return
+        self._with_bucket(self._put, _input_key(task_id), data)
+
+    def _with_bucket(self, action: Callable[..., object], *args: Any) -> None:
+        """``action(*args)``, the bucket created first if it is not there (the store may start after us)."""
         try:
-            self._put(_input_key(task_id), data)
+            action(*args)
         except S3Error as error:
             if error.code != "NoSuchBucket":
                 raise
             self.ensure_bucket()
-            self._put(_input_key(task_id), data)
+            action(*args)
 
     def _put(self, key: str, data: bytes) -> None:
         self.client.put_object(self.bucket, key, io.BytesIO(data), len(data),
@@ -133,24 +145,30 @@ class ObjectStore:
 
     @_domain_errors
     def fetch_input(self, task_id: str, path: str | Path) -> None:
-        """Fetch the input into ``path``; InputMissing when the bucket is there but the input is not."""
+        """Fetch the input into ``path``; InputMissing when neither the spool nor the bucket has it (on one box,
+        the bucket holds only what was submitted before: missing there too, it is gone)."""
+        if self.spool.fetch(task_id, path):
+            return
         try:
             self.client.fget_object(self.bucket, _input_key(task_id), str(path))
         except S3Error as error:
-            # a HEAD names any 404 NoSuchKey: a missing bucket (a wrong setting) is no missing input
-            if error.code in MISSING and self.client.bucket_exists(self.bucket):
+            # a HEAD names any 404 NoSuchKey: with the queue on Redis, a missing bucket (a wrong setting) is no
+            # missing input
+            if error.code in MISSING + ("NoSuchBucket",) and (
+                    not self.inputs_in_bucket or self.client.bucket_exists(self.bucket)):
                 raise InputMissing(f"no stored input for {task_id}") from error
             raise
 
     @_domain_errors
     def delete_input(self, task_id: str) -> None:
-        self.client.remove_object(self.bucket, _input_key(task_id))
+        if not self.spool.delete(task_id):
+            self.client.remove_object(self.bucket, _input_key(task_id))
 
     # results: each under the key its run's lease names (``result_key``); the task's row keeps it
 
     @_domain_errors
     def put_result(self, key: str, path: str | Path, extension: str) -> None:
-        self.client.fput_object(self.bucket, key, str(path), content_type=MEDIA_TYPES[extension])
+        self._with_bucket(self.client.fput_object, self.bucket, key, str(path), MEDIA_TYPES[extension])
 
     def presign_result(self, key: str, disposition: str, extension: str, expires_in: float,
                        signed_at: datetime | None = None) -> str:
@@ -177,11 +195,20 @@ class ObjectStore:
                 return None
             raise
 
+    @_domain_errors
+    def _to_bucket(self, task_id: str) -> None:
+        """An upload that waits in the spool (submitted before the queue moved to Redis) moved to the bucket."""
+        data = self.spool.read(task_id)
+        if data is not None:
+            self._put(_input_key(task_id), data)
+            self.spool.delete(task_id)
+
     def job_links(self, task_id: str, result_key: str, expires_in: float) -> dict[str, str]:
         """What a conversion node may do in the store for one job, and nothing else: GET the task's
-        input, PUT its result under ``result_key``. Signed here (no request is made), for the
-        endpoint the nodes reach."""
+        input, PUT its result under ``result_key``. Signed here, for the endpoint the nodes reach; no request is
+        made unless the input waits in the spool."""
         expires = timedelta(seconds=expires_in)
+        self._to_bucket(task_id)
         return {"input": self.node_signer.presigned_get_object(self.bucket, _input_key(task_id), expires=expires),
                 "result": self.node_signer.presigned_put_object(self.bucket, result_key, expires=expires)}
 

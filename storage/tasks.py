@@ -96,6 +96,12 @@ def unfinished_count(db: Database, account_id: str) -> int:
                       [account_id]).fetchone()[0]
 
 
+def is_unfinished(db: Database, task_id: str) -> bool:
+    """The task is QUEUED or PROCESSING: its input is still wanted."""
+    return db.execute("SELECT count(*) FROM conversions WHERE id = ? AND status IN ('QUEUED', 'PROCESSING')",
+                      [task_id]).fetchone()[0] > 0
+
+
 def create_task(db: Database, task: Row, max_unfinished: int | None = None) -> Row:
     """Commit a new QUEUED task row. Raises IdempotencyKeyTaken if its key is already used, and
     TooManyUnfinished (committing nothing) if the account already has ``max_unfinished`` tasks

@@ -316,6 +316,14 @@ def drop_bucket(store):
         pass
 
 
+def stored_inputs(store):
+    """How many uploads the store holds: in the spool (one box) and in the bucket (a queue on Redis)."""
+    spooled = [path for path in store.spool.directory.glob("*") if not path.name.startswith(".")] \
+        if store.spool.directory.exists() else []
+    return len(spooled) + sum(1 for entry in store.client.list_objects(store.bucket, prefix="inputs/")
+                              if not entry.is_dir)
+
+
 def input_stored(store, task_id):
     """Whether the task's upload is still in the store: the worker's own fetch of it finds it."""
     from docshift.errors import InputMissing

@@ -6,6 +6,7 @@ never in the queue behind conversions.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -31,6 +32,9 @@ log = logging.getLogger("docshift.maintenance")
 HOST = socket.gethostname()
 # a holder on another host is gone when its process has not beaten for this long
 HOLDER_SILENCE = timedelta(seconds=90)
+# an upload in the spool that no waiting task wants (its row never committed, its removal was missed) goes after
+# this long, as the bucket's lifecycle rule removes one from the bucket
+SPOOL_BACKSTOP_SECONDS = 3600.0
 
 
 def worker_name() -> str:
@@ -73,6 +77,7 @@ def sweep_once(conn: Database, objects: ObjectStore, config: Settings, at: datet
         tasks.mark_expired(conn, task.id)
     for row in tasks.final_tasks_with_input(conn):
         drop_input(conn, objects, row["id"])
+    objects.spool.sweep(SPOOL_BACKSTOP_SECONDS, functools.partial(tasks.is_unfinished, conn))
     tasks.purge_idempotency_keys(conn, at - timedelta(seconds=config.idempotency_key_ttl_seconds))
     recover_stuck(conn, objects, config, at, registry)
     if registry is None:  # tasks wait in SQLite's queue, not as jobs of the coordinator's

@@ -46,7 +46,7 @@ from huey.storage import SqliteStorage
 from inotify_simple import INotify, flags
 
 from docshift.errors import ForgedMessage
-from docshift.settings import Settings
+from docshift.settings import Settings, on_redis
 from docshift.tasks.messages import SealedJSON, queue_keys
 
 log = logging.getLogger("docshift.queue")
@@ -57,10 +57,6 @@ POLL_SECONDS = 0.02
 # where it can, a thread sleeps until an enqueue rings the queue's doorbell; it looks anyway this
 # often, as a safety net
 IDLE_POLL_SECONDS = 1.0
-
-
-def on_redis(config: Settings) -> bool:
-    return (config.queue_url or "").startswith(("redis://", "rediss://", "unix://"))
 
 
 def _told_already(record: logging.LogRecord) -> bool:

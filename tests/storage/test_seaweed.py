@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import free_port_block, input_stored, start_embedded_store, stop_process_group, wait_for_store
+from conftest import free_port_block, start_embedded_store, stop_process_group, wait_for_store
 
 # offsets from DOCSHIFT_S3_PORT: master, volume, filer, admin (HTTP), then their gRPC ports
 INTERNAL = {"master": 1, "volume": 2, "filer": 3, "admin": 4, "s3 grpc": 10000, "master grpc": 10001,
@@ -32,17 +32,19 @@ def test_filer_and_volume_unreachable_where_weed_listens(s3):
         assert not (Path("/tmp") / name).exists(), name
 
 
-def test_s3_answers_only_with_credentials(s3, app):
+def test_s3_answers_only_with_credentials(s3, app, tmp_path):
     from docshift.web.context import get_store
 
     assert requests.get(f"http://{s3['endpoint']}/", timeout=5).status_code == 403
     assert requests.put(f"http://{s3['endpoint']}/{app.config['DOCSHIFT'].s3_bucket}/inputs/x", data=b"x",
                         timeout=5).status_code == 403
+    probe = tmp_path / "probe.docx"
+    probe.write_bytes(b"stored through the forwarder")
     with app.app_context():
         store = get_store()
-        store.put_input("tsk_probe", b"stored through the forwarder")
-        assert input_stored(store, "tsk_probe")
-        link = store.signer.presigned_get_object(store.bucket, "inputs/tsk_probe")
+        store.put_result("results/tsk_probe/1-0", probe, "docx")
+        assert store.result_size("results/tsk_probe/1-0") == probe.stat().st_size
+        link = store.presign_result("results/tsk_probe/1-0", "attachment", "docx", 60)
     assert requests.get(link, timeout=5).content == b"stored through the forwarder"
     unsigned = link.split("?", 1)[0]
     assert requests.get(unsigned, timeout=5).status_code == 403
@@ -77,11 +79,11 @@ def test_docshift_reaches_the_embedded_store_through_its_socket(s3, tmp_path):
     assert config.s3_socket == str(Path(s3["data_dir"]).resolve() / "objects" / "s3.sock")
     store = ObjectStore(config)
     store.ensure_bucket()
-    store.put_input("tsk_socket", b"carried by the socket")
-    store.fetch_input("tsk_socket", tmp_path / "back")
-    assert (tmp_path / "back").read_bytes() == b"carried by the socket"
-    store.delete_input("tsk_socket")
-    assert not input_stored(store, "tsk_socket")
+    (tmp_path / "carried.docx").write_bytes(b"carried by the socket")
+    store.put_result("results/tsk_socket/1-0", tmp_path / "carried.docx", "docx")
+    assert store.client.get_object("socket-path", "results/tsk_socket/1-0").read() == b"carried by the socket"
+    store.delete_result("results/tsk_socket/1-0")
+    assert store.result_size("results/tsk_socket/1-0") is None
     store.client.remove_bucket("socket-path")
     # the download link still names the port: clients cannot reach the socket
     assert store.presign_result("results/tsk_socket/1-0", "attachment", "docx", 60).startswith(

@@ -171,17 +171,34 @@ def test_bad_idempotency_key(client, account, value):
     assert "8 to 128" in body["detail"]
 
 
-def test_store_down_answers_503_and_keeps_nothing(app, client, account):
+def _store_down(app, **changes):
     app.extensions.pop("docshift.store", None)
     # nothing listens on the discard port
-    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], s3_endpoint="127.0.0.1:9")
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], s3_endpoint="127.0.0.1:9", **changes)
     from docshift.storage.s3 import ObjectStore
-    store = ObjectStore(app.config["DOCSHIFT"])
-    app.extensions["docshift.store"] = store
+    app.extensions["docshift.store"] = ObjectStore(app.config["DOCSHIFT"])
+
+
+def test_store_down_answers_503_and_keeps_nothing_when_uploads_go_to_the_bucket(app, client, account):
+    """With the queue on Redis, an upload goes to the bucket, where a node's link reaches it."""
+    _store_down(app, queue_url="redis://127.0.0.1:9/0")
     assert_problem(upload(client, account), 503, "service_unavailable")
     with app.app_context():
         from docshift.web.context import get_db
         assert get_db()["conversions"].count == 0
+
+
+def test_store_down_does_not_refuse_an_upload_that_waits_on_this_box(app, client, account):
+    """On one box an upload waits beside the database: the store is needed only for the result, which the run
+    stores once the store is back (its patience)."""
+    _store_down(app)
+    accepted = upload(client, account)
+    assert accepted.status_code == 202, accepted.get_data(as_text=True)
+    task_id = accepted.get_json()["task_id"]
+    with app.app_context():
+        from docshift.web.context import get_db, get_store
+        assert get_db()["conversions"].get(task_id)["status"] == "QUEUED"
+        assert get_store().spool.read(task_id) is not None
 
 
 def test_database_unavailable_is_503_everywhere(app, client, account, tmp_path):
