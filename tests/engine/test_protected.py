@@ -23,6 +23,7 @@ from conftest import ROOT, encrypted_ooxml, post_file, register
 from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
 from cryptography.hazmat.primitives.ciphers import Cipher
 from msoffcrypto.method.rc4_cryptoapi import _makekey
+from msoffcrypto.method.xor_obfuscation import DocumentXOR
 
 from docshift import passwords
 from docshift.engine import Engine, cfb, decrypt
@@ -40,10 +41,11 @@ PROTECTED = {
     "doc": ("encrypted.doc", PASSWORD, "docshift"),
     "xls": ("encrypted.xls", PASSWORD, "row"),
     "xls-strong": ("strong.xls", PASSWORD, "42"),
+    "xls-xor": ("xor.xls", PASSWORD, "42"),
     "ppt": ("encrypted.ppt", PASSWORD, None),
     "ppt-real": ("ppt/Password_Protected-hello.ppt", "hello", None),
 }
-MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls"}
+MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls", "xor.xls": "xls-xor"}
 # the workbook records that RC4 CryptoAPI leaves in clear ([MS-XLS] 2.2.10): BOF, FilePass, UsrExcl, FileLock,
 # InterfaceHdr, RRDInfo, RRDHead; and BoundSheet8, whose first 4 bytes (lbPlyPos) stay clear
 CLEAR_RECORDS = {0x0809, 0x002F, 0x0194, 0x0195, 0x00E1, 0x0196, 0x0138}
@@ -54,10 +56,12 @@ READERS = {"docx": docx.Document, "xlsx": openpyxl.load_workbook, "pptx": pptx.P
 @pytest.fixture(scope="module")
 def encrypted_ppt(legacy, tmp_path_factory):
     """LibreOffice's .ppt of the legacy deck and .xls of its workbook, encrypted with ``PASSWORD`` as [MS-PPT]
-    2.3.7 and [MS-XLS] 2.2.10 say, with RC4 CryptoAPI and a 128-bit key."""
+    2.3.7 and [MS-XLS] 2.2.10 say, with RC4 CryptoAPI and a 128-bit key; and the workbook obfuscated with XOR, as
+    Excel 95 and a "weak" password of Excel 97 did."""
     made = tmp_path_factory.mktemp("made")
     return {"ppt": encrypt_presentation(legacy["ppt"], PASSWORD, made / "encrypted.ppt"),
-            "xls": encrypt_workbook(legacy["xls"], PASSWORD, made / "strong.xls")}
+            "xls": encrypt_workbook(legacy["xls"], PASSWORD, made / "strong.xls"),
+            "xls-xor": encrypt_workbook(legacy["xls"], PASSWORD, made / "xor.xls", xor=True)}
 
 
 def protected_file(variants, encrypted_ppt, kind):
@@ -126,10 +130,12 @@ def crypto_api_header(password, salt, verifier):
         + struct.pack("<I", 20) + sealed[16:]
 
 
-def encrypt_workbook(source, password, target):
+def encrypt_workbook(source, password, target, xor=False):
     """``source`` (an .xls) encrypted as Excel does with its 128-bit "strong" provider: a FilePass record after the
     first BOF, every sheet's offset moved by it, and each record's data encrypted with the RC4 stream of its
-    place in the Workbook stream, keyed anew every 1,024 bytes (the records' headers take their share of it)."""
+    place in the Workbook stream, keyed anew every 1,024 bytes (the records' headers take their share of it).
+    With ``xor``, obfuscated instead ([MS-OFFCRYPTO] 2.3.7.2-4, method 1): each byte rotated left by 5 bits and
+    XORed with the password's 16-byte array, from the index that the record's end in the stream gives."""
     with olefile.OleFileIO(str(source)) as ole:
         streams = {"/".join(name): ole.openstream(name).read() for name in ole.listdir()}
     workbook, records, at = streams["Workbook"], [], 0
@@ -138,16 +144,28 @@ def encrypt_workbook(source, password, target):
         records.append((kind, bytearray(workbook[at + 4:at + 4 + size])))
         at += 4 + size
     salt = os.urandom(16)
-    file_pass = struct.pack("<H", 1) + crypto_api_header(password, salt, os.urandom(16))
+    if xor:
+        file_pass = struct.pack("<HHH", 0, DocumentXOR.create_xor_key_method1(password), _xor_verifier(password))
+    else:
+        file_pass = struct.pack("<H", 1) + crypto_api_header(password, salt, os.urandom(16))
     records.insert(1, (0x002F, bytearray(file_pass)))
     for kind, data in records:
         if kind == BOUND_SHEET:  # the sheet's BOF moved by the FilePass record
             struct.pack_into("<I", data, 0, struct.unpack_from("<I", data, 0)[0] + 4 + len(file_pass))
     plain = b"".join(struct.pack("<HH", kind, len(data)) + bytes(data) for kind, data in records)
     stream = bytearray(plain)
-    for block in range(0, len(plain), 1024):
-        key = Cipher(ARC4(_makekey(password, salt, 128, block // 1024)), mode=None).encryptor()
-        stream[block:block + 1024] = key.update(plain[block:block + 1024])
+    if xor:
+        array = DocumentXOR.create_xor_array_method1(password)
+        at = 0
+        for kind, data in records:
+            first = at + 4 + (4 if kind == BOUND_SHEET else 0)
+            for offset in range(first, at + 4 + len(data)):
+                stream[offset] = DocumentXOR.rol(plain[offset], 5, 8) ^ array[(offset + len(data)) % 16]
+            at += 4 + len(data)
+    else:
+        for block in range(0, len(plain), 1024):
+            key = Cipher(ARC4(_makekey(password, salt, 128, block // 1024)), mode=None).encryptor()
+            stream[block:block + 1024] = key.update(plain[block:block + 1024])
     out, at = bytearray(), 0
     for kind, data in records:
         clear = len(data) if kind in CLEAR_RECORDS else 4 if kind == BOUND_SHEET else 0
@@ -159,7 +177,15 @@ def encrypt_workbook(source, password, target):
     return target
 
 
-@pytest.mark.parametrize("kind,scheme", [("ppt", "ppt97"), ("xls", "xls97")])
+def _xor_verifier(password):
+    """[MS-OFFCRYPTO] 2.3.7.1: the 16-bit verifier of a password, as FilePass keeps it."""
+    verifier = 0
+    for byte in reversed([len(password), *password.encode("latin-1")]):
+        verifier = (((verifier >> 14) & 1) | ((verifier << 1) & 0x7FFF)) ^ byte
+    return verifier ^ 0xCE4B
+
+
+@pytest.mark.parametrize("kind,scheme", [("ppt", "ppt97"), ("xls", "xls97"), ("xls-xor", "xls97")])
 def test_the_files_made_here_are_encrypted_as_office_does(encrypted_ppt, kind, scheme):
     with open(encrypted_ppt[kind], "rb") as f:
         office = msoffcrypto.OfficeFile(f)
@@ -167,8 +193,9 @@ def test_the_files_made_here_are_encrypted_as_office_does(encrypted_ppt, kind, s
         with pytest.raises(msoffcrypto.exceptions.InvalidKeyError):
             office.load_key(password="not the password")
         office.load_key(password=PASSWORD)
-        if kind == "xls":
-            assert office.type == "rc4_cryptoapi" and office.keySize == 128
+        if kind.startswith("xls"):
+            assert (office.type, getattr(office, "keySize", None)) == (
+                ("rc4_cryptoapi", 128) if kind == "xls" else ("xor", None))
             plain = io.BytesIO()
             office.decrypt(plain)
             book = xlrd.open_workbook(file_contents=plain.getvalue())  # every sheet where its BoundSheet8 says
