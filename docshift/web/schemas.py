@@ -26,10 +26,11 @@ class SubmissionHeaders(Schema):
     document_password = fields.String(
         data_key="Document-Password", load_only=True,
         metadata={"description": "Optional. 1-255 characters of UTF-8: the password that opens a protected source "
-                                 "(Word RC4 and CryptoAPI, Excel XOR, RC4 and CryptoAPI of any provider, PowerPoint "
-                                 "CryptoAPI, an encrypted OOXML package). Never logged, never stored or queued in "
-                                 "clear: sealed while the task waits, erased when it ends. Ignored for a file that "
-                                 "is not protected. Part of what an Idempotency-Key replays (as a keyed hash)."})
+                                 "(Word XOR, RC4 and CryptoAPI, Excel XOR, RC4 and CryptoAPI of any provider, "
+                                 "PowerPoint CryptoAPI, an encrypted OOXML package). Never logged, never stored or "
+                                 "queued in clear: sealed while the task waits, erased when it ends. Ignored for a "
+                                 "file that is not protected. Part of what an Idempotency-Key replays (as a keyed "
+                                 "hash)."})
 
 
 MACROS_RULE = "macros must be 'keep' (the default) or 'remove'."

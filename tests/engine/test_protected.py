@@ -35,33 +35,40 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 PASSWORD = "secret"  # the variants' (tests/make_variants.py)
 # a protected file of each type, its password, and a word its text holds: Word and Excel files LibreOffice saves
 # with a password (RC4), a PowerPoint file and an Excel one encrypted here as PowerPoint does and as Excel does with
-# its 128-bit "strong" provider (RC4 CryptoAPI, which LibreOffice neither writes nor, for these two, reads), and a
-# real one of POI's
+# its 128-bit "strong" provider (RC4 CryptoAPI, which LibreOffice neither writes nor, for these two, reads), a Word
+# and an Excel file obfuscated here with XOR (which msoffcrypto-tool cannot decrypt for Word: LibreOffice alone
+# opens it), and a real one of POI's
 PROTECTED = {
     "doc": ("encrypted.doc", PASSWORD, "docshift"),
+    "doc-xor": ("xor.doc", PASSWORD, "docshift"),
     "xls": ("encrypted.xls", PASSWORD, "row"),
     "xls-strong": ("strong.xls", PASSWORD, "42"),
     "xls-xor": ("xor.xls", PASSWORD, "42"),
     "ppt": ("encrypted.ppt", PASSWORD, None),
     "ppt-real": ("ppt/Password_Protected-hello.ppt", "hello", None),
 }
-MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls", "xor.xls": "xls-xor"}
+MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls", "xor.xls": "xls-xor", "xor.doc": "doc-xor"}
 # the workbook records that RC4 CryptoAPI leaves in clear ([MS-XLS] 2.2.10): BOF, FilePass, UsrExcl, FileLock,
 # InterfaceHdr, RRDInfo, RRDHead; and BoundSheet8, whose first 4 bytes (lbPlyPos) stay clear
 CLEAR_RECORDS = {0x0809, 0x002F, 0x0194, 0x0195, 0x00E1, 0x0196, 0x0138}
 BOUND_SHEET = 0x0085
+# [MS-DOC] 2.5.2 FibBase: its flags at 0x0A (fEncrypted, fWhichTblStm, fObfuscation) and lKey at 0x0E; the 0x44
+# bytes of a Word 97 FIB that LibreOffice reads in clear before it undoes the obfuscation
+FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_OBFUSCATED = 0x0100, 0x0200, 0x8000
+FIB_CLEAR = 0x44
 READERS = {"docx": docx.Document, "xlsx": openpyxl.load_workbook, "pptx": pptx.Presentation}
 
 
 @pytest.fixture(scope="module")
 def encrypted_ppt(legacy, tmp_path_factory):
     """LibreOffice's .ppt of the legacy deck and .xls of its workbook, encrypted with ``PASSWORD`` as [MS-PPT]
-    2.3.7 and [MS-XLS] 2.2.10 say, with RC4 CryptoAPI and a 128-bit key; and the workbook obfuscated with XOR, as
-    Excel 95 and a "weak" password of Excel 97 did."""
+    2.3.7 and [MS-XLS] 2.2.10 say, with RC4 CryptoAPI and a 128-bit key; and the workbook and its .doc of the letter
+    obfuscated with XOR, as Excel and Word 95 and a "weak" password of their 97 versions did."""
     made = tmp_path_factory.mktemp("made")
     return {"ppt": encrypt_presentation(legacy["ppt"], PASSWORD, made / "encrypted.ppt"),
             "xls": encrypt_workbook(legacy["xls"], PASSWORD, made / "strong.xls"),
-            "xls-xor": encrypt_workbook(legacy["xls"], PASSWORD, made / "xor.xls", xor=True)}
+            "xls-xor": encrypt_workbook(legacy["xls"], PASSWORD, made / "xor.xls", xor=True),
+            "doc-xor": obfuscate_document(legacy["doc"], PASSWORD, made / "xor.doc")}
 
 
 def protected_file(variants, encrypted_ppt, kind):
@@ -177,8 +184,38 @@ def encrypt_workbook(source, password, target, xor=False):
     return target
 
 
+def obfuscate_document(source, password, target):
+    """``source`` (a Word 97 .doc) obfuscated with XOR ([MS-OFFCRYPTO] 2.3.7), as LibreOffice's import undoes it:
+    the FibBase says so and keeps the key (high word of lKey) and the verifier (low word); the WordDocument stream
+    after the FIB's first 0x44 bytes, the table stream and the Data stream are XORed with the password's 16-byte
+    array from the index of each byte's place in its stream, a zero byte or one equal to its key byte left as it is
+    (the reader leaves those alone: XORed, they would read back as something else)."""
+    with olefile.OleFileIO(str(source)) as ole:
+        root = cfb.read_storage(ole, "", 1 << 24)
+    streams = {entry.name: entry for entry in root.children if entry.data is not None}
+    word = bytearray(streams["WordDocument"].data)
+    flags = struct.unpack_from("<H", word, 0x0A)[0] | FIB_ENCRYPTED | FIB_OBFUSCATED
+    struct.pack_into("<H", word, 0x0A, flags)
+    struct.pack_into("<HH", word, 0x0E, _xor_verifier(password), DocumentXOR.create_xor_key_method1(password))
+    array = DocumentXOR.create_xor_array_method1(password)
+
+    def obfuscated(data, first):
+        out = bytearray(data)
+        for at in range(first, len(out)):
+            if out[at] not in (0, array[at % 16]):
+                out[at] ^= array[at % 16]
+        return bytes(out)
+
+    streams["WordDocument"].data = obfuscated(word, FIB_CLEAR)
+    for name in ("1Table" if flags & FIB_WHICH_TABLE else "0Table", "Data"):
+        if name in streams:
+            streams[name].data = obfuscated(streams[name].data, 0)
+    target.write_bytes(cfb.write(root))
+    return target
+
+
 def _xor_verifier(password):
-    """[MS-OFFCRYPTO] 2.3.7.1: the 16-bit verifier of a password, as FilePass keeps it."""
+    """[MS-OFFCRYPTO] 2.3.7.1: the 16-bit verifier of a password, as FilePass and a Word FIB's lKey keep it."""
     verifier = 0
     for byte in reversed([len(password), *password.encode("latin-1")]):
         verifier = (((verifier >> 14) & 1) | ((verifier << 1) & 0x7FFF)) ^ byte
