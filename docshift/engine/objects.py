@@ -33,7 +33,7 @@ from docshift.engine.inventory import officeart
 from docshift.engine.inventory.common import Budget, Unreadable, stream
 
 # the persist directory and shape walks of the inventory's .ppt reader, reused rather than written twice
-from docshift.engine.inventory.package import NS_P, NS_R, SEP, Package
+from docshift.engine.inventory.package import NS_P, NS_R, SEP, Package, relationships_part
 from docshift.engine.inventory.ppt import (
     RT_CSTRING,
     RT_EXEMBED,
@@ -131,7 +131,7 @@ def _mend(result: Path, source: Path) -> int:
                 moved[rid] = (name, prog_id)
                 references[target] -= 1
             if moved:
-                rels = posixpath.join(posixpath.dirname(slide), "_rels", posixpath.basename(slide) + ".rels")
+                rels = relationships_part(slide)
                 edits[rels] = _relationships(_read(package, rels), moved)
                 edits[slide] = _slide(_read(package, slide), moved)
         if not added:

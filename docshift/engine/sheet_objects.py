@@ -27,7 +27,7 @@ import olefile
 from docshift.engine import cfb, ooxml, pictures, sheet_drawing
 from docshift.engine.inventory import officeart, xls
 from docshift.engine.inventory.common import MSGRAPH_CLSIDS, Budget, Unreadable, stream
-from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package
+from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, relationships_part
 from docshift.engine.objects import ERRORS, MAX_EDITED_PART, MAX_OBJECT, MAX_OBJECTS, OLE_CONTENT_TYPE, OLE_OBJECT
 from docshift.engine.objects import _prog_id as prog_id_of
 
@@ -51,9 +51,8 @@ class Placed:
     """One embedded object of a sheet of the .xls: its storage, cell anchor (colL, dxL, rwT, dyT, colR, dxR, rwB, dyB:
     offsets in 1/1024 of a column, 1/256 of a row) and replacement image (None: none OOXML holds)."""
     storage: str
-    anchor: tuple[int, ...] | None  # None: it is in a group, which LibreOffice writes whole, objects included
+    anchor: tuple[int, ...]
     image: pictures.Picture | None
-    grouped: bool = False
 
 
 def mend(result: Path, source: Path, kind: str) -> int:
@@ -79,7 +78,7 @@ def _mend(result: Path, source: Path) -> int:
         if not storages:
             return 0
         sheets = _source_objects(ole, storages)
-        if not any(sheets.values()):
+        if not any(placed for placed, _ in sheets.values()):
             return 0
         with zipfile.ZipFile(result) as zf:
             package = Package(zf)
@@ -93,11 +92,11 @@ def _mend(result: Path, source: Path) -> int:
             targets = package.relationships(main, required=True)
             budget = [MAX_OBJECTS]
             for index, (name, rid) in enumerate(names, 1):
-                placed = sheets.get(name)
+                placed, grouped = sheets.get(name, ([], 0))
                 part = targets.get(rid, ("", None))[1]
                 if not placed or not part or part not in package.names:
                     continue
-                _sheet(ole, package, part, index, placed, storages, lower, budget, edits, added)
+                _sheet(ole, package, part, index, placed, grouped, storages, lower, budget, edits, added)
             if not added:
                 return 0
             types = ooxml.read(zf, package.names["[Content_Types].xml"], MAX_EDITED_PART)
@@ -106,8 +105,9 @@ def _mend(result: Path, source: Path) -> int:
     return sum(1 for _, kind in added.values() if kind == OLE_CONTENT_TYPE)
 
 
-def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[str, list[Placed]]:
-    """{sheet name, cut as the result's: [its embedded objects whose storage, anchor and image are found]}."""
+def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[str, tuple[list[Placed], int]]:
+    """{sheet name, cut as the result's: ([its embedded objects whose storage and anchor are found], how many
+    more are members of a group, which LibreOffice writes whole)}."""
     name = "Workbook" if ole.exists("Workbook") else "Book"
     data = stream(ole, name)
     if data is None:
@@ -117,17 +117,21 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
     if book.encrypted:
         return {}
     blips = _blips(book.group, budget)
-    found: dict[str, list[Placed]] = {}
+    found: dict[str, tuple[list[Placed], int]] = {}
     for sheet, drawing, records in zip(book.drawing_sheets, book.drawings, book.objects):
         shapes = _shapes(drawing, budget)
         if len(shapes) != len(records):
             continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
-        placed = []
-        for (anchor, pib, grouped), record in zip(shapes, records):
+        placed, grouped = [], 0
+        for (anchor, pib, member), record in zip(shapes, records):
             storage = _storage_name(record)
-            if storage is not None and storage.upper() in storages and (anchor is not None or grouped):
-                placed.append(Placed(storages[storage.upper()], anchor, blips.get(pib), grouped))
-        found[sheet[:31]] = placed
+            if storage is None or storage.upper() not in storages:
+                continue
+            if member:
+                grouped += 1
+            elif anchor is not None:
+                placed.append(Placed(storages[storage.upper()], anchor, blips.get(pib)))
+        found[sheet[:31]] = (placed, grouped)
     return found
 
 
@@ -192,23 +196,20 @@ def _blips(group: bytearray, budget: Budget) -> dict[int, pictures.Picture]:
     return found
 
 
-def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, placed: list[Placed],
+def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, placed: list[Placed], grouped: int,
            storages: dict[str, str], lower: set[str], budget: list[int], edits: dict[str, bytes],
            added: dict[str, tuple[bytes, str]]) -> bool:
-    """The objects ``placed`` into sheet ``part`` (the ``index``th): its XML, relationships and VML in ``edits``,
-    the new parts in ``added``. False, and nothing changed, when the sheet has objects already or a VML drawing
-    the objects' shapes cannot join."""
+    """The objects ``placed`` into sheet ``part`` (the ``index``th), ``grouped`` more being in groups: its XML,
+    relationships and VML in ``edits``, the new parts in ``added``. False, and nothing changed, when the sheet has
+    objects already or a VML drawing the objects' shapes cannot join."""
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
     if b"<oleObjects" in data:
         return False
     # LibreOffice writes a group whole, its objects too, into the sheet's drawing: those are not written again
     written = sum(1 for drawing in _drawings(package, part) for _, target in package.relationships(drawing).values()
                   if target and target.startswith("xl/embeddings/"))
-    if written and written != sum(1 for item in placed if item.grouped):
+    if written and written != grouped:
         return False  # objects of LibreOffice's own beside the groups': which is which cannot be told
-    placed = [item for item in placed if not item.grouped]
-    if not placed:
-        return False
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's, for its comments
     legacy = re.search(rb'<legacyDrawing\b[^>]*\bid="([^"]*)"', data)
     if legacy is not None:
@@ -229,8 +230,6 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     parts: dict[str, tuple[bytes, str]] = {}
     objects, shapes = [], []
     for spid, item in zip(ids, placed):
-        if item.anchor is None:
-            continue
         storage = cfb.read_storage(ole, storages[item.storage.upper()], min(MAX_OBJECT, budget[0]))
         blob = cfb.write(storage)
         budget[0] -= len(blob)
@@ -285,8 +284,7 @@ def _drawings(package: Package, part: str) -> list[str]:
 
 def _rels_of(package: Package, part: str) -> tuple[str, bytes]:
     """(the name of ``part``'s relationships part, its bytes or b"" when it has none)."""
-    folder, base = posixpath.split(part)
-    rels_part = posixpath.join(folder, "_rels", base + ".rels")
+    rels_part = relationships_part(part)
     if rels_part not in package.names:
         return rels_part, b""
     return rels_part, ooxml.checked(ooxml.read(package.zip, package.names[rels_part], MAX_EDITED_PART), rels_part)

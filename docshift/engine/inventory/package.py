@@ -39,6 +39,12 @@ SCANNED_STARTS = W_CHARACTERS.keys() | {SYMBOL, SHAPE, PLACEHOLDER} | NOT_PICTUR
 SCANNED_ENDS = NOT_PICTURES | MATH | {SHAPE}
 
 
+def relationships_part(name: str) -> str:
+    """The name of part ``name``'s relationships part (OPC: ``_rels/<name>.rels`` beside it)."""
+    folder, base = posixpath.split(name)
+    return posixpath.join(folder, "_rels", base + ".rels")
+
+
 class Package:
     """A zip package read with bounds: members streamed, never past the size they declare nor ``MAX_PART``."""
 
@@ -68,8 +74,8 @@ class Package:
     def relationships(self, name: str, required: bool = False) -> dict[str | None, tuple[str, str | None]]:
         """{Id: (type, target part name or None when external)} of part ``name``; a part without relationships
         has none, unless they are ``required`` (a main part's: without them the package does not open)."""
-        folder, base = posixpath.split(name)
-        rels_name = posixpath.join(folder, "_rels", base + ".rels")
+        folder = posixpath.dirname(name)
+        rels_name = relationships_part(name)
         found: dict[str | None, tuple[str, str | None]] = {}
         if rels_name not in self.names:
             if required:
