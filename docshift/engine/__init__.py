@@ -72,14 +72,16 @@ class Engine:
         result, :class:`Converted`. A protected source opens with ``password`` (``protection.py``), and its result
         is protected by the same password unless ``protect`` is false; the checks and the fidelity report read it
         before. Raises ConversionFailed with the task's error code, or a ServiceFault (EngineBroken)."""
-        opened = None
+        opened, file_limit = None, self.office.limits.scratch_mb << 20
         if password:
-            opened = protection.open_source(source, kind, password, Path(workdir), self.office.limits.scratch_mb << 20)
+            opened = protection.open_source(source, kind, password, Path(workdir), file_limit)
+        protected_by = password if opened is not None else None  # not a default password the customer never gave
         if opened is None:
             precheck.check(source)
+            opened = protection.open_default(source, kind, Path(workdir), file_limit)
         converted = _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros, opened)
-        if opened is not None and password and protect:
-            protection.protect(converted.path, password)  # the whole of it, as the customer sent it
+        if protected_by and protect:
+            protection.protect(converted.path, protected_by)  # the whole of it, as the customer sent it
             converted = dataclasses.replace(converted, protected=True)
         return converted
 

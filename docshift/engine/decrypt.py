@@ -6,7 +6,8 @@ parsed in that subprocess.
 It reads one JSON line on stdin, ``{"source": path, "target": path, "kind": "doc" | "xls" | "ppt", "password":
 ..., "max_spin_count": n}``, and answers one JSON line on stdout, ``{"outcome": ..., "scheme": ...}``:
 
-- ``plain``: not protected, or only by Excel's default password (Excel and LibreOffice open it without asking);
+- ``plain``: not protected, or only by Excel's default password (Excel and LibreOffice open it without asking),
+  unless that default password is the one asked for: the workbook is then decrypted with it, as with any other;
 - ``wrong``: msoffcrypto-tool checked the password against the file's verifier, and it is not the one;
 - ``unsupported``: protected in a way nothing here opens (a package whose key would take more rounds than
   ``max_spin_count`` to derive, extensible encryption, an unknown version);
@@ -80,7 +81,7 @@ def open_file(request: dict[str, Any]) -> tuple[str, str, str]:
             fib = office.info.fib.base
             if fib.fObfuscation:
                 return "unverified", "doc97 xor", ""
-        if office.format == "xls97" and _verifies(office, DEFAULT_PASSWORD):
+        if office.format == "xls97" and password != DEFAULT_PASSWORD and _verifies(office, DEFAULT_PASSWORD):
             return "plain", "xls97 default password", ""
         truncated = ""
         try:

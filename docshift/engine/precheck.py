@@ -56,6 +56,12 @@ def encrypted(path: str | Path) -> bool:
         return False
 
 
+def workbook_protected(path: str | Path) -> bool:
+    """An .xls whose workbook globals hold a FILEPASS record: encrypted or obfuscated, by whatever password."""
+    streams = _streams(path)
+    return streams is not None and _workbook_filepass(path, streams)
+
+
 def _streams(path: str | Path) -> dict[str, list[str]] | None:
     """{lower-case stream path: its real path} of an OLE2 file, or None when it is none (or unreadable).
     Office and LibreOffice compare stream names case-insensitively; so does this."""
