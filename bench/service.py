@@ -353,10 +353,14 @@ def main():
                                                              "workers on 2 cores)")
     parser.add_argument("--rounds", type=int, default=2, help="flood rounds, alternating who goes first")
     parser.add_argument("--settle", type=float, default=3, help="seconds of quiet before each timed run")
+    parser.add_argument("--workers", type=int, help="the service's conversions at once (default: its own default)")
+    parser.add_argument("--only", choices=("flood",), help="run only this section (the flood then goes largest "
+                                                           "file first)")
     args = parser.parse_args()
     files = pick(args.corpus, args.files)
     with tempfile.TemporaryDirectory(prefix="docshift-bench-service-") as tmp:
-        instance = Instance(Path(tmp) / "data", MAX_PENDING_TASKS=100_000)
+        workers = {} if args.workers is None else {"WORKERS": args.workers}
+        instance = Instance(Path(tmp) / "data", MAX_PENDING_TASKS=100_000, **workers)
         plains = []
         try:
             instance.__enter__()
@@ -374,6 +378,11 @@ def main():
             for plain in plains:
                 for path in warm_up:
                     plain.convert(path)
+            if args.only == "flood":
+                largest_first = sorted(files, key=lambda p: p.stat().st_size, reverse=True)
+                ratio, _ = floods(client, instance, flood_keys, plains, largest_first, args)
+                print(f"\n| two accounts' flood / {args.plain} plain warm LibreOffices, all rounds | {ratio:.2f}x |")
+                return
             ratio_turns = turns(client, files, one, many, args)
             plain_times, extra = overhead(client, one, plains[0], files)
             longest_first = sorted(files, key=lambda p: plain_times[p] or 0, reverse=True)
