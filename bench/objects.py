@@ -1,7 +1,8 @@
 """Embedded objects kept over a folder of .ppt or .xls files: counted in the source (a .ppt's ExObjList and the
 shapes that show them, an .xls's MBD storages), in a plain cold ``soffice --convert-to pptx|xlsx`` and in that same
-export once mended (``objects.mend``: each slide's object a part of its own; ``sheet_objects.mend``: each sheet's
-objects put in, which Calc's export drops), the steps the engine adds after LibreOffice's export.
+export once mended (``objects.mend``: each slide's object a part of its own; ``slide_pictures.mend``: a slide's
+object that LibreOffice loaded as its picture an object again; ``sheet_objects.mend``: each sheet's objects put
+in, which Calc's export drops), the steps the engine adds after LibreOffice's export.
 
     .venv/bin/python bench/objects.py [FOLDER ...]     # default ../shared/corpus/ppt and ../shared/corpus/xls
 """
@@ -12,9 +13,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from docshift.engine import inventory, objects, sheet_objects
+from docshift.engine import inventory, objects, sheet_objects, slide_pictures
 
-MENDS = {"ppt": (objects.mend, "pptx"), "xls": (sheet_objects.mend, "xlsx")}
+
+def mend_slides(result, source, kind):
+    return objects.mend(result, source, kind) + slide_pictures.mend(result, source, kind, None)
+
+
+MENDS = {"ppt": (mend_slides, "pptx"), "xls": (sheet_objects.mend, "xlsx")}
 
 
 def count(folder: Path, kind: str, out: Path) -> list[int]:

@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import Macros, TaskErrorCode
-from docshift.engine import inventory, objects, ooxml, precheck, sheet_objects, stored, unexplained, vba, vbaproject
+from docshift.engine import (
+    inventory,
+    objects,
+    ooxml,
+    precheck,
+    sheet_objects,
+    slide_pictures,
+    stored,
+    unexplained,
+    vba,
+    vbaproject,
+)
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
@@ -111,8 +122,10 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = reading.result()
     check_export(result, kind, project)
-    # LibreOffice gives objects on different slides one part, and writes no OLE object of a spreadsheet
-    if objects.mend(result, source, kind) or sheet_objects.mend(result, source, kind):
+    # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads a
+    # slide's object whose server it does not know (a packaged file) as its picture only
+    mended = objects.mend(result, source, kind) + sheet_objects.mend(result, source, kind)
+    if mended + slide_pictures.mend(result, source, kind, holds.counts.get("embedded_objects")):
         check_package(result, kind)
     check_explained(result, source, kind)
     loaded = report["loaded"]

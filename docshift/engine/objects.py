@@ -107,7 +107,8 @@ def _mend(result: Path, source: Path) -> int:
         edits: dict[str, bytes] = {}
         added: dict[str, bytes] = {}
         inflated = 0
-        for (slide, found), shapes in zip(slides, slide_objects):
+        for (slide, found), ole_shapes in zip(slides, slide_objects):
+            shapes = [shape.object_ref for shape in ole_shapes]
             if len(found) != len(shapes) or not any(target in shared for _, target, _ in found):
                 continue  # another count than the source's: which object is which cannot be told
             moved: dict[str, tuple[str, str | None]] = {}  # rId: (new target, ProgID)
@@ -175,9 +176,9 @@ def _ole_objects(package: Package, slide: str) -> list[str]:
     return rids
 
 
-def _source_objects(source: Path) -> tuple[_Presentation, dict[int, Source], list[list[int]]]:
-    """(the .ppt's live objects, {exObjId: embedded object}, [the ExObjRef of each OLE shape, in drawing order]
-    per slide, in slide order)."""
+def _source_objects(source: Path) -> tuple[_Presentation, dict[int, Source], list[list[officeart.Shape]]]:
+    """(the .ppt's live objects, {exObjId: embedded object}, [each OLE shape (its ``object_ref`` the ExObjRef), in
+    drawing order] per slide, in slide order)."""
     with olefile.OleFileIO(str(source)) as ole:
         doc, current = stream(ole, "PowerPoint Document"), stream(ole, "Current User")
     if doc is None or current is None:
@@ -199,7 +200,7 @@ def _source_objects(source: Path) -> tuple[_Presentation, dict[int, Source], lis
     for ref in slide_refs:
         located = show.container(ref, RT_SLIDE)
         shapes = show.shapes(located) if located else []
-        slides.append([shape.object_ref for shape in shapes
+        slides.append([shape for shape in shapes
                        if shape.object_ref is not None and not shape.flags & officeart.FSP_DELETED])
     return show, objects, slides
 

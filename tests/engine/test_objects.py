@@ -1,13 +1,20 @@
 """Every embedded object of a .ppt reaches the .pptx with its own part: LibreOffice's export numbers them per
-slide, so objects on different slides share one part and only one survives (``docshift/engine/objects.py``).
+slide, so objects on different slides share one part and only one survives (``docshift/engine/objects.py``); and
+it loads an object whose server it does not know, a packaged file, as its picture only
+(``docshift/engine/slide_pictures.py``).
 
-Made here: a .ppt with an embedded workbook on each of three slides, each workbook saying which slide it is on.
+Made here: a .ppt with an embedded workbook on each of three slides, each workbook saying which slide it is on;
+and the same deck with slide 1's object replaced by a packaged text file, as an incremental save of PowerPoint
+writes it (a new ExOleObjStg record, persist directory and UserEditAtom after the others).
 """
 
 import posixpath
 import re
 import shutil
+import struct
+import uuid
 import zipfile
+import zlib
 
 import olefile
 import pptx
@@ -16,10 +23,12 @@ import xlrd
 from conftest import _soffice_save as soffice
 from oletools import ppt_record_parser
 
-from docshift.engine import convert, inventory, objects
+from docshift.engine import cfb, convert, decrypt, inventory, objects, slide_pictures
 
 SLIDES = 3
 OLE_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.oleObject"
+PACKAGE_CLSID = uuid.UUID("0003000C-0000-0000-C000-000000000046").bytes_le
+PACKAGED = b"a file packaged on slide 1\r\n"
 
 
 def _frame(n):
@@ -144,3 +153,93 @@ def test_a_source_that_does_not_read_leaves_the_export_as_it_is(three_objects, t
         handle.write(b"\0" * 512)
     assert objects.mend(plain, broken, "ppt") == 0
     assert plain.read_bytes() == before
+
+
+def _record(kind, body, version_and_instance=0):
+    return struct.pack("<HHI", version_and_instance, kind, len(body)) + body
+
+
+def package_storage(name, data):
+    """The storage Office's Object Packager makes of a file: a CompObj naming "Package" and the Ole10Native stream
+    (its size, then the label, the file's path, a temp path's length and itself, the data's length and the data)."""
+    comp = (struct.pack("<II", 0xFFFE0001, 0x00000A03) + b"\xff" * 4 + PACKAGE_CLSID
+            + struct.pack("<I", 8) + b"Package\0" + struct.pack("<I", 0) + struct.pack("<I", 8) + b"Package\0")
+    path = f"C:\\{name}".encode() + b"\0"
+    body = (struct.pack("<H", 2) + name.encode() + b"\0" + path + struct.pack("<II", 0x00030000, len(path)) + path
+            + struct.pack("<I", len(data)) + data)
+    return cfb.write(cfb.Entry("Root Entry", clsid=PACKAGE_CLSID, children=[
+        cfb.Entry("\x01CompObj", data=comp), cfb.Entry("\x01Ole10Native", data=struct.pack("<I", len(body)) + body)]))
+
+
+@pytest.fixture(scope="module")
+def packaged(three_objects, tmp_path_factory):
+    """(the deck with slide 1's object a packaged text file, that object's storage)."""
+    with olefile.OleFileIO(str(three_objects)) as ole:
+        streams = {"/".join(name): ole.openstream(name).read() for name in ole.listdir()}
+    current, document = bytearray(streams["Current User"]), bytearray(streams["PowerPoint Document"])
+    edit_at = struct.unpack_from("<I", current, 16)[0]
+    directory, _edits, _session = decrypt._persist_directory(document, edit_at)
+    _show, sources, slides = objects._source_objects(three_objects)
+    storage = package_storage("notes.txt", PACKAGED)
+    directory[sources[slides[0][0].object_ref].persist] = len(document)
+    document += _record(objects.RT_EXOLEOBJ_STG, struct.pack("<I", len(storage)) + zlib.compress(storage), 0x10)
+    directory_at = len(document)
+    document += _record(0x1772, b"".join(struct.pack("<II", persist | 1 << 20, offset)
+                                         for persist, offset in sorted(directory.items())))
+    edit = bytearray(document[edit_at + 8:edit_at + 8 + 0x1C])
+    struct.pack_into("<II", edit, 8, 0, directory_at)  # no earlier edit: the whole directory is in the new one
+    struct.pack_into("<I", current, 16, len(document))
+    document += _record(0x0FF5, bytes(edit))
+    streams.update({"Current User": bytes(current), "PowerPoint Document": bytes(document)})
+    target = tmp_path_factory.mktemp("packaged") / "packaged.ppt"
+    target.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[
+        cfb.Entry(name, data=data) for name, data in streams.items() if "/" not in name])))
+    return target, storage
+
+
+def test_a_packaged_file_that_libreoffice_made_a_picture_is_an_object_again(packaged, office, tmp_path):
+    path, storage = packaged
+    assert inventory.of_source(path, "ppt").counts["embedded_objects"] == SLIDES
+    # what LibreOffice itself writes: slide 1 holds a picture, no object (its ODF export holds none either)
+    plain = soffice(path, "pptx", tmp_path / "plain")
+    assert [n for n, _, _, _ in slide_objects(plain)] == [2, 3]
+
+    converted = convert.convert(office, path, "ppt", tmp_path / "work", 60)
+    found = slide_objects(converted.path)
+    assert [n for n, _, _, _ in found] == [1, 2, 3]
+    assert len({part for _, part, _, _ in found}) == SLIDES
+    assert (found[0][2], found[0][3]) == (storage, "Package")  # the source's storage, byte for byte
+    with olefile.OleFileIO(found[0][2]) as ole:
+        assert PACKAGED in ole.openstream("\x01Ole10Native").read()
+    with zipfile.ZipFile(converted.path) as package:
+        types = package.read("[Content_Types].xml").decode()
+        assert f'PartName="/{found[0][1]}" ContentType="{OLE_CONTENT_TYPE}"' in types
+        slide = package.read("ppt/slides/slide1.xml").decode()
+        assert re.search(r"<p:oleObj [^>]*><p:embed/><p:pic>.*<a:blip r:embed=", slide)  # the picture replaces it
+        ids = re.findall(r'<p:cNvPr id="(\d+)"', slide)
+        assert len(ids) == len(set(ids))
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": SLIDES, "result": SLIDES}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    deck = pptx.Presentation(str(converted.path))
+    assert [shape.ole_format.prog_id for shape in deck.slides[0].shapes if shape.shape_type == 7] == ["Package"]
+    reloaded = soffice(converted.path, "odp", tmp_path / "reload")
+    with zipfile.ZipFile(reloaded) as odp:
+        assert odp.read("content.xml").count(b"<draw:page ") == SLIDES
+
+
+def test_a_picture_away_from_the_object_s_anchor_stays_a_picture(packaged, tmp_path):
+    """Which picture stands for the object is told by its place only: one elsewhere is left as it is."""
+    path, _storage = packaged
+    plain = soffice(path, "pptx", tmp_path)
+    moved = tmp_path / "moved.pptx"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(moved, "w") as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "ppt/slides/slide1.xml":
+                data, count = re.subn(rb'<a:off x="([1-9]\d*)"', lambda m: b'<a:off x="%d"' % (int(m[1]) + 50800), data)
+                assert count == 1
+            out.writestr(info, data)
+    before = moved.read_bytes()
+    assert slide_pictures.mend(moved, path, "ppt", SLIDES) == 0
+    assert moved.read_bytes() == before
+    assert slide_pictures.mend(plain, path, "ppt", SLIDES) == 1  # where LibreOffice put it, it is found

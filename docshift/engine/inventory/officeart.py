@@ -13,7 +13,7 @@ Entry = tuple[bytes, int, int, bool]
 
 OA_DGG, OA_BSTORE, OA_SPGR, OA_SP, OA_FBSE, OA_FSP, OA_OPT, OA_TERTIARY_OPT = (
     0xF000, 0xF001, 0xF003, 0xF004, 0xF007, 0xF00A, 0xF00B, 0xF122)
-OA_CLIENT_TEXTBOX, OA_CLIENT_DATA = 0xF00D, 0xF011
+OA_CLIENT_TEXTBOX, OA_CLIENT_ANCHOR, OA_CLIENT_DATA = 0xF00D, 0xF010, 0xF011
 FSP_DELETED, FSP_OLE, FSP_BACKGROUND = 0x0008, 0x0010, 0x0400
 PROP_PIB, PROP_FILL_TYPE, PROP_FILL_BLIP = 0x0104, 0x0180, 0x0186
 FILL_TEXTURE, FILL_PICTURE = 2, 3
@@ -71,12 +71,13 @@ def bstore(data: bytes | bytearray, start: int, end: int, budget: Budget) -> lis
 @dataclass
 class Shape:
     """An OfficeArt shape: FSP flags, the BStore indexes of its pictures and, in PowerPoint, its text,
-    placeholder type and OLE object reference."""
+    placeholder type and OLE object reference; ``anchor``: its client anchor's bytes, as the host writes them."""
     flags: int = 0
     pibs: list[int] = field(default_factory=list)
     placeholder: int | None = None
     text: str = ""
     object_ref: int | None = None
+    anchor: bytes = b""
 
 
 def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
@@ -102,6 +103,8 @@ def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
                         fill_type = value
                     elif number == PROP_FILL_BLIP and opid & 0x4000:
                         fill_blip = value
+            elif child == OA_CLIENT_ANCHOR:
+                shape.anchor = bytes(data[child_body:child_stop])
             elif client and child in (OA_CLIENT_TEXTBOX, OA_CLIENT_DATA):
                 client(shape, data, child_body, child_stop, budget)
         if fill_blip and fill_type in (FILL_TEXTURE, FILL_PICTURE):

@@ -1,0 +1,199 @@
+"""Embedded objects of a .ppt that LibreOffice loaded as pictures, put back as objects from the legacy file.
+
+LibreOffice 25.2 loads an object whose server it does not know, such as a "Package" (a file of any kind put on a
+slide, wrapped by Office's Object Packager: a PDF, a zip, a shortcut), as its replacement image only: the .pptx
+holds a picture, and LibreOffice's own ODF export holds no object either. PowerPoint writes such an object into a
+.pptx as an OLE object with its ProgID and its storage as it was. ``mend`` does the same: on a slide that holds
+fewer ``p:oleObj`` than the legacy slide has OLE shapes, it finds the picture LibreOffice wrote where such a shape
+is anchored (the shape's ClientAnchor, in master units of 1/576 inch, against the picture's offset and size in
+EMU), and wraps it in a graphic frame whose ``p:oleObj`` names a part holding the shape's own storage (its
+ExOleObjStg record), as LibreOffice writes an object it knows: the picture stays the object's replacement image.
+A picture that more than one shape, or no shape, could stand for stays as it was; so do objects in groups (their
+anchors are relative to the group) and slides whose picture positions do not all read.
+"""
+
+import logging
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+from xml.dom import minidom
+
+from docshift.engine import ooxml
+from docshift.engine.inventory.package import NS_A, NS_P, NS_R, Package, relationships_part
+from docshift.engine.objects import (
+    EMBEDDINGS,
+    ERRORS,
+    MAX_OBJECTS,
+    OLE_OBJECT,
+    REL_NS,
+    _content_types,
+    _prog_id,
+    _read,
+    _result_objects,
+    _serialize,
+    _source_objects,
+    _storage,
+)
+
+log = logging.getLogger("docshift.engine")
+
+OLE_URI = "http://schemas.openxmlformats.org/presentationml/2006/ole"
+EMU_PER_MASTER_UNIT = 914400 / 576
+NEAR_EMU = 12700  # a point: LibreOffice rounds a shape's place through hundredths of a millimetre
+Rect = tuple[float, float, float, float]  # x, y, width, height in EMU
+
+
+def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
+    """Put back, as OLE objects, the objects of ``source`` that LibreOffice's export ``result`` holds as pictures
+    only. ``expected``: how many embedded objects the legacy file holds (None: unknown); nothing is read when it
+    holds none. Returns how many objects were put back (0: the file is untouched). Never raises for what the files
+    hold: a part that does not read leaves the file as it was."""
+    if kind != "ppt" or expected == 0:
+        return 0
+    try:
+        return _mend(result, source)
+    except ERRORS as error:
+        log.warning("objects of %s that LibreOffice made pictures stay pictures: %r", source, error)
+        return 0
+
+
+def _mend(result: Path, source: Path) -> int:
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        slides, _references = _result_objects(package)
+        show, objects, slide_shapes = _source_objects(source)
+        if len(slides) != len(slide_shapes):
+            return 0
+        lower = {name.lower() for name in package.names}
+        edits: dict[str, bytes] = {}
+        added: dict[str, bytes] = {}
+        number = 0
+        for (slide, found), shapes in zip(slides, slide_shapes):
+            if len(found) >= len(shapes):
+                continue  # every OLE shape of the legacy slide has its object
+            doc = _read(package, slide)
+            root: Any = doc.documentElement
+            if (root.getAttribute("xmlns:p"), root.getAttribute("xmlns:a"), root.getAttribute("xmlns:r")) != \
+                    (NS_P, NS_A, NS_R):
+                continue  # written with other prefixes than LibreOffice's: not edited
+            pictures = _pictures(doc)
+            if pictures is None:
+                continue
+            claimed: dict[Any, list[int]] = {}
+            for shape in shapes:
+                anchor = anchor_rect(shape.anchor)
+                near = [pic for pic, rect in pictures if anchor is not None and _near(rect, anchor)]
+                if len(near) == 1 and shape.object_ref in objects:
+                    claimed.setdefault(near[0], []).append(shape.object_ref)
+            rels_part = relationships_part(slide)
+            rels = _read(package, rels_part) if rels_part in package.names else None
+            if rels is None:
+                continue
+            wrapped = 0
+            for pic, refs in claimed.items():
+                if len(refs) != 1:
+                    continue  # two shapes in one place: which object is which cannot be told
+                try:
+                    data = _storage(show, objects[refs[0]].persist, MAX_OBJECTS - sum(map(len, added.values())))
+                except zlib.error:  # this object's record is damaged: the others are still put back
+                    data = None
+                if data is None:
+                    continue
+                while True:
+                    number += 1
+                    name = f"{EMBEDDINGS}oleObject{number}.bin"
+                    if name.lower() not in lower:
+                        break
+                lower.add(name.lower())
+                added[name] = data
+                rid = _relate(rels, "../embeddings/" + name.rsplit("/", 1)[1])
+                _wrap(doc, pic, rid, objects[refs[0]].prog_id or _prog_id(data) or "Package")
+                wrapped += 1
+            if wrapped:
+                edits[slide] = _serialize(doc)
+                edits[rels_part] = _serialize(rels)
+        if not added:
+            return 0
+        edits["[Content_Types].xml"] = _content_types(_read(package, "[Content_Types].xml"), added, set())
+        ooxml.rewrite(zf, result, edits, added)
+    return len(added)
+
+
+def anchor_rect(anchor: bytes) -> Rect | None:
+    """A PowerPoint shape's ClientAnchor ([MS-PPT] 2.7.25: top, left, right, bottom in master units, as 16-bit
+    SmallRectStruct or 32-bit RectStruct) as a rectangle in EMU; None for another size."""
+    if len(anchor) == 8:
+        top, left, right, bottom = struct.unpack("<4h", anchor)
+    elif len(anchor) == 16:
+        top, left, right, bottom = struct.unpack("<4i", anchor)
+    else:
+        return None
+    return (left * EMU_PER_MASTER_UNIT, top * EMU_PER_MASTER_UNIT, (right - left) * EMU_PER_MASTER_UNIT,
+            (bottom - top) * EMU_PER_MASTER_UNIT)
+
+
+def _near(rect: Rect, anchor: Rect) -> bool:
+    return all(abs(a - b) <= NEAR_EMU for a, b in zip(rect, anchor))
+
+
+def _pictures(doc: minidom.Document) -> list[tuple[Any, Rect]] | None:
+    """[(p:pic, its rectangle)] of the pictures standing on the slide's shape tree itself (not in a group, not an
+    object's replacement image); None if one of their places does not read."""
+    found = []
+    for tree in doc.getElementsByTagNameNS(NS_P, "spTree"):
+        for pic in tree.childNodes:
+            if pic.namespaceURI != NS_P or pic.localName != "pic":
+                continue
+            offsets = pic.getElementsByTagNameNS(NS_A, "off")
+            sizes = pic.getElementsByTagNameNS(NS_A, "ext")
+            try:
+                found.append((pic, (float(offsets[0].getAttribute("x")), float(offsets[0].getAttribute("y")),
+                                    float(sizes[0].getAttribute("cx")), float(sizes[0].getAttribute("cy")))))
+            except (IndexError, ValueError):
+                return None
+    return found
+
+
+def _relate(rels: minidom.Document, target: str) -> str:
+    """A new relationship of the slide to the embedded part ``target``; returns its Id."""
+    root: Any = rels.documentElement
+    taken = {rel.getAttribute("Id") for rel in root.getElementsByTagNameNS(REL_NS, "Relationship")}
+    number = len(taken) + 1
+    while f"rId{number}" in taken:
+        number += 1
+    rel = root.appendChild(rels.createElementNS(REL_NS, f"{root.prefix}:Relationship" if root.prefix
+                                                else "Relationship"))
+    rel.setAttribute("Id", f"rId{number}")
+    rel.setAttribute("Type", OLE_OBJECT)
+    rel.setAttribute("Target", target)
+    return f"rId{number}"
+
+
+def _wrap(doc: minidom.Document, pic: Any, rid: str, prog_id: str) -> None:
+    """``pic`` replaced by a graphic frame in its place and size, holding an OLE object (``rid``, ``prog_id``) whose
+    replacement image is ``pic``, as LibreOffice writes an object it knows."""
+    ids = [int(c.getAttribute("id")) for c in doc.getElementsByTagNameNS(NS_P, "cNvPr")
+           if c.getAttribute("id").isdigit()]
+
+    def add(parent: Any, tag: str, **attributes: str) -> Any:
+        element = parent.appendChild(doc.createElementNS(NS_A if tag.startswith("a:") else NS_P, tag))
+        for key, value in attributes.items():
+            element.setAttribute(key.replace("_", ":"), value)
+        return element
+
+    frame = doc.createElementNS(NS_P, "p:graphicFrame")
+    properties = add(frame, "p:nvGraphicFramePr")
+    frame_id = str(max(ids, default=1) + 1)
+    add(properties, "p:cNvPr", id=frame_id, name=f"Object {frame_id}")
+    add(properties, "p:cNvGraphicFramePr")
+    add(properties, "p:nvPr")
+    place = add(frame, "p:xfrm")
+    for tag in ("off", "ext"):
+        place.appendChild(pic.getElementsByTagNameNS(NS_A, tag)[0].cloneNode(True))
+    data = add(add(frame, "a:graphic"), "a:graphicData", uri=OLE_URI)
+    ole = add(data, "p:oleObj", progId=prog_id, r_id=rid)
+    add(ole, "p:embed")
+    pic.parentNode.replaceChild(frame, pic)
+    ole.appendChild(pic)
