@@ -1,10 +1,11 @@
-"""Embedded objects kept over a folder of .ppt or .xls files: counted in the source (a .ppt's ExObjList and the
+"""Embedded objects kept over a folder of .ppt, .xls or .doc files: counted in the source (a .ppt's ExObjList and the
 shapes that show them, an .xls's MBD storages), in a plain cold ``soffice --convert-to pptx|xlsx`` and in that same
 export once mended (``objects.mend``: each slide's object a part of its own; ``slide_pictures.mend``: a slide's
 object that LibreOffice loaded as its picture an object again; ``sheet_objects.mend``: each sheet's objects put
-in, which Calc's export drops), the steps the engine adds after LibreOffice's export.
+in, which Calc's export drops; ``word_objects.mend``: a text's object that LibreOffice loaded as its picture an
+object again), the steps the engine adds after LibreOffice's export.
 
-    .venv/bin/python bench/objects.py [FOLDER ...]     # default ../shared/corpus/ppt and ../shared/corpus/xls
+    .venv/bin/python bench/objects.py [FOLDER ...]     # default ../shared/corpus/ppt, xls and doc
 """
 
 import argparse
@@ -13,14 +14,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from docshift.engine import inventory, objects, sheet_objects, slide_pictures
+from docshift.engine import inventory, objects, sheet_objects, slide_pictures, word_objects
 
 
 def mend_slides(result, source, kind):
     return objects.mend(result, source, kind) + slide_pictures.mend(result, source, kind, None)
 
 
-MENDS = {"ppt": (mend_slides, "pptx"), "xls": (sheet_objects.mend, "xlsx")}
+def mend_text(result, source, kind):
+    return word_objects.mend(result, source, kind, None)
+
+
+MENDS = {"ppt": (mend_slides, "pptx"), "xls": (sheet_objects.mend, "xlsx"), "doc": (mend_text, "docx")}
 
 
 def count(folder: Path, kind: str, out: Path) -> list[int]:
@@ -52,7 +57,7 @@ def count(folder: Path, kind: str, out: Path) -> list[int]:
 def main() -> None:
     corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="*", type=Path, default=[corpus / "ppt", corpus / "xls"])
+    parser.add_argument("folders", nargs="*", type=Path, default=[corpus / "ppt", corpus / "xls", corpus / "doc"])
     for folder in parser.parse_args().folders:
         kinds = [kind for kind in MENDS if any(folder.glob(f"*.{kind}"))]
         for kind in kinds:

@@ -32,6 +32,7 @@ from docshift.engine import (
     unexplained,
     vba,
     vbaproject,
+    word_objects,
 )
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
@@ -122,10 +123,12 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = reading.result()
     check_export(result, kind, project)
-    # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads a
-    # slide's object whose server it does not know (a packaged file) as its picture only
+    # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
+    # object whose server it does not know (a packaged file) on a slide or in a text as its picture only
     mended = objects.mend(result, source, kind) + sheet_objects.mend(result, source, kind)
-    if mended + slide_pictures.mend(result, source, kind, holds.counts.get("embedded_objects")):
+    expected = holds.counts.get("embedded_objects")
+    mended += slide_pictures.mend(result, source, kind, expected) + word_objects.mend(result, source, kind, expected)
+    if mended:
         check_package(result, kind)
     check_explained(result, source, kind)
     loaded = report["loaded"]

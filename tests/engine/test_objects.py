@@ -1,11 +1,13 @@
 """Every embedded object of a .ppt reaches the .pptx with its own part: LibreOffice's export numbers them per
 slide, so objects on different slides share one part and only one survives (``docshift/engine/objects.py``); and
-it loads an object whose server it does not know, a packaged file, as its picture only
-(``docshift/engine/slide_pictures.py``).
+it loads an object whose server it does not know, a packaged file, as its picture only, on a slide
+(``docshift/engine/slide_pictures.py``) and in a .doc's text (``docshift/engine/word_objects.py``).
 
 Made here: a .ppt with an embedded workbook on each of three slides, each workbook saying which slide it is on;
 and the same deck with slide 1's object replaced by a packaged text file, as an incremental save of PowerPoint
-writes it (a new ExOleObjStg record, persist directory and UserEditAtom after the others).
+writes it (a new ExOleObjStg record, persist directory and UserEditAtom after the others); and a .doc with two
+embedded workbooks in its text, the first one's storage in the ObjectPool replaced by a packaged text file as the
+Packager stores one (its Ole10Native and ObjInfo streams, no CompObj).
 """
 
 import posixpath
@@ -16,6 +18,7 @@ import uuid
 import zipfile
 import zlib
 
+import docx
 import olefile
 import pptx
 import pytest
@@ -23,7 +26,7 @@ import xlrd
 from conftest import _soffice_save as soffice
 from oletools import ppt_record_parser
 
-from docshift.engine import cfb, convert, decrypt, inventory, objects, slide_pictures
+from docshift.engine import cfb, convert, decrypt, inventory, objects, slide_pictures, word_objects
 
 SLIDES = 3
 OLE_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.oleObject"
@@ -243,3 +246,96 @@ def test_a_picture_away_from_the_object_s_anchor_stays_a_picture(packaged, tmp_p
     assert slide_pictures.mend(moved, path, "ppt", SLIDES) == 0
     assert moved.read_bytes() == before
     assert slide_pictures.mend(plain, path, "ppt", SLIDES) == 1  # where LibreOffice put it, it is found
+
+
+def _inline(n):
+    return (f'<text:p>before {n} <draw:frame draw:name="Sheet{n}" text:anchor-type="as-char" svg:width="6cm" '
+            'svg:height="2cm"><draw:object><office:document office:version="1.2" '
+            'office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
+            f'<table:table table:name="Inner{n}"><table:table-row><table:table-cell office:value-type="string">'
+            f'<text:p>object {n}</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet>'
+            f'</office:body></office:document></draw:object></draw:frame> after {n}</text:p>')
+
+
+@pytest.fixture(scope="module")
+def packaged_doc(tmp_path_factory):
+    """(a .doc whose first of two embedded workbooks is a packaged text file, stored as the Packager does)."""
+    out = tmp_path_factory.mktemp("packaged-doc")
+    (out / "two.fodt").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><office:document '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+        'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
+        'office:mimetype="application/vnd.oasis.opendocument.text"><office:body><office:text>'
+        + _inline(1) + _inline(2) + "</office:text></office:body></office:document>")
+    made = soffice(out / "two.fodt", "doc:MS Word 97", out, "OpenDocument Text Flat XML")
+    with olefile.OleFileIO(str(made)) as ole:
+        root = cfb.read_storage(ole, "", 1 << 24)
+    with olefile.OleFileIO(package_storage("notes.txt", PACKAGED)) as ole:
+        native = ole.openstream("\x01Ole10Native").read()
+    pool = next(child for child in root.children if child.name == "ObjectPool")
+    # the object of the first EMBED field in the text: LibreOffice numbers them down from 2**31 - 2
+    first = max(pool.children, key=lambda child: child.name)
+    first.clsid = PACKAGE_CLSID
+    first.children = [cfb.Entry("\x01Ole10Native", data=native),
+                      cfb.Entry("\x03ObjInfo", data=bytes.fromhex("000003000d00"))]
+    target = out / "packaged.doc"
+    target.write_bytes(cfb.write(root))
+    return target
+
+
+def text_objects(path):
+    """[(ProgID, the embedded part's bytes)] of each o:OLEObject of the .docx, in the order of its text."""
+    with zipfile.ZipFile(path) as package:
+        document = package.read("word/document.xml").decode()
+        rels = package.read("word/_rels/document.xml.rels").decode()
+        found = []
+        for tag in re.findall(r"<o:OLEObject [^>]*>", document):
+            rid = re.search(r'r:id="([^"]+)"', tag).group(1)
+            target = re.search(rf'<Relationship [^>]*Id="{rid}"[^>]*Target="([^"]+)"', rels).group(1)
+            found.append((re.search(r'ProgID="([^"]*)"', tag).group(1), package.read(f"word/{target}")))
+    return found
+
+
+def test_a_packaged_file_in_a_text_that_libreoffice_made_a_picture_is_an_object_again(packaged_doc, office, tmp_path):
+    assert inventory.of_source(packaged_doc, "doc").counts["embedded_objects"] == 2
+    plain = soffice(packaged_doc, "docx", tmp_path / "plain")  # what LibreOffice itself writes: one object
+    assert [prog_id for prog_id, _ in text_objects(plain)] == ["Excel.Sheet.12"]
+
+    converted = convert.convert(office, packaged_doc, "doc", tmp_path / "work", 60)
+    found = text_objects(converted.path)
+    assert [prog_id for prog_id, _ in found] == ["Package", "Excel.Sheet.12"]  # in the text's order
+    with olefile.OleFileIO(found[0][1]) as ole:
+        assert PACKAGED in ole.openstream("\x01Ole10Native").read()
+        assert ole.root.clsid == str(uuid.UUID(bytes_le=PACKAGE_CLSID)).upper()
+    with zipfile.ZipFile(converted.path) as package:
+        document = package.read("word/document.xml").decode()
+        assert "<w:drawing>" not in document  # the picture became the object's image
+        assert re.search(r'<w:object [^>]*><v:shape [^>]*><v:imagedata r:id="rId\d+"', document)
+        assert OLE_CONTENT_TYPE in package.read("[Content_Types].xml").decode()
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": 2, "result": 2}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    assert "before 1" in docx.Document(str(converted.path)).paragraphs[0].text
+    reloaded = soffice(converted.path, "odt", tmp_path / "reload")
+    with zipfile.ZipFile(reloaded) as odt:
+        assert b"after 2" in odt.read("content.xml")
+
+
+def test_a_text_whose_pictures_do_not_pair_with_its_objects_is_left_as_it_is(packaged_doc, tmp_path):
+    """Which picture is which object is told by their order in the text only: a result with one inline picture
+    more than the source is not edited."""
+    plain = soffice(packaged_doc, "docx", tmp_path)
+    extra = tmp_path / "extra.docx"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(extra, "w") as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "word/document.xml":
+                drawing = re.search(rb"<w:r><w:rPr></w:rPr><w:drawing>.*?</w:drawing></w:r>", data).group(0)
+                data = data.replace(drawing, drawing + drawing, 1)
+            out.writestr(info, data)
+    before = extra.read_bytes()
+    assert word_objects.mend(extra, packaged_doc, "doc", 2) == 0
+    assert extra.read_bytes() == before
+    assert word_objects.mend(plain, packaged_doc, "doc", 2) == 1

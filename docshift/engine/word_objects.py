@@ -1,0 +1,267 @@
+"""Embedded objects of a .doc that LibreOffice loaded as pictures, put back as objects from the legacy file.
+
+LibreOffice 25.2 loads an object of a .doc whose storage names no server (a "Package", a file of any kind put in
+the text through Office's Object Packager, stored with its ``Ole10Native`` stream and no ``CompObj``) as its
+replacement image only: the .docx holds an inline picture where Word would write a ``w:object``. In the .doc
+each object is an EMBED field whose separator character carries ``sprmCFOle2`` and, in ``sprmCPicLocation``, the
+number of its storage in the ``ObjectPool`` (``_<number>``); the picture character after it is its replacement
+image. ``mend`` lists the main text's inline pictures and objects in the order of the text (CPs) and the
+result's in the order of ``word/document.xml``; where the two lists pair up one for one (every object the result
+kept stands where the source has an object), each picture that stands where the source has an object becomes a
+``w:object`` again, as Word writes one: its VML shape shows the same image, in the same size, and its
+``o:OLEObject`` names a part holding the object's storage from the ``ObjectPool``, with its ProgID. Lists that do
+not pair up (a picture LibreOffice wrote in another way, a chart it made a drawing of) leave the file as it was.
+"""
+
+import logging
+import re
+import struct
+import zipfile
+from pathlib import Path
+from typing import Any
+from xml.dom import minidom
+
+import olefile
+
+from docshift.engine import cfb, ooxml
+from docshift.engine.inventory import doc as word
+from docshift.engine.inventory.common import stream
+from docshift.engine.inventory.package import NS_A, NS_O, NS_R, NS_V, NS_W, Package
+from docshift.engine.objects import (
+    ERRORS,
+    MAX_OBJECTS,
+    OLE_OBJECT,
+    PROG_IDS,
+    REL_NS,
+    _content_types,
+    _prog_id,
+    _read,
+    _serialize,
+)
+
+log = logging.getLogger("docshift.engine")
+
+NS_WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
+NS_PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
+NS_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+CHART_URI = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+MAIN, MAIN_RELS = "word/document.xml", "word/_rels/document.xml.rels"
+CHART_PART = re.compile(r"word/charts/chart[0-9]+\.xml")
+EMU_PER_POINT, EMU_PER_TWIP = 12700, 635
+PREFIXES = {"w": NS_W, "v": NS_V, "o": NS_O, "r": NS_R}
+
+
+def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
+    """Put back, as OLE objects, the objects of the .doc ``source`` that LibreOffice's export ``result`` holds as
+    pictures only. ``expected``: how many embedded objects the legacy file holds (None: unknown); nothing is read
+    when it holds none. Returns how many objects were put back (0: the file is untouched). Never raises for what
+    the files hold."""
+    if kind != "doc" or expected == 0:
+        return 0
+    try:
+        return _mend(result, source)
+    except ERRORS as error:
+        log.warning("objects of %s that LibreOffice made pictures stay pictures: %r", source, error)
+        return 0
+
+
+def _mend(result: Path, source: Path) -> int:
+    with olefile.OleFileIO(str(source)) as ole:
+        sequence = _source_sequence(ole)
+        if not any(sequence):
+            return 0
+        pool = cfb.read_storage(ole, "ObjectPool", MAX_OBJECTS)
+    storages = {child.name: child for child in pool.children if child.data is None}
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        kept = sum(1 for name in package.names if name.startswith("word/embeddings/") or CHART_PART.fullmatch(name))
+        if kept >= sum(1 for name in sequence if name):
+            return 0  # every object of the text has a part (the common case): the document is not parsed
+        doc = _read(package, MAIN)
+        root: Any = doc.documentElement
+        if any(root.getAttribute(f"xmlns:{prefix}") != uri for prefix, uri in PREFIXES.items()):
+            return 0  # written with other prefixes than LibreOffice's: not edited
+        found = _result_sequence(doc)
+        if found is None or len(found) != len(sequence) or \
+                any(kept and name is None for (_, kept), name in zip(found, sequence)):
+            return 0  # the two lists do not pair up: which picture is which object cannot be told
+        rels = _read(package, MAIN_RELS)
+        lower = {name.lower() for name in package.names}
+        added: dict[str, bytes] = {}
+        number = 0
+        for (drawing, kept), name in zip(found, sequence):
+            storage = storages.get(name or "")
+            if kept or storage is None:
+                continue
+            data = cfb.write(cfb.Entry("Root Entry", clsid=storage.clsid, children=storage.children))
+            while True:
+                number += 1
+                part = f"word/embeddings/oleObject{number}.bin"
+                if part.lower() not in lower:
+                    break
+            shown = _shown(drawing)
+            if shown is None:
+                continue
+            lower.add(part.lower())
+            added[part] = data
+            prog_id = _prog_id(data) or PROG_IDS.get(_clsid(storage.clsid), "")
+            _wrap(doc, drawing, shown, _relate(rels, part.removeprefix("word/")), prog_id, name or "")
+        if not added:
+            return 0
+        edits = {MAIN: _serialize(doc), MAIN_RELS: _serialize(rels),
+                 "[Content_Types].xml": _content_types(_read(package, "[Content_Types].xml"), added, set())}
+        ooxml.rewrite(zf, result, edits, added)
+    return len(added)
+
+
+def _clsid(raw: bytes) -> str:
+    data1, data2, data3 = struct.unpack_from("<IHH", raw)
+    return f"{data1:08X}-{data2:04X}-{data3:04X}-{raw[8:10].hex().upper()}-{raw[10:16].hex().upper()}"
+
+
+def _source_sequence(ole: olefile.OleFileIO) -> list[str | None]:
+    """The main text's inline pictures and objects in CP order: an object's storage name ("_<number>"), None for a
+    picture; [] when the text does not read so (Word 6/95, an EMBED field without a picture)."""
+    data = stream(ole, "WordDocument")
+    if data is None:
+        return []
+    doc = word._fib(data, lambda name: stream(ole, name))
+    if doc.nfib < 0xC0:
+        return []
+    doc.pieces = word._pieces(doc)
+    events: list[tuple[int, str | None, bool]] = []  # (cp, the object's storage or None, is the separator)
+    fc, lcb = doc.pair(word.PAIR_PLCF_BTE_CHPX)
+    count = (lcb - 4) // 8 if lcb >= 12 else 0
+    for index in range(count):
+        page_number = struct.unpack_from("<I", doc.table, fc + 4 * (count + 1) + 4 * index)[0] & 0x3FFFFF
+        page = doc.word[page_number * 512:page_number * 512 + 512]
+        runs = page[511] if len(page) == 512 else 0
+        if not runs or 5 * runs + 4 > 511:
+            continue
+        bounds = struct.unpack_from(f"<{runs + 1}I", page, 0)
+        for run in range(runs):
+            offset = page[4 * (runs + 1) + run] * 2
+            if not offset:
+                continue
+            properties = dict(word._sprms(page[offset + 1:offset + 1 + page[offset]]))
+            location = properties.get(word.SPRM_PIC_LOCATION, b"")
+            if len(location) < 4 or properties.get(word.SPRM_FSPEC, b"\0")[:1] != b"\1":
+                continue
+            separator = properties.get(word.SPRM_FOLE2, b"\0")[:1] == b"\1"
+            if not separator and properties.get(word.SPRM_FDATA, b"\0")[:1] == b"\1":
+                continue  # a form field's data, not a picture
+            name = f"_{struct.unpack_from('<I', location)[0]}" if separator else None
+            for cp in _characters(doc, bounds[run], bounds[run + 1], "\x14" if separator else "\x01"):
+                if cp < doc.ccp[0]:
+                    events.append((cp, name, separator))
+    sequence: list[str | None] = []
+    pending: str | None = None
+    for _, name, separator in sorted(events):
+        if separator:
+            if pending is not None:
+                return []  # an object without its picture
+            pending = name
+        else:
+            sequence.append(pending)
+            pending = None
+    return sequence if pending is None else []
+
+
+def _characters(doc: Any, start: int, end: int, char: str) -> list[int]:
+    """The CPs of the ``char`` characters of the text whose bytes are ``start`` to ``end`` (FCs) of WordDocument."""
+    found = []
+    for cp_start, cp_end, fc, compressed in doc.pieces:
+        width = 1 if compressed else 2
+        low, high = max(start, fc), min(end, fc + (cp_end - cp_start) * width)
+        if low >= high:
+            continue
+        low += (low - fc) % width
+        pattern = char.encode("latin-1") if compressed else char.encode("utf_16_le")
+        position = doc.word.find(pattern, low, high)
+        while position >= 0:
+            if (position - fc) % width == 0:
+                found.append(cp_start + (position - fc) // width)
+            position = doc.word.find(pattern, position + 1, high)
+    return found
+
+
+def _result_sequence(doc: minidom.Document) -> list[tuple[Any, bool]] | None:
+    """The main text's inline pictures and objects in document order: (w:drawing or w:object, whether it is an
+    object: a ``w:object`` or a chart LibreOffice made of an MS Graph object); text boxes' content and floating
+    drawings left out. None when an inline drawing is neither a picture nor a chart."""
+    found: list[tuple[Any, bool]] = []
+    bodies = doc.getElementsByTagNameNS(NS_W, "body")
+    pending = list(reversed(bodies[0].childNodes)) if bodies else []
+    while pending:
+        node = pending.pop()
+        if node.nodeType != node.ELEMENT_NODE:
+            continue
+        where = (node.namespaceURI, node.localName)
+        if where in ((NS_W, "txbxContent"), (NS_MC, "Fallback")):
+            continue
+        if where == (NS_W, "object"):
+            found.append((node, True))
+        elif where == (NS_W, "drawing"):
+            if not node.getElementsByTagNameNS(NS_WP, "inline"):
+                continue
+            if node.getElementsByTagNameNS(NS_PIC, "pic"):
+                found.append((node, False))
+            elif any(data.getAttribute("uri") == CHART_URI
+                     for data in node.getElementsByTagNameNS(NS_A, "graphicData")):
+                found.append((node, True))
+            else:
+                return None
+        else:
+            pending.extend(reversed(node.childNodes))
+    return found
+
+
+def _relate(rels: minidom.Document, target: str) -> str:
+    """A new relationship of the main document to the embedded part ``target``; returns its Id."""
+    root: Any = rels.documentElement
+    taken = {rel.getAttribute("Id") for rel in root.getElementsByTagNameNS(REL_NS, "Relationship")}
+    number = len(taken) + 1
+    while f"rId{number}" in taken:
+        number += 1
+    rel = root.appendChild(rels.createElementNS(REL_NS, f"{root.prefix}:Relationship" if root.prefix
+                                                else "Relationship"))
+    rel.setAttribute("Id", f"rId{number}")
+    rel.setAttribute("Type", OLE_OBJECT)
+    rel.setAttribute("Target", target)
+    return f"rId{number}"
+
+
+def _shown(drawing: Any) -> tuple[int, int, str] | None:
+    """(width, height in EMU, the image's rId) of an inline picture, None when one of them does not read."""
+    extents = drawing.getElementsByTagNameNS(NS_WP, "extent")
+    blips = drawing.getElementsByTagNameNS(NS_A, "blip")
+    try:
+        width, height = int(extents[0].getAttribute("cx")), int(extents[0].getAttribute("cy"))
+        image = blips[0].getAttributeNS(NS_R, "embed")
+    except (IndexError, ValueError):
+        return None
+    return (width, height, image) if image else None
+
+
+def _wrap(doc: minidom.Document, drawing: Any, shown: tuple[int, int, str], rid: str, prog_id: str,
+          name: str) -> None:
+    """``drawing`` (an inline picture ``shown``) replaced by a ``w:object`` of the same size showing the same
+    image, whose ``o:OLEObject`` is ``rid``, as Word writes one."""
+    width, height, image = shown
+    element = doc.createElementNS(NS_W, "w:object")
+    element.setAttribute("w:dxaOrig", str(round(width / EMU_PER_TWIP)))
+    element.setAttribute("w:dyaOrig", str(round(height / EMU_PER_TWIP)))
+    shape = element.appendChild(doc.createElementNS(NS_V, "v:shape"))
+    shape_id = f"ole_{rid}"
+    shape.setAttribute("id", shape_id)
+    shape.setAttribute("style", f"width:{width / EMU_PER_POINT:.2f}pt;height:{height / EMU_PER_POINT:.2f}pt")
+    shape.setAttribute("filled", "f")
+    shape.setAttribute("o:ole", "")
+    imagedata = shape.appendChild(doc.createElementNS(NS_V, "v:imagedata"))
+    imagedata.setAttribute("r:id", image)
+    imagedata.setAttribute("o:title", "")
+    ole = element.appendChild(doc.createElementNS(NS_O, "o:OLEObject"))
+    for key, value in (("Type", "Embed"), ("ProgID", prog_id), ("ShapeID", shape_id), ("DrawAspect", "Content"),
+                       ("ObjectID", name), ("r:id", rid)):
+        ole.setAttribute(key, value)
+    drawing.parentNode.replaceChild(element, drawing)
