@@ -21,6 +21,7 @@ from typing import Any
 from xml.dom import minidom
 
 from docshift.engine import ooxml
+from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, NS_R, Package, relationships_part
 from docshift.engine.objects import (
     EMBEDDINGS,
@@ -54,6 +55,8 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
         return 0
     try:
         return _mend(result, source)
+    except Unreadable:  # a legacy file this reader does not know (PowerPoint 95, Word 6): nothing to pair
+        return 0
     except ERRORS as error:
         log.warning("objects of %s that LibreOffice made pictures stay pictures: %r", source, error)
         return 0

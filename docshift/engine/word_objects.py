@@ -25,7 +25,7 @@ import olefile
 
 from docshift.engine import cfb, ooxml
 from docshift.engine.inventory import doc as word
-from docshift.engine.inventory.common import stream
+from docshift.engine.inventory.common import Unreadable, stream
 from docshift.engine.inventory.package import NS_A, NS_O, NS_R, NS_V, NS_W, Package
 from docshift.engine.objects import (
     ERRORS,
@@ -60,6 +60,8 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
         return 0
     try:
         return _mend(result, source)
+    except Unreadable:  # a legacy file this reader does not know (PowerPoint 95, Word 6): nothing to pair
+        return 0
     except ERRORS as error:
         log.warning("objects of %s that LibreOffice made pictures stay pictures: %r", source, error)
         return 0
@@ -125,10 +127,13 @@ def _source_sequence(ole: olefile.OleFileIO) -> list[str | None]:
     data = stream(ole, "WordDocument")
     if data is None:
         return []
-    doc = word._fib(data, lambda name: stream(ole, name))
-    if doc.nfib < 0xC0:
+    try:
+        doc = word._fib(data, lambda name: stream(ole, name))
+        if doc.nfib < 0xC0:
+            return []
+        doc.pieces = word._pieces(doc)
+    except Unreadable:  # not a Word 97 text (the inventory says so too): nothing to pair
         return []
-    doc.pieces = word._pieces(doc)
     events: list[tuple[int, str | None, bool]] = []  # (cp, the object's storage or None, is the separator)
     fc, lcb = doc.pair(word.PAIR_PLCF_BTE_CHPX)
     count = (lcb - 4) // 8 if lcb >= 12 else 0
