@@ -521,6 +521,20 @@ XLS_SHEETS = {"Alpha": {"A1": 42, "B2": "text cell", "C3": 3.5}, "Beta": {"A1": 
 PPT_TITLES = ["First slide", "Second slide", "Third slide"]
 
 
+def flat_odf(kind, body):
+    """A flat ODF document of ``kind`` ("text", "spreadsheet" or "presentation") whose office:body holds
+    ``body`` (in its office:text, office:spreadsheet or office:presentation), with the namespaces the suite's
+    documents use: office, text, table, draw and svg."""
+    return ('<?xml version="1.0" encoding="UTF-8"?><office:document '
+            'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+            'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+            'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+            'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+            'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
+            f'office:mimetype="application/vnd.oasis.opendocument.{kind}"><office:body><office:{kind}>{body}'
+            f'</office:{kind}></office:body></office:document>')
+
+
 def _soffice_save(source, fmt, outdir, infilter=None):
     profile = (outdir / "profile").as_uri()
     read_as = [f"--infilter={infilter}"] if infilter else []

@@ -21,6 +21,7 @@ import struct
 import zipfile
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,11 +86,45 @@ def mend(result: Path, source: Path, kind: str) -> int:
     leaves the file as it was. Never raises for what the files hold."""
     if kind != "ppt":
         return 0
+    return guarded(_mend, result, source, "embedded objects of %s stay as LibreOffice wrote them: %r")
+
+
+def guarded(mending: Callable[[Path, Path], int], result: Path, source: Path, failure: str) -> int:
+    """``mending(result, source)``, or 0 when a file does not read as it should: a legacy file the record readers
+    do not know (PowerPoint 95, Word 6) quietly, any other such error logged with ``failure`` (source, error)."""
     try:
-        return _mend(result, source)
-    except ERRORS as error:
-        log.warning("embedded objects of %s stay as LibreOffice wrote them: %r", source, error)
+        return mending(result, source)
+    except Unreadable:
         return 0
+    except ERRORS as error:
+        log.warning(failure, source, error)
+        return 0
+
+
+def free_name(lower: set[str], pattern: str) -> str:
+    """The first part name of ``pattern`` (numbered from 1) that ``lower`` (the package's names, lower-cased) does
+    not hold; taken, into ``lower``."""
+    number = 1
+    while pattern.format(number).lower() in lower:
+        number += 1
+    lower.add(pattern.format(number).lower())
+    return pattern.format(number)
+
+
+def relate(rels: minidom.Document, target: str) -> str:
+    """A new relationship of an OLE object, to the embedded part ``target``, in the relationships part ``rels``;
+    returns its Id."""
+    root: Any = rels.documentElement
+    taken = {rel.getAttribute("Id") for rel in root.getElementsByTagNameNS(REL_NS, "Relationship")}
+    number = len(taken) + 1
+    while f"rId{number}" in taken:
+        number += 1
+    rel = root.appendChild(rels.createElementNS(REL_NS, f"{root.prefix}:Relationship" if root.prefix
+                                                else "Relationship"))
+    rel.setAttribute("Id", f"rId{number}")
+    rel.setAttribute("Type", OLE_OBJECT)
+    rel.setAttribute("Target", target)
+    return f"rId{number}"
 
 
 def _mend(result: Path, source: Path) -> int:
@@ -103,7 +138,6 @@ def _mend(result: Path, source: Path) -> int:
         if len(slides) != len(slide_objects):
             return 0  # the slides themselves do not pair up (the content check refuses such a result)
         lower = {name.lower() for name in package.names}
-        number = 0
         edits: dict[str, bytes] = {}
         added: dict[str, bytes] = {}
         inflated = 0
@@ -119,12 +153,7 @@ def _mend(result: Path, source: Path) -> int:
                 if data is None:
                     continue
                 inflated += len(data)
-                while True:
-                    number += 1
-                    name = f"{EMBEDDINGS}oleObject{number}.bin"
-                    if name.lower() not in lower:
-                        break
-                lower.add(name.lower())
+                name = free_name(lower, EMBEDDINGS + "oleObject{}.bin")
                 added[name] = data
                 # LibreOffice's own ProgID names the object it wrote: kept when the source names none, unless that
                 # was an OOXML package (Excel.Sheet.12), which the legacy storage is not

@@ -28,7 +28,15 @@ from docshift.engine import cfb, ooxml, pictures, sheet_drawing
 from docshift.engine.inventory import officeart, xls
 from docshift.engine.inventory.common import MSGRAPH_CLSIDS, Budget, Unreadable, stream
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, relationships_part
-from docshift.engine.objects import ERRORS, MAX_EDITED_PART, MAX_OBJECT, MAX_OBJECTS, OLE_CONTENT_TYPE, OLE_OBJECT
+from docshift.engine.objects import (
+    ERRORS,
+    MAX_EDITED_PART,
+    MAX_OBJECT,
+    MAX_OBJECTS,
+    OLE_CONTENT_TYPE,
+    OLE_OBJECT,
+    free_name,
+)
 from docshift.engine.objects import _prog_id as prog_id_of
 
 log = logging.getLogger("docshift.engine")
@@ -221,7 +229,7 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     if ids is None:
         return False
     rels_part, rels = _rels_of(package, part)
-    vml_part = vml_part or _name(lower, "xl/drawings/vmlDrawing{}.vml")
+    vml_part = vml_part or free_name(lower, "xl/drawings/vmlDrawing{}.vml")
     vml_rels_part, vml_rels = _rels_of(package, vml_part)
     rid, vml_rid = _ids(rels), _ids(vml_rels)
     column, row = sheet_drawing.geometry(data)
@@ -237,8 +245,8 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
             break
         prog_id = prog_id_of(blob)
         image = item.image or pictures.blank_png()
-        ole_part = _name(lower, "xl/embeddings/oleObject{}.bin")
-        image_part = _name(lower, "xl/media/image{}." + image.extension)
+        ole_part = free_name(lower, "xl/embeddings/oleObject{}.bin")
+        image_part = free_name(lower, "xl/media/image{}." + image.extension)
         parts[ole_part] = (blob, OLE_CONTENT_TYPE)
         parts[image_part] = (image.data, image.content_type)
         ole_rid, image_rid, shape_rid = rid(), rid(), vml_rid()
@@ -309,15 +317,6 @@ def _add_relationships(package: Package, rels_part: str, rels: bytes, new: list[
         edits[rels_part] = _relationships(rels, new)
     else:
         parts[rels_part] = (_relationships(b"", new), "")
-
-
-def _name(lower: set[str], pattern: str) -> str:
-    """The first free part name of ``pattern`` (numbered from 1), taken."""
-    number = 1
-    while pattern.format(number).lower() in lower:
-        number += 1
-    lower.add(pattern.format(number).lower())
-    return pattern.format(number)
 
 
 def _escape(text: str) -> str:

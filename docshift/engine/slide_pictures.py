@@ -12,7 +12,6 @@ A picture that more than one shape, or no shape, could stand for stays as it was
 anchors are relative to the group) and slides whose picture positions do not all read.
 """
 
-import logging
 import struct
 import zipfile
 import zlib
@@ -21,14 +20,10 @@ from typing import Any
 from xml.dom import minidom
 
 from docshift.engine import ooxml
-from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, NS_R, Package, relationships_part
 from docshift.engine.objects import (
     EMBEDDINGS,
-    ERRORS,
     MAX_OBJECTS,
-    OLE_OBJECT,
-    REL_NS,
     _content_types,
     _prog_id,
     _read,
@@ -36,9 +31,10 @@ from docshift.engine.objects import (
     _serialize,
     _source_objects,
     _storage,
+    free_name,
+    guarded,
+    relate,
 )
-
-log = logging.getLogger("docshift.engine")
 
 OLE_URI = "http://schemas.openxmlformats.org/presentationml/2006/ole"
 EMU_PER_MASTER_UNIT = 914400 / 576
@@ -53,13 +49,7 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
     hold: a part that does not read leaves the file as it was."""
     if kind != "ppt" or expected == 0:
         return 0
-    try:
-        return _mend(result, source)
-    except Unreadable:  # a legacy file this reader does not know (PowerPoint 95, Word 6): nothing to pair
-        return 0
-    except ERRORS as error:
-        log.warning("objects of %s that LibreOffice made pictures stay pictures: %r", source, error)
-        return 0
+    return guarded(_mend, result, source, "objects of %s that LibreOffice made pictures stay pictures: %r")
 
 
 def _mend(result: Path, source: Path) -> int:
@@ -72,7 +62,6 @@ def _mend(result: Path, source: Path) -> int:
         lower = {name.lower() for name in package.names}
         edits: dict[str, bytes] = {}
         added: dict[str, bytes] = {}
-        number = 0
         for (slide, found), shapes in zip(slides, slide_shapes):
             if len(found) >= len(shapes):
                 continue  # every OLE shape of the legacy slide has its object
@@ -104,14 +93,9 @@ def _mend(result: Path, source: Path) -> int:
                     data = None
                 if data is None:
                     continue
-                while True:
-                    number += 1
-                    name = f"{EMBEDDINGS}oleObject{number}.bin"
-                    if name.lower() not in lower:
-                        break
-                lower.add(name.lower())
+                name = free_name(lower, EMBEDDINGS + "oleObject{}.bin")
                 added[name] = data
-                rid = _relate(rels, "../embeddings/" + name.rsplit("/", 1)[1])
+                rid = relate(rels, "../embeddings/" + name.rsplit("/", 1)[1])
                 _wrap(doc, pic, rid, objects[refs[0]].prog_id or _prog_id(data) or "Package")
                 wrapped += 1
             if wrapped:
@@ -157,21 +141,6 @@ def _pictures(doc: minidom.Document) -> list[tuple[Any, Rect]] | None:
             except (IndexError, ValueError):
                 return None
     return found
-
-
-def _relate(rels: minidom.Document, target: str) -> str:
-    """A new relationship of the slide to the embedded part ``target``; returns its Id."""
-    root: Any = rels.documentElement
-    taken = {rel.getAttribute("Id") for rel in root.getElementsByTagNameNS(REL_NS, "Relationship")}
-    number = len(taken) + 1
-    while f"rId{number}" in taken:
-        number += 1
-    rel = root.appendChild(rels.createElementNS(REL_NS, f"{root.prefix}:Relationship" if root.prefix
-                                                else "Relationship"))
-    rel.setAttribute("Id", f"rId{number}")
-    rel.setAttribute("Type", OLE_OBJECT)
-    rel.setAttribute("Target", target)
-    return f"rId{number}"
 
 
 def _wrap(doc: minidom.Document, pic: Any, rid: str, prog_id: str) -> None:

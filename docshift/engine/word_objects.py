@@ -13,7 +13,6 @@ kept stands where the source has an object), each picture that stands where the 
 not pair up (a picture LibreOffice wrote in another way, a chart it made a drawing of) leave the file as it was.
 """
 
-import logging
 import re
 import struct
 import zipfile
@@ -25,21 +24,19 @@ import olefile
 
 from docshift.engine import cfb, ooxml
 from docshift.engine.inventory import doc as word
-from docshift.engine.inventory.common import Unreadable, stream
+from docshift.engine.inventory.common import stream
 from docshift.engine.inventory.package import NS_A, NS_O, NS_R, NS_V, NS_W, Package
 from docshift.engine.objects import (
-    ERRORS,
     MAX_OBJECTS,
-    OLE_OBJECT,
     PROG_IDS,
-    REL_NS,
     _content_types,
     _prog_id,
     _read,
     _serialize,
+    free_name,
+    guarded,
+    relate,
 )
-
-log = logging.getLogger("docshift.engine")
 
 NS_WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
 NS_PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
@@ -58,13 +55,7 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
     the files hold."""
     if kind != "doc" or expected == 0:
         return 0
-    try:
-        return _mend(result, source)
-    except Unreadable:  # a legacy file this reader does not know (PowerPoint 95, Word 6): nothing to pair
-        return 0
-    except ERRORS as error:
-        log.warning("objects of %s that LibreOffice made pictures stay pictures: %r", source, error)
-        return 0
+    return guarded(_mend, result, source, "objects of %s that LibreOffice made pictures stay pictures: %r")
 
 
 def _mend(result: Path, source: Path) -> int:
@@ -90,24 +81,18 @@ def _mend(result: Path, source: Path) -> int:
         rels = _read(package, MAIN_RELS)
         lower = {name.lower() for name in package.names}
         added: dict[str, bytes] = {}
-        number = 0
         for (drawing, kept), name in zip(found, sequence):
             storage = storages.get(name or "")
             if kept or storage is None:
                 continue
             data = cfb.write(cfb.Entry("Root Entry", clsid=storage.clsid, children=storage.children))
-            while True:
-                number += 1
-                part = f"word/embeddings/oleObject{number}.bin"
-                if part.lower() not in lower:
-                    break
             shown = _shown(drawing)
             if shown is None:
                 continue
-            lower.add(part.lower())
+            part = free_name(lower, "word/embeddings/oleObject{}.bin")
             added[part] = data
             prog_id = _prog_id(data) or PROG_IDS.get(_clsid(storage.clsid), "")
-            _wrap(doc, drawing, shown, _relate(rels, part.removeprefix("word/")), prog_id, name or "")
+            _wrap(doc, drawing, shown, relate(rels, part.removeprefix("word/")), prog_id, name or "")
         if not added:
             return 0
         edits = {MAIN: _serialize(doc), MAIN_RELS: _serialize(rels),
@@ -127,13 +112,10 @@ def _source_sequence(ole: olefile.OleFileIO) -> list[str | None]:
     data = stream(ole, "WordDocument")
     if data is None:
         return []
-    try:
-        doc = word._fib(data, lambda name: stream(ole, name))
-        if doc.nfib < 0xC0:
-            return []
-        doc.pieces = word._pieces(doc)
-    except Unreadable:  # not a Word 97 text (the inventory says so too): nothing to pair
+    doc = word._fib(data, lambda name: stream(ole, name))
+    if doc.nfib < 0xC0:
         return []
+    doc.pieces = word._pieces(doc)
     events: list[tuple[int, str | None, bool]] = []  # (cp, the object's storage or None, is the separator)
     fc, lcb = doc.pair(word.PAIR_PLCF_BTE_CHPX)
     count = (lcb - 4) // 8 if lcb >= 12 else 0
@@ -219,21 +201,6 @@ def _result_sequence(doc: minidom.Document) -> list[tuple[Any, bool]] | None:
         else:
             pending.extend(reversed(node.childNodes))
     return found
-
-
-def _relate(rels: minidom.Document, target: str) -> str:
-    """A new relationship of the main document to the embedded part ``target``; returns its Id."""
-    root: Any = rels.documentElement
-    taken = {rel.getAttribute("Id") for rel in root.getElementsByTagNameNS(REL_NS, "Relationship")}
-    number = len(taken) + 1
-    while f"rId{number}" in taken:
-        number += 1
-    rel = root.appendChild(rels.createElementNS(REL_NS, f"{root.prefix}:Relationship" if root.prefix
-                                                else "Relationship"))
-    rel.setAttribute("Id", f"rId{number}")
-    rel.setAttribute("Type", OLE_OBJECT)
-    rel.setAttribute("Target", target)
-    return f"rId{number}"
 
 
 def _shown(drawing: Any) -> tuple[int, int, str] | None:

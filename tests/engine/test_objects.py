@@ -24,6 +24,7 @@ import pptx
 import pytest
 import xlrd
 from conftest import _soffice_save as soffice
+from conftest import flat_odf
 from oletools import ppt_record_parser
 
 from docshift.engine import cfb, convert, decrypt, inventory, objects, slide_pictures, word_objects
@@ -47,16 +48,7 @@ def _frame(n):
 def three_objects(tmp_path_factory):
     """A .ppt with an embedded workbook on each of three slides (LibreOffice writes them as Excel 97 storages)."""
     out = tmp_path_factory.mktemp("objects")
-    (out / "three.fodp").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?><office:document '
-        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
-        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
-        'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
-        'office:mimetype="application/vnd.oasis.opendocument.presentation"><office:body><office:presentation>'
-        + "".join(_frame(n) for n in range(1, SLIDES + 1))
-        + "</office:presentation></office:body></office:document>")
+    (out / "three.fodp").write_text(flat_odf("presentation", "".join(_frame(n) for n in range(1, SLIDES + 1))))
     return soffice(out / "three.fodp", "ppt:MS PowerPoint 97", out, "OpenDocument Presentation Flat XML")
 
 
@@ -158,6 +150,15 @@ def test_a_source_that_does_not_read_leaves_the_export_as_it_is(three_objects, t
     assert plain.read_bytes() == before
 
 
+def edited(package, target, part, edit):
+    """A copy of the OOXML ``package`` at ``target`` whose ``part`` is ``edit(its bytes)``."""
+    with zipfile.ZipFile(package) as src, zipfile.ZipFile(target, "w") as out:
+        for info in src.infolist():
+            data = src.read(info)
+            out.writestr(info, edit(data) if info.filename == part else data)
+    return target
+
+
 def _record(kind, body, version_and_instance=0):
     return struct.pack("<HHI", version_and_instance, kind, len(body)) + body
 
@@ -234,14 +235,12 @@ def test_a_picture_away_from_the_object_s_anchor_stays_a_picture(packaged, tmp_p
     """Which picture stands for the object is told by its place only: one elsewhere is left as it is."""
     path, _storage = packaged
     plain = soffice(path, "pptx", tmp_path)
-    moved = tmp_path / "moved.pptx"
-    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(moved, "w") as out:
-        for info in src.infolist():
-            data = src.read(info)
-            if info.filename == "ppt/slides/slide1.xml":
-                data, count = re.subn(rb'<a:off x="([1-9]\d*)"', lambda m: b'<a:off x="%d"' % (int(m[1]) + 50800), data)
-                assert count == 1
-            out.writestr(info, data)
+    def move(data):
+        data, count = re.subn(rb'<a:off x="([1-9]\d*)"', lambda m: b'<a:off x="%d"' % (int(m[1]) + 50800), data)
+        assert count == 1
+        return data
+
+    moved = edited(plain, tmp_path / "moved.pptx", "ppt/slides/slide1.xml", move)
     before = moved.read_bytes()
     assert slide_pictures.mend(moved, path, "ppt", SLIDES) == 0
     assert moved.read_bytes() == before
@@ -261,15 +260,7 @@ def _inline(n):
 def packaged_doc(tmp_path_factory):
     """(a .doc whose first of two embedded workbooks is a packaged text file, stored as the Packager does)."""
     out = tmp_path_factory.mktemp("packaged-doc")
-    (out / "two.fodt").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?><office:document '
-        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
-        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
-        'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
-        'office:mimetype="application/vnd.oasis.opendocument.text"><office:body><office:text>'
-        + _inline(1) + _inline(2) + "</office:text></office:body></office:document>")
+    (out / "two.fodt").write_text(flat_odf("text", _inline(1) + _inline(2)))
     made = soffice(out / "two.fodt", "doc:MS Word 97", out, "OpenDocument Text Flat XML")
     with olefile.OleFileIO(str(made)) as ole:
         root = cfb.read_storage(ole, "", 1 << 24)
@@ -327,14 +318,11 @@ def test_a_text_whose_pictures_do_not_pair_with_its_objects_is_left_as_it_is(pac
     """Which picture is which object is told by their order in the text only: a result with one inline picture
     more than the source is not edited."""
     plain = soffice(packaged_doc, "docx", tmp_path)
-    extra = tmp_path / "extra.docx"
-    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(extra, "w") as out:
-        for info in src.infolist():
-            data = src.read(info)
-            if info.filename == "word/document.xml":
-                drawing = re.search(rb"<w:r><w:rPr></w:rPr><w:drawing>.*?</w:drawing></w:r>", data).group(0)
-                data = data.replace(drawing, drawing + drawing, 1)
-            out.writestr(info, data)
+    def twice(data):
+        drawing = re.search(rb"<w:r><w:rPr></w:rPr><w:drawing>.*?</w:drawing></w:r>", data).group(0)
+        return data.replace(drawing, drawing + drawing, 1)
+
+    extra = edited(plain, tmp_path / "extra.docx", "word/document.xml", twice)
     before = extra.read_bytes()
     assert word_objects.mend(extra, packaged_doc, "doc", 2) == 0
     assert extra.read_bytes() == before

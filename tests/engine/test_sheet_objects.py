@@ -20,12 +20,12 @@ import PIL.Image
 import pytest
 import xlrd
 from conftest import _soffice_save as soffice
+from conftest import flat_odf
 
 from docshift.engine import convert, inventory, pictures, sheet_objects
 
 SHEETS = 2
 OLE_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.oleObject"
-TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
 
 
 def _sheet(n, comment=False):
@@ -52,16 +52,9 @@ def _grouped(sheet):
 
 def _xls(out, comment_on_first=False, group_first=False):
     """An .xls with an embedded workbook on each of two sheets (LibreOffice writes them as MBD storages)."""
-    (out / "two.fods").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?><office:document '
-        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-        f'xmlns:table="{TABLE}" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
-        'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2" '
-        'office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet>'
-        + "".join(_grouped(_sheet(n)) if group_first and n == 1 else _sheet(n, comment_on_first and n == 1)
-                  for n in range(1, SHEETS + 1))
-        + "</office:spreadsheet></office:body></office:document>")
+    (out / "two.fods").write_text(flat_odf("spreadsheet", "".join(
+        _grouped(_sheet(n)) if group_first and n == 1 else _sheet(n, comment_on_first and n == 1)
+        for n in range(1, SHEETS + 1))))
     return soffice(out / "two.fods", "xls:MS Excel 97", out, "OpenDocument Spreadsheet Flat XML")
 
 
