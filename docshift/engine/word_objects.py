@@ -15,6 +15,7 @@ not pair up (a picture LibreOffice wrote in another way, a chart it made a drawi
 
 import re
 import struct
+import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,8 @@ def _mend(result: Path, source: Path) -> int:
     storages = {child.name: child for child in pool.children if child.data is None}
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
-        kept = sum(1 for name in package.names if name.startswith("word/embeddings/") or CHART_PART.fullmatch(name))
-        if kept >= sum(1 for name in sequence if name):
+        parts = sum(1 for name in package.names if name.startswith("word/embeddings/") or CHART_PART.fullmatch(name))
+        if parts >= sum(1 for name in sequence if name):
             return 0  # every object of the text has a part (the common case): the document is not parsed
         doc = _read(package, MAIN)
         root: Any = doc.documentElement
@@ -91,7 +92,7 @@ def _mend(result: Path, source: Path) -> int:
                 continue
             part = free_name(lower, "word/embeddings/oleObject{}.bin")
             added[part] = data
-            prog_id = _prog_id(data) or PROG_IDS.get(_clsid(storage.clsid), "")
+            prog_id = _prog_id(data) or PROG_IDS.get(str(uuid.UUID(bytes_le=storage.clsid)).upper(), "")
             _wrap(doc, drawing, shown, relate(rels, part.removeprefix("word/")), prog_id, name or "")
         if not added:
             return 0
@@ -99,11 +100,6 @@ def _mend(result: Path, source: Path) -> int:
                  "[Content_Types].xml": _content_types(_read(package, "[Content_Types].xml"), added, set())}
         ooxml.rewrite(zf, result, edits, added)
     return len(added)
-
-
-def _clsid(raw: bytes) -> str:
-    data1, data2, data3 = struct.unpack_from("<IHH", raw)
-    return f"{data1:08X}-{data2:04X}-{data3:04X}-{raw[8:10].hex().upper()}-{raw[10:16].hex().upper()}"
 
 
 def _source_sequence(ole: olefile.OleFileIO) -> list[str | None]:

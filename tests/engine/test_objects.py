@@ -17,6 +17,7 @@ import struct
 import uuid
 import zipfile
 import zlib
+from pathlib import Path
 
 import docx
 import olefile
@@ -177,7 +178,7 @@ def package_storage(name, data):
 
 @pytest.fixture(scope="module")
 def packaged(three_objects, tmp_path_factory):
-    """(the deck with slide 1's object a packaged text file, that object's storage)."""
+    """(the deck with slide 1's object a packaged text file, that object's storage, a plain soffice's .pptx of it)."""
     with olefile.OleFileIO(str(three_objects)) as ole:
         streams = {"/".join(name): ole.openstream(name).read() for name in ole.listdir()}
     current, document = bytearray(streams["Current User"]), bytearray(streams["PowerPoint Document"])
@@ -198,14 +199,13 @@ def packaged(three_objects, tmp_path_factory):
     target = tmp_path_factory.mktemp("packaged") / "packaged.ppt"
     target.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[
         cfb.Entry(name, data=data) for name, data in streams.items() if "/" not in name])))
-    return target, storage
+    return target, storage, soffice(target, "pptx", target.parent / "plain")
 
 
 def test_a_packaged_file_that_libreoffice_made_a_picture_is_an_object_again(packaged, office, tmp_path):
-    path, storage = packaged
+    path, storage, plain = packaged
     assert inventory.of_source(path, "ppt").counts["embedded_objects"] == SLIDES
     # what LibreOffice itself writes: slide 1 holds a picture, no object (its ODF export holds none either)
-    plain = soffice(path, "pptx", tmp_path / "plain")
     assert [n for n, _, _, _ in slide_objects(plain)] == [2, 3]
 
     converted = convert.convert(office, path, "ppt", tmp_path / "work", 60)
@@ -233,8 +233,8 @@ def test_a_packaged_file_that_libreoffice_made_a_picture_is_an_object_again(pack
 
 def test_a_picture_away_from_the_object_s_anchor_stays_a_picture(packaged, tmp_path):
     """Which picture stands for the object is told by its place only: one elsewhere is left as it is."""
-    path, _storage = packaged
-    plain = soffice(path, "pptx", tmp_path)
+    path, _storage, exported = packaged
+    plain = Path(shutil.copy(exported, tmp_path / "plain.pptx"))
     def move(data):
         data, count = re.subn(rb'<a:off x="([1-9]\d*)"', lambda m: b'<a:off x="%d"' % (int(m[1]) + 50800), data)
         assert count == 1
@@ -258,7 +258,8 @@ def _inline(n):
 
 @pytest.fixture(scope="module")
 def packaged_doc(tmp_path_factory):
-    """(a .doc whose first of two embedded workbooks is a packaged text file, stored as the Packager does)."""
+    """(a .doc whose first of two embedded workbooks is a packaged text file, stored as the Packager does, a plain
+    soffice's .docx of it)."""
     out = tmp_path_factory.mktemp("packaged-doc")
     (out / "two.fodt").write_text(flat_odf("text", _inline(1) + _inline(2)))
     made = soffice(out / "two.fodt", "doc:MS Word 97", out, "OpenDocument Text Flat XML")
@@ -274,7 +275,7 @@ def packaged_doc(tmp_path_factory):
                       cfb.Entry("\x03ObjInfo", data=bytes.fromhex("000003000d00"))]
     target = out / "packaged.doc"
     target.write_bytes(cfb.write(root))
-    return target
+    return target, soffice(target, "docx", out / "plain")
 
 
 def text_objects(path):
@@ -291,8 +292,9 @@ def text_objects(path):
 
 
 def test_a_packaged_file_in_a_text_that_libreoffice_made_a_picture_is_an_object_again(packaged_doc, office, tmp_path):
+    packaged_doc, plain = packaged_doc
     assert inventory.of_source(packaged_doc, "doc").counts["embedded_objects"] == 2
-    plain = soffice(packaged_doc, "docx", tmp_path / "plain")  # what LibreOffice itself writes: one object
+    # what LibreOffice itself writes: one object
     assert [prog_id for prog_id, _ in text_objects(plain)] == ["Excel.Sheet.12"]
 
     converted = convert.convert(office, packaged_doc, "doc", tmp_path / "work", 60)
@@ -317,7 +319,8 @@ def test_a_packaged_file_in_a_text_that_libreoffice_made_a_picture_is_an_object_
 def test_a_text_whose_pictures_do_not_pair_with_its_objects_is_left_as_it_is(packaged_doc, tmp_path):
     """Which picture is which object is told by their order in the text only: a result with one inline picture
     more than the source is not edited."""
-    plain = soffice(packaged_doc, "docx", tmp_path)
+    packaged_doc, exported = packaged_doc
+    plain = Path(shutil.copy(exported, tmp_path / "plain.docx"))
     def twice(data):
         drawing = re.search(rb"<w:r><w:rPr></w:rPr><w:drawing>.*?</w:drawing></w:r>", data).group(0)
         return data.replace(drawing, drawing + drawing, 1)
