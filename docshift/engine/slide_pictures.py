@@ -96,7 +96,7 @@ def _mend(result: Path, source: Path) -> int:
                 name = free_name(lower, EMBEDDINGS + "oleObject{}.bin")
                 added[name] = data
                 rid = relate(rels, "../embeddings/" + name.rsplit("/", 1)[1])
-                _wrap(doc, pic, rid, objects[refs[0]].prog_id or _prog_id(data) or "Package")
+                _wrap(doc, pic, rid, objects[refs[0]].prog_id or _prog_id(data))
                 wrapped += 1
             if wrapped:
                 edits[slide] = _serialize(doc)
@@ -165,7 +165,7 @@ def _wrap(doc: minidom.Document, pic: Any, rid: str, prog_id: str) -> None:
     for tag in ("off", "ext"):
         place.appendChild(pic.getElementsByTagNameNS(NS_A, tag)[0].cloneNode(True))
     data = add(add(frame, "a:graphic"), "a:graphicData", uri=OLE_URI)
-    ole = add(data, "p:oleObj", progId=prog_id, r_id=rid)
+    ole = add(data, "p:oleObj", **({"progId": prog_id} if prog_id else {}), r_id=rid)  # none rather than a guess
     add(ole, "p:embed")
     pic.parentNode.replaceChild(frame, pic)
     ole.appendChild(pic)

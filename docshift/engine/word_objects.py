@@ -231,5 +231,6 @@ def _wrap(doc: minidom.Document, drawing: Any, shown: tuple[int, int, str], rid:
     ole = element.appendChild(doc.createElementNS(NS_O, "o:OLEObject"))
     for key, value in (("Type", "Embed"), ("ProgID", prog_id), ("ShapeID", shape_id), ("DrawAspect", "Content"),
                        ("ObjectID", name), ("r:id", rid)):
-        ole.setAttribute(key, value)
+        if value:  # no ProgID rather than a guess, where neither the storage nor its class names one
+            ole.setAttribute(key, value)
     drawing.parentNode.replaceChild(element, drawing)
