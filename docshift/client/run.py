@@ -193,6 +193,7 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
     interrupted = False
     pool = ThreadPoolExecutor(max_workers=max(1, args.parallel))
     futures: dict[Future[Row], Source] = {}
+    counted: set[Source] = set()  # the files the bar counts
     try:
         futures = {
             pool.submit(convert_one, client, source, state, out_dir, args.timeout, args.passwords.of(source.rel),
@@ -204,16 +205,19 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
                 fatal = problem
                 break
             progress.done(describe(row), row.status == Status.SUCCEEDED)
+            counted.add(futures[future])
     except KeyboardInterrupt:
         interrupted = True
     finally:
         client.stop.set()  # running files stop at their next wait, the others never start
         pool.shutdown(wait=True, cancel_futures=True)
+        for future, source in futures.items():  # what ended while the run stopped is reported as it ended
+            if future.done() and not future.cancelled() and future.exception() is None:
+                rows[source] = future.result()
+                if source not in counted and rows[source].status != "PENDING":  # a Ctrl-C came before the bar
+                    progress.done(describe(rows[source]), rows[source].status == Status.SUCCEEDED)
         progress.close()
         state.close()
-    for future, source in futures.items():  # what ended while the run stopped is reported as it ended
-        if future.done() and not future.cancelled() and future.exception() is None:
-            rows[source] = future.result()
     done = list(rows.values())
     for row in done:
         if row.status == "PENDING":
