@@ -104,14 +104,17 @@ def recover_stuck(conn: Database, objects: ObjectStore, config: Settings, at: da
         overdue = started + longest < at
         holder = task.worker or ""
         job = holder.startswith("job:")  # a conversion node's job
+        node = registry.runner(holder) if job and registry is not None else None
         if job:
-            gone = registry is not None and registry.job_gone(holder, started, at)
+            gone = registry is not None and registry.job_gone(holder, node, started, at)
         else:
             gone = holder_gone(conn, task.worker, at)
         if overdue or gone:
             # a job no node began was lost on its way (Redis restarted empty, a node with another
-            # key): the service's fault, not the file's, so it costs no attempt
-            lost = job and registry is not None and not registry.started(holder)
+            # key): the service's fault, not the file's, so it costs no attempt. One read of the
+            # running jobs decides both: read twice, a node that wrote its running job again in
+            # between (its heartbeat after Redis restarted empty) made a lost job use an attempt
+            lost = job and registry is not None and node is None
             log.warning("task %s taken back from %s (attempt %d%s)", task.id, task.worker, task.attempts,
                         (", overdue" if overdue else "") + (", never started: no attempt used" if lost else ""))
             if job and registry is not None:  # its node, should it still run it, stores nothing

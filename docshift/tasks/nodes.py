@@ -98,10 +98,6 @@ class Registry:
     def running(self, holder: str, node: str) -> None:
         self.redis.hset(RUNNING, holder, self._runs.wrap({"holder": holder, "node": node}))
 
-    def started(self, holder: str) -> bool:
-        """Whether a node said it began the job: one lost on its way to a node never did."""
-        return self.runner(holder) is not None
-
     def done(self, holder: str) -> None:
         self.redis.hdel(RUNNING, holder)
 
@@ -116,10 +112,10 @@ class Registry:
         except ForgedMessage:
             return False
 
-    def job_gone(self, holder: str, started_at: datetime, at: datetime) -> bool:
-        """True when the job is certainly not going to report: its node went silent, or it is
-        neither waiting in the queue nor running anywhere, well after it was dispatched."""
-        node = self.runner(holder)
+    def job_gone(self, holder: str, node: str | None, started_at: datetime, at: datetime) -> bool:
+        """True when the job is certainly not going to report: its node (``node``, the ``runner`` the caller read
+        once) went silent, or it is neither waiting in the queue nor running anywhere, well after it was
+        dispatched."""
         if node is not None:
             return node not in self.alive()
         if any(job["holder"] == holder for job in self.jobs.waiting()):
