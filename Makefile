@@ -8,7 +8,10 @@ export DOCSHIFT_DATA_DIR ?= var
 # .xlsx of some files: see the README); LIBREOFFICE=stable keeps Debian 12's own 7.4.
 LIBREOFFICE ?= backports
 OFFICE_PACKAGES := python3-uno libreoffice-core libreoffice-writer libreoffice-calc libreoffice-impress
-SYSTEM_PACKAGES := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core bubblewrap
+# GStreamer's base plugins: without playbin, LibreOffice's media player waits 10 s per sound or video of a
+# presentation for a preroll that never comes (see docs/how-it-runs.md)
+SYSTEM_PACKAGES := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core bubblewrap \
+	gstreamer1.0-plugins-base
 # the registration page is tested in a real browser; conversion nodes are tested on a real Redis
 TEST_PACKAGES := chromium redis-server
 

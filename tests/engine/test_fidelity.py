@@ -81,6 +81,17 @@ def test_embedded_objects_and_charts_are_kept(embedded, office, kind, tmp_path):
     assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
 
 
+def test_a_deck_with_a_sound_converts_without_waiting_for_a_player(office, tmp_path):
+    """LibreOffice draws a media object's snapshot while it loads a presentation, and its GStreamer player waits
+    10 s for a preroll that never comes where GStreamer's base plugins (playbin) are missing: twice for
+    ``sound.ppt``, 20 s of a worker for a file that converts in a tenth of a second. ``make`` installs them, so
+    the deck fits a timeout of half that wait, and its result is LibreOffice's own (a plain ``soffice`` without
+    the plugins writes the same parts)."""
+    converted = convert.convert(office, CORPUS / "ppt" / "sound.ppt", "ppt", tmp_path, 5)
+    assert converted.fidelity["complete"] and converted.fidelity["counts"]["images"] == {"source": 1, "result": 1}
+    assert len(pptx.Presentation(converted.path).slides) == 1
+
+
 @pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
 def test_a_profile_that_drops_embedded_content_cannot_pass_unseen(embedded, kind, tmp_path):
     """The profile setting that dropped every embedded object and chart last round: LibreOffice's own export holds
