@@ -12,7 +12,7 @@ import zipfile
 from datetime import datetime
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SOFFICE_PROFILE
 
 from docshift.engine import inventory, vba, vbaproject
 from docshift.engine.inventory.common import characters
@@ -21,8 +21,8 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 CONVERTED_FROM_CORPUS = ["SimpleMacro", "WithTwoCharts"]  # .xls files run 2 also converts
 
 
-def _soffice(sources, target, outdir, profile):
-    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={profile.as_uri()}",
+def _soffice(sources, target, outdir):
+    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={SOFFICE_PROFILE}",
                     "--convert-to", target, "--outdir", str(outdir), *map(str, sources)],
                    check=True, capture_output=True, timeout=300)
 
@@ -41,7 +41,6 @@ def workbook(tmp_path_factory, corpus):
     from openpyxl.comments import Comment
 
     out = tmp_path_factory.mktemp("inventory")
-    profile = out / "profile"
     book = openpyxl.Workbook()
     data = book.active
     data.title = "Data"
@@ -54,12 +53,12 @@ def workbook(tmp_path_factory, corpus):
     other = book.create_sheet("Other")
     other["A1"], other["C5"] = "other sheet", -7
     book.save(out / "made.xlsx")
-    _soffice([out / "made.xlsx"], "xls:MS Excel 97", out / "xls", profile)
+    _soffice([out / "made.xlsx"], "xls:MS Excel 97", out / "xls")
     legacy = out / "xls" / "made.xls"
     assert legacy.exists()
     sources = [legacy] + [corpus / "xls" / f"{stem}.xls" for stem in CONVERTED_FROM_CORPUS]
     # the macro-enabled filter, as docshift uses for a source with a VBA project; the others get an .xlsm too
-    _soffice(sources, "xlsm:Calc MS Excel 2007 VBA XML", out / "xlsx", profile)
+    _soffice(sources, "xlsm:Calc MS Excel 2007 VBA XML", out / "xlsx")
     results = {source.stem: out / "xlsx" / f"{source.stem}.xlsm" for source in sources}
     assert all(path.exists() for path in results.values())
     return legacy, results
@@ -486,13 +485,12 @@ def doubtful(tmp_path_factory):
     from PIL import Image
 
     out = tmp_path_factory.mktemp("doubtful")
-    profile = out / "profile"
     image = io.BytesIO()
     Image.new("RGB", (16, 16), (200, 30, 30)).save(image, "PNG")
     (out / "bullets.fodt").write_text(PICTURE_BULLETS.format(png=base64.b64encode(image.getvalue()).decode()))
     sources = [_sections_doc(out / "short.docx"), _sections_doc(out / "long.docx", long_middle=True),
                out / "bullets.fodt"]
-    _soffice(sources, "doc:MS Word 97", out / "doc", profile)
+    _soffice(sources, "doc:MS Word 97", out / "doc")
     shutil.copy(out / "doc" / "short.doc", out / "doc" / "broken.doc")
     _continuous_middle_section(out / "doc" / "short.doc")
     _continuous_middle_section(out / "doc" / "long.doc")
@@ -500,11 +498,11 @@ def doubtful(tmp_path_factory):
     book = openpyxl.Workbook()
     book.active["A1"], book.active["A2"] = "first\rXline", "lone\rcarriage return"
     book.save(out / "crlf.xlsx")
-    _soffice([out / "crlf.xlsx"], "xls:MS Excel 97", out / "xls", profile)
+    _soffice([out / "crlf.xlsx"], "xls:MS Excel 97", out / "xls")
     _crlf_in_cells(out / "xls" / "crlf.xls")
     docs = [out / "doc" / f"{name}.doc" for name in ("short", "long", "broken", "bullets")]
-    _soffice(docs, "docx", out / "result", profile)
-    _soffice([out / "xls" / "crlf.xls"], "xlsx", out / "result", profile)
+    _soffice(docs, "docx", out / "result")
+    _soffice([out / "xls" / "crlf.xls"], "xlsx", out / "result")
     found = {path.stem: (path, out / "result" / f"{path.stem}.docx") for path in docs}
     found["crlf"] = (out / "xls" / "crlf.xls", out / "result" / "crlf.xlsx")
     return found

@@ -11,7 +11,7 @@ from pathlib import Path
 import olefile
 import pptx
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SOFFICE_PROFILE
 
 from docshift.engine import vba
 
@@ -41,9 +41,9 @@ def corpus(kind, name):
     return path
 
 
-def soffice(fmt, outdir, profile, *sources):
-    """LibreOffice converts ``sources`` to ``fmt`` in one run, with a profile of the test's own."""
-    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={profile.as_uri()}",
+def soffice(fmt, outdir, *sources):
+    """LibreOffice converts ``sources`` to ``fmt`` in one run, with the profile the suite's soffice runs share."""
+    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={SOFFICE_PROFILE}",
                     "--convert-to", fmt, "--outdir", str(outdir), *map(str, sources)],
                    check=True, capture_output=True, timeout=300)
 
@@ -62,9 +62,8 @@ def same_modules(a, b):
 def converted(tmp_path_factory):
     """{(kind, name): LibreOffice's macro-enabled OOXML of the corpus file}, one soffice run per kind."""
     out = tmp_path_factory.mktemp("vba-lo")
-    profile = out / "profile"
     for kind, names in MACRO_FILES.items():
-        soffice(FILTERS[kind], out, profile, *(corpus(kind, name) for name in names))
+        soffice(FILTERS[kind], out, *(corpus(kind, name) for name in names))
     result = {}
     for kind, names in MACRO_FILES.items():
         for name in names:
@@ -84,7 +83,7 @@ def pptm(converted, tmp_path_factory):
         shutil.copyfile(converted["ppt", name], fixed)
         vba.insert_project(fixed, vba.ppt_project(corpus("ppt", name)))
         result[name] = (converted["ppt", name], fixed, out / "pdf" / (Path(name).stem + ".pdf"))
-    soffice("pdf", out / "pdf", out / "profile", *(fixed for _, fixed, _ in result.values()))
+    soffice("pdf", out / "pdf", *(fixed for _, fixed, _ in result.values()))
     return result
 
 

@@ -14,7 +14,7 @@ import docx.package
 import olefile
 import openpyxl
 import pytest
-from conftest import DOC_PARAGRAPHS
+from conftest import DOC_PARAGRAPHS, SOFFICE_PROFILE
 from docx.opc.part import PartFactory
 from docx.parts.document import DocumentPart
 
@@ -273,7 +273,7 @@ def test_the_result_carries_the_project_storage_byte_for_byte(office, made, kind
         document = docx.package.Package.open(str(converted.path)).main_document_part.document
         assert document.paragraphs[0].text == DOC_PARAGRAPHS[0]
     again = tmp_path / "again"
-    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={(tmp_path / 'p').as_uri()}",
+    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={SOFFICE_PROFILE}",
                     "--convert-to", "pdf", "--outdir", str(again), str(converted.path)],
                    check=True, capture_output=True, timeout=120)
     assert (again / f"{converted.path.stem}.pdf").read_bytes().startswith(b"%PDF")
@@ -283,7 +283,7 @@ def test_libreoffices_rewrite_is_named_with_what_it_loses(made, tmp_path):
     """LibreOffice's own .xlsm of the made .xls: the UserForm's storage is gone, the class module changed; the
     report says the project is LibreOffice's rewrite and names the UserForm."""
     source, _ = made["xls"]
-    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={(tmp_path / 'p').as_uri()}",
+    subprocess.run(["soffice", "--headless", "--norestore", f"-env:UserInstallation={SOFFICE_PROFILE}",
                     "--convert-to", "xlsm:Calc MS Excel 2007 VBA XML", "--outdir", str(tmp_path), str(source)],
                    check=True, capture_output=True, timeout=120)
     rewrite = tmp_path / f"{source.stem}.xlsm"
