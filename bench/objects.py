@@ -1,7 +1,7 @@
 """Embedded objects kept over a folder of .ppt, .xls or .doc files: counted in the source (a .ppt's ExObjList and the
 shapes that show them, an .xls's MBD storages), in a plain cold ``soffice --convert-to pptx|xlsx`` and in that same
-export once mended (``objects.mend``: each slide's object a part of its own; ``slide_pictures.mend``: a slide's
-object that LibreOffice loaded as its picture an object again; ``sheet_objects.mend``: each sheet's objects put
+export once mended (``objects.mend``: each slide's object a part of its own, and a slide's object that LibreOffice
+loaded as its picture an object again; ``sheet_objects.mend``: each sheet's objects put
 in, which Calc's export drops; ``word_objects.mend``: a text's object that LibreOffice loaded as its picture an
 object again), the steps the engine adds after LibreOffice's export.
 
@@ -14,18 +14,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from docshift.engine import inventory, objects, sheet_objects, slide_pictures, word_objects
-
-
-def mend_slides(result, source, kind):
-    return objects.mend(result, source, kind) + slide_pictures.mend(result, source, kind, None)
+from docshift.engine import inventory, objects, sheet_objects, word_objects
 
 
 def mend_text(result, source, kind):
     return word_objects.mend(result, source, kind, None)
 
 
-MENDS = {"ppt": (mend_slides, "pptx"), "xls": (sheet_objects.mend, "xlsx"), "doc": (mend_text, "docx")}
+MENDS = {"ppt": (objects.mend, "pptx"), "xls": (sheet_objects.mend, "xlsx"), "doc": (mend_text, "docx")}
 
 
 def count(folder: Path, kind: str, out: Path) -> list[int]:

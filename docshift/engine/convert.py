@@ -27,7 +27,6 @@ from docshift.engine import (
     ooxml,
     precheck,
     sheet_objects,
-    slide_pictures,
     stored,
     unexplained,
     vba,
@@ -125,9 +124,9 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     check_export(result, kind, project)
     # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
     # object whose server it does not know (a packaged file) on a slide or in a text as its picture only
-    mended = objects.mend(result, source, kind) + sheet_objects.mend(result, source, kind)
     expected = holds.counts.get("embedded_objects")
-    mended += slide_pictures.mend(result, source, kind, expected) + word_objects.mend(result, source, kind, expected)
+    mended = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
+        word_objects.mend(result, source, kind, expected)
     if mended:
         check_package(result, kind)
     check_explained(result, source, kind)

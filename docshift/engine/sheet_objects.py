@@ -25,10 +25,7 @@ from pathlib import Path
 import olefile
 
 from docshift.engine import cfb, ooxml, pictures, sheet_drawing
-from docshift.engine.inventory import officeart, xls
-from docshift.engine.inventory.common import MSGRAPH_CLSIDS, Budget, Unreadable, stream
-from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, relationships_part
-from docshift.engine.objects import (
+from docshift.engine.embedding import (
     ERRORS,
     MAX_EDITED_PART,
     MAX_OBJECT,
@@ -36,8 +33,11 @@ from docshift.engine.objects import (
     OLE_CONTENT_TYPE,
     OLE_OBJECT,
     free_name,
+    prog_id_of,
 )
-from docshift.engine.objects import _prog_id as prog_id_of
+from docshift.engine.inventory import officeart, xls
+from docshift.engine.inventory.common import MSGRAPH_CLSIDS, Budget, Unreadable, stream
+from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, relationships_part
 
 log = logging.getLogger("docshift.engine")
 

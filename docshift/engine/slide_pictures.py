@@ -3,38 +3,24 @@
 LibreOffice 25.2 loads an object whose server it does not know, such as a "Package" (a file of any kind put on a
 slide, wrapped by Office's Object Packager: a PDF, a zip, a shortcut), as its replacement image only: the .pptx
 holds a picture, and LibreOffice's own ODF export holds no object either. PowerPoint writes such an object into a
-.pptx as an OLE object with its ProgID and its storage as it was. ``mend`` does the same: on a slide that holds
-fewer ``p:oleObj`` than the legacy slide has OLE shapes, it finds the picture LibreOffice wrote where such a shape
-is anchored (the shape's ClientAnchor, in master units of 1/576 inch, against the picture's offset and size in
-EMU), and wraps it in a graphic frame whose ``p:oleObj`` names a part holding the shape's own storage (its
-ExOleObjStg record), as LibreOffice writes an object it knows: the picture stays the object's replacement image.
-A picture that more than one shape, or no shape, could stand for stays as it was; so do objects in groups (their
-anchors are relative to the group) and slides whose picture positions do not all read.
+.pptx as an OLE object with its ProgID and its storage as it was. ``put_back`` does the same (``objects.mend`` calls
+it, in its one read of each file, on a slide that holds fewer ``p:oleObj`` than the legacy slide has OLE shapes): it
+finds the picture LibreOffice wrote where such a shape is anchored (the shape's ClientAnchor, in master units of
+1/576 inch, against the picture's offset and size in EMU), and wraps it in a graphic frame whose ``p:oleObj`` names
+a part holding the shape's own storage (its ExOleObjStg record), as LibreOffice writes an object it knows: the
+picture stays the object's replacement image. A picture that more than one shape, or no shape, could stand for stays
+as it was; so do objects in groups (their anchors are relative to the group) and slides whose picture positions do
+not all read.
 """
 
 import struct
-import zipfile
-import zlib
-from pathlib import Path
+from collections.abc import Callable, Collection
 from typing import Any
 from xml.dom import minidom
 
-from docshift.engine import ooxml
+from docshift.engine.embedding import read_part, relate, serialize
+from docshift.engine.inventory import officeart
 from docshift.engine.inventory.package import NS_A, NS_P, NS_R, Package, relationships_part
-from docshift.engine.objects import (
-    EMBEDDINGS,
-    MAX_OBJECTS,
-    _content_types,
-    _prog_id,
-    _read,
-    _result_objects,
-    _serialize,
-    _source_objects,
-    _storage,
-    free_name,
-    guarded,
-    relate,
-)
 
 OLE_URI = "http://schemas.openxmlformats.org/presentationml/2006/ole"
 EMU_PER_MASTER_UNIT = 914400 / 576
@@ -42,70 +28,40 @@ NEAR_EMU = 12700  # a point: LibreOffice rounds a shape's place through hundredt
 Rect = tuple[float, float, float, float]  # x, y, width, height in EMU
 
 
-def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
-    """Put back, as OLE objects, the objects of ``source`` that LibreOffice's export ``result`` holds as pictures
-    only. ``expected``: how many embedded objects the legacy file holds (None: unknown); nothing is read when it
-    holds none. Returns how many objects were put back (0: the file is untouched). Never raises for what the files
-    hold: a part that does not read leaves the file as it was."""
-    if kind != "ppt" or expected == 0:
-        return 0
-    return guarded(_mend, result, source, "objects of %s that LibreOffice made pictures stay pictures: %r")
-
-
-def _mend(result: Path, source: Path) -> int:
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
-        slides, _references = _result_objects(package)
-        show, objects, slide_shapes = _source_objects(source)
-        if len(slides) != len(slide_shapes):
-            return 0
-        lower = {name.lower() for name in package.names}
-        edits: dict[str, bytes] = {}
-        added: dict[str, bytes] = {}
-        for (slide, found), shapes in zip(slides, slide_shapes):
-            if len(found) >= len(shapes):
-                continue  # every OLE shape of the legacy slide has its object
-            doc = _read(package, slide)
-            root: Any = doc.documentElement
-            if (root.getAttribute("xmlns:p"), root.getAttribute("xmlns:a"), root.getAttribute("xmlns:r")) != \
-                    (NS_P, NS_A, NS_R):
-                continue  # written with other prefixes than LibreOffice's: not edited
-            pictures = _pictures(doc)
-            if pictures is None:
-                continue
-            claimed: dict[Any, list[int]] = {}
-            for shape in shapes:
-                anchor = anchor_rect(shape.anchor)
-                near = [pic for pic, rect in pictures if anchor is not None and _near(rect, anchor)]
-                if len(near) == 1 and shape.object_ref in objects:
-                    claimed.setdefault(near[0], []).append(shape.object_ref)
-            rels_part = relationships_part(slide)
-            rels = _read(package, rels_part) if rels_part in package.names else None
-            if rels is None:
-                continue
-            wrapped = 0
-            for pic, refs in claimed.items():
-                if len(refs) != 1:
-                    continue  # two shapes in one place: which object is which cannot be told
-                try:
-                    data = _storage(show, objects[refs[0]].persist, MAX_OBJECTS - sum(map(len, added.values())))
-                except zlib.error:  # this object's record is damaged: the others are still put back
-                    data = None
-                if data is None:
-                    continue
-                name = free_name(lower, EMBEDDINGS + "oleObject{}.bin")
-                added[name] = data
-                rid = relate(rels, "../embeddings/" + name.rsplit("/", 1)[1])
-                _wrap(doc, pic, rid, objects[refs[0]].prog_id or _prog_id(data))
-                wrapped += 1
-            if wrapped:
-                edits[slide] = _serialize(doc)
-                edits[rels_part] = _serialize(rels)
-        if not added:
-            return 0
-        edits["[Content_Types].xml"] = _content_types(_read(package, "[Content_Types].xml"), added, set())
-        ooxml.rewrite(zf, result, edits, added)
-    return len(added)
+def put_back(package: Package, slide: str, shapes: list[officeart.Shape], known: Collection[int],
+             store: Callable[[int], tuple[str, str] | None]) -> dict[str, bytes]:
+    """The edited ``slide`` of ``package`` and its relationships, each picture that stands where one of the legacy
+    slide's OLE ``shapes`` is anchored (an embedded object of ``known``) wrapped as that object; ``store(ref)``
+    adds the part holding the object's storage: (its name, its ProgID), or None. {} when no picture was."""
+    doc = read_part(package, slide)
+    root: Any = doc.documentElement
+    if (root.getAttribute("xmlns:p"), root.getAttribute("xmlns:a"), root.getAttribute("xmlns:r")) != \
+            (NS_P, NS_A, NS_R):
+        return {}  # written with other prefixes than LibreOffice's: not edited
+    pictures = _pictures(doc)
+    if pictures is None:
+        return {}
+    claimed: dict[Any, list[int]] = {}
+    for shape in shapes:
+        anchor = anchor_rect(shape.anchor)
+        near = [pic for pic, rect in pictures if anchor is not None and _near(rect, anchor)]
+        if len(near) == 1 and shape.object_ref is not None and shape.object_ref in known:
+            claimed.setdefault(near[0], []).append(shape.object_ref)
+    rels_part = relationships_part(slide)
+    if rels_part not in package.names:
+        return {}
+    rels = read_part(package, rels_part)
+    wrapped = 0
+    for pic, refs in claimed.items():
+        if len(refs) != 1:
+            continue  # two shapes in one place: which object is which cannot be told
+        stored = store(refs[0])
+        if stored is None:
+            continue
+        name, prog_id = stored
+        _wrap(doc, pic, relate(rels, "../embeddings/" + name.rsplit("/", 1)[1]), prog_id)
+        wrapped += 1
+    return {slide: serialize(doc), rels_part: serialize(rels)} if wrapped else {}
 
 
 def anchor_rect(anchor: bytes) -> Rect | None:

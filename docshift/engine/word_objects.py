@@ -24,20 +24,20 @@ from xml.dom import minidom
 import olefile
 
 from docshift.engine import cfb, ooxml
+from docshift.engine.embedding import (
+    MAX_OBJECTS,
+    PROG_IDS,
+    content_types,
+    free_name,
+    guarded,
+    prog_id_of,
+    read_part,
+    relate,
+    serialize,
+)
 from docshift.engine.inventory import doc as word
 from docshift.engine.inventory.common import stream
 from docshift.engine.inventory.package import NS_A, NS_O, NS_R, NS_V, NS_W, Package
-from docshift.engine.objects import (
-    MAX_OBJECTS,
-    PROG_IDS,
-    _content_types,
-    _prog_id,
-    _read,
-    _serialize,
-    free_name,
-    guarded,
-    relate,
-)
 
 NS_WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
 NS_PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
@@ -71,7 +71,7 @@ def _mend(result: Path, source: Path) -> int:
         parts = sum(1 for name in package.names if name.startswith("word/embeddings/") or CHART_PART.fullmatch(name))
         if parts >= sum(1 for name in sequence if name):
             return 0  # every object of the text has a part (the common case): the document is not parsed
-        doc = _read(package, MAIN)
+        doc = read_part(package, MAIN)
         root: Any = doc.documentElement
         if any(root.getAttribute(f"xmlns:{prefix}") != uri for prefix, uri in PREFIXES.items()):
             return 0  # written with other prefixes than LibreOffice's: not edited
@@ -79,7 +79,7 @@ def _mend(result: Path, source: Path) -> int:
         if found is None or len(found) != len(sequence) or \
                 any(kept and name is None for (_, kept), name in zip(found, sequence)):
             return 0  # the two lists do not pair up: which picture is which object cannot be told
-        rels = _read(package, MAIN_RELS)
+        rels = read_part(package, MAIN_RELS)
         lower = {name.lower() for name in package.names}
         added: dict[str, bytes] = {}
         for (drawing, kept), name in zip(found, sequence):
@@ -92,12 +92,12 @@ def _mend(result: Path, source: Path) -> int:
                 continue
             part = free_name(lower, "word/embeddings/oleObject{}.bin")
             added[part] = data
-            prog_id = _prog_id(data) or PROG_IDS.get(str(uuid.UUID(bytes_le=storage.clsid)).upper(), "")
+            prog_id = prog_id_of(data) or PROG_IDS.get(str(uuid.UUID(bytes_le=storage.clsid)).upper(), "")
             _wrap(doc, drawing, shown, relate(rels, part.removeprefix("word/")), prog_id, name or "")
         if not added:
             return 0
-        edits = {MAIN: _serialize(doc), MAIN_RELS: _serialize(rels),
-                 "[Content_Types].xml": _content_types(_read(package, "[Content_Types].xml"), added, set())}
+        edits = {MAIN: serialize(doc), MAIN_RELS: serialize(rels),
+                 "[Content_Types].xml": content_types(read_part(package, "[Content_Types].xml"), added, set())}
         ooxml.rewrite(zf, result, edits, added)
     return len(added)
 

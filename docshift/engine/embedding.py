@@ -1,0 +1,125 @@
+"""What the mends of embedded objects share (``objects.py`` and ``slide_pictures.py`` for a presentation,
+``sheet_objects.py`` for a workbook, ``word_objects.py`` for a text): an edited XML part read through the
+DTD-refusing parser and written back, a new part's free name, an OLE object's relationship and content type, and
+the ProgID an object's storage names.
+"""
+
+import logging
+import struct
+import zipfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from xml.dom import minidom
+
+import olefile
+
+from docshift.engine import ooxml
+from docshift.engine.inventory.common import Unreadable
+from docshift.engine.inventory.package import Package
+from docshift.errors import ResultUnreadable
+
+log = logging.getLogger("docshift.engine")
+
+OLE_OBJECT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/oleObject"
+OLE_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.oleObject"
+CT_NS = "http://schemas.openxmlformats.org/package/2006/content-types"
+REL_NS = ooxml.PACKAGE_RELATIONSHIPS
+# an object's storage inflated from a 4 MiB upload: each and all together, past which the rest stay as they are
+MAX_OBJECT = 64 << 20
+MAX_OBJECTS = 256 << 20
+MAX_EDITED_PART = 16 << 20  # slides, their relationships and [Content_Types].xml: kilobytes in real files
+# the ProgIDs of the objects Office documents embed most, by the CLSID of their storage
+PROG_IDS = {f"{clsid}-0000-0000-C000-000000000046": prog_id for clsid, prog_id in (
+    ("00020810", "Excel.Sheet.5"), ("00020811", "Excel.Chart.5"), ("00020820", "Excel.Sheet.8"),
+    ("00020821", "Excel.Chart.8"), ("00020900", "Word.Document.6"), ("00020906", "Word.Document.8"),
+    ("00020803", "MSGraph.Chart.8"), ("0002CE02", "Equation.3"), ("0003000C", "Package"))} | {
+    "64818D10-4F9B-11CF-86EA-00AA00B929E8": "PowerPoint.Show.8", "64818D11-4F9B-11CF-86EA-00AA00B929E8":
+    "PowerPoint.Slide.8"}
+ERRORS = (Unreadable, ResultUnreadable, zipfile.BadZipFile, zlib.error, struct.error, EOFError, OSError, ValueError,
+          KeyError, NotImplementedError)
+
+
+def guarded(mending: Callable[[Path, Path], int], result: Path, source: Path, failure: str) -> int:
+    """``mending(result, source)``, or 0 when a file does not read as it should: a legacy file the record readers
+    do not know (PowerPoint 95, Word 6) quietly, any other such error logged with ``failure`` (source, error)."""
+    try:
+        return mending(result, source)
+    except Unreadable:
+        return 0
+    except ERRORS as error:
+        log.warning(failure, source, error)
+        return 0
+
+
+def free_name(lower: set[str], pattern: str) -> str:
+    """The first part name of ``pattern`` (numbered from 1) that ``lower`` (the package's names, lower-cased) does
+    not hold; taken, into ``lower``."""
+    number = 1
+    while pattern.format(number).lower() in lower:
+        number += 1
+    lower.add(pattern.format(number).lower())
+    return pattern.format(number)
+
+
+def relate(rels: minidom.Document, target: str) -> str:
+    """A new relationship of an OLE object, to the embedded part ``target``, in the relationships part ``rels``;
+    returns its Id."""
+    root: Any = rels.documentElement
+    taken = {rel.getAttribute("Id") for rel in root.getElementsByTagNameNS(REL_NS, "Relationship")}
+    number = len(taken) + 1
+    while f"rId{number}" in taken:
+        number += 1
+    rel = root.appendChild(rels.createElementNS(REL_NS, f"{root.prefix}:Relationship" if root.prefix
+                                                else "Relationship"))
+    rel.setAttribute("Id", f"rId{number}")
+    rel.setAttribute("Type", OLE_OBJECT)
+    rel.setAttribute("Target", target)
+    return f"rId{number}"
+
+
+def prog_id_of(data: bytes) -> str:
+    """The ProgID in the storage's CompObj stream ([MS-OLEDS] 2.3.8), else the one its CLSID is registered
+    under (LibreOffice writes none in either place), or ""."""
+    try:
+        with olefile.OleFileIO(data) as ole:
+            known = PROG_IDS.get(ole.root.clsid.upper(), "")
+            comp = ole.openstream("\x01CompObj").read(4096) if ole.exists("\x01CompObj") else b""
+        pos = 28  # the header, then AnsiUserType, AnsiClipboardFormat and the ProgID
+        (length,) = struct.unpack_from("<I", comp, pos)
+        pos += 4 + length
+        (marker,) = struct.unpack_from("<I", comp, pos)
+        pos += 8 if marker in (0xFFFFFFFF, 0xFFFFFFFE) else 4 + marker
+        (length,) = struct.unpack_from("<I", comp, pos)
+        prog = comp[pos + 4:pos + 4 + length].split(b"\x00")[0].decode("latin-1")
+        return prog if 0 < len(prog) < 40 and prog.isprintable() else known
+    except (OSError, struct.error, ValueError):
+        return known if "known" in locals() else ""
+
+
+def read_part(package: Package, name: str) -> minidom.Document:
+    """Part ``name`` parsed by minidom once the DTD-refusing parser has let it through."""
+    info = package.names.get(name)
+    if info is None:
+        raise Unreadable(f"{name} is missing")
+    return minidom.parseString(ooxml.checked(ooxml.read(package.zip, info, MAX_EDITED_PART), name))
+
+
+def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[str]) -> bytes:
+    """[Content_Types].xml with an OLE object's type for each added part, and none for the dropped ones."""
+    root: Any = doc.documentElement
+    for element in list(root.getElementsByTagNameNS(CT_NS, "Override")):
+        if element.getAttribute("PartName").lstrip("/") in dropped:
+            root.removeChild(element)
+    for name in added:
+        element = root.appendChild(doc.createElementNS(CT_NS, f"{root.prefix}:Override" if root.prefix
+                                                       else "Override"))
+        element.setAttribute("PartName", "/" + name)
+        element.setAttribute("ContentType", OLE_CONTENT_TYPE)
+    return serialize(doc)
+
+
+def serialize(doc: minidom.Document) -> bytes:
+    root: Any = doc.documentElement
+    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + root.toxml()).encode("utf-8")
