@@ -36,7 +36,7 @@ from docshift.engine.embedding import (
     serialize,
 )
 from docshift.engine.inventory import doc as word
-from docshift.engine.inventory.common import stream
+from docshift.engine.inventory.common import Budget, stream
 from docshift.engine.inventory.package import NS_A, NS_O, NS_R, NS_V, NS_W, Package
 
 NS_WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
@@ -113,30 +113,18 @@ def _source_sequence(ole: olefile.OleFileIO) -> list[str | None]:
         return []
     doc.pieces = word._pieces(doc)
     events: list[tuple[int, str | None, bool]] = []  # (cp, the object's storage or None, is the separator)
-    fc, lcb = doc.pair(word.PAIR_PLCF_BTE_CHPX)
-    count = (lcb - 4) // 8 if lcb >= 12 else 0
-    for index in range(count):
-        page_number = struct.unpack_from("<I", doc.table, fc + 4 * (count + 1) + 4 * index)[0] & 0x3FFFFF
-        page = doc.word[page_number * 512:page_number * 512 + 512]
-        runs = page[511] if len(page) == 512 else 0
-        if not runs or 5 * runs + 4 > 511:
+    budget = Budget()
+    for start, end, properties in word.character_runs(doc, budget):
+        location = properties.get(word.SPRM_PIC_LOCATION, b"")
+        if len(location) < 4 or properties.get(word.SPRM_FSPEC, b"\0")[:1] != b"\1":
             continue
-        bounds = struct.unpack_from(f"<{runs + 1}I", page, 0)
-        for run in range(runs):
-            offset = page[4 * (runs + 1) + run] * 2
-            if not offset:
-                continue
-            properties = dict(word._sprms(page[offset + 1:offset + 1 + page[offset]]))
-            location = properties.get(word.SPRM_PIC_LOCATION, b"")
-            if len(location) < 4 or properties.get(word.SPRM_FSPEC, b"\0")[:1] != b"\1":
-                continue
-            separator = properties.get(word.SPRM_FOLE2, b"\0")[:1] == b"\1"
-            if not separator and properties.get(word.SPRM_FDATA, b"\0")[:1] == b"\1":
-                continue  # a form field's data, not a picture
-            name = f"_{struct.unpack_from('<I', location)[0]}" if separator else None
-            for cp in _characters(doc, bounds[run], bounds[run + 1], "\x14" if separator else "\x01"):
-                if cp < doc.ccp[0]:
-                    events.append((cp, name, separator))
+        separator = properties.get(word.SPRM_FOLE2, b"\0")[:1] == b"\1"
+        if not separator and properties.get(word.SPRM_FDATA, b"\0")[:1] == b"\1":
+            continue  # a form field's data, not a picture
+        name = f"_{struct.unpack_from('<I', location)[0]}" if separator else None
+        for _, cp in word.special_characters(doc, start, end, "\x14" if separator else "\x01", budget):
+            if cp < doc.ccp[0]:
+                events.append((cp, name, separator))
     sequence: list[str | None] = []
     pending: str | None = None
     for _, name, separator in sorted(events):
@@ -148,24 +136,6 @@ def _source_sequence(ole: olefile.OleFileIO) -> list[str | None]:
             sequence.append(pending)
             pending = None
     return sequence if pending is None else []
-
-
-def _characters(doc: Any, start: int, end: int, char: str) -> list[int]:
-    """The CPs of the ``char`` characters of the text whose bytes are ``start`` to ``end`` (FCs) of WordDocument."""
-    found = []
-    for cp_start, cp_end, fc, compressed in doc.pieces:
-        width = 1 if compressed else 2
-        low, high = max(start, fc), min(end, fc + (cp_end - cp_start) * width)
-        if low >= high:
-            continue
-        low += (low - fc) % width
-        pattern = char.encode("latin-1") if compressed else char.encode("utf_16_le")
-        position = doc.word.find(pattern, low, high)
-        while position >= 0:
-            if (position - fc) % width == 0:
-                found.append(cp_start + (position - fc) // width)
-            position = doc.word.find(pattern, position + 1, high)
-    return found
 
 
 def _result_sequence(doc: minidom.Document) -> list[tuple[Any, bool]] | None:

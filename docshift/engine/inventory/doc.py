@@ -259,36 +259,20 @@ def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:
     """Distinct pictures: inline ones (CHPX runs with a picture location on a live 0x01) and the floating
     shapes of the OfficeArt drawing (DggInfo)."""
     found: set[Any] = set()
-    fc, lcb = doc.pair(PAIR_PLCF_BTE_CHPX)
-    count = (lcb - 4) // 8 if lcb >= 12 else 0
     word = doc.word
     pictures, ole_runs = [], []
-    for index in range(count):
-        page_number = struct.unpack_from("<I", doc.table, fc + 4 * (count + 1) + 4 * index)[0] & 0x3FFFFF
-        page = word[page_number * 512:page_number * 512 + 512]
-        if len(page) < 512:
+    for start, end, properties in character_runs(doc, budget):
+        if properties.get(SPRM_FOLE2, b"\0")[:1] == b"\1":
+            ole_runs.append((start, end))
             continue
-        runs = page[511]
-        if 5 * runs + 4 > 511:
+        location = properties.get(SPRM_PIC_LOCATION)
+        if location is None or len(location) < 4 or properties.get(SPRM_FSPEC, b"\0")[:1] != b"\1" \
+                or properties.get(SPRM_FDATA, b"\0")[:1] == b"\1":
             continue
-        budget.spend(runs + 1)
-        bounds = struct.unpack_from(f"<{runs + 1}I", page, 0)
-        for run in range(runs):
-            offset = page[4 * (runs + 1) + run] * 2
-            if not offset:
-                continue
-            properties = dict(_sprms(page[offset + 1:offset + 1 + page[offset]]))
-            if properties.get(SPRM_FOLE2, b"\0")[:1] == b"\1":
-                ole_runs.append((bounds[run], bounds[run + 1]))
-                continue
-            location = properties.get(SPRM_PIC_LOCATION)
-            if location is None or len(location) < 4 or properties.get(SPRM_FSPEC, b"\0")[:1] != b"\1" \
-                    or properties.get(SPRM_FDATA, b"\0")[:1] == b"\1":
-                continue
-            pictures.append((bounds[run], bounds[run + 1], struct.unpack_from("<I", location)[0]))
+        pictures.append((start, end, struct.unpack_from("<I", location)[0]))
     locations = set()
     for start, end, location in pictures:
-        for position in _picture_characters(doc, start, end, budget):
+        for position, _ in special_characters(doc, start, end, "\x01", budget):
             # the picture right after the separator of an EMBED field (an fOle2 run) is the object's preview
             if not any(low < position <= high for low, high in ole_runs):
                 locations.add(location)
@@ -313,8 +297,29 @@ def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:
     return len(found)
 
 
-def _picture_characters(doc: _Word, start: int, end: int, budget: Budget) -> Iterator[int]:
-    """The byte offsets of the 0x01 characters of the text pieces between ``start`` and ``end`` (FCs)."""
+def character_runs(doc: _Word, budget: Budget) -> Iterator[tuple[int, int, dict[int, bytes]]]:
+    """(first FC, FC past the end, {sprm: operand}) of each run of the text whose character properties (CHPX in
+    the FKP pages of PlcfBteChpx) are not the default."""
+    fc, lcb = doc.pair(PAIR_PLCF_BTE_CHPX)
+    count = (lcb - 4) // 8 if lcb >= 12 else 0
+    for index in range(count):
+        page_number = struct.unpack_from("<I", doc.table, fc + 4 * (count + 1) + 4 * index)[0] & 0x3FFFFF
+        page = doc.word[page_number * 512:page_number * 512 + 512]
+        if len(page) < 512:
+            continue
+        runs = page[511]
+        if 5 * runs + 4 > 511:
+            continue
+        budget.spend(runs + 1)
+        bounds = struct.unpack_from(f"<{runs + 1}I", page, 0)
+        for run in range(runs):
+            offset = page[4 * (runs + 1) + run] * 2
+            if offset:
+                yield bounds[run], bounds[run + 1], dict(_sprms(page[offset + 1:offset + 1 + page[offset]]))
+
+
+def special_characters(doc: _Word, start: int, end: int, char: str, budget: Budget) -> Iterator[tuple[int, int]]:
+    """(byte offset in WordDocument, CP) of each ``char`` of the text pieces between ``start`` and ``end`` (FCs)."""
     for _, (cp_start, cp_end, fc, compressed) in zip(range(100_000), doc.pieces):
         width = 1 if compressed else 2
         low, high = max(start, fc), min(end, fc + (cp_end - cp_start) * width)
@@ -322,11 +327,11 @@ def _picture_characters(doc: _Word, start: int, end: int, budget: Budget) -> Ite
             continue
         low += (low - fc) % width
         budget.spend((high - low) // 4096)
-        pattern = b"\x01" if compressed else b"\x01\x00"
+        pattern = char.encode("latin-1") if compressed else char.encode("utf_16_le")
         position = doc.word.find(pattern, low, high)
         while position >= 0:
             if (position - fc) % width == 0:
-                yield position
+                yield position, cp_start + (position - fc) // width
             position = doc.word.find(pattern, position + 1, high)
 
 
