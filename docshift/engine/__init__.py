@@ -72,13 +72,15 @@ class Engine:
         result, :class:`Converted`. A protected source opens with ``password`` (``protection.py``), and its result
         is protected by the same password unless ``protect`` is false; the checks and the fidelity report read it
         before. Raises ConversionFailed with the task's error code, or a ServiceFault (EngineBroken)."""
-        opened, file_limit = None, self.office.limits.scratch_mb << 20
-        if password:
-            opened = protection.open_source(source, kind, password, Path(workdir), file_limit)
-        protected_by = password if opened is not None else None  # not a default password the customer never gave
-        if opened is None:
-            precheck.check(source)
-            opened = protection.open_default(source, kind, Path(workdir), file_limit)
+        file_limit = self.office.limits.scratch_mb << 20
+        if kind == "xls" and precheck.workbook_default_password(source):
+            # Excel opens it without asking: a password sent with it is not its own, and the result is not protected
+            opened, protected_by = protection.open_default(source, kind, Path(workdir), file_limit), None
+        else:
+            opened = protection.open_source(source, kind, password, Path(workdir), file_limit) if password else None
+            protected_by = password if opened is not None else None
+            if opened is None:
+                precheck.check(source)
         converted = _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros, opened)
         if protected_by and protect:
             protection.protect(converted.path, protected_by)  # the whole of it, as the customer sent it

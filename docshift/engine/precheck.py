@@ -56,10 +56,21 @@ def encrypted(path: str | Path) -> bool:
         return False
 
 
-def workbook_protected(path: str | Path) -> bool:
-    """An .xls whose workbook globals hold a FILEPASS record: encrypted or obfuscated, by whatever password."""
+def workbook_default_password(path: str | Path) -> bool:
+    """An .xls whose workbook globals hold a FILEPASS record that Excel's default password opens (msoffcrypto-tool
+    checks it against the record's verifier: a hash or two for RC4 and CryptoAPI, none for XOR)."""
     streams = _streams(path)
-    return streams is not None and _workbook_filepass(path, streams)
+    if streams is None or not _workbook_filepass(path, streams):
+        return False
+    try:
+        with open(path, "rb") as f:
+            workbook = OfficeFile(f)
+            if workbook.format != "xls97":
+                return False
+            workbook.load_key(password=DEFAULT_PASSWORD)
+        return True
+    except Exception:  # another password, or an encryption msoffcrypto-tool does not read
+        return False
 
 
 def _streams(path: str | Path) -> dict[str, list[str]] | None:

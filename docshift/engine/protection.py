@@ -33,7 +33,6 @@ from pathlib import Path
 from msoffcrypto.method.ecma376_agile import ECMA376Agile
 
 from docshift.contract import TaskErrorCode
-from docshift.engine import precheck
 from docshift.engine.precheck import DEFAULT_PASSWORD, MAX_SPIN_COUNT
 from docshift.errors import ConversionFailed
 
@@ -96,16 +95,14 @@ def open_source(source: Path, kind: str, password: str, workdir: Path, file_limi
 
 
 def open_default(source: Path, kind: str, workdir: Path, file_limit: int) -> Opened | None:
-    """A workbook encrypted with Excel's default password, "VelvetSweatshop" (Excel writes it so when a workbook's
-    structure is protected; Excel and LibreOffice open it without asking), opened with that password, so that the
-    checks that read the legacy file read what it holds: read encrypted, its sheets, cells and parts were all
-    unknown to the fidelity report. None for any other file, which LibreOffice then loads as it is. The result is
-    not protected: the customer gave no password."""
-    if kind != "xls" or not precheck.workbook_protected(source):
-        return None
+    """A workbook encrypted with Excel's default password, "VelvetSweatshop" (``precheck.workbook_default_password``:
+    Excel writes it so when a workbook's structure is protected; Excel and LibreOffice open it without asking),
+    opened with that password, so that the checks that read the legacy file read what it holds: read encrypted,
+    its sheets, cells and parts were all unknown to the fidelity report. None when the decryptor does not open it
+    after all: LibreOffice then loads it as it is. The result is not protected: the customer gave no password."""
     try:
         return open_source(source, kind, DEFAULT_PASSWORD, workdir, file_limit)
-    except ConversionFailed:  # another password, or one nothing here opens: LibreOffice tells, as without this
+    except ConversionFailed:
         return None
 
 

@@ -26,7 +26,7 @@ from msoffcrypto.method.rc4_cryptoapi import _makekey
 from msoffcrypto.method.xor_obfuscation import DocumentXOR
 
 from docshift import passwords
-from docshift.engine import Engine, cfb, decrypt
+from docshift.engine import Engine, cfb, decrypt, protection
 from docshift.storage import tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_settings, get_store
@@ -325,11 +325,28 @@ def test_a_wrong_password_fails_unbilled(app, client, office, variants, encrypte
     assert row.sealed_password is None
 
 
+@pytest.fixture
+def decryptor_runs(monkeypatch):
+    """[each request the worker sends the decryptor], recorded on its way to the real one."""
+    runs = []
+    real = protection._decrypt
+
+    def recorded(request, file_limit):
+        runs.append(request)
+        return real(request, file_limit)
+    monkeypatch.setattr(protection, "_decrypt", recorded)
+    return runs
+
+
 @pytest.mark.parametrize("kind", sorted(PROTECTED))
-def test_no_password_is_encrypted_document(app, client, account, office, variants, encrypted_ppt, kind):
+def test_no_password_is_encrypted_document(app, client, account, office, variants, encrypted_ppt, kind,
+                                           decryptor_runs):
+    """Without a password no decryptor starts: a workbook is tried with Excel's default password in the worker
+    itself (its verifier is a hash or two), and its own password is not that one."""
     path, _password = protected_file(variants, encrypted_ppt, kind)
     view, _waiting, _row = convert(app, client, account, office, path)
     assert (view["status"], view["error"]["code"]) == ("FAILED", "encrypted_document")
+    assert decryptor_runs == []
 
 
 def test_a_password_for_a_file_that_is_not_protected_is_ignored(app, client, account, office, legacy):
@@ -339,12 +356,14 @@ def test_a_password_for_a_file_that_is_not_protected_is_ignored(app, client, acc
 
 
 @pytest.mark.parametrize("password", [None, "x"])
-def test_the_default_password_stays_a_file_that_is_not_protected(app, client, account, office, variants, password):
+def test_the_default_password_stays_a_file_that_is_not_protected(app, client, account, office, variants, password,
+                                                                  decryptor_runs):
     """Excel opens a "VelvetSweatshop" workbook without asking: a password sent with it is not its own, and the
     result is not protected. Its report counts what the workbook holds, read decrypted (read as it is, every
     count of the source was unknown, and nothing could be found missing)."""
     view, _waiting, _row = convert(app, client, account, office, variants / "velvet_sweatshop.xls", password=password)
     assert view["status"] == "SUCCEEDED", view
+    assert len(decryptor_runs) == 1  # the decrypted copy the checks read
     result = openpyxl.load_workbook(io.BytesIO(download(view)))
     counts = view["fidelity"]["counts"]
     assert counts["sheets"] == {"source": len(result.sheetnames), "result": len(result.sheetnames)}
