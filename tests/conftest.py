@@ -535,6 +535,40 @@ def flat_odf(kind, body):
             f'</office:{kind}></office:body></office:document>')
 
 
+def sound_deck(outdir, name, frequency):
+    """(a .ppt saved by LibreOffice whose one slide's transition plays the sound ``name``, that sound's bytes): a
+    half-second WAV tone of ``frequency`` Hz made here, which the .ppt holds in its SoundCollection."""
+    import math
+    import struct
+    import wave
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    with wave.open(str(outdir / name), "wb") as tone:
+        tone.setnchannels(1)
+        tone.setsampwidth(2)
+        tone.setframerate(8000)
+        tone.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * frequency * n / 8000)))
+                                  for n in range(4000)))
+    (outdir / "deck.fodp").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?><office:document '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+        'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+        'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
+        'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+        'xmlns:xlink="http://www.w3.org/1999/xlink" office:version="1.2" '
+        'office:mimetype="application/vnd.oasis.opendocument.presentation">'
+        '<office:automatic-styles><style:style style:family="drawing-page" style:name="dp1">'
+        '<style:drawing-page-properties presentation:transition-type="automatic" presentation:duration="PT2S">'
+        f'<presentation:sound xlink:href="{(outdir / name).as_uri()}" xlink:type="simple" xlink:show="new" '
+        'xlink:actuate="onRequest"/></style:drawing-page-properties></style:style></office:automatic-styles>'
+        '<office:body><office:presentation><draw:page draw:name="s1" draw:style-name="dp1"><draw:frame svg:x="2cm" '
+        f'svg:y="2cm" svg:width="10cm" svg:height="2cm"><draw:text-box><text:p>{name} plays</text:p></draw:text-box>'
+        '</draw:frame></draw:page></office:presentation></office:body></office:document>')
+    return _soffice_save(outdir / "deck.fodp", "ppt:MS PowerPoint 97", outdir), (outdir / name).read_bytes()
+
+
 # the profile every soffice that makes a test file uses, one after the other: made by the first, it spares each
 # later start the 1.2 s of making one
 SOFFICE_PROFILE = (SESSION_DATA / "soffice-profile").as_uri()

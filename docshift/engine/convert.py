@@ -27,6 +27,7 @@ from docshift.engine import (
     ooxml,
     precheck,
     sheet_objects,
+    slide_sounds,
     stored,
     unexplained,
     vba,
@@ -123,10 +124,11 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     holds = reading.result()
     check_export(result, kind, project)
     # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
-    # object whose server it does not know (a packaged file) on a slide or in a text as its picture only
+    # object whose server it does not know (a packaged file) on a slide or in a text as its picture only; a
+    # presentation's sounds come from the legacy file (slide_sounds.py: LibreOffice's gallery is shut)
     expected = holds.counts.get("embedded_objects")
     mended = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
-        word_objects.mend(result, source, kind, expected)
+        word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind)
     if mended:
         check_package(result, kind)
     check_explained(result, source, kind)

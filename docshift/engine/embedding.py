@@ -63,9 +63,9 @@ def free_name(lower: set[str], pattern: str) -> str:
     return pattern.format(number)
 
 
-def relate(rels: minidom.Document, target: str) -> str:
-    """A new relationship of an OLE object, to the embedded part ``target``, in the relationships part ``rels``;
-    returns its Id."""
+def relate(rels: minidom.Document, target: str, rel_type: str = OLE_OBJECT) -> str:
+    """A new relationship of ``rel_type`` (an OLE object's), to the part ``target``, in the relationships part
+    ``rels``; returns its Id."""
     root: Any = rels.documentElement
     taken = {rel.getAttribute("Id") for rel in root.getElementsByTagNameNS(REL_NS, "Relationship")}
     number = len(taken) + 1
@@ -74,7 +74,7 @@ def relate(rels: minidom.Document, target: str) -> str:
     rel = root.appendChild(rels.createElementNS(REL_NS, f"{root.prefix}:Relationship" if root.prefix
                                                 else "Relationship"))
     rel.setAttribute("Id", f"rId{number}")
-    rel.setAttribute("Type", OLE_OBJECT)
+    rel.setAttribute("Type", rel_type)
     rel.setAttribute("Target", target)
     return f"rId{number}"
 
@@ -106,8 +106,10 @@ def read_part(package: Package, name: str) -> minidom.Document:
     return minidom.parseString(ooxml.checked(ooxml.read(package.zip, info, MAX_EDITED_PART), name))
 
 
-def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[str]) -> bytes:
-    """[Content_Types].xml with an OLE object's type for each added part, and none for the dropped ones."""
+def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[str],
+                  content_type: Callable[[str], str] = lambda name: OLE_CONTENT_TYPE) -> bytes:
+    """[Content_Types].xml with a type for each added part (an OLE object's, unless ``content_type(name)`` says
+    another), and none for the dropped ones."""
     root: Any = doc.documentElement
     for element in list(root.getElementsByTagNameNS(CT_NS, "Override")):
         if element.getAttribute("PartName").lstrip("/") in dropped:
@@ -116,7 +118,7 @@ def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[s
         element = root.appendChild(doc.createElementNS(CT_NS, f"{root.prefix}:Override" if root.prefix
                                                        else "Override"))
         element.setAttribute("PartName", "/" + name)
-        element.setAttribute("ContentType", OLE_CONTENT_TYPE)
+        element.setAttribute("ContentType", content_type(name))
     return serialize(doc)
 
 

@@ -54,9 +54,6 @@ from docshift.engine.inventory.ppt import (
     RT_EXEMBED,
     RT_EXOBJ_LIST,
     RT_EXOLEOBJ_ATOM,
-    RT_SLIDE,
-    RT_SLIDE_LIST,
-    RT_SLIDE_PERSIST,
     _Presentation,
 )
 
@@ -201,19 +198,13 @@ def _source_objects(source: Path) -> tuple[_Presentation, dict[int, Source], lis
     budget = Budget()
     show = _Presentation(doc, current, budget)
     objects: dict[int, Source] = {}
-    slide_refs: list[int] = []
-    for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
+    for rec_type, _, _, body, stop in officeart.children(doc, *show.document, budget):
         if rec_type == RT_EXOBJ_LIST:
             for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
                 if child == RT_EXEMBED:
                     _embed(doc, child_body, child_stop, budget, objects)
-        elif rec_type == RT_SLIDE_LIST and instance == 0:
-            for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
-                if child == RT_SLIDE_PERSIST and child_stop - child_body >= 4:
-                    slide_refs.append(struct.unpack_from("<I", doc, child_body)[0])
     slides = []
-    for ref in slide_refs:
-        located = show.container(ref, RT_SLIDE)
+    for located in show.slide_containers():
         shapes = show.shapes(located) if located else []
         slides.append([shape for shape in shapes
                        if shape.object_ref is not None and not shape.flags & officeart.FSP_DELETED])

@@ -18,6 +18,10 @@ log = logging.getLogger("docshift.office")
 # content stays out without it: links are never updated (UpdateDocMode on load, the Link settings
 # below), and what LibreOffice would still fetch to show a linked picture cannot be reached from the
 # sandbox, which has no network and sees no host file but its job (tests/engine/test_sandbox.py).
+# The gallery's write path lies under a file, where nothing can be written (not even by root, outside the sandbox):
+# importing a .ppt, LibreOffice writes each of its sounds into the user gallery and registers it there, and takes a
+# later file's sound of the same name from there instead of that file's own. Every child of a parent shares its
+# profile, so an account's sound was in the next account's result (tests/engine/test_tenants.py).
 PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
            xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
@@ -28,6 +32,7 @@ PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
 <item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
 <item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>1</value></prop></item>
+<item oor:path="/org.openoffice.Office.Paths/Paths/Gallery"><prop oor:name="WritePath" oor:op="fuse"><value>$(userurl)/registrymodifications.xcu/gallery</value></prop></item>
 </oor:items>
 """
 

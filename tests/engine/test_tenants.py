@@ -14,9 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import at_work, dies, office_pids, sandbox_pid
+from conftest import at_work, dies, office_pids, sandbox_pid, sound_deck
 
-from docshift.engine import sandbox
+from docshift.engine import convert, sandbox
 from docshift.errors import OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS
 
@@ -105,6 +105,34 @@ def test_the_next_file_finds_nothing_of_the_one_before_in_the_sandbox(fresh_offi
         watcher.join(10)
     assert next_file.name in seen, "the watcher did not see the next file's own copy: it looked in the wrong place"
     assert not [name for name in seen if "acct_a" in name], sorted(seen)
+
+
+def sandbox_files(parent):
+    """{path: bytes} of every file under the sandbox's ``/profile``."""
+    found = {}
+    for directory, _, files in os.walk(f"/proc/{parent}/root{sandbox.PROFILE}"):
+        for name in files:
+            try:
+                found[os.path.join(directory, name)] = Path(directory, name).read_bytes()
+            except OSError:  # a child's temp file, gone meanwhile
+                pass
+    return found
+
+
+def test_an_accounts_sound_never_plays_in_another_accounts_result(fresh_office, tmp_path):
+    """LibreOffice's import writes a presentation's sounds into its user gallery, and takes a later file's sound of
+    the same name from there instead of that file's own. In the profile every child shares, account A's sound was
+    in account B's result. The gallery now lies where nothing can be written: nothing of A's sound stays in the
+    sandbox, and each result plays its own file's sound (put back from the legacy file, ``slide_sounds.py``)."""
+    (a, a_sound), (b, b_sound) = (sound_deck(tmp_path / account, "chime.wav", frequency)
+                                  for account, frequency in (("acct_a", 440), ("acct_b", 880)))
+    parent = below(fresh_office)[0]
+    first = convert.convert(fresh_office, a, "ppt", tmp_path / "a", 60)
+    assert [path for path, data in sandbox_files(parent).items() if a_sound[44:] in data] == []
+    second = convert.convert(fresh_office, b, "ppt", tmp_path / "b", 60)
+    for converted, own in ((first, a_sound), (second, b_sound)):
+        with zipfile.ZipFile(converted.path) as package:
+            assert [package.read(name) for name in package.namelist() if name.endswith(".wav")] == [own]
 
 
 def parts(path):

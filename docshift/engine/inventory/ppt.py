@@ -138,6 +138,17 @@ class _Presentation:
         _, _, rec_type, body, stop = officeart.header(self.doc, offset)
         return (body, min(stop, len(self.doc))) if rec_type in expected else None
 
+    def slide_containers(self) -> list[tuple[int, int] | None]:
+        """(body start, body end) of each SlideContainer of the slide list, in its order; None where one is
+        missing."""
+        refs: list[int] = []
+        for rec_type, instance, _, body, stop in officeart.children(self.doc, *self.document, self.budget):
+            if rec_type == RT_SLIDE_LIST and instance == 0:
+                for child, _, _, child_body, child_stop in officeart.children(self.doc, body, stop, self.budget):
+                    if child == RT_SLIDE_PERSIST and child_stop - child_body >= 4:
+                        refs.append(struct.unpack_from("<I", self.doc, child_body)[0])
+        return [self.container(ref, RT_SLIDE) for ref in refs]
+
     def shapes(self, located: tuple[int, int]) -> list[officeart.Shape]:
         """The shapes of the PPDrawing of a slide, master or notes container."""
         shapes = []

@@ -1,0 +1,207 @@
+"""Sounds of a .ppt, kept in its .pptx as PowerPoint keeps them: inside the package.
+
+The .ppt holds each sound once, in the document's SoundCollection: a SoundContainer with its file name, its id
+and its data ([MS-PPT] 2.4.16). A slide's transition names one by that id (its SSSlideInfoAtom, with fSound), and
+so do a sound shape and a click action. LibreOffice's import writes each sound into its user gallery, registers it
+there, and takes a later file's sound of the same name from the gallery instead of that file's own: every child of
+a parent shares one profile, so an account's sound reached the next account's result. The gallery now lies where
+nothing can be written (``profile.PROFILE_SETTINGS``), and LibreOffice's export then keeps no sound of its own: a
+transition's goes, and a sound shape links outside the package to the bare file name (before, to the sound's path
+in the sandbox's gallery, which no customer has).
+
+``mend`` puts each sound back from the legacy file as PowerPoint writes it: one media part per sound; a link to the
+sound's name outside the package points at that part instead, ``p14:media`` embedding it; and a slide whose
+transition plays a sound gets its ``p:sndAc`` again.
+"""
+
+import posixpath
+import struct
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+from xml.dom import minidom
+
+import olefile
+
+from docshift.engine import ooxml
+from docshift.engine.embedding import (
+    MAX_OBJECTS,
+    REL_NS,
+    content_types,
+    free_name,
+    guarded,
+    read_part,
+    relate,
+    serialize,
+)
+from docshift.engine.inventory import officeart
+from docshift.engine.inventory.common import Budget, Unreadable, stream
+from docshift.engine.inventory.package import NS_P, NS_R, Package, relationships_part
+from docshift.engine.inventory.ppt import RT_CSTRING, _Presentation
+from docshift.engine.objects import _result_objects
+
+RT_SOUND_COLLECTION, RT_SOUND, RT_SOUND_DATA, RT_SLIDE_INFO = 0x07E4, 0x07E6, 0x07E7, 0x03F9
+SOUND, LOOP = 0x0010, 0x0040  # SSSlideInfoAtom's fSound and fLoopSound
+AUDIO = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio"
+NS_P14 = "http://schemas.microsoft.com/office/powerpoint/2010/main"
+CONTENT_TYPES = {"wav": "audio/wav", "mid": "audio/midi", "midi": "audio/midi", "mp3": "audio/mpeg",
+                 "wma": "audio/x-ms-wma", "aif": "audio/x-aiff", "aiff": "audio/x-aiff", "au": "audio/basic"}
+# where p:sndAc goes in a p:transition: after the effect, before the extension list
+AFTER_SOUND = {"extLst"}
+
+
+@dataclass
+class Sound:
+    """One sound of the SoundCollection: its file name and its data."""
+    name: str
+    data: bytes
+
+    @property
+    def extension(self) -> str:
+        suffix = posixpath.splitext(self.name)[1][1:].lower()
+        return suffix if suffix.isalnum() and len(suffix) <= 5 else "wav"
+
+
+def mend(result: Path, source: Path, kind: str) -> int:
+    """Put the sounds of the .ppt ``source`` back into ``result``, LibreOffice's export of it. Returns how many
+    places (links, transitions) now play the file's own sound from the package (0: the file is untouched).
+    Never raises for what the files hold: a part that does not read leaves the file as it was."""
+    if kind != "ppt":
+        return 0
+    return guarded(_mend, result, source, "the sounds of %s stay as LibreOffice wrote them: %r")
+
+
+def _mend(result: Path, source: Path) -> int:
+    sounds, transitions = _source_sounds(source)
+    if not sounds:
+        return 0
+    by_name = {sound.name.lower(): sound for sound in sounds.values()}
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        slides = [slide for slide, _ in _result_objects(package)[0]]
+        if len(slides) != len(transitions):
+            return 0  # the slides do not pair up (the content check refuses such a result)
+        lower = {name.lower() for name in package.names}
+        parts: dict[str, str] = {}  # a sound's name (lower case): the media part that holds it
+        added: dict[str, bytes] = {}
+        edits: dict[str, bytes] = {}
+        mended = 0
+
+        def part(sound: Sound) -> str:
+            if sound.name.lower() not in parts:
+                name = free_name(lower, "ppt/media/media{}." + sound.extension)
+                added[name] = sound.data
+                parts[sound.name.lower()] = name
+            return parts[sound.name.lower()]
+
+        for slide, (sound_id, loop) in zip(slides, transitions):
+            rels_part = relationships_part(slide)
+            if rels_part not in package.names:
+                continue
+            rels, doc = read_part(package, rels_part), read_part(package, slide)
+            changed = 0
+            for rel in rels.getElementsByTagNameNS(REL_NS, "Relationship"):
+                target = rel.getAttribute("Target")
+                sound = by_name.get(posixpath.basename(unquote(target)).lower())
+                if sound is None:
+                    continue
+                if rel.getAttribute("TargetMode") == "External":
+                    rel.removeAttribute("TargetMode")
+                    rel.setAttribute("Target", "../media/" + posixpath.basename(part(sound)))
+                    _embedded(doc, rel.getAttribute("Id"))
+                    changed += 1
+            if sound_id in sounds and not doc.getElementsByTagNameNS(NS_P, "sndAc"):
+                sound = sounds[sound_id]
+                rid = relate(rels, "../media/" + posixpath.basename(part(sound)), AUDIO)
+                _transition_sound(doc, rid, sound.name, loop)
+                changed += 1
+            if changed:
+                edits[slide], edits[rels_part] = serialize(doc), serialize(rels)
+                mended += changed
+        if not mended:
+            return 0
+        if added:
+            edits["[Content_Types].xml"] = content_types(
+                read_part(package, "[Content_Types].xml"), added, set(),
+                lambda name: CONTENT_TYPES.get(name.rsplit(".", 1)[-1], "application/octet-stream"))
+        ooxml.rewrite(zf, result, edits, added)
+    return mended
+
+
+def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | None, bool]]]:
+    """({sound id: sound} of the SoundCollection, [(the id of the sound its transition plays or None, whether it
+    loops)] per slide, in slide order); ({}, []) when the file holds no sound."""
+    with olefile.OleFileIO(str(source)) as ole:
+        doc, current = stream(ole, "PowerPoint Document"), stream(ole, "Current User")
+    if doc is None or current is None:
+        raise Unreadable("no PowerPoint Document")
+    budget = Budget()
+    show = _Presentation(doc, current, budget)
+    sounds: dict[int, Sound] = {}
+    room = MAX_OBJECTS
+    for rec_type, _, _, body, stop in officeart.children(doc, *show.document, budget):
+        if rec_type == RT_SOUND_COLLECTION:
+            for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
+                if child == RT_SOUND:
+                    sound_id, sound = _sound(doc, child_body, child_stop, budget)
+                    if sound_id is not None and sound is not None and len(sound.data) <= room:
+                        sounds[sound_id] = sound
+                        room -= len(sound.data)
+    if not sounds:
+        return {}, []
+    transitions: list[tuple[int | None, bool]] = []
+    for located in show.slide_containers():
+        played: tuple[int | None, bool] = (None, False)
+        for rec_type, _, _, body, stop in officeart.children(doc, *located, budget) if located else ():
+            if rec_type == RT_SLIDE_INFO and stop - body >= 12:
+                sound_ref = struct.unpack_from("<I", doc, body + 4)[0]
+                flags = struct.unpack_from("<H", doc, body + 10)[0]
+                played = (sound_ref if flags & SOUND else None, bool(flags & LOOP))
+        transitions.append(played)
+    return sounds, transitions
+
+
+def _sound(doc: bytes, start: int, end: int, budget: Budget) -> tuple[int | None, Sound | None]:
+    """(its id, the sound) of the SoundContainer at ``doc[start:end]``; Nones for a part that is missing."""
+    strings: dict[int, str] = {}
+    data = None
+    for rec_type, instance, _, body, stop in officeart.children(doc, start, end, budget):
+        if rec_type == RT_CSTRING:
+            strings[instance] = bytes(doc[body:stop]).decode("utf_16_le", "replace").strip("\x00")
+        elif rec_type == RT_SOUND_DATA:
+            data = bytes(doc[body:stop])
+    name = posixpath.basename(strings.get(0, "").replace("\\", "/"))
+    if not strings.get(2, "").isdigit() or not name or data is None:
+        return None, None
+    return int(strings[2]), Sound(name, data)
+
+
+def _embedded(doc: minidom.Document, rid: str) -> None:
+    """The p14:media linking relationship ``rid`` embeds it instead, as PowerPoint writes a sound in the package."""
+    for media in doc.getElementsByTagNameNS(NS_P14, "media"):
+        if media.getAttributeNS(NS_R, "link") == rid:
+            media.removeAttributeNS(NS_R, "link")
+            media.setAttributeNS(NS_R, "r:embed", rid)
+
+
+def _transition_sound(doc: minidom.Document, rid: str, name: str, loop: bool) -> None:
+    """Each p:transition of the slide plays sound ``rid`` at its start (a new p:transition if it has none)."""
+    transitions = list(doc.getElementsByTagNameNS(NS_P, "transition"))
+    if not transitions:
+        root: Any = doc.documentElement
+        transition = doc.createElementNS(NS_P, "p:transition")
+        later = [child for child in root.childNodes if child.localName in ("timing", "extLst")]
+        root.insertBefore(transition, later[0] if later else None)
+        transitions = [transition]
+    for transition in transitions:
+        action = doc.createElementNS(NS_P, "p:sndAc")
+        start = action.appendChild(doc.createElementNS(NS_P, "p:stSnd"))
+        if loop:
+            start.setAttribute("loop", "1")
+        played = start.appendChild(doc.createElementNS(NS_P, "p:snd"))
+        played.setAttributeNS(NS_R, "r:embed", rid)
+        played.setAttribute("name", name)
+        later = [child for child in transition.childNodes if child.localName in AFTER_SOUND]
+        transition.insertBefore(action, later[0] if later else None)

@@ -1,0 +1,78 @@
+"""A presentation's sounds stay in its .pptx (``docshift/engine/slide_sounds.py``): LibreOffice's gallery, where its
+import put them, is shut (tests/engine/test_tenants.py), and the sounds come back from the legacy file's
+SoundCollection, as PowerPoint keeps them: inside the package."""
+
+import re
+import zipfile
+
+import pptx
+import pytest
+from conftest import ROOT, sound_deck
+from conftest import _soffice_save as soffice
+
+from docshift.engine import convert
+from docshift.engine.slide_sounds import _source_sounds
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+AUDIO = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio"
+MEDIA = "http://schemas.microsoft.com/office/2007/relationships/media"
+
+
+# a name no other deck of the suite gives a sound: the plain soffice below, in the profile the suite's soffice runs
+# share, would play another deck's sound of the same name from that profile's gallery
+NAME = "test-sounds-chime.wav"
+
+
+@pytest.fixture(scope="module")
+def deck(tmp_path_factory):
+    return sound_deck(tmp_path_factory.mktemp("sound-deck"), NAME, 523)
+
+
+def relationships(package, part):
+    """[(Id, Type, Target, TargetMode)] of ``part``'s relationships."""
+    rels = package.read(re.sub(r"([^/]+)$", r"_rels/\1.rels", part)).decode()
+    return [(rel.group(1), rel.group(2), rel.group(3), rel.group(4))
+            for rel in re.finditer(r'<Relationship Id="([^"]+)" Type="([^"]+)" Target="([^"]+)"'
+                                   r'(?: TargetMode="([^"]+)")?', rels)]
+
+
+def test_a_transition_sound_plays_from_the_package_as_the_file_made_it(deck, office, tmp_path):
+    """The slide's transition plays the sound the .ppt holds, byte for byte, from a media part of the package, as a
+    plain soffice's .pptx does (it read the sound back from its own gallery); python-pptx and LibreOffice open it."""
+    path, sound = deck
+    converted = convert.convert(office, path, "ppt", tmp_path / "ours", 60)
+    with zipfile.ZipFile(converted.path) as package:
+        slide = package.read("ppt/slides/slide1.xml").decode()
+        played = re.search(f'<p:sndAc><p:stSnd><p:snd r:embed="([^"]+)" name="{NAME}"/></p:stSnd></p:sndAc>', slide)
+        assert played, slide
+        (target,) = [target for rid, kind, target, mode in relationships(package, "ppt/slides/slide1.xml")
+                     if rid == played.group(1) and kind == AUDIO and mode is None]
+        assert package.read("ppt/" + target.removeprefix("../")) == sound
+        assert 'ContentType="audio/wav"' in package.read("[Content_Types].xml").decode()
+    plain = soffice(path, "pptx", tmp_path / "plain")
+    with zipfile.ZipFile(plain) as package:
+        assert [package.read(name) for name in package.namelist() if name.endswith(".wav")] == [sound]
+    assert converted.fidelity["complete"], converted.fidelity
+    assert len(pptx.Presentation(str(converted.path)).slides) == 1
+    again = soffice(converted.path, "odp", tmp_path / "again")
+    with zipfile.ZipFile(again) as odp:
+        assert odp.read("content.xml").count(b"<draw:page ") == 1
+
+
+def test_a_sound_shape_links_into_the_package_not_to_a_path_of_the_sandbox(office, tmp_path):
+    """``sound.ppt`` of the corpus has a sound on its slide. LibreOffice linked it outside the package, to its file
+    in the sandbox's gallery (``file:///profile/user/gallery/ringin.wav``), which no customer has; both its links
+    now name a media part that holds the legacy file's sound, and ``p14:media`` embeds it."""
+    source = CORPUS / "ppt" / "sound.ppt"
+    (sound,) = _source_sounds(source)[0].values()
+    converted = convert.convert(office, source, "ppt", tmp_path, 60)
+    with zipfile.ZipFile(converted.path) as package:
+        rels = relationships(package, "ppt/slides/slide1.xml")
+        assert [mode for *_, mode in rels] == [None] * len(rels), rels
+        media = {rid: target for rid, kind, target, _ in rels if kind in (AUDIO, MEDIA)}
+        assert len(media) == 2 and len(set(media.values())) == 1
+        assert package.read("ppt/" + next(iter(media.values())).removeprefix("../")) == sound.data
+        slide = package.read("ppt/slides/slide1.xml").decode()
+        assert re.search(r'<a:audioFile r:link="(rId\d+)"/>', slide).group(1) in media
+        assert re.search(r'<p14:media r:embed="(rId\d+)"/>', slide).group(1) in media
+    assert len(pptx.Presentation(str(converted.path)).slides) == 1
