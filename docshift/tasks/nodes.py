@@ -36,6 +36,8 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import RedisError
+
 from docshift.contract import Macros, Protection, TaskErrorCode, Verdict
 from docshift.errors import ForgedMessage, NoProbe, StorageUnavailable
 from docshift.settings import Settings
@@ -285,8 +287,11 @@ class Node:
             return
         with self._running_lock:
             self._running.add(holder)
-            self.registry.running(holder, self.name)
         try:
+            try:
+                self.registry.running(holder, self.name)
+            except RedisError as error:  # the job is in hand: converted, and the next beat writes its run
+                log.warning("job %s: its run is not written yet (%r); the next beat writes it", holder, error)
             objects = JobStore(job, lambda: self.registry.revoked(holder))
             outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.conversions.engine(),
                                    Macros(job["macros"]), job["filename"],

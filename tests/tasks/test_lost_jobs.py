@@ -16,6 +16,7 @@ import time
 from datetime import timedelta
 
 import pytest
+import redis
 from conftest import ROOT, Cluster, free_port_block, post_file, stop_process_group, wait_for
 from cryptography.fernet import Fernet
 
@@ -311,3 +312,40 @@ def test_a_node_that_writes_its_job_again_after_the_look_costs_the_file_no_attem
         maintenance.recover_stuck(conn, get_store(), config, later, registry)
         row = tasks.get_task(conn, task_id)
     assert (row.status, row.attempts) == ("QUEUED", 0)
+
+
+class RunWrittenLate(Registry):
+    """A node's registry whose first write of a job's run meets Redis gone, as it restarts (the rest are real)."""
+
+    def __init__(self, config, jobs):
+        super().__init__(config, jobs)
+        self.failed = []
+
+    def running(self, holder, node):
+        if not self.failed:
+            self.failed.append(holder)
+            raise redis.exceptions.ConnectionError("Error while reading from Redis: Connection reset by peer")
+        super().running(holder, node)
+
+
+def test_a_job_whose_run_is_not_written_is_converted_not_held_for_ever(cluster, legacy):
+    """A node took a job as Redis restarted, and writing that it runs it failed. The job was kept in the node's
+    list of runs (which every beat writes again) but never converted: the coordinator, told at every beat that the
+    node runs it, never took it back, and the task stayed PROCESSING (`test_redis_restarted_empty_under_a_batch`,
+    on a clean clone: 240 s). The node now converts what it took, and its next beat writes the run."""
+    from docshift.tasks.nodes import Node
+    from docshift.tasks.shared import Conversions
+
+    config = cluster.config(WORKERS="1")
+    node = Node(config, Conversions(config, on_change=lambda: None), 1)
+    node.registry = RunWrittenLate(config, node.jobs)
+    key = cluster.coordinator.register("run-written-late")
+    task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
+    node.start()
+    try:
+        body = cluster.coordinator.wait(key, task_id, timeout=120)
+        assert body["status"] == "SUCCEEDED" and node.registry.failed, body
+        assert cluster.rows()[task_id]["attempts"] == 1
+        wait_for(lambda: not node._running, 10, "the node's list of runs to empty")
+    finally:
+        node.stop()
