@@ -47,6 +47,7 @@ log = logging.getLogger("docshift.office")
 PARENT = Path(__file__).resolve().parent / "uno" / "forkit.py"
 UNO_PYTHON = "/usr/bin/python3"  # LibreOffice's Python: Debian's python3 with python3-uno
 START_TIMEOUT = SELF_TEST_TIMEOUT = 60
+STATUS_WAIT = 2  # seconds a parent that ended before it was ready is given to be reaped, for its exit status
 START_ATTEMPTS = 3  # a parent that fails its start or self-test this many times in a row is reported broken
 # LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
 OOM_SCORE_ADJ = 500
@@ -165,9 +166,17 @@ class Forkit:
         if not select.select([control], [], [], START_TIMEOUT)[0]:
             raise OfficeCrashed("LibreOffice did not start")
         try:
-            ready = json.loads(control.recv(4096) or b"{}")
+            message = control.recv(4096)
+            ready = json.loads(message) if message else None
         except (OSError, ValueError) as error:
             raise OfficeCrashed(f"LibreOffice did not start: {error}") from None
+        if ready is None:  # the parent ended: its exit status says more than an empty answer
+            try:
+                status = self.process.wait(STATUS_WAIT) if self.process is not None else None
+            except subprocess.TimeoutExpired:
+                status = None
+            raise OfficeCrashed(f"LibreOffice ended before it was ready (exit status {status}; its own messages "
+                                "are in the log)")
         if not isinstance(ready, dict) or not ready.get("ready"):
             raise OfficeCrashed(f"LibreOffice did not start: {ready}")
         return ready

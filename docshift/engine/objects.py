@@ -45,7 +45,7 @@ from docshift.engine.embedding import (
     serialize,
 )
 from docshift.engine.inventory import officeart
-from docshift.engine.inventory.common import Budget, Unreadable, stream
+from docshift.engine.inventory.common import Budget
 
 # the persist directory and shape walks of the inventory's .ppt reader, reused rather than written twice
 from docshift.engine.inventory.package import NS_P, NS_R, SEP, Package, relationships_part
@@ -191,12 +191,8 @@ def _ole_objects(package: Package, slide: str) -> list[str]:
 def _source_objects(source: Path) -> tuple[_Presentation, dict[int, Source], list[list[officeart.Shape]]]:
     """(the .ppt's live objects, {exObjId: embedded object}, [each OLE shape (its ``object_ref`` the ExObjRef), in
     drawing order] per slide, in slide order)."""
-    with olefile.OleFileIO(str(source)) as ole:
-        doc, current = stream(ole, "PowerPoint Document"), stream(ole, "Current User")
-    if doc is None or current is None:
-        raise Unreadable("no PowerPoint Document")
-    budget = Budget()
-    show = _Presentation(doc, current, budget)
+    show = _Presentation.of_file(source)
+    doc, budget = show.doc, show.budget
     objects: dict[int, Source] = {}
     for rec_type, _, _, body, stop in officeart.children(doc, *show.document, budget):
         if rec_type == RT_EXOBJ_LIST:

@@ -23,8 +23,6 @@ from typing import Any
 from urllib.parse import unquote
 from xml.dom import minidom
 
-import olefile
-
 from docshift.engine import ooxml
 from docshift.engine.embedding import (
     MAX_OBJECTS,
@@ -37,7 +35,7 @@ from docshift.engine.embedding import (
     serialize,
 )
 from docshift.engine.inventory import officeart
-from docshift.engine.inventory.common import Budget, Unreadable, stream
+from docshift.engine.inventory.common import Budget
 from docshift.engine.inventory.package import NS_P, NS_R, Package, relationships_part
 from docshift.engine.inventory.ppt import RT_CSTRING, _Presentation
 from docshift.engine.objects import _result_objects
@@ -133,12 +131,8 @@ def _mend(result: Path, source: Path) -> int:
 def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | None, bool]]]:
     """({sound id: sound} of the SoundCollection, [(the id of the sound its transition plays or None, whether it
     loops)] per slide, in slide order); ({}, []) when the file holds no sound."""
-    with olefile.OleFileIO(str(source)) as ole:
-        doc, current = stream(ole, "PowerPoint Document"), stream(ole, "Current User")
-    if doc is None or current is None:
-        raise Unreadable("no PowerPoint Document")
-    budget = Budget()
-    show = _Presentation(doc, current, budget)
+    show = _Presentation.of_file(source)
+    doc, budget = show.doc, show.budget
     sounds: dict[int, Sound] = {}
     room = MAX_OBJECTS
     for rec_type, _, _, body, stop in officeart.children(doc, *show.document, budget):

@@ -109,6 +109,7 @@ def test_an_engine_that_cannot_start_never_fails_a_task(s3, tmp_path, legacy):
         assert row(service, task_id).attempts <= 1
         status, checks = health(service)
         assert status == 503 and checks["engine"].startswith("failing: ") and "LibreOffice" in checks["engine"]
+        assert "ended before it was ready (exit status" in checks["engine"]  # not an empty answer: what happened
 
         # the operator gives LibreOffice its memory back: the same task converts, counted once
         stop_process_group(service.processes["worker"])

@@ -125,6 +125,16 @@ class _Presentation:
             raise Unreadable("no DocumentContainer")
         self.document = located
 
+    @classmethod
+    def of_file(cls, path: str | Path) -> "_Presentation":
+        """The live objects of the .ppt at ``path``, with a budget of their own; Unreadable when it holds no
+        PowerPoint Document."""
+        with olefile.OleFileIO(str(path)) as ole:
+            doc, current = stream(ole, "PowerPoint Document"), stream(ole, "Current User")
+        if doc is None or current is None:
+            raise Unreadable("no PowerPoint Document")
+        return cls(doc, current, Budget())
+
     def container(self, ref: int, *expected: int) -> tuple[int, int] | None:
         """(body start, body end) of persist object ``ref`` if it is a record of one of the ``expected`` types.
         A reference the directory lacks makes it rebuilt once from the whole stream."""
