@@ -127,3 +127,12 @@ def test_only_formats_names_libreoffice_filters():
     offenders = [f"{path.relative_to(ROOT)}: {name}" for path in ROOT.glob("docshift/**/*.py")
                  if path.name != "formats.py" for name in filters if f'"{name}"' in path.read_text()]
     assert offenders == []
+
+
+def test_every_part_the_report_counts_is_one_the_api_names():
+    """The fidelity report's parts are the inventory's, for every kind; the API's schema validates ``what`` and the
+    keys of ``counts`` against its own list, so a part counted but not named there would fail the response."""
+    from docshift.engine.inventory.common import KINDS
+    from docshift.web.schemas import FIDELITY_PARTS
+
+    assert {what for parts in KINDS.values() for what in parts} == set(FIDELITY_PARTS)

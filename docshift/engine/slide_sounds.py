@@ -15,9 +15,7 @@ transition plays a sound gets its ``p:sndAc`` again.
 """
 
 import posixpath
-import struct
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -34,32 +32,18 @@ from docshift.engine.embedding import (
     relate,
     serialize,
 )
-from docshift.engine.inventory import officeart
-from docshift.engine.inventory.common import Budget
+from docshift.engine.inventory import officeart, ppt_sounds
 from docshift.engine.inventory.package import NS_P, NS_R, Package, relationships_part
-from docshift.engine.inventory.ppt import RT_CSTRING, _Presentation
+from docshift.engine.inventory.ppt import _Presentation
+from docshift.engine.inventory.ppt_sounds import Sound
 from docshift.engine.objects import _result_objects
 
-RT_SOUND_COLLECTION, RT_SOUND, RT_SOUND_DATA, RT_SLIDE_INFO = 0x07E4, 0x07E6, 0x07E7, 0x03F9
-SOUND, LOOP = 0x0010, 0x0040  # SSSlideInfoAtom's fSound and fLoopSound
 AUDIO = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio"
 NS_P14 = "http://schemas.microsoft.com/office/powerpoint/2010/main"
 CONTENT_TYPES = {"wav": "audio/wav", "mid": "audio/midi", "midi": "audio/midi", "mp3": "audio/mpeg",
                  "wma": "audio/x-ms-wma", "aif": "audio/x-aiff", "aiff": "audio/x-aiff", "au": "audio/basic"}
 # where p:sndAc goes in a p:transition: after the effect, before the extension list
 AFTER_SOUND = {"extLst"}
-
-
-@dataclass
-class Sound:
-    """One sound of the SoundCollection: its file name and its data."""
-    name: str
-    data: bytes
-
-    @property
-    def extension(self) -> str:
-        suffix = posixpath.splitext(self.name)[1][1:].lower()
-        return suffix if suffix.isalnum() and len(suffix) <= 5 else "wav"
 
 
 def mend(result: Path, source: Path, kind: str) -> int:
@@ -132,44 +116,13 @@ def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | Non
     """({sound id: sound} of the SoundCollection, [(the id of the sound its transition plays or None, whether it
     loops)] per slide, in slide order); ({}, []) when the file holds no sound."""
     show = _Presentation.of_file(source)
-    doc, budget = show.doc, show.budget
     sounds: dict[int, Sound] = {}
-    room = MAX_OBJECTS
-    for rec_type, _, _, body, stop in officeart.children(doc, *show.document, budget):
-        if rec_type == RT_SOUND_COLLECTION:
-            for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
-                if child == RT_SOUND:
-                    sound_id, sound = _sound(doc, child_body, child_stop, budget)
-                    if sound_id is not None and sound is not None and len(sound.data) <= room:
-                        sounds[sound_id] = sound
-                        room -= len(sound.data)
+    for rec_type, _, _, body, stop in officeart.children(show.doc, *show.document, show.budget):
+        if rec_type == ppt_sounds.RT_SOUND_COLLECTION:
+            sounds = ppt_sounds.collection(show.doc, body, stop, show.budget, MAX_OBJECTS)
     if not sounds:
         return {}, []
-    transitions: list[tuple[int | None, bool]] = []
-    for located in show.slide_containers():
-        played: tuple[int | None, bool] = (None, False)
-        for rec_type, _, _, body, stop in officeart.children(doc, *located, budget) if located else ():
-            if rec_type == RT_SLIDE_INFO and stop - body >= 12:
-                sound_ref = struct.unpack_from("<I", doc, body + 4)[0]
-                flags = struct.unpack_from("<H", doc, body + 10)[0]
-                played = (sound_ref if flags & SOUND else None, bool(flags & LOOP))
-        transitions.append(played)
-    return sounds, transitions
-
-
-def _sound(doc: bytes, start: int, end: int, budget: Budget) -> tuple[int | None, Sound | None]:
-    """(its id, the sound) of the SoundContainer at ``doc[start:end]``; Nones for a part that is missing."""
-    strings: dict[int, str] = {}
-    data = None
-    for rec_type, instance, _, body, stop in officeart.children(doc, start, end, budget):
-        if rec_type == RT_CSTRING:
-            strings[instance] = bytes(doc[body:stop]).decode("utf_16_le", "replace").strip("\x00")
-        elif rec_type == RT_SOUND_DATA:
-            data = bytes(doc[body:stop])
-    name = posixpath.basename(strings.get(0, "").replace("\\", "/"))
-    if not strings.get(2, "").isdigit() or not name or data is None:
-        return None, None
-    return int(strings[2]), Sound(name, data)
+    return sounds, [ppt_sounds.transition(show.doc, located, show.budget) for located in show.slide_containers()]
 
 
 def _embedded(doc: minidom.Document, rid: str) -> None:

@@ -297,7 +297,7 @@ def test_pptx_result_counts(tmp_path):
     deck.slides.add_slide(deck.slide_layouts[6])
     deck.save(tmp_path / "made.pptx")
     counts = inventory.of_result(tmp_path / "made.pptx", "ppt").counts
-    assert counts == {"slides": 2, "notes": 1, "characters": 10, "images": 1, "embedded_objects": 0,
+    assert counts == {"slides": 2, "notes": 1, "characters": 10, "images": 1, "embedded_objects": 0, "sounds": 0,
                       "comments": 0, "headers_footers": 0, "macros": 0}
 
 

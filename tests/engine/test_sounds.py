@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, sound_deck
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert
+from docshift.engine import convert, inventory
 from docshift.engine.slide_sounds import _source_sounds
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -53,6 +53,7 @@ def test_a_transition_sound_plays_from_the_package_as_the_file_made_it(deck, off
     with zipfile.ZipFile(plain) as package:
         assert [package.read(name) for name in package.namelist() if name.endswith(".wav")] == [sound]
     assert converted.fidelity["complete"], converted.fidelity
+    assert converted.fidelity["counts"]["sounds"] == {"source": 1, "result": 1}
     assert len(pptx.Presentation(str(converted.path)).slides) == 1
     again = soffice(converted.path, "odp", tmp_path / "again")
     with zipfile.ZipFile(again) as odp:
@@ -76,3 +77,15 @@ def test_a_sound_shape_links_into_the_package_not_to_a_path_of_the_sandbox(offic
         assert re.search(r'<a:audioFile r:link="(rId\d+)"/>', slide).group(1) in media
         assert re.search(r'<p14:media r:embed="(rId\d+)"/>', slide).group(1) in media
     assert len(pptx.Presentation(str(converted.path)).slides) == 1
+    assert converted.fidelity["counts"]["sounds"] == {"source": 1, "result": 1}
+
+
+def test_a_sound_left_outside_the_package_is_named_by_the_report(tmp_path):
+    """The report counts the sounds the slides play (a transition's, a click's, a sound shape's) against the media
+    parts the result's slides play: a plain soffice's .pptx of ``sound.ppt`` links its sound outside the package,
+    and the report says so."""
+    source = CORPUS / "ppt" / "sound.ppt"
+    plain = soffice(source, "pptx", tmp_path)
+    report = inventory.report(inventory.of_source(source, "ppt"), inventory.of_result(plain, "ppt"))
+    assert report["counts"]["sounds"] == {"source": 1, "result": 0}
+    assert not report["complete"] and [lost["what"] for lost in report["lost"]] == ["sounds"], report["lost"]

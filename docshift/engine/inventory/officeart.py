@@ -71,12 +71,14 @@ def bstore(data: bytes | bytearray, start: int, end: int, budget: Budget) -> lis
 @dataclass
 class Shape:
     """An OfficeArt shape: FSP flags, the BStore indexes of its pictures and, in PowerPoint, its text,
-    placeholder type and OLE object reference; ``anchor``: its client anchor's bytes, as the host writes them."""
+    placeholder type, OLE object reference and the sound a click plays; ``anchor``: its client anchor's bytes, as
+    the host writes them."""
     flags: int = 0
     pibs: list[int] = field(default_factory=list)
     placeholder: int | None = None
     text: str = ""
     object_ref: int | None = None
+    sound_ref: int | None = None
     anchor: bytes = b""
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import olefile
 
-from docshift.engine.inventory import officeart
-from docshift.engine.inventory.common import Budget, Inventory, Unreadable, characters, stream
+from docshift.engine.inventory import officeart, ppt_sounds
+from docshift.engine.inventory.common import MAX_STREAM, Budget, Inventory, Unreadable, characters, stream
 
 RT_DOCUMENT, RT_SLIDE, RT_SLIDE_ATOM, RT_NOTES, RT_MAIN_MASTER = 0x03E8, 0x03EE, 0x03EF, 0x03F0, 0x03F8
 RT_SLIDE_LIST, RT_SLIDE_PERSIST, RT_DRAWING_GROUP, RT_DRAWING = 0x0FF0, 0x03F3, 0x040B, 0x040C
@@ -110,6 +110,8 @@ def _client(shape: officeart.Shape, data: bytes | bytearray, start: int, end: in
             shape.placeholder = data[body + 4]
         elif rec_type == RT_EXOBJ_REF and stop - body >= 4:
             shape.object_ref = struct.unpack_from("<I", data, body)[0]
+        elif rec_type == ppt_sounds.RT_INTERACTIVE_INFO:
+            shape.sound_ref = ppt_sounds.click_sound(data, body, stop, budget) or shape.sound_ref
     shape.text += _text(data, start, end, budget)
 
 
@@ -199,6 +201,9 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     lists: dict[int, list[list[int]]] = {0: [], 1: [], 2: []}
     bstore: list[officeart.Entry] = []
     embeds: dict[int, str] = {}
+    audio: dict[int, int] = {}  # exObjId: sound id, of the sound shapes' objects
+    sounds: set[int] = set()
+    played: set[int | None] = set()  # the sounds the slides play: transitions, clicks, sound shapes
     slide_footers: set[str] = set()
     for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
         if rec_type == RT_SLIDE_LIST and instance in lists:
@@ -213,6 +218,9 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             bstore = officeart.bstore(doc, body, stop, budget)
         elif rec_type == RT_EXOBJ_LIST:
             embeds = _embeds(doc, body, stop, budget)
+            audio = ppt_sounds.audio_objects(doc, body, stop, budget)
+        elif rec_type == ppt_sounds.RT_SOUND_COLLECTION:
+            sounds = set(ppt_sounds.collection(doc, body, stop, budget, MAX_STREAM))
         elif rec_type == RT_HEADERS_FOOTERS and instance == 3:
             slide_footers = show.headers_footers(body, stop) or set()
     # the masters: their placeholders (a date, slide number or footer shows only where the master has one)
@@ -239,6 +247,10 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         if slide_flags & SLIDE_MASTER_BACKGROUND:  # the slide shows its master's background, not its own
             slide_shapes = [shape for shape in slide_shapes if not shape.flags & officeart.FSP_BACKGROUND]
         shapes += slide_shapes
+        played.add(ppt_sounds.transition(doc, located, budget)[0])
+        for shape in slide_shapes:
+            if not shape.flags & officeart.FSP_DELETED:
+                played |= {shape.sound_ref, audio.get(shape.object_ref or 0)}
         text.update(characters(_text(doc, text_start, text_end, budget)
                                 + "".join(shape.text for shape in slide_shapes)))
         own_footers = None
@@ -259,6 +271,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["characters"] = text.total()
     counts["comments"] = comments
     counts["headers_footers"] = len(footers)
+    counts["sounds"] = len(played & sounds)
     for master_shapes, _, _, used in masters.values():
         if used:  # pictures on masters no slide uses are not shown
             shapes += master_shapes

@@ -18,6 +18,9 @@ from docshift.engine.inventory.package import (
 
 NS_P188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"  # modern comments
 A_TEXT = f"{NS_A}{SEP}t"
+# a transition's or click's sound (audio) and a sound shape's (audio and, since PowerPoint 2010, media)
+SOUND_RELATIONSHIPS = {"http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio",
+                       "http://schemas.microsoft.com/office/2007/relationships/media"}
 
 
 def read(package: Package, inventory: Inventory) -> None:
@@ -41,6 +44,7 @@ def read(package: Package, inventory: Inventory) -> None:
     pictures: set[str] = set()
     placeholders: set[str] = set()
     notes, comments, math = 0, 0, 0
+    sounds: set[str | None] = set()  # the media parts in the package that a slide's sound relationships name
     cm = (f"{NS_P}{SEP}cm", f"{NS_P188}{SEP}cm")
     for name in slides:
         part = scan(package, name, (A_TEXT,))
@@ -49,6 +53,8 @@ def read(package: Package, inventory: Inventory) -> None:
         slide_relationships = package.relationships(name)
         pictures |= pictures_of(package, name, part, slide_relationships)
         placeholders |= part.placeholders
+        sounds |= {target for rel_type, target in slide_relationships.values()
+                   if target in package.names and rel_type in SOUND_RELATIONSHIPS}
         for rel_type, target in slide_relationships.values():
             if target and target in package.names and rel_type.endswith("/notesSlide"):
                 notes_part = scan(package, target, (A_TEXT,))
@@ -61,6 +67,7 @@ def read(package: Package, inventory: Inventory) -> None:
     counts["notes"] = notes
     counts["comments"] = comments
     counts["headers_footers"] = len(placeholders & {"dt", "sldNum", "ftr"})
+    counts["sounds"] = len(sounds)
     counts["embedded_objects"] = None if objects is None else objects + math
     for name in package.matching(r"ppt/(slideMasters/slideMaster|slideLayouts/slideLayout)[0-9]*\.xml"):
         pictures |= pictures_in(package, name)

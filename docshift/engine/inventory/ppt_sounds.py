@@ -1,0 +1,86 @@
+"""The sounds of a .ppt: its SoundCollection, and which of its sounds the slides play.
+
+The document's SoundCollection holds each sound once: a SoundContainer with its file name, its id and its data
+([MS-PPT] 2.4.16). A slide's transition plays one by that id (its SSSlideInfoAtom, with fSound), a shape's click
+action too (its InteractiveInfoAtom), and a sound shape shows an ExWAVAudioEmbedded object of the ExObjList, which
+names the sound by its id.
+"""
+
+import posixpath
+import struct
+from dataclasses import dataclass
+
+from docshift.engine.inventory import officeart
+from docshift.engine.inventory.common import Budget
+
+RT_SOUND_COLLECTION, RT_SOUND, RT_SOUND_DATA, RT_CSTRING = 0x07E4, 0x07E6, 0x07E7, 0x0FBA
+RT_SLIDE_INFO, RT_INTERACTIVE_INFO, RT_INTERACTIVE_INFO_ATOM = 0x03F9, 0x0FF2, 0x0FF3
+RT_AUDIO_EMBEDDED, RT_MEDIA_ATOM, RT_AUDIO_EMBEDDED_ATOM = 0x100F, 0x1004, 0x1013
+SOUND, LOOP = 0x0010, 0x0040  # SSSlideInfoAtom's fSound and fLoopSound
+
+
+@dataclass
+class Sound:
+    """One sound of the SoundCollection: its file name and its data."""
+    name: str
+    data: bytes
+
+    @property
+    def extension(self) -> str:
+        suffix = posixpath.splitext(self.name)[1][1:].lower()
+        return suffix if suffix.isalnum() and len(suffix) <= 5 else "wav"
+
+
+def collection(doc: bytes, start: int, end: int, budget: Budget, room: int) -> dict[int, Sound]:
+    """{sound id: sound} of the SoundCollection whose body is ``doc[start:end]``, as long as their data fit in
+    ``room`` bytes together."""
+    sounds: dict[int, Sound] = {}
+    for rec_type, _, _, body, stop in officeart.children(doc, start, end, budget):
+        if rec_type != RT_SOUND:
+            continue
+        strings: dict[int, str] = {}
+        data = None
+        for child, instance, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
+            if child == RT_CSTRING:
+                strings[instance] = bytes(doc[child_body:child_stop]).decode("utf_16_le", "replace").strip("\x00")
+            elif child == RT_SOUND_DATA:
+                data = bytes(doc[child_body:child_stop])
+        name = posixpath.basename(strings.get(0, "").replace("\\", "/"))
+        if strings.get(2, "").isdigit() and name and data is not None and len(data) <= room:
+            sounds[int(strings[2])] = Sound(name, data)
+            room -= len(data)
+    return sounds
+
+
+def transition(doc: bytes, located: tuple[int, int] | None, budget: Budget) -> tuple[int | None, bool]:
+    """(the id of the sound the transition of the slide container ``located`` plays, or None; whether it loops)."""
+    for rec_type, _, _, body, stop in officeart.children(doc, *located, budget) if located else ():
+        if rec_type == RT_SLIDE_INFO and stop - body >= 12:
+            sound_ref, flags = struct.unpack_from("<I", doc, body + 4)[0], struct.unpack_from("<H", doc, body + 10)[0]
+            return (sound_ref if flags & SOUND else None), bool(flags & LOOP)
+    return None, False
+
+
+def audio_objects(doc: bytes, start: int, end: int, budget: Budget) -> dict[int, int]:
+    """{exObjId: sound id} of the embedded sounds (ExWAVAudioEmbedded) of the ExObjList at ``doc[start:end]``."""
+    found = {}
+    for rec_type, _, _, body, stop in officeart.children(doc, start, end, budget):
+        if rec_type != RT_AUDIO_EMBEDDED:
+            continue
+        ident = sound = None
+        for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
+            if child == RT_MEDIA_ATOM and child_stop - child_body >= 4:
+                ident = struct.unpack_from("<I", doc, child_body)[0]
+            elif child == RT_AUDIO_EMBEDDED_ATOM and child_stop - child_body >= 4:
+                sound = struct.unpack_from("<I", doc, child_body)[0]
+        if ident is not None and sound is not None:
+            found[ident] = sound
+    return found
+
+
+def click_sound(data: bytes | bytearray, start: int, end: int, budget: Budget) -> int | None:
+    """The sound id a shape's InteractiveInfoInstance at ``data[start:end]`` plays on a click, or None."""
+    for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
+        if rec_type == RT_INTERACTIVE_INFO_ATOM and stop - body >= 4:
+            return struct.unpack_from("<I", data, body)[0] or None
+    return None
