@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT, sound_deck
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, inventory
+from docshift.engine import convert, inventory, objects, slide_sounds
 from docshift.engine.slide_sounds import _source_sounds
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -89,3 +89,16 @@ def test_a_sound_left_outside_the_package_is_named_by_the_report(tmp_path):
     report = inventory.report(inventory.of_source(source, "ppt"), inventory.of_result(plain, "ppt"))
     assert report["counts"]["sounds"] == {"source": 1, "result": 0}
     assert not report["complete"] and [lost["what"] for lost in report["lost"]] == ["sounds"], report["lost"]
+
+
+def test_a_source_that_is_no_compound_file_is_left_quietly(tmp_path, caplog):
+    """LibreOffice converts a .ppt that is no compound file (PowerPoint 2 and 3, or a .pptx under a .ppt name):
+    the mends have no records to read there, which is no fault, and they say nothing."""
+    made = tmp_path / "made.pptx"
+    pptx.Presentation().save(str(made))
+    named = tmp_path / "named.ppt"
+    named.write_bytes(made.read_bytes())
+    with caplog.at_level("WARNING", logger="docshift.engine"):
+        assert slide_sounds.mend(made, named, "ppt") == 0
+        assert objects.mend(made, named, "ppt", None) == 0
+    assert caplog.records == []

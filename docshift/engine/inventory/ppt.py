@@ -130,7 +130,9 @@ class _Presentation:
     @classmethod
     def of_file(cls, path: str | Path) -> "_Presentation":
         """The live objects of the .ppt at ``path``, with a budget of their own; Unreadable when it holds no
-        PowerPoint Document."""
+        PowerPoint Document (PowerPoint 2 and 3 wrote no compound file: LibreOffice converts them all the same)."""
+        if not olefile.isOleFile(str(path)):
+            raise Unreadable("not a compound file")
         with olefile.OleFileIO(str(path)) as ole:
             doc, current = stream(ole, "PowerPoint Document"), stream(ole, "Current User")
         if doc is None or current is None:
