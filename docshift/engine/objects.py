@@ -158,11 +158,6 @@ def _own_parts(package: Package, slide: str, found: Found, refs: list[int | None
 def _result_objects(package: Package) -> tuple[list[tuple[str, list[tuple[str, str, str]]]], Counter[str]]:
     """([(slide part, [(rId, embedded part, relationship type)] of its p:oleObj in order)] in slide order,
     {embedded part: how many relationships of the whole package point at it})."""
-    main = "ppt/presentation.xml"
-    slide_ids: list[str] = []
-    package.parse(main, lambda tag, attrs: slide_ids.append(attrs.get(f"{NS_R}{SEP}id", ""))
-                  if tag == f"{NS_P}{SEP}sldId" else None)
-    main_rels = package.relationships(main, required=True)
     references: Counter[str] = Counter()
     for rels_part in package.names:
         match = re.fullmatch(r"(.*?)_rels/(.+)\.rels", rels_part)
@@ -171,14 +166,22 @@ def _result_objects(package: Package) -> tuple[list[tuple[str, list[tuple[str, s
                 if target and target.startswith(EMBEDDINGS):
                     references[target] += 1
     slides = []
-    for rid in slide_ids:
-        slide = main_rels.get(rid, ("", None))[1]
-        if not slide or slide not in package.names:
-            continue
+    for slide in slide_parts(package):
         rels = package.relationships(slide)
         found = [(ole, rels.get(ole, ("", None))) for ole in _ole_objects(package, slide)]
         slides.append((slide, [(ole, target or "", rel_type) for ole, (rel_type, target) in found]))
     return slides, references
+
+
+def slide_parts(package: Package) -> list[str]:
+    """The slide parts of the presentation ``package``, in the order of its slide list."""
+    main = "ppt/presentation.xml"
+    slide_ids: list[str] = []
+    package.parse(main, lambda tag, attrs: slide_ids.append(attrs.get(f"{NS_R}{SEP}id", ""))
+                  if tag == f"{NS_P}{SEP}sldId" else None)
+    main_rels = package.relationships(main, required=True)
+    parts = (main_rels.get(rid, ("", None))[1] for rid in slide_ids)
+    return [part for part in parts if part and part in package.names]
 
 
 def _ole_objects(package: Package, slide: str) -> list[str]:

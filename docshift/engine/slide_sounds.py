@@ -36,7 +36,7 @@ from docshift.engine.inventory import officeart, ppt_sounds
 from docshift.engine.inventory.package import NS_P, NS_R, Package, relationships_part
 from docshift.engine.inventory.ppt import _Presentation
 from docshift.engine.inventory.ppt_sounds import Sound
-from docshift.engine.objects import _result_objects
+from docshift.engine.objects import slide_parts
 
 AUDIO = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio"
 NS_P14 = "http://schemas.microsoft.com/office/powerpoint/2010/main"
@@ -62,7 +62,7 @@ def _mend(result: Path, source: Path) -> int:
     by_name = {sound.name.lower(): sound for sound in sounds.values()}
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
-        slides = [slide for slide, _ in _result_objects(package)[0]]
+        slides = slide_parts(package)
         if len(slides) != len(transitions):
             return 0  # the slides do not pair up (the content check refuses such a result)
         lower = {name.lower() for name in package.names}
@@ -82,18 +82,19 @@ def _mend(result: Path, source: Path) -> int:
             rels_part = relationships_part(slide)
             if rels_part not in package.names:
                 continue
-            rels, doc = read_part(package, rels_part), read_part(package, slide)
+            rels = read_part(package, rels_part)
+            linked = [(rel, sound) for rel in rels.getElementsByTagNameNS(REL_NS, "Relationship")
+                      if rel.getAttribute("TargetMode") == "External"
+                      and (sound := by_name.get(posixpath.basename(unquote(rel.getAttribute("Target"))).lower()))]
+            if not linked and sound_id not in sounds:
+                continue  # nothing of this slide plays a sound of the file: its XML is not read
+            doc = read_part(package, slide)
             changed = 0
-            for rel in rels.getElementsByTagNameNS(REL_NS, "Relationship"):
-                target = rel.getAttribute("Target")
-                sound = by_name.get(posixpath.basename(unquote(target)).lower())
-                if sound is None:
-                    continue
-                if rel.getAttribute("TargetMode") == "External":
-                    rel.removeAttribute("TargetMode")
-                    rel.setAttribute("Target", "../media/" + posixpath.basename(part(sound)))
-                    _embedded(doc, rel.getAttribute("Id"))
-                    changed += 1
+            for rel, sound in linked:
+                rel.removeAttribute("TargetMode")
+                rel.setAttribute("Target", "../media/" + posixpath.basename(part(sound)))
+                _embedded(doc, rel.getAttribute("Id"))
+                changed += 1
             if sound_id in sounds and not doc.getElementsByTagNameNS(NS_P, "sndAc"):
                 sound = sounds[sound_id]
                 rid = relate(rels, "../media/" + posixpath.basename(part(sound)), AUDIO)

@@ -252,7 +252,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         played.add(ppt_sounds.transition(doc, located, budget)[0])
         for shape in slide_shapes:
             if not shape.flags & officeart.FSP_DELETED:
-                played |= {shape.sound_ref, audio.get(shape.object_ref or 0)}
+                played |= {shape.sound_ref, None if shape.object_ref is None else audio.get(shape.object_ref)}
         text.update(characters(_text(doc, text_start, text_end, budget)
                                 + "".join(shape.text for shape in slide_shapes)))
         own_footers = None
