@@ -4,7 +4,7 @@ VBA project, and every other check would pass).
 
 - A relationship to something outside the package (``TargetMode="External"``) is a hyperlink (it opens only
   when a reader clicks it), or its target is written in the legacy file itself: a linked picture or
-  object, an attached template the source names.
+  object, an attached template the source names; or it names no place at all (no letter or digit).
 - A VBA project is in the result only when the source carries one.
 
 Relationship parts are read as a stream (``ooxml.stream``), never inflated past their declared size.
@@ -35,7 +35,7 @@ def unexplained(result: str | Path, source: str | Path, kind: str) -> str | None
         return None
     written = _source_text(source)
     for target in dict.fromkeys(external):
-        if not _written_in(target, written):
+        if _names_a_place(target) and not _written_in(target, written):
             return "it refers to an external location the source does not name"
     return None
 
@@ -59,6 +59,12 @@ def _source_text(source: str | Path) -> tuple[str, str]:
     data = Path(source).read_bytes()
     return data.decode("latin-1").lower(), data.decode("utf-16-le", "replace").lower() + \
         data[1:].decode("utf-16-le", "replace").lower()
+
+
+def _names_a_place(target: str) -> bool:
+    """Whether ``target`` could name any place at all. One with no letter or digit reaches nothing: LibreOffice
+    writes "?" for an external workbook whose path in the .xls is empty (a SUPBOOK whose path is one nul)."""
+    return any(character.isalnum() for character in unquote(unquote(unquote(target))))
 
 
 def _written_in(target: str, written: tuple[str, str]) -> bool:

@@ -25,6 +25,8 @@ import olefile
 
 from docshift.engine import cfb, ooxml
 from docshift.engine.embedding import (
+    MAX_EDITED_PART,
+    MAX_OBJECT,
     MAX_OBJECTS,
     PROG_IDS,
     content_types,
@@ -45,6 +47,7 @@ NS_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 CHART_URI = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 MAIN, MAIN_RELS = "word/document.xml", "word/_rels/document.xml.rels"
 CHART_PART = re.compile(r"word/charts/chart[0-9]+\.xml")
+STORY = re.compile(r"word/(document|header[0-9]*|footer[0-9]*|footnotes|endnotes)\.xml")
 EMU_PER_POINT, EMU_PER_TWIP = 12700, 635
 PREFIXES = {"w": NS_W, "v": NS_V, "o": NS_O, "r": NS_R}
 
@@ -56,7 +59,68 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
     the files hold."""
     if kind != "doc" or expected == 0:
         return 0
-    return guarded(_mend, result, source, "objects of %s that LibreOffice made pictures stay pictures: %r")
+    return guarded(_mend, result, source, "objects of %s that LibreOffice made pictures stay pictures: %r") + \
+        guarded(_name_servers, result, source, "objects of %s that LibreOffice kept unnamed stay so: %r")
+
+
+def _name_servers(result: Path, source: Path) -> int:
+    """LibreOffice 25.2 keeps an object whose server it does not know but whose storage names one (a packaged
+    file with its ``CompObj``, an Acrobat document) as the storage itself, ``ProgID=""`` in its ``o:OLEObject``,
+    and adds empty streams of its own (``\\x03OCXNAME``, ``contents``). Each such object of the text, its headers,
+    footers and notes gets the ProgID its storage names, and the storage as the ``ObjectPool`` holds it where one
+    storage of the legacy file is the one kept (every stream of it equal, the streams added empty). Returns how
+    many objects were named; a package with no such part is not parsed."""
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        if not any(name.startswith("word/embeddings/") and name.endswith(".bin") for name in package.names):
+            return 0
+        edits: dict[str, bytes] = {}
+        storages: list[cfb.Entry] | None = None
+        named = 0
+        for part in sorted(name for name in package.names if STORY.fullmatch(name)):
+            if b'ProgID=""' not in ooxml.read(zf, package.names[part], MAX_EDITED_PART):
+                continue
+            doc = read_part(package, part)
+            targets = package.relationships(part)
+            for ole in doc.getElementsByTagNameNS(NS_O, "OLEObject"):
+                target = targets.get(ole.getAttributeNS(NS_R, "id"), ("", None))[1]
+                if ole.getAttribute("ProgID") or target not in package.names:
+                    continue
+                data = edits.get(target) or ooxml.read(zf, package.names[target], MAX_OBJECT)
+                if storages is None:
+                    with olefile.OleFileIO(str(source)) as legacy:
+                        pool = cfb.read_storage(legacy, "ObjectPool", MAX_OBJECTS) \
+                            if legacy.exists("ObjectPool") else cfb.Entry("ObjectPool")
+                    storages = [child for child in pool.children if child.data is None]
+                original = _kept(data, storages)
+                if original is not None:
+                    edits[target] = data = original
+                prog_id = prog_id_of(data)
+                if prog_id:
+                    ole.setAttribute("ProgID", prog_id)
+                    edits[part] = serialize(doc)
+                    named += 1
+        if edits:
+            ooxml.rewrite(zf, result, edits)
+    return named
+
+
+def _kept(data: bytes, storages: list[cfb.Entry]) -> bytes | None:
+    """The one storage of ``storages`` that the compound file ``data`` keeps (its CLSID, each of its streams equal,
+    every other stream of ``data`` empty), written as a file of its own; None for none or two that differ."""
+    with olefile.OleFileIO(data) as ole:
+        kept = cfb.read_storage(ole, "", MAX_OBJECT)
+    streams = kept.streams()
+    found = [storage for storage in storages if storage.clsid == kept.clsid and _keeps(streams, storage.streams())]
+    if not found or any(other.streams() != found[0].streams() for other in found[1:]):
+        return None  # none, or two different storages that both could be this one
+    return cfb.write(cfb.Entry("Root Entry", clsid=found[0].clsid, children=found[0].children))
+
+
+def _keeps(streams: dict[str, bytes], original: dict[str, bytes]) -> bool:
+    lower = {name.lower(): data for name, data in streams.items()}
+    return all(lower.get(name.lower()) == data for name, data in original.items()) and \
+        all(not data for name, data in lower.items() if name not in {name.lower() for name in original})
 
 
 def _mend(result: Path, source: Path) -> int:

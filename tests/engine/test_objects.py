@@ -257,26 +257,32 @@ def _inline(n):
             f'</office:body></office:document></draw:object></draw:frame> after {n}</text:p>')
 
 
-@pytest.fixture(scope="module")
-def packaged_doc(tmp_path_factory):
-    """(a .doc whose first of two embedded workbooks is a packaged text file, stored as the Packager does, a plain
-    soffice's .docx of it)."""
-    out = tmp_path_factory.mktemp("packaged-doc")
+def _doc_with_packaged_object(out, name, with_comp_obj):
+    """(a .doc whose first of two embedded workbooks is a packaged text file, stored as the Packager does, with or
+    without its CompObj; that object's storage's streams, a plain soffice's .docx of it)."""
     (out / "two.fodt").write_text(flat_odf("text", _inline(1) + _inline(2)))
     made = soffice(out / "two.fodt", "doc:MS Word 97", out, "OpenDocument Text Flat XML")
     with olefile.OleFileIO(str(made)) as ole:
         root = cfb.read_storage(ole, "", 1 << 24)
     with olefile.OleFileIO(package_storage("notes.txt", PACKAGED)) as ole:
-        native = ole.openstream("\x01Ole10Native").read()
+        native, comp = ole.openstream("\x01Ole10Native").read(), ole.openstream("\x01CompObj").read()
     pool = next(child for child in root.children if child.name == "ObjectPool")
     # the object of the first EMBED field in the text: LibreOffice numbers them down from 2**31 - 2
     first = max(pool.children, key=lambda child: child.name)
     first.clsid = PACKAGE_CLSID
-    first.children = [cfb.Entry("\x01Ole10Native", data=native),
-                      cfb.Entry("\x03ObjInfo", data=bytes.fromhex("000003000d00"))]
-    target = out / "packaged.doc"
+    first.children = [cfb.Entry("\x01CompObj", data=comp)] * with_comp_obj + [
+        cfb.Entry("\x01Ole10Native", data=native), cfb.Entry("\x03ObjInfo", data=bytes.fromhex("000003000d00"))]
+    target = out / name
     target.write_bytes(cfb.write(root))
-    return target, soffice(target, "docx", out / "plain")
+    return target, first.streams(), soffice(target, "docx", out / "plain")
+
+
+@pytest.fixture(scope="module")
+def packaged_doc(tmp_path_factory):
+    """(a .doc whose first of two embedded workbooks is a packaged text file with no CompObj, a plain soffice's
+    .docx of it)."""
+    target, _, plain = _doc_with_packaged_object(tmp_path_factory.mktemp("packaged-doc"), "packaged.doc", False)
+    return target, plain
 
 
 def text_objects(path):
@@ -331,3 +337,45 @@ def test_a_text_whose_pictures_do_not_pair_with_its_objects_is_left_as_it_is(pac
     assert word_objects.mend(extra, packaged_doc, "doc", 2) == 0
     assert extra.read_bytes() == before
     assert word_objects.mend(plain, packaged_doc, "doc", 2) == 1
+
+
+def test_an_object_that_libreoffice_keeps_unnamed_gets_its_progid_and_its_own_storage(office, tmp_path):
+    """With its CompObj, LibreOffice keeps the packaged file as an object, but writes ``ProgID=""`` and adds empty
+    streams of its own to the storage: Word would not know the object's server from the .docx."""
+    source, streams, plain = _doc_with_packaged_object(tmp_path, "named.doc", True)
+    assert [prog_id for prog_id, _ in text_objects(plain)] == ["", "Excel.Sheet.12"]
+    with olefile.OleFileIO(text_objects(plain)[0][1]) as ole:
+        assert ["/".join(name) for name in ole.listdir()] != list(streams)  # LibreOffice's rewrite
+
+    converted = convert.convert(office, source, "doc", tmp_path / "work", 60)
+    found = text_objects(converted.path)
+    assert [prog_id for prog_id, _ in found] == ["Package", "Excel.Sheet.12"]
+    with olefile.OleFileIO(found[0][1]) as ole:  # the ObjectPool's storage, stream for stream
+        assert {"/".join(name): ole.openstream(name).read() for name in ole.listdir()} == streams
+        assert ole.root.clsid == str(uuid.UUID(bytes_le=PACKAGE_CLSID)).upper()
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    assert "before 1" in docx.Document(str(converted.path)).paragraphs[0].text
+    reloaded = soffice(converted.path, "odt", tmp_path / "reload")
+    with zipfile.ZipFile(reloaded) as odt:
+        assert b"after 2" in odt.read("content.xml")
+
+
+def test_an_unnamed_object_whose_storage_the_source_does_not_hold_keeps_libreoffice_s(tmp_path):
+    """Which storage of the legacy file an unnamed object is, is told by its streams only: one that no storage of
+    the source matches gets its ProgID and keeps the storage LibreOffice wrote."""
+    source, _, exported = _doc_with_packaged_object(tmp_path, "named.doc", True)
+    def other(data):
+        with olefile.OleFileIO(data) as ole:
+            root = cfb.read_storage(ole, "", 1 << 24)
+        native = next(child for child in root.children if child.name == "\x01Ole10Native")
+        native.data = native.data.replace(PACKAGED, PACKAGED.upper())
+        return cfb.write(root)
+
+    target = text_objects(exported)[0]
+    with zipfile.ZipFile(exported) as package:
+        part = next(name for name in package.namelist() if package.read(name) == target[1])
+    changed = edited(exported, tmp_path / "changed.docx", part, other)
+    assert word_objects.mend(changed, source, "doc", 2) == 1
+    (prog_id, data), _ = text_objects(changed)
+    assert prog_id == "Package"
+    assert data == other(target[1])  # LibreOffice's storage, not the source's

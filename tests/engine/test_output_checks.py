@@ -140,6 +140,19 @@ def test_a_remote_template_the_source_does_not_name_is_refused(converted_doc, le
     assert unexplained(linked, legacy["doc"], "doc") is None
 
 
+def test_a_link_that_names_no_place_needs_no_explaining(converted_doc, legacy, tmp_path):
+    """LibreOffice writes "?" as the path of an external workbook whose path in the .xls is empty (a SUPBOOK of
+    POI's test data ``external_name.xls``, which was refused): it reaches nothing. A host does need explaining."""
+    from docshift.engine.unexplained import unexplained
+
+    nowhere = rewritten(converted_doc, tmp_path, {"word/_rels/settings.xml.rels": SETTINGS_RELS.format(
+        kind="externalLinkPath", target="%3F")})
+    assert unexplained(nowhere, legacy["doc"], "doc") is None
+    host = rewritten(converted_doc, tmp_path, {"word/_rels/settings.xml.rels": SETTINGS_RELS.format(
+        kind="externalLinkPath", target="%5C%5C10.9.8.7%5C%3F")})
+    assert "external location" in unexplained(host, legacy["doc"], "doc")
+
+
 def test_a_vba_project_the_source_does_not_carry_is_refused(converted_doc, legacy, tmp_path):
     from docshift.engine.unexplained import unexplained
 
