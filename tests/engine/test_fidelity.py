@@ -6,10 +6,12 @@ Read from ``../shared/corpus``: files with VBA projects of each type and VBA use
 """
 
 import io
+import struct
 import time
 import zipfile
 from pathlib import Path
 
+import olefile
 import openpyxl
 import pptx
 import pytest
@@ -17,7 +19,7 @@ import requests
 from conftest import ROOT, flat_odf
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, inventory, vba
+from docshift.engine import cfb, convert, inventory, vba
 from docshift.engine.forkit import Forkit, Job
 from docshift.engine.profile import PROFILE_SETTINGS
 from docshift.formats import FORMATS, MEDIA_TYPES
@@ -26,6 +28,7 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 MACRO_FILES = {"doc": CORPUS / "doc" / "SimpleMacro.doc", "xls": CORPUS / "xls" / "SimpleMacro.xls",
                "ppt": CORPUS / "ppt" / "SimpleMacro.ppt"}
 # each calls a VBA user-defined function, whose result LibreOffice cannot recompute
+OF = "urn:oasis:names:tc:opendocument:xmlns:of:1.2"
 UDF_FILES = [CORPUS / "xls" / "27852.xls", CORPUS / "xls" / "30070.xls"]
 SHEET_IN_DOC = flat_odf(
     "text",
@@ -280,6 +283,39 @@ def test_formula_results_are_the_stored_ones(office, source, tmp_path):
             elif isinstance(value, str) and not isinstance(value, inventory.ErrorValue):
                 assert read == value, (sheet, ref)
     theirs.vba_archive.close()  # openpyxl leaves its in-memory zip open: closed at collection, it warns
+
+
+def test_an_array_formula_keeps_the_results_stored_in_each_of_its_cells(office, tmp_path):
+    """An array formula's result fills a range; only its first cell has an ``<f>`` in the .xlsx, the others only
+    a ``<v>``. Those keep what Excel stored too (POI's ``Trend.xls``: 19 cells of a TREND were #VALUE!)."""
+    cells = "".join(
+        '<table:table-row><table:table-cell office:value-type="float" office:value="1"/>'
+        + ('<table:table-cell table:number-matrix-columns-spanned="1" table:number-matrix-rows-spanned="3" '
+           'table:formula="of:=ROW([.A1:.A3])" office:value-type="float" office:value="1"/>' if row == 1 else
+           f'<table:table-cell office:value-type="float" office:value="{row}"/>') + '</table:table-row>'
+        for row in (1, 2, 3))
+    (tmp_path / "array.fods").write_text(flat_odf("spreadsheet", f'<table:table table:name="S">{cells}</table:table>')
+                                         .replace("<office:document ", f"<office:document xmlns:of=\"{OF}\" ", 1))
+    made = soffice(tmp_path / "array.fods", "xls:MS Excel 97", tmp_path, "OpenDocument Spreadsheet Flat XML")
+    with olefile.OleFileIO(str(made)) as ole:
+        book = bytearray(ole.openstream("Workbook").read())
+    pos, patched = 0, 0
+    while pos + 4 <= len(book):  # each FORMULA record of column B stores (row + 1) * 10 as its result
+        kind, size = struct.unpack_from("<HH", book, pos)
+        if kind == 0x0006 and struct.unpack_from("<H", book, pos + 6)[0] == 1:
+            row = struct.unpack_from("<H", book, pos + 4)[0]
+            struct.pack_into("<d", book, pos + 10, (row + 1) * 10.0)
+            patched += 1
+        pos += 4 + size
+    assert patched == 3
+    source = tmp_path / "stored.xls"
+    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=bytes(book))])))
+
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["cells"] == {"source": 6, "result": 6}, converted.fidelity["lost"]
+    theirs = openpyxl.load_workbook(converted.path, data_only=True)
+    assert [theirs["S"][f"B{row}"].value for row in (1, 2, 3)] == [10, 20, 30]
+    assert openpyxl.load_workbook(converted.path)["S"]["B1"].value.text == "=ROW(A1:A3)"  # the formula stays
 
 
 def test_stored_results_survive_a_reload_in_libreoffice(office, tmp_path):

@@ -22,6 +22,8 @@ INLINE_TEXT = re.compile(rb"<t(?:\s[^>]*)?>([^<]*)</t>")
 PHONETIC = re.compile(rb"<rPh\b.*?</rPh>", re.S)
 SHARED_STRING = re.compile(rb"<si>(.*?)</si>|<si/>", re.S)
 HEADER_FOOTER = re.compile(rb"<odd(Header|Footer)>([^<]*)</odd(?:Header|Footer)>")
+ARRAY_RANGE = re.compile(rb'\bt="array"[^>]*\bref="([A-Z]{1,3})([0-9]{1,7}):([A-Z]{1,3})([0-9]{1,7})"')
+CELL_REF = re.compile(rb"([A-Z]{1,3})([0-9]{1,7})")
 DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(NS_S.encode()) + rb"\"")
 ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
 
@@ -180,6 +182,7 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
     """({ref: value}, {refs with a formula}, non-empty odd headers and footers) of one worksheet part."""
     cells: dict[bytes, Any] = {}
     formulas: set[bytes] = set()
+    arrays: list[tuple[bytes, ...]] = []
     head: bytes | None = None
     tail, matched, closed = b"", 0, 0
     for chunk in package.chunks(name):
@@ -216,13 +219,38 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
             cells[ref] = value
             if formula:
                 formulas.add(ref)
+                arrays += ARRAY_RANGE.findall(formula)
         tail = data[last:]
     if matched != closed:  # a cell the expression did not take: read the part properly
         return _sheet_expat(package, name, strings)
     if not tail.rstrip().endswith(b"</worksheet>"):
         raise Unreadable(f"{name} ends early")
     headers = [which.decode().lower() for which, text in HEADER_FOOTER.findall(tail) if text.strip()]
-    return cells, formulas, headers
+    return cells, formulas | _array_cells(arrays, cells), headers
+
+
+def _column(letters: bytes) -> int:
+    number = 0
+    for letter in letters:
+        number = number * 26 + letter - 64
+    return number
+
+
+def _array_cells(arrays: list[tuple[bytes, ...]], cells: dict[bytes, Any]) -> set[bytes]:
+    """The cells of ``cells`` inside the ranges of array formulas (``(first column, row, last column, row)``):
+    each holds that formula's result, and only the range's first cell has an ``<f>``."""
+    ranges = [(_column(left), int(top), _column(right), int(bottom)) for left, top, right, bottom in arrays]
+    ranges = [bounds for bounds in ranges if bounds[0] != bounds[2] or bounds[1] != bounds[3]]
+    if not ranges:
+        return set()
+    found = set()
+    for ref in cells:
+        match = CELL_REF.fullmatch(ref)
+        if match:
+            column, row = _column(match.group(1)), int(match.group(2))
+            if any(left <= column <= right and top <= row <= bottom for left, top, right, bottom in ranges):
+                found.add(ref)
+    return found
 
 
 def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
@@ -230,7 +258,7 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
     cells: dict[bytes, Any] = {}
     formulas: set[bytes] = set()
     state: dict[str, Any] = {"ref": None, "t": b"n", "v": None, "f": False, "in": None, "inline": [], "headers": [],
-                             "hf": None}
+                             "hf": None, "arrays": []}
     c, v, f, t, is_ = (f"{NS_S}{SEP}{local}" for local in ("c", "v", "f", "t", "is"))
     hf_tags = {f"{NS_S}{SEP}oddHeader", f"{NS_S}{SEP}oddFooter"}
 
@@ -242,6 +270,8 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
             state["in"], state["v"] = "v", []
         elif tag == f:
             state["f"] = True
+            if attributes.get("t") == "array":
+                state["arrays"] += ARRAY_RANGE.findall(f't="array" ref="{attributes.get("ref", "")}"'.encode())
         elif tag == t and state["ref"] is not None:
             state["in"] = "t"
         elif tag in hf_tags:
@@ -284,4 +314,4 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
             state["hf"].append(data)
 
     package.parse(name, start, end, text)
-    return cells, formulas, state["headers"]
+    return cells, formulas | _array_cells(state["arrays"], cells), state["headers"]
