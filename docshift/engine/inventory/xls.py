@@ -24,6 +24,8 @@ from docshift.engine.inventory.common import (
 BIFF_BOF = {0x0809, 0x0409, 0x0209, 0x0009}
 BIFF_EOF, BIFF_CONTINUE, BIFF_BOUNDSHEET, BIFF_CODEPAGE = 0x000A, 0x003C, 0x0085, 0x0042
 BIFF_NOTE, BIFF_HEADER, BIFF_FOOTER = 0x001C, 0x0014, 0x0015
+# a custom view's settings of a sheet, its page setup's header and footer among them: alternatives to the sheet's
+BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END = 0x01AA, 0x01AB
 BIFF_DRAWING_GROUP, BIFF_DRAWING, BIFF_FILEPASS, BIFF_OBJ, BIFF_TXO = 0x00EB, 0x00EC, 0x002F, 0x005D, 0x01B6
 DT_GLOBALS, DT_WORKSHEET, DT_CHART, DT_MACRO_SHEET = 0x0005, 0x0010, 0x0020, 0x0040
 # NUMBER, RK, MULRK, LABELSST, LABEL, FORMULA, STRING, BOOLERR, BLANK, MULBLANK, ROW, DBCELL
@@ -56,6 +58,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
     stack: list[int] = []
     biff8, codepage, last, drawing = True, "cp1252", None, None
     mode, text_left, runs_left = None, 0, 0
+    in_view = False
     if len(data) < 8 or struct.unpack_from("<H", data, 0)[0] not in BIFF_BOF:
         raise Unreadable("the Workbook stream does not start with a BOF record")
     pos, size, substream = 0, len(data), -1
@@ -74,6 +77,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
         top = stack[-1] if stack else None
         if rec_type in BIFF_BOF and length >= 4:
             version, dt = struct.unpack_from("<HH", data, body)
+            in_view = False
             if not stack:
                 if dt == DT_GLOBALS or dt == 0x0100:
                     biff8 = rec_type == 0x0809 and version == 0x0600
@@ -112,7 +116,9 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     book.notes += 1
                     cell = (COLUMNS[column] if column < len(COLUMNS) else b"?") + b"%d" % (row + 1)
                     book.comments_at.append(place(name, cell.decode()))
-            elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length:
+            elif rec_type in (BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END):
+                in_view = rec_type == BIFF_USER_VIEW_BEGIN
+            elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length and not in_view:
                 chars = struct.unpack_from("<H", data, body)[0] if biff8 and length >= 2 else data[body]
                 if chars:
                     book.headers.append(place(name, "header" if rec_type == BIFF_HEADER else "footer"))
