@@ -13,6 +13,7 @@ kept stands where the source has an object), each picture that stands where the 
 not pair up (a picture LibreOffice wrote in another way, a chart it made a drawing of) leave the file as it was.
 """
 
+import posixpath
 import re
 import struct
 import uuid
@@ -28,6 +29,7 @@ from docshift.engine.embedding import (
     MAX_EDITED_PART,
     MAX_OBJECT,
     MAX_OBJECTS,
+    OLE_OBJECT,
     PROG_IDS,
     content_types,
     free_name,
@@ -39,7 +41,7 @@ from docshift.engine.embedding import (
 )
 from docshift.engine.inventory import doc as word
 from docshift.engine.inventory.common import Budget, stream
-from docshift.engine.inventory.package import NS_A, NS_O, NS_R, NS_V, NS_W, Package
+from docshift.engine.inventory.package import NS_A, NS_O, NS_R, NS_V, NS_W, Package, relationships_part
 
 NS_WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
 NS_PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
@@ -47,6 +49,8 @@ NS_MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 CHART_URI = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 MAIN, MAIN_RELS = "word/document.xml", "word/_rels/document.xml.rels"
 CHART_PART = re.compile(r"word/charts/chart[0-9]+\.xml")
+PACKAGE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/package"  # an OOXML object's
+EMPTY_RELS = f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ooxml.PACKAGE_RELATIONSHIPS}"/>'
 STORY = re.compile(r"word/(document|header[0-9]*|footer[0-9]*|footnotes|endnotes)\.xml")
 EMU_PER_POINT, EMU_PER_TWIP = 12700, 635
 PREFIXES = {"w": NS_W, "v": NS_V, "o": NS_O, "r": NS_R}
@@ -64,27 +68,50 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
 
 
 def _name_servers(result: Path, source: Path) -> int:
-    """LibreOffice 25.2 keeps an object whose server it does not know but whose storage names one (a packaged
-    file with its ``CompObj``, an Acrobat document) as the storage itself, ``ProgID=""`` in its ``o:OLEObject``,
-    and adds empty streams of its own (``\\x03OCXNAME``, ``contents``). Each such object of the text, its headers,
-    footers and notes gets the ProgID its storage names, and the storage as the ``ObjectPool`` holds it where one
-    storage of the legacy file is the one kept (every stream of it equal, the streams added empty). Returns how
-    many objects were named; a package with no such part is not parsed."""
+    """Two faults of LibreOffice 25.2's export in the objects of a text's stories, mended:
+
+    - an object of a footnote or an endnote gets its relationship in the main document's part
+      (``word/_rels/document.xml.rels``), so the note's ``r:id`` names nothing in its own part's, and Word or
+      LibreOffice reading the .docx keeps its image alone: the relationship is written in the notes' part's;
+    - an object whose server LibreOffice does not know but whose storage names one (a packaged file with its
+      ``CompObj``, an Acrobat document, an Equation 3.0 object) is kept as the storage itself, ``ProgID=""``,
+      with empty streams of its own added (``\\x03OCXNAME``, ``contents``): it gets the ProgID its storage names,
+      and the storage as the ``ObjectPool`` holds it where one storage of the legacy file is the one kept (every
+      stream of it equal, the streams added empty).
+
+    Returns how many objects were mended; a package with no embedded part is not parsed."""
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
-        if not any(name.startswith("word/embeddings/") and name.endswith(".bin") for name in package.names):
+        if not any(name.startswith("word/embeddings/") for name in package.names):
             return 0
         edits: dict[str, bytes] = {}
+        added: dict[str, bytes] = {}
         storages: list[cfb.Entry] | None = None
-        named = 0
+        main: dict[str | None, tuple[str, str | None]] | None = None
+        mended = 0
         for part in sorted(name for name in package.names if STORY.fullmatch(name)):
-            if b'ProgID=""' not in ooxml.read(zf, package.names[part], MAX_EDITED_PART):
+            raw = ooxml.read(zf, package.names[part], MAX_EDITED_PART)
+            if b'ProgID=""' not in raw and (part == MAIN or b"OLEObject" not in raw):
                 continue
             doc = read_part(package, part)
             targets = package.relationships(part)
+            rels: minidom.Document | None = None
+            changed = False
             for ole in doc.getElementsByTagNameNS(NS_O, "OLEObject"):
-                target = targets.get(ole.getAttributeNS(NS_R, "id"), ("", None))[1]
-                if ole.getAttribute("ProgID") or target not in package.names:
+                rid = ole.getAttributeNS(NS_R, "id")
+                if rid not in targets and part != MAIN:
+                    main = package.relationships(MAIN) if main is None else main
+                    rel_type, target = main.get(rid, ("", None))
+                    if target in package.names and rel_type in (OLE_OBJECT, PACKAGE):
+                        if rels is None:
+                            rels = read_part(package, relationships_part(part)) \
+                                if relationships_part(part) in package.names else minidom.parseString(EMPTY_RELS)
+                        rid = relate(rels, posixpath.relpath(target or "", posixpath.dirname(part)), rel_type)
+                        ole.setAttributeNS(NS_R, "r:id", rid)
+                        targets[rid] = (rel_type, target)
+                        changed, mended = True, mended + 1
+                target = targets.get(rid, ("", None))[1]
+                if ole.getAttribute("ProgID") or target not in package.names or not target.endswith(".bin"):
                     continue
                 data = edits.get(target) or ooxml.read(zf, package.names[target], MAX_OBJECT)
                 if storages is None:
@@ -98,11 +125,15 @@ def _name_servers(result: Path, source: Path) -> int:
                 prog_id = prog_id_of(data)
                 if prog_id:
                     ole.setAttribute("ProgID", prog_id)
-                    edits[part] = serialize(doc)
-                    named += 1
-        if edits:
-            ooxml.rewrite(zf, result, edits)
-    return named
+                    changed, mended = True, mended + 1
+            if changed:
+                edits[part] = serialize(doc)
+            if rels is not None:
+                (edits if relationships_part(part) in package.names else added)[relationships_part(part)] = \
+                    serialize(rels)
+        if edits or added:
+            ooxml.rewrite(zf, result, edits, added)
+    return mended
 
 
 def _kept(data: bytes, storages: list[cfb.Entry]) -> bytes | None:

@@ -10,6 +10,7 @@ embedded workbooks in its text, the first one's storage in the ObjectPool replac
 Packager stores one (its Ole10Native and ObjInfo streams, no CompObj).
 """
 
+import io
 import posixpath
 import re
 import shutil
@@ -379,3 +380,45 @@ def test_an_unnamed_object_whose_storage_the_source_does_not_hold_keeps_libreoff
     (prog_id, data), _ = text_objects(changed)
     assert prog_id == "Package"
     assert data == other(target[1])  # LibreOffice's storage, not the source's
+
+
+def note_objects(path):
+    """[(ProgID, the embedded part's name or None)] of each o:OLEObject of the .docx's footnotes, its r:id looked
+    up where OPC says: in the footnotes part's own relationships."""
+    with zipfile.ZipFile(path) as package:
+        notes = package.read("word/footnotes.xml").decode()
+        names = package.namelist()
+        rels = package.read("word/_rels/footnotes.xml.rels").decode() if "word/_rels/footnotes.xml.rels" in names \
+            else ""
+    found = []
+    for tag in re.findall(r"<o:OLEObject [^>]*>", notes):
+        rid = re.search(r'r:id="([^"]+)"', tag).group(1)
+        target = re.search(rf'<Relationship [^>]*Id="{rid}"[^>]*Target="([^"]+)"', rels)
+        found.append((re.search(r'ProgID="([^"]*)"', tag).group(1), target and f"word/{target.group(1)}"))
+    return found
+
+
+def test_an_object_in_a_footnote_is_related_from_the_footnotes(office, tmp_path):
+    """LibreOffice writes a footnote's object's relationship in the main document's part: its own .docx, opened
+    again, shows the footnote's picture and no object. docshift's keeps the object there."""
+    obj = _inline(1).replace("<text:p>before 1 ", "").replace(" after 1</text:p>", "")
+    (tmp_path / "note.fodt").write_text(flat_odf("text", (
+        '<text:p>main text<text:note text:id="n1" text:note-class="footnote"><text:note-citation>1'
+        f'</text:note-citation><text:note-body><text:p>note {obj} end</text:p></text:note-body></text:note>'
+        ' more</text:p>')))
+    source = soffice(tmp_path / "note.fodt", "doc:MS Word 97", tmp_path, "OpenDocument Text Flat XML")
+    plain = soffice(source, "docx", tmp_path / "plain")
+    assert note_objects(plain) == [("Excel.Sheet.12", None)]  # LibreOffice's: the r:id names nothing
+
+    converted = convert.convert(office, source, "doc", tmp_path / "work", 60)
+    [(prog_id, part)] = note_objects(converted.path)
+    assert prog_id == "Excel.Sheet.12" and part.startswith("word/embeddings/")
+    with zipfile.ZipFile(converted.path) as package, zipfile.ZipFile(io.BytesIO(package.read(part))) as book:
+        assert b"object 1" in book.read("xl/sharedStrings.xml")  # the workbook itself
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    assert "main text" in docx.Document(str(converted.path)).paragraphs[0].text
+    for result, kept in ((converted.path, True), (plain, False)):
+        reloaded = soffice(result, "odt", tmp_path / ("reload" if kept else "reload-plain"))
+        with zipfile.ZipFile(reloaded) as odt:
+            note = re.search(rb"<text:note-body>.*?</text:note-body>", odt.read("content.xml"), re.S).group(0)
+        assert (b"<draw:object " in note) is kept
