@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 from xml.dom import minidom
+from xml.sax.saxutils import escape
 
 import olefile
 
@@ -51,6 +52,8 @@ MAIN, MAIN_RELS = "word/document.xml", "word/_rels/document.xml.rels"
 CHART_PART = re.compile(r"word/charts/chart[0-9]+\.xml")
 PACKAGE = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/package"  # an OOXML object's
 EMPTY_RELS = f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ooxml.PACKAGE_RELATIONSHIPS}"/>'
+OLE_TAG = re.compile(rb"<o:OLEObject\b[^>]*>")
+OBJECT_PREFIXES = (f'xmlns:o="{NS_O}"'.encode(), f'xmlns:r="{NS_R}"'.encode())  # the root's, as LibreOffice writes
 STORY = re.compile(r"word/(document|header[0-9]*|footer[0-9]*|footnotes|endnotes)\.xml")
 EMU_PER_POINT, EMU_PER_TWIP = 12700, 635
 PREFIXES = {"w": NS_W, "v": NS_V, "o": NS_O, "r": NS_R}
@@ -84,56 +87,76 @@ def _name_servers(result: Path, source: Path) -> int:
         package = Package(zf)
         if not any(name.startswith("word/embeddings/") for name in package.names):
             return 0
-        edits: dict[str, bytes] = {}
-        added: dict[str, bytes] = {}
-        storages: list[cfb.Entry] | None = None
-        main: dict[str | None, tuple[str, str | None]] | None = None
-        mended = 0
+        stories = _Stories(package, source)
         for part in sorted(name for name in package.names if STORY.fullmatch(name)):
-            raw = ooxml.read(zf, package.names[part], MAX_EDITED_PART)
-            if b'ProgID=""' not in raw and (part == MAIN or b"OLEObject" not in raw):
-                continue
-            doc = read_part(package, part)
-            targets = package.relationships(part)
-            rels: minidom.Document | None = None
-            changed = False
-            for ole in doc.getElementsByTagNameNS(NS_O, "OLEObject"):
-                rid = ole.getAttributeNS(NS_R, "id")
-                if rid not in targets and part != MAIN:
-                    main = package.relationships(MAIN) if main is None else main
-                    rel_type, target = main.get(rid, ("", None))
-                    if target in package.names and rel_type in (OLE_OBJECT, PACKAGE):
-                        if rels is None:
-                            rels = read_part(package, relationships_part(part)) \
-                                if relationships_part(part) in package.names else minidom.parseString(EMPTY_RELS)
-                        rid = relate(rels, posixpath.relpath(target or "", posixpath.dirname(part)), rel_type)
-                        ole.setAttributeNS(NS_R, "r:id", rid)
-                        targets[rid] = (rel_type, target)
-                        changed, mended = True, mended + 1
-                target = targets.get(rid, ("", None))[1]
-                if ole.getAttribute("ProgID") or target not in package.names or not target.endswith(".bin"):
-                    continue
-                data = edits.get(target) or ooxml.read(zf, package.names[target], MAX_OBJECT)
-                if storages is None:
-                    with olefile.OleFileIO(str(source)) as legacy:
-                        pool = cfb.read_storage(legacy, "ObjectPool", MAX_OBJECTS) \
-                            if legacy.exists("ObjectPool") else cfb.Entry("ObjectPool")
-                    storages = [child for child in pool.children if child.data is None]
-                original = _kept(data, storages)
-                if original is not None:
-                    edits[target] = data = original
-                prog_id = prog_id_of(data)
-                if prog_id:
-                    ole.setAttribute("ProgID", prog_id)
-                    changed, mended = True, mended + 1
-            if changed:
-                edits[part] = serialize(doc)
-            if rels is not None:
-                (edits if relationships_part(part) in package.names else added)[relationships_part(part)] = \
-                    serialize(rels)
-        if edits or added:
-            ooxml.rewrite(zf, result, edits, added)
-    return mended
+            stories.mend(part)
+        if stories.edits or stories.added:
+            ooxml.rewrite(zf, result, stories.edits, stories.added)
+    return stories.mended
+
+
+class _Stories:
+    """The mends of :func:`_name_servers`, one story part at a time. A part is edited as bytes, one
+    ``o:OLEObject`` start tag after another: a long text is not parsed."""
+
+    def __init__(self, package: Package, source: Path) -> None:
+        self.package, self.source = package, source
+        self.edits: dict[str, bytes] = {}
+        self.added: dict[str, bytes] = {}
+        self.mended = 0
+        self.storages: list[cfb.Entry] | None = None
+        self.main: dict[str | None, tuple[str, str | None]] | None = None
+
+    def mend(self, part: str) -> None:
+        raw = ooxml.read(self.package.zip, self.package.names[part], MAX_EDITED_PART)
+        if b'ProgID=""' not in raw and (part == MAIN or b"OLEObject" not in raw):
+            return
+        root = raw[:raw.find(b">", raw.find(b"<w:")) + 1]
+        if not all(prefix in root for prefix in OBJECT_PREFIXES):
+            return  # written with other prefixes than LibreOffice's: not edited
+        targets = self.package.relationships(part)
+        rels: list[minidom.Document] = []
+        edited = OLE_TAG.sub(lambda match: self._tag(match.group(0), part, targets, rels), raw)
+        if edited != raw:
+            self.edits[part] = edited
+        if rels:
+            rels_part = relationships_part(part)
+            (self.edits if rels_part in self.package.names else self.added)[rels_part] = serialize(rels[0])
+
+    def _tag(self, element: bytes, part: str, targets: dict[str | None, tuple[str, str | None]],
+             rels: list[minidom.Document]) -> bytes:
+        """One ``o:OLEObject`` start tag of ``part`` mended; ``rels``: the part's relationships once read."""
+        found = re.search(rb'\sr:id="([^"]*)"', element)
+        rid = found.group(1).decode() if found else ""
+        if rid not in targets and part != MAIN:
+            self.main = self.package.relationships(MAIN) if self.main is None else self.main
+            rel_type, target = self.main.get(rid, ("", None))
+            if target in self.package.names and rel_type in (OLE_OBJECT, PACKAGE):
+                rels_part = relationships_part(part)
+                if not rels:
+                    rels.append(read_part(self.package, rels_part) if rels_part in self.package.names
+                                else minidom.parseString(EMPTY_RELS))
+                rid = relate(rels[0], posixpath.relpath(target or "", posixpath.dirname(part)), rel_type)
+                targets[rid] = (rel_type, target)
+                element = re.sub(rb'(\sr:id=")[^"]*"', b"\\g<1>" + rid.encode() + b'"', element)
+                self.mended += 1
+        target = targets.get(rid, ("", None))[1]
+        if b'ProgID=""' not in element or target not in self.package.names or not target.endswith(".bin"):
+            return element
+        data = self.edits.get(target) or ooxml.read(self.package.zip, self.package.names[target], MAX_OBJECT)
+        if self.storages is None:
+            with olefile.OleFileIO(str(self.source)) as legacy:
+                pool = cfb.read_storage(legacy, "ObjectPool", MAX_OBJECTS) if legacy.exists("ObjectPool") \
+                    else cfb.Entry("ObjectPool")
+            self.storages = [child for child in pool.children if child.data is None]
+        original = _kept(data, self.storages)
+        if original is not None:
+            self.edits[target] = data = original
+        prog_id = prog_id_of(data)
+        if not prog_id:
+            return element
+        self.mended += 1
+        return element.replace(b'ProgID=""', b'ProgID="' + escape(prog_id).encode() + b'"', 1)
 
 
 def _kept(data: bytes, storages: list[cfb.Entry]) -> bytes | None:
