@@ -104,7 +104,7 @@ class _Stories:
         self.edits: dict[str, bytes] = {}
         self.added: dict[str, bytes] = {}
         self.mended = 0
-        self.storages: list[cfb.Entry] | None = None
+        self.storages: list[tuple[cfb.Entry, dict[str, bytes]]] | None = None  # with their streams
         self.main: dict[str | None, tuple[str, str | None]] | None = None
 
     def mend(self, part: str) -> None:
@@ -148,7 +148,7 @@ class _Stories:
             with olefile.OleFileIO(str(self.source)) as legacy:
                 pool = cfb.read_storage(legacy, "ObjectPool", MAX_OBJECTS) if legacy.exists("ObjectPool") \
                     else cfb.Entry("ObjectPool")
-            self.storages = [child for child in pool.children if child.data is None]
+            self.storages = [(child, child.streams()) for child in pool.children if child.data is None]
         original = _kept(data, self.storages)
         if original is not None:
             self.edits[target] = data = original
@@ -156,25 +156,28 @@ class _Stories:
         if not prog_id:
             return element
         self.mended += 1
-        return element.replace(b'ProgID=""', b'ProgID="' + escape(prog_id).encode() + b'"', 1)
+        return element.replace(b'ProgID=""', b'ProgID="' + escape(prog_id, {'"': "&quot;"}).encode() + b'"', 1)
 
 
-def _kept(data: bytes, storages: list[cfb.Entry]) -> bytes | None:
-    """The one storage of ``storages`` that the compound file ``data`` keeps (its CLSID, each of its streams equal,
-    every other stream of ``data`` empty), written as a file of its own; None for none or two that differ."""
+def _kept(data: bytes, storages: list[tuple[cfb.Entry, dict[str, bytes]]]) -> bytes | None:
+    """The one storage of ``storages`` (each with its streams) that the compound file ``data`` keeps (its CLSID,
+    each of its streams equal, every other stream of ``data`` empty), written as a file of its own; None for none
+    or two that differ."""
     with olefile.OleFileIO(data) as ole:
         kept = cfb.read_storage(ole, "", MAX_OBJECT)
-    streams = kept.streams()
-    found = [storage for storage in storages if storage.clsid == kept.clsid and _keeps(streams, storage.streams())]
-    if not found or any(other.streams() != found[0].streams() for other in found[1:]):
+    streams = {name.lower(): data for name, data in kept.streams().items()}
+    found = [(storage, original) for storage, original in storages
+             if storage.clsid == kept.clsid and _keeps(streams, original)]
+    if not found or any(original != found[0][1] for _, original in found[1:]):
         return None  # none, or two different storages that both could be this one
-    return cfb.write(cfb.Entry("Root Entry", clsid=found[0].clsid, children=found[0].children))
+    return cfb.write(cfb.Entry("Root Entry", clsid=found[0][0].clsid, children=found[0][0].children))
 
 
 def _keeps(streams: dict[str, bytes], original: dict[str, bytes]) -> bool:
-    lower = {name.lower(): data for name, data in streams.items()}
-    return all(lower.get(name.lower()) == data for name, data in original.items()) and \
-        all(not data for name, data in lower.items() if name not in {name.lower() for name in original})
+    """Whether ``streams`` (names lower-cased) are the ``original`` ones and, beside them, empty ones only."""
+    names = {name.lower() for name in original}
+    return all(streams.get(name.lower()) == data for name, data in original.items()) and \
+        all(not data for name, data in streams.items() if name not in names)
 
 
 def _mend(result: Path, source: Path) -> int:
