@@ -11,6 +11,7 @@ stored value is written into that cell's ``<v>``, its formula kept. Readers of c
 then see what the source showed.
 """
 
+import math
 import posixpath
 import re
 import zipfile
@@ -27,6 +28,7 @@ PACKAGE_RELATIONSHIP = f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relations
 # one cell as LibreOffice writes it: <c r="B1" s="1" t="e"><f aca="false">...</f><v>#VALUE!</v></c>
 CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"([^>]*?)(/>|>(.*?)</c>)', re.DOTALL)
 TYPE = re.compile(rb'\st="[^"]*"')
+NOT_A_NUMBER = inventory.ErrorValue("#NUM!")
 VALUE = re.compile(rb"<v>.*?</v>|<v/>|<is>.*?</is>", re.DOTALL)
 
 
@@ -52,11 +54,26 @@ def differing(source: inventory.Inventory, result: inventory.Inventory) -> dict[
     return found
 
 
+def not_numbers(result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:
+    """``{sheet: {ref: #NUM!}}``: the cells of the result holding a number that is none. LibreOffice writes a NaN
+    or an infinity that a legacy file holds (written by other programs than Excel) as ``<v>NaN</v>``, which no
+    OOXML number is: openpyxl refuses the whole workbook. The error Excel gives a number it cannot hold stands
+    in its place."""
+    found: dict[str, dict[bytes, Any]] = {}
+    for sheet, cells in (result.cells or {}).items():
+        for ref, value in cells.items():
+            if type(value) is float and not math.isfinite(value):
+                found.setdefault(sheet, {})[ref] = NOT_A_NUMBER
+    return found
+
+
 def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inventory) -> int:
-    """Write the stored values of :func:`differing` cells into the .xlsx at ``path``; returns how many were
-    written. The package is rewritten beside itself and replaced at once; parts without such cells are
-    copied byte for byte."""
-    wanted = differing(source, result)
+    """Write the stored values of :func:`differing` cells, and #NUM! in :func:`not_numbers` cells, into the .xlsx at
+    ``path``; returns how many were written. The package is rewritten beside itself and replaced at once; parts
+    without such cells are copied byte for byte."""
+    wanted = not_numbers(result)
+    for sheet, cells in differing(source, result).items():
+        wanted.setdefault(sheet, {}).update(cells)
     if not wanted:
         return 0
     with zipfile.ZipFile(path) as package:
@@ -125,5 +142,7 @@ def _typed(value: Any) -> tuple[bytes, bytes]:
         return b"str", escape(value).encode("utf-8")
     if isinstance(value, bool):
         return b"b", b"1" if value else b"0"
+    if not math.isfinite(value):
+        return b"e", NOT_A_NUMBER.encode()
     number = repr(float(value))
     return b"", (number[:-2] if number.endswith(".0") else number).encode()

@@ -318,6 +318,34 @@ def test_an_array_formula_keeps_the_results_stored_in_each_of_its_cells(office, 
     assert openpyxl.load_workbook(converted.path)["S"]["B1"].value.text == "=ROW(A1:A3)"  # the formula stays
 
 
+def test_a_number_that_is_none_becomes_an_error_every_reader_opens(office, tmp_path):
+    """A legacy file written by another program than Excel may hold a NaN (POI's 49761.xls). LibreOffice writes it
+    as <v>NaN</v>, which no OOXML number is: openpyxl refuses the whole workbook. It becomes #NUM!, and the
+    report still names the cell."""
+    (tmp_path / "nan.fods").write_text(flat_odf("spreadsheet", (
+        '<table:table table:name="S"><table:table-row><table:table-cell office:value-type="float" '
+        'office:value="3.14159265358979"/><table:table-cell office:value-type="string"><text:p>kept</text:p>'
+        '</table:table-cell></table:table-row></table:table>')))
+    made = soffice(tmp_path / "nan.fods", "xls:MS Excel 97", tmp_path, "OpenDocument Spreadsheet Flat XML")
+    with olefile.OleFileIO(str(made)) as ole:
+        book = bytearray(ole.openstream("Workbook").read())
+    at = book.index(struct.pack("<d", 3.14159265358979))
+    assert struct.unpack_from("<H", book, at - 10)[0] == 0x0203  # the NUMBER record of A1
+    struct.pack_into("<d", book, at, float("nan"))
+    source = tmp_path / "nan.xls"
+    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=bytes(book))])))
+    plain = soffice(source, "xlsx:Calc MS Excel 2007 XML", tmp_path / "plain")
+    with pytest.raises(ValueError):  # the control: LibreOffice's own .xlsx
+        openpyxl.load_workbook(plain)
+
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    sheet = openpyxl.load_workbook(converted.path)["S"]
+    assert sheet["A1"].value == "#NUM!" and sheet["A1"].data_type == "e"
+    assert sheet["B1"].value == "kept"
+    assert converted.fidelity["counts"]["cells"] == {"source": 2, "result": 1}
+    assert "sheet 'S' A1" in converted.fidelity["lost"][0]["detail"]
+
+
 def test_stored_results_survive_a_reload_in_libreoffice(office, tmp_path):
     """The rewritten package still opens: LibreOffice converts it again."""
     converted = convert.convert(office, UDF_FILES[1], "xls", tmp_path / "first", 60)
