@@ -335,8 +335,8 @@ def test_a_number_that_is_none_becomes_an_error_every_reader_opens(office, tmp_p
     source = tmp_path / "nan.xls"
     source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=bytes(book))])))
     plain = soffice(source, "xlsx:Calc MS Excel 2007 XML", tmp_path / "plain")
-    with pytest.raises(ValueError):  # the control: LibreOffice's own .xlsx
-        openpyxl.load_workbook(plain)
+    with open(plain, "rb") as opened, pytest.raises(ValueError):  # the control: LibreOffice's own .xlsx
+        openpyxl.load_workbook(opened)  # which, failing, leaves the file it opened itself open
 
     converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
     sheet = openpyxl.load_workbook(converted.path)["S"]

@@ -24,6 +24,7 @@ SHARED_STRING = re.compile(rb"<si>(.*?)</si>|<si/>", re.S)
 HEADER_FOOTER = re.compile(rb"<odd(Header|Footer)>([^<]*)</odd(?:Header|Footer)>")
 ARRAY_RANGE = re.compile(rb'\bt="array"[^>]*\bref="([A-Z]{1,3})([0-9]{1,7}):([A-Z]{1,3})([0-9]{1,7})"')
 CELL_REF = re.compile(rb"([A-Z]{1,3})([0-9]{1,7})")
+ARRAY_LOOKS = 1_000_000  # cells looked at for the ranges of a sheet's array formulas, at most
 DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(NS_S.encode()) + rb"\"")
 ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
 
@@ -238,18 +239,30 @@ def _column(letters: bytes) -> int:
 
 def _array_cells(arrays: list[tuple[bytes, ...]], cells: dict[bytes, Any]) -> set[bytes]:
     """The cells of ``cells`` inside the ranges of array formulas (``(first column, row, last column, row)``):
-    each holds that formula's result, and only the range's first cell has an ``<f>``."""
+    each holds that formula's result, and only the range's first cell has an ``<f>``. Each range is looked at
+    cell by cell where it is smaller than the sheet, else the sheet's cells are; ARRAY_LOOKS in all."""
     ranges = [(_column(left), int(top), _column(right), int(bottom)) for left, top, right, bottom in arrays]
     ranges = [bounds for bounds in ranges if bounds[0] != bounds[2] or bounds[1] != bounds[3]]
     if not ranges:
         return set()
-    found = set()
+    places: dict[tuple[int, int], bytes] = {}
     for ref in cells:
         match = CELL_REF.fullmatch(ref)
         if match:
-            column, row = _column(match.group(1)), int(match.group(2))
-            if any(left <= column <= right and top <= row <= bottom for left, top, right, bottom in ranges):
-                found.add(ref)
+            places[_column(match.group(1)), int(match.group(2))] = ref
+    found: set[bytes] = set()
+    looks = ARRAY_LOOKS
+    for left, top, right, bottom in ranges:
+        area = (right - left + 1) * (bottom - top + 1)
+        looks -= min(area, len(places))
+        if looks < 0:
+            break  # the rest stay constants: the report may then call one a value, not a formula result
+        if area <= len(places):
+            found.update(places[column, row] for column in range(left, right + 1) for row in range(top, bottom + 1)
+                         if (column, row) in places)
+        else:
+            found.update(ref for (column, row), ref in places.items()
+                         if left <= column <= right and top <= row <= bottom)
     return found
 
 
