@@ -67,10 +67,10 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
     if kind != "doc" or expected == 0:
         return 0
     return guarded(_mend, result, source, "objects of %s that LibreOffice made pictures stay pictures: %r") + \
-        guarded(_name_servers, result, source, "objects of %s that LibreOffice kept unnamed stay so: %r")
+        guarded(_mend_stories, result, source, "objects of %s in notes or with no ProgID stay as written: %r")
 
 
-def _name_servers(result: Path, source: Path) -> int:
+def _mend_stories(result: Path, source: Path) -> int:
     """Two faults of LibreOffice 25.2's export in the objects of a text's stories, mended:
 
     - an object of a footnote or an endnote gets its relationship in the main document's part
@@ -96,7 +96,7 @@ def _name_servers(result: Path, source: Path) -> int:
 
 
 class _Stories:
-    """The mends of :func:`_name_servers`, one story part at a time. A part is edited as bytes, one
+    """The mends of :func:`_mend_stories`, one story part at a time. A part is edited as bytes, one
     ``o:OLEObject`` start tag after another: a long text is not parsed."""
 
     def __init__(self, package: Package, source: Path) -> None:
