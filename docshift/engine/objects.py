@@ -12,6 +12,9 @@ when recInstance is 1), named from each shape's ExObjRefAtom through the ExObjLi
   order, only on slides where both counts agree: on the corpus the order held wherever the objects could be told
   apart (the storages LibreOffice kept as they were hold the same streams as the source's record in that place).
   A part only one shape refers to stays as LibreOffice wrote it (it may have made an Office object a ``.docx``).
+  A master's objects LibreOffice writes onto each layout of that master (a title master is a layout of its own),
+  numbered as a slide's: a layout is matched with the master that the legacy slides using it name, and every layout
+  of one master refers to the same new part of each of its objects.
 - an object whose server LibreOffice does not know it loads as its picture only: on a slide with fewer
   ``p:oleObj`` than OLE shapes, ``slide_pictures.py`` makes such a picture an object again.
 
@@ -55,6 +58,7 @@ from docshift.engine.inventory.ppt import (
     RT_EXOBJ_LIST,
     RT_EXOLEOBJ_ATOM,
     _Presentation,
+    slide_atom,
 )
 
 RT_EXOLEOBJ_STG = 0x1011
@@ -92,10 +96,17 @@ class _NewParts:
         self.lower = {name.lower() for name in package.names}
         self.show, self.objects = show, objects
         self.added: dict[str, bytes] = {}
+        self.stored: dict[int, tuple[str, str] | None] = {}
 
     def store(self, ref: int) -> tuple[str, str] | None:
-        """A new part holding the storage of object ``ref``: (its name, the ProgID the source or the storage
-        names, or ""); None when the storage cannot be had (missing, too large, damaged: the others still can)."""
+        """The new part holding the storage of object ``ref``, added once however many shapes show it: (its name,
+        the ProgID the source or the storage names, or ""); None when the storage cannot be had (missing, too
+        large, damaged: the others still can)."""
+        if ref not in self.stored:
+            self.stored[ref] = self._store(ref)
+        return self.stored[ref]
+
+    def _store(self, ref: int) -> tuple[str, str] | None:
         try:
             data = _storage(self.show, self.objects[ref].persist, MAX_OBJECTS - sum(map(len, self.added.values())))
         except zlib.error:
@@ -111,16 +122,25 @@ def _mend(result: Path, source: Path, expected: int | None) -> int:
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
         slides, references = _result_objects(package)
+        layouts = _layout_objects(package, [slide for slide, _ in slides])
         shared = {target for target, count in references.items() if count > 1}
-        pictured = expected is None or sum(len(found) for _, found in slides) < expected
+        shown = sum(len(found) for _, found in slides) + len({target for found, _ in layouts.values()
+                                                              for _, target, _ in found})
+        pictured = expected is None or shown < expected
         if not shared and not pictured:
             return 0
-        show, objects, slide_shapes = _source_objects(source)
-        if len(slides) != len(slide_shapes):
+        legacy = _source_objects(source)
+        show, objects = legacy.show, legacy.objects
+        if len(slides) != len(legacy.slides):
             return 0  # the slides themselves do not pair up (the content check refuses such a result)
+        pages = list(zip(slides, legacy.slides))
+        for layout, (found, users) in layouts.items():
+            masters = {legacy.slide_masters[user] for user in users}
+            if len(masters) == 1 and (master := masters.pop()) in legacy.masters:
+                pages.append(((layout, found), legacy.masters[master]))
         new = _NewParts(package, show, objects)
         edits: dict[str, bytes] = {}
-        for (slide, found), shapes in zip(slides, slide_shapes):
+        for (slide, found), shapes in pages:
             if len(found) == len(shapes) and any(target in shared for _, target, _ in found):
                 edits |= _own_parts(package, slide, found, [shape.object_ref for shape in shapes], shared,
                                     references, new)
@@ -165,12 +185,29 @@ def _result_objects(package: Package) -> tuple[list[tuple[str, list[tuple[str, s
             for _, target in package.relationships(match.group(1) + match.group(2)).values():
                 if target and target.startswith(EMBEDDINGS):
                     references[target] += 1
-    slides = []
-    for slide in slide_parts(package):
-        rels = package.relationships(slide)
-        found = [(ole, rels.get(ole, ("", None))) for ole in _ole_objects(package, slide)]
-        slides.append((slide, [(ole, target or "", rel_type) for ole, (rel_type, target) in found]))
-    return slides, references
+    return [(slide, _found(package, slide)) for slide in slide_parts(package)], references
+
+
+def _found(package: Package, part: str) -> Found:
+    """The p:oleObj of a slide or layout ``part``, in document order."""
+    rels = package.relationships(part)
+    found = []
+    for ole in _ole_objects(package, part):
+        rel_type, target = rels.get(ole, ("", None))
+        found.append((ole, target or "", rel_type))
+    return found
+
+
+def _layout_objects(package: Package, slides: list[str]) -> dict[str, tuple[Found, list[int]]]:
+    """{layout part: (its p:oleObj in order, the indexes in ``slides`` of the slides that use it)}, for the layouts
+    holding an object."""
+    layouts: dict[str, tuple[Found, list[int]]] = {}
+    for index, slide in enumerate(slides):
+        for rel_type, layout in package.relationships(slide).values():
+            if not (rel_type.endswith("/slideLayout") and layout and layout in package.names):
+                continue
+            layouts.setdefault(layout, (_found(package, layout), []))[1].append(index)
+    return {layout: (found, users) for layout, (found, users) in layouts.items() if found}
 
 
 def slide_parts(package: Package) -> list[str]:
@@ -191,9 +228,22 @@ def _ole_objects(package: Package, slide: str) -> list[str]:
     return rids
 
 
-def _source_objects(source: Path) -> tuple[_Presentation, dict[int, Source], list[list[officeart.Shape]]]:
-    """(the .ppt's live objects, {exObjId: embedded object}, [each OLE shape (its ``object_ref`` the ExObjRef), in
-    drawing order] per slide, in slide order)."""
+@dataclass
+class _Legacy:
+    """What the .ppt holds of its embedded objects."""
+    show: _Presentation  # its live objects
+    objects: dict[int, Source]  # exObjId: embedded object
+    slides: list[list[officeart.Shape]]  # each slide's OLE shapes (``object_ref``: the ExObjRef) in drawing order
+    slide_masters: list[int | None]  # each slide's master (its slideId), in slide order
+    masters: dict[int, list[officeart.Shape]]  # each master's OLE shapes by slideId, in drawing order
+
+
+def _ole_shapes(shapes: list[officeart.Shape]) -> list[officeart.Shape]:
+    return [shape for shape in shapes if shape.object_ref is not None and not shape.flags & officeart.FSP_DELETED]
+
+
+def _source_objects(source: Path) -> _Legacy:
+    """The .ppt's embedded objects, and the OLE shapes of its slides and masters."""
     show = _Presentation.of_file(source)
     doc, budget = show.doc, show.budget
     objects: dict[int, Source] = {}
@@ -202,12 +252,11 @@ def _source_objects(source: Path) -> tuple[_Presentation, dict[int, Source], lis
             for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
                 if child == RT_EXEMBED:
                     _embed(doc, child_body, child_stop, budget, objects)
-    slides = []
-    for located in show.slide_containers():
-        shapes = show.shapes(located) if located else []
-        slides.append([shape for shape in shapes
-                       if shape.object_ref is not None and not shape.flags & officeart.FSP_DELETED])
-    return show, objects, slides
+    located_slides = show.slide_containers()
+    return _Legacy(show, objects, [_ole_shapes(show.shapes(located)) if located else [] for located in located_slides],
+                   [slide_atom(doc, located, budget)[0] if located else None for located in located_slides],
+                   {slide_id: _ole_shapes(show.shapes(located))
+                    for slide_id, located in show.master_containers().items()})
 
 
 def _embed(doc: bytes, start: int, end: int, budget: Budget, objects: dict[int, Source]) -> None:

@@ -152,6 +152,83 @@ def test_a_source_that_does_not_read_leaves_the_export_as_it_is(three_objects, t
     assert plain.read_bytes() == before
 
 
+def _master(name, x):
+    frame = _frame(0).replace('<draw:page draw:name="page0">', "").replace("</draw:page>", "")
+    frame = frame.replace("Sheet0", f"On{name}").replace("Inner0", f"Inner{name}")
+    frame = frame.replace('svg:x="0cm"', f'svg:x="{x}cm"')
+    return (f'<style:master-page style:name="{name}" style:page-layout-name="PM1" draw:style-name="Mdp1">'
+            + frame.replace("object on slide 0", f"object on master {name}") + "</style:master-page>")
+
+
+@pytest.fixture(scope="module")
+def master_objects(tmp_path_factory):
+    """A .ppt with two masters, each with an embedded workbook saying which master it is on; slides 1 and 3 use
+    the first, slide 2 the second."""
+    out = tmp_path_factory.mktemp("masters")
+    pages = "".join(f'<draw:page draw:name="p{n}" draw:master-page-name="{master}"/>'
+                    for n, master in ((1, "First"), (2, "Second"), (3, "First")))
+    styles = ('<office:styles/><office:automatic-styles><style:style style:name="Mdp1" style:family="drawing-page"/>'
+              '<style:page-layout style:name="PM1"><style:page-layout-properties fo:page-width="28cm" '
+              'fo:page-height="21cm"/></style:page-layout></office:automatic-styles>'
+              f'<office:master-styles>{_master("First", 1)}{_master("Second", 10)}</office:master-styles>')
+    document = flat_odf("presentation", pages).replace("<office:body>", styles + "<office:body>").replace(
+        "xmlns:svg=", 'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+        'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" xmlns:svg=')
+    (out / "masters.fodp").write_text(document)
+    return soffice(out / "masters.fodp", "ppt:MS PowerPoint 97", out, "OpenDocument Presentation Flat XML")
+
+
+def layout_objects(path):
+    """{layout part: [the workbook text of each of its p:oleObj's parts]}, and the layout each slide uses."""
+    with zipfile.ZipFile(path) as package:
+        layouts, used = {}, []
+        for name in sorted(package.namelist()):
+            match = re.fullmatch(r"ppt/(slides|slideLayouts)/_rels/(\w+\.xml)\.rels", name)
+            if not match:
+                continue
+            rels = package.read(name).decode()
+            if match.group(1) == "slides":
+                used.append(re.search(r'Target="\.\./slideLayouts/(\w+\.xml)"', rels).group(1))
+                continue
+            texts = []
+            for rid in re.findall(r'<p:oleObj [^>]*r:id="([^"]+)"', package.read(f"ppt/slideLayouts/{match.group(2)}")
+                                  .decode()):
+                target = re.search(rf'Id="{rid}"[^>]*Target="\.\./embeddings/([^"]+)"|'
+                                   rf'Target="\.\./embeddings/([^"]+)"[^>]*Id="{rid}"', rels)
+                data = package.read("ppt/embeddings/" + (target.group(1) or target.group(2)))
+                texts.append(xlrd.open_workbook(file_contents=data).sheet_by_index(0).cell_value(0, 0)
+                             if olefile.isOleFile(data) else "not a storage")
+            layouts[match.group(2)] = texts
+    return layouts, used
+
+
+def test_objects_on_two_masters_each_keep_their_own_part(master_objects, office, tmp_path):
+    """LibreOffice writes a master's objects onto each of its layouts, numbered as a slide's: the two masters'
+    objects share one part, and every layout shows the same workbook."""
+    assert inventory.of_source(master_objects, "ppt").counts["embedded_objects"] == 2
+    plain_layouts, _ = layout_objects(soffice(master_objects, "pptx", tmp_path / "plain"))
+    assert len({text for texts in plain_layouts.values() for text in texts}) == 1  # the loss mended here
+
+    converted = convert.convert(office, master_objects, "ppt", tmp_path / "work", 60)
+    layouts, used = layout_objects(converted.path)
+    # each slide's layout (slides 1 and 3 have layouts of their own: a title slide's and another) shows its master's
+    assert [layouts[layout] for layout in used] == [["object on master First"], ["object on master Second"],
+                                                    ["object on master First"]]
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": 2, "result": 2}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    with zipfile.ZipFile(converted.path) as package:
+        assert not [name for name in package.namelist() if name.startswith("ppt/embeddings/")
+                    and f'PartName="/{name}"' not in package.read("[Content_Types].xml").decode()]
+    # python-pptx and LibreOffice open it again, each master with its own object
+    deck = pptx.Presentation(str(converted.path))
+    assert sum(shape.shape_type == 7 for layout in deck.slide_layouts for shape in layout.shapes) == len(layouts)
+    with zipfile.ZipFile(soffice(converted.path, "odp", tmp_path / "reload")) as odp:
+        hrefs = re.findall(r'<draw:object(?:-ole)? [^>]*xlink:href="\./([^"]+)"', odp.read("styles.xml").decode())
+        texts = {xlrd.open_workbook(file_contents=odp.read(href)).sheet_by_index(0).cell_value(0, 0)
+                 for href in hrefs if olefile.isOleFile(odp.read(href))}
+    assert texts == {"object on master First", "object on master Second"}
+
+
 def edited(package, target, part, edit):
     """A copy of the OOXML ``package`` at ``target`` whose ``part`` is ``edit(its bytes)``."""
     with zipfile.ZipFile(package) as src, zipfile.ZipFile(target, "w") as out:
@@ -185,9 +262,9 @@ def packaged(three_objects, tmp_path_factory):
     current, document = bytearray(streams["Current User"]), bytearray(streams["PowerPoint Document"])
     edit_at = struct.unpack_from("<I", current, 16)[0]
     directory, _edits, _session = decrypt._persist_directory(document, edit_at)
-    _show, sources, slides = objects._source_objects(three_objects)
+    legacy = objects._source_objects(three_objects)
     storage = package_storage("notes.txt", PACKAGED)
-    directory[sources[slides[0][0].object_ref].persist] = len(document)
+    directory[legacy.objects[legacy.slides[0][0].object_ref].persist] = len(document)
     document += _record(objects.RT_EXOLEOBJ_STG, struct.pack("<I", len(storage)) + zlib.compress(storage), 0x10)
     directory_at = len(document)
     document += _record(0x1772, b"".join(struct.pack("<II", persist | 1 << 20, offset)

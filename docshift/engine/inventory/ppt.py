@@ -155,13 +155,25 @@ class _Presentation:
     def slide_containers(self) -> list[tuple[int, int] | None]:
         """(body start, body end) of each SlideContainer of the slide list, in its order; None where one is
         missing."""
-        refs: list[int] = []
-        for rec_type, instance, _, body, stop in officeart.children(self.doc, *self.document, self.budget):
-            if rec_type == RT_SLIDE_LIST and instance == 0:
+        return [self.container(ref, RT_SLIDE) for ref, _ in self._listed(0)]
+
+    def master_containers(self) -> dict[int, tuple[int, int]]:
+        """{slideId: (body start, body end)} of each master of the master list: a MainMasterContainer, or the
+        SlideContainer of a title master."""
+        found = ((slide_id, self.container(ref, RT_MAIN_MASTER, RT_SLIDE)) for ref, slide_id in self._listed(1))
+        return {slide_id: located for slide_id, located in found if located is not None}
+
+    def _listed(self, instance: int) -> list[tuple[int, int]]:
+        """(persistIdRef, slideId) of each SlidePersistAtom of the SlideListWithText ``instance`` (0: slides,
+        1: masters), in its order."""
+        listed = []
+        for rec_type, list_instance, _, body, stop in officeart.children(self.doc, *self.document, self.budget):
+            if rec_type == RT_SLIDE_LIST and list_instance == instance:
                 for child, _, _, child_body, child_stop in officeart.children(self.doc, body, stop, self.budget):
-                    if child == RT_SLIDE_PERSIST and child_stop - child_body >= 4:
-                        refs.append(struct.unpack_from("<I", self.doc, child_body)[0])
-        return [self.container(ref, RT_SLIDE) for ref in refs]
+                    if child == RT_SLIDE_PERSIST and child_stop - child_body >= 16:
+                        ref, _, _, slide_id = struct.unpack_from("<IIII", self.doc, child_body)
+                        listed.append((ref, slide_id))
+        return listed
 
     def shapes(self, located: tuple[int, int]) -> list[officeart.Shape]:
         """The shapes of the PPDrawing of a slide, master or notes container."""
@@ -200,7 +212,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     if doc is None or current is None:
         return
     show = _Presentation(doc, current, budget)
-    lists: dict[int, list[list[int]]] = {0: [], 1: [], 2: []}
+    lists: dict[int, list[list[int]]] = {0: [], 2: []}  # slides, notes (the masters: show.master_containers)
     bstore: list[officeart.Entry] = []
     embeds: dict[int, str] = {}
     audio: dict[int, int] = {}  # exObjId: sound id, of the sound shapes' objects
@@ -227,13 +239,11 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             slide_footers = show.headers_footers(body, stop) or set()
     # the masters: their placeholders (a date, slide number or footer shows only where the master has one)
     masters: dict[int | None, list[Any]] = {}
-    for ref, slide_id, _, _ in lists[1]:
-        located = show.container(ref, RT_MAIN_MASTER, RT_SLIDE)
-        if located is not None:
-            master_shapes = show.shapes(located)
-            placeholders = {MASTER_PLACEHOLDERS[shape.placeholder] for shape in master_shapes
-                            if shape.placeholder in MASTER_PLACEHOLDERS}
-            masters[slide_id] = [master_shapes, placeholders, _slide_atom(doc, located, budget)[0], False]
+    for slide_id, master_at in show.master_containers().items():
+        master_shapes = show.shapes(master_at)
+        placeholders = {MASTER_PLACEHOLDERS[shape.placeholder] for shape in master_shapes
+                        if shape.placeholder in MASTER_PLACEHOLDERS}
+        masters[slide_id] = [master_shapes, placeholders, slide_atom(doc, master_at, budget)[0], False]
     text: Counter[str] = Counter()
     shapes: list[officeart.Shape] = []
     footers: set[str] = set()
@@ -245,7 +255,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             raise Unreadable("a slide of the slide list is missing")
         slides += 1
         slide_shapes = show.shapes(located)
-        master_id, slide_flags = _slide_atom(doc, located, budget)
+        master_id, slide_flags = slide_atom(doc, located, budget)
         if slide_flags & SLIDE_MASTER_BACKGROUND:  # the slide shows its master's background, not its own
             slide_shapes = [shape for shape in slide_shapes if not shape.flags & officeart.FSP_BACKGROUND]
         shapes += slide_shapes
@@ -294,7 +304,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["images"] = len(officeart.pictures(shapes, bstore, lambda entry: entry[3] or entry[1] < size))
 
 
-def _slide_atom(doc: bytes, located: tuple[int, int], budget: Budget) -> tuple[int | None, int]:
+def slide_atom(doc: bytes, located: tuple[int, int], budget: Budget) -> tuple[int | None, int]:
     """(masterIdRef, slideFlags) of the SlideAtom of a slide (or title master) container, or (None, 0)."""
     for rec_type, _, _, body, stop in officeart.children(doc, *located, budget):
         if rec_type == RT_SLIDE_ATOM and stop - body >= 22:
