@@ -495,6 +495,45 @@ def _continuous_middle_section(path, page_break=False):
     return path
 
 
+FIRST_PAGE_PICTURES = """<?xml version="1.0" encoding="UTF-8"?><office:document
+ xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+ xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+ xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
+ xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0"
+ xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" office:version="1.3"
+ office:mimetype="application/vnd.oasis.opendocument.text"><office:automatic-styles><style:page-layout style:name="pm1">
+<style:page-layout-properties fo:page-width="21cm" fo:page-height="29.7cm"/><style:header-style>
+<style:header-footer-properties fo:min-height="1cm"/></style:header-style></style:page-layout></office:automatic-styles>
+<office:master-styles><style:master-page style:name="Standard" style:page-layout-name="pm1">
+<style:header><text:p>Every page's header</text:p></style:header><style:header-first><text:p>First page:
+<draw:frame text:anchor-type="as-char" svg:width="1cm" svg:height="1cm"><draw:image><office:binary-data>{inline}
+</office:binary-data></draw:image></draw:frame></text:p><text:p><draw:frame text:anchor-type="paragraph" svg:x="5cm"
+ svg:y="0cm" svg:width="1cm" svg:height="1cm"><draw:image><office:binary-data>{floating}</office:binary-data>
+</draw:image></draw:frame>floating</text:p></style:header-first></style:master-page></office:master-styles>
+<office:body><office:text><text:p>The body.</text:p></office:text></office:body></office:document>"""
+
+
+def _no_title_page(path):
+    """Clear the title page flag (sprmSFTitlePage) of the .doc at ``path``'s one section: Word then shows its
+    first page's header and footer on no page, and LibreOffice writes them into no page style."""
+    import struct
+
+    import olefile
+
+    from docshift.engine.inventory import doc
+
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        word = bytearray(ole.openstream("WordDocument").read())
+        fib = doc._fib(bytes(word), lambda name: ole.openstream(name).read() if ole.exists(name) else None)
+        sed_fc, sed_lcb = fib.pair(doc.PAIR_PLCF_SED)
+        sepx = struct.unpack_from("<I", fib.table, sed_fc + 4 * ((sed_lcb - 4) // 16 + 1) + 2)[0]
+        at = bytes(word).index(b"\x0a\x30\x01", sepx, sepx + 2 + struct.unpack_from("<H", word, sepx)[0])
+        word[at + 2] = 0
+        ole.write_stream("WordDocument", bytes(word))
+    return path
+
+
 def _crlf_in_cells(path):
     """Turn the character after each CR of the .xls at ``path`` into an LF where ``first`` is, leaving the other
     CR alone (LibreOffice writes a CR of a cell as it is, but a CR LF as a line break: LF)."""
@@ -516,22 +555,28 @@ def doubtful(tmp_path_factory):
     from PIL import Image
 
     out = tmp_path_factory.mktemp("doubtful")
-    image = io.BytesIO()
-    Image.new("RGB", (16, 16), (200, 30, 30)).save(image, "PNG")
-    (out / "bullets.fodt").write_text(PICTURE_BULLETS.format(png=base64.b64encode(image.getvalue()).decode()))
+    def png(color):
+        image = io.BytesIO()
+        Image.new("RGB", (16, 16), color).save(image, "PNG")
+        return base64.b64encode(image.getvalue()).decode()
+
+    (out / "bullets.fodt").write_text(PICTURE_BULLETS.format(png=png((200, 30, 30))))
+    (out / "first.fodt").write_text(FIRST_PAGE_PICTURES.format(inline=png((200, 30, 30)), floating=png((30, 30, 200))))
     sources = [_sections_doc(out / "short.docx"), _sections_doc(out / "long.docx", long_middle=True),
-               out / "bullets.fodt"]
+               out / "bullets.fodt", out / "first.fodt"]
     _soffice(sources, "doc:MS Word 97", out / "doc")
     shutil.copy(out / "doc" / "short.doc", out / "doc" / "broken.doc")
+    shutil.copy(out / "doc" / "first.doc", out / "doc" / "unshown.doc")
     _continuous_middle_section(out / "doc" / "short.doc")
     _continuous_middle_section(out / "doc" / "long.doc")
     _continuous_middle_section(out / "doc" / "broken.doc", page_break=True)
+    _no_title_page(out / "doc" / "unshown.doc")
     book = openpyxl.Workbook()
     book.active["A1"], book.active["A2"] = "first\rXline", "lone\rcarriage return"
     book.save(out / "crlf.xlsx")
     _soffice([out / "crlf.xlsx"], "xls:MS Excel 97", out / "xls")
     _crlf_in_cells(out / "xls" / "crlf.xls")
-    docs = [out / "doc" / f"{name}.doc" for name in ("short", "long", "broken", "bullets")]
+    docs = [out / "doc" / f"{name}.doc" for name in ("short", "long", "broken", "bullets", "first", "unshown")]
     _soffice(docs, "docx", out / "result")
     _soffice([out / "xls" / "crlf.xls"], "xlsx", out / "result")
     found = {path.stem: (path, out / "result" / f"{path.stem}.docx") for path in docs}
@@ -582,6 +627,19 @@ def test_a_picture_bullet_is_counted_on_both_sides(doubtful):
     assert b"lvlPicBulletId" in numbering
     lost = inventory.report(inventory.of_source(source, "doc"), inventory.of_result(without, "doc"))["lost"]
     assert lost == [{"what": "images", "count": 1, "detail": "1 of 1 images is missing"}]
+
+
+def test_pictures_of_a_header_that_no_page_shows_are_not_counted(doubtful):
+    # a first page's header with an inline and a floating picture: counted while the section has a title page
+    fidelity = _doubtful_report(doubtful, "first")
+    assert fidelity["counts"]["images"] == {"source": 2, "result": 2}
+    assert fidelity["counts"]["headers_footers"] == {"source": 2, "result": 2}
+    assert fidelity["complete"] is True, fidelity["lost"]
+    # without one, Word shows that header on no page, and LibreOffice writes it nowhere: nothing is lost
+    fidelity = _doubtful_report(doubtful, "unshown")
+    assert fidelity["counts"]["images"] == {"source": 0, "result": 0}
+    assert fidelity["counts"]["headers_footers"] == {"source": 1, "result": 1}
+    assert fidelity["complete"] is True, fidelity["lost"]
 
 
 def test_a_cr_lf_in_a_cell_is_its_line_break_and_a_lone_cr_is_not(doubtful):

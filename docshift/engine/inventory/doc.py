@@ -27,6 +27,7 @@ FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_COMPLEX = 0x0100, 0x0200, 0x0004
 # indexes of FibRgFcLcb97 pairs (the same order as Word 6's FIB, whose pairs start at 0x58)
 PAIR_PLCF_AND_REF, PAIR_PLCF_SED, PAIR_PLCF_HDD, PAIR_PLCF_BTE_CHPX, PAIR_DOP, PAIR_CLX, PAIR_DGG_INFO = (
     4, 6, 11, 12, 31, 33, 50)
+PAIR_PLC_SPA_HDR = 41
 SPRM_FSPEC, SPRM_PIC_LOCATION, SPRM_FOLE2, SPRM_FDATA, SPRM_TITLE_PAGE = 0x0855, 0x6A03, 0x080A, 0x0806, 0x300A
 SPRM_BREAK_CODE, BREAK_CONTINUOUS = 0x3009, 0
 # a continuous section this long may run onto a page of its own (a page holds more: this leans to reporting a loss)
@@ -197,17 +198,25 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["characters"] = inventory.text.total()
     _, lcb = doc.pair(PAIR_PLCF_AND_REF)
     counts["comments"] = max(0, (lcb - 4) // ANNOTATION_SIZE) if lcb else 0
-    counts["headers_footers"] = attempt(_headers, doc)
+    counts["headers_footers"] = attempt(lambda: len(_shown_stories(doc)[0]))
     data = attempt(stream, ole, "Data")
     counts["images"] = attempt(_images, doc, data, budget)
 
 
-def _headers(doc: _Word) -> int:
-    """The header/footer stories that show something on some page: a section's own, or the one an empty story
-    (linked to the previous section) takes over from an earlier section."""
+def _hidden_stories(doc: _Word) -> list[tuple[int, int]]:
+    """The CP ranges, in the header document, of the header/footer stories with text that no page shows: a first
+    page's without a title page, an even page's without facing pages."""
+    shown, cps, sections = _shown_stories(doc)
+    return [(cps[story], cps[story + 1]) for story in range(6, min(len(cps) - 1, 6 + 6 * sections))
+            if story not in shown and cps[story + 1] > cps[story]]
+
+
+def _shown_stories(doc: _Word) -> tuple[set[int], tuple[int, ...], int]:
+    """(the header/footer stories that show something on some page: a section's own, or the one an empty story
+    (linked to the previous section) takes over from an earlier section; PlcfHdd; how many sections were read)."""
     fc, lcb = doc.pair(PAIR_PLCF_HDD)
     if lcb < 8:
-        return 0
+        return set(), (), 0
     cps = struct.unpack_from(f"<{lcb // 4}I", doc.table, fc)
     start = doc.ccp[0] + doc.ccp[1]
     facing = False
@@ -226,7 +235,7 @@ def _headers(doc: _Word) -> int:
             current[role] = story if _has_content(doc.text(start + cps[story], start + cps[story + 1])) else None
         if pages and (role not in (0, 2) or facing) and (role not in (4, 5) or title) and current[role]:
             shown.add(current[role])  # type: ignore[arg-type]
-    return len(shown)
+    return shown, cps, len(sections)
 
 
 def _sections(doc: _Word) -> list[tuple[bool, bool]]:
@@ -257,9 +266,10 @@ def _sections(doc: _Word) -> list[tuple[bool, bool]]:
 
 def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:
     """Distinct pictures: inline ones (CHPX runs with a picture location on a live 0x01) and the floating
-    shapes of the OfficeArt drawing (DggInfo)."""
+    shapes of the OfficeArt drawing (DggInfo); none that only a header or footer no page shows holds."""
     found: set[Any] = set()
     word = doc.word
+    hidden, headers = _hidden_stories(doc), doc.ccp[0] + doc.ccp[1]
     pictures, ole_runs = [], []
     for start, end, properties in character_runs(doc, budget):
         if properties.get(SPRM_FOLE2, b"\0")[:1] == b"\1":
@@ -272,9 +282,10 @@ def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:
         pictures.append((start, end, struct.unpack_from("<I", location)[0]))
     locations = set()
     for start, end, location in pictures:
-        for position, _ in special_characters(doc, start, end, "\x01", budget):
+        for position, cp in special_characters(doc, start, end, "\x01", budget):
             # the picture right after the separator of an EMBED field (an fOle2 run) is the object's preview
-            if not any(low < position <= high for low, high in ole_runs):
+            if not any(low < position <= high for low, high in ole_runs) and \
+                    not any(low <= cp - headers < high for low, high in hidden):
                 locations.add(location)
                 break
     for location in locations:
@@ -286,15 +297,42 @@ def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:
         table, end = doc.table, min(fc + lcb, len(doc.table))
         _, _, rec_type, body, stop = officeart.header(table, fc)
         bstore = officeart.bstore(table, body, min(stop, end), budget) if rec_type == officeart.OA_DGG else []
-        shapes, pos = [], min(stop, end)
+        shapes, pos, unseen = [], min(stop, end), _hidden_shapes(doc, hidden)
         while pos + 9 <= end:
             _, _, rec_type, body, stop = officeart.header(table, pos + 1)  # a dgglbl byte before each drawing
             if rec_type != 0xF002:
                 break
-            shapes += officeart.shapes(table, body, min(stop, end), budget)
+            shapes += _drawn(table, body, min(stop, end), budget, unseen if table[pos] == 1 else set())
             pos = stop
         found |= officeart.pictures(shapes, bstore, lambda entry: entry[1] < len(word) or entry[3])
     return len(found)
+
+
+def _hidden_shapes(doc: _Word, hidden: list[tuple[int, int]]) -> set[int]:
+    """The spids of the header document's shapes (PlcSpaHdr's FSPAs) anchored only in ``hidden`` stories."""
+    fc, lcb = doc.pair(PAIR_PLC_SPA_HDR)
+    count = (lcb - 4) // 30 if lcb >= 34 and hidden else 0
+    anchors = [(struct.unpack_from("<I", doc.table, fc + 4 * index)[0],
+                struct.unpack_from("<I", doc.table, fc + 4 * (count + 1) + 26 * index)[0]) for index in range(count)]
+    seen = {spid for cp, spid in anchors if not any(low <= cp < high for low, high in hidden)}
+    return {spid for _, spid in anchors} - seen
+
+
+def _drawn(table: bytes, start: int, end: int, budget: Budget, hidden: set[int]) -> list[officeart.Shape]:
+    """The shapes of an OfficeArt drawing, but for its top-level shapes and groups whose spid is ``hidden``."""
+    if not hidden:
+        return officeart.shapes(table, start, end, budget)
+    shapes = []
+    for rec_type, _, _, body, stop in officeart.children(table, start, end, budget):
+        items = officeart.children(table, body, stop, budget) if rec_type == officeart.OA_SPGR else \
+            [(rec_type, 0, 0, body, stop)]
+        for _, _, _, item_body, item_stop in items:
+            spid = next((struct.unpack_from("<I", table, fsp)[0] for kind, _, _, fsp, fsp_end, _ in
+                         officeart.walk(table, item_body - 8, item_stop, budget)
+                         if kind == officeart.OA_FSP and fsp_end - fsp >= 8), None)
+            if spid not in hidden:
+                shapes += officeart.shapes(table, item_body - 8, item_stop, budget)
+    return shapes
 
 
 def character_runs(doc: _Word, budget: Budget) -> Iterator[tuple[int, int, dict[int, bytes]]]:
