@@ -657,3 +657,43 @@ def test_a_cr_lf_in_a_cell_is_its_line_break_and_a_lone_cr_is_not(doubtful):
                                  "detail": "1 cell value differs from the source; first: sheet 'Sheet' A2"}]
     assert inventory.same_value("a\r\nb", "a\nb") and inventory.same_value("a\r\nb", "a\r\nb")
     assert not inventory.same_value("a\rb", "a\nb") and not inventory.same_value("a\r\nb", "a\n\nb")
+
+
+
+def _biff5_without_code_page(text):
+    """An Excel 95 workbook stream, as programs other than Excel write one: no CODEPAGE record, one sheet whose A1
+    is ``text`` in Windows-1252 (5 FONTs and 17 XFs: what LibreOffice's BIFF5 import wants)."""
+    import struct
+
+    def record(kind, data=b""):
+        return struct.pack("<HH", kind, len(data)) + data
+
+    def bof(kind):
+        return record(0x0809, struct.pack("<HHHH", 0x0500, kind, 0x0DBB, 0x07CC))
+
+    font = record(0x0031, struct.pack("<HHHHHBBBB", 200, 0, 0x7FFF, 400, 0, 0, 0, 0, 0) + b"\x05Arial")
+    xfs = b"".join(record(0x00E0, struct.pack("<HHHBBII", 0, 0, 0xFFF5 if n < 16 else 1, 0x20, 0, 0, 0))
+                   for n in range(17))
+    encoded = text.encode("cp1252")
+    sheet = bof(0x0010) + record(0x0200, struct.pack("<HHHHH", 0, 1, 0, 1, 0))
+    sheet += record(0x0204, struct.pack("<HHHH", 0, 0, 16, len(encoded)) + encoded) + record(0x000A)
+    globals_ = bof(0x0005) + font * 5 + xfs
+    sheet_at = len(globals_) + 4 + 7 + len(b"Sheet") + 4  # after the BOUNDSHEET and the EOF
+    return globals_ + record(0x0085, struct.pack("<IBBB", sheet_at, 0, 0, 5) + b"Sheet") + record(0x000A) + sheet
+
+
+def test_an_excel_95_workbook_without_a_code_page_reads_as_windows_1252(tmp_path):
+    """Before BIFF8 a cell's text is bytes in the CODEPAGE record's code page; a workbook without one is read in
+    Windows-1252, as Excel in the West and LibreOffice read it: 0x80 is a euro sign, not a control character."""
+    from docshift.engine import cfb
+
+    text = "price 100\u20ac \u2039net\u203a"
+    source = tmp_path / "euro.xls"
+    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Book",
+                                                                             data=_biff5_without_code_page(text))])))
+    held = inventory.of_source(source, "xls")
+    assert held.cells["Sheet"][b"A1"] == text
+    _soffice([source], "xlsx", tmp_path / "result")
+    fidelity = inventory.report(held, inventory.of_result(tmp_path / "result" / "euro.xlsx", "xls"))
+    assert fidelity["counts"]["cells"] == {"source": 1, "result": 1}
+    assert fidelity["complete"] is True, fidelity["lost"]

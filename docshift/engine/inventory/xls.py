@@ -218,6 +218,10 @@ def _cells(path: str | Path, inventory: Inventory) -> None:
     import xlrd
     try:
         book = xlrd.open_workbook(str(path), logfile=_Discard(), ragged_rows=True)
+        if book.biff_version < 80 and book.codepage is None:
+            # before BIFF8 a string's bytes are in the CODEPAGE record's code page; without one Excel takes the
+            # system's, Windows-1252 in the West, as LibreOffice does (xlrd takes Latin-1: 0x80-0x9F differ)
+            book = xlrd.open_workbook(str(path), logfile=_Discard(), ragged_rows=True, encoding_override="cp1252")
     except Exception:  # encrypted, damaged, not BIFF: the cells are unknown
         return
     try:
