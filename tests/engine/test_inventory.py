@@ -697,3 +697,29 @@ def test_an_excel_95_workbook_without_a_code_page_reads_as_windows_1252(tmp_path
     fidelity = inventory.report(held, inventory.of_result(tmp_path / "result" / "euro.xlsx", "xls"))
     assert fidelity["counts"]["cells"] == {"source": 1, "result": 1}
     assert fidelity["complete"] is True, fidelity["lost"]
+
+
+def test_a_sheet_header_of_codes_alone_shows_nothing(tmp_path):
+    """"&L&C&R" places three empty sections: Excel shows no header, and LibreOffice writes an empty one. A header
+    counts for what it shows: text, or a field such as the page number."""
+    import olefile
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = 1
+    book.active.oddHeader.center.text = "Page"
+    book.active.oddFooter.center.text = "&P"
+    book.save(tmp_path / "codes.xlsx")
+    _soffice([tmp_path / "codes.xlsx"], "xls:MS Excel 97", tmp_path)
+    source = tmp_path / "codes.xls"
+    assert inventory.of_source(source, "xls").counts["headers_footers"] == 2
+    with olefile.OleFileIO(str(source), write_mode=True) as ole:
+        data = ole.openstream("Workbook").read()
+        assert data.count(b"&CPage") == 1
+        ole.write_stream("Workbook", data.replace(b"&CPage", b"&L&C&R"))
+    held = inventory.of_source(source, "xls")
+    assert held.counts["headers_footers"] == 1 and held.where["headers_footers"] == ["sheet 'Sheet' footer"]
+    _soffice([source], "xlsx", tmp_path / "result")
+    fidelity = inventory.report(held, inventory.of_result(tmp_path / "result" / "codes.xlsx", "xls"))
+    assert fidelity["counts"]["headers_footers"] == {"source": 1, "result": 1}
+    assert fidelity["complete"] is True, fidelity["lost"]

@@ -6,6 +6,7 @@ past the size they declare nor ``MAX_PART``, record walks share a budget of ``MA
 most ``MAX_DEPTH`` deep.
 """
 
+import re
 import struct
 from collections import Counter
 from collections.abc import Callable
@@ -40,6 +41,9 @@ EMBEDDED = ("object", "equation", "chart")  # the kinds of OLE storage that coun
 
 CONTROL: dict[int, str | None] = dict.fromkeys(range(0x20))
 CONTROL.update({0x1E: "\u2011", 0x1F: "\u00ad"})  # non-breaking and soft hyphens: .docx writes them as elements
+# a sheet's header or footer codes that place or format what follows and show nothing themselves: its sections,
+# a font and its size, bold, italic, underline, strikeout, super- and subscript, a colour
+FORMAT_CODES = re.compile(r'&(?:[LCRBIUESXYH]|"[^"]*"|[0-9]+|K[0-9A-Fa-f]{6}|K[0-9]{2}[+-][0-9]{3})')
 FOLDED = "\uffff"  # stands for any character beyond ASCII in the text of a Word 6/95 file
 
 
@@ -161,3 +165,9 @@ def fold(counted: Counter[str]) -> Counter[str]:
 def place(sheet: str, where: str) -> str:
     """A place in a workbook as the report names it: "sheet 'Name' B1"."""
     return f"sheet '{sheet[:SHEET_NAME_LIMIT]}' {where}"
+
+
+def header_shows(text: str) -> bool:
+    """Does a sheet's header or footer text show anything (text, a field such as &P, a picture's &G), beyond
+    the codes that place and format it ("&L&C&R" shows nothing)? "&&" is an ampersand."""
+    return bool(FORMAT_CODES.sub("", text.replace("&&", "\x00")).strip())

@@ -17,6 +17,7 @@ from docshift.engine.inventory.common import (
     Unreadable,
     attempt,
     embedded_objects,
+    header_shows,
     place,
     stream,
 )
@@ -118,10 +119,9 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     book.comments_at.append(place(name, cell.decode()))
             elif rec_type in (BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END):
                 in_view = rec_type == BIFF_USER_VIEW_BEGIN
-            elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length and not in_view:
-                chars = struct.unpack_from("<H", data, body)[0] if biff8 and length >= 2 else data[body]
-                if chars:
-                    book.headers.append(place(name, "header" if rec_type == BIFF_HEADER else "footer"))
+            elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length and not in_view and \
+                    header_shows(_header_text(data, body, end, biff8, codepage)):
+                book.headers.append(place(name, "header" if rec_type == BIFF_HEADER else "footer"))
             # drawing data: MSODRAWING records, and CONTINUE records after them, after OBJ records and after
             # a TXO's own CONTINUE records (its text and formatting runs)
             if rec_type == BIFF_DRAWING and drawing is not None:
@@ -147,6 +147,19 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             last = rec_type
         pos = end
     return book
+
+
+def _header_text(data: bytes, pos: int, end: int, biff8: bool, codepage: str) -> str:
+    """A HEADER or FOOTER record's text: BIFF8's XLUnicodeString (a 16-bit count, its flags), else a byte count
+    and bytes in the workbook's code page."""
+    if not biff8:
+        return bytes(data[pos + 1:min(end, pos + 1 + data[pos])]).decode(codepage, "replace")
+    if end - pos < 3:
+        return ""
+    count, flags = struct.unpack_from("<HB", data, pos)
+    if flags & 1:
+        return bytes(data[pos + 3:min(end, pos + 3 + 2 * count)]).decode("utf_16_le", "replace")
+    return bytes(data[pos + 3:min(end, pos + 3 + count)]).decode("latin-1")
 
 
 def _sheet_name(data: bytes, pos: int, end: int, biff8: bool, codepage: str) -> str:

@@ -9,7 +9,7 @@ import html
 import re
 from typing import Any
 
-from docshift.engine.inventory.common import CHUNK, ErrorValue, Inventory, Unreadable, attempt, place
+from docshift.engine.inventory.common import CHUNK, ErrorValue, Inventory, Unreadable, attempt, header_shows, place
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, charts_and_objects, pictures_in
 
 # a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers
@@ -226,7 +226,8 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
         return _sheet_expat(package, name, strings)
     if not tail.rstrip().endswith(b"</worksheet>"):
         raise Unreadable(f"{name} ends early")
-    headers = [which.decode().lower() for which, text in HEADER_FOOTER.findall(tail) if text.strip()]
+    headers = [which.decode().lower() for which, text in HEADER_FOOTER.findall(tail)
+               if header_shows(html.unescape(text.decode("utf-8", "replace")))]
     return cells, formulas | _array_cells(arrays, cells), headers
 
 
@@ -312,7 +313,7 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
         elif tag in (v, t):
             state["in"] = None
         elif tag in hf_tags:
-            if "".join(state["hf"]).strip():
+            if header_shows("".join(state["hf"])):
                 state["headers"].append(tag.rpartition("odd")[2].lower())
             state["hf"] = None
         elif tag == is_:
