@@ -197,7 +197,7 @@ def not_loaded(source: Path, opened: Opened | None = None) -> ConversionFailed:
     """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters. A protected file
     ``opened`` with its password: the password was not the one (where only LibreOffice could check it), or the
     file does not open even decrypted."""
-    if opened is not None and opened.plain is None:
+    if opened is not None and opened.plain is None and not opened.verified:
         return ConversionFailed(TaskErrorCode.WRONG_PASSWORD, "The Document-Password does not open this file.")
     if opened is not None:
         return ConversionFailed(TaskErrorCode.ENCRYPTION_UNSUPPORTED,

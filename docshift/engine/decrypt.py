@@ -15,7 +15,9 @@ It reads one JSON line on stdin, ``{"source": path, "target": path, "kind": "doc
   workbook): LibreOffice alone may open it with the password;
 - ``decrypted``: the password is right, and ``target`` holds the file decrypted (msoffcrypto-tool; a
   PowerPoint file by the code below, which decrypts every persist object and picture). Its ``detail`` says
-  "first 15 characters" when those opened it: Office 97-2003 and LibreOffice keep no more of a password.
+  "first 15 characters" when those opened it: Office 97-2003 and LibreOffice keep no more of a password;
+- ``verified``: the password is right, but msoffcrypto-tool broke decrypting the file (a workbook whose records
+  it does not walk): LibreOffice, whose import decrypts as it reads, may open it with the password.
 
 The password comes on stdin, never in the arguments or the environment (other processes read those in
 ``/proc``), and is never written anywhere.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 import struct
 import sys
@@ -98,11 +101,15 @@ def open_file(request: dict[str, Any]) -> tuple[str, str, str]:
         except (exceptions.DecryptionError, AssertionError, KeyError) as error:
             return "unsupported", office.format, repr(error)[:200]
         scheme = f"{office.format} {getattr(office, 'type', '')}".strip()
-        with open(request["target"], "wb") as out:
-            if office.format == "ppt97":
-                decrypt_presentation(office, f, out)
-            else:
-                office.decrypt(out)
+        try:
+            with open(request["target"], "wb") as out:
+                if office.format == "ppt97":
+                    decrypt_presentation(office, f, out)
+                else:
+                    office.decrypt(out)
+        except (exceptions.DecryptionError, AssertionError, KeyError, IndexError, ValueError, struct.error) as error:
+            os.unlink(request["target"])  # what was written of it is no file
+            return "verified", scheme, f"{type(error).__name__}: {error}"[:200]
         return "decrypted", scheme, truncated
 
 

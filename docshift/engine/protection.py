@@ -59,6 +59,7 @@ class Opened:
     scheme: str             # how it is protected ("doc97 rc4", "ppt97 rc4_cryptoapi", "ooxml agile", ...)
     plain: Path | None      # the source decrypted, where msoffcrypto-tool knows its scheme
     native: bool            # LibreOffice loads the source itself, with its Password load property, first
+    verified: bool = False  # the file's verifier took the password, though it could not be decrypted here
 
     def loads(self, source: Path) -> list[tuple[Path, str | None]]:
         """What LibreOffice is given to load, in turn until one loads: (file, the Password load property)."""
@@ -87,6 +88,11 @@ def open_source(source: Path, kind: str, password: str, workdir: Path, file_limi
         raise ConversionFailed(TaskErrorCode.ENCRYPTION_UNSUPPORTED, UNSUPPORTED)
     if outcome == "unverified":  # LibreOffice alone may open it: its import takes the password
         return Opened(password, scheme, None, True)
+    if outcome == "verified" and scheme in NATIVE:  # the right password, and LibreOffice's import decrypts
+        log.info("protected source %s: decrypted by LibreOffice alone (%s)", source.name, answer.get("detail", ""))
+        return Opened(password, scheme, None, True, verified=True)
+    if outcome == "verified":
+        raise ConversionFailed(TaskErrorCode.ENCRYPTION_UNSUPPORTED, UNSUPPORTED)
     if outcome == "decrypted" and plain.is_file():
         if str(answer.get("detail", "")).startswith("first"):  # what Office 97-2003 keeps of a longer password
             password = password[:LEGACY_PASSWORD_LIMIT]

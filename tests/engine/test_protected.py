@@ -44,10 +44,12 @@ PROTECTED = {
     "xls": ("encrypted.xls", PASSWORD, "row"),
     "xls-strong": ("strong.xls", PASSWORD, "42"),
     "xls-xor": ("xor.xls", PASSWORD, "42"),
+    "xls-tail": ("tail.xls", PASSWORD, "row"),
     "ppt": ("encrypted.ppt", PASSWORD, None),
     "ppt-real": ("ppt/Password_Protected-hello.ppt", "hello", None),
 }
-MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls", "xor.xls": "xls-xor", "xor.doc": "doc-xor"}
+MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls", "xor.xls": "xls-xor", "xor.doc": "doc-xor",
+             "tail.xls": "xls-tail"}
 # the workbook records that RC4 CryptoAPI leaves in clear ([MS-XLS] 2.2.10): BOF, FilePass, UsrExcl, FileLock,
 # InterfaceHdr, RRDInfo, RRDHead; and BoundSheet8, whose first 4 bytes (lbPlyPos) stay clear
 CLEAR_RECORDS = {0x0809, 0x002F, 0x0194, 0x0195, 0x00E1, 0x0196, 0x0138}
@@ -60,15 +62,29 @@ READERS = {"docx": docx.Document, "xlsx": openpyxl.load_workbook, "pptx": pptx.P
 
 
 @pytest.fixture(scope="module")
-def encrypted_ppt(legacy, tmp_path_factory):
+def encrypted_ppt(legacy, variants, tmp_path_factory):
     """LibreOffice's .ppt of the legacy deck and .xls of its workbook, encrypted with ``PASSWORD`` as [MS-PPT]
     2.3.7 and [MS-XLS] 2.2.10 say, with RC4 CryptoAPI and a 128-bit key; and the workbook and its .doc of the letter
-    obfuscated with XOR, as Excel and Word 95 and a "weak" password of their 97 versions did."""
+    obfuscated with XOR, as Excel and Word 95 and a "weak" password of their 97 versions did; and the variants'
+    encrypted workbook with bytes after its last record, which LibreOffice reads past and msoffcrypto-tool cannot
+    (Perl's Spreadsheet::ParseExcel has such a file)."""
     made = tmp_path_factory.mktemp("made")
     return {"ppt": encrypt_presentation(legacy["ppt"], PASSWORD, made / "encrypted.ppt"),
             "xls": encrypt_workbook(legacy["xls"], PASSWORD, made / "strong.xls"),
             "xls-xor": encrypt_workbook(legacy["xls"], PASSWORD, made / "xor.xls", xor=True),
-            "doc-xor": obfuscate_document(legacy["doc"], PASSWORD, made / "xor.doc")}
+            "doc-xor": obfuscate_document(legacy["doc"], PASSWORD, made / "xor.doc"),
+            "xls-tail": with_a_tail(variants / "encrypted.xls", made / "tail.xls")}
+
+
+def with_a_tail(source, target):
+    """``source``'s compound file again, its Workbook stream two bytes longer."""
+    with olefile.OleFileIO(str(source)) as ole:
+        streams = {"/".join(path): ole.openstream(path).read() for path in ole.listdir()}
+    assert all("/" not in name for name in streams)
+    streams["Workbook"] += b"\0\0"
+    target.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry(name, data=data)
+                                                                   for name, data in streams.items()])))
+    return target
 
 
 def protected_file(variants, encrypted_ppt, kind):
