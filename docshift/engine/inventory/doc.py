@@ -314,8 +314,7 @@ def _hidden_shapes(doc: _Word, hidden: list[tuple[int, int]]) -> set[int]:
     count = (lcb - 4) // 30 if lcb >= 34 and hidden else 0
     anchors = [(struct.unpack_from("<I", doc.table, fc + 4 * index)[0],
                 struct.unpack_from("<I", doc.table, fc + 4 * (count + 1) + 26 * index)[0]) for index in range(count)]
-    seen = {spid for cp, spid in anchors if not any(low <= cp < high for low, high in hidden)}
-    return {spid for _, spid in anchors} - seen
+    return {spid for _, spid in anchors} - {spid for cp, spid in anchors if not any(a <= cp < b for a, b in hidden)}
 
 
 def _drawn(table: bytes, start: int, end: int, budget: Budget, hidden: set[int]) -> list[officeart.Shape]:
