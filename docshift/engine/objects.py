@@ -14,7 +14,7 @@ when recInstance is 1), named from each shape's ExObjRefAtom through the ExObjLi
   A part only one shape refers to stays as LibreOffice wrote it (it may have made an Office object a ``.docx``).
   A master's objects LibreOffice writes onto each layout of that master (a title master is a layout of its own),
   numbered as a slide's: a layout is matched with the master that the legacy slides using it name, and every layout
-  of one master refers to the same new part of each of its objects.
+  of one master refers to the same new part of each of its objects (a master's object it loaded as a picture too).
 - an object whose server LibreOffice does not know it loads as its picture only: on a slide with fewer
   ``p:oleObj`` than OLE shapes, ``slide_pictures.py`` makes such a picture an object again.
 
@@ -136,7 +136,8 @@ def _mend(result: Path, source: Path, expected: int | None) -> int:
         pages = list(zip(slides, legacy.slides))
         for layout, (found, users) in layouts.items():
             masters = {legacy.slide_masters[user] for user in users}
-            if len(masters) == 1 and (master := masters.pop()) in legacy.masters:
+            master = masters.pop() if len(masters) == 1 else None
+            if master is not None and legacy.masters.get(master):  # one master, with objects
                 pages.append(((layout, found), legacy.masters[master]))
         new = _NewParts(package, show, objects)
         edits: dict[str, bytes] = {}
@@ -199,15 +200,15 @@ def _found(package: Package, part: str) -> Found:
 
 
 def _layout_objects(package: Package, slides: list[str]) -> dict[str, tuple[Found, list[int]]]:
-    """{layout part: (its p:oleObj in order, the indexes in ``slides`` of the slides that use it)}, for the layouts
-    holding an object."""
+    """{layout part: (its p:oleObj in order, the indexes in ``slides`` of the slides that use it)}, for each layout
+    a slide uses."""
     layouts: dict[str, tuple[Found, list[int]]] = {}
     for index, slide in enumerate(slides):
         for rel_type, layout in package.relationships(slide).values():
             if not (rel_type.endswith("/slideLayout") and layout and layout in package.names):
                 continue
             layouts.setdefault(layout, (_found(package, layout), []))[1].append(index)
-    return {layout: (found, users) for layout, (found, users) in layouts.items() if found}
+    return layouts
 
 
 def slide_parts(package: Package) -> list[str]:

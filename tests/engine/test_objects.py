@@ -196,10 +196,19 @@ def layout_objects(path):
                 target = re.search(rf'Id="{rid}"[^>]*Target="\.\./embeddings/([^"]+)"|'
                                    rf'Target="\.\./embeddings/([^"]+)"[^>]*Id="{rid}"', rels)
                 data = package.read("ppt/embeddings/" + (target.group(1) or target.group(2)))
-                texts.append(xlrd.open_workbook(file_contents=data).sheet_by_index(0).cell_value(0, 0)
-                             if olefile.isOleFile(data) else "not a storage")
+                texts.append(_first_cell(data))
             layouts[match.group(2)] = texts
     return layouts, used
+
+
+def _first_cell(data):
+    """The first cell of the workbook storage ``data``, or what else it is."""
+    if not olefile.isOleFile(data):
+        return "not a storage"
+    try:
+        return xlrd.open_workbook(file_contents=data).sheet_by_index(0).cell_value(0, 0)
+    except xlrd.XLRDError:
+        return "not a workbook"
 
 
 def test_objects_on_two_masters_each_keep_their_own_part(master_objects, office, tmp_path):
@@ -227,6 +236,33 @@ def test_objects_on_two_masters_each_keep_their_own_part(master_objects, office,
         texts = {xlrd.open_workbook(file_contents=odp.read(href)).sheet_by_index(0).cell_value(0, 0)
                  for href in hrefs if olefile.isOleFile(odp.read(href))}
     assert texts == {"object on master First", "object on master Second"}
+
+
+def test_a_master_s_packaged_file_that_libreoffice_made_a_picture_is_an_object_again(master_objects, office,
+                                                                                      tmp_path):
+    """A master's object whose server LibreOffice does not know is a picture on each of the master's layouts."""
+    legacy = objects._source_objects(master_objects)
+    first = legacy.masters[legacy.slide_masters[0]][0].object_ref
+    storage = package_storage("notes.txt", PACKAGED)
+    deck = with_storage(master_objects, first, storage, tmp_path / "packaged-master.ppt")
+    plain, plain_used = layout_objects(soffice(deck, "pptx", tmp_path / "plain"))
+    assert [len(plain[layout]) for layout in plain_used] == [0, 1, 0]  # the first master's: a picture, no object
+
+    converted = convert.convert(office, deck, "ppt", tmp_path / "work", 60)
+    layouts, used = layout_objects(converted.path)
+    # the second master's object, alone in its part, stays as LibreOffice wrote it: an .xlsx
+    assert [layouts[layout] for layout in used] == [["not a workbook"], ["not a storage"], ["not a workbook"]]
+    with zipfile.ZipFile(converted.path) as package:
+        for layout in (used[0], used[2]):
+            rels = package.read(f"ppt/slideLayouts/_rels/{layout}.rels").decode()
+            target = re.search(r'Target="\.\./embeddings/([^"]+)"', rels).group(1)
+            assert package.read(f"ppt/embeddings/{target}") == storage  # the source's storage, byte for byte
+            assert 'progId="Package"' in package.read(f"ppt/slideLayouts/{layout}").decode()
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": 2, "result": 2}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    deck = pptx.Presentation(str(converted.path))
+    assert sum(shape.shape_type == 7 and shape.ole_format.prog_id == "Package" for layout in deck.slide_layouts
+               for shape in layout.shapes) == len({used[0], used[2]})
 
 
 def edited(package, target, part, edit):
@@ -257,14 +293,22 @@ def package_storage(name, data):
 @pytest.fixture(scope="module")
 def packaged(three_objects, tmp_path_factory):
     """(the deck with slide 1's object a packaged text file, that object's storage, a plain soffice's .pptx of it)."""
-    with olefile.OleFileIO(str(three_objects)) as ole:
+    target = tmp_path_factory.mktemp("packaged") / "packaged.ppt"
+    storage = package_storage("notes.txt", PACKAGED)
+    legacy = objects._source_objects(three_objects)
+    with_storage(three_objects, legacy.slides[0][0].object_ref, storage, target)
+    return target, storage, soffice(target, "pptx", target.parent / "plain")
+
+
+def with_storage(deck, ref, storage, target):
+    """``deck`` with object ``ref``'s storage replaced by ``storage``, as an incremental save of PowerPoint writes
+    it (a new ExOleObjStg record, persist directory and UserEditAtom after the others), written to ``target``."""
+    with olefile.OleFileIO(str(deck)) as ole:
         streams = {"/".join(name): ole.openstream(name).read() for name in ole.listdir()}
     current, document = bytearray(streams["Current User"]), bytearray(streams["PowerPoint Document"])
     edit_at = struct.unpack_from("<I", current, 16)[0]
     directory, _edits, _session = decrypt._persist_directory(document, edit_at)
-    legacy = objects._source_objects(three_objects)
-    storage = package_storage("notes.txt", PACKAGED)
-    directory[legacy.objects[legacy.slides[0][0].object_ref].persist] = len(document)
+    directory[objects._source_objects(deck).objects[ref].persist] = len(document)
     document += _record(objects.RT_EXOLEOBJ_STG, struct.pack("<I", len(storage)) + zlib.compress(storage), 0x10)
     directory_at = len(document)
     document += _record(0x1772, b"".join(struct.pack("<II", persist | 1 << 20, offset)
@@ -274,10 +318,9 @@ def packaged(three_objects, tmp_path_factory):
     struct.pack_into("<I", current, 16, len(document))
     document += _record(0x0FF5, bytes(edit))
     streams.update({"Current User": bytes(current), "PowerPoint Document": bytes(document)})
-    target = tmp_path_factory.mktemp("packaged") / "packaged.ppt"
     target.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[
         cfb.Entry(name, data=data) for name, data in streams.items() if "/" not in name])))
-    return target, storage, soffice(target, "pptx", target.parent / "plain")
+    return target
 
 
 def test_a_packaged_file_that_libreoffice_made_a_picture_is_an_object_again(packaged, office, tmp_path):
