@@ -660,9 +660,10 @@ def test_a_cr_lf_in_a_cell_is_its_line_break_and_a_lone_cr_is_not(doubtful):
 
 
 
-def _biff5_without_code_page(text):
-    """An Excel 95 workbook stream, as programs other than Excel write one: no CODEPAGE record, one sheet whose A1
-    is ``text`` in Windows-1252 (5 FONTs and 17 XFs: what LibreOffice's BIFF5 import wants)."""
+def _biff5_without_code_page(text, code_page=None, header=None):
+    """An Excel 95 workbook stream, as programs other than Excel write one: no CODEPAGE record (or ``code_page``),
+    one sheet whose A1 is ``text`` in Windows-1252 (5 FONTs and 17 XFs: what LibreOffice's BIFF5 import wants),
+    and its ``header``, if any."""
     import struct
 
     def record(kind, data=b""):
@@ -676,8 +677,11 @@ def _biff5_without_code_page(text):
                    for n in range(17))
     encoded = text.encode("cp1252")
     sheet = bof(0x0010) + record(0x0200, struct.pack("<HHHHH", 0, 1, 0, 1, 0))
-    sheet += record(0x0204, struct.pack("<HHHH", 0, 0, 16, len(encoded)) + encoded) + record(0x000A)
-    globals_ = bof(0x0005) + font * 5 + xfs
+    sheet += record(0x0204, struct.pack("<HHHH", 0, 0, 16, len(encoded)) + encoded)
+    if header is not None:
+        sheet += record(0x0014, bytes([len(header)]) + header.encode("cp1252"))
+    sheet += record(0x000A)
+    globals_ = bof(0x0005) + (record(0x0042, struct.pack("<H", code_page)) if code_page else b"") + font * 5 + xfs
     sheet_at = len(globals_) + 4 + 7 + len(b"Sheet") + 4  # after the BOUNDSHEET and the EOF
     return globals_ + record(0x0085, struct.pack("<IBBB", sheet_at, 0, 0, 5) + b"Sheet") + record(0x000A) + sheet
 
@@ -723,3 +727,15 @@ def test_a_sheet_header_of_codes_alone_shows_nothing(tmp_path):
     fidelity = inventory.report(held, inventory.of_result(tmp_path / "result" / "codes.xlsx", "xls"))
     assert fidelity["counts"]["headers_footers"] == {"source": 1, "result": 1}
     assert fidelity["complete"] is True, fidelity["lost"]
+
+
+def test_an_excel_95_workbook_of_a_code_page_python_does_not_know_is_read_whole(tmp_path):
+    """Its sheet names and headers are read as Windows-1252: an unknown CODEPAGE leaves no part unknown."""
+    from docshift.engine import cfb
+
+    source = tmp_path / "odd.xls"
+    stream = _biff5_without_code_page("plain", code_page=12345, header="&CTitle")
+    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Book", data=stream)])))
+    held = inventory.of_source(source, "xls")
+    assert held.sheets == ["Sheet"]
+    assert held.counts["headers_footers"] == 1 and held.where["headers_footers"] == ["sheet 'Sheet' header"]

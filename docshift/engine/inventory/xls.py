@@ -97,7 +97,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 stack.pop()
         elif top == DT_GLOBALS or (top == 0x0100):
             if rec_type == BIFF_BOUNDSHEET and length >= 8:
-                name = _sheet_name(data, body + 6, end, biff8, codepage)
+                name = _string(data, body + 6, end, biff8, codepage)  # ShortXLUnicodeString
                 every_sheet.append(name)
                 if data[body + 5] in SHEET_TYPES:
                     book.sheets.append(name)
@@ -120,7 +120,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             elif rec_type in (BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END):
                 in_view = rec_type == BIFF_USER_VIEW_BEGIN
             elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length and not in_view and \
-                    header_shows(_header_text(data, body, end, biff8, codepage)):
+                    header_shows(_string(data, body, end, biff8, codepage, count_bytes=2)):
                 book.headers.append(place(name, "header" if rec_type == BIFF_HEADER else "footer"))
             # drawing data: MSODRAWING records, and CONTINUE records after them, after OBJ records and after
             # a TXO's own CONTINUE records (its text and formatting runs)
@@ -149,30 +149,23 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
     return book
 
 
-def _header_text(data: bytes, pos: int, end: int, biff8: bool, codepage: str) -> str:
-    """A HEADER or FOOTER record's text: BIFF8's XLUnicodeString (a 16-bit count, its flags), else a byte count
-    and bytes in the workbook's code page."""
+def _string(data: bytes, pos: int, end: int, biff8: bool, codepage: str, count_bytes: int = 1) -> str:
+    """The text of a BIFF string at ``data[pos:end]``: BIFF8's (a count of ``count_bytes``, its flags, 8-bit
+    Latin-1 or UTF-16 characters), or before BIFF8 a byte count and bytes in the workbook's code page (Windows-1252
+    for one Python does not know)."""
     if not biff8:
-        return bytes(data[pos + 1:min(end, pos + 1 + data[pos])]).decode(codepage, "replace")
-    if end - pos < 3:
+        text = bytes(data[pos + 1:min(end, pos + 1 + data[pos])])
+        try:
+            return text.decode(codepage, "replace")
+        except LookupError:
+            return text.decode("cp1252", "replace")
+    if end - pos < count_bytes + 1:
         return ""
-    count, flags = struct.unpack_from("<HB", data, pos)
-    if flags & 1:
-        return bytes(data[pos + 3:min(end, pos + 3 + 2 * count)]).decode("utf_16_le", "replace")
-    return bytes(data[pos + 3:min(end, pos + 3 + count)]).decode("latin-1")
-
-
-def _sheet_name(data: bytes, pos: int, end: int, biff8: bool, codepage: str) -> str:
-    """The sheet name of a BOUNDSHEET record (a BIFF8 ShortXLUnicodeString, or BIFF5 8-bit text)."""
-    length = data[pos]
-    if biff8:
-        if data[pos + 1] & 1:
-            return bytes(data[pos + 2:min(end, pos + 2 + 2 * length)]).decode("utf_16_le", "replace")
-        return bytes(data[pos + 2:min(end, pos + 2 + length)]).decode("latin-1")
-    try:
-        return bytes(data[pos + 1:min(end, pos + 1 + length)]).decode(codepage, "replace")
-    except LookupError:
-        return bytes(data[pos + 1:min(end, pos + 1 + length)]).decode("cp1252", "replace")
+    count = int.from_bytes(data[pos:pos + count_bytes], "little")
+    start = pos + count_bytes + 1
+    if data[start - 1] & 1:
+        return bytes(data[start:min(end, start + 2 * count)]).decode("utf_16_le", "replace")
+    return bytes(data[start:min(end, start + count)]).decode("latin-1")
 
 
 def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str | Path) -> None:
