@@ -121,12 +121,9 @@ class _NewParts:
 def _mend(result: Path, source: Path, expected: int | None) -> int:
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
-        slides, references = _result_objects(package)
-        layouts = _layout_objects(package, [slide for slide, _ in slides])
+        slides, references, on_layouts = _result_objects(package)
         shared = {target for target, count in references.items() if count > 1}
-        shown = sum(len(found) for _, found in slides) + len({target for found, _ in layouts.values()
-                                                              for _, target, _ in found})
-        pictured = expected is None or shown < expected
+        pictured = expected is None or sum(len(found) for _, found in slides) + len(on_layouts) < expected
         if not shared and not pictured:
             return 0
         legacy = _source_objects(source)
@@ -134,6 +131,8 @@ def _mend(result: Path, source: Path, expected: int | None) -> int:
         if len(slides) != len(legacy.slides):
             return 0  # the slides themselves do not pair up (the content check refuses such a result)
         pages = list(zip(slides, legacy.slides))
+        # the layouts are read only when a master holds an object: most decks' masters hold none
+        layouts = _layout_objects(package, [slide for slide, _ in slides]) if any(legacy.masters.values()) else {}
         for layout, (found, users) in layouts.items():
             masters = {legacy.slide_masters[user] for user in users}
             master = masters.pop() if len(masters) == 1 else None
@@ -176,17 +175,20 @@ def _own_parts(package: Package, slide: str, found: Found, refs: list[int | None
     return {rels: _relationships(read_part(package, rels), moved), slide: _slide(read_part(package, slide), moved)}
 
 
-def _result_objects(package: Package) -> tuple[list[tuple[str, list[tuple[str, str, str]]]], Counter[str]]:
+def _result_objects(package: Package) -> tuple[list[tuple[str, Found]], Counter[str], set[str]]:
     """([(slide part, [(rId, embedded part, relationship type)] of its p:oleObj in order)] in slide order,
-    {embedded part: how many relationships of the whole package point at it})."""
+    {embedded part: how many relationships of the whole package point at it}, the embedded parts layouts name)."""
     references: Counter[str] = Counter()
+    on_layouts: set[str] = set()
     for rels_part in package.names:
         match = re.fullmatch(r"(.*?)_rels/(.+)\.rels", rels_part)
         if match and match.group(1).startswith("ppt/"):
             for _, target in package.relationships(match.group(1) + match.group(2)).values():
                 if target and target.startswith(EMBEDDINGS):
                     references[target] += 1
-    return [(slide, _found(package, slide)) for slide in slide_parts(package)], references
+                    if match.group(1) == "ppt/slideLayouts/":
+                        on_layouts.add(target)
+    return [(slide, _found(package, slide)) for slide in slide_parts(package)], references, on_layouts
 
 
 def _found(package: Package, part: str) -> Found:
