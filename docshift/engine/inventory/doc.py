@@ -198,15 +198,15 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["characters"] = inventory.text.total()
     _, lcb = doc.pair(PAIR_PLCF_AND_REF)
     counts["comments"] = max(0, (lcb - 4) // ANNOTATION_SIZE) if lcb else 0
-    counts["headers_footers"] = attempt(lambda: len(_shown_stories(doc)[0]))
+    stories = attempt(_shown_stories, doc)
+    counts["headers_footers"] = None if stories is None else len(stories[0])
     data = attempt(stream, ole, "Data")
-    counts["images"] = attempt(_images, doc, data, budget)
+    counts["images"] = None if stories is None else attempt(_images, doc, data, budget, _hidden_stories(*stories))
 
 
-def _hidden_stories(doc: _Word) -> list[tuple[int, int]]:
+def _hidden_stories(shown: set[int], cps: tuple[int, ...], sections: int) -> list[tuple[int, int]]:
     """The CP ranges, in the header document, of the header/footer stories with text that no page shows: a first
-    page's without a title page, an even page's without facing pages."""
-    shown, cps, sections = _shown_stories(doc)
+    page's without a title page, an even page's without facing pages (of ``_shown_stories``)."""
     return [(cps[story], cps[story + 1]) for story in range(6, min(len(cps) - 1, 6 + 6 * sections))
             if story not in shown and cps[story + 1] > cps[story]]
 
@@ -264,12 +264,12 @@ def _sections(doc: _Word) -> list[tuple[bool, bool]]:
     return sections
 
 
-def _images(doc: _Word, data: bytes | None, budget: Budget) -> int:
+def _images(doc: _Word, data: bytes | None, budget: Budget, hidden: list[tuple[int, int]]) -> int:
     """Distinct pictures: inline ones (CHPX runs with a picture location on a live 0x01) and the floating
     shapes of the OfficeArt drawing (DggInfo); none that only a header or footer no page shows holds."""
     found: set[Any] = set()
     word = doc.word
-    hidden, headers = _hidden_stories(doc), doc.ccp[0] + doc.ccp[1]
+    headers = doc.ccp[0] + doc.ccp[1]
     pictures, ole_runs = [], []
     for start, end, properties in character_runs(doc, budget):
         if properties.get(SPRM_FOLE2, b"\0")[:1] == b"\1":
