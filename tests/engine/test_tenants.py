@@ -148,6 +148,7 @@ def test_a_file_after_a_killed_and_a_timed_out_one_converts_as_on_a_fresh_parent
     thing on the fresh parent."""
     first = export(fresh_office, legacy["xls"], tmp_path / "first.xlsx")
     parent = below(fresh_office)[0]
+    assert settled(fresh_office, parent)  # the first file's child has ended: the one at work next is the slow file's
     crashed = {}
 
     def convert_slow():
@@ -159,10 +160,10 @@ def test_a_file_after_a_killed_and_a_timed_out_one_converts_as_on_a_fresh_parent
     killed = threading.Thread(target=convert_slow, daemon=True)
     killed.start()
     deadline = time.monotonic() + 30
-    while len(below(fresh_office)) < 2:
+    while not at_work(below(fresh_office)[1:]):
         assert time.monotonic() < deadline and killed.is_alive(), "no child was seen converting"
         time.sleep(0.005)
-    child = below(fresh_office)[1]
+    (child,) = at_work(below(fresh_office)[1:])
     time.sleep(0.3)
     os.kill(child, signal.SIGKILL)
     killed.join(60)
