@@ -535,9 +535,10 @@ def flat_odf(kind, body):
             f'</office:{kind}></office:body></office:document>')
 
 
-def sound_deck(outdir, name, frequency):
-    """(a .ppt saved by LibreOffice whose one slide's transition plays the sound ``name``, that sound's bytes): a
-    half-second WAV tone of ``frequency`` Hz made here, which the .ppt holds in its SoundCollection."""
+def sound_deck(outdir, name, frequency, click=False):
+    """(a .ppt saved by LibreOffice whose one slide's transition plays the sound ``name``, or whose one shape plays
+    it when clicked, that sound's bytes): a half-second WAV tone of ``frequency`` Hz made here, which the .ppt holds
+    in its SoundCollection."""
     import math
     import struct
     import wave
@@ -549,6 +550,13 @@ def sound_deck(outdir, name, frequency):
         tone.setframerate(8000)
         tone.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * frequency * n / 8000)))
                                   for n in range(4000)))
+    sound = (f'<presentation:sound xlink:href="{(outdir / name).as_uri()}" xlink:type="simple" xlink:show="new" '
+             'xlink:actuate="onRequest"/>')
+    transition = ('<office:automatic-styles><style:style style:family="drawing-page" style:name="dp1">'
+                  '<style:drawing-page-properties presentation:transition-type="automatic" '
+                  f'presentation:duration="PT2S">{sound}</style:drawing-page-properties></style:style></office:automatic-styles>')
+    listeners = ('<office:event-listeners><presentation:event-listener script:event-name="dom:click" '
+                 f'presentation:action="sound">{sound}</presentation:event-listener></office:event-listeners>')
     (outdir / "deck.fodp").write_text(
         '<?xml version="1.0" encoding="UTF-8"?><office:document '
         'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
@@ -557,15 +565,13 @@ def sound_deck(outdir, name, frequency):
         'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
         'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
         'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+        'xmlns:script="urn:oasis:names:tc:opendocument:xmlns:script:1.0" xmlns:dom="http://www.w3.org/2001/xml-events" '
         'xmlns:xlink="http://www.w3.org/1999/xlink" office:version="1.2" '
         'office:mimetype="application/vnd.oasis.opendocument.presentation">'
-        '<office:automatic-styles><style:style style:family="drawing-page" style:name="dp1">'
-        '<style:drawing-page-properties presentation:transition-type="automatic" presentation:duration="PT2S">'
-        f'<presentation:sound xlink:href="{(outdir / name).as_uri()}" xlink:type="simple" xlink:show="new" '
-        'xlink:actuate="onRequest"/></style:drawing-page-properties></style:style></office:automatic-styles>'
+        f'{"" if click else transition}'
         '<office:body><office:presentation><draw:page draw:name="s1" draw:style-name="dp1"><draw:frame svg:x="2cm" '
         f'svg:y="2cm" svg:width="10cm" svg:height="2cm"><draw:text-box><text:p>{name} plays</text:p></draw:text-box>'
-        '</draw:frame></draw:page></office:presentation></office:body></office:document>')
+        f'{listeners if click else ""}</draw:frame></draw:page></office:presentation></office:body></office:document>')
     return _soffice_save(outdir / "deck.fodp", "ppt:MS PowerPoint 97", outdir), (outdir / name).read_bytes()
 
 

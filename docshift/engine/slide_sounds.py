@@ -33,12 +33,13 @@ from docshift.engine.embedding import (
     serialize,
 )
 from docshift.engine.inventory import officeart, ppt_sounds
-from docshift.engine.inventory.package import NS_P, NS_R, Package, relationships_part
+from docshift.engine.inventory.package import NS_A, NS_P, NS_R, Package, relationships_part
 from docshift.engine.inventory.ppt import _Presentation
 from docshift.engine.inventory.ppt_sounds import Sound
 from docshift.engine.objects import slide_parts
 
-AUDIO = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio"
+AUDIO = f"{ooxml.RELATIONSHIPS}/audio"
+HYPERLINK = f"{ooxml.RELATIONSHIPS}/hyperlink"  # LibreOffice's for a click's sound: a link to the sound's file
 NS_P14 = "http://schemas.microsoft.com/office/powerpoint/2010/main"
 CONTENT_TYPES = {"wav": "audio/wav", "mid": "audio/midi", "midi": "audio/midi", "mp3": "audio/mpeg",
                  "wma": "audio/x-ms-wma", "aif": "audio/x-aiff", "aiff": "audio/x-aiff", "au": "audio/basic"}
@@ -93,7 +94,11 @@ def _mend(result: Path, source: Path) -> int:
             for rel, sound in linked:
                 rel.removeAttribute("TargetMode")
                 rel.setAttribute("Target", "../media/" + posixpath.basename(part(sound)))
-                _embedded(doc, rel.getAttribute("Id"))
+                if rel.getAttribute("Type") == HYPERLINK:
+                    rel.setAttribute("Type", AUDIO)
+                    _click_sound(doc, rel.getAttribute("Id"), sound.name)
+                else:
+                    _embedded(doc, rel.getAttribute("Id"))
                 changed += 1
             if sound_id in sounds and not doc.getElementsByTagNameNS(NS_P, "sndAc"):
                 sound = sounds[sound_id]
@@ -132,6 +137,21 @@ def _embedded(doc: minidom.Document, rid: str) -> None:
         if media.getAttributeNS(NS_R, "link") == rid:
             media.removeAttributeNS(NS_R, "link")
             media.setAttributeNS(NS_R, "r:embed", rid)
+
+
+def _click_sound(doc: minidom.Document, rid: str, name: str) -> None:
+    """A shape's click that followed link ``rid`` to the sound's file plays sound ``rid`` instead, as PowerPoint
+    writes a click's "play sound": no link and no other action (``ppaction://noaction``), an ``a:snd`` first."""
+    for click in doc.getElementsByTagNameNS(NS_A, "hlinkClick"):
+        if click.getAttributeNS(NS_R, "id") != rid:
+            continue
+        click.setAttributeNS(NS_R, "r:id", "")
+        if not click.getAttribute("action"):
+            click.setAttribute("action", "ppaction://noaction")
+        played = doc.createElementNS(NS_A, "a:snd")
+        played.setAttributeNS(NS_R, "r:embed", rid)
+        played.setAttribute("name", name)
+        click.insertBefore(played, click.firstChild)
 
 
 def _transition_sound(doc: minidom.Document, rid: str, name: str, loop: bool) -> None:

@@ -60,6 +60,35 @@ def test_a_transition_sound_plays_from_the_package_as_the_file_made_it(deck, off
         assert odp.read("content.xml").count(b"<draw:page ") == 1
 
 
+def test_a_click_plays_its_sound_from_the_package_not_from_a_link_to_a_file(office, tmp_path):
+    """A shape that plays a sound when clicked: a plain soffice's .pptx holds no sound for it, its click opens the
+    sound's file in that profile's gallery (a path of its machine); docshift's plays the .ppt's own sound, byte for
+    byte, from a media part, as PowerPoint writes it (``a:snd`` in an ``a:hlinkClick`` with no other action)."""
+    name = "test-sounds-click.wav"
+    path, sound = sound_deck(tmp_path / "deck", name, 659, click=True)
+    plain = soffice(path, "pptx", tmp_path / "plain")
+    with zipfile.ZipFile(plain) as package:
+        assert [(kind.rsplit("/", 1)[1], target.split(":")[0], mode) for _, kind, target, mode in
+                relationships(package, "ppt/slides/slide1.xml") if target.endswith(name)] == \
+            [("hyperlink", "file", "External")]
+        assert [name for name in package.namelist() if package.read(name) == sound] == []
+    converted = convert.convert(office, path, "ppt", tmp_path / "ours", 60)
+    with zipfile.ZipFile(converted.path) as package:
+        slide = package.read("ppt/slides/slide1.xml").decode()
+        click = re.search(f'<a:hlinkClick r:id="" action="ppaction://noaction"><a:snd r:embed="([^"]+)" name="{name}"/>'
+                          '</a:hlinkClick>', slide)
+        assert click, slide
+        (target,) = [target for rid, kind, target, mode in relationships(package, "ppt/slides/slide1.xml")
+                     if rid == click.group(1) and kind == AUDIO and mode is None]
+        assert package.read("ppt/" + target.removeprefix("../")) == sound
+    assert converted.fidelity["complete"], converted.fidelity
+    assert converted.fidelity["counts"]["sounds"] == {"source": 1, "result": 1}
+    assert len(pptx.Presentation(str(converted.path)).slides) == 1
+    again = soffice(converted.path, "odp", tmp_path / "again")
+    with zipfile.ZipFile(again) as odp:
+        assert odp.read("content.xml").count(b"<draw:page ") == 1
+
+
 def test_a_sound_shape_links_into_the_package_not_to_a_path_of_the_sandbox(office, tmp_path):
     """``sound.ppt`` of the corpus has a sound on its slide. LibreOffice linked it outside the package, to its file
     in the sandbox's gallery (``file:///profile/user/gallery/ringin.wav``), which no customer has; both its links
