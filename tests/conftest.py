@@ -535,10 +535,10 @@ def flat_odf(kind, body):
             f'</office:{kind}></office:body></office:document>')
 
 
-def sound_deck(outdir, name, frequency, click=False):
-    """(a .ppt saved by LibreOffice whose one slide's transition plays the sound ``name``, or whose one shape plays
-    it when clicked, that sound's bytes): a half-second WAV tone of ``frequency`` Hz made here, which the .ppt holds
-    in its SoundCollection."""
+def sound_deck(outdir, name, frequency, plays="transition"):
+    """(a .ppt saved by LibreOffice whose one slide plays the sound ``name``, that sound's bytes): a half-second WAV
+    tone of ``frequency`` Hz made here, which the .ppt holds in its SoundCollection. ``plays``: at the slide's
+    "transition", when its one shape is clicked ("click"), or with that shape's entrance "effect" (its timing)."""
     import math
     import struct
     import wave
@@ -550,13 +550,20 @@ def sound_deck(outdir, name, frequency, click=False):
         tone.setframerate(8000)
         tone.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * frequency * n / 8000)))
                                   for n in range(4000)))
-    sound = (f'<presentation:sound xlink:href="{(outdir / name).as_uri()}" xlink:type="simple" xlink:show="new" '
-             'xlink:actuate="onRequest"/>')
+    link = f'xlink:href="{(outdir / name).as_uri()}"'
+    sound = f'<presentation:sound {link} xlink:type="simple" xlink:show="new" xlink:actuate="onRequest"/>'
     transition = ('<office:automatic-styles><style:style style:family="drawing-page" style:name="dp1">'
                   '<style:drawing-page-properties presentation:transition-type="automatic" '
-                  f'presentation:duration="PT2S">{sound}</style:drawing-page-properties></style:style></office:automatic-styles>')
+                  f'presentation:duration="PT2S">{sound}</style:drawing-page-properties></style:style>'
+                  '</office:automatic-styles>')
     listeners = ('<office:event-listeners><presentation:event-listener script:event-name="dom:click" '
                  f'presentation:action="sound">{sound}</presentation:event-listener></office:event-listeners>')
+    effect = ('<anim:par presentation:node-type="timing-root"><anim:seq presentation:node-type="main-sequence">'
+              '<anim:par smil:begin="next"><anim:par smil:begin="0s"><anim:par smil:begin="0s" smil:fill="hold" '
+              'presentation:node-type="on-click" presentation:preset-class="entrance" '
+              'presentation:preset-id="ooo-entrance-appear"><anim:set smil:begin="0s" smil:dur="0.001s" '
+              'smil:fill="hold" smil:targetElement="shape1" smil:attributeName="visibility" smil:to="visible"/>'
+              f'<anim:audio {link} smil:begin="0s"/></anim:par></anim:par></anim:par></anim:seq></anim:par>')
     (outdir / "deck.fodp").write_text(
         '<?xml version="1.0" encoding="UTF-8"?><office:document '
         'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
@@ -566,12 +573,16 @@ def sound_deck(outdir, name, frequency, click=False):
         'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
         'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
         'xmlns:script="urn:oasis:names:tc:opendocument:xmlns:script:1.0" xmlns:dom="http://www.w3.org/2001/xml-events" '
+        'xmlns:smil="urn:oasis:names:tc:opendocument:xmlns:smil-compatible:1.0" '
+        'xmlns:anim="urn:oasis:names:tc:opendocument:xmlns:animation:1.0" '
         'xmlns:xlink="http://www.w3.org/1999/xlink" office:version="1.2" '
         'office:mimetype="application/vnd.oasis.opendocument.presentation">'
-        f'{"" if click else transition}'
-        '<office:body><office:presentation><draw:page draw:name="s1" draw:style-name="dp1"><draw:frame svg:x="2cm" '
-        f'svg:y="2cm" svg:width="10cm" svg:height="2cm"><draw:text-box><text:p>{name} plays</text:p></draw:text-box>'
-        f'{listeners if click else ""}</draw:frame></draw:page></office:presentation></office:body></office:document>')
+        f'{transition if plays == "transition" else ""}'
+        '<office:body><office:presentation><draw:page draw:name="s1" draw:style-name="dp1"><draw:frame '
+        'draw:id="shape1" xml:id="shape1" svg:x="2cm" svg:y="2cm" svg:width="10cm" svg:height="2cm">'
+        f'<draw:text-box><text:p>{name} plays</text:p></draw:text-box>{listeners if plays == "click" else ""}'
+        f'</draw:frame>{effect if plays == "effect" else ""}</draw:page></office:presentation></office:body>'
+        '</office:document>')
     return _soffice_save(outdir / "deck.fodp", "ppt:MS PowerPoint 97", outdir), (outdir / name).read_bytes()
 
 

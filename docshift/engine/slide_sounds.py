@@ -79,7 +79,7 @@ def _mend(result: Path, source: Path) -> int:
                 parts[sound.name.lower()] = name
             return parts[sound.name.lower()]
 
-        for slide, (sound_id, loop) in zip(slides, transitions):
+        for slide, (sound_id, loop, animated) in zip(slides, transitions):
             rels_part = relationships_part(slide)
             if rels_part not in package.names:
                 continue
@@ -87,10 +87,19 @@ def _mend(result: Path, source: Path) -> int:
             linked = [(rel, sound) for rel in rels.getElementsByTagNameNS(REL_NS, "Relationship")
                       if rel.getAttribute("TargetMode") == "External"
                       and (sound := by_name.get(posixpath.basename(unquote(rel.getAttribute("Target"))).lower()))]
-            if not linked and sound_id not in sounds:
+            if not linked and sound_id not in sounds and not animated:
                 continue  # nothing of this slide plays a sound of the file: its XML is not read
             doc = read_part(package, slide)
             changed = 0
+            targets = list(doc.getElementsByTagNameNS(NS_P, "sndTgt"))
+            if len(targets) == len(animated):  # the effects' sounds, in the order of the timing on both sides
+                for target, animated_id in zip(targets, animated):
+                    if animated_id in sounds and not target.getAttributeNS(NS_R, "embed"):
+                        sound = sounds[animated_id]
+                        target.setAttributeNS(NS_R, "r:embed", relate(rels, "../media/" + posixpath.basename(part(
+                            sound)), AUDIO))
+                        target.setAttribute("name", sound.name)
+                        changed += 1
             for rel, sound in linked:
                 rel.removeAttribute("TargetMode")
                 rel.setAttribute("Target", "../media/" + posixpath.basename(part(sound)))
@@ -118,9 +127,10 @@ def _mend(result: Path, source: Path) -> int:
     return mended
 
 
-def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | None, bool]]]:
+def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | None, bool, list[int]]]]:
     """({sound id: sound} of the SoundCollection, [(the id of the sound its transition plays or None, whether it
-    loops)] per slide, in slide order); ({}, []) when the file holds no sound."""
+    loops, the ids of those its animations play)] per slide, in slide order); ({}, []) when the file holds no
+    sound."""
     show = _Presentation.of_file(source)
     sounds: dict[int, Sound] = {}
     for rec_type, _, _, body, stop in officeart.children(show.doc, *show.document, show.budget):
@@ -128,7 +138,9 @@ def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | Non
             sounds = ppt_sounds.collection(show.doc, body, stop, show.budget, MAX_OBJECTS)
     if not sounds:
         return {}, []
-    return sounds, [ppt_sounds.transition(show.doc, located, show.budget) for located in show.slide_containers()]
+    return sounds, [(*ppt_sounds.transition(show.doc, located, show.budget),
+                     ppt_sounds.animation_sounds(show.doc, located, show.budget))
+                    for located in show.slide_containers()]
 
 
 def _embedded(doc: minidom.Document, rid: str) -> None:

@@ -65,7 +65,7 @@ def test_a_click_plays_its_sound_from_the_package_not_from_a_link_to_a_file(offi
     sound's file in that profile's gallery (a path of its machine); docshift's plays the .ppt's own sound, byte for
     byte, from a media part, as PowerPoint writes it (``a:snd`` in an ``a:hlinkClick`` with no other action)."""
     name = "test-sounds-click.wav"
-    path, sound = sound_deck(tmp_path / "deck", name, 659, click=True)
+    path, sound = sound_deck(tmp_path / "deck", name, 659, plays="click")
     plain = soffice(path, "pptx", tmp_path / "plain")
     with zipfile.ZipFile(plain) as package:
         assert [(kind.rsplit("/", 1)[1], target.split(":")[0], mode) for _, kind, target, mode in
@@ -87,6 +87,30 @@ def test_a_click_plays_its_sound_from_the_package_not_from_a_link_to_a_file(offi
     again = soffice(converted.path, "odp", tmp_path / "again")
     with zipfile.ZipFile(again) as odp:
         assert odp.read("content.xml").count(b"<draw:page ") == 1
+
+
+def test_an_effect_plays_its_sound_from_the_package(office, tmp_path):
+    """A shape's entrance effect that plays a sound (a VisualSoundAtom in the slide's timing): LibreOffice's export,
+    its gallery shut, names no sound in the effect's ``p:sndTgt``; docshift's names a media part holding the .ppt's
+    own sound, byte for byte, as a plain soffice (which reads it back from its profile's gallery) and PowerPoint
+    do. The report counted no sound before: nothing else of the slide plays one."""
+    name = "test-sounds-effect.wav"
+    path, sound = sound_deck(tmp_path / "deck", name, 784, plays="effect")
+    assert inventory.of_source(path, "ppt").counts["sounds"] == 1
+    plain = soffice(path, "pptx", tmp_path / "plain")
+    converted = convert.convert(office, path, "ppt", tmp_path / "ours", 60)
+    for result in (plain, converted.path):
+        with zipfile.ZipFile(result) as package:
+            slide = package.read("ppt/slides/slide1.xml").decode()
+            (target,) = re.findall(r"<p:sndTgt [^>]*>", slide)
+            rid = re.search(r'r:embed="([^"]+)"', target).group(1)
+            assert f'name="{name}"' in target
+            (media,) = [target for found, kind, target, mode in relationships(package, "ppt/slides/slide1.xml")
+                        if found == rid and kind == AUDIO and mode is None]
+            assert package.read("ppt/" + media.removeprefix("../")) == sound
+    assert converted.fidelity["complete"], converted.fidelity
+    assert converted.fidelity["counts"]["sounds"] == {"source": 1, "result": 1}
+    assert len(pptx.Presentation(str(converted.path)).slides) == 1
 
 
 def test_a_sound_shape_links_into_the_package_not_to_a_path_of_the_sandbox(office, tmp_path):

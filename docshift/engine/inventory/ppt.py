@@ -217,7 +217,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     embeds: dict[int, str] = {}
     audio: dict[int, int] = {}  # exObjId: sound id, of the sound shapes' objects
     sounds: set[int] = set()
-    played: set[int | None] = set()  # the sounds the slides play: transitions, clicks, sound shapes
+    played: set[int | None] = set()  # the sounds the slides play: transitions, clicks, animations, sound shapes
     slide_footers: set[str] = set()
     for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
         if rec_type == RT_SLIDE_LIST and instance in lists:
@@ -260,6 +260,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             slide_shapes = [shape for shape in slide_shapes if not shape.flags & officeart.FSP_BACKGROUND]
         shapes += slide_shapes
         played.add(ppt_sounds.transition(doc, located, budget)[0])
+        if sounds - played:
+            played.update(ppt_sounds.animation_sounds(doc, located, budget))
         for shape in slide_shapes:
             if not shape.flags & officeart.FSP_DELETED:
                 played |= {shape.sound_ref, None if shape.object_ref is None else audio.get(shape.object_ref)}
