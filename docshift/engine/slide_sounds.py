@@ -138,8 +138,8 @@ def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | Non
             sounds = ppt_sounds.collection(show.doc, body, stop, show.budget, MAX_OBJECTS)
     if not sounds:
         return {}, []
-    return sounds, [(*ppt_sounds.transition(show.doc, located, show.budget),
-                     ppt_sounds.animation_sounds(show.doc, located, show.budget))
+    masters = show.master_containers()
+    return sounds, [(*show.transition(located, masters), ppt_sounds.animation_sounds(show.doc, located, show.budget))
                     for located in show.slide_containers()]
 
 

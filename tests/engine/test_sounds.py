@@ -11,6 +11,8 @@ from conftest import ROOT, sound_deck
 from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, inventory, objects, slide_sounds
+from docshift.engine.inventory import ppt_sounds
+from docshift.engine.inventory.ppt import _Presentation
 from docshift.engine.slide_sounds import _source_sounds
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -131,6 +133,38 @@ def test_a_sound_shape_links_into_the_package_not_to_a_path_of_the_sandbox(offic
         assert re.search(r'<p14:media r:embed="(rId\d+)"/>', slide).group(1) in media
     assert len(pptx.Presentation(str(converted.path)).slides) == 1
     assert converted.fidelity["counts"]["sounds"] == {"source": 1, "result": 1}
+
+
+def test_a_slide_without_a_transition_of_its_own_plays_its_master_s_sound(office, tmp_path):
+    """12 of the 91 slides of a corpus deck have no SlideShowSlideInfoAtom: they take their master's transition,
+    which plays ``projctor.wav``. A plain soffice gives each of them the sound; docshift's gave it to the other 66
+    only, and the report, which counts the sounds a deck plays, called it complete. Now all 78 play it, from one
+    media part holding the .ppt's own sound."""
+    source = next((CORPUS / "ppt").glob("br.com.diversas.palestras_*.ppt"))
+    show = _Presentation.of_file(source)
+    without = [number for number, located in enumerate(show.slide_containers(), 1)
+               if ppt_sounds.transition(show.doc, located, show.budget) is None]
+    assert len(without) == 12
+    (sound,) = _source_sounds(source)[0].values()
+
+    def playing(result):
+        """{slide number: the bytes its transition plays} of a .pptx."""
+        found = {}
+        with zipfile.ZipFile(result) as package:
+            for number in range(1, 92):
+                part = f"ppt/slides/slide{number}.xml"
+                played = re.search(r'<p:sndAc><p:stSnd><p:snd r:embed="([^"]+)"', package.read(part).decode())
+                if played:
+                    (target,) = [target for rid, kind, target, _ in relationships(package, part)
+                                 if rid == played.group(1) and kind == AUDIO]
+                    found[number] = package.read("ppt/" + target.removeprefix("../"))
+        return found
+
+    plain = playing(soffice(source, "pptx", tmp_path / "plain"))
+    converted = convert.convert(office, source, "ppt", tmp_path / "ours", 60)
+    ours = playing(converted.path)
+    assert set(without) <= set(plain) and len(plain) == 78
+    assert ours.keys() == plain.keys() and set(ours.values()) == {sound.data}
 
 
 def test_a_sound_left_outside_the_package_is_named_by_the_report(tmp_path):

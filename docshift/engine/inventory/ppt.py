@@ -163,6 +163,18 @@ class _Presentation:
         found = ((slide_id, self.container(ref, RT_MAIN_MASTER, RT_SLIDE)) for ref, slide_id in self._listed(1))
         return {slide_id: located for slide_id, located in found if located is not None}
 
+    def transition(self, located: tuple[int, int] | None,
+                   masters: dict[int, tuple[int, int]]) -> tuple[int | None, bool]:
+        """(the sound the transition of the slide container ``located`` plays, or None; whether it loops): its own
+        transition's, else that of the master it uses (``masters``: ``master_containers``), else of that master's."""
+        for _ in range(3):
+            found = ppt_sounds.transition(self.doc, located, self.budget)
+            if found is not None or located is None:
+                break
+            master_id = slide_atom(self.doc, located, self.budget)[0]
+            located = None if master_id is None else masters.get(master_id)
+        return found or (None, False)
+
     def _listed(self, instance: int) -> list[tuple[int, int]]:
         """(persistIdRef, slideId) of each SlidePersistAtom of the SlideListWithText ``instance`` (0: slides,
         1: masters), in its order."""
@@ -239,7 +251,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             slide_footers = show.headers_footers(body, stop) or set()
     # the masters: their placeholders (a date, slide number or footer shows only where the master has one)
     masters: dict[int | None, list[Any]] = {}
-    for slide_id, master_at in show.master_containers().items():
+    master_containers = show.master_containers()
+    for slide_id, master_at in master_containers.items():
         master_shapes = show.shapes(master_at)
         placeholders = {MASTER_PLACEHOLDERS[shape.placeholder] for shape in master_shapes
                         if shape.placeholder in MASTER_PLACEHOLDERS}
@@ -259,7 +272,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         if slide_flags & SLIDE_MASTER_BACKGROUND:  # the slide shows its master's background, not its own
             slide_shapes = [shape for shape in slide_shapes if not shape.flags & officeart.FSP_BACKGROUND]
         shapes += slide_shapes
-        played.add(ppt_sounds.transition(doc, located, budget)[0])
+        played.add(show.transition(located, master_containers)[0])
         if sounds - played:
             played.update(ppt_sounds.animation_sounds(doc, located, budget))
         for shape in slide_shapes:
