@@ -1,0 +1,120 @@
+"""What a plain ``soffice --convert-to`` keeps that docshift's result does not, part by part, over folders of legacy
+files: the check that finds a loss no count of the fidelity report looks for.
+
+Each file goes through a cold ``soffice`` of the same LibreOffice (``reference.Cold``: its own profile, no sandbox)
+and through the worker's engine (a fresh child of the preinitialised parent in its sandbox, the mends, the checks).
+Where both converted, the two packages are compared:
+
+- media: every picture, sound or video part of the plain result, by its bytes: is the same data in docshift's?
+  (docshift's may hold more: objects and sounds it puts back.)
+- relationships, by type: does docshift's hold at least as many of each (images, audio, charts, objects,
+  hyperlinks, comments, notes, ...)? An object counts once whether it is an OOXML package (LibreOffice's, of an
+  Office object it converted) or an OLE storage (docshift's: the legacy file's own). A hyperlink to a file outside
+  the package is left out: LibreOffice links a sound there that docshift puts into the package.
+- the parts themselves, by kind (slides, sheets, charts, drawings, headers, embedded objects, ...): as many?
+
+It prints each file where docshift's result holds less than the plain one, and each that only the plain soffice
+converted with docshift's error code, then the totals. Outcomes where one side did not convert are counted, not
+compared (``bench/corpus.py`` judges those).
+
+    .venv/bin/python bench/parts.py [FOLDER ...]      # default ../shared/corpus/doc, xls and ppt
+"""
+
+import argparse
+import hashlib
+import re
+import tempfile
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import reference
+
+from docshift.engine import Engine, Forkit
+from docshift.errors import ConversionFailed
+
+HERE = Path(__file__).resolve().parent
+MEDIA = re.compile(r"(word|xl|ppt)/media/")
+NUMBERED = re.compile(r"[0-9]+(?=\.[a-z]+$)")
+EMBEDDED = re.compile(r"(word|xl|ppt)/embeddings/")
+# an embedded object, whichever way it is stored: LibreOffice writes an Office object it converted as an OOXML
+# package, docshift puts the legacy file's own OLE storage back in its place
+OBJECT_TYPES = {"package": "object", "oleObject": "object"}
+TIMEOUT = 60
+
+
+def holds(path):
+    """(Counter of media data by SHA-256, Counter of relationship types, Counter of parts by kind) of a package."""
+    media, relations, parts = Counter(), Counter(), Counter()
+    with zipfile.ZipFile(path) as package:
+        for name in package.namelist():
+            if MEDIA.match(name):
+                media[hashlib.sha256(package.read(name)).hexdigest()] += 1
+            elif name.endswith(".rels"):
+                for match in re.finditer(rb"<Relationship\b[^>]*>", package.read(name)):
+                    tag = match.group(0)
+                    kind = re.search(rb'Type="[^"]*/([^/"]+)"', tag)
+                    if kind and not (kind.group(1) == b"hyperlink" and b'TargetMode="External"' in tag):
+                        relations[OBJECT_TYPES.get(kind.group(1).decode(), kind.group(1).decode())] += 1
+            elif EMBEDDED.match(name):
+                parts[EMBEDDED.match(name).group(0) + "*"] += 1
+            elif not name.endswith("/"):
+                parts[NUMBERED.sub("", name)] += 1
+    return media, relations, parts
+
+
+def lacks(plain, ours):
+    """What docshift's package ``ours`` holds less of than the plain ``plain``, in words ([] when nothing)."""
+    (plain_media, plain_rels, plain_parts), (our_media, our_rels, our_parts) = holds(plain), holds(ours)
+    found = []
+    missing = sum((plain_media - our_media).values())
+    if missing:
+        found.append(f"{missing} of {plain_media.total()} media parts")
+    found += [f"{kind}: {count - our_rels[kind]} of {count} relationships" for kind, count in sorted(plain_rels.items())
+              if our_rels[kind] < count]
+    found += [f"{part}: {count - our_parts[part]} of {count} parts" for part, count in sorted(plain_parts.items())
+              if our_parts[part] < count]
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    corpus = HERE.parent.parent / "shared" / "corpus"
+    parser.add_argument("folders", nargs="*", type=Path, default=[corpus / kind for kind in ("doc", "xls", "ppt")])
+    args = parser.parse_args()
+    files = [path for folder in args.folders for path in sorted(folder.iterdir())
+             if path.suffix.lower() in (".doc", ".xls", ".ppt")]
+    cold = reference.Cold(files, TIMEOUT)
+    work = Path(tempfile.mkdtemp(prefix="parts-"))
+    engine = Engine(Forkit(work / "engine", name="parts"))
+    engine.start()
+    tally, short = Counter(), Counter()
+    try:
+        for number, path in enumerate(files):
+            kind = reference.kind(path)
+            plain_content, plain = cold.result(path)
+            try:
+                ours = engine.convert(path, kind, work / f"job-{number}", TIMEOUT).path
+            except ConversionFailed as failure:
+                ours, code = None, failure.code
+            if plain_content is None or ours is None:
+                tally["plain only" if ours is None and plain_content else "not compared"] += 1
+                if ours is None and plain_content:
+                    print(f"{path.parent.name}/{path.name}: converted by the plain soffice only; docshift: {code}",
+                          flush=True)
+                continue
+            tally["compared"] += 1
+            found = lacks(plain, ours)
+            if found:
+                tally["holding less"] += 1
+                short.update(entry.split(":")[0] if ":" in entry else "media" for entry in found)
+                print(f"{path.parent.name}/{path.name}: {'; '.join(found)}", flush=True)
+    finally:
+        engine.close()
+        cold.close()
+    print(f"\n{len(files)} files: {dict(tally)}")
+    print(f"what docshift's results hold less of, in how many files: {dict(short)}")
+
+
+if __name__ == "__main__":
+    main()
