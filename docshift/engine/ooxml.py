@@ -39,6 +39,7 @@ SPREADSHEET = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 PRESENTATION = "http://schemas.openxmlformats.org/presentationml/2006/main"
 WORD = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+HYPERLINK = f"{RELATIONSHIPS}/hyperlink"
 PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
 # characters a .docx writes as an element of their own, not inside w:t
 WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}

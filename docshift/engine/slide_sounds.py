@@ -39,7 +39,6 @@ from docshift.engine.inventory.ppt_sounds import Sound
 from docshift.engine.objects import slide_parts
 
 AUDIO = f"{ooxml.RELATIONSHIPS}/audio"
-HYPERLINK = f"{ooxml.RELATIONSHIPS}/hyperlink"  # LibreOffice's for a click's sound: a link to the sound's file
 NS_P14 = "http://schemas.microsoft.com/office/powerpoint/2010/main"
 CONTENT_TYPES = {"wav": "audio/wav", "mid": "audio/midi", "midi": "audio/midi", "mp3": "audio/mpeg",
                  "wma": "audio/x-ms-wma", "aif": "audio/x-aiff", "aiff": "audio/x-aiff", "au": "audio/basic"}
@@ -103,7 +102,7 @@ def _mend(result: Path, source: Path) -> int:
             for rel, sound in linked:
                 rel.removeAttribute("TargetMode")
                 rel.setAttribute("Target", "../media/" + posixpath.basename(part(sound)))
-                if rel.getAttribute("Type") == HYPERLINK:
+                if rel.getAttribute("Type") == ooxml.HYPERLINK:  # LibreOffice's click on a sound: a link to its file
                     rel.setAttribute("Type", AUDIO)
                     _click_sound(doc, rel.getAttribute("Id"), sound.name)
                 else:

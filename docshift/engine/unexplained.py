@@ -17,7 +17,6 @@ from urllib.parse import unquote
 
 from docshift.engine import ooxml, vba
 
-HYPERLINK = f"{ooxml.RELATIONSHIPS}/hyperlink"
 VBA_PART = re.compile(r"(?:word|xl|ppt)/vbaProject\.bin")
 # a target shorter than this can be found in any file by chance: it explains nothing
 SHORTEST_TARGET = 6
@@ -46,7 +45,7 @@ def _external_targets(package: zipfile.ZipFile, name: str) -> list[str]:
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relationship" \
-                and attributes.get("TargetMode") == "External" and attributes.get("Type") != HYPERLINK:
+                and attributes.get("TargetMode") == "External" and attributes.get("Type") != ooxml.HYPERLINK:
             targets.append(attributes.get("Target", ""))
 
     with package.open(name) as part:
