@@ -2,9 +2,9 @@
 
 The document's SoundCollection holds each sound once: a SoundContainer with its file name, its id and its data
 ([MS-PPT] 2.4.16). A slide's transition plays one by that id (its SSSlideInfoAtom, with fSound), a shape's click
-action too (its InteractiveInfoAtom), and so does an animation's effect (a VisualSoundAtom in the slide's timing of
-PowerPoint 2002 and later, else the shape's AnimationInfoAtom, with fSound); a sound shape shows an
-ExWAVAudioEmbedded object of the ExObjList, which names the sound by its id.
+action too (its InteractiveInfoAtom), and so does an animation's effect (a VisualSoundAtom in the slide's timing, as
+PowerPoint 2002 and later and LibreOffice write it; the AnimationInfoAtom of PowerPoint 97's effects is not read); a
+sound shape shows an ExWAVAudioEmbedded object of the ExObjList, which names the sound by its id.
 """
 
 import posixpath
@@ -18,8 +18,8 @@ RT_SOUND_COLLECTION, RT_SOUND, RT_SOUND_DATA, RT_CSTRING = 0x07E4, 0x07E6, 0x07E
 RT_SLIDE_INFO, RT_INTERACTIVE_INFO, RT_INTERACTIVE_INFO_ATOM = 0x03F9, 0x0FF2, 0x0FF3
 RT_AUDIO_EMBEDDED, RT_MEDIA_ATOM, RT_AUDIO_EMBEDDED_ATOM = 0x100F, 0x1004, 0x1013
 SOUND, LOOP = 0x0010, 0x0040  # SSSlideInfoAtom's fSound and fLoopSound
-RT_BINARY_TAG_DATA, RT_VISUAL_SHAPE_ATOM, RT_ANIMATION_INFO_ATOM = 0x138B, 0x2AFB, 0x0FF1
-SOUND_TYPE, ANIMATION_SOUND = 2, 0x0004  # a VisualShapeAtom's refType for a sound; AnimationInfoAtom's fSound
+RT_BINARY_TAG_DATA, RT_VISUAL_SHAPE_ATOM = 0x138B, 0x2AFB
+SOUND_TYPE = 2  # a VisualShapeAtom's refType for a sound (a VisualSoundAtom)
 
 
 @dataclass
@@ -92,18 +92,13 @@ def click_sound(data: bytes | bytearray, start: int, end: int, budget: Budget) -
 
 
 def animation_sounds(doc: bytes, located: tuple[int, int] | None, budget: Budget) -> list[int]:
-    """The ids of the sounds that the animations of the slide container ``located`` play, in the order of its
-    timing (its VisualSoundAtoms); for a slide without such timing, in the order of its shapes' effects."""
+    """The ids of the sounds that the animation effects of the slide container ``located`` play, in the order of its
+    timing (its VisualSoundAtoms, [MS-PPT] 2.8.48)."""
     timed: list[int] = []
-    legacy: list[tuple[int, int]] = []  # (orderID, sound id)
     for rec_type, _, _, body, stop, _ in officeart.walk(doc, *located, budget, into=(RT_BINARY_TAG_DATA,)) \
             if located else ():
         if rec_type == RT_VISUAL_SHAPE_ATOM and stop - body >= 12:
             ref_type, sound_ref = struct.unpack_from("<II", doc, body + 4)
             if ref_type == SOUND_TYPE:
                 timed.append(sound_ref)
-        elif rec_type == RT_ANIMATION_INFO_ATOM and stop - body >= 28:
-            flags, sound_ref = struct.unpack_from("<H", doc, body + 4)[0], struct.unpack_from("<I", doc, body + 8)[0]
-            if flags & ANIMATION_SOUND and sound_ref:
-                legacy.append((struct.unpack_from("<H", doc, body + 16)[0], sound_ref))
-    return timed or [sound_ref for _, sound_ref in sorted(legacy, key=lambda entry: entry[0])]
+    return timed
