@@ -15,7 +15,7 @@ SYSTEM_PACKAGES := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-cal
 # the registration page is tested in a real browser; conversion nodes are tested on a real Redis
 TEST_PACKAGES := chromium redis-server
 
-.PHONY: run node test test-fast install system office test-system apt image base-image image-run image-test container-system
+.PHONY: run node test test-fast install system office test-system apt pages image base-image image-run image-test container-system
 
 # The container image (see the README's "Containers"), built, run and tested with podman
 IMAGE ?= docshift:latest
@@ -29,7 +29,7 @@ PODMAN := CONTAINERS_CONF=$(CURDIR)/$(PODMAN_CONF) podman
 SANDBOX_OPTIONS := --security-opt seccomp=deploy/container/seccomp.json --security-opt 'unmask=/proc/*' \
 	--security-opt apparmor=unconfined --security-opt no-new-privileges --cap-drop ALL
 
-run: install
+run: install pages
 	@$(BIN)/flask --app app init-db
 	@rm -rf "$(DOCSHIFT_DATA_DIR)/metrics"  # per-process metric files of an earlier run
 	@echo
@@ -45,7 +45,7 @@ run: install
 
 # a conversion node: DOCSHIFT_QUEUE_URL (the coordinator's Redis, with a password unless on loopback) and
 # DOCSHIFT_QUEUE_KEY (the coordinator's) must be set; worker.py refuses a Redis open to anyone
-node: install
+node: install pages
 	@[ -n "$$DOCSHIFT_QUEUE_URL" ] || { echo "set DOCSHIFT_QUEUE_URL=redis://:password@host:port/db (the coordinator's queue)"; exit 1; }
 	$(BIN)/python worker.py node
 
@@ -95,6 +95,14 @@ apt:
 		echo "installing $$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# the kernel's 64 KB folios for the mappings that ask for them: LibreOffice's children ask for their heaps,
+# and spend about 8 ms less CPU a file (docs/how-it-runs.md); as root, on a kernel that has them (6.8 or later),
+# where they are off. It is the running kernel's setting: deploy/systemd/docshift-pages.conf keeps it at boot.
+THP_64K := /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled
+pages:
+	@if [ -w $(THP_64K) ] && grep -q '\[never\]' $(THP_64K); then \
+		echo madvise > $(THP_64K) && echo "kernel: 64 KB folios for the processes that ask for them (madvise)"; fi
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -172,6 +172,65 @@ def test_the_parent_and_a_child_are_not_dumpable(limited, slow_xls, tmp_path):
     assert os.stat(f"/proc/{parent}/fd").st_uid == 0, "the parent is dumpable: a child could read its memory"
 
 
+def anonymous(pid):
+    """{start: (size, marked)} of the private anonymous mappings of ``pid`` (no path, or ``[heap]``; writable, or a
+    reserve a heap grows into): ``marked`` when its VmFlags hold ``hg`` (``MADV_HUGEPAGE``)."""
+    found, start = {}, None
+    with open(f"/proc/{pid}/smaps") as lines:
+        for line in lines:
+            fields = line.split()
+            if "-" in fields[0] and ":" not in fields[0]:  # a mapping's first line: range, perms, offset, dev, inode
+                bounds = [int(bound, 16) for bound in fields[0].split("-")]
+                mine = fields[1] in ("rw-p", "---p") and (len(fields) == 5 or fields[5] == "[heap]")
+                start = bounds[0] if mine else None
+                if mine:
+                    found[start] = (bounds[1] - bounds[0], False)
+            elif fields[0] == "VmFlags:" and start is not None:
+                found[start] = (found[start][0], "hg" in fields[1:])
+    return found
+
+
+def test_the_heaps_children_grow_ask_the_kernel_for_large_folios(limited, slow_xls, tmp_path):
+    """Before its first fork the parent marks its heaps and the reserves they grow into ``MADV_HUGEPAGE``, and a
+    child at work has the mark on the heap its conversion grows: the kernel may then serve each of its faults
+    with a folio of several pages (``engine/uno/process.py``)."""
+    parent, _ = lineage(limited)
+    with converting(limited, slow_xls, tmp_path / "big.xlsx") as (child, _):
+        grown = eventually(lambda: max(size for size, _ in anonymous(child).values()) > 32 << 20, within=30)
+        theirs = anonymous(child)
+    ours = anonymous(parent)
+    assert grown, "the child's heap did not grow past 32 MB"
+    largest = max(theirs, key=lambda start: theirs[start][0])
+    assert theirs[largest][1], f"the child's largest heap ({theirs[largest][0] >> 20} MB) is not marked"
+    for who, found in (("parent", ours), ("child", theirs)):
+        unmarked = {hex(start): size for start, (size, hg) in found.items() if not hg}
+        assert sum(unmarked.values()) < sum(size for size, _ in found.values()) * 0.1, (who, unmarked)
+
+
+THP_64K = Path("/sys/kernel/mm/transparent_hugepage/hugepages-64kB")
+
+
+def test_a_childs_heap_grows_in_64_kb_folios_where_the_kernel_serves_them_to_those_that_ask(limited, legacy,
+                                                                                               tmp_path):
+    """The same file converted with the kernel's 64 KB folios off, then served to the mappings that ask for them
+    (``madvise``, what ``make run`` sets): the kernel's count of such folios, which no process gets while they are
+    off, grows by those of the child's heap."""
+    if not os.access(THP_64K / "enabled", os.W_OK):
+        pytest.skip("no 64 KB folios to set here: a kernel before 6.8, or not root")
+    enabled, allocated = THP_64K / "enabled", THP_64K / "stats" / "anon_fault_alloc"
+    was = next(word.strip("[]") for word in enabled.read_text().split() if word.startswith("["))
+    grown = {}
+    try:
+        for setting in ("never", "madvise"):
+            enabled.write_text(setting)
+            before = int(allocated.read_text())
+            export(limited, legacy["ppt"], tmp_path / f"{setting}.pptx")
+            grown[setting] = int(allocated.read_text()) - before
+    finally:
+        enabled.write_text(was)
+    assert grown["never"] == 0 and grown["madvise"] >= 50, grown
+
+
 def test_a_childs_temp_dir_goes_with_it(limited, legacy, slow_xls, tmp_path):
     with converting(limited, slow_xls, tmp_path / "big.xlsx"):
         during = child_scratch(limited)

@@ -44,7 +44,6 @@ import ctypes
 import functools
 import json
 import os
-import random
 import select
 import shutil
 import signal
@@ -52,6 +51,8 @@ import socket
 import sys
 import tempfile
 import time
+
+import process
 
 PROGRAM = os.path.dirname(os.path.realpath(shutil.which("soffice") or "/usr/lib/libreoffice/program/soffice"))
 PR_SET_DUMPABLE = 4
@@ -64,7 +65,7 @@ FORK_SECONDS = 10  # for LibreOffice's main loop to run a fork
 def main():
     profile, control = sys.argv[1], socket.socket(fileno=int(sys.argv[2]))
     ready = max(1, int(sys.argv[3])) if len(sys.argv) > 3 else 1
-    yield_the_cpu()  # first: a process that is not dumpable may no longer write its /proc/self/autogroup
+    process.yield_the_cpu()  # first: a process that is not dumpable may no longer write its /proc/self/autogroup
     # not dumpable, and its children after it: a child taken over by a document can neither read nor write the
     # memory of this process (``/proc/<pid>/mem``), which every later child is forked from
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -202,6 +203,8 @@ class Forkit:
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         self.warm = bool(answer.get("ok"))
+        if self.warm:  # before the first fork: children grow their heaps in the folios the kernel offers
+            process.advise_huge_pages()
         self.kept = set(self.left())
         with contextlib.suppress(OSError):
             os.write(job, (json.dumps(answer) + "\n").encode())
@@ -375,25 +378,6 @@ def leave(office_tmp):
 def name(title):
     """This process's name (``/proc/<pid>/comm``): a child waiting for a file, or at work on one."""
     ctypes.CDLL(None).prctl(PR_SET_NAME, title, 0, 0, 0)
-
-
-def yield_the_cpu(nice=None):
-    """Give this session's autogroup the nice value the worker gave this process (10), or ``nice``.
-
-    With the kernel's autogroup scheduling (Debian's default), CPU time is shared first between
-    sessions and only then by nice value inside each; the sandbox starts a session of its own, so
-    LibreOffice's nice 10 alone would still weigh as much as the whole API. Raising the group's
-    nice needs no privilege, but the kernel takes one such change per 0.1 s from the unprivileged
-    (EAGAIN). Without autogroups the file is missing and nice already works."""
-    for _ in range(50):
-        try:
-            with open("/proc/self/autogroup", "w") as autogroup:
-                autogroup.write(str(os.nice(0) if nice is None else nice))
-            return
-        except BlockingIOError:
-            time.sleep(0.05 + random.random() * 0.1)
-        except OSError:
-            return
 
 
 if __name__ == "__main__":
