@@ -15,6 +15,7 @@ import olefile
 from msoffcrypto import OfficeFile
 
 from docshift.contract import TaskErrorCode
+from docshift.engine.cfb import CompoundFile
 from docshift.errors import ConversionFailed
 
 DEFAULT_PASSWORD = "VelvetSweatshop"
@@ -79,7 +80,7 @@ def _streams(path: str | Path) -> dict[str, list[str]] | None:
     try:
         if not olefile.isOleFile(str(path)):
             return None
-        with olefile.OleFileIO(str(path)) as ole:
+        with CompoundFile(path) as ole:
             return {"/".join(entry).lower(): entry for entry in ole.listdir()}
     except Exception:  # olefile raises many kinds on damaged files
         return None
@@ -87,7 +88,7 @@ def _streams(path: str | Path) -> dict[str, list[str]] | None:
 
 def _read(path: str | Path, entry: list[str], size: int) -> bytes:
     try:
-        with olefile.OleFileIO(str(path)) as ole, ole.openstream(entry) as stream:
+        with CompoundFile(path) as ole, ole.openstream(entry) as stream:
             return stream.read(size)
     except Exception:
         return b""

@@ -78,7 +78,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
 
 
 def _mend(result: Path, source: Path) -> int:
-    with olefile.OleFileIO(str(source)) as ole:
+    with cfb.CompoundFile(source) as ole:
         # an MS Graph chart LibreOffice writes as a chart of its own: the storage too would draw it twice
         storages = {entry.name.upper(): entry.name for entry in ole.root.kids
                     if entry.entry_type == olefile.STGTY_STORAGE and entry.name.upper().startswith("MBD")

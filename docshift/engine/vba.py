@@ -19,6 +19,7 @@ from xml.dom import minidom
 import olefile
 
 from docshift.engine import ooxml
+from docshift.engine.cfb import CompoundFile
 
 # oletools builds its pyparsing grammar at import time with names pyparsing now deprecates
 with warnings.catch_warnings():
@@ -85,7 +86,7 @@ def has_project(path: str | Path, kind: str) -> bool:
     try:
         if not olefile.isOleFile(str(path)):
             return False
-        with olefile.OleFileIO(str(path)) as ole:
+        with CompoundFile(path) as ole:
             if kind == "doc":
                 return ole.get_type("Macros/VBA") == olefile.STGTY_STORAGE  # olefile compares names case-insensitively
             if kind == "xls":
@@ -241,7 +242,7 @@ def ppt_project(path: str | Path) -> bytes | None:
     try:
         if not olefile.isOleFile(str(path)):
             return None
-        with olefile.OleFileIO(str(path)) as ole:
+        with CompoundFile(path) as ole:
             found = _ppt_project_record(ole)
             if found is None:
                 return None

@@ -42,7 +42,7 @@ def _read(path: str | Path, kind: str) -> tuple[cfb.Entry, bool] | None:
     name = PROJECT_STORAGE.get(kind)
     if name is None or not olefile.isOleFile(str(path)):
         return None
-    with olefile.OleFileIO(str(path)) as ole:
+    with cfb.CompoundFile(path) as ole:
         if ole.get_type(f"{name}/VBA") != olefile.STGTY_STORAGE:
             return None
         root = {kid.name.lower() for kid in ole.root.kids}

@@ -145,7 +145,7 @@ class _Stories:
             return element
         data = self.edits.get(target) or ooxml.read(self.package.zip, self.package.names[target], MAX_OBJECT)
         if self.storages is None:
-            with olefile.OleFileIO(str(self.source)) as legacy:
+            with cfb.CompoundFile(self.source) as legacy:
                 pool = cfb.read_storage(legacy, "ObjectPool", MAX_OBJECTS) if legacy.exists("ObjectPool") \
                     else cfb.Entry("ObjectPool")
             self.storages = [(child, child.streams()) for child in pool.children if child.data is None]
@@ -181,7 +181,7 @@ def _keeps(streams: dict[str, bytes], original: dict[str, bytes]) -> bool:
 
 
 def _mend(result: Path, source: Path) -> int:
-    with olefile.OleFileIO(str(source)) as ole:
+    with cfb.CompoundFile(source) as ole:
         sequence = _source_sequence(ole)
         if not any(sequence):
             return 0

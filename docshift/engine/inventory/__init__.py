@@ -62,9 +62,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-import olefile
-
 from docshift.engine import vba, vbaproject
+from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory import doc, docx, ppt, pptx, xls, xlsx
 from docshift.engine.inventory.common import (
     KINDS,
@@ -89,7 +88,7 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
     inventory = Inventory(kind, dict.fromkeys(KINDS[kind]))
     budget = Budget()
     try:
-        ole = olefile.OleFileIO(str(path))
+        ole = CompoundFile(path)
     except Exception:  # not an OLE file, or its directory is broken: nothing can be counted
         ole = None
     if ole is not None:

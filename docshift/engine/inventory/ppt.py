@@ -10,6 +10,7 @@ from typing import Any
 
 import olefile
 
+from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory import officeart, ppt_sounds
 from docshift.engine.inventory.common import MAX_STREAM, Budget, Inventory, Unreadable, characters, stream
 
@@ -133,7 +134,7 @@ class _Presentation:
         PowerPoint Document (PowerPoint 2 and 3 wrote no compound file: LibreOffice converts them all the same)."""
         if not olefile.isOleFile(str(path)):
             raise Unreadable("not a compound file")
-        with olefile.OleFileIO(str(path)) as ole:
+        with CompoundFile(path) as ole:
             doc, current = stream(ole, "PowerPoint Document"), stream(ole, "Current User")
         if doc is None or current is None:
             raise Unreadable("no PowerPoint Document")
