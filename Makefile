@@ -97,7 +97,7 @@ apt:
 	fi
 
 # the kernel's 64 KB folios for the mappings that ask for them: LibreOffice's children ask for their heaps,
-# and spend about 8 ms less CPU a file (docs/how-it-runs.md); as root, on a kernel that has them (6.8 or later),
+# and spend about 10 ms less CPU a file (docs/how-it-runs.md); as root, on a kernel that has them (6.8 or later),
 # where they are off. It is the running kernel's setting: deploy/systemd/docshift-pages.conf keeps it at boot.
 THP_64K := /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled
 pages:

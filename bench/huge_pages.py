@@ -1,25 +1,25 @@
-"""A child's CPU and page faults with the kernel's 64 KB folios for its heaps, and without, file by file.
+"""What large pages save the engine's parent and its children, file by file: two engines side by side, one denied
+every huge page and large folio by the kernel.
 
-The engine's parent marks its heaps ``MADV_HUGEPAGE`` before its first fork (``engine/uno/process.py``), so that
-the kernel may serve its children's new memory a folio of several pages a fault. Which sizes it serves is the
-machine's setting (``/sys/kernel/mm/transparent_hugepage/hugepages-<size>/enabled``), so this bench runs one
-engine and sets ``hugepages-64kB`` before each conversion: each file once with it at ``never`` and once at
-``madvise``, the order alternating, ``--passes`` times over ``--files`` small corpus files (``service.py``'s
-pick). The 2 MB size is left as the machine has it. Each child's CPU (user and system) and minor faults are read
-from its parent's counts of reaped children, once the child is reaped. It prints, for each setting, the child's
-CPU and faults per file, the paired difference (mean, and the share of files where ``madvise`` spent less) and
-the median time of a conversion. The setting is put back as it was.
+Before its first fork the engine's parent puts its heaps in 2 MB pages (``MADV_COLLAPSE``), which a fork copies
+and a child's exit frees as one entry each, and marks them ``MADV_HUGEPAGE``, so that a child's new heap may come
+in the large folios the machine serves to mappings that ask (``hugepages-64kB`` at ``madvise``, which ``make run``
+sets). This bench starts two engines: one as the service runs it, and one started under ``PR_SET_THP_DISABLE``,
+which the kernel keeps for every process below it (its sandbox, its parent, each child) and which refuses them
+both. Each of ``--files`` small corpus files (``service.py``'s pick) goes to each engine in turn, the order
+alternating, ``--passes`` times. A file's CPU is its parent's own (the fork of the child that takes the next file
+included) and its child's, read from the parent's counts once the child is reaped; faults are the child's minor
+faults. ``--folios never|madvise`` sets ``hugepages-64kB`` for the run (and puts it back); by default it is left as
+the machine has it.
 
-    .venv/bin/python bench/huge_pages.py [--files 48] [--passes 3] [--corpus ../shared/corpus]
-
-Needs root (it writes the kernel's setting) and a kernel with multi-size huge pages (6.8 or later).
+    .venv/bin/python bench/huge_pages.py [--files 48] [--passes 3] [--folios madvise] [--corpus ../shared/corpus]
 """
 
 import argparse
+import ctypes
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,13 +30,32 @@ from warm import children
 from docshift.engine import Engine, Forkit
 
 HERE = Path(__file__).resolve().parent
-SETTING = Path("/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled")
+FOLIOS = Path("/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled")
+PR_SET_THP_DISABLE = 41
 TICK = os.sysconf("SC_CLK_TCK")
+SIDES = ("without", "with")
 
 
-def current(setting):
-    """The chosen value of a sysfs setting, shown as ``always inherit [madvise] never``."""
-    return next(word.strip("[]") for word in setting.read_text().split() if word.startswith("["))
+def chosen(setting):
+    """The chosen value of a sysfs setting, shown as ``always inherit [madvise] never``; None if it is missing."""
+    try:
+        return next(word.strip("[]") for word in setting.read_text().split() if word.startswith("["))
+    except OSError:
+        return None
+
+
+def started(work, side):
+    """An engine, started (its parent's self-test passed, a child waiting); ``without``: under PR_SET_THP_DISABLE,
+    which this process holds only while the engine starts (its processes keep it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    engine = Engine(Forkit(Path(tempfile.mkdtemp(dir=work)), name=f"pages-{side}"))
+    if side == "without" and libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        raise SystemExit(f"PR_SET_THP_DISABLE: {os.strerror(ctypes.get_errno())}")
+    try:
+        engine.start()
+    finally:
+        libc.prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0)
+    return engine
 
 
 def forkit_parent(engine):
@@ -51,15 +70,15 @@ def forkit_parent(engine):
     raise SystemExit("the engine's parent was not found")
 
 
-def reaped(parent):
-    """(CPU seconds, minor faults) of the parent's reaped children so far."""
+def counts(parent):
+    """(the parent's own CPU seconds, its reaped children's CPU seconds, their minor faults)."""
     with open(f"/proc/{parent}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[13]) + int(fields[14])) / TICK, int(fields[8])
+    return (int(fields[11]) + int(fields[12])) / TICK, (int(fields[13]) + int(fields[14])) / TICK, int(fields[8])
 
 
 def settle(parent, within=5.0):
-    """Wait until no child of the parent is at work on a file (the last one is reaped)."""
+    """Wait until no child of the parent is at work on a file: the last one is reaped."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         names = []
@@ -74,51 +93,63 @@ def settle(parent, within=5.0):
         time.sleep(0.005)
 
 
+def huge(parent):
+    """The parent's memory in 2 MB pages, and its RSS, in MiB."""
+    with open(f"/proc/{parent}/smaps_rollup") as rollup:
+        found = {line.split(":")[0]: int(line.split()[1]) for line in rollup if line.split(":")[0] in
+                 ("Rss", "AnonHugePages")}
+    return found["AnonHugePages"] >> 10, found["Rss"] >> 10
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=48)
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--folios", choices=("never", "madvise"), help="set hugepages-64kB for the run (root)")
     parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "corpus")
     args = parser.parse_args()
-    if not SETTING.exists() or not os.access(SETTING, os.W_OK):
-        sys.exit(f"{SETTING} is missing or not writable: run as root, on a kernel with multi-size huge pages")
-    files, was = pick(args.corpus, args.files), current(SETTING)
+    files, was = pick(args.corpus, args.files), chosen(FOLIOS)
+    if args.folios:
+        FOLIOS.write_text(args.folios)
     work = Path(tempfile.mkdtemp(prefix="huge-pages-"))
-    engine = Engine(Forkit(work, name="huge-pages"))
-    engine.start()
-    spent = {"never": [], "madvise": []}
+    engines, spent = {}, {side: [] for side in SIDES}
     try:
-        parent = forkit_parent(engine)
+        engines = {side: started(work, side) for side in SIDES}
+        parents = {side: forkit_parent(engine) for side, engine in engines.items()}
+        memory = {side: huge(parent) for side, parent in parents.items()}
         for round_ in range(args.passes):
             for n, path in enumerate(files):
-                for value in ("never", "madvise") if (n + round_) % 2 == 0 else ("madvise", "never"):
-                    SETTING.write_text(value)
+                for side in SIDES if (n + round_) % 2 == 0 else SIDES[::-1]:
+                    parent = parents[side]
                     settle(parent)
-                    cpu, faults = reaped(parent)
-                    out = engine.office.tasks_dir / f"job-{round_}-{n}-{value}"
-                    started = time.perf_counter()
-                    engine.convert(path, path.suffix[1:].lower(), out, 120)
-                    took = time.perf_counter() - started
+                    before = counts(parent)
+                    out = engines[side].office.tasks_dir / f"job-{round_}-{n}"
+                    began = time.perf_counter()
+                    engines[side].convert(path, path.suffix[1:].lower(), out, 120)
+                    took = time.perf_counter() - began
                     shutil.rmtree(out, ignore_errors=True)
                     settle(parent)
-                    after = reaped(parent)
-                    spent[value].append((after[0] - cpu, after[1] - faults, took))
+                    after = counts(parent)
+                    spent[side].append([a - b for a, b in zip(after, before, strict=True)] + [took])
     finally:
-        SETTING.write_text(was)
-        engine.close()
+        for engine in engines.values():
+            engine.close()
+        if args.folios and was:
+            FOLIOS.write_text(was)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"# A child's CPU with and without 64 KB folios: {len(files)} files x {args.passes} passes, "
-          f"2 MB huge pages '{current(Path(str(SETTING).replace('64kB', '2048kB')))}'\n")
-    print("| hugepages-64kB | child CPU ms per file (mean) | minor faults per file (mean) | conversion median ms |\n"
-          "|---|---|---|---|")
-    for value, rows in spent.items():
-        print(f"| {value} | {statistics.mean(r[0] for r in rows) * 1000:.1f} | "
-              f"{statistics.mean(r[1] for r in rows):,.0f} | {statistics.median(r[2] for r in rows) * 1000:.1f} |")
-    saved = [a[0] - b[0] for a, b in zip(spent["never"], spent["madvise"], strict=True)]
-    print(f"\n- CPU saved per file with madvise: mean {statistics.mean(saved) * 1000:.1f} ms "
-          f"(standard error {statistics.stdev(saved) / len(saved) ** 0.5 * 1000:.1f} ms), less in "
-          f"{sum(s > 0 for s in saved)} of {len(saved)} pairs, more in {sum(s < 0 for s in saved)} "
-          f"(CPU is counted in {1000 / TICK:.0f} ms ticks)")
+    print(f"# Large pages for the engine: {len(files)} files x {args.passes} passes, the two engines in turn; "
+          f"hugepages-64kB '{args.folios or was}'\n")
+    print("| engine | parent CPU per file | child CPU per file | child's minor faults | conversion median | "
+          "parent in 2 MB pages, of its RSS (after its start) |\n|---|---|---|---|---|---|")
+    for side in SIDES:
+        rows = spent[side]
+        print(f"| {side} large pages | {statistics.mean(r[0] for r in rows) * 1000:.1f} ms | "
+              f"{statistics.mean(r[1] for r in rows) * 1000:.1f} ms | {statistics.mean(r[2] for r in rows):,.0f} | "
+              f"{statistics.median(r[3] for r in rows) * 1000:.1f} ms | {memory[side][0]} of {memory[side][1]} MiB |")
+    saved = [(a[0] + a[1]) - (b[0] + b[1]) for a, b in zip(spent["without"], spent["with"], strict=True)]
+    print(f"\n- CPU saved per file, parent and child: mean {statistics.mean(saved) * 1000:.1f} ms (standard error "
+          f"{statistics.stdev(saved) / len(saved) ** 0.5 * 1000:.1f} ms); less in {sum(s > 0 for s in saved)} of "
+          f"{len(saved)} pairs, more in {sum(s < 0 for s in saved)} (CPU is counted in {1000 / TICK:.0f} ms ticks)")
 
 
 if __name__ == "__main__":

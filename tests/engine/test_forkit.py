@@ -207,6 +207,17 @@ def test_the_heaps_children_grow_ask_the_kernel_for_large_folios(limited, slow_x
         assert sum(unmarked.values()) < sum(size for size, _ in found.values()) * 0.1, (who, unmarked)
 
 
+def test_the_parents_heap_is_in_2_mb_pages_that_a_fork_copies_as_one_entry_each(limited):
+    """Before its first fork the parent collapses what its heaps hold into 2 MB pages (``MADV_COLLAPSE``, whatever
+    the machine's huge page setting): a fork copies, and a child's exit frees, one entry for each where it took 512."""
+    if not Path("/sys/kernel/mm/transparent_hugepage").is_dir():
+        pytest.skip("a kernel without transparent huge pages")
+    parent, _ = lineage(limited)
+    with open(f"/proc/{parent}/smaps_rollup") as rollup:
+        huge = next(int(line.split()[1]) for line in rollup if line.startswith("AnonHugePages:")) << 10
+    assert huge >= 16 << 20, f"{huge >> 20} MiB of the parent in 2 MB pages"
+
+
 THP_64K = Path("/sys/kernel/mm/transparent_hugepage/hugepages-64kB")
 
 

@@ -203,8 +203,8 @@ class Forkit:
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         self.warm = bool(answer.get("ok"))
-        if self.warm:  # before the first fork: children grow their heaps in the folios the kernel offers
-            process.advise_huge_pages()
+        if self.warm:  # before the first fork: large pages for the heaps that forks copy and children grow
+            process.prepare_for_forks()
         self.kept = set(self.left())
         with contextlib.suppress(OSError):
             os.write(job, (json.dumps(answer) + "\n").encode())
