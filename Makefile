@@ -101,8 +101,8 @@ apt:
 # where they are off. It is the running kernel's setting: deploy/systemd/docshift-pages.conf keeps it at boot.
 THP_64K := /sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled
 pages:
-	@if [ -w $(THP_64K) ] && grep -q '\[never\]' $(THP_64K); then \
-		echo madvise > $(THP_64K) && echo "kernel: 64 KB folios for the processes that ask for them (madvise)"; fi
+	@if [ -w $(THP_64K) ] && grep -q '\[never\]' $(THP_64K) && (echo madvise > $(THP_64K)) 2>/dev/null; then \
+		echo "kernel: 64 KB folios for the processes that ask for them (madvise)"; fi
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
