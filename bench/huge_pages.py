@@ -9,7 +9,8 @@ which the kernel keeps for every process below it (its sandbox, its parent, each
 both. Each of ``--files`` small corpus files (``service.py``'s pick) goes to each engine in turn, the order
 alternating, ``--passes`` times. A file's CPU is its parent's own (the fork of the child that takes the next file
 included) and its child's, read from the parent's counts once the child is reaped; faults are the child's minor
-faults. ``--folios never|madvise`` sets ``hugepages-64kB`` for the run (and puts it back); by default it is left as
+faults. Each file's fidelity report from the two engines is compared: large pages must not change what a result
+holds. ``--folios never|madvise`` sets ``hugepages-64kB`` for the run (and puts it back); by default it is left as
 the machine has it.
 
     .venv/bin/python bench/huge_pages.py [--files 48] [--passes 3] [--folios madvise] [--corpus ../shared/corpus]
@@ -112,7 +113,7 @@ def main():
     if args.folios:
         FOLIOS.write_text(args.folios)
     work = Path(tempfile.mkdtemp(prefix="huge-pages-"))
-    engines, spent = {}, {side: [] for side in SIDES}
+    engines, spent, reports = {}, {side: [] for side in SIDES}, {side: [] for side in SIDES}
     try:
         engines = {side: started(work, side) for side in SIDES}
         parents = {side: forkit_parent(engine) for side, engine in engines.items()}
@@ -125,7 +126,7 @@ def main():
                     before = counts(parent)
                     out = engines[side].office.tasks_dir / f"job-{round_}-{n}"
                     began = time.perf_counter()
-                    engines[side].convert(path, path.suffix[1:].lower(), out, 120)
+                    reports[side].append(engines[side].convert(path, path.suffix[1:].lower(), out, 120).fidelity)
                     took = time.perf_counter() - began
                     shutil.rmtree(out, ignore_errors=True)
                     settle(parent)
@@ -146,8 +147,10 @@ def main():
         print(f"| {side} large pages | {statistics.mean(r[0] for r in rows) * 1000:.1f} ms | "
               f"{statistics.mean(r[1] for r in rows) * 1000:.1f} ms | {statistics.mean(r[2] for r in rows):,.0f} | "
               f"{statistics.median(r[3] for r in rows) * 1000:.1f} ms | {memory[side][0]} of {memory[side][1]} MiB |")
+    same = sum(a == b for a, b in zip(reports["without"], reports["with"], strict=True))
+    print(f"\n- fidelity reports the same from both engines: {same} of {len(reports['with'])} conversions")
     saved = [(a[0] + a[1]) - (b[0] + b[1]) for a, b in zip(spent["without"], spent["with"], strict=True)]
-    print(f"\n- CPU saved per file, parent and child: mean {statistics.mean(saved) * 1000:.1f} ms (standard error "
+    print(f"- CPU saved per file, parent and child: mean {statistics.mean(saved) * 1000:.1f} ms (standard error "
           f"{statistics.stdev(saved) / len(saved) ** 0.5 * 1000:.1f} ms); less in {sum(s > 0 for s in saved)} of "
           f"{len(saved)} pairs, more in {sum(s < 0 for s in saved)} (CPU is counted in {1000 / TICK:.0f} ms ticks)")
 
