@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from service import pick
-from warm import children
+from warm import Memory, children
 
 from docshift.engine import Engine, Forkit
 
@@ -59,18 +59,6 @@ def started(work, side):
     return engine
 
 
-def forkit_parent(engine):
-    """The pid of the engine's parent: the python3 below the sandbox's processes."""
-    todo = [engine.office.process.pid]
-    while todo:
-        pid = todo.pop()
-        with open(f"/proc/{pid}/comm") as comm:
-            if comm.read().strip() == "python3":
-                return pid
-        todo += children(pid)
-    raise SystemExit("the engine's parent was not found")
-
-
 def counts(parent):
     """(the parent's own CPU seconds, its reaped children's CPU seconds, their minor faults)."""
     with open(f"/proc/{parent}/stat") as stat:
@@ -79,7 +67,8 @@ def counts(parent):
 
 
 def settle(parent, within=5.0):
-    """Wait until no child of the parent is at work on a file: the last one is reaped."""
+    """Wait until no child of the parent is at work on a file, reaped: unlike ``warm.ended``, a zombie still
+    counts, since its CPU reaches the parent's counts only once it is reaped."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         names = []
@@ -116,7 +105,10 @@ def main():
     engines, spent, reports = {}, {side: [] for side in SIDES}, {side: [] for side in SIDES}
     try:
         engines = {side: started(work, side) for side in SIDES}
-        parents = {side: forkit_parent(engine) for side, engine in engines.items()}
+        watcher = Memory()
+        for engine in engines.values():
+            watcher.watch(engine.office)
+        parents = {side: watcher.parent_of[engine.office] for side, engine in engines.items()}
         memory = {side: huge(parent) for side, parent in parents.items()}
         for round_ in range(args.passes):
             for n, path in enumerate(files):

@@ -57,7 +57,6 @@ class CompoundFile(olefile.OleFileIO):
         self.close()
 
 
-
 @dataclass
 class Entry:
     """A storage (``data`` None, ``children``) or a stream (``data``) of a compound file."""

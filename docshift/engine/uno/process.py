@@ -27,13 +27,14 @@ MADV_COLLAPSE = 25
 HUGE = 1 << 21  # a PMD-mapped huge page, x86-64's
 
 
-def prepare_for_forks(maps="/proc/self/maps"):
-    """The private anonymous mappings of this process (no path, or the main arena's ``[heap]``) marked
-    ``MADV_HUGEPAGE``, and what they hold put in 2 MB pages. Returns (mappings marked, bytes put in 2 MB pages)."""
-    libc = ctypes.CDLL(None, use_errno=True)
+def prepare_for_forks():
+    """Mark the private anonymous mappings of this process (no path, or the main arena's ``[heap]``)
+    ``MADV_HUGEPAGE``, and put what they hold in 2 MB pages. A kernel without either refuses it, and nothing
+    changes."""
+    libc = ctypes.CDLL(None)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    marked, collapsed, mappings = 0, 0, []
-    with open(maps) as lines:
+    mappings = []
+    with open("/proc/self/maps") as lines:
         for line in lines:
             fields = line.split()
             if len(fields) == 5 or fields[5] == "[heap]":
@@ -42,12 +43,11 @@ def prepare_for_forks(maps="/proc/self/maps"):
     for permissions, start, end in mappings:
         # writable, or a reserve a heap grows into: the heap a child grows asks for large folios
         if permissions in ("rw-p", "---p"):
-            marked += libc.madvise(start, end - start, MADV_HUGEPAGE) == 0
+            libc.madvise(start, end - start, MADV_HUGEPAGE)
         # what is written there now: each aligned 2 MB in one page, which a fork copies as one entry
         first, last = (start + HUGE - 1) & ~(HUGE - 1), end & ~(HUGE - 1)
-        if permissions == "rw-p" and last > first and libc.madvise(first, last - first, MADV_COLLAPSE) == 0:
-            collapsed += last - first
-    return marked, collapsed
+        if permissions == "rw-p" and last > first:
+            libc.madvise(first, last - first, MADV_COLLAPSE)
 
 
 def yield_the_cpu(nice=None):
