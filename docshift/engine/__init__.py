@@ -67,11 +67,14 @@ class Engine:
             yield Path(directory)
 
     def convert(self, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
-                macros: Macros = Macros.KEEP, password: str | None = None, protect: bool = True) -> Converted:
+                macros: Macros = Macros.KEEP, password: str | None = None, protect: bool = True,
+                ready: Callable[[Path, str], object] | None = None) -> Converted:
         """Convert the legacy file ``source`` of ``kind`` in a LibreOffice process of its own; returns the checked
         result, :class:`Converted`. A protected source opens with ``password`` (``protection.py``), and its result
         is protected by the same password unless ``protect`` is false; the checks and the fidelity report read it
-        before. Raises ConversionFailed with the task's error code, or a ServiceFault (EngineBroken)."""
+        before. ``ready(path, extension)`` hears when the result file is final before its checks end (never for a
+        result protected after them). Raises ConversionFailed with the task's error code, or a ServiceFault
+        (EngineBroken)."""
         file_limit = self.office.limits.scratch_mb << 20
         if kind == "xls" and precheck.workbook_default_password(source):
             # Excel opens it without asking: a password sent with it is not its own, and the result is not protected
@@ -81,9 +84,11 @@ class Engine:
             protected_by = password if opened is not None else None
             if opened is None:
                 precheck.check(source)
-        converted = _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros, opened)
-        if protected_by and protect:
-            protection.protect(converted.path, protected_by)  # the whole of it, as the customer sent it
+        protects = protected_by if protect else None  # protected after the checks: not final before they end
+        converted = _convert.convert(self.office, source, kind, workdir, timeout, task_id, macros, opened,
+                                     ready=None if protects else ready)
+        if protects:
+            protection.protect(converted.path, protects)  # the whole of it, as the customer sent it
             converted = dataclasses.replace(converted, protected=True)
         return converted
 

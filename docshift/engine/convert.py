@@ -72,13 +72,16 @@ class Converted:
 
 
 def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,
-            macros: Macros = Macros.KEEP, opened: Opened | None = None) -> Converted:
+            macros: Macros = Macros.KEEP, opened: Opened | None = None,
+            ready: Callable[[Path, str], object] | None = None) -> Converted:
     """Convert ``source`` on ``office``; returns the checked result as :class:`Converted`.
 
     A source with a VBA project becomes the macro-enabled type with its modules, unless ``macros`` is
     ``Macros.REMOVE``. A crash of LibreOffice is retried once on a fresh process; a second one fails.
     A protected source comes ``opened`` with its password (``protection.open_source``): LibreOffice loads it with
     its Password load property, or its decrypted copy, and what is read of the legacy file here is read of that copy.
+    ``ready(path, extension)`` hears when a text's or a deck's result file is final, before it is checked and counted
+    (a workbook's stored values may still go in after its checks): its upload may start while they run.
     """
     loads = opened.loads(source) if opened is not None else [(source, None)]
     if opened is not None and opened.plain is not None:
@@ -131,6 +134,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind)
     if mended:
         check_package(result, kind)
+    if ready is not None and kind != "xls":
+        ready(result, target.extension)  # nothing below writes to this file
     check_explained(result, source, kind)
     loaded = report["loaded"]
     held = inventory.of_result(result, kind)

@@ -11,9 +11,11 @@ LibreOffice that cannot start: ``faults.py``). An input that is gone fails
 """
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlite_utils import Database
@@ -138,10 +140,19 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
             source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)
-            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros,
-                                       password=password, protect=protection != Protection.REMOVE)
+            # one box: the result goes up while the engine checks and counts it (a node's link cannot take it back)
+            upload = _Upload(objects, task_id, patiently.deadline) if isinstance(objects, RunStore) else None
+            try:
+                converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros,
+                                           password=password, protect=protection != Protection.REMOVE,
+                                           ready=upload.start if upload else None)
+                if upload is None or not upload.finish():
+                    patiently(objects.put_result, task_id, converted.path, converted.extension)
+            except BaseException:
+                if upload is not None:
+                    upload.discard()
+                raise
             size = converted.path.stat().st_size
-            patiently(objects.put_result, task_id, converted.path, converted.extension)
         outcome = Outcome(Verdict.SUCCEEDED, size=size, detected_format=converted.detected_format,
                           extension=converted.extension, fidelity=converted.fidelity)
     except InputMissing:
@@ -170,6 +181,56 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
             outcome = Outcome(Verdict.RETRY)
     outcome.restarts = engine.restarts - restarts
     return outcome
+
+
+class _Cancelled(Exception):
+    """An upload stopped by ``_Upload.discard`` while it waited out an outage."""
+
+
+class _Upload:
+    """A run's result upload on a thread of its own, from the moment the engine says the file is final (``start``)
+    while it checks and counts what the file holds. ``finish`` waits for it; ``discard`` (the conversion failed after
+    all, or broke) stops it and removes what it may have stored. Waits out an outage until ``deadline`` (the run's)."""
+
+    def __init__(self, objects: RunStore, task_id: str, deadline: float) -> None:
+        self.objects, self.task_id = objects, task_id
+        self.cancelled = threading.Event()
+        self.patiently = Patience(max(0.0, deadline - time.monotonic()), sleep=self._sleep)
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self, path: Path, extension: str) -> None:
+        def run() -> None:
+            try:
+                self.patiently(self.objects.put_result, self.task_id, path, extension)
+            except BaseException as error:
+                self.error = error
+
+        self.thread = threading.Thread(target=run, daemon=True, name="result-upload")
+        self.thread.start()
+
+    def _sleep(self, delay: float) -> None:
+        if self.cancelled.wait(delay):
+            raise _Cancelled
+
+    def finish(self) -> bool:
+        """True once this upload stored the result, False if it never started; raises what the upload raised."""
+        if self.thread is None:
+            return False
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return True
+
+    def discard(self) -> None:
+        if self.thread is None:
+            return
+        self.cancelled.set()
+        self.thread.join()
+        try:
+            self.objects.discard_result()
+        except StorageUnavailable as error:  # the bucket's lifecycle rule removes it later
+            log.warning("result of %s not removed after its conversion failed: %r", self.task_id, error)
 
 
 def _held_back(task_id: str, fault: ServiceFault) -> Outcome:

@@ -37,6 +37,10 @@ class RunStore:
             raise LeaseLost(f"task {self.task_id} is no longer held by {self.lease}")
         self.objects.put_result(result_key(self.task_id, self.lease), path, extension)
 
+    def discard_result(self) -> None:
+        """Remove what this run stored as its result (none, or one its conversion then failed): a key of its own."""
+        self.objects.delete_result(result_key(self.task_id, self.lease))
+
     def __getattr__(self, name: str) -> Any:  # what else a run may ask of the store
         return getattr(self.objects, name)
 

@@ -3,6 +3,7 @@ documented codes, counting per plan, inputs deleted once final."""
 
 import os
 import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -10,7 +11,9 @@ from conftest import input_stored, overridden, post_file, register
 from msoffcrypto.format.ooxml import OOXMLFile
 
 from docshift.accounts import keys
+from docshift.contract import TaskErrorCode
 from docshift.engine import Engine
+from docshift.errors import ConversionFailed
 from docshift.storage import accounts, tasks
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
@@ -55,8 +58,40 @@ def test_success_deletes_the_input_and_keeps_the_result(office, app, submit, leg
     assert outcome == "SUCCEEDED" and task.status == "SUCCEEDED" and task.billing_class == "INCLUDED"
     with app.app_context():
         assert not input_stored(get_store(), task_id)
-        assert get_store().result_size(task.result_key) is not None
+        # the upload began while the engine checked the file: what went up is the whole of the checked file
+        assert get_store().result_size(task.result_key) == task.result_size > 0
     assert task.input_deleted
+
+
+class RefusedOnceFinal(Engine):
+    """The real engine, whose checks refuse a text's result once it is final, as they refuse one that lost content:
+    by then its upload has begun (``ready``)."""
+
+    uploads_begun = 0
+
+    def convert(self, *args, ready=None, **kwargs):
+        def then_refused(path, extension):
+            ready(path, extension)
+            self.uploads_begun += 1
+            time.sleep(0.5)  # the upload ends first: what it stored must go again
+            raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, "The converted file failed validation: test.")
+
+        return super().convert(*args, ready=then_refused if ready else None, **kwargs)
+
+
+def test_a_result_refused_after_its_upload_began_is_removed_from_the_store(office, app, submit, legacy):
+    task_id = submit(legacy["doc"].read_bytes(), "letter.doc")
+    engine = RefusedOnceFinal(office)
+    with app.app_context():
+        outcome = conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], engine,
+                                      maintenance.worker_name())
+        task = tasks.get_task(get_db(), task_id)
+        store = get_store()
+        left = [entry.object_name for entry in store.client.list_objects(store.bucket, prefix=f"results/{task_id}/",
+                                                                            recursive=True)]
+    assert engine.uploads_begun == 1
+    assert (outcome, task.error_code, task.billing_class) == ("FAILED", "output_invalid", None)
+    assert left == []
 
 
 @pytest.mark.parametrize("name,content", [
