@@ -61,6 +61,10 @@ class LeaseLost(DocshiftError):
     """The run no longer holds its task (it was taken back as stuck): it stores no result."""
 
 
+class UploadCancelled(DocshiftError):
+    """A run's result upload, begun beside the checks, stopped while it waited out an outage: the conversion failed."""
+
+
 # the conversion engine ---------------------------------------------------------
 
 class OfficeCrashed(DocshiftError):

@@ -24,7 +24,14 @@ from docshift import passwords
 from docshift.accounts import billing
 from docshift.contract import Macros, Protection, Status, TaskErrorCode, Verdict
 from docshift.engine import LONGEST_START_SECONDS, Engine
-from docshift.errors import ConversionFailed, InputMissing, LeaseLost, ServiceFault, StorageUnavailable
+from docshift.errors import (
+    ConversionFailed,
+    InputMissing,
+    LeaseLost,
+    ServiceFault,
+    StorageUnavailable,
+    UploadCancelled,
+)
 from docshift.formats import source_name
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, liveness, tasks
@@ -183,10 +190,6 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
     return outcome
 
 
-class _Cancelled(Exception):
-    """An upload stopped by ``_Upload.discard`` while it waited out an outage."""
-
-
 class _Upload:
     """A run's result upload on a thread of its own, from the moment the engine says the file is final (``start``)
     while it checks and counts what the file holds. ``finish`` waits for it; ``discard`` (the conversion failed after
@@ -211,7 +214,7 @@ class _Upload:
 
     def _sleep(self, delay: float) -> None:
         if self.cancelled.wait(delay):
-            raise _Cancelled
+            raise UploadCancelled
 
     def finish(self) -> bool:
         """True once this upload stored the result, False if it never started; raises what the upload raised."""

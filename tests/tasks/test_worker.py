@@ -67,13 +67,13 @@ class RefusedOnceFinal(Engine):
     """The real engine, whose checks refuse a text's result once it is final, as they refuse one that lost content:
     by then its upload has begun (``ready``)."""
 
-    uploads_begun = 0
+    uploads_begun, pause = 0, 0.5
 
     def convert(self, *args, ready=None, **kwargs):
         def then_refused(path, extension):
             ready(path, extension)
             self.uploads_begun += 1
-            time.sleep(0.5)  # the upload ends first: what it stored must go again
+            time.sleep(self.pause)  # the upload ends first: what it stored must go again
             raise ConversionFailed(TaskErrorCode.OUTPUT_INVALID, "The converted file failed validation: test.")
 
         return super().convert(*args, ready=then_refused if ready else None, **kwargs)
@@ -92,6 +92,33 @@ def test_a_result_refused_after_its_upload_began_is_removed_from_the_store(offic
     assert engine.uploads_begun == 1
     assert (outcome, task.error_code, task.billing_class) == ("FAILED", "output_invalid", None)
     assert left == []
+
+
+def test_a_refused_result_does_not_wait_out_a_store_outage_for_its_upload(office, own_store, legacy, tmp_path):
+    """The store is down when the upload begins and the checks then refuse the result: the upload stops waiting (a
+    run's patience with an outage is minutes), and the task fails at once."""
+    from docshift.web import create_app
+
+    app = create_app({"TESTING": True, "DATA_DIR": str(tmp_path / "data"), "S3_BUCKET": "refused-in-outage",
+                      "S3_ENDPOINT": own_store.config.s3_endpoint, "S3_ACCESS_KEY": own_store.config.s3_access_key,
+                      "S3_SECRET_KEY": own_store.config.s3_secret_key})
+    with app.app_context():
+        get_store().ensure_bucket()
+    client = app.test_client()
+    key = register(client, app, "refused-in-outage")
+    task_id = post_file(client, key, legacy["doc"].read_bytes(), "letter.doc").get_json()["task_id"]
+    own_store.stop()  # one box: the upload waits in the spool, on the worker's disk
+    engine = RefusedOnceFinal(office)
+    engine.pause = 0
+    began = time.monotonic()
+    with app.app_context():
+        assert app.config["DOCSHIFT"].outage_patience_seconds >= 60
+        outcome = conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], engine,
+                                      maintenance.worker_name())
+        task = tasks.get_task(get_db(), task_id)
+    assert engine.uploads_begun == 1
+    assert (outcome, task.error_code) == ("FAILED", "output_invalid")
+    assert time.monotonic() - began < 30
 
 
 @pytest.mark.parametrize("name,content", [
