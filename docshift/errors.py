@@ -33,6 +33,10 @@ class StoreUnavailable(StorageUnavailable):
     """The S3 object store refused or did not answer."""
 
 
+class QueueUnavailable(StorageUnavailable):
+    """The queue's Redis (conversion nodes) refused or did not answer."""
+
+
 class InputMissing(DocshiftError):
     """The stored input of a task is gone (past the bucket's lifecycle rule, or removed): the task
     can never run; it fails ``input_missing``."""

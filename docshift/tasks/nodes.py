@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from docshift.contract import Macros, Protection, TaskErrorCode, Verdict
-from docshift.errors import ForgedMessage, NoProbe, StorageUnavailable
+from docshift.errors import ForgedMessage, NoProbe, QueueUnavailable, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, tasks
 from docshift.storage.s3 import Lease, result_key
@@ -108,7 +108,12 @@ class Registry:
         self.redis.set(REVOKED + holder, self._revocations.wrap({"holder": holder}), ex=self.revocation_seconds)
 
     def revoked(self, holder: str) -> bool:
-        raw = self.redis.get(REVOKED + holder)
+        """Whether the coordinator took the job back. Raises QueueUnavailable while Redis does not answer: a run
+        about to store its result waits that out as it waits out the object store, without using an attempt."""
+        try:
+            raw = self.redis.get(REVOKED + holder)
+        except RedisError as error:
+            raise QueueUnavailable(f"the queue: {error}") from error
         try:  # a forged revocation would only make a node throw its work away: not taken
             return raw is not None and self._revocations.unwrap(raw).get("holder") == holder
         except ForgedMessage:

@@ -349,3 +349,28 @@ def test_a_job_whose_run_is_not_written_is_converted_not_held_for_ever(cluster, 
         wait_for(lambda: not node._running, 10, "the node's list of runs to empty")
     finally:
         node.stop()
+
+
+@pytest.mark.slow
+def test_a_node_run_waits_out_redis_down_before_it_stores_its_result(own_redis, tmp_path):
+    """Just before it stores its result, a node's run asks the coordinator's registry whether its job was taken back
+    (``JobStore.put_result``). Redis down at that moment is an outage the run waits out, as it waits out the object
+    store, not a conversion that broke and uses one of the file's attempts."""
+    from docshift import settings
+    from docshift.errors import QueueUnavailable, StorageUnavailable
+    from docshift.tasks.conversion import Patience
+
+    config = settings.load({"DATA_DIR": str(tmp_path / "side"), "QUEUE_URL": own_redis.url,
+                            "QUEUE_KEY": secrets.token_hex(32)})
+    registry = Registry(config, Jobs(config))
+    own_redis.process.kill()
+    own_redis.process.wait()
+    with pytest.raises(QueueUnavailable) as down:
+        registry.revoked("job:0123456789abcdef")
+    assert isinstance(down.value, StorageUnavailable)
+    back = threading.Timer(1.5, own_redis.start)
+    back.start()
+    try:
+        assert Patience(60)(registry.revoked, "job:0123456789abcdef") is False
+    finally:
+        back.join()
