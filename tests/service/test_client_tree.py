@@ -124,15 +124,25 @@ def migrated(live, tree, tmp_path_factory):
     with open(logs / "first.out", "wb") as stdout, open(logs / "first.err", "wb") as stderr:
         first = subprocess.Popen(command(root, out, "--parallel", "2"), env=env, stdout=stdout, stderr=stderr)
     try:
-        # killed once a file is done and another is submitted but not done: both cases of a resume
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and first.poll() is None:
+        # killed once a file is done and another is submitted but not done: both cases of a resume. The
+        # client is stopped (SIGSTOP) before the state is read again, so it cannot finish the file in
+        # flight between the look and the kill; if it did before the stop, it runs on and is looked at again.
+        def resumable():
             done = state_records(out)
-            if done and sum(map(len, tasks_of(live, key).values())) > len(done):
-                break
+            return bool(done) and sum(map(len, tasks_of(live, key).values())) > len(done)
+
+        deadline = time.monotonic() + 120
+        killed = False
+        while time.monotonic() < deadline and first.poll() is None:
+            if resumable():
+                first.send_signal(signal.SIGSTOP)
+                if resumable():
+                    first.send_signal(signal.SIGKILL)
+                    killed = True
+                    break
+                first.send_signal(signal.SIGCONT)
             time.sleep(0.05)
-        assert first.poll() is None, (logs / "first.err").read_text()
-        first.send_signal(signal.SIGKILL)
+        assert killed, (logs / "first.err").read_text()
         first.wait()
     finally:
         if first.poll() is None:
