@@ -38,10 +38,11 @@ run: install pages
 	@echo "                   then open the printed link and press its button (curl: see the README)"
 	@echo "stop:              Ctrl-C"
 	@echo
-	@# Ctrl-C (or SIGTERM to the group) stops all three; honcho's exit status then is not an error.
-	@# honcho sets PORT for every process, as a PaaS does: the --bind keeps the API on loopback
+	@# the Procfile's three processes side by side, as the container runs them (docshift.allinone): each writes
+	@# to this terminal itself, and Ctrl-C (or SIGTERM) drains them in order, the object store last; its exit
+	@# status then is not an error. The --bind keeps the API on loopback whatever PORT the shell has.
 	PATH="$(CURDIR)/$(BIN):$$PATH" GUNICORN_CMD_ARGS="--bind 127.0.0.1:$(DOCSHIFT_PORT)" \
-		$(BIN)/honcho start --no-prefix -f Procfile web worker objects 2>&1 || true
+		$(BIN)/python -m docshift.allinone web worker objects || true
 
 # a conversion node: DOCSHIFT_QUEUE_URL (the coordinator's Redis, with a password unless on loopback) and
 # DOCSHIFT_QUEUE_KEY (the coordinator's) must be set; worker.py refuses a Redis open to anyone

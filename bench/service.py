@@ -1,10 +1,10 @@
 """The whole service as a client meets it: many accounts against one, a flood against plain warm LibreOffices.
 
 Starts its own instance the way ``make run`` does (``traffic.Instance``: the Procfile's web, worker and object
-store under honcho, a fresh data dir, a free port, the default workers), registers every account through the local
-marketplace before any clock starts, and drives it over HTTP only: POST /v1/conversions, poll the task, download the
-result from its presigned link. On the same ``--files`` small corpus files (expected ``ok``, under 300 KB, the three
-types mixed, picked the same way every run), in one run, it prints:
+store under ``docshift.allinone``, a fresh data dir, a free port, the default workers), registers every account
+through the local marketplace before any clock starts, and drives it over HTTP only: POST /v1/conversions, poll
+the task, download the result from its presigned link. On the same ``--files`` small corpus files (expected ``ok``,
+under 300 KB, the three types mixed, picked the same way every run), in one run, it prints:
 
 1. Accounts taking turns: the throughput of all files submitted at once by ``--threads`` client threads, then waited
    for (poll, download), from one account, and from 24 accounts where file i is account i % 24's (accounts never used

@@ -1,7 +1,7 @@
 """Real traffic against a live docshift: idle, a flood, polls, expiry, and the pool's speed.
 
-Starts its own instance the way ``make run`` does (the Procfile under honcho: web, worker,
-embedded object store) in a fresh data dir on a free port, with a short result retention,
+Starts its own instance the way ``make run`` does (the Procfile's web, worker and embedded
+object store under ``docshift.allinone``) in a fresh data dir on a free port, with a short result retention,
 registers tenants through the local marketplace, and prints, in one run:
 
 1. latency (submit -> SUCCEEDED) of one small file after 0, 30 and 75 s of idle;
@@ -20,6 +20,7 @@ Exit status 0 whatever the numbers: it is a benchmark, not a test.
 """
 
 import argparse
+import contextlib
 import http.client
 import json
 import multiprocessing
@@ -55,7 +56,7 @@ class Instance:
     def __init__(self, data_dir, **settings):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        # honcho sets PORT for every process, as a PaaS does: the --bind keeps the API where make run has it
+        # the --bind keeps the API where make run has it, whatever PORT this shell has
         self.env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "DOCSHIFT_PORT": str(self.port),
                     "GUNICORN_CMD_ARGS": f"--bind 127.0.0.1:{self.port}",
                     "DOCSHIFT_DATA_DIR": str(data_dir), "DOCSHIFT_S3_PORT": str(free_port(10004)),
@@ -70,8 +71,8 @@ class Instance:
     def __enter__(self):
         subprocess.run([BIN / "flask", "--app", "app", "init-db"], cwd=ROOT, env=self.env, check=True,
                        capture_output=True)
-        self.process = subprocess.Popen([BIN / "honcho", "start", "--no-prefix", "-f", "Procfile", "web", "worker",
-                                         "objects"], cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        self.process = subprocess.Popen([BIN / "python", "-m", "docshift.allinone", "web", "worker", "objects"],
+                                        cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -84,11 +85,16 @@ class Instance:
         raise SystemExit(f"the instance did not become healthy; see {self.log.name}")
 
     def __exit__(self, *exc):
-        os.killpg(self.process.pid, signal.SIGINT)
+        # allinone drains its processes (each in a process group of its own) in order; whatever is left
+        # after a minute is killed, process by process
+        left = descendants([self.process.pid])
+        self.process.send_signal(signal.SIGINT)
         try:
             self.process.wait(60)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            for pid in [self.process.pid, *left]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         self.log.close()
 
     def store_env(self):
@@ -144,7 +150,7 @@ def descendants(roots):
 
 
 ROLES = (("forkit.py", "LibreOffice"), ("gunicorn", "web"), ("worker.py", "worker"), ("weed", "object store"),
-         ("storage.seaweed", "object store"), ("honcho", "honcho (log relay)"))
+         ("storage.seaweed", "object store"), ("docshift.allinone", "launcher"))
 
 
 def scheduling(instance, clients):
