@@ -113,6 +113,21 @@ def test_an_effect_plays_its_sound_from_the_package(office, tmp_path):
     complete_and_opens(converted, tmp_path)
 
 
+def test_a_slide_whose_sounds_are_in_place_is_read_as_a_stream_only(office, tmp_path, monkeypatch):
+    """Mending a result whose effect already plays its sound from the package (the deck converted once) changes
+    nothing, and reads the slide as a stream: its DOM, which costs a large slide a hundred times more, is built only
+    where a sound is to be put back."""
+    path, _ = sound_deck(tmp_path / "deck", "test-sounds-in-place.wav", 659, plays="effect")
+    converted = convert.convert(office, path, "ppt", tmp_path / "ours", 60)
+    before = converted.path.read_bytes()
+    parsed = []
+    real = slide_sounds.read_part
+    monkeypatch.setattr(slide_sounds, "read_part", lambda package, part: parsed.append(part) or real(package, part))
+    assert slide_sounds.mend(converted.path, path, "ppt") == 0
+    assert converted.path.read_bytes() == before
+    assert "ppt/slides/slide1.xml" not in parsed, parsed
+
+
 def test_a_sound_shape_links_into_the_package_not_to_a_path_of_the_sandbox(office, tmp_path):
     """``sound.ppt`` of the corpus has a sound on its slide. LibreOffice linked it outside the package, to its file
     in the sandbox's gallery (``file:///profile/user/gallery/ringin.wav``), which no customer has; both its links
