@@ -3,8 +3,9 @@
 Starts its own instance the way ``make run`` does (``traffic.Instance``: the Procfile's web, worker and object
 store under ``docshift.allinone``, a fresh data dir, a free port, the default workers), registers every account
 through the local marketplace before any clock starts, and drives it over HTTP only: POST /v1/conversions, poll
-the task, download the result from its presigned link. On the same ``--files`` small corpus files (expected ``ok``,
-under 300 KB, the three types mixed, picked the same way every run), in one run, it prints:
+the task, download the result from its presigned link. On the same ``--files`` corpus files (expected ``ok``, under
+300 KB unless ``--smallest``/``--largest`` say otherwise, the three types mixed, picked the same way every run), in
+one run, it prints:
 
 1. Accounts taking turns: the throughput of all files submitted at once by ``--threads`` client threads, then waited
    for (poll, download), from one account, and from 24 accounts where file i is account i % 24's (accounts never used
@@ -25,6 +26,7 @@ under 300 KB, the three types mixed, picked the same way every run), in one run,
    exists, the parent's peak RSS and its children's. The plain LibreOffices' figures are printed beside them.
 
     .venv/bin/python bench/service.py [--files 48] [--corpus ../shared/corpus] [--threads 8]
+    .venv/bin/python bench/service.py --files 36 --smallest 300000 --largest 4194304   # the corpus's larger files
 
 Exit status 0 whatever the numbers: it is a benchmark, not a test. Fidelity is bench/warm.py's.
 """
@@ -55,13 +57,14 @@ FINAL = {"SUCCEEDED", "FAILED", "EXPIRED"}
 MIB = 1024 * 1024
 
 
-def pick(corpus, count, largest=300_000):
-    """``count`` small files that convert (expected ``ok``), doc, xls and ppt in turn, in a seeded order."""
+def pick(corpus, count, largest=300_000, smallest=0):
+    """``count`` files that convert (expected ``ok``) of ``smallest`` bytes up to under ``largest``, doc, xls and ppt
+    in turn, in a seeded order."""
     with open(corpus / "expected.csv") as f:
         ok = [corpus / row["file"] for row in csv.DictReader(f) if row["expected"] == "ok"]
     kinds = []
     for kind in FORMATS:
-        chosen = sorted(p for p in ok if p.suffix.lower() == f".{kind}" and p.stat().st_size < largest)
+        chosen = sorted(p for p in ok if p.suffix.lower() == f".{kind}" and smallest <= p.stat().st_size < largest)
         random.Random(kind).shuffle(chosen)
         kinds.append(chosen)
     return [p for group in itertools.zip_longest(*kinds) for p in group if p][:count]
@@ -354,10 +357,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=2, help="flood rounds, alternating who goes first")
     parser.add_argument("--settle", type=float, default=3, help="seconds of quiet before each timed run")
     parser.add_argument("--workers", type=int, help="the service's conversions at once (default: its own default)")
+    parser.add_argument("--largest", type=int, default=300_000, help="files under this many bytes")
+    parser.add_argument("--smallest", type=int, default=0, help="files of at least this many bytes (the "
+                                                                "warm-up's first file of each type too)")
     parser.add_argument("--only", choices=("flood",), help="run only this section (the flood then goes largest "
                                                            "file first)")
     args = parser.parse_args()
-    files = pick(args.corpus, args.files)
+    files = pick(args.corpus, args.files, args.largest, args.smallest)
     with tempfile.TemporaryDirectory(prefix="docshift-bench-service-") as tmp:
         workers = {} if args.workers is None else {"WORKERS": args.workers}
         instance = Instance(Path(tmp) / "data", MAX_PENDING_TASKS=100_000, **workers)
