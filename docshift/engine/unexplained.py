@@ -32,7 +32,7 @@ def unexplained(result: str | Path, source: str | Path, kind: str) -> str | None
                     for target in _external_targets(package, name)]
     if not external:
         return None
-    written = _source_text(source)
+    written = _SourceText(source)
     for target in dict.fromkeys(external):
         if _names_a_place(target) and not _written_in(target, written):
             return "it refers to an external location the source does not name"
@@ -53,11 +53,27 @@ def _external_targets(package: zipfile.ZipFile, name: str) -> list[str]:
     return targets
 
 
-def _source_text(source: str | Path) -> tuple[str, str]:
-    """The legacy file's bytes as text both ways a legacy Office file writes strings: 8-bit and UTF-16LE."""
-    data = Path(source).read_bytes()
-    return data.decode("latin-1").lower(), data.decode("utf-16-le", "replace").lower() + \
-        data[1:].decode("utf-16-le", "replace").lower()
+class _SourceText:
+    """The legacy file's bytes as text both ways a legacy Office file writes strings, 8-bit and UTF-16LE, and
+    whether a string is written in it. A workbook may link hundreds of others, whose paths share folders and hosts,
+    and a search that finds nothing reads the whole text: each string is searched once, and the encoding that held
+    the last one found is searched first (a file writes its paths in one encoding)."""
+
+    def __init__(self, source: str | Path) -> None:
+        data = Path(source).read_bytes()
+        self._texts = [data.decode("latin-1").lower(), data.decode("utf-16-le", "replace").lower() +
+                       data[1:].decode("utf-16-le", "replace").lower()]
+        self._seen: dict[str, bool] = {}
+
+    def holds(self, string: str) -> bool:
+        if string not in self._seen:
+            self._seen[string] = False
+            for index, text in enumerate(self._texts):
+                if string in text:
+                    self._texts.insert(0, self._texts.pop(index))
+                    self._seen[string] = True
+                    break
+        return self._seen[string]
 
 
 def _names_a_place(target: str) -> bool:
@@ -66,7 +82,7 @@ def _names_a_place(target: str) -> bool:
     return any(character.isalnum() for character in unquote(unquote(unquote(target))))
 
 
-def _written_in(target: str, written: tuple[str, str]) -> bool:
+def _written_in(target: str, written: _SourceText) -> bool:
     """Whether the legacy file writes ``target``, or a distinctive part of it (a host, folder or file name:
     legacy files write paths in their own encodings, and LibreOffice rewrites them), in either encoding."""
     for _ in range(3):  # LibreOffice escapes a '%' of the source again: "%2525" is a '%'
@@ -76,4 +92,4 @@ def _written_in(target: str, written: tuple[str, str]) -> bool:
     # the whole target comes last: where it is written, so is each of its parts, and a part is found sooner (a
     # search that finds nothing reads the whole file, and a workbook may link hundreds of others)
     forms = dict.fromkeys([*parts, *(part.rsplit(".", 1)[0] for part in parts), target])
-    return any(len(form) >= SHORTEST_TARGET and any(form in text for text in written) for form in forms)
+    return any(len(form) >= SHORTEST_TARGET and written.holds(form) for form in forms)

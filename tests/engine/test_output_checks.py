@@ -153,6 +153,32 @@ def test_a_link_that_names_no_place_needs_no_explaining(converted_doc, legacy, t
     assert "external location" in unexplained(host, legacy["doc"], "doc")
 
 
+def test_links_written_in_either_encoding_are_each_explained_whatever_their_order(converted_doc, legacy, tmp_path):
+    """A workbook may link hundreds of others: each string is searched once, and the encoding that held the last
+    one first. Paths the source writes in 8-bit and in UTF-16, in any order, are each explained; one it does not
+    write is refused wherever it comes."""
+    from docshift.engine.unexplained import unexplained
+
+    source = tmp_path / "links.doc"
+    source.write_bytes(legacy["doc"].read_bytes() + b"\\\\fileserver-one\\budgets\\q1.xls\0" +
+                       "\\\\fileserver-two\\planning\\q2.xls".encode("utf-16-le") + b"\0\0")
+    written = ["file://fileserver-one/budgets/q1.xls", "file://fileserver-two/planning/q2.xls"]
+
+    def rels(targets):
+        body = "".join(f'<Relationship Id="rId{n}" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+                       f'relationships/externalLinkPath" Target="{target}" TargetMode="External"/>'
+                       for n, target in enumerate(targets, 1))
+        return rewritten(converted_doc, tmp_path, {"word/_rels/settings.xml.rels": (
+            '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/'
+            f'package/2006/relationships">{body}</Relationships>')})
+
+    for order in (written, written[::-1], written * 2):
+        assert unexplained(rels(order), source, "doc") is None
+        for at in range(len(order) + 1):
+            planted = [*order[:at], "file://elsewhere-host/report.xls", *order[at:]]
+            assert "external location" in unexplained(rels(planted), source, "doc")
+
+
 def test_a_vba_project_the_source_does_not_carry_is_refused(converted_doc, legacy, tmp_path):
     from docshift.engine.unexplained import unexplained
 
