@@ -100,10 +100,15 @@ def prog_id_of(data: bytes) -> str:
 
 def read_part(package: Package, name: str) -> minidom.Document:
     """Part ``name`` parsed by minidom once the DTD-refusing parser has let it through."""
+    return minidom.parseString(ooxml.checked(part_bytes(package, name), name))
+
+
+def part_bytes(package: Package, name: str) -> bytes:
+    """The bytes of part ``name``, within ``MAX_EDITED_PART``: a part to be edited is held whole."""
     info = package.names.get(name)
     if info is None:
         raise Unreadable(f"{name} is missing")
-    return minidom.parseString(ooxml.checked(ooxml.read(package.zip, info, MAX_EDITED_PART), name))
+    return ooxml.read(package.zip, info, MAX_EDITED_PART)
 
 
 def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[str],

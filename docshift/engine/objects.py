@@ -30,7 +30,6 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from xml.dom import minidom
 
 import olefile
 
@@ -43,9 +42,9 @@ from docshift.engine.embedding import (
     content_types,
     free_name,
     guarded,
+    part_bytes,
     prog_id_of,
     read_part,
-    serialize,
 )
 from docshift.engine.inventory import officeart
 from docshift.engine.inventory.common import Budget
@@ -63,7 +62,9 @@ from docshift.engine.inventory.ppt import (
 
 RT_EXOLEOBJ_STG = 0x1011
 OLE_OBJ = f"{NS_P}{SEP}oleObj"
+RELATIONSHIP = f"{REL_NS}{SEP}Relationship"
 EMBEDDINGS = "ppt/embeddings/"
+EMBEDDINGS_NAME = b"embeddings"
 Found = list[tuple[str, str, str]]  # a result slide's p:oleObj in order: (rId, embedded part, relationship type)
 
 
@@ -172,7 +173,8 @@ def _own_parts(package: Package, slide: str, found: Found, refs: list[int | None
     if not moved:
         return {}
     rels = relationships_part(slide)
-    return {rels: _relationships(read_part(package, rels), moved), slide: _slide(read_part(package, slide), moved)}
+    return {rels: _relationships(part_bytes(package, rels), rels, moved),
+            slide: _slide(part_bytes(package, slide), slide, moved)}
 
 
 def _result_objects(package: Package) -> tuple[list[tuple[str, Found]], Counter[str], set[str]]:
@@ -182,7 +184,8 @@ def _result_objects(package: Package) -> tuple[list[tuple[str, Found]], Counter[
     on_layouts: set[str] = set()
     for rels_part in package.names:
         match = re.fullmatch(r"(.*?)_rels/(.+)\.rels", rels_part)
-        if match and match.group(1).startswith("ppt/"):
+        # a relationships part that does not write "embeddings" points at none (most of them: the slides')
+        if match and match.group(1).startswith("ppt/") and package.holds(rels_part, EMBEDDINGS_NAME, b"&#"):
             for _, target in package.relationships(match.group(1) + match.group(2)).values():
                 if target and target.startswith(EMBEDDINGS):
                     references[target] += 1
@@ -193,9 +196,10 @@ def _result_objects(package: Package) -> tuple[list[tuple[str, Found]], Counter[
 
 def _found(package: Package, part: str) -> Found:
     """The p:oleObj of a slide or layout ``part``, in document order."""
-    rels = package.relationships(part)
+    oles = _ole_objects(package, part)
+    rels = package.relationships(part) if oles else {}
     found = []
-    for ole in _ole_objects(package, part):
+    for ole in oles:
         rel_type, target = rels.get(ole, ("", None))
         found.append((ole, target or "", rel_type))
     return found
@@ -227,6 +231,8 @@ def slide_parts(package: Package) -> list[str]:
 def _ole_objects(package: Package, slide: str) -> list[str]:
     """The r:id of each p:oleObj of ``slide``, in document order."""
     rids: list[str] = []
+    if not package.holds(slide, b"oleObj"):  # most slides hold none
+        return rids
     package.parse(slide, lambda tag, attrs: rids.append(attrs.get(f"{NS_R}{SEP}id", "")) if tag == OLE_OBJ else None)
     return rids
 
@@ -296,21 +302,24 @@ def _storage(show: _Presentation, persist: int, room: int) -> bytes | None:
     return data
 
 
-def _relationships(doc: minidom.Document, moved: dict[str, tuple[str, str | None]]) -> bytes:
+def _relationships(data: bytes, name: str, moved: dict[str, tuple[str, str | None]]) -> bytes:
     """A slide's relationships with each moved rId pointing at its own part, as an OLE object."""
-    for rel in doc.getElementsByTagNameNS(REL_NS, "Relationship"):
-        if rel.getAttribute("Id") in moved:
-            rel.setAttribute("Target", "../embeddings/" + posixpath.basename(moved[rel.getAttribute("Id")][0]))
-            rel.setAttribute("Type", OLE_OBJECT)
-    return serialize(doc)
+    def edit(tag: str, attributes: dict[str, str]) -> dict[str, str | None] | None:
+        if tag != RELATIONSHIP or attributes.get("Id") not in moved:
+            return None
+        return {"Target": "../embeddings/" + posixpath.basename(moved[attributes["Id"]][0]), "Type": OLE_OBJECT}
+
+    return ooxml.edit_tags(data, name, edit)
 
 
-def _slide(doc: minidom.Document, moved: dict[str, tuple[str, str | None]]) -> bytes:
+def _slide(data: bytes, name: str, moved: dict[str, tuple[str, str | None]]) -> bytes:
     """A slide whose moved p:oleObj name their object's ProgID: set, removed ("") or left as it was (None)."""
-    for element in doc.getElementsByTagNameNS(NS_P, "oleObj"):
-        prog_id = moved.get(element.getAttributeNS(NS_R, "id"), ("", None))[1]
+    def edit(tag: str, attributes: dict[str, str]) -> dict[str, str | None] | None:
+        if tag != OLE_OBJ:
+            return None
+        prog_id = moved.get(attributes.get(f"{NS_R}{SEP}id", ""), ("", None))[1]
         if prog_id:
-            element.setAttribute("progId", prog_id)
-        elif prog_id == "" and element.hasAttribute("progId"):
-            element.removeAttribute("progId")
-    return serialize(doc)
+            return {"progId": prog_id}
+        return {"progId": None} if prog_id == "" and "progId" in attributes else None
+
+    return ooxml.edit_tags(data, name, edit)

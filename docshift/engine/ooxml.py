@@ -21,6 +21,7 @@ reads a whole member does it with ``copy`` and ``read``: a chunk at a time, with
 
 import os
 import posixpath
+import re
 import shutil
 import tempfile
 import zipfile
@@ -43,6 +44,10 @@ HYPERLINK = f"{RELATIONSHIPS}/hyperlink"
 PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
 # characters a .docx writes as an element of their own, not inside w:t
 WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}
+# a start tag's name, each of its attributes and its end, as a part that expat has read whole writes them
+TAG_NAME = re.compile(rb"<[^\s/>]+")
+ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
+TAG_END = re.compile(rb"\s*/?>")
 
 
 def facts(path: str | Path, kind: str) -> dict[str, Any] | None:
@@ -141,6 +146,53 @@ def stream(chunks: Iterable[bytes], name: str, start: Callable[[str, dict[str, s
            unreadable: type[Exception] = Unreadable) -> None:
     """Feed the byte ``chunks`` of part ``name`` to expat, namespaces resolved (``uri}local``), with the
     handlers given; a DTD (entity expansion) or XML that is not well-formed raises ``unreadable``."""
+    _feed(_parser(name, unreadable, start, end, text), chunks, name, unreadable)
+
+
+def edit_tags(data: bytes, name: str, edit: Callable[[str, dict[str, str]], Mapping[str, str | None] | None]) -> bytes:
+    """Part ``name`` (``data``, UTF-8) with each start tag for which ``edit(tag, attributes)`` (as ``stream`` gives
+    them) answers changes written again: each attribute it names, unprefixed, set to its value or left out (None);
+    every other byte as it was, where a DOM written out again would rewrite the whole part. A DTD or XML that is
+    not well-formed raises ``Unreadable``."""
+    edits: list[tuple[int, Mapping[str, str | None]]] = []
+
+    def start(tag: str, attributes: dict[str, str]) -> None:
+        changes = edit(tag, attributes)
+        if changes:
+            edits.append((parser.CurrentByteIndex, changes))
+
+    parser = _parser(name, Unreadable, start)
+    _feed(parser, (data,), name, Unreadable)
+    out, done = [], 0
+    for at, changes in edits:
+        tag = TAG_NAME.match(data, at)
+        if tag is None:
+            raise Unreadable(f"{name}: no start tag where expat found one")
+        out.append(data[done:tag.end()])
+        left, position = dict(changes), tag.end()
+        while attribute := ATTRIBUTE.match(data, position):
+            written = attribute.group(1).decode()
+            if written not in left:
+                out.append(attribute.group())
+            elif (value := left.pop(written)) is not None:
+                out.append(_attribute(written, value))
+            position = attribute.end()
+        out.extend(_attribute(key, value) for key, value in left.items() if value is not None)
+        if not TAG_END.match(data, position):
+            raise Unreadable(f"{name}: a start tag does not end where its attributes do")
+        done = position
+    return b"".join([*out, data[done:]])
+
+
+def _attribute(name: str, value: str) -> bytes:
+    for character, reference in (("&", "&amp;"), ("<", "&lt;"), ('"', "&quot;"), ("\t", "&#9;"), ("\n", "&#10;"),
+                                 ("\r", "&#13;")):
+        value = value.replace(character, reference)
+    return f' {name}="{value}"'.encode()
+
+
+def _parser(name: str, unreadable: type[Exception], start: Callable[[str, dict[str, str]], None] | None = None,
+            end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None) -> Any:
     parser = expat.ParserCreate(namespace_separator=SEPARATOR)
 
     def no_dtd(*_: object) -> None:
@@ -155,6 +207,10 @@ def stream(chunks: Iterable[bytes], name: str, start: Callable[[str, dict[str, s
     if text:
         parser.CharacterDataHandler = text
     parser.buffer_text = True
+    return parser
+
+
+def _feed(parser: Any, chunks: Iterable[bytes], name: str, unreadable: type[Exception]) -> None:
     try:
         for chunk in chunks:
             parser.Parse(chunk, False)

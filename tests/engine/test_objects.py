@@ -140,6 +140,32 @@ def test_a_result_without_shared_parts_is_left_as_it_is(three_objects, tmp_path)
     assert plain.read_bytes() == before
 
 
+def test_a_mended_slide_keeps_every_byte_but_its_objects_tags(three_objects, tmp_path):
+    """The slide and relationships a mend edits are written again tag by tag, not as a DOM: an alternative text's
+    line break (a character reference in an attribute, which a DOM written out turns into a space) and every other
+    byte stay as LibreOffice wrote them; only each p:oleObj's progId and each moved relationship change."""
+    plain = soffice(three_objects, "pptx", tmp_path)
+    slide = "ppt/slides/slide2.xml"
+    described = edited(plain, tmp_path / "described.pptx", slide,
+                       lambda data: data.replace(b"<p:cNvPr ", b'<p:cNvPr descr="first line&#13;&#10;second" ', 1))
+    with zipfile.ZipFile(described) as package:
+        before = {name: package.read(name) for name in (slide, "ppt/slides/_rels/slide2.xml.rels")}
+    assert objects.mend(described, three_objects, "ppt") == SLIDES
+    with zipfile.ZipFile(described) as package:
+        after = {name: package.read(name) for name in before}
+    assert b'descr="first line&#13;&#10;second"' in after[slide]
+
+    def outside(data, tag):
+        return re.sub(rb"<" + tag + rb"\s[^>]*>", b"<>", data)
+
+    assert outside(after[slide], b"p:oleObj") == outside(before[slide], b"p:oleObj")
+    assert outside(after[slide], b"p:oleObj") != after[slide]
+    assert b"progId=" in after[slide]
+    rels = "ppt/slides/_rels/slide2.xml.rels"
+    assert outside(after[rels], b"Relationship") == outside(before[rels], b"Relationship")
+    assert after[rels] != before[rels] and b"../embeddings/" in after[rels]
+
+
 def test_a_source_that_does_not_read_leaves_the_export_as_it_is(three_objects, tmp_path):
     """Objects cannot be told apart without the source's records: the export stays as LibreOffice wrote it."""
     plain = soffice(three_objects, "pptx", tmp_path)

@@ -207,3 +207,28 @@ def test_a_presentation_without_a_dtd_takes_its_project(tmp_path):
     pptm = presentation(tmp_path / "a.pptm", None, None)
     convert.check_export(pptm, "ppt", PROJECT)
     assert sorted(vba.modules(pptm)) == ["Module1"]
+
+
+def test_edited_tags_change_only_what_the_edit_names():
+    """Attributes set, added and left out in the start tags the edit picks; '>' inside a value, single quotes,
+    character references and the declaration stay byte for byte; a new value is escaped."""
+    part = (b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<a:root xmlns:a="urn:a" xmlns:r="urn:r">'
+            b"<a:obj r:id='rId1' progId=\"Old\" alt=\"x > y&#13;&#10;\"/><a:obj\n  r:id=\"rId2\"  progId=\"Keep\" >"
+            b"text &amp; more</a:obj><a:obj r:id=\"rId3\"/></a:root>")
+
+    def edit(tag, attributes):
+        if tag != "urn:a}obj":
+            return None
+        return {"rId1": {"progId": None, "title": 'a "quoted" & <odd>\tone'}, "rId2": {},
+                "rId3": {"progId": "Excel.Sheet.8"}}[attributes["urn:r}id"]]
+
+    assert ooxml.edit_tags(part, "part.xml", edit) == (
+        b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<a:root xmlns:a="urn:a" xmlns:r="urn:r">'
+        b"<a:obj r:id='rId1' alt=\"x > y&#13;&#10;\" title=\"a &quot;quoted&quot; &amp; &lt;odd>&#9;one\"/>"
+        b"<a:obj\n  r:id=\"rId2\"  progId=\"Keep\" >text &amp; more</a:obj>"
+        b"<a:obj r:id=\"rId3\" progId=\"Excel.Sheet.8\"/></a:root>")
+    assert ooxml.edit_tags(part, "part.xml", lambda tag, attributes: None) == part
+    with pytest.raises(ResultUnreadable):
+        ooxml.edit_tags(part[:-3], "part.xml", edit)
+    with pytest.raises(ResultUnreadable):
+        ooxml.edit_tags(b'<!DOCTYPE a [<!ENTITY e "x">]><a:root xmlns:a="urn:a">&e;</a:root>', "part.xml", edit)

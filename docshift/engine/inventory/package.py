@@ -66,6 +66,19 @@ class Package:
                     raise Unreadable(f"{name} inflates past its declared size")
                 yield chunk
 
+    def holds(self, name: str, *needles: bytes) -> bool:
+        """Whether the bytes of ``name`` hold any of ``needles``, read with bounds and not parsed. A part whose
+        bytes do not hold a name cannot hold an element of that name, nor, unless it holds a character reference
+        ("&#"), an attribute value that does: a part declares no DTD, or ``parse`` refuses it."""
+        overlap = max(map(len, needles)) - 1
+        tail = b""
+        for chunk in self.chunks(name):
+            data = tail + chunk
+            if any(needle in data for needle in needles):
+                return True
+            tail = data[-overlap:] if overlap else b""
+        return False
+
     def parse(self, name: str, start: Callable[[str, dict[str, str]], None] | None = None,
               end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None) -> None:
         """Stream ``name`` through expat, namespaces resolved (``uri}local``); no DTDs."""
