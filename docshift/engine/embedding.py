@@ -124,9 +124,4 @@ def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[s
                                                        else "Override"))
         element.setAttribute("PartName", "/" + name)
         element.setAttribute("ContentType", content_type(name))
-    return serialize(doc)
-
-
-def serialize(doc: minidom.Document) -> bytes:
-    root: Any = doc.documentElement
-    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + root.toxml()).encode("utf-8")
+    return ooxml.serialize(doc)

@@ -48,6 +48,10 @@ WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}
 TAG_NAME = re.compile(rb"<[^\s/>]+")
 ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
 TAG_END = re.compile(rb"\s*/?>")
+# what a value written into XML escapes: in an attribute, the whitespace a reader would make a space too
+TEXT_REFERENCES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\r", "&#13;"))
+ATTRIBUTE_REFERENCES = (("&", "&amp;"), ("<", "&lt;"), ('"', "&quot;"), ("\t", "&#9;"), ("\n", "&#10;"),
+                        ("\r", "&#13;"))
 
 
 def facts(path: str | Path, kind: str) -> dict[str, Any] | None:
@@ -146,7 +150,7 @@ def stream(chunks: Iterable[bytes], name: str, start: Callable[[str, dict[str, s
            unreadable: type[Exception] = Unreadable) -> None:
     """Feed the byte ``chunks`` of part ``name`` to expat, namespaces resolved (``uri}local``), with the
     handlers given; a DTD (entity expansion) or XML that is not well-formed raises ``unreadable``."""
-    _feed(_parser(name, unreadable, start, end, text), chunks, name, unreadable)
+    feed(parser(name, unreadable, start, end, text), chunks, name, unreadable)
 
 
 def edit_tags(data: bytes, name: str, edit: Callable[[str, dict[str, str]], Mapping[str, str | None] | None]) -> bytes:
@@ -159,64 +163,117 @@ def edit_tags(data: bytes, name: str, edit: Callable[[str, dict[str, str]], Mapp
     def start(tag: str, attributes: dict[str, str]) -> None:
         changes = edit(tag, attributes)
         if changes:
-            edits.append((parser.CurrentByteIndex, changes))
+            edits.append((reader.CurrentByteIndex, changes))
 
-    parser = _parser(name, Unreadable, start)
-    _feed(parser, (data,), name, Unreadable)
+    reader = parser(name, Unreadable, start)
+    feed(reader, (data,), name, Unreadable)
     out, done = [], 0
     for at, changes in edits:
-        tag = TAG_NAME.match(data, at)
-        if tag is None:
-            raise Unreadable(f"{name}: no start tag where expat found one")
-        out.append(data[done:tag.end()])
-        left, position = dict(changes), tag.end()
-        while attribute := ATTRIBUTE.match(data, position):
+        _, end, attributes = start_tag(data, at, name)
+        out.append(data[done:attributes[0].start() if attributes else end.start()])
+        left = dict(changes)
+        for attribute in attributes:
             written = attribute.group(1).decode()
             if written not in left:
                 out.append(attribute.group())
             elif (value := left.pop(written)) is not None:
                 out.append(_attribute(written, value))
-            position = attribute.end()
         out.extend(_attribute(key, value) for key, value in left.items() if value is not None)
-        if not TAG_END.match(data, position):
-            raise Unreadable(f"{name}: a start tag does not end where its attributes do")
-        done = position
+        done = end.start()
     return b"".join([*out, data[done:]])
 
 
 def _attribute(name: str, value: str) -> bytes:
-    for character, reference in (("&", "&amp;"), ("<", "&lt;"), ('"', "&quot;"), ("\t", "&#9;"), ("\n", "&#10;"),
-                                 ("\r", "&#13;")):
-        value = value.replace(character, reference)
-    return f' {name}="{value}"'.encode()
+    return f' {name}="{attribute_value(value)}"'.encode()
 
 
-def _parser(name: str, unreadable: type[Exception], start: Callable[[str, dict[str, str]], None] | None = None,
-            end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None) -> Any:
-    parser = expat.ParserCreate(namespace_separator=SEPARATOR)
+def attribute_value(value: str) -> str:
+    """``value`` as an attribute writes it between double quotes."""
+    return _escaped(value, ATTRIBUTE_REFERENCES)
+
+
+def _escaped(value: str, references: tuple[tuple[str, str], ...]) -> str:
+    for character, reference in references:
+        if character in value:
+            value = value.replace(character, reference)
+    return value
+
+
+def serialize(doc: Any) -> bytes:
+    """A part edited as a minidom ``doc``, as bytes, with the declaration Office writes. minidom's own writer puts
+    a tab, line feed or carriage return of an attribute as it is, and the next reader turns each into a space (an
+    alternative text's line breaks); here they are character references, as the part that was read wrote them."""
+    out = ['<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n']
+    stack: list[Any] = [doc.documentElement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):  # an end tag
+            out.append(node)
+        elif node.nodeType == node.ELEMENT_NODE:
+            out.append("<" + node.tagName)
+            out.extend(f' {name}="{attribute_value(value)}"' for name, value in node.attributes.items())
+            if node.childNodes:
+                out.append(">")
+                stack.append(f"</{node.tagName}>")
+                stack.extend(reversed(node.childNodes))
+            else:
+                out.append("/>")
+        elif node.nodeType == node.TEXT_NODE:
+            out.append(_escaped(node.data, TEXT_REFERENCES))
+        elif node.nodeType == node.CDATA_SECTION_NODE:
+            out.append(f"<![CDATA[{node.data}]]>")
+        elif node.nodeType == node.COMMENT_NODE:
+            out.append(f"<!--{node.data}-->")
+        elif node.nodeType == node.PROCESSING_INSTRUCTION_NODE:
+            out.append(f"<?{node.target} {node.data}?>")
+    return "".join(out).encode()
+
+
+def parser(name: str, unreadable: type[Exception], start: Callable[[str, dict[str, str]], None] | None = None,
+           end: Callable[[str], None] | None = None, text: Callable[[str], None] | None = None) -> Any:
+    """An expat parser of part ``name`` with namespaces resolved and the handlers given, that refuses a DTD
+    (``unreadable``); ``feed`` it."""
+    made = expat.ParserCreate(namespace_separator=SEPARATOR)
 
     def no_dtd(*_: object) -> None:
         raise unreadable(f"{name} declares a DTD")
 
-    parser.StartDoctypeDeclHandler = no_dtd
-    parser.EntityDeclHandler = no_dtd
+    made.StartDoctypeDeclHandler = no_dtd
+    made.EntityDeclHandler = no_dtd
     if start:
-        parser.StartElementHandler = start
+        made.StartElementHandler = start
     if end:
-        parser.EndElementHandler = end
+        made.EndElementHandler = end
     if text:
-        parser.CharacterDataHandler = text
-    parser.buffer_text = True
-    return parser
+        made.CharacterDataHandler = text
+    made.buffer_text = True
+    return made
 
 
-def _feed(parser: Any, chunks: Iterable[bytes], name: str, unreadable: type[Exception]) -> None:
+def feed(reader: Any, chunks: Iterable[bytes], name: str, unreadable: type[Exception]) -> None:
+    """The byte ``chunks`` of part ``name`` through ``reader``; XML that is not well-formed raises ``unreadable``."""
     try:
         for chunk in chunks:
-            parser.Parse(chunk, False)
-        parser.Parse(b"", True)
+            reader.Parse(chunk, False)
+        reader.Parse(b"", True)
     except expat.ExpatError as error:
         raise unreadable(f"{name}: {error}") from error
+
+
+def start_tag(data: bytes, at: int, name: str) -> tuple[bytes, re.Match[bytes], list[re.Match[bytes]]]:
+    """The start tag at byte ``at`` of part ``name`` (``data``, read whole by expat, which found a tag there): its
+    qualified name, its end (``/>`` when the element is empty) and each of its attributes."""
+    tag = TAG_NAME.match(data, at)
+    if tag is None:
+        raise Unreadable(f"{name}: no start tag where expat found one")
+    attributes, position = [], tag.end()
+    while attribute := ATTRIBUTE.match(data, position):
+        attributes.append(attribute)
+        position = attribute.end()
+    end = TAG_END.match(data, position)
+    if end is None:
+        raise Unreadable(f"{name}: a start tag does not end where its attributes do")
+    return tag.group()[1:], end, attributes
 
 
 def _sheets(package: zipfile.ZipFile) -> list[str]:

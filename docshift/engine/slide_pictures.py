@@ -18,7 +18,8 @@ from collections.abc import Callable, Collection
 from typing import Any
 from xml.dom import minidom
 
-from docshift.engine.embedding import read_part, relate, serialize
+from docshift.engine import ooxml
+from docshift.engine.embedding import read_part, relate
 from docshift.engine.inventory import officeart
 from docshift.engine.inventory.package import NS_A, NS_P, NS_R, Package, relationships_part
 
@@ -61,7 +62,7 @@ def put_back(package: Package, slide: str, shapes: list[officeart.Shape], known:
         name, prog_id = stored
         _wrap(doc, pic, relate(rels, "../embeddings/" + name.rsplit("/", 1)[1]), prog_id)
         wrapped += 1
-    return {slide: serialize(doc), rels_part: serialize(rels)} if wrapped else {}
+    return {slide: ooxml.serialize(doc), rels_part: ooxml.serialize(rels)} if wrapped else {}
 
 
 def anchor_rect(anchor: bytes) -> Rect | None:

@@ -349,7 +349,7 @@ def _content_types(xml: bytes | None, project: str, main: str, main_type: str) -
         if element.getAttribute("ContentType") != content_type:
             element.setAttribute("ContentType", content_type)
             changed = True
-    return _serialize(doc) if changed else None
+    return ooxml.serialize(doc) if changed else None
 
 
 def _relationships(xml: bytes | None, project: str) -> bytes | None:
@@ -362,23 +362,17 @@ def _relationships(xml: bytes | None, project: str) -> bytes | None:
             if rel.getAttribute("Target") in ("vbaProject.bin", "/" + project):
                 return None
             rel.setAttribute("Target", "vbaProject.bin")
-            return _serialize(doc)
+            return ooxml.serialize(doc)
     ids = {rel.getAttribute("Id") for rel in rels}
     number = next(n for n in range(1, len(ids) + 2) if f"rId{n}" not in ids)
     rel = root.appendChild(_element(doc, "Relationship"))
     rel.setAttribute("Id", f"rId{number}")
     rel.setAttribute("Type", VBA_RELATIONSHIP)
     rel.setAttribute("Target", "vbaProject.bin")
-    return _serialize(doc)
+    return ooxml.serialize(doc)
 
 
 def _element(doc: minidom.Document, name: str) -> minidom.Element:
     """A new element in the root's namespace, with the root's prefix if it has one (minidom declares nothing)."""
     root: Any = doc.documentElement
     return doc.createElementNS(root.namespaceURI, f"{root.prefix}:{name}" if root.prefix else name)
-
-
-def _serialize(doc: minidom.Document) -> bytes:
-    """A package XML part as bytes, with the declaration Office writes."""
-    root: Any = doc.documentElement
-    return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + root.toxml()).encode("utf-8")

@@ -38,7 +38,6 @@ from docshift.engine.embedding import (
     prog_id_of,
     read_part,
     relate,
-    serialize,
 )
 from docshift.engine.inventory import doc as word
 from docshift.engine.inventory.common import Budget, stream
@@ -121,7 +120,7 @@ class _Stories:
             self.edits[part] = edited
         if rels:
             rels_part = relationships_part(part)
-            (self.edits if rels_part in self.package.names else self.added)[rels_part] = serialize(rels[0])
+            (self.edits if rels_part in self.package.names else self.added)[rels_part] = ooxml.serialize(rels[0])
 
     def _tag(self, element: bytes, part: str, targets: dict[str | None, tuple[str, str | None]],
              rels: list[minidom.Document]) -> bytes:
@@ -217,7 +216,7 @@ def _mend(result: Path, source: Path) -> int:
             _wrap(doc, drawing, shown, relate(rels, part.removeprefix("word/")), prog_id, name or "")
         if not added:
             return 0
-        edits = {MAIN: serialize(doc), MAIN_RELS: serialize(rels),
+        edits = {MAIN: ooxml.serialize(doc), MAIN_RELS: ooxml.serialize(rels),
                  "[Content_Types].xml": content_types(read_part(package, "[Content_Types].xml"), added, set())}
         ooxml.rewrite(zf, result, edits, added)
     return len(added)

@@ -232,3 +232,18 @@ def test_edited_tags_change_only_what_the_edit_names():
         ooxml.edit_tags(part[:-3], "part.xml", edit)
     with pytest.raises(ResultUnreadable):
         ooxml.edit_tags(b'<!DOCTYPE a [<!ENTITY e "x">]><a:root xmlns:a="urn:a">&e;</a:root>', "part.xml", edit)
+
+
+def test_a_part_edited_as_a_dom_keeps_the_line_breaks_of_its_attributes():
+    """minidom's own writer puts a line break of an attribute as it is, and the next reader makes it a space: an
+    alternative text written on two lines came back on one. Written by ``serialize``, the part reads as it did."""
+    from xml.dom import minidom
+    from xml.etree.ElementTree import canonicalize
+
+    part = (b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<p:sld xmlns:p="urn:p"><p:cNvPr id="2" '
+            b'descr="line one&#13;&#10;line two&#9;tabbed &quot;q&quot; &amp; &lt;"/><p:t>x &amp; y &lt; z &gt; '
+            b'w&#13;</p:t><!-- a comment --><?target data?><p:e/><![CDATA[<raw>]]></p:sld>')
+    written = ooxml.serialize(minidom.parseString(part))
+    assert written.startswith(b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<p:sld ')
+    assert canonicalize(written) == canonicalize(part)
+    assert b'descr="line one&#13;&#10;line two&#9;tabbed' in written
