@@ -190,8 +190,9 @@ class Memory(threading.Thread):
                     self.unreadable.add(pid)
                 pss += resident if shared is None else shared
             command = commands[pid]
-            if pid in engine:
-                parent = self.children if stat(pid)[0] in engine else self.parents
+            ppid = stat(pid)[0]
+            if pid in engine and ppid:  # (0: gone since its status was read, a child or the parent)
+                parent = self.children if ppid in engine else self.parents
                 parent[pid] = max(parent.get(pid, 0), peak)
             if b"soffice" in command or pid in engine or status.get("Name", "").strip() == "soffice.bin":
                 self.office[pid] = max(self.office.get(pid, 0), peak)
