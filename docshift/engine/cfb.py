@@ -40,6 +40,8 @@ class CompoundFile(olefile.OleFileIO):
     CPU in a flood."""
 
     def __init__(self, path: str | Path) -> None:
+        # olefile's __del__ reads this; a file that does not open leaves the object to it before olefile's __init__
+        self._we_opened_fp = False
         self._own = open(path, "rb")  # noqa: SIM115  (closed by close)
         try:
             super().__init__(self._own)

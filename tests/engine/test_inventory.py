@@ -739,3 +739,26 @@ def test_an_excel_95_workbook_of_a_code_page_python_does_not_know_is_read_whole(
     held = inventory.of_source(source, "xls")
     assert held.sheets == ["Sheet"]
     assert held.counts["headers_footers"] == 1 and held.where["headers_footers"] == ["sheet 'Sheet' header"]
+
+
+def test_a_compound_file_that_does_not_open_leaves_nothing_to_close(tmp_path):
+    """A path that does not open raises; the half-made reader, collected later, raises nothing from olefile's
+    destructor (CI saw one fail an unrelated test as an unraisable exception)."""
+    import gc
+    import sys
+
+    from docshift.engine import cfb
+
+    seen = []
+    hook, sys.unraisablehook = sys.unraisablehook, seen.append
+    try:
+        try:
+            cfb.CompoundFile(tmp_path / "missing.ppt")
+        except FileNotFoundError:
+            pass
+        else:
+            raise AssertionError("a missing file opened")
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert seen == []
