@@ -190,8 +190,8 @@ class Memory(threading.Thread):
                     self.unreadable.add(pid)
                 pss += resident if shared is None else shared
             command = commands[pid]
-            ppid = stat(pid)[0]
-            if pid in engine and ppid:  # (0: gone since its status was read, a child or the parent)
+            ppid = stat(pid)[0] if pid in engine else 0
+            if ppid:  # (0: gone since its status was read, a child or the parent)
                 parent = self.children if ppid in engine else self.parents
                 parent[pid] = max(parent.get(pid, 0), peak)
             if b"soffice" in command or pid in engine or status.get("Name", "").strip() == "soffice.bin":

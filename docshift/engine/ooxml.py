@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
+from xml.sax.saxutils import escape
 
 from docshift.errors import ResultUnreadable as Unreadable
 from docshift.formats import FORMATS
@@ -48,10 +49,9 @@ WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}
 TAG_NAME = re.compile(rb"<[^\s/>]+")
 ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
 TAG_END = re.compile(rb"\s*/?>")
-# what a value written into XML escapes: in an attribute, the whitespace a reader would make a space too
-TEXT_REFERENCES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\r", "&#13;"))
-ATTRIBUTE_REFERENCES = (("&", "&amp;"), ("<", "&lt;"), ('"', "&quot;"), ("\t", "&#9;"), ("\n", "&#10;"),
-                        ("\r", "&#13;"))
+# what a value written into XML escapes besides & < >: in an attribute, the whitespace a reader would make a space
+TEXT_REFERENCES = {"\r": "&#13;"}
+ATTRIBUTE_REFERENCES = {'"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
 
 
 def facts(path: str | Path, kind: str) -> dict[str, Any] | None:
@@ -189,14 +189,7 @@ def _attribute(name: str, value: str) -> bytes:
 
 def attribute_value(value: str) -> str:
     """``value`` as an attribute writes it between double quotes."""
-    return _escaped(value, ATTRIBUTE_REFERENCES)
-
-
-def _escaped(value: str, references: tuple[tuple[str, str], ...]) -> str:
-    for character, reference in references:
-        if character in value:
-            value = value.replace(character, reference)
-    return value
+    return escape(value, ATTRIBUTE_REFERENCES)
 
 
 def serialize(doc: Any) -> bytes:
@@ -219,7 +212,7 @@ def serialize(doc: Any) -> bytes:
             else:
                 out.append("/>")
         elif node.nodeType == node.TEXT_NODE:
-            out.append(_escaped(node.data, TEXT_REFERENCES))
+            out.append(escape(node.data, TEXT_REFERENCES))
         elif node.nodeType == node.CDATA_SECTION_NODE:
             out.append(f"<![CDATA[{node.data}]]>")
         elif node.nodeType == node.COMMENT_NODE:

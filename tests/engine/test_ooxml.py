@@ -224,7 +224,7 @@ def test_edited_tags_change_only_what_the_edit_names():
 
     assert ooxml.edit_tags(part, "part.xml", edit) == (
         b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<a:root xmlns:a="urn:a" xmlns:r="urn:r">'
-        b"<a:obj r:id='rId1' alt=\"x > y&#13;&#10;\" title=\"a &quot;quoted&quot; &amp; &lt;odd>&#9;one\"/>"
+        b"<a:obj r:id='rId1' alt=\"x > y&#13;&#10;\" title=\"a &quot;quoted&quot; &amp; &lt;odd&gt;&#9;one\"/>"
         b"<a:obj\n  r:id=\"rId2\"  progId=\"Keep\" >text &amp; more</a:obj>"
         b"<a:obj r:id=\"rId3\" progId=\"Excel.Sheet.8\"/></a:root>")
     assert ooxml.edit_tags(part, "part.xml", lambda tag, attributes: None) == part
