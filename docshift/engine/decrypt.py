@@ -57,6 +57,13 @@ USER_EDIT_PLAIN_LENGTH = 0x1C  # a UserEditAtom without encryptSessionPersistIdR
 HEADER_TOKEN_PLAIN = 0xE391C05F  # CurrentUserAtom.headerToken of a presentation that is not encrypted
 MAX_EDITS = 4096  # UserEditAtoms followed back through a presentation's incremental saves
 LEGACY_PASSWORD_LIMIT = 15  # characters of a password that Word's, Excel's and PowerPoint's 97-2003 encryption keep
+# the Pictures stream's records ([MS-ODRAW] 2.2.22): a BLIP store entry, whose fields come first (btWin32, btMacOS,
+# rgbUid, tag, size, cRef, foDelay, unused1, cbName, unused2, unused3; cbName is its 33rd byte), and the pictures
+BLIP_STORE_ENTRY, BLIP_STORE_FIELDS, BLIP_NAME_LENGTH_AT = 0xF007, (1, 1, 16, 2, 4, 4, 4, 1, 1, 1, 1), 33
+METAFILE_BLIPS = {0xF01A, 0xF01B, 0xF01C}  # EMF, WMF, PICT: a 34-byte metafile header where a bitmap has a tag byte
+METAFILE_HEADER = 34
+# the instances whose picture carries a second UID ([MS-ODRAW] 2.2.24-2.2.31)
+TWO_UIDS = {0x3D5, 0x217, 0x543, 0x46B, 0x6E3, 0x6E1, 0x7A9, 0x6E5}
 
 
 def answer(outcome: str, scheme: str = "", detail: str = "") -> None:
@@ -172,8 +179,9 @@ def _rc4(key: bytes) -> Any:
 
 def decrypt_presentation(office: Any, source: IO[bytes], out: IO[bytes]) -> None:
     """A PowerPoint file encrypted with RC4 CryptoAPI, decrypted as [MS-PPT] 2.3.7 says: each persist object with
-    the key of its persist id (its record header first, which gives its length), each picture of the Pictures
-    stream with the key of block 0; the current user and user edit atoms then say it is not encrypted.
+    the key of its persist id (its record header first, which gives its length), each field of each picture of the
+    Pictures stream with the key of block 0 (``_decrypt_picture``); the current user and user edit atoms then say it
+    is not encrypted.
     (msoffcrypto-tool's own ``decrypt`` takes each object's length from the next object's offset, which holds
     only when the objects lie in the order of their ids, and leaves the pictures encrypted.)"""
     key, salt, size = office.key, office.salt, office.keySize
@@ -201,13 +209,9 @@ def decrypt_presentation(office: Any, source: IO[bytes], out: IO[bytes]) -> None
     if office.ole.exists("Pictures"):
         with office.ole.openstream("Pictures") as stream:
             pictures = bytearray(stream.read())
-        at = 0
+        at, block_0 = 0, _makekey(key, salt, size, 0)
         while at + 8 <= len(pictures):
-            cipher = _rc4(_makekey(key, salt, size, 0))
-            header = cipher.update(bytes(pictures[at:at + 8]))
-            length = min(struct.unpack_from("<I", header, 4)[0], len(pictures) - at - 8)
-            pictures[at:at + 8 + length] = header + cipher.update(bytes(pictures[at + 8:at + 8 + length]))
-            at += 8 + length
+            at = _decrypt_picture(pictures, at, len(pictures), lambda: _rc4(block_0))
     with tempfile.TemporaryFile() as copy:
         source.seek(0)
         shutil.copyfileobj(source, copy)
@@ -224,6 +228,38 @@ def decrypt_presentation(office: Any, source: IO[bytes], out: IO[bytes]) -> None
     if summary is not None:
         data[summary:summary + 2 * len(SUMMARY_SET_ASIDE)] = SUMMARY_SET_ASIDE.encode("utf-16-le")
     out.write(data)
+
+
+def _decrypt_picture(data: bytearray, at: int, limit: int, fresh: Any) -> int:
+    """Decrypt the record of the Pictures stream at ``at`` (within ``limit``) in place; returns where it ends. Each
+    field is encrypted on its own with the key of block 0 ([MS-PPT] 4: "block number 0 is reused for every field of
+    an OfficeArtBStoreContainerFileBlock record"), ``fresh()`` giving that key's cipher anew: the record header, a
+    store entry's fields and name, a picture's UIDs, its tag or metafile header, and its data."""
+
+    def field(start: int, length: int) -> int:
+        end = min(start + max(length, 0), limit)
+        data[start:end] = fresh().update(bytes(data[start:end]))
+        return end
+
+    body = field(at, 8)
+    if body - at < 8:
+        return body
+    flags, record, length = struct.unpack_from("<HHI", data, at)
+    end = min(body + length, limit)
+    limit, at = end, body
+    if record == BLIP_STORE_ENTRY:
+        for size in BLIP_STORE_FIELDS:
+            at = field(at, size)
+        if at - body < sum(BLIP_STORE_FIELDS):
+            return end
+        at = field(at, data[body + BLIP_NAME_LENGTH_AT])
+        return _decrypt_picture(data, at, end, fresh) if at + 8 <= end else end
+    if 0xF018 <= record <= 0xF117:
+        for _ in range(2 if flags >> 4 in TWO_UIDS else 1):
+            at = field(at, 16)
+        at = field(at, METAFILE_HEADER if record in METAFILE_BLIPS else 1)
+    field(at, end - at)
+    return end
 
 
 def _persist_directory(document: bytearray, offset: int) -> tuple[dict[int, int], list[int], int | None]:

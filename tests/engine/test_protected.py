@@ -6,6 +6,7 @@ erased when it ends, and an Idempotency-Key replays only with the same one."""
 
 import hashlib
 import io
+import itertools
 import os
 import random
 import struct
@@ -37,7 +38,8 @@ PASSWORD = "secret"  # the variants' (tests/make_variants.py)
 # with a password (RC4), a PowerPoint file and an Excel one encrypted here as PowerPoint does and as Excel does with
 # its 128-bit "strong" provider (RC4 CryptoAPI, which LibreOffice neither writes nor, for these two, reads), a Word
 # and an Excel file obfuscated here with XOR (which msoffcrypto-tool cannot decrypt for Word: LibreOffice alone
-# opens it), and a real one of POI's
+# opens it), and two real ones of POI's, the second with a picture (each field of a picture record encrypted on its
+# own: a picture decrypted as one stream was lost)
 PROTECTED = {
     "doc": ("encrypted.doc", PASSWORD, "docshift"),
     "doc-xor": ("xor.doc", PASSWORD, "docshift"),
@@ -47,6 +49,7 @@ PROTECTED = {
     "xls-tail": ("tail.xls", PASSWORD, "row"),
     "ppt": ("encrypted.ppt", PASSWORD, None),
     "ppt-real": ("ppt/Password_Protected-hello.ppt", "hello", None),
+    "ppt-picture": ("ppt/ppt_with_png_encrypted.ppt", "password", None),
 }
 MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls", "xor.xls": "xls-xor", "xor.doc": "doc-xor",
              "tail.xls": "xls-tail"}
@@ -115,10 +118,10 @@ def encrypt_presentation(source, password, target):
         length = 8 + struct.unpack_from("<I", document, offset + 4)[0]
         document[offset:offset + length] = rc4(persist_id).update(bytes(document[offset:offset + length]))
     pictures, at = bytearray(streams.get("Pictures", b"")), 0
-    while at + 8 <= len(pictures):  # each picture record with the key of block 0
-        length = 8 + struct.unpack_from("<I", pictures, at + 4)[0]
-        pictures[at:at + length] = rc4(0).update(bytes(pictures[at:at + length]))
-        at += length
+    while at + 8 <= len(pictures):  # each field of each picture record on its own, with the key of block 0
+        for start, end in picture_fields(pictures, at):
+            pictures[start:end] = rc4(0).update(bytes(pictures[start:end]))
+        at += 8 + struct.unpack_from("<I", pictures, at + 4)[0]
     session = crypto_api_header(password, salt, verifier)
     edit = document[edit_at + 8:edit_at + 8 + 0x1C]
     session_id = struct.unpack_from("<I", edit, 20)[0] + 1
@@ -140,6 +143,17 @@ def encrypt_presentation(source, password, target):
     root = cfb.Entry("Root Entry", children=children)
     target.write_bytes(cfb.write(root))
     return target
+
+
+def picture_fields(pictures, at):
+    """The fields of the picture record (an OfficeArtBlip, [MS-ODRAW] 2.2.23) at ``at`` of a Pictures stream in clear,
+    as (start, end): its header, its UID (two for the instances that have a second), its metafile header or tag
+    byte, its data."""
+    instance, kind, length = struct.unpack_from("<HHI", pictures, at)
+    uids = 2 if instance >> 4 in {0x3D5, 0x217, 0x543, 0x46B, 0x6E3, 0x6E1, 0x7A9, 0x6E5} else 1
+    sizes = [8, *[16] * uids, 34 if kind in (0xF01A, 0xF01B, 0xF01C) else 1]
+    bounds = [at + sum(sizes[:index]) for index in range(len(sizes) + 1)]
+    return [*itertools.pairwise(bounds), (bounds[-1], at + 8 + length)]
 
 
 def crypto_api_header(password, salt, verifier):
@@ -255,6 +269,23 @@ def test_the_files_made_here_are_encrypted_as_office_does(encrypted_ppt, kind, s
             assert book.sheet_names() == ["Alpha", "Beta"] and book.sheet_by_name("Alpha").cell_value(0, 0) == 42
 
 
+def test_a_real_presentations_pictures_are_decrypted_field_by_field(tmp_path):
+    """POI's deck with a PNG, encrypted by PowerPoint: each picture record of the decrypted Pictures stream is a
+    PNG picture again, header, UID, tag and data."""
+    path = CORPUS / "ppt" / "ppt_with_png_encrypted.ppt"
+    opened = protection.open_source(path, "ppt", "password", tmp_path, 1 << 30)
+    assert opened is not None and opened.plain is not None
+    with olefile.OleFileIO(str(opened.plain)) as ole:
+        pictures = ole.openstream("Pictures").read()
+    found, at = [], 0
+    while at + 8 <= len(pictures):
+        (start, _), _uid, (tag, data), (data, end) = picture_fields(pictures, at)
+        found.append((struct.unpack_from("<H", pictures, start + 2)[0], pictures[tag], pictures[data:data + 8]))
+        at = end
+    # PNG blips (the deck holds two), each with its tag and the PNG's signature
+    assert len(found) == 2 and set(found) == {(0xF01E, 0xFF, b"\x89PNG\r\n\x1a\n")}
+
+
 def submit(client, key, path, name=None, password=None, query="", headers=None):
     sent = dict(headers or {})
     if password is not None:
@@ -316,6 +347,9 @@ def test_a_protected_file_converts_with_its_password_and_its_result_opens_only_w
         assert word in str(plain.worksheets[0]["A1"].value)
     if extension == "pptx":
         assert len(plain.slides) == view["fidelity"]["counts"]["slides"]["source"] > 0
+        pictures = [shape.image.blob for slide in plain.slides for shape in slide.shapes if hasattr(shape, "image")]
+        assert len(pictures) == view["fidelity"]["counts"]["images"]["source"]
+        assert all(blob.startswith((b"\x89PNG", b"\xff\xd8")) for blob in pictures)
     # sealed while it waited, never in clear; forgotten once it ended
     assert waiting.sealed_password and password not in waiting.sealed_password
     assert row.sealed_password is None
