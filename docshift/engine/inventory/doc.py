@@ -1,8 +1,8 @@
 """The counts of a .doc ([MS-DOC]): its FIB, piece table, PlcfandRef, PlcfHdd, CHPX and DggInfo, and its
 ``ObjectPool``. Of a Word 6/95 file only the text and the objects."""
 
-import re
 import struct
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from docshift.engine.inventory.common import (
     fold,
     stream,
 )
+from docshift.engine.inventory.doc_fields import COMPUTED, visible
 
 FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_COMPLEX = 0x0100, 0x0200, 0x0004
 # indexes of FibRgFcLcb97 pairs (the same order as Word 6's FIB, whose pairs start at 0x58)
@@ -30,10 +31,11 @@ PAIR_PLCF_AND_REF, PAIR_PLCF_SED, PAIR_PLCF_HDD, PAIR_PLCF_BTE_CHPX, PAIR_DOP, P
 PAIR_PLC_SPA_HDR = 41
 SPRM_FSPEC, SPRM_PIC_LOCATION, SPRM_FOLE2, SPRM_FDATA, SPRM_TITLE_PAGE = 0x0855, 0x6A03, 0x080A, 0x0806, 0x300A
 SPRM_BREAK_CODE, BREAK_CONTINUOUS = 0x3009, 0
+# a symbol: a "(" in the text, shown as the character its operand names (ftc, xchar) of that font
+SPRM_SYMBOL = 0x6A09
 # a continuous section this long may run onto a page of its own (a page holds more: this leans to reporting a loss)
 PAGE_OF_TEXT = 1500
 ANNOTATION_SIZE = 4 + 30  # a CP and an ATRDPre10
-FIELD_MARKS = re.compile("[\x13\x14\x15]")
 
 
 @dataclass
@@ -132,32 +134,9 @@ def _pieces(doc: _Word) -> list[tuple[int, int, int, bool]]:
     return pieces
 
 
-def _visible(text: str) -> str:
-    """``text`` without its field codes (0x13 code 0x14 result 0x15; nested fields too)."""
-    if "\x13" not in text:
-        return text
-    kept: list[str] = []
-    stack: list[bool] = []
-    pos = 0
-    for mark in FIELD_MARKS.finditer(text):
-        if all(stack):
-            kept.append(text[pos:mark.start()])
-        char = mark.group()
-        if char == "\x13":
-            stack.append(False)
-        elif char == "\x14" and stack:
-            stack[-1] = True
-        elif char == "\x15" and stack:
-            stack.pop()
-        pos = mark.end()
-    if all(stack):
-        kept.append(text[pos:])
-    return "".join(kept)
-
-
 def _has_content(text: str) -> bool:
     """Does a header/footer story show anything: text, or a picture or drawing (0x01, 0x08)?"""
-    text = _visible(text)
+    text = visible(text)
     return "\x01" in text or "\x08" in text or bool("".join(text.translate(CONTROL).split()))
 
 
@@ -188,13 +167,14 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     doc = _fib(word, lambda name: stream(ole, name))  # raises for an encrypted file: all stays unknown
     counts["embedded_objects"] = attempt(embedded_objects, ole, "ObjectPool")
     doc.pieces = _pieces(doc)
-    inventory.text = characters(_visible(doc.text(0, doc.ccp[0])))
+    inventory.text = characters(visible(doc.text(0, doc.ccp[0]), COMPUTED))
     if doc.nfib < 0xC0:
         # Word 6/95: 8-bit text in the code page of each run's font, which is not read here: the characters
         # beyond ASCII count as one kind. Annotations, headers and pictures have other layouts: unknown.
         inventory.text = fold(inventory.text)
         counts["characters"] = inventory.text.total()
         return
+    attempt(_symbols, doc, inventory.text, budget)
     counts["characters"] = inventory.text.total()
     _, lcb = doc.pair(PAIR_PLCF_AND_REF)
     counts["comments"] = max(0, (lcb - 4) // ANNOTATION_SIZE) if lcb else 0
@@ -202,6 +182,22 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["headers_footers"] = None if stories is None else len(stories[0])
     data = attempt(stream, ole, "Data")
     counts["images"] = None if stories is None else attempt(_images, doc, data, budget, _hidden_stories(*stories))
+
+
+def _symbols(doc: _Word, text: Counter[str], budget: Budget) -> None:
+    """Count each symbol of the main text (a "(" with sprmCSymbol: Wingdings' arrow, Symbol's bullet) as the
+    character it shows, as the result's ``w:sym`` is counted."""
+    if not text["("]:
+        return
+    for start, end, properties in character_runs(doc, budget):
+        symbol = properties.get(SPRM_SYMBOL, b"")
+        if len(symbol) < 4:
+            continue
+        shown = chr(struct.unpack_from("<H", symbol, 2)[0])
+        for _ in (cp for _, cp in special_characters(doc, start, end, "(", budget) if cp < doc.ccp[0]):
+            if text["("]:
+                text["("] -= 1
+                text[shown] += 1
 
 
 def _hidden_stories(shown: set[int], cps: tuple[int, ...], sections: int) -> list[tuple[int, int]]:
@@ -259,7 +255,7 @@ def _sections(doc: _Word) -> list[tuple[bool, bool]]:
         shown = True
         if continuous and index:
             text = doc.text(bounds[index], bounds[index + 1] - 1)  # the last character is the section mark
-            shown = "\x0c" in _visible(text) or len(text) >= PAGE_OF_TEXT
+            shown = "\x0c" in visible(text) or len(text) >= PAGE_OF_TEXT
         sections.append((title, shown))
     return sections
 
