@@ -762,3 +762,32 @@ def test_a_compound_file_that_does_not_open_leaves_nothing_to_close(tmp_path):
     finally:
         sys.unraisablehook = hook
     assert seen == []
+
+
+def test_a_cell_s_text_past_excel_s_limit_counts_as_far_as_excel_keeps_it(tmp_path):
+    """A LABEL of 32,770 characters (POI's 46368.xls has one): Excel and LibreOffice keep 32,767 of them, and the
+    cell is counted so, not reported changed."""
+    import olefile
+    import openpyxl
+
+    from docshift.engine import cfb
+
+    book = openpyxl.Workbook()
+    book.active.title = "S"
+    book.active["A1"] = "first"
+    book.save(tmp_path / "short.xlsx")
+    _soffice([tmp_path / "short.xlsx"], "xls:MS Excel 97", tmp_path)
+    with olefile.OleFileIO(str(tmp_path / "short.xls")) as ole:
+        stream = ole.openstream("Workbook").read()
+    assert stream.endswith(b"\x0a\x00\x00\x00")  # the last sheet's EOF: a cell goes in before it, nothing moves
+    text = "y" * 32_767 + "xyz"
+    label = struct.pack("<HHHHHHB", 0x0204, 9 + len(text), 1, 0, 15, len(text), 0) + text.encode("latin-1")
+    source = tmp_path / "long.xls"
+    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[
+        cfb.Entry("Workbook", data=stream[:-4] + label + stream[-4:])])))
+    held = inventory.of_source(source, "xls")
+    assert held.cells["S"][b"A2"] == "y" * 32_767
+    _soffice([source], "xlsx", tmp_path / "result")
+    fidelity = inventory.report(held, inventory.of_result(tmp_path / "result" / "long.xlsx", "xls"))
+    assert fidelity["counts"]["cells"] == {"source": 2, "result": 2}
+    assert fidelity["complete"] is True, fidelity["lost"]

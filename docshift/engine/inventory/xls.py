@@ -1,6 +1,7 @@
 """The counts of an .xls, from the BIFF records of its Workbook stream (the scan skips cell records in one step:
 xlrd reads the cells)."""
 
+import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,10 @@ BIFF_CELLS = frozenset({0x0203, 0x027E, 0x00BD, 0x00FD, 0x0204, 0x0006, 0x0207, 
 SHEET_TYPES = {0: "worksheet", 1: "macro sheet", 2: "chart"}  # BOUNDSHEET.dt; 6 (VBA module) is no sheet
 XL_ERRORS = {0x00: "#NULL!", 0x07: "#DIV/0!", 0x0F: "#VALUE!", 0x17: "#REF!", 0x1D: "#NAME?", 0x24: "#NUM!",
              0x2A: "#N/A", 0x2B: "#GETTING_DATA"}
+# a cell's stored NaN or infinity (other programs write them; Excel holds none) is the error Excel gives it, as the
+# result holds it (``stored.not_numbers``); a cell's text past Excel's limit is what Excel and LibreOffice keep of it
+NOT_A_NUMBER = ErrorValue("#NUM!")
+MAX_CELL_TEXT = 32_767
 
 
 @dataclass
@@ -239,10 +244,11 @@ def _cells(path: str | Path, inventory: Inventory) -> None:
                 label = b"%d" % (row + 1)
                 for column, (ctype, value) in enumerate(zip(sheet.row_types(row), sheet.row_values(row))):
                     if ctype == 2:
-                        found[COLUMNS[column] + label] = float(value)
+                        number = float(value)
+                        found[COLUMNS[column] + label] = number if math.isfinite(number) else NOT_A_NUMBER
                     elif ctype == 1:
                         if value:
-                            found[COLUMNS[column] + label] = value
+                            found[COLUMNS[column] + label] = value[:MAX_CELL_TEXT]
                     elif ctype == 3:
                         found[COLUMNS[column] + label] = StoredDate(value)
                     elif ctype == 4:
