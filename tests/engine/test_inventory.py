@@ -276,6 +276,8 @@ def test_charts_of_an_xls(workbook, corpus):
     ("ppt/57272_corrupted_usereditatom.ppt", {"slides": 6}),  # found again through the persist directories
     ("ppt/basic_test_ppt_file.ppt", {"slides": 2, "notes": 2}),
     ("ppt/SimpleMacro.ppt", {"macros": 1}),
+    # a Clip Gallery picture in an OLE 1 wrapper on the master: a path, nothing to show or open
+    ("ppt/bug58516.ppt", {"embedded_objects": 0}),
 ])
 def test_corpus_counts(corpus, name, expected):
     kind = name.split("/")[0]
@@ -791,3 +793,22 @@ def test_a_cell_s_text_past_excel_s_limit_counts_as_far_as_excel_keeps_it(tmp_pa
     fidelity = inventory.report(held, inventory.of_result(tmp_path / "result" / "long.xlsx", "xls"))
     assert fidelity["counts"]["cells"] == {"source": 2, "result": 2}
     assert fidelity["complete"] is True, fidelity["lost"]
+
+
+def test_clip_art_in_an_ole_1_wrapper_is_no_embedded_object(tmp_path):
+    """A .doc's ObjectPool storage whose CompObj names Microsoft Clip Gallery (POI's TestSectionDictionary.doc has
+    one) holds the clip's category and path only: its picture is what shows, and LibreOffice writes that."""
+    from docshift.engine import cfb
+    from docshift.engine.inventory.common import embedded_objects
+
+    def storage(name, program):
+        compobj = struct.pack("<HHI", 1, 0xFFFE, 0x0A03) + b"\xff" * 4 + bytes(16) + \
+            struct.pack("<I", len(program) + 1) + program.encode() + b"\0"
+        return cfb.Entry(name, children=[cfb.Entry("\x01CompObj", data=compobj),
+                                         cfb.Entry("\x01Ole10Native", data=b"\0" * 16)])
+
+    path = tmp_path / "pool.doc"
+    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("ObjectPool", children=[
+        storage("_1012299795", "MS_ClipArt_Gallery"), storage("_1012299796", "Package")])])))
+    with olefile.OleFileIO(str(path)) as ole:
+        assert embedded_objects(ole, "ObjectPool") == 1  # the package, not the clip

@@ -38,6 +38,9 @@ CHUNK = 1 << 20
 MSGRAPH_CLSIDS = {"00020801-0000-0000-C000-000000000046", "00020803-0000-0000-C000-000000000046"}
 EQUATION_CLSIDS = {"0002CE02-0000-0000-C000-000000000046"}
 EMBEDDED = ("object", "equation", "chart")  # the kinds of OLE storage that count as embedded objects
+# Microsoft Clip Gallery's picture in an OLE 1 wrapper: the clip's category and path, nothing to open, no server
+# anywhere; Office and LibreOffice show its picture (a .doc's preview, or nothing), so it is no embedded object
+CLIP_ART = "MS_ClipArt_Gallery"
 
 CONTROL: dict[int, str | None] = dict.fromkeys(range(0x20))
 CONTROL.update({0x1E: "\u2011", 0x1F: "\u00ad"})  # non-breaking and soft hyphens: .docx writes them as elements
@@ -129,8 +132,8 @@ def embedded_objects(ole: olefile.OleFileIO, parent: str | None = None, prefix: 
 
 
 def _object_class(ole: olefile.OleFileIO, storage: str, names: set[str]) -> str:
-    """"chart" (MS Graph), "equation", "control" (ActiveX), "link" (linked, not embedded) or "object"; ``names``
-    are the lower-case names in the storage."""
+    """"chart" (MS Graph), "equation", "control" (ActiveX), "link" (linked, not embedded), "clip art" or "object";
+    ``names`` are the lower-case names in the storage."""
     clsid = (ole.getclsid(storage) or "").upper()
     compobj = b""
     if "\x01compobj" in names:
@@ -139,6 +142,8 @@ def _object_class(ole: olefile.OleFileIO, storage: str, names: set[str]) -> str:
         return "chart"
     if clsid in EQUATION_CLSIDS or b"Equation.3" in compobj:
         return "equation"
+    if CLIP_ART.encode() in compobj:
+        return "clip art"
     if "\x03ocxname" in names:
         return "control"
     if "\x01ole" in names:

@@ -12,7 +12,15 @@ import olefile
 
 from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory import officeart, ppt_sounds
-from docshift.engine.inventory.common import MAX_STREAM, Budget, Inventory, Unreadable, characters, stream
+from docshift.engine.inventory.common import (
+    CLIP_ART,
+    MAX_STREAM,
+    Budget,
+    Inventory,
+    Unreadable,
+    characters,
+    stream,
+)
 
 RT_DOCUMENT, RT_SLIDE, RT_SLIDE_ATOM, RT_NOTES, RT_MAIN_MASTER = 0x03E8, 0x03EE, 0x03EF, 0x03F0, 0x03F8
 RT_SLIDE_LIST, RT_SLIDE_PERSIST, RT_DRAWING_GROUP, RT_DRAWING = 0x0FF0, 0x03F3, 0x040B, 0x040C
@@ -330,7 +338,7 @@ def slide_atom(doc: bytes, located: tuple[int, int], budget: Budget) -> tuple[in
 
 
 def _embeds(doc: bytes, start: int, end: int, budget: Budget) -> dict[int, str]:
-    """{exObjId: progId} of the embedded (not linked) OLE objects of the ExObjList."""
+    """{exObjId: progId} of the embedded (not linked) OLE objects of the ExObjList, but clip art (``CLIP_ART``)."""
     embeds = {}
     for rec_type, _, _, body, stop in officeart.children(doc, start, end, budget):
         if rec_type != RT_EXEMBED:
@@ -341,6 +349,6 @@ def _embeds(doc: bytes, start: int, end: int, budget: Budget) -> dict[int, str]:
                 _, kind, ident = struct.unpack_from("<III", doc, atom_body)
             elif atom == RT_CSTRING and instance == 2:
                 prog = bytes(doc[atom_body:atom_stop]).decode("utf_16_le", "replace")
-        if ident is not None and kind == 0:
+        if ident is not None and kind == 0 and not prog.startswith(CLIP_ART):
             embeds[ident] = prog
     return embeds
