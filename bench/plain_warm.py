@@ -20,19 +20,7 @@ from com.sun.star.connection import NoConnectException
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docshift", "engine", "uno"))
 from bridge import props
-
-NICE = 10  # office.py's
-
-
-def same_priority():
-    """The CPU priority docshift gives its LibreOffice (``process.yield_the_cpu``): nice 10, and its session's
-    autogroup at nice 10, so that other load on the machine weighs on both sides alike."""
-    os.nice(NICE)
-    try:
-        with open("/proc/self/autogroup", "w") as autogroup:
-            autogroup.write(str(NICE))
-    except OSError:  # no autogroups: nice alone already works
-        pass
+from priority import same_priority
 
 
 def main():

@@ -17,24 +17,14 @@ from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from docshift.formats import FORMATS
+from priority import same_priority
 
-NICE = 10  # docshift's LibreOffice's (``process.yield_the_cpu``)
+from docshift.formats import FORMATS
 
 MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 PRESENTATION = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 BATCH = 12  # files per cold soffice: its start-up dominates, and a batch cut short is redone file by file
-
-
-def same_priority():
-    """In a cold soffice's new session: docshift's LibreOffice's CPU priority, nice 10 and its autogroup at 10."""
-    os.nice(NICE)
-    try:
-        with open("/proc/self/autogroup", "w") as autogroup:
-            autogroup.write(str(NICE))
-    except OSError:  # no autogroups: nice alone already works
-        pass
 
 
 def kind(path):

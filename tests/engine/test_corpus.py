@@ -12,6 +12,7 @@
 import importlib.util
 import json
 import random
+import sys
 import zipfile
 
 import olefile
@@ -30,6 +31,7 @@ from docshift.web.context import get_db, get_store
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 TIMEOUT = 60  # 42474-2.ppt takes 15 s of CPU on a slow hour; nothing in the corpus needs more
+sys.path.append(str(ROOT / "bench"))  # reference.py's own import: its neighbour priority.py
 _spec = importlib.util.spec_from_file_location("docshift_bench_reference", ROOT / "bench" / "reference.py")
 reference = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(reference)
