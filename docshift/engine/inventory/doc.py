@@ -31,8 +31,7 @@ PAIR_PLCF_AND_REF, PAIR_PLCF_SED, PAIR_PLCF_HDD, PAIR_PLCF_BTE_CHPX, PAIR_DOP, P
 PAIR_PLC_SPA_HDR = 41
 SPRM_FSPEC, SPRM_PIC_LOCATION, SPRM_FOLE2, SPRM_FDATA, SPRM_TITLE_PAGE = 0x0855, 0x6A03, 0x080A, 0x0806, 0x300A
 SPRM_BREAK_CODE, BREAK_CONTINUOUS = 0x3009, 0
-# a symbol: a "(" in the text, shown as the character its operand names (ftc, xchar) of that font
-SPRM_SYMBOL = 0x6A09
+SPRM_SYMBOL = 0x6A09  # a symbol: a "(" in the text, shown as the character its operand (ftc, xchar) names
 # a continuous section this long may run onto a page of its own (a page holds more: this leans to reporting a loss)
 PAGE_OF_TEXT = 1500
 ANNOTATION_SIZE = 4 + 30  # a CP and an ATRDPre10
@@ -48,6 +47,7 @@ class _Word:
     ccp: list[int]   # ccpText, ccpFtn, ccpHdd, ccpMcr, ccpAtn
     pairs: list[tuple[int, int]]  # [(fc, lcb)]
     pieces: list[tuple[int, int, int, bool]]  # [(cp start, cp end, fc, compressed)]
+    runs: list[tuple[int, int, dict[int, bytes]]] | None = None  # ``character_runs``, once read
 
     def pair(self, index: int) -> tuple[int, int]:
         return self.pairs[index] if index < len(self.pairs) else (0, 0)
@@ -193,11 +193,9 @@ def _symbols(doc: _Word, text: Counter[str], budget: Budget) -> None:
         symbol = properties.get(SPRM_SYMBOL, b"")
         if len(symbol) < 4:
             continue
-        shown = chr(struct.unpack_from("<H", symbol, 2)[0])
-        for _ in (cp for _, cp in special_characters(doc, start, end, "(", budget) if cp < doc.ccp[0]):
-            if text["("]:
-                text["("] -= 1
-                text[shown] += 1
+        moved = min(text["("], sum(1 for _, cp in special_characters(doc, start, end, "(", budget) if cp < doc.ccp[0]))
+        text["("] -= moved
+        text[chr(struct.unpack_from("<H", symbol, 2)[0])] += moved
 
 
 def _hidden_stories(shown: set[int], cps: tuple[int, ...], sections: int) -> list[tuple[int, int]]:
@@ -330,9 +328,15 @@ def _drawn(table: bytes, start: int, end: int, budget: Budget, hidden: set[int])
     return shapes
 
 
-def character_runs(doc: _Word, budget: Budget) -> Iterator[tuple[int, int, dict[int, bytes]]]:
-    """(first FC, FC past the end, {sprm: operand}) of each run of the text whose character properties (CHPX in
-    the FKP pages of PlcfBteChpx) are not the default."""
+def character_runs(doc: _Word, budget: Budget) -> list[tuple[int, int, dict[int, bytes]]]:
+    """(first FC, FC past the end, {sprm: operand}) of each run whose character properties (CHPX in the FKP pages
+    of PlcfBteChpx) are not the default; read once for the symbols and the pictures."""
+    if doc.runs is None:
+        doc.runs = list(_character_runs(doc, budget))
+    return doc.runs
+
+
+def _character_runs(doc: _Word, budget: Budget) -> Iterator[tuple[int, int, dict[int, bytes]]]:
     fc, lcb = doc.pair(PAIR_PLCF_BTE_CHPX)
     count = (lcb - 4) // 8 if lcb >= 12 else 0
     for index in range(count):
