@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape
 
 from docshift.engine import inventory, ooxml
 from docshift.engine.inventory.common import MAX_PART
+from docshift.engine.inventory.xls import NOT_A_NUMBER  # the error Excel shows for a number it cannot hold
 
 SHEET = f"{ooxml.SPREADSHEET}{ooxml.SEPARATOR}sheet"
 RELATIONSHIP = f"{ooxml.RELATIONSHIPS}{ooxml.SEPARATOR}id"
@@ -28,7 +29,6 @@ PACKAGE_RELATIONSHIP = f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relations
 # one cell as LibreOffice writes it: <c r="B1" s="1" t="e"><f aca="false">...</f><v>#VALUE!</v></c>
 CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"([^>]*?)(/>|>(.*?)</c>)', re.DOTALL)
 TYPE = re.compile(rb'\st="[^"]*"')
-NOT_A_NUMBER = inventory.ErrorValue("#NUM!")
 VALUE = re.compile(rb"<v>.*?</v>|<v/>|<is>.*?</is>", re.DOTALL)
 
 
