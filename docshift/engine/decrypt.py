@@ -236,29 +236,28 @@ def _decrypt_picture(data: bytearray, at: int, limit: int, fresh: Any) -> int:
     an OfficeArtBStoreContainerFileBlock record"), ``fresh()`` giving that key's cipher anew: the record header, a
     store entry's fields and name, a picture's UIDs, its tag or metafile header, and its data."""
 
-    def field(start: int, length: int) -> int:
-        end = min(start + max(length, 0), limit)
-        data[start:end] = fresh().update(bytes(data[start:end]))
-        return end
+    def field(start: int, length: int, bound: int) -> int:
+        stop = min(start + max(length, 0), bound)
+        data[start:stop] = fresh().update(bytes(data[start:stop]))
+        return stop
 
-    body = field(at, 8)
+    body = field(at, 8, limit)
     if body - at < 8:
         return body
     flags, record, length = struct.unpack_from("<HHI", data, at)
-    end = min(body + length, limit)
-    limit, at = end, body
+    end, at = min(body + length, limit), body
     if record == BLIP_STORE_ENTRY:
         for size in BLIP_STORE_FIELDS:
-            at = field(at, size)
+            at = field(at, size, end)
         if at - body < sum(BLIP_STORE_FIELDS):
             return end
-        at = field(at, data[body + BLIP_NAME_LENGTH_AT])
+        at = field(at, data[body + BLIP_NAME_LENGTH_AT], end)
         return _decrypt_picture(data, at, end, fresh) if at + 8 <= end else end
     if 0xF018 <= record <= 0xF117:
         for _ in range(2 if flags >> 4 in TWO_UIDS else 1):
-            at = field(at, 16)
-        at = field(at, METAFILE_HEADER if record in METAFILE_BLIPS else 1)
-    field(at, end - at)
+            at = field(at, 16, end)
+        at = field(at, METAFILE_HEADER if record in METAFILE_BLIPS else 1, end)
+    field(at, end - at, end)
     return end
 
 
