@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -691,8 +692,18 @@ def variants(tmp_path_factory):
     from docshift.engine.forkit import UNO_PYTHON
 
     out = tmp_path_factory.mktemp("variants")
-    subprocess.run([UNO_PYTHON, str(ROOT / "tests" / "make_variants.py"), str(out)], check=True, capture_output=True,
-                   timeout=300)
+    failures = []
+    for _ in range(2):  # a second run if the first failed: the files are the suite's tools, not what it tests
+        made = subprocess.run([UNO_PYTHON, str(ROOT / "tests" / "make_variants.py"), str(out)], capture_output=True,
+                              text=True, errors="replace", timeout=300)
+        if made.returncode == 0:
+            break
+        failures.append(f"make_variants.py ended with {made.returncode}; its output ends:\n"
+                        f"{made.stdout[-2000:]}\n{made.stderr[-4000:]}")
+        # said in the session's warnings even when the second run makes the files: a flake is seen, not hidden
+        warnings.warn(failures[-1], RuntimeWarning, stacklevel=1)
+    else:
+        pytest.fail("\n\n".join(failures))
     chart_sheet(out / "chart_sheet.xls")
     encrypted_ooxml(out / "encrypted_ooxml.xls")
     return out
