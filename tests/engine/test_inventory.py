@@ -254,6 +254,40 @@ def test_charts_of_an_xls(workbook, corpus):
     assert inventory.report(source, result)["complete"] is True
 
 
+def _anchored_flat(source, target, flatten):
+    """A copy of the .xls ``source`` whose shapes' cell anchors (OfficeArtClientAnchorSheet) are changed by
+    ``flatten[n]`` ("height": bottom edge set to the top; "width": right edge set to the left), n counting them."""
+    data = bytearray(olefile.OleFileIO(source).openstream("Workbook").read())
+    anchors = [m.start() + 10 for m in re.finditer(re.escape(b"\x00\x00\x10\xf0\x12\x00\x00\x00"), data)]
+    for n, how in flatten.items():
+        left, dx_left, top, dy_top = struct.unpack_from("<4H", data, anchors[n])
+        struct.pack_into("<2H", data, anchors[n] + (12 if how == "height" else 8),
+                         *((top, dy_top) if how == "height" else (left, dx_left)))
+    shutil.copyfile(source, target)
+    with olefile.OleFileIO(str(target), write_mode=True) as ole:
+        ole.write_stream("Workbook", bytes(data))
+    return target
+
+
+def test_a_chart_or_picture_with_no_height_or_width_is_not_counted(corpus, tmp_path):
+    """Excel shows no object whose anchor has no height or no width, and LibreOffice leaves it out: the source's
+    count leaves it out too (POI's 25183.xls, 34775.xls and 50939.xls were reported as losing them)."""
+    charts = _anchored_flat(corpus / "xls" / "WithTwoCharts.xls", tmp_path / "charts.xls", {0: "height"})
+    # the two anchors of resize_compare.xls show one picture: neither is shown now
+    pictures = _anchored_flat(corpus / "xls" / "resize_compare.xls", tmp_path / "pictures.xls",
+                              {0: "height", 1: "width"})
+    one_shown = _anchored_flat(corpus / "xls" / "resize_compare.xls", tmp_path / "one_shown.xls", {0: "height"})
+    _soffice([charts, pictures, one_shown], "xlsx", tmp_path)
+    counts = {}
+    for path in (charts, pictures, one_shown):
+        source = inventory.of_source(path, "xls")
+        result = inventory.of_result(path.with_suffix(".xlsx"), "xls")
+        assert inventory.report(source, result)["complete"] is True, (path.name, inventory.report(source, result))
+        counts[path.stem] = [(inventory_.counts["charts"], inventory_.counts["images"]) for inventory_ in
+                             (source, result)]
+    assert counts == {"charts": [(1, 0), (1, 0)], "pictures": [(0, 0), (0, 0)], "one_shown": [(0, 1), (0, 1)]}
+
+
 # --- corpus files, counts checked by hand -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, expected", [

@@ -72,7 +72,7 @@ def bstore(data: bytes | bytearray, start: int, end: int, budget: Budget) -> lis
 class Shape:
     """An OfficeArt shape: FSP flags, the BStore indexes of its pictures and, in PowerPoint, its text,
     placeholder type, OLE object reference and the sound a click plays; ``anchor``: its client anchor's bytes, as
-    the host writes them."""
+    the host writes them; ``client``: whether it has client data (in Excel, the sign that an OBJ record follows)."""
     flags: int = 0
     pibs: list[int] = field(default_factory=list)
     placeholder: int | None = None
@@ -80,6 +80,7 @@ class Shape:
     object_ref: int | None = None
     sound_ref: int | None = None
     anchor: bytes = b""
+    client: bool = False
 
 
 def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
@@ -107,8 +108,10 @@ def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
                         fill_blip = value
             elif child == OA_CLIENT_ANCHOR:
                 shape.anchor = bytes(data[child_body:child_stop])
-            elif client and child in (OA_CLIENT_TEXTBOX, OA_CLIENT_DATA):
-                client(shape, data, child_body, child_stop, budget)
+            elif child in (OA_CLIENT_TEXTBOX, OA_CLIENT_DATA):
+                shape.client = shape.client or child == OA_CLIENT_DATA
+                if client:
+                    client(shape, data, child_body, child_stop, budget)
         if fill_blip and fill_type in (FILL_TEXTURE, FILL_PICTURE):
             shape.pibs.append(fill_blip)
         found.append(shape)

@@ -54,6 +54,7 @@ class _Workbook:
     drawings: list[bytearray] = field(default_factory=list)  # one bytearray of MSODRAWING data per worksheet
     objects: list[list[bytes]] = field(default_factory=list)  # the OBJ records of each, in order
     drawing_sheets: list[str] = field(default_factory=list)  # the BOUNDSHEET name of each
+    chart_owners: list[tuple[int, int]] = field(default_factory=list)  # (sheet, OBJ) of each chart in a worksheet
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -94,9 +95,11 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     book.drawings.append(drawing)
                     book.objects.append([])
                     book.drawing_sheets.append(every_sheet[substream] if substream < len(every_sheet) else "?")
-            stack.append(dt)
             if dt == DT_CHART:
                 book.charts += 1
+                if stack and stack[-1] in (DT_WORKSHEET, DT_MACRO_SHEET) and book.objects and book.objects[-1]:
+                    book.chart_owners.append((len(book.objects) - 1, len(book.objects[-1]) - 1))  # its OBJ's
+            stack.append(dt)
         elif rec_type == BIFF_EOF:
             if stack:
                 stack.pop()
@@ -195,12 +198,35 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     try:
         bstore = officeart.bstore(book.group, 0, len(book.group), budget) if book.group else []
         found: set[Any] = set()
-        for drawing in book.drawings:
-            found |= officeart.pictures(officeart.shapes(drawing, 0, len(drawing), budget), bstore)
+        unshown = 0
+        for index, drawing in enumerate(book.drawings):
+            shapes = officeart.shapes(drawing, 0, len(drawing), budget)
+            found |= officeart.pictures([shape for shape in shapes if _shown(shape)], bstore)
+            unshown += _unshown_charts(book, index, shapes)
         counts["images"] = len(found)
+        counts["charts"] = book.charts - unshown
     except Exception:
         pass
     _cells(path, inventory)
+
+
+def _shown(shape: officeart.Shape) -> bool:
+    """Whether a shape's cell anchor (OfficeArtClientAnchorSheet) gives it a height and a width: Excel shows no
+    object whose bottom edge is not below its top or whose right edge is not right of its left, and LibreOffice
+    leaves such a chart or picture out of the result. A shape with no cell anchor (in a group) is shown."""
+    if len(shape.anchor) < 18:
+        return True
+    left, dx_left, top, dy_top, right, dx_right, bottom, dy_bottom = struct.unpack_from("<8H", shape.anchor, 2)
+    return (bottom, dy_bottom) > (top, dy_top) and (right, dx_right) > (left, dx_left)
+
+
+def _unshown_charts(book: _Workbook, index: int, shapes: list[officeart.Shape]) -> int:
+    """How many charts embedded in sheet ``index`` belong to a shape that is not shown. Each shape with client
+    data has its OBJ record, in order; where the two do not pair up, which is which cannot be told: none."""
+    owned = [shape for shape in shapes if shape.client]
+    if len(owned) != len(book.objects[index]):
+        return 0
+    return sum(1 for sheet, obj in book.chart_owners if sheet == index and not _shown(owned[obj]))
 
 
 class _Discard:
