@@ -570,6 +570,34 @@ def _no_title_page(path):
     return path
 
 
+HIDDEN_PICTURE = """<?xml version="1.0" encoding="UTF-8"?><office:document
+ xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+ xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+ xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
+ xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3"
+ office:mimetype="application/vnd.oasis.opendocument.text"><office:automatic-styles><style:style style:name="H"
+ style:family="text"><style:text-properties text:display="none"/></style:style></office:automatic-styles>
+<office:body><office:text><text:p>Shown. <text:span text:style-name="H">Hidden: <draw:frame
+ text:anchor-type="as-char" svg:width="1cm" svg:height="1cm"><draw:image><office:binary-data>{hidden}
+</office:binary-data></draw:image></draw:frame></text:span></text:p><text:p>Shown: <draw:frame
+ text:anchor-type="as-char" svg:width="1cm" svg:height="1cm"><draw:image><office:binary-data>{shown}
+</office:binary-data></draw:image></draw:frame></text:p></office:text></office:body></office:document>"""
+
+
+def _no_picture_bullet(path):
+    """Clear fPicBullet (sprmCPbiGrf) in the list level of the .doc at ``path``: its bullet's picture stays in
+    the hidden text bookmarked _PictureBullets, which no level shows now (Word keeps such leftovers)."""
+    import olefile
+
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        name = "1Table" if ole.exists("1Table") else "0Table"
+        table = ole.openstream(name).read()
+        assert table.count(b"\x88\x48\x01\x00") == 1
+        ole.write_stream(name, table.replace(b"\x88\x48\x01\x00", b"\x88\x48\x00\x00"))
+    return path
+
+
 def _crlf_in_cells(path):
     """Turn the character after each CR of the .xls at ``path`` into an LF where ``first`` is, leaving the other
     CR alone (LibreOffice writes a CR of a cell as it is, but a CR LF as a line break: LF)."""
@@ -598,11 +626,13 @@ def doubtful(tmp_path_factory):
 
     (out / "bullets.fodt").write_text(PICTURE_BULLETS.format(png=png((200, 30, 30))))
     (out / "first.fodt").write_text(FIRST_PAGE_PICTURES.format(inline=png((200, 30, 30)), floating=png((30, 30, 200))))
+    (out / "hidden.fodt").write_text(HIDDEN_PICTURE.format(hidden=png((200, 30, 30)), shown=png((30, 30, 200))))
     sources = [_sections_doc(out / "short.docx"), _sections_doc(out / "long.docx", long_middle=True),
-               out / "bullets.fodt", out / "first.fodt"]
+               out / "bullets.fodt", out / "first.fodt", out / "hidden.fodt"]
     _soffice(sources, "doc:MS Word 97", out / "doc")
     shutil.copy(out / "doc" / "short.doc", out / "doc" / "broken.doc")
     shutil.copy(out / "doc" / "first.doc", out / "doc" / "unshown.doc")
+    _no_picture_bullet(shutil.copy(out / "doc" / "bullets.doc", out / "doc" / "unused_bullet.doc"))
     _continuous_middle_section(out / "doc" / "short.doc")
     _continuous_middle_section(out / "doc" / "long.doc")
     _continuous_middle_section(out / "doc" / "broken.doc", page_break=True)
@@ -612,7 +642,8 @@ def doubtful(tmp_path_factory):
     book.save(out / "crlf.xlsx")
     _soffice([out / "crlf.xlsx"], "xls:MS Excel 97", out / "xls")
     _crlf_in_cells(out / "xls" / "crlf.xls")
-    docs = [out / "doc" / f"{name}.doc" for name in ("short", "long", "broken", "bullets", "first", "unshown")]
+    docs = [out / "doc" / f"{name}.doc" for name in ("short", "long", "broken", "bullets", "first", "unshown",
+                                                      "unused_bullet", "hidden")]
     _soffice(docs, "docx", out / "result")
     _soffice([out / "xls" / "crlf.xls"], "xlsx", out / "result")
     found = {path.stem: (path, out / "result" / f"{path.stem}.docx") for path in docs}
@@ -663,6 +694,21 @@ def test_a_picture_bullet_is_counted_on_both_sides(doubtful):
     assert b"lvlPicBulletId" in numbering
     lost = inventory.report(inventory.of_source(source, "doc"), inventory.of_result(without, "doc"))["lost"]
     assert lost == [{"what": "images", "count": 1, "detail": "1 of 1 images is missing"}]
+
+
+def test_a_picture_bullet_no_list_shows_is_not_counted(doubtful):
+    # Word keeps a bullet's picture in the hidden text bookmarked _PictureBullets after no level shows it any more;
+    # it shows on no page, and LibreOffice leaves it out (LibreOffice's tdf122425_2.doc was reported losing it)
+    fidelity = _doubtful_report(doubtful, "unused_bullet")
+    assert fidelity["counts"]["images"] == {"source": 0, "result": 0}
+    assert fidelity["complete"] is True, fidelity["lost"]
+
+
+def test_a_picture_in_hidden_text_is_counted(doubtful):
+    # any other hidden picture LibreOffice keeps, hidden: it counts on both sides, and a loss of it would show
+    fidelity = _doubtful_report(doubtful, "hidden")
+    assert fidelity["counts"]["images"] == {"source": 2, "result": 2}
+    assert fidelity["complete"] is True, fidelity["lost"]
 
 
 def test_pictures_of_a_header_that_no_page_shows_are_not_counted(doubtful):

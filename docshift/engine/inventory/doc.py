@@ -22,6 +22,8 @@ from docshift.engine.inventory.common import (
     fold,
     stream,
 )
+from docshift.engine.inventory.doc_bullets import sprms as _sprms
+from docshift.engine.inventory.doc_bullets import unused_store
 from docshift.engine.inventory.doc_fields import COMPUTED, visible
 
 FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_COMPLEX = 0x0100, 0x0200, 0x0004
@@ -138,24 +140,6 @@ def _has_content(text: str) -> bool:
     """Does a header/footer story show anything: text, or a picture or drawing (0x01, 0x08)?"""
     text = visible(text)
     return "\x01" in text or "\x08" in text or bool("".join(text.translate(CONTROL).split()))
-
-
-def _sprms(grpprl: bytes) -> Iterator[tuple[int, bytes]]:
-    """(sprm, operand) of a grpprl (Word 97 two-byte sprms)."""
-    pos, end = 0, len(grpprl)
-    while pos + 2 <= end:
-        sprm = struct.unpack_from("<H", grpprl, pos)[0]
-        pos += 2
-        size = (1, 1, 2, 4, 2, 2, None, 3)[sprm >> 13]
-        if size is None:
-            if sprm == 0xD608 and pos + 2 <= end:
-                size = struct.unpack_from("<H", grpprl, pos)[0] + 1
-            elif pos < end:
-                size = grpprl[pos] + 1
-            else:
-                return
-        yield sprm, grpprl[pos:pos + size]
-        pos += size
 
 
 def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str | Path) -> None:
@@ -275,11 +259,13 @@ def _images(doc: _Word, data: bytes | None, budget: Budget, hidden: list[tuple[i
             continue
         pictures.append((start, end, struct.unpack_from("<I", location)[0]))
     locations = set()
+    unused = unused_store(doc.table, doc.pair) if pictures else None  # picture bullets no list shows
     for start, end, location in pictures:
         for position, cp in special_characters(doc, start, end, "\x01", budget):
             # the picture right after the separator of an EMBED field (an fOle2 run) is the object's preview
             if not any(low < position <= high for low, high in ole_runs) and \
-                    not any(low <= cp - headers < high for low, high in hidden):
+                    not any(low <= cp - headers < high for low, high in hidden) and \
+                    not (unused and unused[0] <= cp < unused[1]):
                 locations.add(location)
                 break
     for location in locations:
