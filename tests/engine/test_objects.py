@@ -25,8 +25,8 @@ import olefile
 import pptx
 import pytest
 import xlrd
+from conftest import ROOT, flat_odf
 from conftest import _soffice_save as soffice
-from conftest import flat_odf
 from oletools import ppt_record_parser
 
 from docshift.engine import cfb, convert, decrypt, inventory, objects, word_objects
@@ -568,3 +568,16 @@ def test_an_object_in_a_footnote_is_related_from_the_footnotes(office, tmp_path)
         with zipfile.ZipFile(reloaded) as odt:
             note = re.search(rb"<text:note-body>.*?</text:note-body>", odt.read("content.xml"), re.S).group(0)
         assert (b"<draw:object " in note) is kept
+
+
+def test_an_object_whose_storage_does_not_inflate_counts_as_its_picture(office, tmp_path):
+    """Two objects of a real deck (POI's bug60345_suba.ppt) hold a zlib stream that breaks off: PowerPoint opens
+    neither and shows their replacement pictures, which LibreOffice keeps as pictures. They count as pictures on
+    both sides, and the eight whole objects as objects (before, the report named two objects lost)."""
+    deck = ROOT.parent / "shared" / "corpus" / "ppt" / "bug60345_suba.ppt"
+    source = inventory.of_source(deck, "ppt")
+    assert (source.counts["embedded_objects"], source.counts["images"]) == (8, 2)
+    converted = convert.convert(office, deck, "ppt", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["embedded_objects"] == {"source": 8, "result": 8}
+    assert converted.fidelity["counts"]["images"] == {"source": 2, "result": 2}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]

@@ -4,7 +4,9 @@ PersistDirectoryAtoms -> DocumentContainer); it is rebuilt from all the stream's
 chain is broken, as PowerPoint's repair does."""
 
 import struct
+import zlib
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,8 @@ RT_TEXT_HEADER, RT_TEXT_CHARS, RT_TEXT_BYTES, RT_PLACEHOLDER, RT_COMMENT10 = 0x0
 RT_HEADERS_FOOTERS, RT_HEADERS_FOOTERS_ATOM, RT_BINARY_TAG_DATA = 0x0FD9, 0x0FDA, 0x138B
 COMMENT_PATH = (0x1388, 0x138A, RT_BINARY_TAG_DATA)  # ProgTags -> ProgBinaryTag -> BinaryTagDataBlob -> Comment10
 RT_USER_EDIT, RT_PERSIST_DIRECTORY, RT_CURRENT_USER = 0x0FF5, 0x1772, 0x0FF6
+RT_EXOLEOBJ_STG = 0x1011
+MAX_INFLATED = 64 << 20  # of an object's storage, to see that it inflates
 # fields in text: each stands on a "*" of the text atom (slide number, dates, header, footer)
 RT_FIELDS = {0x0FD8, 0x0FF7, 0x0FF8, 0x0FF9, 0x0FFA, 0x1015}
 PT_NOTES_BODY = 0x0C
@@ -236,6 +240,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     lists: dict[int, list[list[int]]] = {0: [], 2: []}  # slides, notes (the masters: show.master_containers)
     bstore: list[officeart.Entry] = []
     embeds: dict[int, str] = {}
+    damaged: set[int] = set()  # embedded objects whose storage holds no compound file
     audio: dict[int, int] = {}  # exObjId: sound id, of the sound shapes' objects
     sounds: set[int] = set()
     played: set[int | None] = set()  # the sounds the slides play: transitions, clicks, animations, sound shapes
@@ -252,7 +257,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         elif rec_type == RT_DRAWING_GROUP:
             bstore = officeart.bstore(doc, body, stop, budget)
         elif rec_type == RT_EXOBJ_LIST:
-            embeds = _embeds(doc, body, stop, budget)
+            embeds, damaged = _embeds(show, body, stop, budget)
             audio = ppt_sounds.audio_objects(doc, body, stop, budget)
         elif rec_type == ppt_sounds.RT_SOUND_COLLECTION:
             sounds = set(ppt_sounds.collection(doc, body, stop, budget, MAX_STREAM))
@@ -323,7 +328,10 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["notes"] = notes
     used = {shape.object_ref for shape in shapes
             if shape.object_ref is not None and not shape.flags & officeart.FSP_DELETED}
-    counts["embedded_objects"] = sum(1 for ident in embeds if ident in used)
+    counts["embedded_objects"] = sum(1 for ident in embeds if ident in used and ident not in damaged)
+    # a damaged object shows its replacement picture, and nothing more, in PowerPoint as in the result
+    shapes = [replace(shape, flags=shape.flags & ~officeart.FSP_OLE) if shape.object_ref in damaged else shape
+              for shape in shapes]
     size = ole.get_size("Pictures") if ole.exists("Pictures") else 0
     counts["images"] = len(officeart.pictures(shapes, bstore, lambda entry: entry[3] or entry[1] < size))
 
@@ -337,18 +345,45 @@ def slide_atom(doc: bytes, located: tuple[int, int], budget: Budget) -> tuple[in
     return None, 0
 
 
-def _embeds(doc: bytes, start: int, end: int, budget: Budget) -> dict[int, str]:
-    """{exObjId: progId} of the embedded (not linked) OLE objects of the ExObjList, but clip art (``CLIP_ART``)."""
-    embeds = {}
+def _embeds(show: _Presentation, start: int, end: int, budget: Budget) -> tuple[dict[int, str], set[int]]:
+    """{exObjId: progId} of the embedded (not linked) OLE objects of the ExObjList, but clip art (``CLIP_ART``),
+    and the exObjIds of those whose storage is damaged (``_whole``)."""
+    doc, embeds, damaged = show.doc, {}, set()
     for rec_type, _, _, body, stop in officeart.children(doc, start, end, budget):
         if rec_type != RT_EXEMBED:
             continue
-        kind, ident, prog = None, None, ""
+        kind, ident, prog, persist = None, None, "", None
         for atom, instance, _, atom_body, atom_stop in officeart.children(doc, body, stop, budget):
             if atom == RT_EXOLEOBJ_ATOM and atom_stop - atom_body >= 24:
-                _, kind, ident = struct.unpack_from("<III", doc, atom_body)
+                _, kind, ident, _, persist = struct.unpack_from("<IIIII", doc, atom_body)
             elif atom == RT_CSTRING and instance == 2:
                 prog = bytes(doc[atom_body:atom_stop]).decode("utf_16_le", "replace")
         if ident is not None and kind == 0 and not prog.startswith(CLIP_ART):
             embeds[ident] = prog
-    return embeds
+            if persist is None or not _whole(show, persist):
+                damaged.add(ident)
+    return embeds, damaged
+
+
+def _whole(show: _Presentation, persist: int) -> bool:
+    """Whether the ExOleObjStg record ``persist`` holds a compound file, its zlib stream (when compressed)
+    inflating to the end without an error. PowerPoint opens no other: it shows the object's replacement
+    picture, as LibreOffice's result does. Inflated a megabyte at a time and let go, as far as the size it gives
+    (at most ``MAX_INFLATED``: what lies beyond is taken as whole)."""
+    located = show.container(persist, RT_EXOLEOBJ_STG)
+    if located is None:
+        return False
+    body = show.doc[located[0]:located[1]]
+    if officeart.header(show.doc, located[0] - 8)[1] != 1:
+        return body.startswith(olefile.MAGIC)
+    if len(body) < 4:
+        return False
+    left = min(struct.unpack_from("<I", body)[0], MAX_INFLATED)
+    inflater, head, pending = zlib.decompressobj(), b"", body[4:]
+    try:
+        while pending and left > 0:
+            chunk = inflater.decompress(pending, 1 << 20)
+            head, pending, left = head + chunk[:8 - len(head)], inflater.unconsumed_tail, left - len(chunk)
+    except zlib.error:
+        return False
+    return head.startswith(olefile.MAGIC)
