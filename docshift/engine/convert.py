@@ -25,6 +25,7 @@ from docshift.engine import (
     inventory,
     objects,
     ooxml,
+    ppt_edits,
     precheck,
     sheet_objects,
     slide_sounds,
@@ -114,6 +115,15 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         if tried < len(loads):  # Excel's 128-bit "strong" provider: LibreOffice's import returns nothing
             log.info("LibreOffice did not open the protected %s with its password: its decrypted copy goes in",
                      loaded_file.name)
+    if kind == "ppt" and report["outcome"] == "converted" and password is None and reading.result().broken_chain:
+        # a deck whose chain of saves is broken: LibreOffice reads its slides without their text and pictures
+        again = ppt_edits.relinked(loaded_file, Path(workdir) / "relinked.ppt")
+        if again is not None:
+            log.info("the chain of saves of %s is broken: LibreOffice gets it relinked", loaded_file.name)
+            second = _export(office, again, Path(workdir) / "load-relinked", target.extension, target.export_filter,
+                             timeout, task_id, parts, None, opened, reading.start)
+            if second[1]["outcome"] == "converted":
+                result, report = second
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
         raise ConversionFailed(

@@ -71,6 +71,7 @@ class Inventory:
     macros: dict[str, str] | None = None  # {VBA module name: code}
     project: Any = None  # .doc/.xls and their results: the VBA project storage (``vbaproject.Storage``), if any
     where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
+    broken_chain: bool = False  # .ppt: its chain of edits (UserEditAtoms) does not reach the first save
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

@@ -42,8 +42,9 @@ HF_DATE, HF_TODAY, HF_SLIDE_NUMBER, HF_FOOTER = 0x01, 0x02, 0x08, 0x20
 MAX_USER_EDITS = 4096
 
 
-def _directory(current: bytes, doc: bytes, budget: Budget) -> tuple[int, dict[int, int]]:
-    """(docPersistIdRef, {persist id: offset}) of the live edit ([MS-PPT] 2.1.2)."""
+def _directory(current: bytes, doc: bytes, budget: Budget) -> tuple[int, dict[int, int], bool]:
+    """(docPersistIdRef, {persist id: offset}, whether the chain of edits reaches the first save) of the live edit
+    ([MS-PPT] 2.1.2)."""
     if len(current) < 20:
         raise Unreadable("no CurrentUserAtom")
     _, _, rec_type, _, _ = officeart.header(current, 0)
@@ -69,7 +70,7 @@ def _directory(current: bytes, doc: bytes, budget: Budget) -> tuple[int, dict[in
         offset = last_edit
     if doc_ref is None:
         raise Unreadable("no UserEditAtom")
-    return doc_ref, directory
+    return doc_ref, directory, offset == 0
 
 
 def _persist_entries(doc: bytes, offset: int, directory: dict[int, int], budget: Budget, newest_first: bool) -> None:
@@ -133,7 +134,7 @@ class _Presentation:
 
     def __init__(self, doc: bytes, current: bytes, budget: Budget) -> None:
         self.doc, self.budget = doc, budget
-        doc_ref, self.directory = _directory(current, doc, budget)
+        doc_ref, self.directory, self.whole_chain = _directory(current, doc, budget)
         self.rescanned = False
         located = self.container(doc_ref, RT_DOCUMENT)
         if located is None:
@@ -237,6 +238,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     if doc is None or current is None:
         return
     show = _Presentation(doc, current, budget)
+    inventory.broken_chain = not show.whole_chain
     lists: dict[int, list[list[int]]] = {0: [], 2: []}  # slides, notes (the masters: show.master_containers)
     bstore: list[officeart.Entry] = []
     embeds: dict[int, str] = {}
