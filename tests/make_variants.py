@@ -64,7 +64,7 @@ def impress(office):
 def save(document, path, export_filter, **options):
     document.storeToURL(uno.systemPathToFileUrl(str(path)),
                         bridge.props(FilterName=export_filter, Overwrite=True, **options))
-    document.close(True)
+    bridge.close(document)  # as the engine closes one: a close LibreOffice vetoes is no failure here either
     return path
 
 
