@@ -61,7 +61,7 @@ def _bookmark(table: bytes, pair: Callable[[int], tuple[int, int]], name: str) -
         pos += 2 + 2 * size + extra
     fc, lcb = pair(PAIR_PLCF_BKF)
     marks = (lcb - 4) // 8 if lcb >= 12 else 0  # n + 1 CPs, then an FBKF of 4 bytes (ibkl, bkc) for each
-    if index is None or index >= marks or fc + 12 * marks + 4 > len(table):
+    if index is None or index >= marks or fc + 8 * marks + 4 > len(table):
         return None
     start = struct.unpack_from("<I", table, fc + 4 * index)[0]
     end_index = struct.unpack_from("<H", table, fc + 4 * (marks + 1) + 4 * index)[0]
