@@ -34,6 +34,7 @@ from docshift.engine import (
     vba,
     vbaproject,
     word_objects,
+    xls_notes,
 )
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
@@ -115,15 +116,14 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         if tried < len(loads):  # Excel's 128-bit "strong" provider: LibreOffice's import returns nothing
             log.info("LibreOffice did not open the protected %s with its password: its decrypted copy goes in",
                      loaded_file.name)
-    if kind == "ppt" and report["outcome"] == "converted" and password is None and reading.result().broken_chain:
-        # a deck whose chain of saves is broken: LibreOffice reads its slides without their text and pictures
-        again = ppt_edits.relinked(loaded_file, Path(workdir) / "relinked.ppt")
-        if again is not None:
-            log.info("the chain of saves of %s is broken: LibreOffice gets it relinked", loaded_file.name)
-            second = _export(office, again, Path(workdir) / "load-relinked", target.extension, target.export_filter,
-                             timeout, task_id, parts, None, opened, reading.start)
-            if second[1]["outcome"] == "converted":
-                result, report = second
+    again = _mended_copy(kind, loaded_file, reading.result(), Path(workdir)) \
+        if report["outcome"] == "converted" and password is None and kind != "doc" else None
+    if again is not None:
+        log.info("LibreOffice loses part of %s as it is: it converts a mended copy (%s)", loaded_file.name, again.name)
+        second = _export(office, again, Path(workdir) / "load-mended", target.extension, target.export_filter,
+                         timeout, task_id, parts, None, opened, reading.start)
+        if second[1]["outcome"] == "converted":
+            result, report = second
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
         raise ConversionFailed(
@@ -157,6 +157,17 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == Macros.REMOVE,
                                 loaded=loaded.get("parts"))
     return Converted(result, found, target.extension, fidelity)
+
+
+def _mended_copy(kind: str, loaded: Path, holds: inventory.Inventory, workdir: Path) -> Path | None:
+    """A copy of the legacy file ``loaded`` mended where LibreOffice would lose what it shows, or None: a deck
+    whose chain of saves is broken, relinked (``ppt_edits``); a workbook whose notes have boxes of no height, given
+    boxes (``xls_notes``). The inventory ``holds`` of the file says when; a file that needs neither costs nothing."""
+    if kind == "ppt" and holds.broken_chain:
+        return ppt_edits.relinked(loaded, workdir / "relinked.ppt")
+    if kind == "xls" and holds.unsized_notes:
+        return xls_notes.sized(loaded, workdir / "sized.xls", holds.unsized_notes)
+    return None
 
 
 def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_filter: str, timeout: float,

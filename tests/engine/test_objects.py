@@ -582,19 +582,3 @@ def test_an_object_whose_storage_does_not_inflate_counts_as_its_picture(office, 
     assert converted.fidelity["counts"]["images"] == {"source": 2, "result": 2}
     assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
 
-
-def test_a_deck_whose_chain_of_saves_is_broken_keeps_its_text_and_picture(office, tmp_path):
-    """POI's 57272 deck: the UserEditAtom of its third save names itself as the save before. LibreOffice reads the
-    deck as six slides without a word or a picture (a plain soffice's result); relinked, it reads all of them."""
-    deck = ROOT.parent / "shared" / "corpus" / "ppt" / "57272_corrupted_usereditatom.ppt"
-    source = inventory.of_source(deck, "ppt")
-    assert source.broken_chain and (source.counts["slides"], source.counts["characters"]) == (6, 362)
-    plain = inventory.of_result(soffice(deck, "pptx", tmp_path / "plain"), "ppt")
-    assert (plain.counts["slides"], plain.counts["characters"], plain.counts["images"]) == (6, 0, 0)
-    converted = convert.convert(office, deck, "ppt", tmp_path / "work", 60)
-    assert converted.fidelity["counts"]["characters"] == {"source": 362, "result": 362}
-    assert converted.fidelity["counts"]["images"] == {"source": 1, "result": 1}
-    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
-    # the customer's file is as it was, and the copy LibreOffice read has a whole chain
-    assert inventory.of_source(deck, "ppt").broken_chain
-    assert not inventory.of_source(tmp_path / "work" / "relinked.ppt", "ppt").broken_chain

@@ -72,6 +72,7 @@ class Inventory:
     project: Any = None  # .doc/.xls and their results: the VBA project storage (``vbaproject.Storage``), if any
     where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
     broken_chain: bool = False  # .ppt: its chain of edits (UserEditAtoms) does not reach the first save
+    unsized_notes: list[bytes] = field(default_factory=list)  # .xls: the cell anchors of notes whose box has no height
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

@@ -39,6 +39,7 @@ XL_ERRORS = {0x00: "#NULL!", 0x07: "#DIV/0!", 0x0F: "#VALUE!", 0x17: "#REF!", 0x
 # a cell's stored NaN or infinity (other programs write them; Excel holds none) is the error Excel gives it, as the
 # result holds it (``stored.not_numbers``); a cell's text past Excel's limit is what Excel and LibreOffice keep of it
 NOT_A_NUMBER = ErrorValue("#NUM!")
+FT_CMO, OT_NOTE = b"\x15\x00", 0x19  # an OBJ record's first subrecord (its common data: the object type), a note
 MAX_CELL_TEXT = 32_767
 
 
@@ -55,6 +56,7 @@ class _Workbook:
     objects: list[list[bytes]] = field(default_factory=list)  # the OBJ records of each, in order
     drawing_sheets: list[str] = field(default_factory=list)  # the BOUNDSHEET name of each
     chart_owners: list[tuple[int, int]] = field(default_factory=list)  # (sheet, OBJ) of each chart in a worksheet
+    note_objects: set[tuple[int, int]] = field(default_factory=set)  # (sheet, OBJ id) of each NOTE's box (BIFF8)
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -123,6 +125,8 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 row, column = struct.unpack_from("<HH", data, body)
                 if biff8 or row != 0xFFFF:  # BIFF5 continues long notes in NOTE records of row 0xFFFF
                     book.notes += 1
+                    if biff8 and length >= 8:
+                        book.note_objects.add((len(book.objects) - 1, struct.unpack_from("<H", data, body + 6)[0]))
                     cell = (COLUMNS[column] if column < len(COLUMNS) else b"?") + b"%d" % (row + 1)
                     book.comments_at.append(place(name, cell.decode()))
             elif rec_type in (BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END):
@@ -202,7 +206,12 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         for index, drawing in enumerate(book.drawings):
             shapes = officeart.shapes(drawing, 0, len(drawing), budget)
             found |= officeart.pictures([shape for shape in shapes if _shown(shape)], bstore)
-            unshown += _unshown_charts(book, index, shapes)
+            owned = _owned(book, index, shapes)
+            unshown += sum(1 for sheet, obj in book.chart_owners
+                           if sheet == index and obj < len(owned) and not _shown(owned[obj][0]))
+            # a note whose box has no height: LibreOffice drops it, and a copy with a box it keeps goes to it
+            inventory.unsized_notes += [shape.anchor for shape, (kind, ident) in owned if kind == OT_NOTE
+                                        and (index, ident) in book.note_objects and not _shown(shape)]
         counts["images"] = len(found)
         counts["charts"] = book.charts - unshown
     except Exception:
@@ -220,13 +229,16 @@ def _shown(shape: officeart.Shape) -> bool:
     return (bottom, dy_bottom) > (top, dy_top) and (right, dx_right) > (left, dx_left)
 
 
-def _unshown_charts(book: _Workbook, index: int, shapes: list[officeart.Shape]) -> int:
-    """How many charts embedded in sheet ``index`` belong to a shape that is not shown. Each shape with client
-    data has its OBJ record, in order; where the two do not pair up, which is which cannot be told: none."""
+def _owned(book: _Workbook, index: int,
+           shapes: list[officeart.Shape]) -> list[tuple[officeart.Shape, tuple[int, int]]]:
+    """(shape, (object type, object id) of its OBJ record) of each shape of sheet ``index`` that has an OBJ record:
+    each shape with client data has one, in order. Where the two do not pair up, which is which cannot be told."""
     owned = [shape for shape in shapes if shape.client]
-    if len(owned) != len(book.objects[index]):
-        return 0
-    return sum(1 for sheet, obj in book.chart_owners if sheet == index and not _shown(owned[obj]))
+    records = book.objects[index]
+    if len(owned) != len(records):
+        return []
+    return [(shape, struct.unpack_from("<HH", record, 4) if len(record) >= 8 and record[:2] == FT_CMO else (-1, -1))
+            for shape, record in zip(owned, records, strict=True)]
 
 
 class _Discard:

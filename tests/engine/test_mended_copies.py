@@ -1,0 +1,52 @@
+"""Legacy files LibreOffice loses part of as they are, converted from a mended copy (``convert._mended_copy``):
+a deck whose chain of saves is broken (``ppt_edits``), a workbook whose notes have boxes of no height
+(``xls_notes``). Both are real files of the corpus; a plain ``soffice`` shows what LibreOffice made of them before.
+"""
+
+import olefile
+from conftest import ROOT
+from conftest import _soffice_save as soffice
+
+from docshift.engine import convert, inventory
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+def test_a_deck_whose_chain_of_saves_is_broken_keeps_its_text_and_picture(office, tmp_path):
+    """POI's 57272 deck: the UserEditAtom of its third save names itself as the save before. LibreOffice reads the
+    deck as six slides without a word or a picture (a plain soffice's result); relinked, it reads all of them."""
+    deck = CORPUS / "ppt" / "57272_corrupted_usereditatom.ppt"
+    before = deck.read_bytes()
+    source = inventory.of_source(deck, "ppt")
+    assert source.broken_chain and (source.counts["slides"], source.counts["characters"]) == (6, 362)
+    plain = inventory.of_result(soffice(deck, "pptx", tmp_path / "plain"), "ppt")
+    assert (plain.counts["slides"], plain.counts["characters"], plain.counts["images"]) == (6, 0, 0)
+    converted = convert.convert(office, deck, "ppt", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["characters"] == {"source": 362, "result": 362}
+    assert converted.fidelity["counts"]["images"] == {"source": 1, "result": 1}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    # the customer's file is as it was, and the copy LibreOffice read has a whole chain
+    assert deck.read_bytes() == before
+    assert not inventory.of_source(tmp_path / "work" / "relinked.ppt", "ppt").broken_chain
+
+
+def test_notes_whose_boxes_have_no_height_are_kept(office, tmp_path):
+    """POI's 36947 workbook: three of its 129 notes have a box whose bottom edge is on or above its top one.
+    LibreOffice drops them (a plain soffice's result has 126); a copy whose three boxes have a height keeps all."""
+    book = CORPUS / "xls" / "36947.xls"
+    before = book.read_bytes()
+    source = inventory.of_source(book, "xls")
+    assert source.counts["comments"] == 129 and len(source.unsized_notes) == 3
+    plain = inventory.of_result(soffice(book, "xlsx", tmp_path / "plain"), "xls")
+    assert plain.counts["comments"] == 126
+    converted = convert.convert(office, book, "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["comments"] == {"source": 129, "result": 129}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    assert book.read_bytes() == before
+    sized = tmp_path / "work" / "sized.xls"
+    assert inventory.of_source(sized, "xls").unsized_notes == []
+    with olefile.OleFileIO(str(sized)) as ole:  # nothing else of the workbook changed: 3 x 4 bytes of anchors
+        changed = ole.openstream("Workbook").read()
+    with olefile.OleFileIO(str(book)) as ole:
+        original = ole.openstream("Workbook").read()
+    assert len(changed) == len(original) and sum(a != b for a, b in zip(changed, original, strict=True)) <= 12
