@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zipfile
 import zlib
 from collections import Counter
@@ -85,6 +86,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     ``ready(path, extension)`` hears when a text's or a deck's result file is final, before it is checked and counted
     (a workbook's stored values may still go in after its checks): its upload may start while they run.
     """
+    started = time.monotonic()
     loads = opened.loads(source) if opened is not None else [(source, None)]
     if opened is not None and opened.plain is not None:
         source = opened.plain  # what the legacy file holds is read from here on; LibreOffice gets ``loads``
@@ -116,14 +118,21 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         if tried < len(loads):  # Excel's 128-bit "strong" provider: LibreOffice's import returns nothing
             log.info("LibreOffice did not open the protected %s with its password: its decrypted copy goes in",
                      loaded_file.name)
+    # a mended copy gets what is left of twice the timeout (the longest a crash and its retry take: what
+    # ``max_run_seconds`` allows), half of it to each of its tries; where it fails, the first result stands
+    left = (2 * timeout - (time.monotonic() - started)) / 2
     again = _mended_copy(kind, loaded_file, reading.result(), Path(workdir)) \
-        if report["outcome"] == "converted" and password is None and kind != "doc" else None
+        if report["outcome"] == "converted" and password is None and kind != "doc" and left >= 1 else None
     if again is not None:
         log.info("LibreOffice loses part of %s as it is: it converts a mended copy (%s)", loaded_file.name, again.name)
-        second = _export(office, again, Path(workdir) / "load-mended", target.extension, target.export_filter,
-                         timeout, task_id, parts, None, opened, reading.start)
-        if second[1]["outcome"] == "converted":
-            result, report = second
+        try:
+            second = _export(office, again, Path(workdir) / "load-mended", target.extension, target.export_filter,
+                             left, task_id, parts, None, opened, reading.start)
+            if second[1]["outcome"] == "converted":
+                result, report = second
+        except ConversionFailed as error:
+            log.warning("the mended copy of %s did not convert (%s): LibreOffice's first result stands",
+                        loaded_file.name, error.code)
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
         raise ConversionFailed(

@@ -3,11 +3,13 @@ a deck whose chain of saves is broken (``ppt_edits``), a workbook whose notes ha
 (``xls_notes``). Both are real files of the corpus; a plain ``soffice`` shows what LibreOffice made of them before.
 """
 
+import random
+
 import olefile
 from conftest import ROOT
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, inventory
+from docshift.engine import convert, inventory, xls_notes
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 
@@ -50,3 +52,16 @@ def test_notes_whose_boxes_have_no_height_are_kept(office, tmp_path):
     with olefile.OleFileIO(str(book)) as ole:
         original = ole.openstream("Workbook").read()
     assert len(changed) == len(original) and sum(a != b for a, b in zip(changed, original, strict=True)) <= 12
+
+
+def test_a_mended_copy_that_does_not_convert_leaves_the_first_result(office, tmp_path, monkeypatch):
+    """Should the mended copy not convert, the result of the file as it is stands, its report naming the loss."""
+    def broken(source, target, anchors):
+        target.write_bytes(random.Random(7).randbytes(20000))  # no workbook at all
+        return target
+
+    monkeypatch.setattr(xls_notes, "sized", broken)
+    converted = convert.convert(office, CORPUS / "xls" / "36947.xls", "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["comments"] == {"source": 129, "result": 126}
+    assert converted.fidelity["complete"] is False
+    assert converted.path.parent.parent.name == "load-1"  # the first export's file
