@@ -65,3 +65,21 @@ def test_a_mended_copy_that_does_not_convert_leaves_the_first_result(office, tmp
     assert converted.fidelity["counts"]["comments"] == {"source": 129, "result": 126}
     assert converted.fidelity["complete"] is False
     assert converted.path.parent.parent.name == "load-1"  # the first export's file
+
+
+def test_a_note_whose_box_has_no_width_is_kept(office, tmp_path):
+    """The corpus's SimpleWithComments.xls with its first note's box made zero columns wide (its right edge set to
+    its left one): LibreOffice drops that note as it is; from the mended copy the result holds all three."""
+    data = bytearray(olefile.OleFileIO(str(CORPUS / "xls" / "SimpleWithComments.xls")).openstream("Workbook").read())
+    at = data.index(xls_notes.ANCHOR_RECORD) + len(xls_notes.ANCHOR_RECORD)
+    data[at + 10:at + 14] = data[at + 2:at + 6]  # (colR, dxR) = (colL, dxL)
+    book = tmp_path / "narrow.xls"
+    book.write_bytes((CORPUS / "xls" / "SimpleWithComments.xls").read_bytes())
+    with olefile.OleFileIO(str(book), write_mode=True) as ole:
+        ole.write_stream("Workbook", bytes(data))
+    source = inventory.of_source(book, "xls")
+    assert source.counts["comments"] == 3 and len(source.unsized_notes) == 1
+    assert inventory.of_result(soffice(book, "xlsx", tmp_path / "plain"), "xls").counts["comments"] == 2
+    converted = convert.convert(office, book, "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["comments"] == {"source": 3, "result": 3}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
