@@ -209,7 +209,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             owned = _owned(book, index, shapes)
             unshown += sum(1 for sheet, obj in book.chart_owners
                            if sheet == index and obj < len(owned) and not _shown(owned[obj][0]))
-            # a note whose box has no height: LibreOffice drops it, and a copy with a box it keeps goes to it
+            # a note whose box has no height or width: LibreOffice drops it; a copy with a box goes to it
             inventory.unsized_notes += [shape.anchor for shape, (kind, ident) in owned if kind == OT_NOTE
                                         and (index, ident) in book.note_objects and not _shown(shape)]
         counts["images"] = len(found)
