@@ -122,7 +122,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # ``max_run_seconds`` allows), half of it to each of its tries; where it fails, the first result stands
     left = (2 * timeout - (time.monotonic() - started)) / 2
     again = _mended_copy(kind, loaded_file, reading.result(), Path(workdir)) \
-        if report["outcome"] == "converted" and password is None and kind != "doc" and left >= 1 else None
+        if report["outcome"] == "converted" and password is None and left >= 1 else None
     if again is not None:
         log.info("LibreOffice loses part of %s as it is: it converts a mended copy (%s)", loaded_file.name, again.name)
         try:

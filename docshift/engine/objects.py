@@ -57,10 +57,10 @@ from docshift.engine.inventory.ppt import (
     RT_EXOBJ_LIST,
     RT_EXOLEOBJ_ATOM,
     _Presentation,
+    object_storage,
     slide_atom,
 )
 
-RT_EXOLEOBJ_STG = 0x1011
 OLE_OBJ = f"{NS_P}{SEP}oleObj"
 RELATIONSHIP = f"{REL_NS}{SEP}Relationship"
 EMBEDDINGS = "ppt/embeddings/"
@@ -283,13 +283,12 @@ def _embed(doc: bytes, start: int, end: int, budget: Budget, objects: dict[int, 
 def _storage(show: _Presentation, persist: int, room: int) -> bytes | None:
     """The compound file of the ExOleObjStg record ``persist``, or None when it is missing, larger than ``room``
     or ``MAX_OBJECT``, or not a compound file."""
-    located = show.container(persist, RT_EXOLEOBJ_STG)
-    if located is None:
+    stored = object_storage(show, persist)
+    if stored is None:
         return None
-    body = show.doc[located[0]:located[1]]
-    instance = officeart.header(show.doc, located[0] - 8)[1]
+    body, compressed = stored
     limit = min(room, MAX_OBJECT)
-    if instance == 1:
+    if compressed:
         (size,) = struct.unpack_from("<I", body)
         if size > limit:
             return None

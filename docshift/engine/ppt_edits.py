@@ -18,8 +18,9 @@ import olefile
 from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory import officeart
 from docshift.engine.inventory.common import Budget
+from docshift.engine.inventory.ppt import RT_USER_EDIT
 
-RT_USER_EDIT, USER_EDIT_SIZE = 0x0FF5, 28
+USER_EDIT_SIZE = 28
 LAST_EDIT = 8 + 8  # offsetLastEdit: after the record header, lastSlideIdRef, version, minorVersion, majorVersion
 CURRENT_EDIT = 16  # the CurrentUserAtom's offsetToCurrentEdit: after its header, size and headerToken
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import olefile
 
+from docshift.engine.cfb import CompoundFile
+
 ANCHOR_RECORD = b"\x00\x00\x10\xf0\x12\x00\x00\x00"  # the header of an 18-byte OfficeArtClientAnchorSheet
 NOTE_ROWS, LAST_ROW, NOTE_COLUMNS, LAST_COLUMN = 4, 0xFFFF, 2, 0xFF
 
@@ -23,7 +25,7 @@ def sized(source: Path, target: Path, anchors: list[bytes]) -> Path | None:
     """A copy of the .xls ``source`` at ``target`` whose client anchors among ``anchors`` (the 18 bytes of each)
     have a height and a width; None where none of them is found once, whole, in the Workbook stream
     (an anchor split between records is left as it is)."""
-    with olefile.OleFileIO(str(source)) as ole:
+    with CompoundFile(source) as ole:
         name = "Workbook" if ole.exists("Workbook") else "Book"
         data = bytearray(ole.openstream(name).read())
     changed = 0

@@ -30,6 +30,7 @@ from conftest import _soffice_save as soffice
 from oletools import ppt_record_parser
 
 from docshift.engine import cfb, convert, decrypt, inventory, objects, word_objects
+from docshift.engine.inventory import ppt
 
 SLIDES = 3
 OLE_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.oleObject"
@@ -335,7 +336,7 @@ def with_storage(deck, ref, storage, target):
     edit_at = struct.unpack_from("<I", current, 16)[0]
     directory, _edits, _session = decrypt._persist_directory(document, edit_at)
     directory[objects._source_objects(deck).objects[ref].persist] = len(document)
-    document += _record(objects.RT_EXOLEOBJ_STG, struct.pack("<I", len(storage)) + zlib.compress(storage), 0x10)
+    document += _record(ppt.RT_EXOLEOBJ_STG, struct.pack("<I", len(storage)) + zlib.compress(storage), 0x10)
     directory_at = len(document)
     document += _record(0x1772, b"".join(struct.pack("<II", persist | 1 << 20, offset)
                                          for persist, offset in sorted(directory.items())))

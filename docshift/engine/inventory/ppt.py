@@ -367,16 +367,25 @@ def _embeds(show: _Presentation, start: int, end: int, budget: Budget) -> tuple[
     return embeds, damaged
 
 
+def object_storage(show: _Presentation, persist: int) -> tuple[bytes, bool] | None:
+    """The body of the ExOleObjStg record ``persist`` and whether it is compressed (recInstance 1: the size of the
+    storage, then its zlib stream), or None where there is none."""
+    located = show.container(persist, RT_EXOLEOBJ_STG)
+    if located is None:
+        return None
+    return show.doc[located[0]:located[1]], officeart.header(show.doc, located[0] - 8)[1] == 1
+
+
 def _whole(show: _Presentation, persist: int) -> bool:
     """Whether the ExOleObjStg record ``persist`` holds a compound file, its zlib stream (when compressed)
     inflating to the end without an error. PowerPoint opens no other: it shows the object's replacement
     picture, as LibreOffice's result does. Inflated a megabyte at a time and let go, as far as the size it gives
     (at most ``MAX_INFLATED``: what lies beyond is taken as whole)."""
-    located = show.container(persist, RT_EXOLEOBJ_STG)
-    if located is None:
+    stored = object_storage(show, persist)
+    if stored is None:
         return False
-    body = show.doc[located[0]:located[1]]
-    if officeart.header(show.doc, located[0] - 8)[1] != 1:
+    body, compressed = stored
+    if not compressed:
         return body.startswith(olefile.MAGIC)
     if len(body) < 4:
         return False
