@@ -694,8 +694,9 @@ def variants(tmp_path_factory):
     out = tmp_path_factory.mktemp("variants")
     failures = []
     for _ in range(2):  # a second run if the first failed: the files are the suite's tools, not what it tests
-        made = subprocess.run([UNO_PYTHON, str(ROOT / "tests" / "make_variants.py"), str(out)], capture_output=True,
-                              text=True, errors="replace", timeout=300)
+        profile = tmp_path_factory.mktemp("variants-profile")  # LibreOffice's, removed with pytest's directories
+        made = subprocess.run([UNO_PYTHON, str(ROOT / "tests" / "make_variants.py"), str(out), str(profile)],
+                              capture_output=True, text=True, errors="replace", timeout=300)
         if made.returncode == 0:
             break
         failures.append(f"make_variants.py ended with {made.returncode}; its output ends:\n"

@@ -2,7 +2,7 @@
 
 Run by the suite under LibreOffice's Python (Debian's python3 with python3-uno), once a session:
 
-    /usr/bin/python3 tests/make_variants.py OUTDIR
+    /usr/bin/python3 tests/make_variants.py OUTDIR PROFILE
 
 It starts LibreOffice in this process (LibreOfficeKit, as the engine's children do) to write what LibreOffice can
 write (RTF, SpreadsheetML 2003, OOXML, PDF, password-protected and VelvetSweatshop files) and builds
@@ -16,7 +16,6 @@ import os
 import random
 import struct
 import sys
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -217,14 +216,16 @@ def start_office(profile):
     return bridge.LibreOffice(uno.getComponentContext())
 
 
-def main(outdir):
+def main(outdir, profile):
+    """Writes the files into ``outdir``; LibreOffice's profile goes in ``profile``, which the caller removes once
+    this process has ended: LibreOfficeKit's threads go on writing in it until ``os._exit``, so removing it
+    here raced them (CI saw ``Directory not empty: 'user'``)."""
     out = Path(outdir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     built_by_hand(out)
-    with tempfile.TemporaryDirectory(prefix="variants-") as profile:
-        written_by_libreoffice(start_office(profile), out)
+    written_by_libreoffice(start_office(profile), out)
     os._exit(0)  # LibreOfficeKit's threads hold the process otherwise
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

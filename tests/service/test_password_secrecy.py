@@ -18,15 +18,14 @@ from docshift.engine.forkit import UNO_PYTHON
 
 # saves a .doc and an .xls with the password given, in a LibreOfficeKit of its own, as tests/make_variants.py does
 MAKE = """
-import os, sys, tempfile
+import os, sys
 from pathlib import Path
 sys.path[:0] = [sys.argv[1] + "/docshift/engine/uno", sys.argv[1] + "/tests"]
 import make_variants
-out, password = Path(sys.argv[2]), sys.argv[3]
-with tempfile.TemporaryDirectory() as profile:
-    office = make_variants.start_office(profile)
-    make_variants.save(make_variants.writer(office), out / "locked.doc", "MS Word 97", Password=password)
-    make_variants.save(make_variants.calc(office), out / "locked.xls", "MS Excel 97", Password=password)
+out, password, profile = Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+office = make_variants.start_office(profile)  # the profile is pytest's: LibreOfficeKit writes in it till os._exit
+make_variants.save(make_variants.writer(office), out / "locked.doc", "MS Word 97", Password=password)
+make_variants.save(make_variants.calc(office), out / "locked.xls", "MS Excel 97", Password=password)
 os._exit(0)  # LibreOfficeKit's threads hold the process otherwise
 """
 
@@ -37,8 +36,9 @@ def locked(tmp_path_factory):
     longer than the 15 characters Office 97-2003 (and LibreOffice) keep of one: the whole opens them."""
     password = f"pw-{secrets.token_hex(8)}-ü"
     out = tmp_path_factory.mktemp("locked")
-    subprocess.run([UNO_PYTHON, "-c", MAKE, str(ROOT), str(out), password], capture_output=True, timeout=180,
-                   start_new_session=True)
+    profile = tmp_path_factory.mktemp("locked-profile")
+    subprocess.run([UNO_PYTHON, "-c", MAKE, str(ROOT), str(out), password, str(profile)], capture_output=True,
+                   timeout=180, start_new_session=True)
     files = {"doc": out / "locked.doc", "xls": out / "locked.xls"}
     assert all(path.exists() for path in files.values())
     return password, files
