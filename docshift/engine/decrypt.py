@@ -113,11 +113,21 @@ def open_file(request: dict[str, Any]) -> tuple[str, str, str]:
                 if office.format == "ppt97":
                     decrypt_presentation(office, f, out)
                 else:
+                    if office.format == "doc97":
+                        _no_empty_data(office.ole)
                     office.decrypt(out)
-        except (exceptions.DecryptionError, AssertionError, KeyError, IndexError, ValueError, struct.error) as error:
+        except Exception as error:  # the password is right; msoffcrypto-tool (or olefile, writing) broke on the rest
             os.unlink(request["target"])  # what was written of it is no file
             return "verified", scheme, f"{type(error).__name__}: {error}"[:200]
         return "decrypted", scheme, truncated
+
+
+def _no_empty_data(ole: Any) -> None:
+    """Hide an empty "Data" stream from msoffcrypto-tool's Word decryption: it writes each stream it decrypted back
+    with olefile, which cannot write an empty one (a TypeError, on a file whose password it had just verified).
+    An empty stream holds nothing to decrypt, and the copy keeps it as it was."""
+    exists = ole.exists
+    ole.exists = lambda name: exists(name) and not (name.lower() == "data" and ole.get_size(name) == 0)
 
 
 def _verifies(office: Any, password: str) -> bool:

@@ -43,6 +43,7 @@ PASSWORD = "secret"  # the variants' (tests/make_variants.py)
 PROTECTED = {
     "doc": ("encrypted.doc", PASSWORD, "docshift"),
     "doc-xor": ("xor.doc", PASSWORD, "docshift"),
+    "doc-empty-data": ("empty_data.doc", PASSWORD, "docshift"),
     "xls": ("encrypted.xls", PASSWORD, "row"),
     "xls-strong": ("strong.xls", PASSWORD, "42"),
     "xls-xor": ("xor.xls", PASSWORD, "42"),
@@ -52,7 +53,7 @@ PROTECTED = {
     "ppt-picture": ("ppt/ppt_with_png_encrypted.ppt", "password", None),
 }
 MADE_HERE = {"encrypted.ppt": "ppt", "strong.xls": "xls", "xor.xls": "xls-xor", "xor.doc": "doc-xor",
-             "tail.xls": "xls-tail"}
+             "tail.xls": "xls-tail", "empty_data.doc": "doc-empty-data"}
 # the workbook records that RC4 CryptoAPI leaves in clear ([MS-XLS] 2.2.10): BOF, FilePass, UsrExcl, FileLock,
 # InterfaceHdr, RRDInfo, RRDHead; and BoundSheet8, whose first 4 bytes (lbPlyPos) stay clear
 CLEAR_RECORDS = {0x0809, 0x002F, 0x0194, 0x0195, 0x00E1, 0x0196, 0x0138}
@@ -70,21 +71,31 @@ def encrypted_ppt(legacy, variants, tmp_path_factory):
     2.3.7 and [MS-XLS] 2.2.10 say, with RC4 CryptoAPI and a 128-bit key; and the workbook and its .doc of the letter
     obfuscated with XOR, as Excel and Word 95 and a "weak" password of their 97 versions did; and the variants'
     encrypted workbook with bytes after its last record, which LibreOffice reads past and msoffcrypto-tool cannot
-    (Perl's Spreadsheet::ParseExcel has such a file)."""
+    (Perl's Spreadsheet::ParseExcel has such a file); and the variants' encrypted .doc with an empty "Data" stream,
+    as WPS Office writes one (officecrypto-tool's test file has it), which msoffcrypto-tool decrypted and then could
+    not write back."""
     made = tmp_path_factory.mktemp("made")
     return {"ppt": encrypt_presentation(legacy["ppt"], PASSWORD, made / "encrypted.ppt"),
             "xls": encrypt_workbook(legacy["xls"], PASSWORD, made / "strong.xls"),
             "xls-xor": encrypt_workbook(legacy["xls"], PASSWORD, made / "xor.xls", xor=True),
             "doc-xor": obfuscate_document(legacy["doc"], PASSWORD, made / "xor.doc"),
-            "xls-tail": with_a_tail(variants / "encrypted.xls", made / "tail.xls")}
+            "xls-tail": with_a_tail(variants / "encrypted.xls", made / "tail.xls"),
+            "doc-empty-data": with_streams(variants / "encrypted.doc", made / "empty_data.doc", Data=b"")}
 
 
 def with_a_tail(source, target):
     """``source``'s compound file again, its Workbook stream two bytes longer."""
     with olefile.OleFileIO(str(source)) as ole:
+        tail = ole.openstream("Workbook").read() + b"\0\0"
+    return with_streams(source, target, Workbook=tail)
+
+
+def with_streams(source, target, **changed):
+    """``source``'s compound file again (its root storage's streams), with the streams ``changed`` names."""
+    with olefile.OleFileIO(str(source)) as ole:
         streams = {"/".join(path): ole.openstream(path).read() for path in ole.listdir()}
     assert all("/" not in name for name in streams)
-    streams["Workbook"] += b"\0\0"
+    streams.update(changed)
     target.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry(name, data=data)
                                                                    for name, data in streams.items()])))
     return target
