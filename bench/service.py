@@ -19,7 +19,7 @@ one run, it prints:
 4. CPU seconds each part of the service spent on each flood, against the plain LibreOffices' (each process's own
    and its reaped children's, from /proc, at the flood's start and end): LibreOffice (the engine's parent and its
    children, in their sandbox), the worker, the web, the store; and per file. On 2 cores this says where the flood's
-   time goes.
+   time goes. Then the kernel's share of LibreOffice's: a fork per file, its page faults and its exit are there.
 5. Memory during each flood, from /proc every ~50 ms: the whole service's peak (the sum over its process tree: web,
    worker, object store, LibreOffice), as RSS and, every 10th sample, as PSS (forked children share pages); the
    largest single LibreOffice process's peak RSS; and, if the engine's parent (a process running ``forkit.py``)
@@ -226,18 +226,22 @@ PARTS = ((b"forkit", "LibreOffice"), (b"soffice", "LibreOffice"), (b"bwrap", "Li
          (b"worker.py", "worker"), (b"gunicorn", "web"), (b"weed", "store"), (b"seaweed", "store"))
 TICK = os.sysconf("SC_CLK_TCK")
 PART_ORDER = ("LibreOffice", "worker", "web", "store", "other")
+SYSTEM = " (system)"  # cpu_by_part's key of a part's kernel time
 
 
 def cpu_by_part(roots):
     """{part: CPU seconds} of the process trees below ``roots``: each process's own and that of its children it
-    reaped (a child forked and ended during a flood counts in its parent's)."""
+    reaped (a child forked and ended during a flood counts in its parent's); and {part + SYSTEM: the kernel's share
+    of them} (a fork, its page faults and its exit are the kernel's time)."""
     spent = {}
     for pid in descendants(roots):
         fields, command = read(pid, "stat").rsplit(b")", 1), read(pid, "cmdline")
         if len(fields) != 2:
             continue
         part = next((name for marker, name in PARTS if marker in command), "other")
-        spent[part] = spent.get(part, 0.0) + sum(int(x) for x in fields[1].split()[11:15]) / TICK
+        utime, stime, cutime, cstime = (int(x) / TICK for x in fields[1].split()[11:15])
+        spent[part] = spent.get(part, 0.0) + utime + stime + cutime + cstime
+        spent[part + SYSTEM] = spent.get(part + SYSTEM, 0.0) + stime + cstime
     return spent
 
 
@@ -323,8 +327,11 @@ def floods(client, instance, keys, plains, files, args):
           + "---|" * (len(PART_ORDER) + 1))
     for (side, round_), spent in sorted(cpu.items(), key=lambda item: (item[0][1], item[0][0])):
         cells = [f"{spent.get(part, 0.0):.2f} ({spent.get(part, 0.0) / len(files) * 1000:.0f})" for part in PART_ORDER]
-        whole = sum(spent.values())
+        whole = sum(seconds for part, seconds in spent.items() if not part.endswith(SYSTEM))
         print(f"| {round_ + 1} | {side} | " + " | ".join(cells) + f" | {whole:.2f} ({whole / len(files) * 1000:.0f}) |")
+    print("\nOf LibreOffice's, the kernel's (system time: forks, page faults, exits), ms per file: " + ", ".join(
+        f"round {round_ + 1} {side} {spent.get('LibreOffice' + SYSTEM, 0.0) / len(files) * 1000:.0f}"
+        for (side, round_), spent in sorted(cpu.items(), key=lambda item: (item[0][1], item[0][0]))))
     print("\n## 5. Memory during the floods")
     for (side, round_), sampled in sorted(memory.items(), key=lambda item: (item[0][1], item[0][0])):
         print(sampled.report(f"- round {round_ + 1}, {'the service' if side == 'service' else 'plain LibreOffices'}"))
