@@ -297,6 +297,25 @@ def test_a_real_presentations_pictures_are_decrypted_field_by_field(tmp_path):
     assert len(found) == 2 and set(found) == {(0xF01E, 0xFF, b"\x89PNG\r\n\x1a\n")}
 
 
+def test_a_decryptor_that_breaks_after_the_password_is_taken_answers_verified(variants, tmp_path, monkeypatch):
+    """msoffcrypto-tool (or olefile under it) raising something unforeseen once the verifier took the password is
+    not a file nothing opens: the answer is ``verified``, so that LibreOffice's own import still gets the file, and
+    what was written of the copy is gone."""
+    from msoffcrypto.format.doc97 import Doc97File
+
+    def broken(self, out):
+        out.write(b"half a file")
+        raise TypeError("object of type 'NoneType' has no len()")
+    monkeypatch.setattr(Doc97File, "decrypt", broken)
+    target = tmp_path / "plain.doc"
+    request = {"source": str(variants / "encrypted.doc"), "target": str(target), "password": PASSWORD}
+    outcome, scheme, detail = decrypt.open_file(request)
+    assert (outcome, scheme) == ("verified", "doc97 rc4") and detail.startswith("TypeError")
+    assert not target.exists()
+    request["password"] = "not the password"
+    assert decrypt.open_file(request)[0] == "wrong"
+
+
 def submit(client, key, path, name=None, password=None, query="", headers=None):
     sent = dict(headers or {})
     if password is not None:
