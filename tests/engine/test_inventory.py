@@ -5,9 +5,11 @@ by python-docx and python-pptx, and damaged input that must never make it raise.
 import io
 import random
 import re
+import resource
 import shutil
 import struct
 import subprocess
+import sys
 import time
 import zipfile
 from datetime import datetime
@@ -451,6 +453,47 @@ def test_damaged_sources_never_raise(corpus, tmp_path, kind, names):
             inventory.report(source, source)
             assert set(source.counts) == set(inventory.KINDS[kind])
             assert time.monotonic() - started < 5
+
+
+def looping_past_its_end(source, target, name="Workbook"):
+    """``source`` again with the mini FAT entry of its small stream ``name``'s last sector pointing back to its
+    first: the stream's size is still read whole, and a reader that follows the chain to its end goes round for
+    ever."""
+    data = bytearray(source.read_bytes())
+    with olefile.OleFileIO(str(source)) as ole:
+        entry = next(e for e in ole.direntries if e is not None and e.name == name)
+        assert entry.size < ole.minisectorcutoff  # in the mini stream
+        ole.loadminifat()
+        chain = [entry.isectStart]
+        while ole.minifat[chain[-1]] < olefile.MAXREGSECT:
+            chain.append(ole.minifat[chain[-1]])
+        # the mini FAT is a stream of its own, in the FAT: the sector that holds the last sector's entry
+        size, per_sector = ole.sectorsize, ole.sectorsize // 4
+        sector = ole.first_mini_fat_sector
+        for _ in range(chain[-1] // per_sector):
+            sector = ole.fat[sector]
+    struct.pack_into("<I", data, (sector + 1) * size + (chain[-1] % per_sector) * 4, chain[0])
+    target.write_bytes(bytes(data))
+    return target
+
+
+def test_a_workbook_whose_chain_loops_past_its_end_gives_its_cells(corpus, tmp_path):
+    """A fuzzed workbook whose Workbook chain, in the mini stream, looped back to its start once the stream's size
+    was read: xlrd's own compound file reader went round for ever in the worker (8 GB in five minutes). The cells
+    are now xlrd's reading of the stream the inventory reads itself. Run in a process of its own, bounded: the old
+    reader fails the test instead of hanging the suite."""
+    source = corpus / "xls" / "bug_42794.xls"
+    looping = looping_past_its_end(source, tmp_path / "looping.xls")
+    script = ("import sys; from docshift.engine import inventory; "
+              "print(inventory.of_source(sys.argv[1], 'xls').counts['cells'])")
+
+    def bounded():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+    counted = subprocess.run([sys.executable, "-c", script, str(looping)], capture_output=True, text=True,
+                             timeout=120, cwd=ROOT, preexec_fn=bounded)
+    assert counted.returncode == 0, counted.stderr[-2000:]
+    expected = inventory.of_source(source, "xls").counts["cells"]
+    assert expected and counted.stdout.split()[-1] == str(expected)
 
 
 def test_the_report_of_a_copy_is_complete(corpus, tmp_path):

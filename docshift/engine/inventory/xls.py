@@ -216,7 +216,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         counts["charts"] = book.charts - unshown
     except Exception:
         pass
-    _cells(path, inventory)
+    _cells(bytes(data), inventory)
 
 
 def _shown(shape: officeart.Shape) -> bool:
@@ -262,15 +262,18 @@ def _column_names(limit: int) -> list[bytes]:
 COLUMNS = _column_names(16384)
 
 
-def _cells(path: str | Path, inventory: Inventory) -> None:
-    """xlrd's cells with a stored value, by sheet name: {b"B1": float | StoredDate | str | bool | ErrorValue}."""
+def _cells(workbook: bytes, inventory: Inventory) -> None:
+    """xlrd's cells with a stored value, by sheet name: {b"B1": float | StoredDate | str | bool | ErrorValue}.
+    xlrd is given the Workbook stream that ``stream`` read, never the file: its own compound file reader follows a
+    sector chain that loops for ever (a fuzzed workbook grew the worker to 8 GB), and reads the file a second time."""
     import xlrd
     try:
-        book = xlrd.open_workbook(str(path), logfile=_Discard(), ragged_rows=True)
+        book = xlrd.open_workbook(file_contents=workbook, logfile=_Discard(), ragged_rows=True)
         if book.biff_version < 80 and book.codepage is None:
             # before BIFF8 a string's bytes are in the CODEPAGE record's code page; without one Excel takes the
             # system's, Windows-1252 in the West, as LibreOffice does (xlrd takes Latin-1: 0x80-0x9F differ)
-            book = xlrd.open_workbook(str(path), logfile=_Discard(), ragged_rows=True, encoding_override="cp1252")
+            book = xlrd.open_workbook(file_contents=workbook, logfile=_Discard(), ragged_rows=True,
+                                      encoding_override="cp1252")
     except Exception:  # encrypted, damaged, not BIFF: the cells are unknown
         return
     try:
