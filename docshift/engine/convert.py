@@ -62,6 +62,9 @@ MAX_RESULT_RATIO = 1000
 MAX_RESULT_ENTRIES = 10_000
 INVALID = "The converted file failed validation"
 # the parts the bridge counts in a loaded document of each kind, when asked (``bridge.facts``)
+# the legacy file's records take milliseconds to count (bounded by their budget): a reader still at it this long
+# after it started never ends, and its counts are unknown rather than the task held for good
+INVENTORY_SECONDS = 60
 LOADED_PARTS = {"doc": ("embedded_objects",), "xls": ("charts", "embedded_objects"), "ppt": ("embedded_objects",)}
 
 
@@ -103,12 +106,23 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # It starts once the child has the file: started before, it held the GIL the hand-over waited for (4.8 ms).
     reading = _Later(inventory.of_source, source, kind, carries_macros)
 
+    def holdings() -> inventory.Inventory:
+        """What the legacy file holds; unknown once its reading has run ``INVENTORY_SECONDS``."""
+        try:
+            return reading.result(max(0.0, INVENTORY_SECONDS - reading.elapsed()))
+        except TimeoutError:
+            if not reading.abandoned:
+                reading.abandoned = True
+                log.warning("the records of %s were still being read after %d s: its counts are unknown",
+                            source.name, INVENTORY_SECONDS)
+            return inventory.unknown(kind)
+
     def parts() -> bool:
         """What LibreOffice loaded shows a part its export dropped where the legacy file's records cannot be
         counted. The bridge counts those parts only then: a presentation's shapes walked for them took 12% of the
         corpus's time, a workbook's sheets walked for theirs 1.6%, and where the records could be counted the two
         counts agreed on every corpus file."""
-        return any(reading.result().counts.get(what) is None for what in LOADED_PARTS[kind])
+        return any(holdings().counts.get(what) is None for what in LOADED_PARTS[kind])
 
     for tried, (loaded_file, password) in enumerate(loads, 1):
         result, report = _export(office, loaded_file, Path(workdir) / f"load-{tried}", target.extension,
@@ -121,7 +135,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # a mended copy gets what is left of twice the timeout (the longest a crash and its retry take: what
     # ``max_run_seconds`` allows), half of it to each of its tries; where it fails, the first result stands
     left = (2 * timeout - (time.monotonic() - started)) / 2
-    again = _mended_copy(kind, loaded_file, reading.result(), Path(workdir)) \
+    again = _mended_copy(kind, loaded_file, holdings(), Path(workdir)) \
         if report["outcome"] == "converted" and password is None and left >= 1 else None
     if again is not None:
         log.info("LibreOffice loses part of %s as it is: it converts a mended copy (%s)", loaded_file.name, again.name)
@@ -143,7 +157,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         raise not_loaded(source, opened)
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
-    holds = reading.result()
+    holds = holdings()
     check_export(result, kind, project)
     # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
     # object whose server it does not know (a packaged file) on a slide or in a text as its picture only; a
@@ -209,11 +223,18 @@ class _Later(Future[T]):
     def __init__(self, function: Callable[..., T], *args: Any) -> None:
         super().__init__()
         self._run: Callable[[], T] | None = lambda: function(*args)
+        self._began: float | None = None
+        self.abandoned = False  # a caller stopped waiting for it
+
+    def elapsed(self) -> float:
+        """Seconds since it started (0 before)."""
+        return 0.0 if self._began is None else time.monotonic() - self._began
 
     def start(self) -> None:
         run, self._run = self._run, None
         if run is None:
             return
+        self._began = time.monotonic()
 
         def body() -> None:
             try:

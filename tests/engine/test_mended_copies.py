@@ -4,6 +4,7 @@ a deck whose chain of saves is broken (``ppt_edits``), a workbook whose notes ha
 """
 
 import random
+import threading
 
 import olefile
 from conftest import ROOT
@@ -83,3 +84,27 @@ def test_a_note_whose_box_has_no_width_is_kept(office, tmp_path):
     converted = convert.convert(office, book, "xls", tmp_path / "work", 60)
     assert converted.fidelity["counts"]["comments"] == {"source": 3, "result": 3}
     assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+
+
+def test_a_reading_of_the_records_that_never_ends_leaves_the_counts_unknown(office, tmp_path, monkeypatch, caplog):
+    """The legacy file's records are counted on a thread beside LibreOffice. Should that reading never end (a
+    third-party reader going round for ever, as xlrd's once did), the conversion finishes once the reading has run
+    ``INVENTORY_SECONDS``: the result is checked and returned, the source's counts unknown (so nothing is named
+    lost) and a warning says so; the task is never held by it."""
+    release = threading.Event()
+
+    def never_ends(*_args):
+        release.wait(30)
+        raise RuntimeError("released")
+    monkeypatch.setattr(inventory, "of_source", never_ends)
+    monkeypatch.setattr(convert, "INVENTORY_SECONDS", 1)
+    try:
+        converted = convert.convert(office, CORPUS / "xls" / "36947.xls", "xls", tmp_path / "work", 60)
+    finally:
+        release.set()
+    assert converted.path.is_file() and converted.extension == "xlsx"
+    counts = converted.fidelity["counts"]
+    assert all(count["source"] is None for count in counts.values()), counts
+    assert counts["comments"]["result"] == 126  # the result was still counted: no mended copy without the records
+    assert converted.fidelity["complete"] is True
+    assert "still being read" in caplog.text

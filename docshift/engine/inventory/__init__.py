@@ -81,11 +81,16 @@ __all__ = ["KINDS", "LABELS", "SHEET_NAME_LIMIT", "ErrorValue", "Inventory", "St
            "of_result", "of_source", "report", "same_value"]
 
 
+def unknown(kind: str) -> Inventory:
+    """An inventory of ``kind`` that knows nothing: every count None, which no report names as lost."""
+    return Inventory(kind, dict.fromkeys(KINDS[kind]))
+
+
 def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -> Inventory:
     """The :class:`Inventory` of the legacy file ``path`` of ``kind`` ("doc", "xls" or "ppt"), counted from its
     OLE storages and records (and xlrd's cells); ``carries_macros``: ``vba.has_project`` of it, when the caller
     has already asked. Never raises: what cannot be read is None (unknown)."""
-    inventory = Inventory(kind, dict.fromkeys(KINDS[kind]))
+    inventory = unknown(kind)
     budget = Budget()
     try:
         ole = CompoundFile(path)
@@ -108,7 +113,7 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
 def of_result(path: str | Path, kind: str) -> Inventory:
     """The :class:`Inventory` of the OOXML result ``path`` of a legacy ``kind`` ("doc", "xls" or "ppt"), read from
     its parts as streams. Never raises: what cannot be read is None (unknown)."""
-    inventory = Inventory(kind, dict.fromkeys(KINDS[kind]))
+    inventory = unknown(kind)
     try:
         with zipfile.ZipFile(path) as zip_file:
             package = Package(zip_file)
