@@ -61,10 +61,10 @@ MAX_RESULT_UNCOMPRESSED = 1 << 30
 MAX_RESULT_RATIO = 1000
 MAX_RESULT_ENTRIES = 10_000
 INVALID = "The converted file failed validation"
-# the parts the bridge counts in a loaded document of each kind, when asked (``bridge.facts``)
 # the legacy file's records take milliseconds to count (bounded by their budget): a reader still at it this long
 # after it started never ends, and its counts are unknown rather than the task held for good
 INVENTORY_SECONDS = 60
+# the parts the bridge counts in a loaded document of each kind, when asked (``bridge.facts``)
 LOADED_PARTS = {"doc": ("embedded_objects",), "xls": ("charts", "embedded_objects"), "ppt": ("embedded_objects",)}
 
 

@@ -78,7 +78,7 @@ from docshift.engine.inventory.fidelity import normal_code, report, same_value
 from docshift.engine.inventory.package import Package, has_vba_part
 
 __all__ = ["KINDS", "LABELS", "SHEET_NAME_LIMIT", "ErrorValue", "Inventory", "StoredDate", "normal_code",
-           "of_result", "of_source", "report", "same_value"]
+           "of_result", "of_source", "report", "same_value", "unknown"]
 
 
 def unknown(kind: str) -> Inventory:
