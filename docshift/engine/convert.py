@@ -10,6 +10,7 @@ own messages go to the log, never to the client.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 import zipfile
@@ -20,6 +21,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import olefile
 
 from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import (
@@ -185,12 +188,22 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
 def _mended_copy(kind: str, loaded: Path, holds: inventory.Inventory, workdir: Path) -> Path | None:
     """A copy of the legacy file ``loaded`` mended where LibreOffice would lose what it shows, or None: a deck
     whose chain of saves is broken, relinked (``ppt_edits``); a workbook whose notes have boxes of no height, given
-    boxes (``xls_notes``). The inventory ``holds`` of the file says when; a file that needs neither costs nothing."""
+    boxes (``xls_notes``). The inventory ``holds`` of the file says when; a file that needs neither costs nothing.
+    The copy is the file with the streams the mend changed written over, each the same size as before."""
     if kind == "ppt" and holds.broken_chain:
-        return ppt_edits.relinked(loaded, workdir / "relinked.ppt")
-    if kind == "xls" and holds.unsized_notes:
-        return xls_notes.sized(loaded, workdir / "sized.xls", holds.unsized_notes)
-    return None
+        name, streams = "relinked.ppt", ppt_edits.relinked(loaded)
+    elif kind == "xls" and holds.unsized_notes:
+        name, streams = "sized.xls", xls_notes.sized(loaded, holds.unsized_notes)
+    else:
+        return None
+    if not streams:
+        return None
+    target = workdir / name
+    shutil.copyfile(loaded, target)
+    with olefile.OleFileIO(str(target), write_mode=True) as ole:
+        for stream, data in streams.items():
+            ole.write_stream(stream, data)
+    return target
 
 
 def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_filter: str, timeout: float,

@@ -6,14 +6,12 @@ UserEditAtom whose offsetLastEdit points at the save before, and the "Current Us
 POI's bug 57272, or past the records) is one PowerPoint repairs as it opens it, but LibreOffice reads it as slides
 without their text and pictures. The inventory reads such a deck through every PersistDirectoryAtom of the stream
 (``inventory.ppt._rescan``); LibreOffice gets a copy whose UserEditAtoms are linked in the order they stand in the
-stream, each to the one before it, which is what they were saved as. The customer's file is left as it is.
+stream, each to the one before it, which is what they were saved as. The customer's file is left as it is
+(``convert._mended_copy`` writes the copy).
 """
 
-import shutil
 import struct
 from pathlib import Path
-
-import olefile
 
 from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory import officeart
@@ -25,9 +23,10 @@ LAST_EDIT = 8 + 8  # offsetLastEdit: after the record header, lastSlideIdRef, ve
 CURRENT_EDIT = 16  # the CurrentUserAtom's offsetToCurrentEdit: after its header, size and headerToken
 
 
-def relinked(source: Path, target: Path) -> Path | None:
-    """A copy of the .ppt ``source`` at ``target`` with its UserEditAtoms linked in stream order and "Current User"
-    pointing at the newest one it names (or the last, if it names none); None where it holds no UserEditAtom."""
+def relinked(source: Path) -> dict[str, bytes] | None:
+    """The streams of the .ppt ``source`` that change once its UserEditAtoms are linked in stream order and
+    "Current User" points at the newest one it names (or the last, if it names none); None where it holds no
+    UserEditAtom."""
     with CompoundFile(source) as ole:
         document = bytearray(ole.openstream("PowerPoint Document").read())
         current = bytearray(ole.openstream("Current User").read())
@@ -40,8 +39,4 @@ def relinked(source: Path, target: Path) -> Path | None:
     for before, edit in zip([0, *edits], edits, strict=False):
         struct.pack_into("<I", document, edit + LAST_EDIT, before)
     struct.pack_into("<I", current, CURRENT_EDIT, edits[-1])
-    shutil.copyfile(source, target)
-    with olefile.OleFileIO(str(target), write_mode=True) as ole:
-        ole.write_stream("PowerPoint Document", bytes(document))
-        ole.write_stream("Current User", bytes(current))
-    return target
+    return {"PowerPoint Document": bytes(document), "Current User": bytes(current)}

@@ -5,15 +5,12 @@ an offset). Excel writes some notes' boxes with their bottom edge on or above th
 workbooks); the note is there all the same, its cell marked, its text shown on demand. LibreOffice leaves out any
 object with no height or width, notes too, so the result lost them. LibreOffice gets a copy whose boxes of those notes
 reach ``NOTE_ROWS`` rows below their top (``NOTE_COLUMNS`` columns right of their left where they have no width),
-about the size Excel gives a new note, and keeps them; the customer's file is left as it is, and what the inventory
-counts is read of it.
+about the size Excel gives a new note, and keeps them; the customer's file is left as it is (``convert._mended_copy``
+writes the copy), and what the inventory counts is read of it.
 """
 
-import shutil
 import struct
 from pathlib import Path
-
-import olefile
 
 from docshift.engine.cfb import CompoundFile
 
@@ -21,10 +18,10 @@ ANCHOR_RECORD = b"\x00\x00\x10\xf0\x12\x00\x00\x00"  # the header of an 18-byte 
 NOTE_ROWS, LAST_ROW, NOTE_COLUMNS, LAST_COLUMN = 4, 0xFFFF, 2, 0xFF
 
 
-def sized(source: Path, target: Path, anchors: list[bytes]) -> Path | None:
-    """A copy of the .xls ``source`` at ``target`` whose client anchors among ``anchors`` (the 18 bytes of each)
-    have a height and a width; None where none of them is found once, whole, in the Workbook stream
-    (an anchor split between records is left as it is)."""
+def sized(source: Path, anchors: list[bytes]) -> dict[str, bytes] | None:
+    """The Workbook stream of the .xls ``source`` with its client anchors among ``anchors`` (the 18 bytes of each)
+    given a height and a width; None where none of them is found once, whole, in it (an anchor split between
+    records is left as it is)."""
     with CompoundFile(source) as ole:
         name = "Workbook" if ole.exists("Workbook") else "Book"
         data = bytearray(ole.openstream(name).read())
@@ -40,9 +37,4 @@ def sized(source: Path, target: Path, anchors: list[bytes]) -> Path | None:
         if (right, dx_right) <= (left, dx_left):
             struct.pack_into("<2H", data, at + 10, min(left + NOTE_COLUMNS, LAST_COLUMN), dx_left)
         changed += 1
-    if not changed:
-        return None
-    shutil.copyfile(source, target)
-    with olefile.OleFileIO(str(target), write_mode=True) as ole:
-        ole.write_stream(name, bytes(data))
-    return target
+    return {name: bytes(data)} if changed else None

@@ -57,9 +57,10 @@ def test_notes_whose_boxes_have_no_height_are_kept(office, tmp_path):
 
 def test_a_mended_copy_that_does_not_convert_leaves_the_first_result(office, tmp_path, monkeypatch):
     """Should the mended copy not convert, the result of the file as it is stands, its report naming the loss."""
-    def broken(source, target, anchors):
-        target.write_bytes(random.Random(7).randbytes(20000))  # no workbook at all
-        return target
+    def broken(source, anchors):  # a Workbook stream of random bytes: no workbook at all
+        with olefile.OleFileIO(str(source)) as ole:
+            size = ole.get_size("Workbook")
+        return {"Workbook": random.Random(7).randbytes(size)}
 
     monkeypatch.setattr(xls_notes, "sized", broken)
     converted = convert.convert(office, CORPUS / "xls" / "36947.xls", "xls", tmp_path / "work", 60)

@@ -216,7 +216,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         counts["charts"] = book.charts - unshown
     except Exception:
         pass
-    _cells(bytes(data), inventory)
+    _cells(data, inventory)
 
 
 def _shown(shape: officeart.Shape) -> bool:
