@@ -123,8 +123,21 @@ class _Cooperative(Connection, CooperativeConnection):
 
 
 def _off_hub(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` on gevent's thread pool. What it raises comes back as a value and is raised here: gevent's
+    hub prints every exception its pool's threads raise, even one the caller handles (a racing Idempotency-Key's
+    constraint, a busy database), as a bare traceback in the log."""
     from gevent import get_hub  # only a patched process gets here: the worker never imports gevent
-    return get_hub().threadpool.apply(function, args)
+    raised, value = get_hub().threadpool.apply(_caught, (function, args))
+    if raised:
+        raise value
+    return value
+
+
+def _caught(function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
+    try:
+        return False, function(*args)
+    except Exception as error:
+        return True, error
 
 
 def cooperatively(function: Callable[..., Any], *args: Any) -> Any:
