@@ -145,7 +145,11 @@ def _idempotency_key() -> str | None:
 
 
 def _options() -> tuple[Macros, Protection]:
-    """The query's ``macros`` and ``protection``."""
+    """The query's ``macros`` and ``protection``, each given at most once: of ``?macros=keep&macros=remove`` no
+    value is more the client's than the other."""
+    for name, rule in (("macros", schemas.MACROS_RULE), ("protection", schemas.PROTECTION_RULE)):
+        if len(request.args.getlist(name)) > 1:
+            raise InvalidRequest(f"{rule} Give it once.")
     try:
         options = SUBMISSION_QUERY.load(request.args.to_dict(), unknown=EXCLUDE)
     except ValidationError as error:

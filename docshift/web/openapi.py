@@ -22,8 +22,8 @@ def problems(config: Settings) -> dict[int, str]:
     """What each documented error status of the API means, with the limits ``config`` sets."""
     return {
         400: "No or extra form parts, an empty file, a malformed Idempotency-Key, not multipart, "
-             "`macros` or `protection` other than keep or remove, a Document-Password that is not 1-255 characters "
-             "of UTF-8, a body that took over "
+             "`macros` or `protection` other than keep or remove, or given twice, a Document-Password that is not "
+             "1-255 characters of UTF-8, a body that took over "
              f"{config.request_seconds:g} seconds to arrive, a Host header that names no host of the service.",
         401: "No or malformed Authorization; an unknown, mistyped or rotated key.",
         403: "The subscription is pending or inactive.",
