@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS conversions (
     protection TEXT NOT NULL DEFAULT 'keep' CHECK (protection IN ('keep', 'remove')),  -- a protected source's result: protected again, or not
     sealed_password TEXT,                 -- Document-Password, sealed (passwords.py); NULL from the moment the task is final
     password_digest TEXT,                 -- keyed hash of it, beside an idempotency_key only (replays compare it); never the password
+    filename_digest TEXT,                 -- SHA-256 of the file name as the client sent it (source_filename is cleaned), beside an idempotency_key only
     fidelity TEXT,                        -- JSON: what the source holds against what the result holds
     result_key TEXT,                      -- where the result is in the bucket: the key its run's lease named
     created_at TEXT NOT NULL,

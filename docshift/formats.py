@@ -7,7 +7,6 @@ lists extensions, MIME types or LibreOffice filters.
 import re
 import unicodedata
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 
 @dataclass(frozen=True)
@@ -72,15 +71,17 @@ def self_test_kinds() -> list[list[str]]:
 
 
 def by_filename(filename: str) -> Format | None:
-    """The Format a file name asks for (its extension, any case), or None."""
-    return FORMATS.get(PurePosixPath(filename.lower()).suffix.lstrip("."))
+    """The Format a file name asks for (what follows its last dot, any case), or None. ``.doc`` alone asks for
+    one too: it ends in .doc, though a path library reads it as a hidden file's name with no extension."""
+    _, dot, extension = filename.lower().rpartition(".")
+    return FORMATS.get(extension) if dot and "/" not in extension else None
 
 
 def target_name(filename: str, extension: str | None = None) -> str | None:
     """``report.DOC`` -> ``report.docx`` (or ``report.docm`` with that ``extension``); None for a name docshift
     does not convert."""
     found = by_filename(filename)
-    return f"{PurePosixPath(filename).stem or 'converted'}.{extension or found.target}" if found else None
+    return f"{filename.rpartition('.')[0] or 'converted'}.{extension or found.target}" if found else None
 
 
 # The customer's name for the job file: letters, digits and marks of any script, and this punctuation;

@@ -201,6 +201,7 @@ ADDED_COLUMNS = {"conversions": {
     "protection": "TEXT NOT NULL DEFAULT 'keep' CHECK (protection IN ('keep', 'remove'))",
     "sealed_password": "TEXT",
     "password_digest": "TEXT",
+    "filename_digest": "TEXT",
 }}
 
 

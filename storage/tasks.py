@@ -53,6 +53,7 @@ class Task:
     result_extension: str | None = None
     sealed_password: str | None = None
     password_digest: str | None = None
+    filename_digest: str | None = None
     fidelity: str | None = None   # JSON
     result_key: str | None = None
     started_at: str | None = None
@@ -269,9 +270,9 @@ def mark_expired(db: Database, task_id: str) -> None:
 
 
 def purge_idempotency_keys(db: Database, created_before: datetime) -> int:
-    """Forget keys of tasks created before ``created_before``: reusing one starts a new task. The keyed hash of
-    a document password, kept for a replay's comparison, goes with its key."""
-    return db.execute("UPDATE conversions SET idempotency_key = NULL, password_digest = NULL "
+    """Forget keys of tasks created before ``created_before``: reusing one starts a new task. What a replay
+    compares beside the key (the keyed hash of a document password, the digest of the name sent) goes with it."""
+    return db.execute("UPDATE conversions SET idempotency_key = NULL, password_digest = NULL, filename_digest = NULL "
                       "WHERE idempotency_key IS NOT NULL AND created_at < ?", [iso(created_before)]).rowcount
 
 

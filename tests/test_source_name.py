@@ -12,7 +12,7 @@ import requests
 from conftest import _soffice_save, post_file
 
 from docshift.engine import Engine, convert
-from docshift.formats import source_name
+from docshift.formats import by_filename, source_name, target_name
 from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
@@ -114,3 +114,13 @@ def test_a_link_to_a_file_beside_the_source_names_the_file_beside_the_result(off
     # not the worker's staging dir in the sandbox ("../../../job/staged-.../figures.xls")
     assert external_targets(converted.path) == expected
     assert converted.fidelity["complete"]
+
+
+@pytest.mark.parametrize("name,extension,expected", [
+    ("report.DOC", None, "report.docx"), ("a.b.xls", "xlsm", "a.b.xlsm"), (".doc", None, "converted.docx"),
+    ("deck.ppt", None, "deck.pptx"), ("a.doc.exe", None, None), ("doc", None, None), ("a.", None, None),
+])
+def test_the_result_is_named_after_what_precedes_the_last_dot(name, extension, expected):
+    """A name asks for a conversion by what follows its last dot; ``.doc`` alone ends in .doc too."""
+    assert target_name(name, extension) == expected
+    assert (by_filename(name) is not None) == (expected is not None)

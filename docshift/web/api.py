@@ -96,8 +96,10 @@ def submit() -> ResponseReturnValue:
     account = g.account
     conn = get_db()
     # what a replay compares: the payload, and of the password only its keyed hash
+    # and of the name the one sent, not the one kept: cleaning and shortening can make two names one
     payload = {"source_sha256": digest, "source_filename": filename, "macros": macros, "protection": protection,
-               "password_digest": passwords.digest(get_settings(), password)}
+               "password_digest": passwords.digest(get_settings(), password),
+               "filename_digest": hashlib.sha256((upload.filename or "").encode("utf-8", "surrogatepass")).hexdigest()}
 
     if idempotency_key:
         existing = tasks.task_by_idempotency_key(conn, account["id"], idempotency_key)
@@ -111,7 +113,8 @@ def submit() -> ResponseReturnValue:
                                    kind=found.kind, data=data, sha256=digest, idempotency_key=idempotency_key,
                                    max_unfinished=cap, macros=macros, protection=protection,
                                    sealed_password=password and passwords.seal(get_settings(), password),
-                                   password_digest=payload["password_digest"])
+                                   password_digest=payload["password_digest"],
+                                   filename_digest=payload["filename_digest"])
     except IdempotencyKeyTaken:
         # an identical request committed first: ours is undone, theirs is the answer
         # taken: the key is set, and the row that took it committed
@@ -179,7 +182,8 @@ def _single_file() -> Any:
 
 
 def _replay(task: Task, payload: dict[str, Any]) -> ResponseReturnValue:
-    if task.source_sha256 != payload["source_sha256"] or task.source_filename != payload["source_filename"]:
+    if task.source_sha256 != payload["source_sha256"] or task.source_filename != payload["source_filename"] or \
+            task.filename_digest not in (None, payload["filename_digest"]):  # None: a task stored before it was kept
         raise IdempotencyConflict(
             "This Idempotency-Key was already used with another file; use a new key per file.")
     for option, value in (("macros", task.macros), ("protection", task.protection)):
@@ -257,6 +261,10 @@ def usage() -> ResponseReturnValue:
     })
 
 
+# Unicode's Bidi_Control characters: the marks, embeddings, overrides and isolates that reorder what a name shows
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def public_base_url() -> str:
     """``DOCSHIFT_BASE_URL``, or the scheme and host the request came to (one the web answers to:
     ``TRUSTED_HOSTS``, else the request is a 400 before this)."""
@@ -268,9 +276,11 @@ def task_url(task_id: str) -> str:
 
 
 def clean_filename(name: str) -> str:
-    """The last path component, without control characters; what the client named its file."""
+    """The last path component, without control characters or the marks that reorder text (a right-to-left
+    override makes ``abc<RLO>cod.exe`` show as ``abcexe.doc``); what the client named its file. Other invisible
+    characters stay: a zero-width joiner is part of an emoji's or a Persian word's spelling."""
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
-    name = "".join(c for c in name if unicodedata.category(c)[0] != "C").strip()
+    name = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cs") and c not in BIDI_CONTROLS).strip()
     if len(name) > 255:  # shorten the stem, keep the extension
         path = PurePosixPath(name)
         name = path.stem[:255 - len(path.suffix)] + path.suffix

@@ -138,6 +138,21 @@ def test_unsupported_file_type(client, account, name):
     assert_problem(upload(client, account, name=name or "noname"), 415, "unsupported_file_type")
 
 
+@pytest.mark.parametrize("sent,kept", [
+    ("\U0001F469\u200d\U0001F4BB notes.doc", "\U0001F469\u200d\U0001F4BB notes.doc"),  # a joined emoji
+    ("\u0646\u0627\u0645\u0647\u200c\u0647\u0627.xls",) * 2,  # a Persian plural, its ZWNJ
+    ("abc\u202ecod.exe.doc", "abccod.exe.doc"),  # shows as abcexe.doc: the override goes
+    ("\u2067a\u2069\u200f.ppt", "a.ppt"),
+    ("tab\there\x01.ppt", "tabhere.ppt"),
+    (".doc", ".doc"),  # ends in .doc
+])
+def test_the_name_kept_loses_controls_and_reordering_marks_only(client, account, sent, kept):
+    response = upload(client, account, name=sent)
+    assert response.status_code == 202, response.get_data(as_text=True)
+    task = client.get(f"/v1/conversions/{response.get_json()['task_id']}", headers=bearer(account)).get_json()
+    assert task["source_filename"] == kept
+
+
 @pytest.mark.parametrize("name", ["A.DOC", "b.Xls", "c.PPT"])
 def test_extensions_are_case_insensitive(client, account, name):
     assert upload(client, account, name=name).status_code == 202

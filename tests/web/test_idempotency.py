@@ -45,6 +45,33 @@ def test_same_key_other_bytes_or_name_is_a_conflict(client, account):
         assert response.get_json()["code"] == "idempotency_conflict"
 
 
+def test_names_that_are_kept_alike_but_were_sent_apart_are_a_conflict(client, account):
+    """The name kept is cleaned (its last path component, shortened to 255 characters) and can be one for two names
+    sent: a replay compares the name as sent. The same name sent again is still a replay."""
+    for number, (first, second) in enumerate((("a" * 300 + "-version1.doc", "a" * 300 + "-version2.doc"),
+                                              ("monday/report.doc", "tuesday/report.doc"),
+                                              ("report\x01.doc", "report.doc"))):
+        key = f"kept-alike-{number}"
+        accepted = submit(client, account, b"same bytes", first, key)
+        assert accepted.status_code == 202
+        assert submit(client, account, b"same bytes", first, key).get_json()["task_id"] == \
+            accepted.get_json()["task_id"]
+        response = submit(client, account, b"same bytes", second, key)
+        assert response.status_code == 422, (first, second)
+        assert response.get_json()["code"] == "idempotency_conflict"
+
+
+def test_a_task_stored_before_the_sent_name_was_kept_still_replays(app, client, account):
+    accepted = submit(client, account, b"older row", "older.doc", "older-row-key")
+    with app.app_context():
+        get_db().execute("UPDATE conversions SET filename_digest = NULL WHERE id = ?",
+                         [accepted.get_json()["task_id"]])
+        get_db().conn.commit()
+    again = submit(client, account, b"older row", "older.doc", "older-row-key")
+    assert again.status_code == 202 and again.get_json()["idempotent_replay"] is True
+    assert submit(client, account, b"older row", "other.doc", "older-row-key").status_code == 422
+
+
 def test_keys_are_scoped_to_the_account(app, client, account):
     from conftest import register
 
