@@ -150,7 +150,7 @@ LAYERS = [
     {"docshift.storage", "docshift.engine"},
     {"docshift.accounts"},
     {"docshift.tasks"},
-    {"docshift.web", "docshift.allinone", "docshift.gunicorn_conf"},
+    {"docshift.web", "docshift.allinone", "docshift.gunicorn_conf", "docshift.gunicorn_worker"},
 ]
 # the command customers run on their own machines: nothing of the server's
 CLIENT = {"docshift.client": {"docshift.formats", "docshift.errors", "docshift.settings", "docshift.contract"}}
