@@ -37,6 +37,9 @@ class FormParser(FormDataParser):
             if body.over_limit:  # the body itself is too large: 413 file_too_large
                 raise
             raise InvalidRequest("Send exactly one form part, named 'file', holding the file.") from None
+        except UnicodeDecodeError:  # werkzeug would drop the whole form and say nothing
+            raise InvalidRequest("A form part's headers are not UTF-8: send the file name in UTF-8, or as "
+                                 "filename*=UTF-8''<its UTF-8 bytes, percent-encoded>.") from None
         return stream, form, files
 
 

@@ -190,6 +190,18 @@ def upload_with_query(client, key, query):
     return post_file(client, key, b"\xd0\xcf\x11\xe0 not converted here", "a.doc", query=query)
 
 
+def test_a_file_name_in_latin_1_is_refused_with_what_to_send(client, account):
+    """werkzeug drops a whole form whose part headers are not UTF-8; the answer says so, not 'send one part'."""
+    body = b'--b\r\nContent-Disposition: form-data; name="file"; filename="caf\xe9.doc"\r\n\r\nhello\r\n--b--\r\n'
+    response = client.post("/v1/conversions", headers=bearer(account), data=body,
+                           content_type="multipart/form-data; boundary=b")
+    assert "UTF-8" in assert_problem(response, 400, "invalid_request")["detail"]
+    utf8 = body.replace(b"caf\xe9", "café".encode())
+    accepted = client.post("/v1/conversions", headers=bearer(account), data=utf8,
+                           content_type="multipart/form-data; boundary=b")
+    assert accepted.status_code == 202, accepted.get_data(as_text=True)
+
+
 @pytest.mark.parametrize("value", ["short", "x" * 129, "has space", "tab\there!", "ünïcödé-key"])
 def test_bad_idempotency_key(client, account, value):
     response = client.post("/v1/conversions", headers={**bearer(account), "Idempotency-Key": value},
