@@ -8,12 +8,19 @@ worker finishes the conversions it runs, so it gets SIGINT (huey stops at once o
 embedded object store stops last, once the worker has stored its last results. A process that
 exits by itself stops the others the same way, and its exit status becomes this one's (the
 worker's 78, no sandbox, among them).
+
+A process killed by a signal that asks no process to stop (SIGKILL from the OOM killer or an
+operator, a crash) is started again at once, the others running on: stopping them all for it would
+keep the API down while the worker waits out its patience for a store that nothing starts again
+(5.4 minutes, when the object store was killed). ``RESTARTS`` such starts within ``RESTART_WINDOW``
+seconds, and the next death stops them all as an exit does.
 """
 
 import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 DEFAULT = ("web", "worker", "objects")
@@ -22,6 +29,9 @@ DRAIN = {"worker": signal.SIGINT}
 # stopped after all the others: the worker stores its results in it while it drains
 LAST = {"objects"}
 SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
+# deaths that are asked for: a process stopped by one of these is not started again
+ASKED = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT}
+RESTARTS, RESTART_WINDOW = 5, 600
 
 
 def procfile(path: str = "Procfile") -> dict[str, list[str]]:
@@ -48,10 +58,24 @@ def run(names: list[str], commands: dict[str, list[str]]) -> int:
         signal.signal(number, signal.SIG_DFL)
     # each in a process group of its own: a terminal's Ctrl-C reaches only this process, which
     # then stops them in order
-    processes = {name: subprocess.Popen(commands[name], process_group=0, preexec_fn=_as_usual) for name in names}
+    def start(name: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(commands[name], process_group=0, preexec_fn=_as_usual)
+
+    processes = {name: start(name) for name in names}
+    restarted: list[float] = []  # when each start again was
     exited = None
     while exited is None:
-        exited = next((name for name, p in processes.items() if p.poll() is not None), None)
+        for name, process in processes.items():
+            if process.poll() is None:
+                continue
+            killed_by = killing_signal(process.returncode)
+            restarted = [at for at in restarted if at > time.monotonic() - RESTART_WINDOW]
+            if killed_by is None or killed_by in ASKED or len(restarted) >= RESTARTS:
+                exited = name
+                break
+            restarted.append(time.monotonic())
+            print(f"docshift: {name} was killed ({killed_by.name}); starting it again", file=sys.stderr, flush=True)
+            processes[name] = start(name)
         if exited is None and signal.sigwaitinfo(SIGNALS).si_signo != signal.SIGCHLD:
             break
     if exited:
@@ -59,6 +83,16 @@ def run(names: list[str], commands: dict[str, list[str]]) -> int:
               file=sys.stderr, flush=True)
     stop(processes)
     return processes[exited].returncode if exited else max(abs(p.returncode) for p in processes.values())
+
+
+def killing_signal(status: int) -> signal.Signals | None:
+    """The signal that ended a process of exit ``status``: a negative status, or a wrapper's 128 + its number (the
+    object store's launcher reports weed's death so); None for an exit of its own."""
+    number = -status if status < 0 else status - 128 if 128 < status < 128 + signal.NSIG else None
+    try:
+        return signal.Signals(number) if number is not None else None
+    except ValueError:
+        return None
 
 
 def _as_usual() -> None:

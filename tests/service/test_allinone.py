@@ -12,6 +12,7 @@ import requests
 import sqlite_utils
 from conftest import BIN, ROOT, free_port_block, stop_process_group, wait_for
 
+from docshift import allinone as allinone_module
 from docshift import settings
 from docshift.accounts import marketplace
 
@@ -46,14 +47,14 @@ def stop(process):
     stop_process_group(process)
 
 
-def test_sigterm_drains_a_running_conversion_and_stops_the_store_last(tmp_path, slow_xls):
+def running(tmp_path, **settings_env):
+    """The real web, worker and object store under allinone, healthy: (process, base URL, an API key, data dir)."""
     data = tmp_path / "data"
     port, s3_port = free_port_block(), free_port_block((0, 1, 2, 3, 4, 10000, 10001, 10002, 10003, 10004))
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHIFT_")}
     env.update(PATH=f"{BIN}:{env['PATH']}", DOCSHIFT_DATA_DIR=str(data), DOCSHIFT_PORT=str(port),
                DOCSHIFT_S3_PORT=str(s3_port), DOCSHIFT_WORKERS="1",
-               # a worker that finds the store gone gives the task back at once: QUEUED, not SUCCEEDED
-               DOCSHIFT_OUTAGE_PATIENCE_SECONDS="3")
+               **{f"DOCSHIFT_{name}": value for name, value in settings_env.items()})
     process = allinone(ROOT, env, log_dir=tmp_path)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -63,6 +64,16 @@ def test_sigterm_drains_a_running_conversion_and_stops_the_store_last(tmp_path, 
         token = marketplace.LocalMarketplace(config).issue_token("allinone", "starter")
         key = requests.post(f"{base}/marketplace/register", data={"x-amzn-marketplace-token": token},
                             headers={"Accept": "application/json"}, timeout=10).json()["api_key"]
+    except BaseException:
+        stop(process)
+        raise
+    return process, base, key, data
+
+
+def test_sigterm_drains_a_running_conversion_and_stops_the_store_last(tmp_path, slow_xls):
+    # a worker that finds the store gone gives the task back at once: QUEUED, not SUCCEEDED
+    process, base, key, data = running(tmp_path, OUTAGE_PATIENCE_SECONDS="3")
+    try:
         with open(slow_xls, "rb") as f:
             task_id = requests.post(f"{base}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
                                     files={"file": ("big.xls", f)}, timeout=30).json()["task_id"]
@@ -77,6 +88,45 @@ def test_sigterm_drains_a_running_conversion_and_stops_the_store_last(tmp_path, 
         assert [pid for pid in started if Path(f"/proc/{pid}").exists()] == []
     finally:
         stop(process)
+
+
+def test_a_killed_object_store_is_started_again_and_the_api_stays_up(tmp_path, legacy):
+    """SIGKILL to weed (as the OOM killer sends it): allinone starts the store again, the web and the worker run on,
+    and a file sent after it converts. Stopping them all instead kept the API down for minutes, while the worker
+    waited out its patience for a store nothing started again."""
+    process, base, key, _ = running(tmp_path)
+    try:
+        (objects,) = [pid for pid in children(process.pid) if b"seaweed" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        weed = [pid for pid in descendants(objects) if Path(f"/proc/{pid}/comm").read_text().strip() == "weed"]
+        assert weed, "no weed under the object store's launcher"
+        os.kill(weed[0], signal.SIGKILL)
+        wait_for(lambda: "objects was killed (SIGKILL); starting it again" in
+                 (tmp_path / "allinone.log").read_text(), 30, "the store started again")
+        assert process.poll() is None
+        assert requests.get(f"{base}/v1/account/usage", headers={"Authorization": f"Bearer {key}"},
+                            timeout=10).status_code == 200
+        answer = requests.post(f"{base}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                               files={"file": ("after.doc", legacy["doc"].read_bytes())}, timeout=30)
+        assert answer.status_code == 202, answer.text
+        task_url = answer.json()["status_url"]
+
+        def finished():
+            return requests.get(task_url, headers={"Authorization": f"Bearer {key}"}, timeout=10).json()["status"] \
+                in ("SUCCEEDED", "FAILED")
+
+        wait_for(finished, 120, "the file sent after the kill")
+        task = requests.get(task_url, headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+        assert task["status"] == "SUCCEEDED", task
+        assert requests.get(task["download_url"], timeout=10).status_code == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(120) == 0
+    finally:
+        stop(process)
+
+
+def descendants(pid):
+    found = children(pid)
+    return found + [grandchild for child in found for grandchild in descendants(child)]
 
 
 def fake_procfile(cwd, **commands):
@@ -117,6 +167,37 @@ def test_a_process_that_exits_stops_the_others_with_its_status(tmp_path):
     finally:
         stop(process)
     assert "worker exited with status 78; stopping the others" in (tmp_path / "allinone.log").read_text()
+
+
+def test_a_killed_process_is_started_again_and_one_killed_too_often_stops_the_others(tmp_path):
+    """The object store kills itself on its first start: it is started again and the three stop in order as usual.
+    A worker killed on every start is started again RESTARTS times, and its next death stops the others."""
+    fake_procfile(tmp_path, web=f"trap 'echo web TERM >> stops; exit 0' TERM; echo web >> ready; {WAITS}",
+                  worker=f"trap 'echo worker INT >> stops; exit 0' INT; echo worker >> ready; {WAITS}",
+                  objects="if [ ! -e killed ]; then touch killed; kill -KILL $$; fi; "
+                          f"trap 'echo objects TERM >> stops; exit 0' TERM; echo objects >> ready; {WAITS}")
+    process = allinone(tmp_path, os.environ)
+    ready = tmp_path / "ready"
+    try:
+        wait_for(lambda: ready.exists() and len(ready.read_text().split()) == 3, 10, "three processes")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        stop(process)
+    assert "objects was killed (SIGKILL); starting it again" in (tmp_path / "allinone.log").read_text()
+    assert (tmp_path / "stops").read_text().splitlines()[2] == "objects TERM"
+
+    again = tmp_path / "again"
+    again.mkdir()
+    fake_procfile(again, web=f"trap 'exit 0' TERM; {WAITS}", worker="echo started >> starts; kill -KILL $$",
+                  objects=f"trap 'exit 0' TERM; {WAITS}")
+    process = allinone(again, os.environ)
+    try:
+        assert process.wait(30) == 256 - signal.SIGKILL
+    finally:
+        stop(process)
+    assert len((again / "starts").read_text().split()) == allinone_module.RESTARTS + 1
+    assert "worker exited with status -9; stopping the others" in (again / "allinone.log").read_text()
 
 
 def test_only_procfile_processes(tmp_path):
