@@ -67,6 +67,9 @@ INVALID = "The converted file failed validation"
 # the legacy file's records take milliseconds to count (bounded by their budget): a reader still at it this long
 # after it started never ends, and its counts are unknown rather than the task held for good
 INVENTORY_SECONDS = 60
+# a conversion's tries on a parent started again after the one it ran on died, none counted as the file's crash
+PARENT_LOSSES = 2
+PARENT_GRACE = 1.0  # seconds a parent's bubblewrap is given to end, after its child died, to tell its death
 # the parts the bridge counts in a loaded document of each kind, when asked (``bridge.facts``)
 LOADED_PARTS = {"doc": ("embedded_objects",), "xls": ("charts", "embedded_objects"), "ppt": ("embedded_objects",)}
 
@@ -210,10 +213,13 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             task_id: str | None, parts: Callable[[], bool], password: str | None,
             opened: Opened | None, sent: Callable[[], object]) -> tuple[Path, dict[str, Any]]:
     """LibreOffice's export of ``source`` (with the ``password`` load property, if any) into a file under
-    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice."""
-    for attempt in (1, 2):
+    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice. A child that
+    ended because its parent died (killed, or by the OOM killer) did not crash on the file: it is tried again on
+    a parent started again, ``PARENT_LOSSES`` times at most, and only past that does a loss count as a crash."""
+    crashes = losses = 0
+    while crashes < 2:
         # a killed LibreOffice leaves a partial file and its lock behind: start clean
-        result = workdir / f"attempt-{attempt}" / f"result.{extension}"
+        result = workdir / f"attempt-{crashes + losses + 1}" / f"result.{extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
         try:
             return result, office.export(source, result, export_filter, timeout, task_id, parts=parts,
@@ -225,7 +231,13 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             log.warning("LibreOffice could not convert %s: %s", source, error)
             raise not_loaded(source, opened) from error
         except OfficeCrashed as error:
-            log.warning("LibreOffice crashed on %s (attempt %d): %s", source, attempt, error)
+            if losses < PARENT_LOSSES and office.ended(PARENT_GRACE):
+                losses += 1
+                log.warning("LibreOffice's parent ended while a child converted %s (%s): tried again on a parent "
+                            "started again, not counted as a crash of the file", source, error)
+                continue
+            crashes += 1
+            log.warning("LibreOffice crashed on %s (attempt %d): %s", source, crashes, error)
     raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
 
 

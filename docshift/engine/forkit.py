@@ -91,6 +91,14 @@ class Forkit:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def ended(self, within: float) -> bool:
+        """Whether the parent has died, given ``within`` seconds to show it (its child at work dies in the sandbox's
+        teardown, a moment before the parent's bubblewrap ends)."""
+        try:
+            return self.process is None or self.process.wait(within) is not None
+        except subprocess.TimeoutExpired:
+            return False
+
     @property
     def restarts(self) -> int:
         """How often the parent was started again (it died, or was killed)."""

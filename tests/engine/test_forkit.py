@@ -344,6 +344,37 @@ def test_a_killed_parent_is_started_again_by_the_next_export(fresh_office, legac
     assert lineage(fresh_office)[0] not in (None, parent)
 
 
+def test_a_file_whose_parent_dies_under_it_twice_converts_on_a_third_and_is_no_crash(fresh_office, slow_xls,
+                                                                                     tmp_path, caplog):
+    """The parent killed while its child converts, and again on the next try: the child did not crash on the file
+    either time. The file goes to a parent started again each time and converts; counted as two crashes, it failed."""
+    outcome, killed = {}, []
+
+    def run():
+        try:
+            outcome["converted"] = converter.convert(fresh_office, slow_xls, "xls", tmp_path / "work", 120)
+        except Exception as error:  # what the conversion raised is the finding
+            outcome["error"] = error
+
+    def at_work_on_a_parent_not_killed():
+        parent, children = lineage(fresh_office)
+        return parent not in (None, *killed) and bool(children)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    for _ in range(2):
+        assert eventually(at_work_on_a_parent_not_killed, within=60), outcome
+        time.sleep(0.3)  # into the load
+        killed.append(lineage(fresh_office)[0])
+        os.kill(killed[-1], signal.SIGKILL)
+        assert dies(killed[-1])
+    thread.join(180)
+    assert "converted" in outcome, outcome
+    assert fresh_office.restarts == 2
+    assert "LibreOffice crashed on" not in caplog.text
+    assert caplog.text.count("not counted as a crash of the file") == 2
+
+
 # 'MS Word 97', the filter the self-test writes its Word file with, taken out of LibreOffice's configuration
 NO_WORD_97 = PROFILE_SETTINGS.replace("</oor:items>", '<item oor:path="/org.openoffice.TypeDetection.Filter/Filters">'
                                       '<node oor:name="MS Word 97" oor:op="remove"/></item>\n</oor:items>')
