@@ -18,6 +18,9 @@ import json
 import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
+
+import requests
 
 from docshift.client import passwords
 from docshift.client.http import (  # noqa: F401 - HINTS, FAILURE_HINTS: the hints the command gives
@@ -97,6 +100,17 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def well_formed(url: str) -> bool:
+    """A URL requests can send to: a host, a port in range, no spaces."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError when out of range
+        requests.Request("GET", url).prepare()
+    except (ValueError, requests.RequestException):
+        return False
+    return bool(parts.hostname) and not any(c.isspace() for c in url)
+
+
 def main(argv: list[str] | None = None) -> int | str | None:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -118,8 +132,8 @@ def main(argv: list[str] | None = None) -> int | str | None:
         print("docshift: DOCSHIFT_API_KEY holds characters no key has; check it.", file=sys.stderr)
         return 2
     url = os.environ.get("DOCSHIFT_URL", "").strip() or DEFAULT_URL
-    if not url.startswith(("http://", "https://")):
-        print(f"docshift: DOCSHIFT_URL must start with http:// or https:// (got {url!r}).",
+    if not url.startswith(("http://", "https://")) or not well_formed(url):
+        print(f"docshift: DOCSHIFT_URL must be an http:// or https:// URL with a host (got {url!r}).",
               file=sys.stderr)
         return 2
     try:

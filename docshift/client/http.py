@@ -18,7 +18,7 @@ import requests
 
 from docshift.contract import ProblemCode, TaskErrorCode
 from docshift.errors import ClientProblem as Problem
-from docshift.formats import target_name
+from docshift.formats import by_filename, target_name
 from docshift.settings import HOUR, MIN_IDEMPOTENCY_KEY_TTL
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -211,6 +211,16 @@ def bare_name(name: str | None, source: str) -> str:
     if name in ("", ".", ".."):
         name = target_name(PurePosixPath(source).name) or f"{PurePosixPath(source).stem}.out"
     return name
+
+
+def local_name(result_filename: str | None, source: str) -> str:
+    """The result's name beside its source under --out: the source's own name (``a/b.doc`` -> ``a/b.docx``) with
+    the type the service gave the result (``.docm`` for a kept VBA project). Never the service's name, which it
+    cleans: two local names (`` report.doc`` and ``report.doc``) could share it, one result writing over the other."""
+    found = by_filename(source)
+    extension = PurePosixPath(result_filename or "").suffix.lstrip(".").lower()
+    types = {found.result(False).extension, found.result(True).extension} if found else set()
+    return target_name(source, extension if extension in types else None) or bare_name(result_filename, source)
 
 
 def fetch(url: str, target: Path, stop: threading.Event | None = None) -> Path:

@@ -9,6 +9,8 @@ from pathlib import Path, PurePosixPath
 ENVIRONMENT = "DOCSHIFT_DOCUMENT_PASSWORD"
 EVERY_FILE = "*"
 LONGEST = 255  # characters, as the service takes them
+UNSENDABLE = ("a password that begins or ends with a space or a tab, or holds a control character, cannot travel "
+              "in the Document-Password header; change it in Office, or convert that file there.")
 
 
 class Passwords:
@@ -47,10 +49,21 @@ def load(password_file: str | None) -> Passwords:
                 raise ValueError(f"{password_file}, line {number}: not 'relative/path<TAB>password'.")
             if len(password) > LONGEST:
                 raise ValueError(f"{password_file}, line {number}: a password is at most {LONGEST} characters.")
+            if not sendable(password):
+                raise ValueError(f"{password_file}, line {number}: {UNSENDABLE}")
             if path == EVERY_FILE:
                 default = password
             else:
                 named[str(PurePosixPath(path.replace(os.sep, "/")))] = password
     if default is not None and len(default) > LONGEST:
         raise ValueError(f"{ENVIRONMENT}: a password is at most {LONGEST} characters.")
+    if default is not None and not sendable(default):
+        raise ValueError(f"{ENVIRONMENT}: {UNSENDABLE}")
     return Passwords(named, default)
+
+
+def sendable(password: str) -> bool:
+    """Whether an HTTP header can carry ``password`` as it is: a field value is one line of visible characters,
+    spaces and tabs, and the spaces and tabs around it are not part of it."""
+    return password == password.strip(" \t") and not any(c != "\t" and (ord(c) < 32 or ord(c) == 127)
+                                                          for c in password)

@@ -8,20 +8,23 @@ any moment and started again re-attaches to its tasks as replays, never charged 
 
 import argparse
 import hashlib
+import os
 import shlex
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import requests
+
 from docshift.client.http import (
     CONFIG_CODES,
     FAILURE_HINTS,
     INTERRUPTED,
     TRANSIENT_CODES,
-    bare_name,
     idempotency_key,
     line,
+    local_name,
 )
 from docshift.client.library import Client
 from docshift.client.progress import progress_for
@@ -36,6 +39,8 @@ STOPPING = CONFIG_CODES | (TRANSIENT_CODES - {ProblemCode.INTERNAL_ERROR}) | {IN
 NOT_THE_FILE = {TaskErrorCode.SUBSCRIPTION_INACTIVE, TaskErrorCode.INPUT_MISSING}
 NEEDS_PASSWORD = {TaskErrorCode.ENCRYPTED_DOCUMENT, TaskErrorCode.WRONG_PASSWORD}
 RESUBMITTED = "resubmitted: the earlier result expired before it was downloaded (charged again)"
+REPLAYED_RESUBMISSION = ("replayed: sent again by an earlier run, its first result having expired before it was "
+                         "downloaded (not charged again)")
 
 
 def convert_one(client: Client, source: Source, state: State, out_dir: Path, timeout: float,
@@ -70,9 +75,9 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
             key = idempotency_key(str(source.rel), data, generation, client.api.options_tag(password, protection))
             submitted = client.submit(source.path, data=data, name=source.rel.name, busy_wait=timeout, key=key,
                                       password=password, protection=protection)
-            row.replayed = row.replayed or bool(submitted.get("idempotent_replay"))
+            row.replayed = bool(submitted.get("idempotent_replay"))  # of the task the row ends with
             task = client.wait(submitted, timeout)
-            target = out_dir / source.rel.parent / bare_name(task.get("result_filename"), source.rel.name)
+            target = out_dir / source.rel.parent / local_name(task.get("result_filename"), source.rel.name)
             if task["status"] == Status.SUCCEEDED:
                 task = _download(client, task, target)
             if task["status"] == Status.EXPIRED and _fetched(target, task):
@@ -86,6 +91,10 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
             raise
         row.status, row.error, row.message = Status.FAILED, problem.code, problem.detail
         return row
+    except requests.exceptions.InvalidHeader:  # its text would repeat the header: a password, never shown
+        row.status, row.error = Status.FAILED, ProblemCode.INVALID_REQUEST
+        row.message = "A header of it could not be sent."
+        return row
     except OSError as error:  # the result could not be written under --out
         row.status, row.error, row.message = Status.FAILED, "cannot_write", str(error.strerror or error)
         return row
@@ -94,7 +103,8 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
               "task_id": task["task_id"], "billing_class": task.get("billing_class", ""),
               "complete": fidelity.get("complete"), "lost": fidelity.get("lost") or [],
               "error": failure.get("code", ""), "message": failure.get("message", ""),
-              "detected_format": task.get("detected_format", ""), "note": RESUBMITTED if generation else ""}
+              "detected_format": task.get("detected_format", ""),
+              "note": (REPLAYED_RESUBMISSION if row.replayed else RESUBMITTED) if generation else ""}
     if task["status"] == Status.SUCCEEDED:
         record.update(result=str(PurePosixPath(*target.relative_to(out_dir).parts)), result_size=target.stat().st_size)
     if task["status"] == Status.SUCCEEDED or (task["status"] == Status.FAILED and record["error"] not in NOT_THE_FILE):
@@ -176,14 +186,20 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
         print(f"docshift: {first.shown} and {second.shown} would both become {second.rel.with_suffix('')}.* "
               f"in {out_dir}; convert them into different --out folders.", file=sys.stderr)
         return 2
-    client.usage()  # fail once, before any upload, on a bad key, an inactive plan or a wrong URL
-    client.upload_limit()
     csv_path = Path(args.report) if args.report else None
+    if csv_path is not None and csv_path.suffix.lower() in (".html", ".htm"):
+        print(f"docshift: --report names the CSV file; its HTML page goes beside it ({csv_path.with_suffix('.csv')} "
+              f"gives {csv_path.with_suffix('.html')} too).", file=sys.stderr)
+        return 2
+    client.usage()  # fail once, before any upload or folder, on a bad key, an inactive plan or a wrong URL
+    client.upload_limit()
     for folder in (out_dir, *([csv_path.parent] if csv_path else [])):
         try:
             folder.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(folder / ".docshift-write-test", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+            os.unlink(folder / ".docshift-write-test")
         except OSError as error:
-            print(f"docshift: cannot create {folder}: {error.strerror or error}.", file=sys.stderr)
+            print(f"docshift: cannot write in {folder}: {error.strerror or error}.", file=sys.stderr)
             return 2
 
     state = State(out_dir)
@@ -204,6 +220,9 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
             except Problem as problem:
                 fatal = problem
                 break
+            except OSError as error:  # the state file could not be written: the disk under --out is full
+                fatal = Problem("cannot_write", f"Cannot write under {out_dir}: {error.strerror or error}.")
+                break
             progress.done(describe(row), row.status == Status.SUCCEEDED)
             counted.add(futures[future])
     except KeyboardInterrupt:
@@ -222,10 +241,15 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
     for row in done:
         if row.status == "PENDING":
             row.note = "not done: the run stopped first; run the same command again"
+    page = None
     if csv_path:
-        page = write(csv_path, done, found.skipped)
+        try:
+            page = write(csv_path, done, found.skipped)
+        except OSError as error:
+            print(f"docshift: cannot write the report {csv_path}: {error.strerror or error}; the results are "
+                  "kept, and the same command writes it again.", file=sys.stderr)
     print(summary(done, found.skipped))
-    if csv_path:
+    if page:
         print(f"report: {csv_path} and {page}")
     if fatal and fatal.code == INTERRUPTED:  # a stop that was no error: the Ctrl-C raced a file's wait
         fatal, interrupted = None, True

@@ -137,3 +137,19 @@ def test_a_password_file_names_a_bad_line_without_its_content(tmp_path, monkeypa
     assert "first" not in repr(passwords)
     monkeypatch.setenv("DOCSHIFT_DOCUMENT_PASSWORD", "from the environment")
     assert load(None).of(Path("x.doc")) == "from the environment"
+
+
+@pytest.mark.parametrize("password", [" hunter2", "hunter2\t", "hun\x01ter2", "hun\x7fter2"])
+def test_a_password_no_header_can_carry_is_refused_without_showing_it(tmp_path, monkeypatch, password):
+    """HTTP drops the spaces and tabs around a header's value, and a value is one line: sent, such a password
+    would not be the one that opens the file, and requests' refusal would print it. It is refused before."""
+    monkeypatch.delenv("DOCSHIFT_DOCUMENT_PASSWORD", raising=False)
+    path = tmp_path / "passwords.tsv"
+    path.write_text(f"a.doc\t{password}\n", newline="")
+    with pytest.raises(ValueError, match="line 1: a password that begins or ends") as refused:
+        load(str(path))
+    assert "hunter2" not in str(refused.value) and "hun" not in str(refused.value)
+    monkeypatch.setenv("DOCSHIFT_DOCUMENT_PASSWORD", password)
+    with pytest.raises(ValueError, match="DOCSHIFT_DOCUMENT_PASSWORD: a password") as refused:
+        load(None)
+    assert "hun" not in str(refused.value)

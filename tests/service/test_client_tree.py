@@ -353,6 +353,54 @@ def test_a_result_that_expired_before_download_is_submitted_again(live, legacy, 
     with open(out / "report.csv", newline="") as f:
         assert next(csv.DictReader(f))["note"] == row["note"]
 
+    # into another folder: the first task has expired, the resubmission replays, and nothing is charged again
+    assert client.main(command(root, tmp_path / "elsewhere")[1:]) == 0
+    counts = summary_counts(capsys.readouterr().out)
+    assert counts["replayed"] == 1 and "resubmitted" not in counts, counts
+    with open(tmp_path / "elsewhere" / "report.csv", newline="") as f:
+        assert next(csv.DictReader(f))["note"].startswith("replayed:")
+    assert len(tasks_of(live, key)["letter.doc"]) == 2 and usage(live, key)["included_used"] == 2
+
+
+def test_two_sources_the_service_names_alike_get_two_results(live, legacy, tmp_path, monkeypatch, capsys):
+    """The service keeps ' report.doc' as 'report.doc': each result is named after its own source, not after the
+    service's result_filename, and neither writes over the other."""
+    key = live.register(f"alike-{random.randrange(10**9)}")
+    root, out = tmp_path / "inbox", tmp_path / "out"
+    root.mkdir()
+    for name in (" report.doc", "report.doc", "tab\tname.doc"):  # the first two are one name to the service
+        shutil.copyfile(legacy["doc"], root / name)
+    monkeypatch.setenv("DOCSHIFT_URL", live.base_url)
+    monkeypatch.setenv("DOCSHIFT_API_KEY", key)
+    client.main(command(root, out)[1:])
+    capsys.readouterr()
+    with open(out / "report.csv", newline="") as f:
+        results = {row["source"]: row["result"] for row in csv.DictReader(f)}
+    assert results == {str(root / name): str(out / f"{name}x") for name in (" report.doc", "report.doc",
+                                                                          "tab\tname.doc")}
+    assert all(Path(result).is_file() for result in results.values())
+
+
+def test_a_report_named_html_or_a_malformed_url_is_said_before_anything_is_sent(legacy, tmp_path, monkeypatch, capsys):
+    """No service runs here: each of these stops the run before its first request, with exit 2 and no traceback.
+    (A folder that cannot be written stops it after the key is checked, before the first upload.)"""
+    root = tmp_path / "inbox"
+    root.mkdir()
+    shutil.copyfile(legacy["doc"], root / "a.doc")
+    monkeypatch.setenv("DOCSHIFT_API_KEY", "dsk_" + "x" * 40)
+    monkeypatch.setenv("DOCSHIFT_URL", "http://127.0.0.1:9")
+    cases = {
+        "--report names the CSV file": ["convert", str(root), "--out", str(tmp_path / "o1"),
+                                        "--report", str(tmp_path / "o1" / "report.html")],
+    }
+    for said, argv in cases.items():
+        assert client.main(argv) == 2, said
+        assert said in capsys.readouterr().err
+    for url in ("http://127.0.0.1:99999", "http://", "http://exa mple.com"):
+        monkeypatch.setenv("DOCSHIFT_URL", url)
+        assert client.main(["usage"]) == 2, url
+        assert "DOCSHIFT_URL must be" in capsys.readouterr().err
+
 
 def read_all(fd, into):
     """Everything a pty's master side gives until the other side is closed."""
