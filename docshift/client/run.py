@@ -182,6 +182,8 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
     if found.missing:
         print(f"docshift: {found.missing[0]}: no such file or folder.", file=sys.stderr)
         return 2
+    for unlisted in found.unreadable:
+        print(f"docshift: cannot list the folder {unlisted}; what it holds is not converted.", file=sys.stderr)
     for first, second in collisions(found.sources)[:1]:
         print(f"docshift: {first.shown} and {second.shown} would both become {second.rel.with_suffix('')}.* "
               f"in {out_dir}; convert them into different --out folders.", file=sys.stderr)
@@ -262,7 +264,7 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
         if interrupted:
             return 130
         return 2 if fatal and fatal.code in CONFIG_CODES else 1
-    return 0 if all(row.status == Status.SUCCEEDED for row in done) else 1
+    return 0 if all(row.status == Status.SUCCEEDED for row in done) and not found.unreadable else 1
 
 
 def summary(rows: list[Row], skipped: int) -> str:

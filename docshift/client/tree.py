@@ -30,20 +30,26 @@ class Found:
     sources: list[Source] = field(default_factory=list)
     skipped: int = 0          # files that are not .doc/.xls/.ppt: counted, never sent
     missing: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # folders that could not be listed: "path: why"
 
 
 def walk(arguments: Iterable[str], out_dir: Path) -> Found:
-    """The legacy files of ``arguments`` (files, or folders walked in name order), each once; --out itself
-    is never walked, so converting a tree into a folder inside it does not read back its own results."""
+    """The legacy files of ``arguments`` (files, or folders walked in name order), each path once (a link to a
+    file of the tree is a file of its own, its result beside it); --out itself is never walked, so converting a
+    tree into a folder inside it does not read back its own results. A broken link with a legacy name is a
+    source that cannot be read (its row says so); a folder that cannot be listed is in ``unreadable``."""
     found = Found()
-    seen: set[Path] = set()
+    seen: set[tuple[Path, PurePosixPath]] = set()
     try:
         out_real = out_dir.resolve()
     except OSError:
         out_real = out_dir
 
     def add(path: Path, shown: str, rel: PurePosixPath) -> None:
-        real = path.resolve()
+        try:
+            real = (path.resolve(), rel)
+        except (OSError, RuntimeError):  # a link that loops: its row says it cannot be read
+            real = (path.absolute(), rel)
         if real in seen:
             return
         seen.add(real)
@@ -58,12 +64,17 @@ def walk(arguments: Iterable[str], out_dir: Path) -> Found:
         if root.is_file():
             add(root, argument, PurePosixPath(root.name))
         elif root.is_dir():
-            for folder, dirs, files in os.walk(root):  # symbolic links to folders are not followed: no loops
+            def unlisted(error: OSError) -> None:
+                found.unreadable.append(f"{error.filename}: {error.strerror or error}")
+
+            # symbolic links to folders are not followed: no loops
+            for folder, dirs, files in os.walk(root, onerror=unlisted):
                 here = Path(folder)
                 dirs[:] = sorted(d for d in dirs if (here / d).resolve() != out_real)
                 for name in sorted(files):
                     path = here / name
-                    if path.is_file():  # not a socket, a fifo or a broken link
+                    # not a socket or a fifo; a broken link, whose row says it cannot be read
+                    if path.is_file() or (path.is_symlink() and not path.exists()):
                         rel = PurePosixPath(*path.relative_to(root).parts)
                         add(path, str(path), rel)
         else:

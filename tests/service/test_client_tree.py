@@ -478,6 +478,22 @@ def test_a_tree_is_walked_in_order_without_its_own_output(tmp_path):
     assert found.sources[1].shown == str(root / "b" / "a.doc")
 
 
+def test_a_link_is_a_file_of_its_own_and_a_broken_one_is_a_source_that_cannot_be_read(tmp_path):
+    """Every legacy name of the tree gets its row: a link to a file of the tree has its own result beside it,
+    and a broken or looping link is reported unreadable, not left out."""
+    from docshift.client.tree import walk
+
+    root = tmp_path / "archive"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "real.xls").write_bytes(b"x")
+    (root / "0link.xls").symlink_to(root / "a" / "real.xls")
+    (root / "broken.doc").symlink_to(root / "nowhere.doc")
+    (root / "loop.ppt").symlink_to(root / "loop.ppt")
+    found = walk([str(root)], tmp_path / "out")
+    assert [str(s.rel) for s in found.sources] == ["0link.xls", "broken.doc", "loop.ppt", "a/real.xls"]
+    assert found.unreadable == []
+
+
 def test_the_state_file_keeps_whole_lines_only_and_no_key(tmp_path):
     from docshift.client.tree import State
 
