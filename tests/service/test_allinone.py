@@ -133,6 +133,17 @@ def fake_procfile(cwd, **commands):
     (cwd / "Procfile").write_text("".join(f"{name}: sh -c {command!r}\n" for name, command in commands.items()))
 
 
+def drained_once_three_are_ready(process, cwd):
+    """SIGTERM once the three fake processes wrote ``ready``; allinone must then exit 0."""
+    ready = cwd / "ready"
+    try:
+        wait_for(lambda: ready.exists() and len(ready.read_text().split()) == 3, 10, "three processes")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        stop(process)
+
+
 # each process notes the signal that stopped it in ``stops``, after the time it takes to stop
 WAITS = "while :; do sleep 0.1; done"
 
@@ -147,13 +158,7 @@ def test_the_worker_gets_sigint_and_the_store_stops_after_it(tmp_path, ignored):
                   worker=f"trap 'sleep 1; echo worker INT >> stops; exit 0' INT; echo worker >> ready; {WAITS}",
                   objects=f"trap 'echo objects TERM >> stops; exit 0' TERM; echo objects >> ready; {WAITS}")
     process = allinone(tmp_path, os.environ, ignore=(signal.SIGINT, signal.SIGQUIT) if ignored else ())
-    ready = tmp_path / "ready"
-    try:
-        wait_for(lambda: ready.exists() and len(ready.read_text().split()) == 3, 10, "three processes")
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
-    finally:
-        stop(process)
+    drained_once_three_are_ready(process, tmp_path)
     stops = (tmp_path / "stops").read_text().splitlines()
     assert sorted(stops[:2]) == ["web TERM", "worker INT"] and stops[2] == "objects TERM"
 
@@ -177,13 +182,7 @@ def test_a_killed_process_is_started_again_and_one_killed_too_often_stops_the_ot
                   objects="if [ ! -e killed ]; then touch killed; kill -KILL $$; fi; "
                           f"trap 'echo objects TERM >> stops; exit 0' TERM; echo objects >> ready; {WAITS}")
     process = allinone(tmp_path, os.environ)
-    ready = tmp_path / "ready"
-    try:
-        wait_for(lambda: ready.exists() and len(ready.read_text().split()) == 3, 10, "three processes")
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
-    finally:
-        stop(process)
+    drained_once_three_are_ready(process, tmp_path)
     assert "objects was killed (SIGKILL); starting it again" in (tmp_path / "allinone.log").read_text()
     assert (tmp_path / "stops").read_text().splitlines()[2] == "objects TERM"
 
