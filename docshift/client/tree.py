@@ -2,6 +2,7 @@
 path relative to where it was found (the layout kept under --out), and the state file in --out that lets a
 killed run resume without sending a finished file again."""
 
+import errno
 import json
 import os
 import threading
@@ -100,8 +101,8 @@ class State:
     """``--out/.docshift-state.jsonl``: one JSON line per event of a source, the last one of a source wins.
 
     A line is written by one ``write`` of an append-only file, so a run killed at any moment leaves whole
-    lines (and at worst a torn last one, which is ignored). It holds hashes, task ids and outcomes,
-    never the API key.
+    lines (and at worst a torn last one, which is ignored, and which the next run ends before its first line).
+    It holds hashes, task ids and outcomes, never the API key.
     """
 
     def __init__(self, out_dir: Path) -> None:
@@ -129,10 +130,15 @@ class State:
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         with self.lock:
             if self.fd is None:
-                self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+                size = os.fstat(self.fd).st_size
+                if size and os.pread(self.fd, 1, size - 1) != b"\n":  # a torn line (a full disk, a kill): ended,
+                    os.write(self.fd, b"\n")  # so that this run's first line is not glued to it and lost
             # no fsync: a killed process loses nothing written; after a power loss a lost line only
             # means a replay, which the Idempotency-Key makes free
-            os.write(self.fd, line)
+            if os.write(self.fd, line) != len(line):  # the disk filled in the line: the next one starts afresh
+                os.write(self.fd, b"\n")
+                raise OSError(errno.ENOSPC, "the state file's line was cut short", str(self.path))
             self.records[record["rel"]] = record
 
     def close(self) -> None:

@@ -494,6 +494,17 @@ def test_a_link_is_a_file_of_its_own_and_a_broken_one_is_a_source_that_cannot_be
     assert found.unreadable == []
 
 
+def test_a_line_a_full_disk_tore_does_not_take_the_next_runs_first_line_with_it(tmp_path):
+    from docshift.client.tree import STATE_FILE, State
+
+    (tmp_path / STATE_FILE).write_text('{"rel":"a.doc","sha256":"1","status":"SUCCEEDED"}\n{"rel":"b.doc","sha2')
+    state = State(tmp_path)
+    state.put({"rel": "c.doc", "sha256": "3", "status": "FAILED"})
+    state.close()
+    again = State(tmp_path)
+    assert again.get(PurePosixPath("a.doc"), "1") and again.get(PurePosixPath("c.doc"), "3")
+
+
 def test_the_state_file_keeps_whole_lines_only_and_no_key(tmp_path):
     from docshift.client.tree import State
 
