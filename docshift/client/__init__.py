@@ -16,6 +16,7 @@ key, inactive subscription, wrong URL).
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,7 +49,13 @@ def run_usage(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")  # what the service gives: docshift.storage.connection.new_id("tsk")
+
 def run_task(client: Client, args: argparse.Namespace) -> int:
+    if not TASK_ID.fullmatch(args.task_id):  # asked of the service, it is a 404 that reads like a wrong URL
+        print(f"docshift: {args.task_id!r} is no task id (tsk_ and 24 hex digits, as a submission gives it).",
+              file=sys.stderr)
+        return 2
     print(json.dumps(client.task(args.task_id), indent=2))
     return 0
 

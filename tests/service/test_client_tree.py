@@ -396,6 +396,9 @@ def test_a_report_named_html_or_a_malformed_url_is_said_before_anything_is_sent(
     for said, argv in cases.items():
         assert client.main(argv) == 2, said
         assert said in capsys.readouterr().err
+    for task_id in ("", "tsk_123", "../usage"):
+        assert client.main(["task", task_id]) == 2, task_id
+        assert "is no task id" in capsys.readouterr().err
     for url in ("http://127.0.0.1:99999", "http://", "http://exa mple.com"):
         monkeypatch.setenv("DOCSHIFT_URL", url)
         assert client.main(["usage"]) == 2, url
