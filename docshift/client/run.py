@@ -264,7 +264,8 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
         if interrupted:
             return 130
         return 2 if fatal and fatal.code in CONFIG_CODES else 1
-    return 0 if all(row.status == Status.SUCCEEDED for row in done) and not found.unreadable else 1
+    whole = all(row.status == Status.SUCCEEDED for row in done) and not found.unreadable
+    return 0 if whole and (page or not csv_path) else 1
 
 
 def summary(rows: list[Row], skipped: int) -> str:

@@ -380,6 +380,11 @@ def test_two_sources_the_service_names_alike_get_two_results(live, legacy, tmp_p
                                                                           "tab\tname.doc")}
     assert all(Path(result).is_file() for result in results.values())
 
+    # a report that cannot be written (here a folder holds its name) is said in one line, and the exit is 1
+    (out / "taken.csv").mkdir()
+    assert client.main(["convert", str(root), "--out", str(out), "--report", str(out / "taken.csv")]) == 1
+    assert "cannot write the report" in capsys.readouterr().err
+
 
 def test_a_report_named_html_or_a_malformed_url_is_said_before_anything_is_sent(legacy, tmp_path, monkeypatch, capsys):
     """No service runs here: each of these stops the run before its first request, with exit 2 and no traceback.
