@@ -121,6 +121,7 @@ class Coordinating:
         if self.conversions is not None:
             check_sandbox(self.config)
             clear_leftovers(self.config.data_dir)
+        wait_for_redis(self.coordinator.registry)
         prepare(self.local, self.config, self.report_engine, registry=self.coordinator.registry)
         extra: list[Duty] = [
             ("dispatch", 1.0, self.coordinator.dispatch),
@@ -222,6 +223,22 @@ def check_sandbox(config: Settings) -> None:
                   "bubblewrap and unprivileged user namespaces; in a container, run it with %s; "
                   "DOCSHIFT_SANDBOX=off runs LibreOffice without it", why, CONTAINER_OPTIONS)
         sys.exit(EXIT_NO_SANDBOX)
+
+
+def wait_for_redis(registry: Registry) -> None:
+    """Until Redis answers. A coordinator started during an outage (a failover, both restarted at once) waits, as a
+    node does, rather than exit at its first question to Redis: one box's launcher would stop the web with it, and
+    the tasks it had accepted would wait for an operator."""
+    said = False
+    while True:
+        try:
+            registry.redis.ping()
+            return
+        except RedisError as error:
+            if not said:
+                log.warning("the coordinator waits for Redis before it starts: %r", error)
+                said = True
+        time.sleep(1)
 
 
 def check_queue_key(config: Settings) -> None:

@@ -4,11 +4,12 @@ mid-batch, a node that comes late."""
 
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 import requests
-from conftest import FAST_NODES, Cluster
+from conftest import FAST_NODES, Cluster, free_port_block, stop_process_group, wait_for
 
 from docshift.tasks.nodes import Registry
 from docshift.tasks.queue import Jobs
@@ -100,3 +101,37 @@ def test_a_coordinator_with_workers_converts_as_its_own_node(s3, tmp_path, redis
         assert health.status_code == 200 and health.json()["checks"]["engine"] == "ok", health.text
     finally:
         cluster.stop()
+
+
+def test_a_coordinator_started_while_redis_is_down_waits_for_it_and_then_converts(s3, tmp_path, legacy):
+    """A failover, or Redis and the coordinator restarted together: the coordinator's worker waits for Redis, as a
+    node does. It used to exit at its first question to Redis, and one box's launcher then stopped the web too."""
+    import redis
+
+    port = free_port_block()
+
+    def redis_server():
+        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                   "--appendonly", "no", "--dir", str(tmp_path)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_for(lambda: redis.Redis(port=port).ping(), 30, "redis-server")
+        return server
+
+    server = redis_server()
+    cluster = Cluster(tmp_path, s3["env"], f"redis://127.0.0.1:{port}/0")
+    stop_process_group(server)
+    try:
+        cluster.coordinator.start_web()
+        cluster.coordinator.start_worker(workers=0)
+        wait_for(lambda: "waits for Redis before it starts" in cluster.log(), 60, "the coordinator waiting")
+        time.sleep(2)
+        assert cluster.coordinator.processes["worker"].poll() is None, cluster.log()[-2000:]
+        server = redis_server()
+        cluster.coordinator.wait_healthy()
+        cluster.start_node("after-the-outage")
+        key = cluster.coordinator.register("after-the-outage")
+        task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
+        assert cluster.coordinator.wait(key, task_id, timeout=120)["status"] == "SUCCEEDED"
+    finally:
+        cluster.stop()
+        stop_process_group(server)
