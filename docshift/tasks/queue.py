@@ -57,6 +57,7 @@ POLL_SECONDS = 0.02
 # where it can, a thread sleeps until an enqueue rings the queue's doorbell; it looks anyway this
 # often, as a safety net
 IDLE_POLL_SECONDS = 1.0
+READ_RETRY_SECONDS = 1.0  # the longest wait between a consumer's reads of a queue that failed
 
 
 def _told_already(record: logging.LogRecord) -> bool:
@@ -240,9 +241,11 @@ class Queue(_Huey):
         return self.huey.pending_count() + self.huey.scheduled_count()
 
     def consumer(self, workers: int) -> Any:
-        # both storages block in dequeue, so huey's delays only space its retries after a failed read
+        # both storages block in dequeue, so huey's delays only space its retries after a failed read: Redis
+        # down, they double from 20 ms to READ_RETRY_SECONDS (each failed read logs a traceback: 50 a second
+        # at a steady 20 ms), and the first task read sets them back
         return self.huey.create_consumer(workers=workers, worker_type="thread", initial_delay=POLL_SECONDS,
-                                         backoff=1, max_delay=POLL_SECONDS)
+                                         backoff=2, max_delay=READ_RETRY_SECONDS)
 
     def _waiting(self, task_id: str | None) -> Any:
         return self._hand("on_waiting", task_id)

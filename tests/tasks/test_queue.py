@@ -4,6 +4,7 @@ process, rings the queue's doorbell, so a task submitted after any idle period s
 never run, by huey itself once the serializer refuses it."""
 
 import pickle
+import socket
 import statistics
 import subprocess
 import sys
@@ -162,3 +163,34 @@ def test_a_doorbell_whose_folder_goes_stops_and_its_threads_poll(tmp_path):
     started = time.monotonic()
     bell.wait(bell.count, 60)  # no ring will come: it waits one poll, not the minute
     assert time.monotonic() - started < 1
+
+
+REDIS_DOWN = textwrap.dedent("""
+    import sys
+    from docshift.settings import Settings
+    from docshift.tasks import queue as queues
+    queue = queues.Queue(Settings(queue_url=sys.argv[1], queue_key=sys.argv[2]), on_waiting=print)
+    queue.consumer(1).run()
+""")
+
+
+def test_a_queue_that_does_not_answer_is_read_again_less_and_less_often(tmp_path):
+    """Redis down: each failed read logs a traceback. At huey's steady 20 ms that was 50 a second for the whole
+    outage; the waits between reads now double to a second."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path / "consumer.log"
+    with log.open("w") as err:
+        process = subprocess.Popen([sys.executable, "-c", REDIS_DOWN, f"redis://127.0.0.1:{port}/0", KEY],
+                                   stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 30
+        while "Error reading from queue" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(4)
+    finally:
+        process.kill()
+        process.wait()
+    failed_reads = log.read_text().count("Error reading from queue")
+    assert 3 <= failed_reads <= 12, failed_reads
