@@ -1,12 +1,23 @@
 """The API's words, one enumeration each: task statuses, billing classes, the options of a submission,
 the codes of a FAILED task, and problem codes (problem+json ``code``, and ``type`` as ``/problems/<code>``);
-and the one word a conversion node adds for its coordinator, what a run came to (``Verdict``).
+and the one word a conversion node adds for its coordinator, what a run came to (``Verdict``); what a task id
+looks like; and the problem+json document every error is.
 
 The web, the OpenAPI document, storage and the client take them from here. A ``StrEnum`` member
 is its value: it goes into JSON, SQL parameters and comparisons with a row's text as it is.
 """
 
+import re
 from enum import StrEnum
+from typing import Any
+
+# a task's id, as the service makes it (``docshift.storage.connection.new_id("tsk")``)
+TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
+
+
+def problem_document(code: str, title: str, status: int, detail: str | None) -> dict[str, Any]:
+    """The body of an error (RFC 9457), ``code`` its extension member."""
+    return {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail, "code": str(code)}
 
 
 class Status(StrEnum):

@@ -17,6 +17,7 @@ from gunicorn import util
 from gunicorn.http import errors
 from gunicorn.workers.ggevent import GeventWorker
 
+from docshift.contract import problem_document
 from docshift.errors import ApiError, InvalidRequest
 
 # the service's faults among gunicorn's parse errors: a header the app answered with that HTTP does not allow (a
@@ -52,8 +53,7 @@ def refusal(error: BaseException, settings: Any) -> str | None:
 
 def answer(error: ApiError, status: int) -> bytes:
     """The whole HTTP/1.1 answer: ``error`` as problem+json, and the connection closed (its framing is unknown)."""
-    body = json.dumps({"type": f"/problems/{error.code}", "title": error.title, "status": status,
-                       "detail": error.detail, "code": str(error.code)}).encode()
+    body = json.dumps(problem_document(error.code, error.title, status, error.detail)).encode()
     return (f"HTTP/1.1 {status} {error.title}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1") + body
 

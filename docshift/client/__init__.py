@@ -16,7 +16,6 @@ key, inactive subscription, wrong URL).
 import argparse
 import json
 import os
-import re
 import sys
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +32,7 @@ from docshift.client.http import (  # noqa: F401 - HINTS, FAILURE_HINTS: the hin
 )
 from docshift.client.library import WAIT, Client, Conversion
 from docshift.client.run import run_convert
+from docshift.contract import TASK_ID
 from docshift.errors import ClientProblem as Problem
 
 __all__ = ["Client", "Conversion", "main"]
@@ -48,8 +48,6 @@ def run_usage(client: Client, args: argparse.Namespace) -> int:
         print(f"{field.replace('_', ' '):<{width}}  {value}")
     return 0
 
-
-TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")  # what the service gives: docshift.storage.connection.new_id("tsk")
 
 def run_task(client: Client, args: argparse.Namespace) -> int:
     if not TASK_ID.fullmatch(args.task_id):  # asked of the service, it is a 404 that reads like a wrong URL

@@ -28,12 +28,11 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from huey.registry import Message
 from huey.serializer import Serializer
 
-from docshift.contract import Macros, Protection, TaskErrorCode, Verdict
+from docshift.contract import TASK_ID, Macros, Protection, TaskErrorCode, Verdict
 from docshift.errors import ForgedMessage
 from docshift.formats import FORMATS, MEDIA_TYPES
 from docshift.settings import Settings
 
-TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
 HOLDER = re.compile(r"job:[0-9a-f]{16}")
 ACCOUNT_ID = re.compile(r"acc_[0-9a-f]{24}")  # the tenant a job from an older coordinator names (unused)
 DETECTED_FORMAT = re.compile(r"[\w-]{1,100}")

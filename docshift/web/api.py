@@ -3,7 +3,6 @@
 import hashlib
 import json
 import logging
-import re
 import unicodedata
 from pathlib import PurePosixPath
 from typing import Any, cast
@@ -15,7 +14,7 @@ from marshmallow import EXCLUDE, ValidationError
 
 from docshift import formats, passwords, storage
 from docshift.accounts import keys
-from docshift.contract import UNFINISHED, WITH_RESULT, Macros, Protection, Status, TaskErrorCode
+from docshift.contract import TASK_ID, UNFINISHED, WITH_RESULT, Macros, Protection, Status, TaskErrorCode
 from docshift.errors import (
     FileTooLarge,
     IdempotencyConflict,
@@ -39,7 +38,6 @@ from docshift.web.problems import upload_limit
 log = logging.getLogger("docshift.api")
 bp = Blueprint("v1", __name__, url_prefix="/v1")
 
-TASK_ID = re.compile(r"tsk_[0-9a-f]{24}")
 RETRY_AFTER = 2  # seconds a client should wait before polling again, or before resubmitting after a 429
 # made once: a schema's construction deep-copies its fields, a fifth of a status read's CPU when made per request
 SUBMISSION_HEADERS, SUBMISSION_QUERY = schemas.SubmissionHeaders(), schemas.SubmissionQuery()

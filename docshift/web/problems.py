@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException, SecurityError
 
-from docshift.contract import ProblemCode
+from docshift.contract import ProblemCode, problem_document
 from docshift.errors import (
     ApiError,
     DatabaseUnavailable,
@@ -69,8 +69,7 @@ def problem(error: ApiError) -> Response:
 
 
 def _answer(code: str, title: str, status: int, detail: str | None, headers: Mapping[str, str]) -> Response:
-    body = {"type": f"/problems/{code}", "title": title, "status": status, "detail": detail, "code": code}
-    response = jsonify(body)
+    response = jsonify(problem_document(code, title, status, detail))
     response.status_code = status
     response.content_type = "application/problem+json"
     response.headers.update(headers)
