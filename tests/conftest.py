@@ -1,10 +1,12 @@
 """Real parts for the suite: a SeaweedFS S3 server, LibreOffice-made legacy files,
 and a live service (gunicorn + huey_consumer) on loopback."""
 
+import atexit
 import io
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +26,12 @@ BIN = Path(sys.executable).parent
 # in-process app defaults to a data dir of the session's own (tests give each app its own too).
 SESSION_DATA = Path(tempfile.mkdtemp(prefix="docshift-tests-"))
 os.environ["DOCSHIFT_DATA_DIR"] = str(SESSION_DATA / "default")
+# Every process the suite starts keeps its temp files there too (a plain soffice's lu*.tmp dirs, gunicorn's and
+# huey's), and the session's dir goes when its process ends: a machine that runs the suite all day keeps nothing.
+# (tempfile has cached /tmp for this process by now: pytest's own tmp_path dirs stay where they were.)
+(SESSION_DATA / "tmp").mkdir()
+os.environ["TMPDIR"] = str(SESSION_DATA / "tmp")
+atexit.register(shutil.rmtree, SESSION_DATA, ignore_errors=True)
 os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 # The fixtures that start LibreOffice, SeaweedFS or Redis (these below, and the test modules' own
