@@ -16,6 +16,7 @@ keep the API down while the worker waits out its patience for a store that nothi
 seconds, and the next death stops them all as an exit does.
 """
 
+import logging
 import shlex
 import signal
 import subprocess
@@ -23,6 +24,9 @@ import sys
 import time
 from pathlib import Path
 
+from docshift import logs
+
+log = logging.getLogger("docshift.allinone")
 DEFAULT = ("web", "worker", "objects")
 # how each process is asked to stop without losing work; the others get SIGTERM
 DRAIN = {"worker": signal.SIGINT}
@@ -74,13 +78,12 @@ def run(names: list[str], commands: dict[str, list[str]]) -> int:
                 exited = name
                 break
             restarted.append(time.monotonic())
-            print(f"docshift: {name} was killed ({killed_by.name}); starting it again", file=sys.stderr, flush=True)
+            log.warning("%s was killed (%s); starting it again", name, killed_by.name)
             processes[name] = start(name)
         if exited is None and signal.sigwaitinfo(SIGNALS).si_signo != signal.SIGCHLD:
             break
     if exited:
-        print(f"docshift: {exited} exited with status {processes[exited].returncode}; stopping the others",
-              file=sys.stderr, flush=True)
+        log.warning("%s exited with status %s; stopping the others", exited, processes[exited].returncode)
     stop(processes)
     return processes[exited].returncode if exited else max(abs(p.returncode) for p in processes.values())
 
@@ -112,6 +115,7 @@ def stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    logs.configure()
     names = (sys.argv[1:] if argv is None else argv) or list(DEFAULT)
     sys.exit(run(names, procfile()))
 

@@ -26,6 +26,7 @@ _paas_port = os.environ.get("PORT")
 bind = [f"0.0.0.0:{_paas_port}" if _paas_port else f"127.0.0.1:{os.environ.get('DOCSHIFT_PORT', '8000')}"]
 workers = 2
 worker_class = "docshift.gunicorn_worker.ProblemWorker"  # gevent's, gunicorn's refusals in problem+json
+logger_class = "docshift.gunicorn_worker.JsonLogger"  # gunicorn's own log lines in JSON, as the app's
 worker_connections = 1000
 keepalive = 5
 control_socket_disable = True

@@ -1,4 +1,4 @@
-"""gunicorn's gevent worker, with gunicorn's own refusals in problem+json.
+"""gunicorn's gevent worker, with gunicorn's own refusals in problem+json, and gunicorn's log in JSON lines.
 
 A request that gunicorn's HTTP parser refuses never reaches the app: a request line or headers past gunicorn's
 limits, a header value with a line break or a control byte in it, a Content-Length that is no number, a broken
@@ -6,19 +6,20 @@ chunk. gunicorn answers those with an HTML page, and logs the refused bytes with
 ``Document-Password`` or an API key that a client split across lines. Here they are 400 ``invalid_request`` as
 problem+json, as the app answers every error, and the log names the kind of refusal, never what was sent.
 
-``gunicorn_conf`` names this class; gunicorn's master imports it before it forks, as it imports its own gevent
-worker: nothing of the app is imported here.
+``gunicorn_conf`` names these classes; gunicorn's master imports them before it forks, as it imports its own
+gevent worker: nothing of the app is imported here.
 """
 
 import json
 from typing import Any
 
-from gunicorn import util
+from gunicorn import glogging, util
 from gunicorn.http import errors
 from gunicorn.workers.ggevent import GeventWorker
 
 from docshift.contract import problem_document
 from docshift.errors import ApiError, InvalidRequest
+from docshift.logs import JsonFormatter
 
 # the service's faults among gunicorn's parse errors: a header the app answered with that HTTP does not allow (a
 # subclass of the refusal of a request's header, which newer gunicorns tell apart), its configuration
@@ -73,3 +74,13 @@ class ProblemWorker(GeventWorker):
             util.write_nonblock(client, reply)
         except Exception:  # the client has gone
             self.log.debug("Failed to send error message.")
+
+
+class JsonLogger(glogging.Logger):
+    """gunicorn's error log (its start, its workers' deaths and timeouts, the refusals above) as the JSON lines
+    every docshift process writes; its access log stays off (a request's query string is never logged)."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for handler in self.error_log.handlers:
+            handler.setFormatter(JsonFormatter())

@@ -21,9 +21,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line)
 
 
-def configure(*filters: logging.Filter) -> None:
-    """JSON lines on stderr for the docshift loggers (once per process)."""
-    logger = logging.getLogger("docshift")
+def configure(*filters: logging.Filter, libraries: tuple[str, ...] = ()) -> None:
+    """JSON lines on stderr for the docshift loggers (once per process), and for the warnings and errors of
+    the ``libraries``' loggers (huey's, in the worker), which would otherwise reach stderr as plain text."""
+    _json_lines("docshift", logging.INFO, filters)
+    for name in libraries:
+        _json_lines(name, logging.WARNING, filters)
+
+
+def _json_lines(name: str, level: int, filters: tuple[logging.Filter, ...]) -> None:
+    logger = logging.getLogger(name)
     if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
         return
     handler = logging.StreamHandler()
@@ -31,5 +38,5 @@ def configure(*filters: logging.Filter) -> None:
     for log_filter in filters:
         handler.addFilter(log_filter)
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(level)
     logger.propagate = False

@@ -19,13 +19,14 @@ import functools
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from docshift import settings
+from docshift import logs, settings
 from docshift.settings import Settings
 
 log = logging.getLogger("docshift.objectstore")
@@ -73,6 +74,22 @@ def can_isolate() -> bool:
         return False
     probe = subprocess.run(["bwrap", "--unshare-net", "--ro-bind", "/", "/", "true"], capture_output=True)
     return probe.returncode == 0
+
+
+# a glog line of weed's: its level's letter, then the date (I1203 22:00:03.123456 file.go:12] ...)
+GLOG_LEVEL = re.compile(r"([IWEF])\d{4} ")
+GLOG_LEVELS = {"I": logging.INFO, "W": logging.WARNING, "E": logging.ERROR, "F": logging.CRITICAL}
+BANNER = "═║╔╗╚╝ \t"
+
+
+async def _relay(output: asyncio.StreamReader) -> None:
+    """weed's output as the JSON lines of every docshift process: glog's level kept, its banner's frame and
+    blank lines left out."""
+    while line := await output.readline():
+        text = line.decode("utf-8", "replace").strip()
+        if text.strip(BANNER):
+            level = GLOG_LEVEL.match(text)
+            log.log(GLOG_LEVELS[level.group(1)] if level else logging.INFO, "weed: %s", text.strip(BANNER))
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -124,21 +141,28 @@ async def serve(config: Settings, argv: list[str]) -> int:
         log.error("the object store cannot listen on %s:%s (%s); set DOCSHIFT_S3_PORT to a free port",
                   config.s3_bind, config.s3_port, error.strerror or error)
         return 1
-    weed = await asyncio.create_subprocess_exec(*isolated(argv, config.data_dir))
+    weed = await asyncio.create_subprocess_exec(*isolated(argv, config.data_dir), stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.STDOUT)
+    assert weed.stdout is not None
+    relay = asyncio.create_task(_relay(weed.stdout))
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _stop, weed.pid)
     code = await weed.wait()
+    try:
+        await asyncio.wait_for(relay, 5)  # the rest of its output; nothing else holds the pipe, but never hang on it
+    except TimeoutError:
+        pass
     server.close()
     return code
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logs.configure()
     config = settings.load()
     if not config.embedded_store:
         # an external store is configured: stay up so the Procfile's other processes do too
-        print("DOCSHIFT_S3_ENDPOINT is set; the embedded object store stays off", flush=True)
+        log.info("DOCSHIFT_S3_ENDPOINT is set; the embedded object store stays off")
         signal.pause()
         return
     argv = command(config)

@@ -270,6 +270,5 @@ def main(argv: list[str] | None = None) -> None:
         config = settings.load()
     except BadSetting as error:  # a setting that cannot work (a wrong type, an open Redis, no queue key)
         sys.exit(f"docshift: {error}")
-    logs.configure()
-    logging.getLogger("huey").setLevel(logging.INFO)
+    logs.configure(libraries=("huey",))
     role_for(config, argv).run()

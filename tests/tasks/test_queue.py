@@ -3,6 +3,7 @@ process, rings the queue's doorbell, so a task submitted after any idle period s
 50 ms without polling; and a message not sealed with the queue key is dropped and logged,
 never run, by huey itself once the serializer refuses it."""
 
+import json
 import pickle
 import socket
 import statistics
@@ -167,8 +168,10 @@ def test_a_doorbell_whose_folder_goes_stops_and_its_threads_poll(tmp_path):
 
 REDIS_DOWN = textwrap.dedent("""
     import sys
+    from docshift import logs
     from docshift.settings import Settings
     from docshift.tasks import queue as queues
+    logs.configure(libraries=("huey",))  # as worker.py does
     queue = queues.Queue(Settings(queue_url=sys.argv[1], queue_key=sys.argv[2]), on_waiting=print)
     queue.consumer(1).run()
 """)
@@ -194,3 +197,6 @@ def test_a_queue_that_does_not_answer_is_read_again_less_and_less_often(tmp_path
         process.wait()
     failed_reads = log.read_text().count("Error reading from queue")
     assert 3 <= failed_reads <= 12, failed_reads
+    # each with its traceback inside one JSON line, not as lines of plain text
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert all(line["logger"].startswith("huey") and "Traceback" in line["error"] for line in lines), lines[:3]

@@ -101,6 +101,22 @@ def test_json_logs_with_request_id_and_no_secrets(live, legacy):
     assert token not in log and key not in log
 
 
+def test_every_process_writes_json_lines_only(live, legacy, s3):
+    """Not only docshift's own loggers: gunicorn's (its start, its workers' lives), huey's warnings and
+    SeaweedFS's output are JSON lines too, so a log pipeline that parses JSON loses no line. gunicorn's
+    and weed's were plain text."""
+    key = live.register("lines")
+    live.wait(key, live.submit(key, legacy["xls"]).json()["task_id"])
+    logs = {"web": live.data_dir / "web.log", "worker": live.data_dir / "worker.log",
+            "objects": s3["data_dir"] / "weed.log"}
+    loggers = set()
+    for name, path in logs.items():
+        for line in path.read_text().splitlines():
+            assert line.startswith("{"), (name, line)
+            loggers.add(json.loads(line)["logger"])
+    assert {"gunicorn.error", "docshift.access", "docshift.tasks", "docshift.objectstore"} <= loggers
+
+
 def test_first_requests_of_a_fresh_process_race_safely(s3, tmp_path):
     """Many threads of a new gunicorn worker answer their first requests at once: none may fail
     on making the latency histogram (it did: a DuplicateTimeseries turned a 202 into a 500)."""
