@@ -48,7 +48,9 @@ def command(config: Settings) -> list[str]:
     port = config.s3_port
     weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
     return [
-        weed, "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        # glog's lines to stderr, which serve() relays, not to files in weed's private /tmp: a tmpfs, so they
+        # took memory for as long as weed ran (its ring updates alone, every half a minute), up to 1.8 GB a file
+        weed, "-logtostderr", "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
         "-master.telemetry=false", f"-s3.config={identities}", f"-s3.localSocket={data / S3_SOCKET}",
         f"-s3.port={port}", f"-master.port={port + 1}", f"-volume.port={port + 2}",
         f"-filer.port={port + 3}", f"-admin.port={port + 4}",
@@ -78,12 +80,13 @@ def can_isolate() -> bool:
 
 # a glog line of weed's: its level's letter, then the date (I1203 22:00:03.123456 file.go:12] ...)
 GLOG_LEVEL = re.compile(r"([IWEF])\d{4} ")
-GLOG_LEVELS = {"I": logging.INFO, "W": logging.WARNING, "E": logging.ERROR, "F": logging.CRITICAL}
+# its informational lines (the lock ring's updates, gRPC's sockets) are debug lines here, left out at INFO
+GLOG_LEVELS = {"I": logging.DEBUG, "W": logging.WARNING, "E": logging.ERROR, "F": logging.CRITICAL}
 BANNER = "═║╔╗╚╝ \t"
 
 
 async def _relay(output: asyncio.StreamReader) -> None:
-    """weed's output as the JSON lines of every docshift process: glog's level kept, its banner's frame and
+    """weed's output as the JSON lines of every docshift process: at glog's level, its banner's frame and
     blank lines left out."""
     while line := await output.readline():
         text = line.decode("utf-8", "replace").strip()
@@ -103,17 +106,32 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         pass
 
 
-async def _forward(socket_path: str, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+async def _forward(socket_path: str, open_clients: dict[asyncio.Task[None], asyncio.StreamWriter],
+                   client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
     try:
         store_reader, store_writer = await asyncio.open_unix_connection(socket_path)
     except OSError:  # weed is still starting: the client sees a closed connection and retries
         client_writer.close()
         return
+    task = asyncio.current_task()
+    assert task is not None
+    open_clients[task] = client_writer
     try:
         await asyncio.gather(_pipe(client_reader, store_writer), _pipe(store_reader, client_writer))
     finally:
+        open_clients.pop(task, None)
         for writer in (store_writer, client_writer):
             writer.close()
+
+
+async def _hang_up(open_clients: dict[asyncio.Task[None], asyncio.StreamWriter]) -> None:
+    """Close the clients' connections that are still open (a keep-alive pool's) and let their forwards end.
+    Left to asyncio.run, they would be cancelled, and Python 3.11's streams log each cancelled one with a
+    traceback."""
+    for writer in list(open_clients.values()):
+        writer.transport.abort()
+    if open_clients:
+        await asyncio.wait(list(open_clients), timeout=2)
 
 
 def _stop(bwrap_pid: int) -> None:
@@ -134,8 +152,9 @@ async def serve(config: Settings, argv: list[str]) -> int:
     weed exits."""
     socket_path = Path(config.data_dir) / "objects" / S3_SOCKET
     socket_path.unlink(missing_ok=True)
+    open_clients: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
     try:  # the port first: where it is taken, no weed is started
-        server = await asyncio.start_server(functools.partial(_forward, str(socket_path)),
+        server = await asyncio.start_server(functools.partial(_forward, str(socket_path), open_clients),
                                             config.s3_bind, config.s3_port)
     except OSError as error:
         log.error("the object store cannot listen on %s:%s (%s); set DOCSHIFT_S3_PORT to a free port",
@@ -154,6 +173,7 @@ async def serve(config: Settings, argv: list[str]) -> int:
     except TimeoutError:
         pass
     server.close()
+    await _hang_up(open_clients)
     return code
 
 
