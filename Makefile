@@ -11,7 +11,7 @@ OFFICE_PACKAGES := python3-uno libreoffice-core libreoffice-writer libreoffice-c
 # GStreamer's base plugins: without playbin, LibreOffice's media player waits 10 s per sound or video of a
 # presentation for a preroll that never comes (see docs/how-it-runs.md)
 SYSTEM_PACKAGES := fonts-liberation2 fonts-crosextra-carlito fonts-crosextra-caladea fonts-dejavu-core bubblewrap \
-	gstreamer1.0-plugins-base
+	gstreamer1.0-plugins-base mount
 # the registration page is tested in a real browser; conversion nodes are tested on a real Redis
 TEST_PACKAGES := chromium redis-server
 
@@ -39,10 +39,11 @@ run: install pages
 	@echo "stop:              Ctrl-C"
 	@echo
 	@# the Procfile's three processes side by side, as the container runs them (docshift.allinone): each writes
-	@# to this terminal itself, and Ctrl-C (or SIGTERM) drains them in order, the object store last; its exit
-	@# status then is not an error. The --bind keeps the API on loopback whatever PORT the shell has.
+	@# to this terminal itself, and Ctrl-C (or a SIGTERM to make, which make passes on to it: hence the exec)
+	@# drains them in order, the object store last. A process that stops by itself (the worker's 78: no sandbox
+	@# here) ends make run with its status. The --bind keeps the API on loopback whatever PORT the shell has.
 	PATH="$(CURDIR)/$(BIN):$$PATH" GUNICORN_CMD_ARGS="--bind 127.0.0.1:$(DOCSHIFT_PORT)" \
-		$(BIN)/python -m docshift.allinone web worker objects || true
+		exec $(BIN)/python -m docshift.allinone web worker objects
 
 # a conversion node: DOCSHIFT_QUEUE_URL (the coordinator's Redis, with a password unless on loopback) and
 # DOCSHIFT_QUEUE_KEY (the coordinator's) must be set; worker.py refuses a Redis open to anyone
@@ -59,9 +60,9 @@ test: install test-system
 	$(BIN)/python tests/typecheck.py
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
-# the tests that need no LibreOffice, SeaweedFS, Redis, podman or chromium (tests/conftest.py marks
-# the others slow): the virtualenv only, none of the system packages
-test-fast: $(VENV)/.installed
+# the tests that start no service, SeaweedFS, Redis, podman or chromium (tests/conftest.py marks the others
+# slow); some make their files with a short soffice run or try the sandbox, so LibreOffice and bubblewrap too
+test-fast: install
 	$(BIN)/ruff check .
 	$(BIN)/python tests/typecheck.py
 	$(BIN)/pytest -m "not slow"
@@ -84,8 +85,17 @@ office:
 		. /etc/os-release; suite="$$VERSION_CODENAME-backports"; \
 		if ! grep -rqs "$$suite" /etc/apt/sources.list /etc/apt/sources.list.d/; then \
 			echo "adding $$suite to apt's sources"; \
-			awk -v RS= -v ORS='\n\n' -v c="$$VERSION_CODENAME" '$$0 ~ "Suites: "c"( |\n|$$)"' /etc/apt/sources.list.d/debian.sources \
-				| grep -v '^#' | sed "s/^Suites:.*/Suites: $$suite/" > /etc/apt/sources.list.d/docshift-backports.sources; \
+			new=$$(mktemp); rm -f /etc/apt/sources.list.d/docshift-backports.*; \
+			if [ -f /etc/apt/sources.list.d/debian.sources ]; then kind=sources; \
+				awk -v RS= -v ORS='\n\n' -v c="$$VERSION_CODENAME" '$$0 ~ "Suites: "c"( |\n|$$)"' /etc/apt/sources.list.d/debian.sources \
+					| grep -v '^#' | sed "s/^Suites:.*/Suites: $$suite/" > $$new; \
+			else kind=list; \
+				awk -v c="$$VERSION_CODENAME" '$$1 == "deb" { for (i = 2; i <= NF; i++) if ($$i == c) { $$i = c "-backports"; print; next } }' \
+					/etc/apt/sources.list > $$new; \
+			fi; \
+			if [ ! -s $$new ]; then rm -f $$new; \
+				echo "no $$VERSION_CODENAME source in apt's sources to add $$suite beside: add it, or use LIBREOFFICE=stable"; exit 1; fi; \
+			chmod 644 $$new; mv $$new /etc/apt/sources.list.d/docshift-backports.$$kind; \
 		fi; \
 		echo "installing LibreOffice from $$suite"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -t "$$suite" $(OFFICE_PACKAGES); \
