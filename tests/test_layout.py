@@ -51,7 +51,8 @@ def test_what_runs_in_the_sandbox_is_apart():
 def test_importing_any_module_creates_nothing(tmp_path):
     data_dir = tmp_path / "not-yet"
     before = sorted(p.name for p in ROOT.iterdir())
-    env = {**os.environ, "DOCSHIFT_DATA_DIR": str(data_dir)}
+    # Python's own bytecode cache is no thing an import of ours makes (a fresh clone has no __pycache__ yet)
+    env = {**os.environ, "DOCSHIFT_DATA_DIR": str(data_dir), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     code = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     subprocess.run([sys.executable, "-c", code, *all_modules()], cwd=ROOT, env=env, check=True, timeout=60)
