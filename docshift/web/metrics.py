@@ -68,6 +68,9 @@ def _metrics_dir(app: Flask) -> None:
 
 _latency: Any = None  # prometheus_client's Histogram, made on first use
 _latency_made = threading.Lock()
+# the room prometheus_client's file of this process is given at once: a few hundred label sets (its own start
+# is 64 KB, which it doubles as it fills)
+METRICS_FILE_BYTES = 1 << 20
 
 
 def latency() -> Any:
@@ -76,12 +79,26 @@ def latency() -> Any:
     global _latency
     with _latency_made:
         if _latency is None:
+            _reserve(Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]) / f"histogram_{os.getpid()}.db")
             from prometheus_client import Histogram
 
             _latency = Histogram("docshift_http_request_duration_seconds", "HTTP request latency",
                                  ["method", "endpoint", "status"],
                                  buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
     return _latency
+
+
+def _reserve(path: Path) -> None:
+    """Give the file prometheus_client will map for this process's histogram its blocks now. It maps a sparse
+    file and writes into it: on a full disk the first write to a page had no block to land on, and the kernel
+    killed the gunicorn worker with SIGBUS, before it answered; each worker started again died the same way.
+    Reserved here, a full disk is an OSError, which ``_finish`` logs, and the request is answered."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_size < METRICS_FILE_BYTES:
+            os.posix_fallocate(fd, 0, METRICS_FILE_BYTES)
+    finally:
+        os.close(fd)
 
 
 def _start() -> None:
@@ -97,6 +114,8 @@ def _finish(response: Response) -> Response:
     method = request.method if request.method in METHODS else "OTHER"
     try:
         latency().labels(method, endpoint, str(response.status_code)).observe(elapsed)
+    except OSError as error:  # the disk is full: the request is answered all the same
+        logging.getLogger("docshift.metrics").warning("HTTP latency not recorded: %s", error.strerror or error)
     except Exception:  # a metric must never turn an answered request (a 202 even) into a 500
         logging.getLogger("docshift.metrics").exception("HTTP latency not recorded")
     logging.getLogger("docshift.access").info(

@@ -1,10 +1,13 @@
 """Metrics in Prometheus format and JSON logs with a request id; never a key, a token or content."""
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 
+import pytest
 import requests
-from conftest import post_file
+from conftest import ROOT, post_file
 
 from docshift.accounts import marketplace
 
@@ -135,3 +138,30 @@ def test_first_requests_of_a_fresh_process_race_safely(s3, tmp_path):
             assert set(codes) == {503}  # no worker runs here, so 503, and never a 500
         finally:
             service.stop()
+
+
+FULL_DISK = """
+import sys
+from docshift.web import create_app
+app = create_app({"TESTING": True, "DATA_DIR": sys.argv[1]})
+for _ in range(3):
+    answer = app.test_client().get("/v1/account/usage")
+    print(answer.status_code, answer.content_type, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_full_disk_under_the_metrics_files_still_gets_answers(tmp_path):
+    """The latency histogram's file is on a disk with no room left (a tmpfs filled up, in a mount namespace of the
+    test's own): the requests are answered, and the log says why no latency was recorded. prometheus_client's
+    sparse file made each gunicorn worker die of SIGBUS on its first request, with no answer."""
+    full = tmp_path / "full"
+    full.mkdir()
+    script = ('mount -t tmpfs -o size=256k tmpfs "$1" && { head -c 1048576 /dev/zero > "$1/fill" 2>/dev/null; '
+              'PROMETHEUS_MULTIPROC_DIR="$1" exec "$2" -c "$3" "$4"; }')
+    run = subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh", str(full), sys.executable, FULL_DISK,
+                          str(tmp_path / "data")], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.splitlines() == ["401 application/problem+json"] * 3
+    assert "HTTP latency not recorded: No space left on device" in run.stderr
+    assert "Traceback" not in run.stderr
