@@ -28,7 +28,11 @@ from docshift.web.forms import DocshiftRequest
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 # how often /healthz reads its checks for requests from beyond loopback, however many come
 HEALTH_READ_EVERY = 1.0
+# a part whose check has not answered in this long is reported as not answering to the requests that do not wait
+# for it (a hung store's ping can take minutes: its client's timeouts and retries)
+HEALTH_STALLED = 5.0
 _health_read = threading.Lock()
+_checking: tuple[str, float] | None = None  # the part being checked, since when
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
@@ -165,23 +169,31 @@ def healthz() -> ResponseReturnValue:
 
 def _recent_checks() -> dict[str, str]:
     """The last checks if fresh enough, else new ones; while one request reads them, the others take
-    the last ones (only the first request of a process waits)."""
+    the last ones (only the first request of a process waits), with the part being read reported as not
+    answering once its check has taken HEALTH_STALLED seconds."""
     read_at, checks = current_app.extensions.get("docshift.health", (None, None))
     if read_at is not None and time.monotonic() - read_at < HEALTH_READ_EVERY:
         return dict(checks)
     if not _health_read.acquire(blocking=checks is None):
-        return dict(checks)
+        checks = dict(checks)
+        part = _checking  # the read in flight
+        if part is not None and time.monotonic() - part[1] > HEALTH_STALLED:
+            checks[part[0]] = f"not answering for {time.monotonic() - part[1]:.0f} s"
+        return checks
     try:
-        return _read_checks()
+        return _read_checks(track=True)
     finally:
         _health_read.release()
 
 
-def _read_checks() -> dict[str, str]:
+def _read_checks(track: bool = False) -> dict[str, str]:
     """Each part's state: ``engine`` says "failing: " and why when a worker's LibreOffice cannot
     start or its disk is full; ``sandbox`` says "off" while a worker runs LibreOffice without its
     sandbox (the operator's choice: not a failure)."""
+    global _checking
     checks: dict[str, str] = {}
+    if track:  # the shared read's progress, for the requests that do not wait for it
+        _checking = ("database", time.monotonic())
     try:
         connection.ping(get_db())
         checks["database"] = "ok"
@@ -195,11 +207,15 @@ def _read_checks() -> dict[str, str]:
         checks["database"] = f"error: {type(error).__name__}"
         for name in ("worker", "engine", "sandbox"):
             checks.setdefault(name, "unknown")
+    if track:
+        _checking = ("object_store", time.monotonic())
     try:
         get_store().ping()
         checks["object_store"] = "ok"
     except Exception as error:
         checks["object_store"] = f"error: {type(error).__name__}"
+    if track:
+        _checking = None
     current_app.extensions["docshift.health"] = (time.monotonic(), checks)
     return dict(checks)
 
