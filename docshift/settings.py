@@ -66,6 +66,12 @@ def _text(default: str | None = None, optional: bool = True, secret: bool = Fals
     return _setting(fields.String(allow_none=optional), default, secret=secret)
 
 
+def _web_url() -> Any:
+    """An http(s) URL with a host, or unset: links are made from it, and a value with no scheme or no host
+    (``api.example.com``) made links no client can follow."""
+    return _setting(fields.Url(schemes={"http", "https"}, require_tld=False, allow_none=True))
+
+
 def _switch(default: bool) -> Any:
     """on/off (also true/false, yes/no, 1/0)."""
     return _setting(fields.Boolean(), default)
@@ -92,7 +98,7 @@ class Settings:
     # made in the data dir unless given
     database: str = _text()
     queue_database: str = _text()
-    base_url: str | None = _text()
+    base_url: str | None = _web_url()
     secret_key: str = _text(secret=True)
     # an external S3 store; unset, the embedded SeaweedFS (embedded_store), credentials generated once
     s3_endpoint: str = _text()
@@ -101,12 +107,12 @@ class Settings:
     s3_bucket: str = _text("docshift", optional=False)
     s3_secure: bool = _switch(False)
     s3_region: str = _text("us-east-1", optional=False)
-    s3_public_url: str = _text()
+    s3_public_url: str = _web_url()
     # port of the embedded SeaweedFS S3 endpoint; its other ports follow it
     s3_port: int = _count(8333, maximum=65535 - 10004)
     # the store as conversion nodes reach it (http://host:port), for the links each job carries; unset,
     # s3_endpoint (nodes on this host or network reach it as the coordinator does)
-    s3_node_url: str | None = _text()
+    s3_node_url: str | None = _web_url()
     # the address that port listens on; the container image opens it to its published port
     s3_bind: str = _text("127.0.0.1", optional=False)
     # a Unix socket serving the same S3 as s3_endpoint; the embedded store's by default

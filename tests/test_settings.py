@@ -26,6 +26,10 @@ from docshift.errors import BadSetting
     ("DOCSHIFT_PLAN_QUOTAS", "starter=3"),
     # the contract promises a day at least
     ("DOCSHIFT_IDEMPOTENCY_KEY_TTL_SECONDS", "3600"),
+    # links are made from these: a scheme and a host, or every link is broken
+    ("DOCSHIFT_BASE_URL", "api.example.com"),
+    ("DOCSHIFT_S3_PUBLIC_URL", "notaurl"),
+    ("DOCSHIFT_S3_NODE_URL", "ftp://store:8333"),
 ])
 def test_a_bad_value_fails_with_the_variable_name(tmp_path, monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
