@@ -33,6 +33,10 @@ class StoreUnavailable(StorageUnavailable):
     """The S3 object store refused or did not answer."""
 
 
+class SpoolFull(StoreUnavailable):
+    """The disk where one box keeps uploads until their run has no room left."""
+
+
 class QueueUnavailable(StorageUnavailable):
     """The queue's Redis (conversion nodes) refused or did not answer."""
 

@@ -10,18 +10,45 @@ Only ``put`` runs in the web, outside ``ObjectStore``'s translation of OS errors
 """
 
 import contextlib
+import errno
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from docshift.errors import StoreUnavailable
+from docshift.errors import SpoolFull, StoreUnavailable
 from docshift.storage.connection import cooperatively
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 TEMP_PREFIX = "."
+# a disk with less than this free (or fewer inodes) is full, for the health check and the worker's faults
+DISK_RESERVE_BYTES = 64 * 1024 * 1024
+DISK_RESERVE_INODES = 1000
+OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def short_of_room(places: Mapping[str, str | Path]) -> str | None:
+    """What the file system of each ``{name: path}`` lacks, in words (no host path), or None."""
+    for name, path in places.items():
+        try:
+            found = os.statvfs(_existing(Path(path)))
+        except OSError:  # a disk that cannot even say how full it is: the failure stays the file's
+            continue
+        free = found.f_bavail * found.f_frsize
+        if free < DISK_RESERVE_BYTES:
+            return f"the disk of the {name} directory is full ({free // 2**20} MiB free)"
+        if found.f_files and found.f_favail < DISK_RESERVE_INODES:
+            return f"the disk of the {name} directory has no inodes left"
+    return None
+
+
+def _existing(path: Path) -> Path:
+    # a profile is removed with its LibreOffice; its parent is on the same disk
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 class InputSpool:
@@ -60,6 +87,8 @@ class InputSpool:
         except OSError as error:
             with contextlib.suppress(OSError):
                 temp.unlink()
+            if error.errno in OUT_OF_SPACE:
+                raise SpoolFull(f"the input spool: {error}") from error
             raise StoreUnavailable(f"the input spool: {error}") from error
 
     def fetch(self, task_id: str, destination: str | Path) -> bool:

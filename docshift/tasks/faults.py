@@ -9,31 +9,26 @@ conversion gets through.
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from docshift.contract import TaskErrorCode, Verdict
 from docshift.engine import Engine
 from docshift.errors import ConversionFailed, DiskFull, ServiceFault
+from docshift.storage.spool import OUT_OF_SPACE, short_of_room
 
 if TYPE_CHECKING:
     from docshift.tasks.conversion import Outcome
 
 log = logging.getLogger("docshift.faults")
 
-# A conversion that fails while the disk of its job or profile has less than this free ran out of
-# room: LibreOffice says only that it could not write, and removes what it had written.
-DISK_RESERVE_BYTES = 64 * 1024 * 1024
-DISK_RESERVE_INODES = 1000
+# A conversion that fails while the disk of its job or profile has less than spool.DISK_RESERVE_BYTES free ran
+# out of room: LibreOffice says only that it could not write, and removes what it had written.
 # the failures a full disk causes: a load or store that failed, no output, a truncated package
 DISK_CODES = (TaskErrorCode.CONVERSION_FAILED, TaskErrorCode.OUTPUT_INVALID)
-OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT)
 # seconds a process holds off after a try met a fault: doubled at each one in a row, up to the longest
 FIRST_PAUSE, LONGEST_PAUSE = 5.0, 300.0
 
@@ -47,28 +42,6 @@ def diagnose(error: BaseException, engine: Engine) -> ServiceFault | None:
     if short or _out_of_space(error):
         return DiskFull(short or f"the disk is full: {error}")
     return error if isinstance(error, ServiceFault) else None
-
-
-def short_of_room(places: Mapping[str, str | Path]) -> str | None:
-    """What the file system of each ``{name: path}`` lacks, in words (no host path), or None."""
-    for name, path in places.items():
-        try:
-            found = os.statvfs(_existing(Path(path)))
-        except OSError:  # a disk that cannot even say how full it is: the failure stays the file's
-            continue
-        free = found.f_bavail * found.f_frsize
-        if free < DISK_RESERVE_BYTES:
-            return f"the disk of the {name} directory is full ({free // 2**20} MiB free)"
-        if found.f_files and found.f_favail < DISK_RESERVE_INODES:
-            return f"the disk of the {name} directory has no inodes left"
-    return None
-
-
-def _existing(path: Path) -> Path:
-    # a profile is removed with its LibreOffice; its parent is on the same disk
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
 
 
 def _out_of_space(error: BaseException | None) -> bool:

@@ -18,7 +18,7 @@ from flask.typing import ResponseReturnValue
 
 from docshift import settings
 from docshift.errors import InvalidRequest
-from docshift.storage import connection, liveness
+from docshift.storage import connection, liveness, spool
 from docshift.storage.connection import Row
 from docshift.web import api, cli, metrics, openapi, problems, registration
 from docshift.web.context import close_db, get_db, get_settings, get_store
@@ -207,6 +207,7 @@ def _read_checks(track: bool = False) -> dict[str, str]:
         checks["database"] = f"error: {type(error).__name__}"
         for name in ("worker", "engine", "sandbox"):
             checks.setdefault(name, "unknown")
+    checks["disk"] = spool.short_of_room({"data": get_settings().data_dir}) or "ok"
     if track:
         _checking = ("object_store", time.monotonic())
     try:

@@ -19,6 +19,7 @@ from docshift.errors import (
     MethodNotAllowed,
     NotFound,
     ServiceUnavailable,
+    SpoolFull,
     StorageUnavailable,
     UnsupportedFileType,
 )
@@ -93,6 +94,9 @@ def register(app: Flask) -> None:
     def unavailable(error: StorageUnavailable) -> Response:
         # a dependency that does not answer: the client should retry, whichever view it was
         log.warning("%s %s: %r", request.method, request.path, error)
+        if isinstance(error, SpoolFull):  # nothing was kept: the same request is welcome once there is room
+            return problem(ServiceUnavailable("The service has no room to keep this file right now; retry later.",
+                                              headers={"Retry-After": "30"}))
         part = "database" if isinstance(error, DatabaseUnavailable) else "object store"
         return problem(ServiceUnavailable(f"The {part} is not answering; retry shortly.",
                                           headers={"Retry-After": "5"}))

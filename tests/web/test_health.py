@@ -1,18 +1,23 @@
 """/healthz reports each part: database, object store, worker heartbeat."""
 
+import json
 import socket
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
 
 import requests
+from conftest import ROOT
 
 
 def test_healthy_live_service(live):
     response = requests.get(f"{live.base_url}/healthz", timeout=5)
     assert response.status_code == 200
     assert response.json()["checks"] == {"database": "ok", "worker": "ok", "engine": "ok", "sandbox": "ok",
-                                         "object_store": "ok"}
+                                         "disk": "ok", "object_store": "ok"}
 
 
 def test_store_down_and_no_worker(app, client):
@@ -57,3 +62,49 @@ def test_a_store_that_hangs_is_reported_to_the_requests_that_do_not_wait(app, mo
         assert answer.get_json()["checks"]["object_store"].startswith("not answering for ")
     waiting.join(120)  # the listener closed: the ping ends in an error
     assert not waiting.is_alive()
+
+
+SPOOL_FULL = """
+import io, json, os, sys
+sys.path.insert(0, "tests")
+from conftest import register
+from docshift.web import create_app
+
+data, elsewhere, source = sys.argv[1:]
+app = create_app({"TESTING": True, "DATA_DIR": data, "DATABASE": elsewhere + "/docshift.db",
+                  "QUEUE_DATABASE": elsewhere + "/queue.db"})
+client = app.test_client()
+key = register(client, app, "full-disk")
+filler = os.open(data + "/filler", os.O_WRONLY | os.O_CREAT)  # the data dir's disk, full
+try:
+    while True:
+        os.write(filler, bytes(1 << 16))
+except OSError:
+    os.close(filler)
+with open(source, "rb") as f:
+    answer = client.post("/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                         data={"file": (io.BytesIO(f.read()), "report.doc")})
+print(json.dumps({"status": answer.status_code, "problem": answer.get_json(),
+                  "retry": answer.headers.get("Retry-After"),
+                  "disk": client.get("/healthz").get_json()["checks"]["disk"]}))
+"""
+
+
+def test_a_full_data_disk_is_named_as_such_and_keeps_nothing(tmp_path, legacy):
+    """The disk of the data dir, where one box keeps uploads until their run, is full (a tmpfs filled, in a
+    mount namespace of the test's own; the database elsewhere): the submission is a 503 that says the service
+    has no room, not that the object store does not answer, no task is made, and /healthz names the disk."""
+    data, elsewhere = tmp_path / "data", tmp_path / "db"
+    data.mkdir()
+    elsewhere.mkdir()
+    script = 'mount -t tmpfs -o size=8m tmpfs "$1" && exec "$4" -c "$5" "$1" "$2" "$3"'
+    run = subprocess.run(["unshare", "--mount", "sh", "-c", script, "sh", str(data), str(elsewhere),
+                          str(legacy["doc"]), sys.executable, SPOOL_FULL], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    seen = json.loads(run.stdout.splitlines()[-1])
+    assert seen["status"] == 503 and seen["retry"] == "30"
+    assert seen["problem"]["detail"] == "The service has no room to keep this file right now; retry later."
+    assert seen["disk"] == "the disk of the data directory is full (0 MiB free)"
+    with sqlite3.connect(elsewhere / "docshift.db") as db:
+        assert db.execute("SELECT count(*) FROM conversions").fetchone() == (0,)
