@@ -117,7 +117,7 @@ class Settings:
     s3_bind: str = _text("127.0.0.1", optional=False)
     # a Unix socket serving the same S3 as s3_endpoint; the embedded store's by default
     s3_socket: str | None = _text()
-    marketplace: str = _text("local", optional=False)
+    marketplace: str = _setting(fields.String(validate=validate.OneOf(("local", "aws"))), "local")
     # the aws marketplace backend
     aws_product_code: str | None = _text()
     aws_sqs_queue_url: str | None = _text()

@@ -30,6 +30,7 @@ from docshift.errors import BadSetting
     ("DOCSHIFT_BASE_URL", "api.example.com"),
     ("DOCSHIFT_S3_PUBLIC_URL", "notaurl"),
     ("DOCSHIFT_S3_NODE_URL", "ftp://store:8333"),
+    ("DOCSHIFT_MARKETPLACE", "azure"),
 ])
 def test_a_bad_value_fails_with_the_variable_name(tmp_path, monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
