@@ -19,6 +19,7 @@ starts only with ``DOCSHIFT_METRICS_TOKEN`` set: ``/metrics`` must not be open t
 
 import ipaddress
 import os
+import sys
 from typing import Any
 
 # a PaaS says where to listen with PORT; otherwise loopback, as make run and the systemd unit want
@@ -33,7 +34,16 @@ control_socket_disable = True
 
 
 def on_starting(server: Any) -> None:  # gunicorn's Arbiter
-    """Refuse to start when a listener is reachable beyond loopback and /metrics has no token."""
+    """Refuse to start on a setting that cannot work, in one line as the worker does (else each worker fails to
+    load the app, with a traceback, and gunicorn's master halts with two more); and when a listener is reachable
+    beyond loopback and /metrics has no token."""
+    from docshift import settings  # reads the environment only: nothing of the app, no urllib3
+    from docshift.errors import BadSetting
+
+    try:
+        settings.load()
+    except BadSetting as error:
+        sys.exit(f"docshift: {error}")
     exposed = [address for address in server.cfg.bind if not _loopback(address)]
     if exposed and not os.environ.get("DOCSHIFT_METRICS_TOKEN"):
         raise RuntimeError(f"docshift web listens on {', '.join(exposed)}, beyond loopback: set "

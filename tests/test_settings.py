@@ -46,12 +46,15 @@ def test_a_bad_value_is_named_but_not_repeated(tmp_path, monkeypatch):
     assert "DOCSHIFT_S3_SECURE" in str(error.value) and "s3cret" not in str(error.value)
 
 
-@pytest.mark.parametrize("argv", [["worker.py"], ["worker.py", "node"], ["-m", "flask", "--app", "app", "init-db"]])
+@pytest.mark.parametrize("argv", [["worker.py"], ["worker.py", "node"], ["-m", "flask", "--app", "app", "init-db"],
+                                  ["-m", "gunicorn", "-c", "python:docshift.gunicorn_conf", "--bind", "127.0.0.1:0",
+                                   "app:create_app()"]])
 def test_a_process_with_a_bad_setting_does_not_start_and_says_which(tmp_path, argv):
     env = {"PATH": os.environ["PATH"], "DOCSHIFT_DATA_DIR": str(tmp_path), "DOCSHIFT_WORKERS": "two"}
     run = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
     assert "DOCSHIFT_WORKERS" in run.stderr, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr, run.stderr[-2000:]  # one line that says which, not a stack
     assert list(tmp_path.iterdir()) == []  # stopped before it made anything
 
 
