@@ -38,7 +38,7 @@ def test_with_a_token_metrics_ask_for_it_even_on_loopback(app, client):
 def test_healthz_tells_the_outside_only_its_status(app, client, outside):
     answer = client.get("/healthz", **outside)
     assert answer.get_json() == {"status": "unavailable"} and answer.status_code == 503  # no worker here
-    assert set(client.get("/healthz").get_json()["checks"]) == {"database", "worker", "engine", "sandbox",
+    assert set(client.get("/healthz").get_json()["checks"]) == {"database", "worker", "engine", "sandbox", "disk",
                                                                 "object_store"}
     app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], metrics_token="s3cret-metrics")
     given = client.get("/healthz", **{**outside, "headers": {"Authorization": "Bearer s3cret-metrics",
