@@ -5,7 +5,10 @@ from typing import Any, Protocol
 
 from sqlite_utils import Database
 
+from docshift.contract import TaskErrorCode
 from docshift.storage.connection import Row, first, iso, new_id, now, select, transaction
+
+INACTIVE_MESSAGE = "The subscription became inactive before the conversion ran; not billed."
 
 
 class Subscription(Protocol):
@@ -44,16 +47,30 @@ def apply_subscription(db: Database, marketplace: str, customer: Subscription) -
         if status == "active" and not account["activated_at"]:
             changes["activated_at"] = at
         db.table("accounts").update(account["id"], changes)
+        if status != "active":
+            _end_queued(db, account["id"])
         return {**account, **changes}
 
 
 def set_account(db: Database, account_id: str, **changes: Any) -> Row:
-    if changes.get("status") == "active":
-        account = db.table("accounts").get(account_id)
-        if not account["activated_at"]:
-            changes["activated_at"] = iso(now())
-    db.table("accounts").update(account_id, changes)
-    return db.table("accounts").get(account_id)
+    with transaction(db):
+        if changes.get("status") == "active":
+            account = db.table("accounts").get(account_id)
+            if not account["activated_at"]:
+                changes["activated_at"] = iso(now())
+        db.table("accounts").update(account_id, changes)
+        if changes.get("status", "active") != "active":
+            _end_queued(db, account_id)
+        return db.table("accounts").get(account_id)
+
+
+def _end_queued(db: Database, account_id: str) -> None:
+    """An account no longer active: its tasks still waiting end FAILED ``subscription_inactive`` with it, unbilled.
+    Left to their claim, which reads the account then, an account made active again in between had them converted
+    and billed. (A task already converting finishes; its input goes at the worker's next sweep.)"""
+    db.execute("UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ?, "
+               "sealed_password = NULL WHERE account_id = ? AND status = 'QUEUED'",
+               [TaskErrorCode.SUBSCRIPTION_INACTIVE.value, INACTIVE_MESSAGE, iso(now()), account_id])
 
 
 def find_account(db: Database, marketplace: str, customer_id: str) -> Row | None:

@@ -34,7 +34,7 @@ from docshift.errors import (
 )
 from docshift.formats import source_name
 from docshift.settings import Settings
-from docshift.storage import ObjectStore, liveness, tasks
+from docshift.storage import ObjectStore, accounts, liveness, tasks
 from docshift.storage.connection import Row
 from docshift.storage.s3 import LONGEST_CALL
 from docshift.storage.tasks import Task
@@ -111,7 +111,7 @@ def _run(task: Task, account: Row, conn: Database, objects: ObjectStore, config:
          faults: Faults | None = None) -> Status | None:
     if account["status"] != "active":
         outcome = Outcome(Verdict.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
-                          message="The subscription became inactive before the conversion ran; not billed.")
+                          message=accounts.INACTIVE_MESSAGE)
     else:
         outcome = convert_task(task.id, task.source_type, RunStore(objects, conn, task), config, engine,
                                task.macros, task.source_filename,

@@ -159,14 +159,21 @@ def test_timeout_fails_the_task(office, app, client, slow_xls, account):
 
 
 def test_inactive_account_fails_unbilled(office, app, client, submit, legacy, account):
+    """Deactivated, an account's waiting tasks fail at once, unbilled: made active again before a worker came to
+    them, the account once had them converted and billed."""
     task_id = submit(legacy["xls"].read_bytes(), "numbers.xls")
     with app.app_context():
         conn = get_db()
-        accounts.set_account(conn, accounts.account_for_key(conn, keys.digest(account))["id"], status="inactive")
-    _outcome, task = run(app, office, task_id)
-    assert task.status == "FAILED" and task.error_code == "subscription_inactive"
-    assert task.billing_class is None
+        account_id = accounts.account_for_key(conn, keys.digest(account))["id"]
+        accounts.set_account(conn, account_id, status="inactive")
+        task = tasks.get_task(conn, task_id)
+        assert (task.status, task.error_code, task.billing_class) == ("FAILED", "subscription_inactive", None)
+        accounts.set_account(conn, account_id, status="active")
+    outcome, task = run(app, office, task_id)
+    assert outcome is None  # nothing waits
+    assert (task.status, task.error_code, task.billing_class) == ("FAILED", "subscription_inactive", None)
     with app.app_context():
+        maintenance.sweep_once(get_db(), get_store(), app.config["DOCSHIFT"])
         assert not input_stored(get_store(), task_id)
 
 
