@@ -29,14 +29,32 @@ def register(app: Flask) -> None:
         app.cli.add_command(command)
 
 
+class CustomerId(click.ParamType):
+    """A customer's id: not empty, no spaces around it, no control characters (an unset shell variable gave '')."""
+    name = "customer"
+
+    def convert(self, value: str, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if not value or value != value.strip() or not value.isprintable():
+            self.fail(f"{value!r} is no customer id: give the id itself, with no spaces around it", param, ctx)
+        return value
+
+
+CUSTOMER = CustomerId()
+
+
 @marketplace_cli.command("issue-token")
-@click.option("--customer", required=True, help="The customer's id in your marketplace or CRM.")
+@click.option("--customer", type=CUSTOMER, required=True, help="The customer's id in your marketplace or CRM.")
 @click.option("--plan", type=PLAN, required=True)
 def issue_token(customer: str, plan: str) -> None:
     """Print a registration link; the customer opens it to get an API key."""
     token = get_marketplace().issue_token(customer, plan)  # type: ignore[union-attr]  # local only: AWS issues its own
     configured = get_settings()
     base = configured.base_url or f"http://127.0.0.1:{configured.port}"
+    existing = accounts.find_account(get_db(), configured.marketplace, customer)
+    if existing is not None and existing["plan"] != plan:
+        plan = existing["plan"]
+        click.echo(f"{customer} has an account already, on plan {plan}: the link gives it a new key on that plan "
+                   "(set-plan changes the plan)")
     click.echo(f"registration link for {customer} ({plan}), valid "
                f"{configured.registration_token_max_age // settings.HOUR} h:")
     click.echo(f"{base.rstrip('/')}/marketplace/register?token={token}")
@@ -50,7 +68,7 @@ def _account(customer: str) -> Row:
 
 
 @marketplace_cli.command("set-plan")
-@click.option("--customer", required=True)
+@click.option("--customer", type=CUSTOMER, required=True)
 @click.option("--plan", type=PLAN, required=True)
 def set_plan(customer: str, plan: str) -> None:
     """Change a customer's plan; the new quota applies at once, the period's count stays."""
@@ -59,7 +77,7 @@ def set_plan(customer: str, plan: str) -> None:
 
 
 @marketplace_cli.command("activate")
-@click.option("--customer", required=True)
+@click.option("--customer", type=CUSTOMER, required=True)
 def activate(customer: str) -> None:
     """Let a customer's key call the API again (the account needs a plan)."""
     account = _account(customer)
@@ -71,7 +89,7 @@ def activate(customer: str) -> None:
 
 
 @marketplace_cli.command("deactivate")
-@click.option("--customer", required=True)
+@click.option("--customer", type=CUSTOMER, required=True)
 def deactivate(customer: str) -> None:
     """Refuse a customer's calls; their queued tasks end FAILED subscription_inactive."""
     accounts.set_account(get_db(), _account(customer)["id"], status="inactive")

@@ -28,7 +28,7 @@ from docshift.errors import (
     RegistrationTokenInvalid,
     ServiceUnavailable,
 )
-from docshift.storage import registrations
+from docshift.storage import accounts, registrations
 from docshift.web.context import get_db, get_marketplace, get_settings
 from docshift.web.problems import problem
 
@@ -88,13 +88,24 @@ def _confirmation(token: str | None) -> ResponseReturnValue:
         customer, _ = _resolve(token)
     except RegistrationRefused as refused:
         return _refused(refused)
+    plan = _plan_given(customer)
     if _wants_json():
-        response = jsonify(plan=customer.plan, register={"method": "POST", "url": url_for(".register"),
-                                                         "field": FIELD})
+        response = jsonify(plan=plan, register={"method": "POST", "url": url_for(".register"), "field": FIELD})
     else:
-        response = current_app.make_response(render_template("confirm.html", plan=customer.plan, token=token,
-                                                             field=FIELD))
+        response = current_app.make_response(render_template("confirm.html", plan=plan, token=token, field=FIELD))
     return _private(response)
+
+
+def _plan_given(customer: Customer) -> str | None:
+    """The plan the button registers: the token's, except for an account of the local marketplace that exists
+    already, which keeps its own (its operator's later set-plan outlives an older token). The page showed the
+    token's and registered the account's."""
+    backend = get_marketplace()
+    if backend.name == "local":
+        account = accounts.find_account(get_db(), backend.name, customer.customer_id)
+        if account is not None:
+            return str(account["plan"])
+    return customer.plan
 
 
 @bp.post("/marketplace/register")

@@ -45,3 +45,32 @@ def test_lifecycle_from_the_cli(app, client):
     assert "cli-customer  team  included 0/2500  overage 0 (USD 0.00)" in report
     unknown = runner.invoke(args=["marketplace", "activate", "--customer", "nobody"])
     assert unknown.exit_code != 0 and "no account" in unknown.output
+
+
+@pytest.mark.parametrize("customer", ["", " padded ", "tab\there"])
+def test_a_customer_id_that_is_none_is_refused(app, customer):
+    """An unset shell variable ($CUSTOMER) made an account whose id was ''."""
+    runner = app.test_cli_runner()
+    for args in (["marketplace", "issue-token", "--customer", customer, "--plan", "starter"],
+                 ["marketplace", "set-plan", "--customer", customer, "--plan", "team"]):
+        result = runner.invoke(args=args)
+        assert result.exit_code == 2 and "is no customer id" in result.output, result.output
+
+
+def test_a_link_for_an_existing_account_shows_the_plan_it_registers(app, client):
+    """The local marketplace keeps an existing account's plan when it registers again (the operator's set-plan
+    outlives an older link). A link issued with another plan showed that plan on its page and registered the
+    account's: both now say the account's, and issue-token says why."""
+    from conftest import register
+
+    register(client, app, "plan-shown")
+    issued = app.test_cli_runner().invoke(args=["marketplace", "issue-token", "--customer", "plan-shown",
+                                                "--plan", "business"])
+    assert issued.exit_code == 0
+    assert "has an account already, on plan starter" in issued.output
+    token = issued.output.strip().splitlines()[-1].split("token=", 1)[1]
+    page = client.get(f"/marketplace/register?token={token}", headers={"Accept": "application/json"})
+    assert page.get_json()["plan"] == "starter"
+    done = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token},
+                       headers={"Accept": "application/json"})
+    assert done.get_json()["plan"] == "starter"
