@@ -70,8 +70,11 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
         row.earlier = True
         return row
     generation = earlier.get("generation", 0) if earlier else 0
+    resent = earlier.get("resent", "") if earlier else ""  # why the last generation was sent: "", or a failure's code
     try:
-        for attempt in range(2):  # the first answer, and one resubmission if its result expired unfetched
+        # the first answer, and one resubmission if its result expired unfetched, or if it failed for a reason not
+        # the file's (an account inactive then, an input lost): its key would replay that failure for a day
+        for attempt in range(2):
             key = idempotency_key(str(source.rel), data, generation, client.api.options_tag(password, protection))
             submitted = client.submit(source.path, data=data, name=source.rel.name, busy_wait=timeout, key=key,
                                       password=password, protection=protection)
@@ -82,10 +85,12 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
                 task = _download(client, task, target)
             if task["status"] == Status.EXPIRED and _fetched(target, task):
                 task["status"] = Status.SUCCEEDED  # a run killed between its download and its record
-            if task["status"] != Status.EXPIRED or attempt:
+            not_the_files = (task.get("error") or {}).get("code") if task["status"] == Status.FAILED else None
+            if attempt or not (task["status"] == Status.EXPIRED or not_the_files in NOT_THE_FILE):
                 break
             generation += 1  # recorded before it is sent: a run killed now re-attaches to the new task
-            state.put({"rel": str(source.rel), "sha256": sha256, "generation": generation})
+            resent = not_the_files or ""
+            state.put({"rel": str(source.rel), "sha256": sha256, "generation": generation, "resent": resent})
     except Problem as problem:
         if problem.code in STOPPING:
             raise
@@ -104,13 +109,21 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
               "complete": fidelity.get("complete"), "lost": fidelity.get("lost") or [],
               "error": failure.get("code", ""), "message": failure.get("message", ""),
               "detected_format": task.get("detected_format", ""),
-              "note": (REPLAYED_RESUBMISSION if row.replayed else RESUBMITTED) if generation else ""}
+              "resent": resent, "note": _note(generation, resent, row.replayed)}
     if task["status"] == Status.SUCCEEDED:
         record.update(result=str(PurePosixPath(*target.relative_to(out_dir).parts)), result_size=target.stat().st_size)
     if task["status"] == Status.SUCCEEDED or (task["status"] == Status.FAILED and record["error"] not in NOT_THE_FILE):
         state.put(record)  # EXPIRED twice over is not the file's outcome either: a later run tries again
     _fill(row, record, out_dir)
     return row
+
+
+def _note(generation: int, resent: str, replayed: bool) -> str:
+    if not generation:
+        return ""
+    if resent:
+        return f"resubmitted: the earlier task failed {resent}, through no fault of the file's (it was not charged)"
+    return REPLAYED_RESUBMISSION if replayed else RESUBMITTED
 
 
 def _download(client: Client, task: dict[str, Any], target: Path) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import pytest
 import requests
-from conftest import ROOT
+from conftest import ROOT, stop_process_group
 
 from docshift import client
 from docshift.accounts import keys
@@ -360,6 +360,43 @@ def test_a_result_that_expired_before_download_is_submitted_again(live, legacy, 
     with open(tmp_path / "elsewhere" / "report.csv", newline="") as f:
         assert next(csv.DictReader(f))["note"].startswith("replayed:")
     assert len(tasks_of(live, key)["letter.doc"]) == 2 and usage(live, key)["included_used"] == 2
+
+
+def test_a_file_whose_task_failed_while_the_account_was_inactive_is_sent_again(live, legacy, tmp_path, monkeypatch,
+                                                                               capsys):
+    """An earlier run submitted the file; the account was deactivated before the task ran (FAILED
+    subscription_inactive, unbilled) and activated again. The same key would replay that failure for a day: the
+    run now submits the file under a new key, converts it, and says why."""
+    from docshift.storage import accounts
+
+    key = live.register(f"inactive-{random.randrange(10**9)}")
+    root, out = tmp_path / "inbox", tmp_path / "out"
+    root.mkdir()
+    shutil.copyfile(legacy["doc"], root / "letter.doc")
+    data = (root / "letter.doc").read_bytes()
+    conn = connection.connect(live.config().database)
+    stop_process_group(live.processes.pop("worker"))  # the task waits: nothing converts it before the deactivation
+    try:
+        earlier = requests.post(f"{live.base_url}/v1/conversions", files={"file": ("letter.doc", data)}, timeout=30,
+                                headers={"Authorization": f"Bearer {key}",
+                                         "Idempotency-Key": idempotency_key("letter.doc", data)}).json()
+        account_id = accounts.account_for_key(conn, keys.digest(key))["id"]
+        accounts.set_account(conn, account_id, status="inactive")  # as marketplace deactivate, then activate
+        accounts.set_account(conn, account_id, status="active")
+    finally:
+        conn.close()
+        live.start_worker()
+    assert live.wait(key, earlier["task_id"])["error"]["code"] == "subscription_inactive"
+
+    monkeypatch.setenv("DOCSHIFT_URL", live.base_url)
+    monkeypatch.setenv("DOCSHIFT_API_KEY", key)
+    assert client.main(command(root, out)[1:]) == 0
+    capsys.readouterr()
+    with open(out / "report.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["status"], row["result"]) == ("SUCCEEDED", str(out / "letter.docx"))
+    assert row["note"].startswith("resubmitted: the earlier task failed subscription_inactive")
+    assert len(tasks_of(live, key)["letter.doc"]) == 2 and usage(live, key)["included_used"] == 1
 
 
 def test_two_sources_the_service_names_alike_get_two_results(live, legacy, tmp_path, monkeypatch, capsys):
