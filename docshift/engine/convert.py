@@ -31,6 +31,7 @@ from docshift.engine import (
     ooxml,
     ppt_edits,
     precheck,
+    sandbox,
     sheet_objects,
     slide_sounds,
     stored,
@@ -217,6 +218,7 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
     ended because its parent died (killed, or by the OOM killer) did not crash on the file: it is tried again on
     a parent started again, ``PARENT_LOSSES`` times at most, and only past that does a loss count as a crash."""
     crashes = losses = 0
+    killed_before = sandbox.oom_kills()
     while crashes < 2:
         # a killed LibreOffice leaves a partial file and its lock behind: start clean
         result = workdir / f"attempt-{crashes + losses + 1}" / f"result.{extension}"
@@ -238,6 +240,10 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
                 continue
             crashes += 1
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, crashes, error)
+    if killed_before is not None and (sandbox.oom_kills() or 0) > killed_before:
+        log.warning("LibreOffice was killed by the kernel for lack of memory converting %s", source)
+        raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice ran out of memory converting this file "
+                               "(the service's memory limit), twice.")
     raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
 
 

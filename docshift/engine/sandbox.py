@@ -180,3 +180,30 @@ def problem(scratch: str | Path, timeout: float = 30) -> str | None:
                     stream.close()
         shutil.rmtree(scratch, ignore_errors=True)
     return None
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed in this process's memory cgroup (a container's
+    ``--memory``, a systemd unit's ``MemoryMax``): cgroup v2's ``memory.events``, or v1's ``memory.oom_control``;
+    None where neither can be read. A LibreOffice child that dies as this count goes up ran out of memory; it
+    did not crash on its file."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: the one unified hierarchy
+            where = Path("/sys/fs/cgroup", path.lstrip("/"), "memory.events")
+        elif "memory" in controllers.split(","):
+            where = Path("/sys/fs/cgroup/memory", path.lstrip("/"), "memory.oom_control")
+        else:
+            continue
+        try:
+            for entry in where.read_text().splitlines():
+                name, _, count = entry.partition(" ")
+                if name == "oom_kill":
+                    return int(count)
+        except (OSError, ValueError):
+            continue
+    return None

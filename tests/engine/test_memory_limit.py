@@ -1,0 +1,82 @@
+"""A LibreOffice killed by the kernel's OOM killer, under a memory limit of the service's (a container's
+``--memory``): the task's message says it ran out of memory, not that it crashed on the file."""
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from docshift.engine import sandbox
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+# the engine's parent holds about 300 MB: this deck's child needs more than the rest (it converts without the limit)
+LIMIT_MB, DECK = 700, CORPUS / "ppt" / "42474-2.ppt"
+
+CONVERT = """
+import json, os, sys
+from pathlib import Path
+with open(sys.argv[1], "w") as procs:
+    procs.write(str(os.getpid()))  # into the limited cgroup, before LibreOffice starts: its processes follow
+from docshift.engine import Engine, Forkit, sandbox
+from docshift.errors import ConversionFailed
+engine = Engine(Forkit(Path(sys.argv[2]), name="oom"))
+engine.start()
+found = {"before": sandbox.oom_kills()}
+try:
+    with engine.workspace("t") as work:
+        engine.convert(Path(sys.argv[3]), "ppt", work, 120)
+    found["outcome"] = "converted"
+except ConversionFailed as error:
+    found["outcome"], found["message"] = error.code, str(error)
+found["after"] = sandbox.oom_kills()
+engine.close()
+print(json.dumps(found))
+"""
+
+
+def memory_cgroup(limit_bytes):
+    """A memory cgroup of the test's own at its hierarchy's root (v2, or v1's memory hierarchy) with the limit;
+    the path of the file a process writes its pid into to join it."""
+    name = f"docshift-test-{uuid.uuid4().hex[:8]}"
+    if Path("/sys/fs/cgroup/cgroup.controllers").exists():  # v2
+        group = Path("/sys/fs/cgroup", name)
+        group.mkdir()
+        (group / "memory.max").write_text(str(limit_bytes))
+        if (group / "memory.swap.max").exists():  # no swap to slip into instead
+            (group / "memory.swap.max").write_text("0")
+    else:
+        group = Path("/sys/fs/cgroup/memory", name)
+        group.mkdir()
+        (group / "memory.limit_in_bytes").write_text(str(limit_bytes))
+    return group
+
+
+@pytest.mark.slow
+def test_a_file_that_runs_the_service_out_of_memory_is_named_so(tmp_path):
+    group = memory_cgroup(LIMIT_MB << 20)
+    try:
+        run = subprocess.run([sys.executable, "-c", CONVERT, str(group / "cgroup.procs"), str(tmp_path / "office"),
+                              str(DECK)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert run.returncode == 0, run.stderr[-3000:]
+        found = json.loads(run.stdout.splitlines()[-1])
+    finally:
+        for _ in range(50):  # its processes are gone once the engine closed; the kernel lets go of the group
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    assert found["outcome"] == "conversion_failed", found
+    assert found["message"] == ("LibreOffice ran out of memory converting this file (the service's memory limit), "
+                                "twice.")
+    assert found["after"] >= found["before"] + 2  # both tries
+
+
+def test_the_oom_kill_count_is_read_from_this_process_s_own_cgroup():
+    """On this host, as in a container: a count, not None (its absence would hide every OOM kill)."""
+    assert isinstance(sandbox.oom_kills(), int)
