@@ -85,7 +85,10 @@ def run(names: list[str], commands: dict[str, list[str]]) -> int:
     if exited:
         log.warning("%s exited with status %s; stopping the others", exited, processes[exited].returncode)
     stop(processes)
-    return processes[exited].returncode if exited else max(abs(p.returncode) for p in processes.values())
+    if not exited:
+        return max(abs(p.returncode) for p in processes.values())
+    status = processes[exited].returncode
+    return 128 - status if status < 0 else status  # killed by signal n: 128 + n, as a shell says it (not 256 - n)
 
 
 def killing_signal(status: int) -> signal.Signals | None:
