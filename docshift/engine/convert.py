@@ -70,6 +70,7 @@ INVALID = "The converted file failed validation"
 INVENTORY_SECONDS = 60
 # a conversion's tries on a parent started again after the one it ran on died, none counted as the file's crash
 PARENT_LOSSES = 2
+OUT_OF_MEMORY = "LibreOffice ran out of memory converting this file (the service's memory limit), twice"
 PARENT_GRACE = 1.0  # seconds a parent's bubblewrap is given to end, after its child died, to tell its death
 # the parts the bridge counts in a loaded document of each kind, when asked (``bridge.facts``)
 LOADED_PARTS = {"doc": ("embedded_objects",), "xls": ("charts", "embedded_objects"), "ppt": ("embedded_objects",)}
@@ -214,18 +215,22 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             task_id: str | None, parts: Callable[[], bool], password: str | None,
             opened: Opened | None, sent: Callable[[], object]) -> tuple[Path, dict[str, Any]]:
     """LibreOffice's export of ``source`` (with the ``password`` load property, if any) into a file under
-    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice. A child that
-    ended because its parent died (killed, or by the OOM killer) did not crash on the file: it is tried again on
-    a parent started again, ``PARENT_LOSSES`` times at most, and only past that does a loss count as a crash."""
+    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice. A child the
+    kernel's OOM killer stopped (the service's memory limit) did not crash on the file: it is tried again alone
+    (``sandbox.Room``), and only if it runs out of memory alone does the file fail. A child that ended because its
+    parent died (killed) did not crash on the file either: it is tried again on a parent started again,
+    ``PARENT_LOSSES`` times at most, and only past that does a loss count as a crash."""
     crashes = losses = 0
-    killed_before = sandbox.oom_kills()
+    alone = by_itself = False
     while crashes < 2:
         # a killed LibreOffice leaves a partial file and its lock behind: start clean
-        result = workdir / f"attempt-{crashes + losses + 1}" / f"result.{extension}"
+        result = workdir / f"attempt-{crashes + losses + int(alone) + 1}" / f"result.{extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
+        killed_before = sandbox.oom_kills()
         try:
-            return result, office.export(source, result, export_filter, timeout, task_id, parts=parts,
-                                         password=password, sent=sent)
+            with office.room.alone(timeout) if alone else office.room.shared(2 * timeout) as by_itself:
+                return result, office.export(source, result, export_filter, timeout, task_id, parts=parts,
+                                             password=password, sent=sent)
         except OfficeTimeout as error:
             raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
                                    f"The conversion took longer than {timeout:g} s.") from error
@@ -233,6 +238,16 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             log.warning("LibreOffice could not convert %s: %s", source, error)
             raise not_loaded(source, opened) from error
         except OfficeCrashed as error:
+            if killed_before is not None and (sandbox.oom_kills() or 0) > killed_before:
+                if not alone:
+                    log.warning("LibreOffice was killed by the kernel for lack of memory converting %s: tried again "
+                                "with no other file converting", source)
+                    alone = True
+                    continue
+                log.warning("LibreOffice was killed by the kernel for lack of memory converting %s%s", source,
+                            " alone" if by_itself else "")
+                raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, OUT_OF_MEMORY + (
+                    ", the second time with no other file converting." if by_itself else ".")) from error
             if losses < PARENT_LOSSES and office.ended(PARENT_GRACE):
                 losses += 1
                 log.warning("LibreOffice's parent ended while a child converted %s (%s): tried again on a parent "
@@ -240,10 +255,6 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
                 continue
             crashes += 1
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, crashes, error)
-    if killed_before is not None and (sandbox.oom_kills() or 0) > killed_before:
-        log.warning("LibreOffice was killed by the kernel for lack of memory converting %s", source)
-        raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice ran out of memory converting this file "
-                               "(the service's memory limit), twice.")
     raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
 
 

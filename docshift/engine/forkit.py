@@ -78,6 +78,7 @@ class Forkit:
         self.starts, self.children = 0, 0
         self.timings: dict[str, float] = {}  # seconds of its last start: "launch", "self_test"
         self.broken: str | None = None  # why the last start gave up, while it stands
+        self.room = sandbox.Room()  # its children's memory: a retry after an OOM kill runs alone
         self._control: socket.socket | None = None
         self._lock = threading.Lock()  # a start
         self._send = threading.Lock()  # the control socket

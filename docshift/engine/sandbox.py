@@ -30,6 +30,8 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -207,3 +209,45 @@ def oom_kills() -> int | None:
         except (OSError, ValueError):
             continue
     return None
+
+
+class Room:
+    """The memory the LibreOffice children of one worker process share. Any number convert at once (``shared``),
+    but a file whose child the kernel's OOM killer stopped is tried again ``alone``: once the conversions running
+    have ended, and with none beginning until it has. Tried again beside the same neighbours, under a memory
+    limit that two large files overrun together, it was killed again. Each wait is bounded (a conversion ends by
+    its deadline): past it, the conversion goes ahead anyway."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._sharing = 0   # conversions running beside others
+        self._waiting = 0   # conversions waiting to run alone, or running so
+        self._alone = False
+
+    @contextlib.contextmanager
+    def shared(self, within: float) -> Iterator[bool]:
+        """Yields False: others may convert beside it."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._waiting == 0, within)
+            self._sharing += 1
+        try:
+            yield False
+        finally:
+            with self._changed:
+                self._sharing -= 1
+                self._changed.notify_all()
+
+    @contextlib.contextmanager
+    def alone(self, within: float) -> Iterator[bool]:
+        """Yields whether it runs alone (False: it waited ``within`` seconds, and goes ahead beside others)."""
+        with self._changed:
+            self._waiting += 1
+            alone = self._changed.wait_for(lambda: self._sharing == 0 and not self._alone, within)
+            self._alone = True
+        try:
+            yield alone
+        finally:
+            with self._changed:
+                self._waiting -= 1
+                self._alone = False
+                self._changed.notify_all()

@@ -53,11 +53,12 @@ def max_run_seconds(config: Settings) -> float:
     """The longest one run can legitimately hold a task; past it, the task is declared stuck.
 
     Three LibreOffice starts (the warm one may be replaced before the file, after a crash,
-    and after recycling), the file converted twice (a crash is retried once), the input
-    fetched and the result stored with every try of the store client timing out, and the
-    run's whole patience with an outage.
+    and after recycling), the file converted twice (a crash is retried once), a wait behind
+    another file's retry after an OOM kill (which runs alone once the conversions running
+    end), the input fetched and the result stored with every try of the store client timing
+    out, and the run's whole patience with an outage.
     """
-    conversions = 3 * LONGEST_START_SECONDS + 2 * config.conversion_timeout
+    conversions = 3 * LONGEST_START_SECONDS + 4 * config.conversion_timeout
     transfers = 2 * LONGEST_CALL
     return conversions + transfers + config.outage_patience_seconds + 60
 

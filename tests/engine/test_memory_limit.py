@@ -4,6 +4,7 @@
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -72,11 +73,65 @@ def test_a_file_that_runs_the_service_out_of_memory_is_named_so(tmp_path):
             except OSError:
                 time.sleep(0.1)
     assert found["outcome"] == "conversion_failed", found
+    # the second try ran with no other file converting: it is the file's own need, not its neighbours'
     assert found["message"] == ("LibreOffice ran out of memory converting this file (the service's memory limit), "
-                                "twice.")
+                                "twice, the second time with no other file converting.")
     assert found["after"] >= found["before"] + 2  # both tries
 
 
 def test_the_oom_kill_count_is_read_from_this_process_s_own_cgroup():
     """On this host, as in a container: a count, not None (its absence would hide every OOM kill)."""
     assert isinstance(sandbox.oom_kills(), int)
+
+
+def test_a_retry_after_an_oom_kill_waits_for_the_conversions_running_and_runs_alone():
+    room, events, lock = sandbox.Room(), [], threading.Lock()
+    first_in, release_first = threading.Event(), threading.Event()
+
+    def note(what):
+        with lock:
+            events.append(what)
+
+    def neighbour():
+        with room.shared(30) as alone:
+            note(("neighbour in", alone))
+            first_in.set()
+            release_first.wait(30)
+            note("neighbour out")
+
+    def retry():
+        with room.alone(30) as alone:
+            note(("retry in", alone))
+            time.sleep(0.2)
+            note("retry out")
+
+    def later():
+        with room.shared(30):
+            note("later in")
+
+    threads = [threading.Thread(target=neighbour)]
+    threads[0].start()
+    assert first_in.wait(30)
+    threads.append(threading.Thread(target=retry))
+    threads[1].start()
+    time.sleep(0.2)  # the retry waits for the neighbour, and a conversion that comes now waits for the retry
+    threads.append(threading.Thread(target=later))
+    threads[2].start()
+    time.sleep(0.2)
+    assert events == [("neighbour in", False)]
+    release_first.set()
+    for thread in threads:
+        thread.join(30)
+    assert events == [("neighbour in", False), "neighbour out", ("retry in", True), "retry out", "later in"]
+
+
+def test_conversions_share_the_room_and_a_wait_to_be_alone_is_bounded():
+    room = sandbox.Room()
+    with room.shared(1), room.shared(1) as beside:  # any number at once
+        assert beside is False
+        started = time.monotonic()
+        with room.alone(0.3) as alone:  # the others did not end in time: it goes ahead beside them, and says so
+            assert alone is False
+        assert 0.25 < time.monotonic() - started < 5
+    with room.alone(1) as alone:
+        assert alone is True
