@@ -122,7 +122,8 @@ def _wrap(doc: minidom.Document, pic: Any, rid: str, prog_id: str) -> None:
     for tag in ("off", "ext"):
         place.appendChild(pic.getElementsByTagNameNS(NS_A, tag)[0].cloneNode(True))
     data = add(add(frame, "a:graphic"), "a:graphicData", uri=OLE_URI)
-    ole = add(data, "p:oleObj", **({"progId": prog_id} if prog_id else {}), r_id=rid)  # none rather than a guess
+    # no progId rather than a guess; an empty spid as LibreOffice writes (ECMA-376's first edition requires one)
+    ole = add(data, "p:oleObj", spid="", **({"progId": prog_id} if prog_id else {}), r_id=rid)
     add(ole, "p:embed")
     pic.parentNode.replaceChild(frame, pic)
     ole.appendChild(pic)

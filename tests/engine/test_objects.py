@@ -368,6 +368,7 @@ def test_a_packaged_file_that_libreoffice_made_a_picture_is_an_object_again(pack
         assert f'PartName="/{found[0][1]}" ContentType="{OLE_CONTENT_TYPE}"' in types
         slide = package.read("ppt/slides/slide1.xml").decode()
         assert re.search(r"<p:oleObj [^>]*><p:embed/><p:pic>.*<a:blip r:embed=", slide)  # the picture replaces it
+        assert re.search(r'<p:oleObj spid="" ', slide)  # as LibreOffice writes its own objects
         ids = re.findall(r'<p:cNvPr id="(\d+)"', slide)
         assert len(ids) == len(set(ids))
     assert converted.fidelity["counts"]["embedded_objects"] == {"source": SLIDES, "result": SLIDES}
