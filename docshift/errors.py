@@ -111,7 +111,12 @@ class InventoryUnreadable(DocshiftError):
 
 
 class LoadFailed(DocshiftError):
-    """LibreOffice could not load or store the document (the process is fine)."""
+    """LibreOffice could not load or store the document (the process is fine). ``stored``: it loaded it, and could
+    not write its result; ``full``: the sandbox's scratch space was full then."""
+
+    def __init__(self, detail: str = "", stored: bool = False, full: bool = False) -> None:
+        super().__init__(detail)
+        self.stored, self.full = stored, full
 
 
 class ConversionFailed(DocshiftError):

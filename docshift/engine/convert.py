@@ -236,6 +236,12 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
                                    f"The conversion took longer than {timeout:g} s.") from error
         except LoadFailed as error:
             log.warning("LibreOffice could not convert %s: %s", source, error)
+            if error.full:
+                raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "This file needs more room to convert than "
+                                       f"the service gives one conversion ({office.limits.scratch_mb} MB).") from error
+            if error.stored:
+                raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED,
+                                       "LibreOffice read this file but could not write its result.") from error
             raise not_loaded(source, opened) from error
         except OfficeCrashed as error:
             if killed_before is not None and (sandbox.oom_kills() or 0) > killed_before:

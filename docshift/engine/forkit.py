@@ -269,7 +269,7 @@ class Forkit:
         if answer.get("error") == "crashed":
             raise OfficeCrashed(answer.get("detail", ""))
         if not answer.get("ok"):
-            raise LoadFailed(answer.get("detail", ""))
+            raise LoadFailed(answer.get("detail", ""), answer.get("error") == "store_failed", bool(answer.get("full")))
         return answer.get("facts", {})
 
     def stop(self) -> None:

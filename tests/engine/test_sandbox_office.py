@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import ended_children_dirs, soffice_pids, wait_for
 
-from docshift.engine import sandbox
+from docshift.contract import TaskErrorCode
+from docshift.engine import convert, sandbox
 from docshift.engine.forkit import Forkit
-from docshift.errors import DocshiftError
+from docshift.errors import ConversionFailed, DocshiftError
 from docshift.formats import FORMATS
 
 ENVIRONMENT = {"HOME", "TMPDIR", "PATH", "LANG", "PWD", "SAL_USE_VCLPLUGIN", "UserInstallation"}
@@ -139,6 +140,19 @@ def test_a_conversion_past_the_scratch_limit_fails_and_leaves_nothing_over_it(le
         assert office.restarts == 0
     finally:
         office.close()
+
+
+def test_a_file_that_outgrows_the_scratch_space_is_named_so(slow_xls, tmp_path):
+    """Its source loads, and the store fails for want of room: the task says so, and how much room there is, not
+    that LibreOffice could not read the file (a 104 MB workbook, past the default 512 MB)."""
+    office = Forkit(tmp_path / "office", name="tiny", limits=sandbox.Limits(scratch_mb=8))
+    try:
+        with pytest.raises(ConversionFailed) as failed:
+            convert.convert(office, slow_xls, "xls", tmp_path / "work", 60)
+    finally:
+        office.close()
+    assert failed.value.code == TaskErrorCode.CONVERSION_FAILED
+    assert failed.value.message == "This file needs more room to convert than the service gives one conversion (8 MB)."
 
 
 @pytest.mark.parametrize("kind", ["doc", "xls"])

@@ -6,7 +6,8 @@ answers its one request with JSON lines on stdout (the job's socket):
 
     {"name": the source's file name, "filter": export filter name, "parts": true | false | "ask",
      "password": the Password load property of a protected source (optional)}
-    -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...}
+    -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...,
+                                        "full": whether the scratch space was full as the store failed}
 
 With ``"parts": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the child waits for
 ``{"parts": true | false}`` (whether to count the loaded parts, ``facts``) before it goes on.
@@ -58,6 +59,9 @@ FAMILIES = {
     "com.sun.star.drawing.DrawingDocument": "draw",
 }
 PLAIN_TEXT = "generic_Text"
+# the free scratch space under which a store failed for want of room: a share of it, or a few writes' worth (LibreOffice
+# may have removed the temp file it was writing)
+FULL_BELOW, FULL_UNDER = 0.02, 8 << 20
 IMPORT = 0x1  # a filter's Flags bit: it can import
 OLE_SHAPE = "com.sun.star.drawing.OLE2Shape"
 GROUP_SHAPE = "com.sun.star.drawing.GroupShape"
@@ -282,7 +286,7 @@ def convert(request, source_fd, result_fd):
             with open(source_fd, "rb", closefd=False) as given, open(local, "wb") as copy:
                 shutil.copyfileobj(given, copy, 1 << 20)
         except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
-            return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}"}
+            return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}", "full": True}
         return _convert(prepare(), local, stored, result_fd, request)
     finally:
         # the customer's file and its result leave the sandbox before the answer, whatever it says: the worker may
@@ -339,10 +343,22 @@ def _convert(office, source, stored, result_fd, request):
     except Exception as error:
         if not answers(office.desktop, error):
             raise
-        return {"ok": False, "error": "store_failed", "detail": f"{type(error).__name__}: {error}"}
+        storing = step == "storing the result"  # else the source's facts could not be read
+        return {"ok": False, "error": "store_failed" if storing else "load_failed",
+                "detail": f"{type(error).__name__}: {error}", "full": storing and scratch_full()}
     report["outcome"] = "converted"
     report["pid"] = os.getpid()  # the process that converted it (in the sandbox's PID namespace): its own
     return {"ok": True, "facts": report}
+
+
+def scratch_full(where="."):
+    """Whether the scratch space this child writes in (the sandbox's in-memory file system, its cwd) is all but
+    full, as when a store failed for want of room: LibreOffice's temp files are still there."""
+    try:
+        room = os.statvfs(where)
+    except OSError:
+        return False
+    return room.f_bavail * room.f_frsize < max(room.f_blocks * room.f_frsize * FULL_BELOW, FULL_UNDER)
 
 
 def self_test(directory, kinds):
