@@ -39,6 +39,37 @@ engine.close()
 print(json.dumps(found))
 """
 
+# three of that deck at once, each fitting alone (about 1.5-1.8 GB with the parent), none beside another
+ALONE_LIMIT_MB, AT_ONCE = 2000, 3
+
+CONVERT_AT_ONCE = """
+import json, os, sys, threading
+from pathlib import Path
+with open(sys.argv[1], "w") as procs:
+    procs.write(str(os.getpid()))
+from docshift.engine import Engine, Forkit, sandbox
+from docshift.errors import ConversionFailed
+files = [Path(p) for p in sys.argv[3:]]
+engine = Engine(Forkit(Path(sys.argv[2]), name="oom", ready=len(files)))
+engine.start()
+found = {"before": sandbox.oom_kills(), "outcomes": [None] * len(files)}
+def run(n, path):
+    try:
+        with engine.workspace(f"t{n}") as work:
+            engine.convert(path, "ppt", work, 240)
+        found["outcomes"][n] = "converted"
+    except ConversionFailed as error:
+        found["outcomes"][n] = str(error)
+threads = [threading.Thread(target=run, args=(n, path)) for n, path in enumerate(files)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+found["after"] = sandbox.oom_kills()
+engine.close()
+print(json.dumps(found))
+"""
+
 
 def memory_cgroup(limit_bytes):
     """A memory cgroup of the test's own at its hierarchy's root (v2, or v1's memory hierarchy) with the limit;
@@ -57,6 +88,15 @@ def memory_cgroup(limit_bytes):
     return group
 
 
+def remove(group):
+    for _ in range(50):  # its processes are gone once the engine closed; the kernel lets go of the group
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_a_file_that_runs_the_service_out_of_memory_is_named_so(tmp_path):
     group = memory_cgroup(LIMIT_MB << 20)
@@ -66,17 +106,29 @@ def test_a_file_that_runs_the_service_out_of_memory_is_named_so(tmp_path):
         assert run.returncode == 0, run.stderr[-3000:]
         found = json.loads(run.stdout.splitlines()[-1])
     finally:
-        for _ in range(50):  # its processes are gone once the engine closed; the kernel lets go of the group
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove(group)
     assert found["outcome"] == "conversion_failed", found
     # the second try ran with no other file converting: it is the file's own need, not its neighbours'
     assert found["message"] == ("LibreOffice ran out of memory converting this file (the service's memory limit), "
                                 "twice, the second time with no other file converting.")
     assert found["after"] >= found["before"] + 2  # both tries
+
+
+@pytest.mark.slow
+def test_files_that_run_out_of_memory_together_convert_one_after_another(tmp_path):
+    """Under a limit each fits alone, three large decks at once: the kernel kills some, and each is tried again
+    with no other file converting. Tried again at once, beside the others, two of the three failed."""
+    group = memory_cgroup(ALONE_LIMIT_MB << 20)
+    try:
+        run = subprocess.run([sys.executable, "-c", CONVERT_AT_ONCE, str(group / "cgroup.procs"),
+                              str(tmp_path / "office"), *[str(DECK)] * AT_ONCE],
+                             capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert run.returncode == 0, run.stderr[-3000:]
+        found = json.loads(run.stdout.splitlines()[-1])
+    finally:
+        remove(group)
+    assert found["after"] > found["before"], found  # they did not fit together
+    assert found["outcomes"] == ["converted"] * AT_ONCE, found
 
 
 def test_the_oom_kill_count_is_read_from_this_process_s_own_cgroup():
