@@ -10,6 +10,7 @@ import shutil
 import signal
 import threading
 import time
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -133,6 +134,67 @@ def test_an_accounts_sound_never_plays_in_another_accounts_result(fresh_office, 
     for converted, own in ((first, a_sound), (second, b_sound)):
         with zipfile.ZipFile(converted.path) as package:
             assert [package.read(name) for name in package.namelist() if name.endswith(".wav")] == [own]
+
+
+W = ('xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+     'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
+RELS = '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{}</Relationships>'
+REL = ('<Relationship Id="{}" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/{}" '
+       'Target="{}"/>')
+
+
+def font_document(path, font, text, font_file=None):
+    """A Word document (OOXML, named ``.doc``: LibreOffice reads what it finds) in ``font``, asking that the fonts it
+    uses be embedded; with ``font_file``, that font embedded in it (obfuscated as ECMA-376 says)."""
+    embedded = ""
+    with zipfile.ZipFile(path, "w") as package:
+        package.writestr("[Content_Types].xml", (
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Default Extension="odttf" ContentType="application/vnd.openxmlformats-officedocument.obfuscatedFont"/>'
+            '<Override PartName="/word/document.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>'
+            '<Override PartName="/word/settings.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.settings+xml"/>'
+            '<Override PartName="/word/fontTable.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.fontTable+xml"/></Types>'))
+        package.writestr("_rels/.rels", RELS.format(REL.format("rId1", "officeDocument", "word/document.xml")))
+        package.writestr("word/_rels/document.xml.rels", RELS.format(
+            REL.format("rId1", "settings", "settings.xml") + REL.format("rId2", "fontTable", "fontTable.xml")))
+        package.writestr("word/settings.xml", f"<w:settings {W}><w:embedTrueTypeFonts/></w:settings>")
+        package.writestr("word/document.xml", (
+            f'<w:document {W}><w:body><w:p><w:r><w:rPr><w:rFonts w:ascii="{font}" w:hAnsi="{font}" w:cs="{font}"/>'
+            f"</w:rPr><w:t>{text}</w:t></w:r></w:p></w:body></w:document>"))
+        if font_file is not None:
+            key = uuid.uuid4()
+            data = bytearray(font_file)
+            for n in range(32):
+                data[n] ^= key.bytes[::-1][n % 16]
+            package.writestr("word/fonts/font1.odttf", bytes(data))
+            package.writestr("word/_rels/fontTable.xml.rels",
+                             RELS.format(REL.format("rIdF1", "font", "fonts/font1.odttf")))
+            embedded = f'<w:embedRegular r:id="rIdF1" w:fontKey="{{{str(key).upper()}}}"/>'
+        package.writestr("word/fontTable.xml", f'<w:fonts {W}><w:font w:name="{font}">{embedded}</w:font></w:fonts>')
+
+
+def test_an_accounts_embedded_font_never_reaches_another_accounts_result(fresh_office, tmp_path):
+    """LibreOffice keeps the fonts a document embeds, and copies of those a result embeds, under the profile's
+    ``user/temp/embeddedfonts``. In the profile every child shares, account A's font went into the result of account
+    B's document that named it, and a font B planted there went into A's. Each child now keeps them in its own
+    scratch dir, which goes with it."""
+    marker = b"ACCT_A_OWN_FONT_" + uuid.uuid4().hex.encode()
+    own_font = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf").read_bytes() + marker
+    a, b = tmp_path / "acct_a-letter.doc", tmp_path / "acct_b-memo.doc"
+    font_document(a, "AcctAFont", "Dear customer", own_font)
+    font_document(b, "AcctAFont", "A memo")
+    first = convert.convert(fresh_office, a, "doc", tmp_path / "a", 60)
+    second = convert.convert(fresh_office, b, "doc", tmp_path / "b", 60)
+    with zipfile.ZipFile(first.path) as package:  # A's own result embeds A's font: the path that leaked works
+        assert any(marker in package.read(name) for name in package.namelist() if name.startswith("word/fonts/"))
+    with zipfile.ZipFile(second.path) as package:
+        assert [name for name in package.namelist() if marker in package.read(name)] == []
+    assert [path for path, data in sandbox_files(below(fresh_office)[0]).items() if marker in data] == []
 
 
 def parts(path):

@@ -85,6 +85,7 @@ def main():
             not office.libreofficekit_hook_2(PROGRAM.encode(), profile.encode()):
         control.send(json.dumps({"ready": False, "detail": "LibreOfficeKit did not start"}).encode())
         return 1
+    own_fonts(profile)
     sys.path.append(PROGRAM)
     os.environ["URE_BOOTSTRAP"] = f"vnd.sun.star.pathname:{PROGRAM}/fundamentalrc"
     import bridge  # imports uno, which reaches this process's LibreOffice, running now
@@ -321,6 +322,19 @@ def kill(pid):
         os.kill(pid, signal.SIGKILL)
 
 
+def own_fonts(profile):
+    """LibreOffice keeps the fonts a document embeds, and its copies of the fonts a result embeds, in the profile's
+    ``user/temp/embeddedfonts``, which every child shares: one account's font went into the result of another's
+    document that named it. That directory becomes a link to ``embeddedfonts`` in the working directory of the
+    process that follows it: each child's own scratch dir, which goes with the child."""
+    fonts = os.path.join(profile.removeprefix("file://"), "user", "temp", "embeddedfonts")
+    shutil.rmtree(fonts, ignore_errors=True)
+    os.makedirs(os.path.dirname(fonts), exist_ok=True)
+    os.symlink("/proc/self/cwd/embeddedfonts", fonts)
+    for kind in ("fromdocs", "fromsystem"):  # LibreOffice makes these with the link's own path, which it follows
+        os.makedirs(os.path.join("embeddedfonts", kind), 0o700, exist_ok=True)
+
+
 def child(bridge, sock, scratch, office_tmp):
     """In a child just forked, holding LibreOffice's lock on its main thread: wait on ``sock`` for one file,
     convert it, answer on the job socket that came with it, and exit."""
@@ -331,6 +345,8 @@ def child(bridge, sock, scratch, office_tmp):
         os.mkdir(scratch, 0o700)
         os.environ["TMPDIR"] = tempfile.tempdir = scratch
         os.chdir(scratch)
+        for kind in ("fromdocs", "fromsystem"):  # its own embedded fonts (``own_fonts``)
+            os.makedirs(os.path.join("embeddedfonts", kind), 0o700)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         message, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 4)
