@@ -155,6 +155,32 @@ def test_a_file_that_outgrows_the_scratch_space_is_named_so(slow_xls, tmp_path):
     assert failed.value.message == "This file needs more room to convert than the service gives one conversion (8 MB)."
 
 
+def test_files_that_fill_the_scratch_space_together_convert_one_after_another(slow_xls, tmp_path):
+    """The worker's conversions share one sandbox, so one scratch space: 24 MB holds one such workbook's
+    conversion, not two. Both convert, the one that found the space full tried again alone. Before, both failed,
+    each told it needed more room than "one conversion" has."""
+    office = Forkit(tmp_path / "office", name="shared", limits=sandbox.Limits(scratch_mb=24), ready=2)
+    outcomes = {}
+
+    def run(n):
+        try:
+            convert.convert(office, slow_xls, "xls", tmp_path / f"work-{n}", 60)
+            outcomes[n] = "converted"
+        except ConversionFailed as error:
+            outcomes[n] = error.message
+
+    try:
+        office.start()
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        office.close()
+    assert outcomes == {0: "converted", 1: "converted"}
+
+
 @pytest.mark.parametrize("kind", ["doc", "xls"])
 def test_conversions_work_with_a_private_umask(office, legacy, tmp_path, kind):
     """systemd runs the worker with UMask=0077: whatever the worker makes is its own, yet the child still reads
