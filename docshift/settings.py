@@ -41,6 +41,9 @@ NODE_SILENT_BEATS = 7.5
 # a slow client the whole-request deadline still serves (560 kbit/s: 4 MiB in 60 s)
 SLOW_CLIENT_BYTES_PER_SECOND = 70_000
 MIN_REQUEST_SECONDS = 60
+# a 104 MB workbook needed more scratch space than 512 MB, and converted in 800
+SCRATCH_MB = 512
+SCRATCH_PER_UPLOAD = 8
 
 
 def _setting(check: fields.Field, default: Any = None, factory: Callable[[], Any] | None = None,
@@ -52,7 +55,7 @@ def _setting(check: fields.Field, default: Any = None, factory: Callable[[], Any
     return field(default=default, metadata={"check": check}, repr=not secret)
 
 
-def _count(default: int, minimum: int = 1, maximum: int | None = None) -> Any:
+def _count(default: int | None, minimum: int = 1, maximum: int | None = None) -> Any:
     return _setting(fields.Integer(validate=validate.Range(min=minimum, max=maximum)), default)
 
 
@@ -134,8 +137,9 @@ class Settings:
     # CPU seconds each process in the sandbox may use (a child converts one file; one killed mid-conversion
     # is retried in a fresh one): a compromised one cannot spin forever
     office_cpu_limit_seconds: int = _count(600)
-    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write (a result)
-    office_scratch_limit_mb: int = _count(512)
+    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write (a result); the
+    # worker's conversions share it. Unset, SCRATCH_MB, or SCRATCH_PER_UPLOAD times the upload limit if more
+    office_scratch_limit_mb: int = _count(None)
     # LibreOffice runs in its bubblewrap sandbox; off runs it without (a warning at every start)
     sandbox: bool = _switch(True)
     result_retention_seconds: int = _count(1800)
@@ -230,7 +234,7 @@ def _flat(messages: Any) -> str:
 
 def _finish(config: Settings) -> Settings:
     """Fill in what derives from other settings (data dir files, embedded store, the silences from
-    their beats, the request deadline from the upload limit) and check what only the settings
+    their beats, the request deadline and the scratch space from the upload limit) and check what only the settings
     together say."""
     data_dir = Path(config.data_dir).resolve()
     # keys' hashes, tasks, secrets: for the service's user only, whatever the umask says
@@ -257,6 +261,8 @@ def _finish(config: Settings) -> Settings:
     derived["queue_key"] = _queue_key(config, derived["secret_key"])
     derived["request_seconds"] = config.request_seconds or float(max(
         MIN_REQUEST_SECONDS, math.ceil(config.max_upload_bytes / SLOW_CLIENT_BYTES_PER_SECOND)))
+    derived["office_scratch_limit_mb"] = config.office_scratch_limit_mb or max(
+        SCRATCH_MB, math.ceil(SCRATCH_PER_UPLOAD * config.max_upload_bytes / MIB))
     for beat, silence, beats in (("heartbeat_seconds", "worker_silence_seconds", SILENT_BEATS),
                                  ("node_heartbeat_seconds", "node_silence_seconds", NODE_SILENT_BEATS)):
         given = getattr(config, silence)

@@ -170,3 +170,14 @@ def test_derived_defaults_follow_the_settings_they_derive_from(tmp_path):
                             "WORKER_SILENCE_SECONDS": 40})
     assert (config.request_seconds, config.worker_silence_seconds) == (7, 40)
     assert settings.load({"DATA_DIR": str(tmp_path), "MAX_UPLOAD_BYTES": 1000}).request_seconds == 60
+
+
+def test_the_scratch_space_grows_with_the_upload_limit(tmp_path):
+    """512 MB holds what 4 MiB uploads need; a 104 MB workbook needed more than 512 and converted in 800, so a
+    higher upload limit brings eight times its size, and a value given is taken as it is."""
+    def scratch(**given):
+        return settings.load({"DATA_DIR": str(tmp_path), **given}).office_scratch_limit_mb
+
+    assert scratch() == 512
+    assert scratch(MAX_UPLOAD_BYTES=105 * settings.MIB) == 840
+    assert scratch(MAX_UPLOAD_BYTES=105 * settings.MIB, OFFICE_SCRATCH_LIMIT_MB=300) == 300
