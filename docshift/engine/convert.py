@@ -242,9 +242,10 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
                 log.warning("Tried %s again with no other file converting", source)
                 alone = True
                 continue
-            if error.full:
+            if error.full:  # alone, it had the whole space
+                room = office.limits.space_mb if by_itself else office.limits.scratch_mb
                 raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "This file needs more room to convert than "
-                                       f"the service gives one conversion ({office.limits.scratch_mb} MB).") from error
+                                       f"the service gives one conversion ({room} MB).") from error
             if error.stored:
                 raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED,
                                        "LibreOffice read this file but could not write its result.") from error

@@ -68,8 +68,8 @@ class Forkit:
         detail)`` hears of every start: "ok", or "broken" and why. ``ready``: how many children wait, started,
         for a file (as many as the threads that share it: none of them waits for a fork)."""
         self.base_dir, self.name, self.sandboxed = Path(base_dir), name, sandboxed
-        self.limits, self.memory_limit = limits or sandbox.Limits(), memory_limit_mb << 20
         self.profile_settings, self.on_start, self.ready = profile_settings, on_start, max(1, ready)
+        self.limits, self.memory_limit = (limits or sandbox.Limits()).sharing(self.ready), memory_limit_mb << 20
         self.own = owned(name)
         self.profile = self.base_dir / "office" / self.own
         self.job_dir = self.base_dir / "work" / self.own  # the sandbox's /job: empty, files come as descriptors
@@ -137,7 +137,7 @@ class Forkit:
         theirs.close()
         env = {"HOME": "/profile/home" if self.sandboxed else str(self.profile / "home"),
                "TMPDIR": "/profile/tmp" if self.sandboxed else str(self.profile / "tmp"),
-               "SAL_USE_VCLPLUGIN": "svp"}
+               "SAL_USE_VCLPLUGIN": "svp", "MAX_CONCURRENCY": str(sandbox.POOL_THREADS)}
         if self.sandboxed:
             argv = sandbox.command(self.job_dir, self.profile, PARENT.parent,
                                    [UNO_PYTHON, f"{sandbox.CODE}/{PARENT.name}", Path(sandbox.PROFILE).as_uri(),

@@ -32,7 +32,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from docshift.errors import SandboxUnavailable
@@ -43,9 +43,14 @@ CODE = "/opt/docshift"
 UID = GID = 65534
 # the profile's settings, copied into the in-memory profile (the rest of the profile starts empty)
 SETTINGS = "user/registrymodifications.xcu"
-# a sandbox runs the forkit parent and two children per worker thread (one at work, one waiting), a few threads
-# each: a fork bomb stops here
-MAX_PROCESSES = 256
+# a sandbox runs the forkit parent and two children per conversion at once (one at work, one waiting), a few
+# threads each (60 conversions at once peaked at 229 tasks in all; 72 hit a flat 256, and LibreOffice crashed): a
+# fork bomb stops at so many per conversion
+PROCESSES = 64
+PROCESSES_PER_CONVERSION = 16
+# LibreOffice's thread pool (parallel deflate, threaded formulas) has as many threads as cores; a child's are
+# capped, so that a conversion's share holds them on a machine of many cores (on 2, a child peaked at 4 threads)
+POOL_THREADS = 8
 # /tmp holds LibreOffice's UNO pipe and /dev/shm nothing we know of: their temp files go to TMPDIR
 SMALL_TMPFS_MB = 16
 
@@ -54,7 +59,20 @@ SMALL_TMPFS_MB = 16
 class Limits:
     """What one sandbox may use besides memory (``forkit.py`` caps its address space)."""
     cpu_seconds: int = 600  # CPU time of each of its processes; past it the kernel kills it
-    scratch_mb: int = 512   # its in-memory profile and temp files (each child's too), any one file it writes
+    scratch_mb: int = 512   # a conversion's share of its in-memory profile and temp files; any one file it writes
+    conversions: int = 1    # at once: the scratch space and the processes are that many shares
+
+    @property
+    def space_mb(self) -> int:
+        """The in-memory profile's and temp files' size: what a conversion alone may use."""
+        return self.scratch_mb * self.conversions
+
+    @property
+    def processes(self) -> int:
+        return PROCESSES + PROCESSES_PER_CONVERSION * self.conversions
+
+    def sharing(self, conversions: int) -> "Limits":
+        return replace(self, conversions=conversions)
 
 
 # Only what LibreOffice and python need from /etc, never /etc itself: a document that
@@ -126,7 +144,7 @@ def command(job_dir: str | Path, profile_dir: str | Path, code_dir: str | Path, 
     for file in SYSTEM_FILES:
         if os.path.exists(file):
             argv += ["--ro-bind", file, file]
-    small, scratch = str(SMALL_TMPFS_MB << 20), str(limits.scratch_mb << 20)
+    small, scratch = str(SMALL_TMPFS_MB << 20), str(limits.space_mb << 20)
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", small, "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
              "--size", small, "--tmpfs", "/tmp", "--size", scratch, "--tmpfs", PROFILE]
     directories = sorted(p.name for p in profile_dir.iterdir() if p.is_dir()) if profile_dir.is_dir() else []
@@ -137,7 +155,7 @@ def command(job_dir: str | Path, profile_dir: str | Path, code_dir: str | Path, 
     # read-only: a sandbox whose user is the worker's own (a worker that is not root) could fill the disk
     argv += ["--ro-bind", binds[0], JOB, "--ro-bind", binds[1], CODE, "--remount-ro", "/", "--chdir", JOB, "--",
              # set inside: the count of processes is then this sandbox's (its user namespace's) alone
-             "/usr/bin/prlimit", f"--nproc={MAX_PROCESSES}", f"--fsize={limits.scratch_mb << 20}",
+             "/usr/bin/prlimit", f"--nproc={limits.processes}", f"--fsize={limits.scratch_mb << 20}",
              f"--cpu={limits.cpu_seconds}", "--", *program]
     return prefix + argv
 

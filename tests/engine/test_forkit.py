@@ -122,7 +122,7 @@ def test_a_child_runs_under_the_memory_cpu_and_file_size_limits(limited, slow_xl
     """The parent's limits are its children's: the worker's address-space cap, and the sandbox's CPU seconds,
     file size and processes, read from the kernel while a child converts."""
     wanted = {"Max address space": [str(MEMORY_MB << 20)] * 2, "Max cpu time": [str(CPU_SECONDS)] * 2,
-              "Max file size": [str(SCRATCH_MB << 20)] * 2, "Max processes": [str(sandbox.MAX_PROCESSES)] * 2}
+              "Max file size": [str(SCRATCH_MB << 20)] * 2, "Max processes": [str(limited.limits.processes)] * 2}
     parent, _ = lineage(limited)
     with converting(limited, slow_xls, tmp_path / "big.xlsx") as (child, outcome):
         found = {}

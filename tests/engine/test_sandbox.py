@@ -47,7 +47,8 @@ def a_libreoffice_without_secrets(service, pid):
     assert ids["Uid"] == ids["Gid"] == [str(sandbox.UID)] * 4
     environ = Path(f"/proc/{pid}/environ").read_bytes().decode()
     names = {entry.split("=", 1)[0] for entry in environ.split("\0") if entry}
-    assert names <= {"HOME", "TMPDIR", "PATH", "LANG", "PWD", "OLDPWD", "SAL_USE_VCLPLUGIN", "UserInstallation"}
+    assert names <= {"HOME", "TMPDIR", "PATH", "LANG", "PWD", "OLDPWD", "SAL_USE_VCLPLUGIN", "UserInstallation",
+                     "MAX_CONCURRENCY"}
     leaked = [*SECRETS.values(), service.env["DOCSHIFT_S3_SECRET_KEY"]]
     assert not [value for value in leaked if value in environ]
     if os.geteuid() == 0:  # the host may look at the sandbox's own file system from outside
@@ -145,7 +146,7 @@ def test_a_fork_bomb_stops_at_the_process_limit(tmp_path):
     done = run_inside(tmp_path, FORK_BOMB)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["error"] == "BlockingIOError" and report["forked"] < sandbox.MAX_PROCESSES, report
+    assert report["error"] == "BlockingIOError" and report["forked"] < sandbox.Limits().processes, report
 
 
 def test_the_limit_on_processes_is_each_sandboxs_own(tmp_path):
@@ -161,7 +162,7 @@ def test_the_limit_on_processes_is_each_sandboxs_own(tmp_path):
     try:
         assert json.loads(bomb.stdout.readline())["error"] == "BlockingIOError"
         done = run_inside(tmp_path, FORK_BOMB)
-        assert json.loads(done.stdout)["forked"] >= sandbox.MAX_PROCESSES - 10, done.stdout
+        assert json.loads(done.stdout)["forked"] >= sandbox.Limits().processes - 10, done.stdout
     finally:
         os.killpg(bomb.pid, signal.SIGKILL)
         bomb.wait()

@@ -20,7 +20,7 @@ from docshift.engine.forkit import Forkit
 from docshift.errors import ConversionFailed, DocshiftError
 from docshift.formats import FORMATS
 
-ENVIRONMENT = {"HOME", "TMPDIR", "PATH", "LANG", "PWD", "SAL_USE_VCLPLUGIN", "UserInstallation"}
+ENVIRONMENT = {"HOME", "TMPDIR", "PATH", "LANG", "PWD", "SAL_USE_VCLPLUGIN", "UserInstallation", "MAX_CONCURRENCY"}
 
 
 def export(office, source, target, timeout=60):
@@ -145,7 +145,7 @@ def test_a_conversion_past_the_scratch_limit_fails_and_leaves_nothing_over_it(le
 def test_a_file_that_outgrows_the_scratch_space_is_named_so(slow_xls, tmp_path):
     """Its source loads, and the store fails for want of room: the task says so, and how much room there is, not
     that LibreOffice could not read the file (a 104 MB workbook, past the default 512 MB)."""
-    office = Forkit(tmp_path / "office", name="tiny", limits=sandbox.Limits(scratch_mb=8))
+    office = Forkit(tmp_path / "office", name="tiny", limits=sandbox.Limits(scratch_mb=8), ready=1)
     try:
         with pytest.raises(ConversionFailed) as failed:
             convert.convert(office, slow_xls, "xls", tmp_path / "work", 60)
@@ -156,10 +156,10 @@ def test_a_file_that_outgrows_the_scratch_space_is_named_so(slow_xls, tmp_path):
 
 
 def test_files_that_fill_the_scratch_space_together_convert_one_after_another(slow_xls, tmp_path):
-    """The worker's conversions share one sandbox, so one scratch space: 24 MB holds one such workbook's
-    conversion, not two. Both convert, the one that found the space full tried again alone. Before, both failed,
-    each told it needed more room than "one conversion" has."""
-    office = Forkit(tmp_path / "office", name="shared", limits=sandbox.Limits(scratch_mb=24), ready=2)
+    """The worker's conversions share one sandbox, so one scratch space: two shares of 12 MB hold one such
+    workbook's conversion, not two. Both convert, the one that found the space full tried again alone. Before,
+    both failed, each told it needed more room than "one conversion" has."""
+    office = Forkit(tmp_path / "office", name="shared", limits=sandbox.Limits(scratch_mb=12), ready=2)
     outcomes = {}
 
     def run(n):
