@@ -290,6 +290,41 @@ def test_a_chart_or_picture_with_no_height_or_width_is_not_counted(corpus, tmp_p
     assert counts == {"charts": [(1, 0), (1, 0)], "pictures": [(0, 0), (0, 0)], "one_shown": [(0, 1), (0, 1)]}
 
 
+def _bitmap(path, colour):
+    """An 8 x 8 Windows bitmap of one colour (24 bits a pixel), as xlwt takes one."""
+    pixels = bytes(colour) * 64  # rows of 24 bytes: no padding
+    path.write_bytes(struct.pack("<2sIHHI", b"BM", 54 + len(pixels), 0, 0, 54)
+                     + struct.pack("<IiiHHIIiiII", 40, 8, 8, 1, 24, 0, len(pixels), 2835, 2835, 0, 0) + pixels)
+    return path
+
+
+def test_pictures_as_other_programs_write_them_are_counted(corpus, tmp_path):
+    """xlwt keeps a picture's bitmap in an IMDATA record, not in the drawing, and Gnumeric gives a shape its
+    picture's BStore index without the fBid flag: LibreOffice shows both, and they were counted as no picture, so
+    losing one could not show. A bitmap shown twice is one picture, as the result keeps it."""
+    import xlwt
+
+    red, blue = _bitmap(tmp_path / "red.bmp", (0, 0, 255)), _bitmap(tmp_path / "blue.bmp", (255, 0, 0))
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Pictures")
+    sheet.write(0, 0, "three pictures, two bitmaps")
+    for row, picture in ((2, red), (12, blue), (22, red)):
+        sheet.insert_bitmap(str(picture), row, 1)
+    book.save(str(tmp_path / "xlwt.xls"))
+    gnumeric = tmp_path / "gnumeric.xls"
+    shutil.copyfile(corpus / "xls" / "resize_compare.xls", gnumeric)
+    with olefile.OleFileIO(str(gnumeric), write_mode=True) as ole:
+        data = ole.openstream("Workbook").read()
+        assert data.count(struct.pack("<H", 0x4104)) == 2  # its two shapes' pib properties, fBid set
+        ole.write_stream("Workbook", data.replace(struct.pack("<H", 0x4104), struct.pack("<H", 0x0104)))
+    _soffice([tmp_path / "xlwt.xls", gnumeric], "xlsx", tmp_path)
+    for name, pictures in (("xlwt", 2), ("gnumeric", 1)):
+        source = inventory.of_source(tmp_path / f"{name}.xls", "xls")
+        fidelity = inventory.report(source, inventory.of_result(tmp_path / f"{name}.xlsx", "xls"))
+        assert fidelity["counts"]["images"] == {"source": pictures, "result": pictures}, name
+        assert fidelity["complete"] is True, (name, fidelity["lost"])
+
+
 # --- corpus files, counts checked by hand -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, expected", [

@@ -100,11 +100,13 @@ def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
                 for index in range(min(instance, (child_stop - child_body) // 6)):
                     opid, value = struct.unpack_from("<HI", data, child_body + 6 * index)
                     number = opid & 0x3FFF
-                    if number == PROP_PIB and opid & 0x4000:
+                    # a BStore index whether or not fBid (0x4000) says so: Gnumeric leaves it out, and LibreOffice
+                    # shows the picture all the same
+                    if number == PROP_PIB and not opid & 0x8000:
                         shape.pibs.append(value)
                     elif number == PROP_FILL_TYPE:
                         fill_type = value
-                    elif number == PROP_FILL_BLIP and opid & 0x4000:
+                    elif number == PROP_FILL_BLIP and not opid & 0x8000:
                         fill_blip = value
             elif child == OA_CLIENT_ANCHOR:
                 shape.anchor = bytes(data[child_body:child_stop])

@@ -26,6 +26,8 @@ from docshift.engine.inventory.common import (
 BIFF_BOF = {0x0809, 0x0409, 0x0209, 0x0009}
 BIFF_EOF, BIFF_CONTINUE, BIFF_BOUNDSHEET, BIFF_CODEPAGE = 0x000A, 0x003C, 0x0085, 0x0042
 BIFF_NOTE, BIFF_HEADER, BIFF_FOOTER = 0x001C, 0x0014, 0x0015
+# a picture's bitmap as the record itself holds it, not in the drawing: what xlwt and pyExcelerator write
+BIFF_IMDATA = 0x007F
 # a custom view's settings of a sheet, its page setup's header and footer among them: alternatives to the sheet's
 BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END = 0x01AA, 0x01AB
 BIFF_DRAWING_GROUP, BIFF_DRAWING, BIFF_FILEPASS, BIFF_OBJ, BIFF_TXO = 0x00EB, 0x00EC, 0x002F, 0x005D, 0x01B6
@@ -49,6 +51,7 @@ class _Workbook:
     sheets: list[str] = field(default_factory=list)  # names of the sheets in BOUNDSHEET order
     charts: int = 0
     notes: int = 0
+    bitmaps: list[bytearray] = field(default_factory=list)  # each IMDATA record of the worksheets, CONTINUEs and all
     headers: list[str] = field(default_factory=list)  # sheet names of each non-empty header/footer
     comments_at: list[str] = field(default_factory=list)
     group: bytearray = field(default_factory=bytearray)    # MSODRAWINGGROUP and its CONTINUEs
@@ -129,6 +132,10 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                         book.note_objects.add((len(book.objects) - 1, struct.unpack_from("<H", data, body + 6)[0]))
                     cell = (COLUMNS[column] if column < len(COLUMNS) else b"?") + b"%d" % (row + 1)
                     book.comments_at.append(place(name, cell.decode()))
+            elif rec_type == BIFF_IMDATA:
+                book.bitmaps.append(bytearray(data[body:end]))
+            elif rec_type == BIFF_CONTINUE and last == BIFF_IMDATA and book.bitmaps:
+                book.bitmaps[-1] += data[body:end]
             elif rec_type in (BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END):
                 in_view = rec_type == BIFF_USER_VIEW_BEGIN
             elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length and not in_view and \
@@ -212,7 +219,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             # a note whose box has no height or width: LibreOffice drops it; a copy with a box goes to it
             inventory.unsized_notes += [shape.anchor for shape, (kind, ident) in owned if kind == OT_NOTE
                                         and (index, ident) in book.note_objects and not _shown(shape)]
-        counts["images"] = len(found)
+        counts["images"] = len(found) + len({bytes(bitmap) for bitmap in book.bitmaps})  # as the result keeps them
         counts["charts"] = book.charts - unshown
     except Exception:
         pass
