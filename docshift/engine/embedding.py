@@ -43,9 +43,10 @@ ERRORS = (Unreadable, ResultUnreadable, zipfile.BadZipFile, zlib.error, struct.e
 
 def guarded(mending: Callable[[Path, Path], int], result: Path, source: Path, failure: str) -> int:
     """``mending(result, source)``, or 0 when a file does not read as it should: a legacy file the record readers
-    do not know (PowerPoint 95, Word 6) quietly, any other such error logged with ``failure`` (source, error)."""
+    do not know (PowerPoint 95, Word 6) or that is no compound file (RTF or HTML under .doc) quietly, any other
+    such error logged with ``failure`` (source, error)."""
     try:
-        return mending(result, source)
+        return mending(result, source) if olefile.isOleFile(str(source)) else 0
     except Unreadable:
         return 0
     except ERRORS as error:

@@ -584,3 +584,15 @@ def test_an_object_whose_storage_does_not_inflate_counts_as_its_picture(office, 
     assert converted.fidelity["counts"]["images"] == {"source": 2, "result": 2}
     assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
 
+
+
+def test_a_doc_that_is_no_compound_file_is_left_quietly(tmp_path, caplog):
+    """LibreOffice converts RTF, HTML and Word 2003 XML under a .doc name: the objects' mends have no storages to
+    read there, which is no fault, and they say nothing (each such file logged a warning)."""
+    made = tmp_path / "made.docx"
+    docx.Document().save(str(made))
+    named = tmp_path / "named.doc"
+    named.write_text(r"{\rtf1\ansi {\object\objemb {\*\objclass Excel.Sheet.8}}}")
+    with caplog.at_level("WARNING", logger="docshift.engine"):
+        assert word_objects.mend(made, named, "doc", None) == 0
+    assert caplog.records == []
