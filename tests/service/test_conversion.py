@@ -77,13 +77,14 @@ def test_expired_link_is_refused_and_a_new_query_gives_a_working_one(live, key, 
     task_id = live.submit(key, legacy["xls"]).json()["task_id"]
     first = live.wait(key, task_id)
     assert first["status"] == "SUCCEEDED"
-    # the same signer the API uses, with a one-second life instead of 300
+    # the same signer the API uses, with a life of 3 s instead of 300: links are signed to the second, so a
+    # link of 1 s signed late in its second had a tenth of one left, and a loaded machine missed it
     conn = connection.connect(live.config().database)
     stored = tasks.get_task(conn, task_id).result_key
     conn.conn.close()
-    short = ObjectStore(live.config()).presign_result(stored, 'attachment; filename="numbers.xlsx"', "xlsx", 1)
+    short = ObjectStore(live.config()).presign_result(stored, 'attachment; filename="numbers.xlsx"', "xlsx", 3)
     assert requests.get(short, timeout=10).status_code == 200
-    time.sleep(2.5)
+    time.sleep(4.5)
     refused = requests.get(short, timeout=10)
     assert refused.status_code == 403 and b"expired" in refused.content
 
