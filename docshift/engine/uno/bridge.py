@@ -74,12 +74,7 @@ step = "starting"  # what the bridge was doing, for the detail of a crash
 
 
 def props(**values):
-    result = []
-    for name, value in values.items():
-        prop = PropertyValue()
-        prop.Name, prop.Value = name, value
-        result.append(prop)
-    return tuple(result)
+    return tuple(PropertyValue(Name=name, Value=value) for name, value in values.items())
 
 
 def as_dict(values):
@@ -177,7 +172,7 @@ def facts(document, walk=True):
     elif document.supportsService("com.sun.star.text.TextDocument") or \
             document.supportsService("com.sun.star.text.WebDocument"):
         # whitespace is layout, not content: the OOXML export turns some of it into indents
-        found = {"text": Counter("".join(document.getText().getString().split()))}
+        found = {"text": Counter("".join(document.getText().getString().split())) - note_marks(document)}
         parts = functools.partial(text_parts, document)
     if walk and parts is not None:
         try:
@@ -185,6 +180,14 @@ def facts(document, walk=True):
         except Exception:  # the document does not say: None, a count is never made up
             found["parts"] = None
     return found
+
+
+def note_marks(document):
+    """The marks of the footnotes and endnotes in the body text, which a .docx writes as elements when numbered (40
+    notes' numbers were 71 of a text's 1,461 characters that the check found missing, and it refused the file)."""
+    groups = (document.getFootnotes(), document.getEndnotes()) if hasattr(document, "getEndnotes") else ()
+    return Counter("".join("".join(group.getByIndex(index).getAnchor().getString().split())
+                           for group in groups for index in range(group.getCount())))
 
 
 def sheet_parts(document, sheets):
