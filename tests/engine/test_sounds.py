@@ -3,15 +3,18 @@ import put them, is shut (tests/engine/test_tenants.py), and the sounds come bac
 SoundCollection, as PowerPoint keeps them: inside the package."""
 
 import re
+import shutil
 import zipfile
 
+import olefile
 import pptx
 import pytest
 from conftest import ROOT, sound_deck
 from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, inventory, objects, slide_sounds
-from docshift.engine.inventory import ppt_sounds
+from docshift.engine.inventory import officeart, ppt_sounds
+from docshift.engine.inventory.common import Budget
 from docshift.engine.inventory.ppt import _Presentation
 from docshift.engine.slide_sounds import _source_sounds
 
@@ -187,6 +190,27 @@ def test_a_sound_left_outside_the_package_is_named_by_the_report(tmp_path):
     report = inventory.report(inventory.of_source(source, "ppt"), inventory.of_result(plain, "ppt"))
     assert report["counts"]["sounds"] == {"source": 1, "result": 0}
     assert not report["complete"] and [lost["what"] for lost in report["lost"]] == ["sounds"], report["lost"]
+
+
+def test_a_sound_with_no_name_is_counted_and_its_loss_named(office, tmp_path):
+    """Aspose.Slides writes its sounds with an empty name, which made them no sounds to the report: two embedded
+    sounds that no result kept went unreported. ``sound.ppt`` with its sound's name blanked."""
+    nameless = tmp_path / "nameless.ppt"
+    shutil.copyfile(CORPUS / "ppt" / "sound.ppt", nameless)
+    with olefile.OleFileIO(str(nameless), write_mode=True) as ole:
+        data = bytearray(ole.openstream("PowerPoint Document").read())
+        names = [(body, stop) for rec_type, instance, _, body, stop, _ in officeart.walk(data, 0, len(data), Budget())
+                 if rec_type == ppt_sounds.RT_CSTRING and instance == 0 and data[body:stop] == "ringin.wav".encode(
+                     "utf_16_le")]
+        assert len(names) == 1
+        data[names[0][0]:names[0][1]] = bytes(names[0][1] - names[0][0])
+        ole.write_stream("PowerPoint Document", bytes(data))
+    assert inventory.of_source(nameless, "ppt").counts["sounds"] == 1
+    fidelity = convert.convert(office, nameless, "ppt", tmp_path / "ours", 60).fidelity
+    assert fidelity["counts"]["sounds"]["source"] == 1
+    # LibreOffice keeps no sound it finds no name for: the report says so, where it said nothing
+    assert fidelity["counts"]["sounds"]["result"] == 1 or {"what": "sounds", "count": 1,
+                                                           "detail": "1 of 1 sounds is missing"} in fidelity["lost"]
 
 
 def test_a_source_that_is_no_compound_file_is_left_quietly(tmp_path, caplog):

@@ -49,6 +49,8 @@ def collection(doc: bytes, start: int, end: int, budget: Budget, room: int) -> d
             elif child == RT_SOUND_DATA:
                 data = bytes(doc[child_body:child_stop])
         name = posixpath.basename(strings.get(0, "").replace("\\", "/"))
+        if not name and strings.get(2, "").isdigit():  # Aspose.Slides names none: its extension and id name it
+            name = f"sound{strings[2]}.{strings.get(1, '').lstrip('.') or 'wav'}"
         if strings.get(2, "").isdigit() and name and data is not None and len(data) <= room:
             sounds[int(strings[2])] = Sound(name, data)
             room -= len(data)
