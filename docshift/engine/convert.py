@@ -215,11 +215,12 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             task_id: str | None, parts: Callable[[], bool], password: str | None,
             opened: Opened | None, sent: Callable[[], object]) -> tuple[Path, dict[str, Any]]:
     """LibreOffice's export of ``source`` (with the ``password`` load property, if any) into a file under
-    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice, alone
-    (``sandbox.Room``): the sandbox's scratch space is shared by the worker's conversions, and LibreOffice may
-    crash, not fail, when it runs out. A store that failed, or a file that found that space full, is tried again
-    alone too. A child the kernel's OOM killer stopped (the service's memory limit) did not crash on the file: it
-    is tried again alone, and only if it runs out of memory alone does the file fail. A child that ended because its
+    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice, beside the
+    others: a crash alone would hold up every other file of the worker for as long as its file takes to crash. A
+    store that failed, or a file that found the sandbox's scratch space full (its neighbours' too, each with a
+    share), is tried again alone (``sandbox.Room``). A child the kernel's OOM killer stopped (the service's memory
+    limit) did not crash on the file: it is tried again alone, and only if it runs out of memory alone does the
+    file fail. A child that ended because its
     parent died (killed) did not crash on the file either: it is tried again on a parent started again,
     ``PARENT_LOSSES`` times at most, and only past that does a loss count as a crash."""
     crashes = losses = 0
@@ -268,7 +269,6 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
                 continue
             crashes += 1
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, crashes, error)
-            alone = True  # out of the scratch space its neighbours share, LibreOffice may crash, not fail
     raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
 
 
