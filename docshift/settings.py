@@ -137,8 +137,8 @@ class Settings:
     # CPU seconds each process in the sandbox may use (a child converts one file; one killed mid-conversion
     # is retried in a fresh one): a compromised one cannot spin forever
     office_cpu_limit_seconds: int = _count(600)
-    # the sandbox's in-memory profile and temp files (RAM), and the largest file it may write (a result); the
-    # worker's conversions share it. Unset, SCRATCH_MB, or SCRATCH_PER_UPLOAD times the upload limit if more
+    # each conversion's share of the sandbox's in-memory profile and temp files (RAM; one share per worker thread),
+    # and the largest file it may write (a result). Unset, SCRATCH_MB, or SCRATCH_PER_UPLOAD times the upload limit
     office_scratch_limit_mb: int = _count(None)
     # LibreOffice runs in its bubblewrap sandbox; off runs it without (a warning at every start)
     sandbox: bool = _switch(True)
