@@ -12,6 +12,7 @@ CREATE TABLE IF NOT EXISTS accounts (
     activated_at TEXT,                    -- start of the first contract period
     contract_ends_at TEXT,                -- the marketplace's entitlement expiry, where it gives one
     created_at TEXT NOT NULL,
+    ran_long_at TEXT,                     -- when one of its conversions last ran long (the fair claim, storage/tasks.py)
     UNIQUE (marketplace, customer_id)
 );
 
@@ -80,6 +81,8 @@ CREATE INDEX IF NOT EXISTS conversions_status ON conversions (status);
 -- the fair claim and the per-account cap: what each account has waiting, running, last served
 CREATE INDEX IF NOT EXISTS conversions_account_status ON conversions (account_id, status, created_at);
 CREATE INDEX IF NOT EXISTS conversions_account_started ON conversions (account_id, started_at);
+-- the fair claim's reserve: which accounts started a conversion lately
+CREATE INDEX IF NOT EXISTS conversions_started ON conversions (started_at);
 
 -- Overage reported to the marketplace, one row per account and hour. A row is written
 -- 'pending' before it is sent and 'sent' after, so a crash in between re-sends the same

@@ -202,6 +202,8 @@ ADDED_COLUMNS = {"conversions": {
     "sealed_password": "TEXT",
     "password_digest": "TEXT",
     "filename_digest": "TEXT",
+}, "accounts": {
+    "ran_long_at": "TEXT",
 }}
 
 

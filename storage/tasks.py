@@ -119,33 +119,82 @@ def create_task(db: Database, task: Row, max_unfinished: int | None = None) -> R
     return task
 
 
-# The fairest QUEUED task: of the accounts with work waiting, the one with the fewest conversions
-# running, then the one served longest ago (never served first), then the oldest waiting work; of
-# its tasks, the oldest. One account's backlog thus delays another's task by at most what runs.
+# The fairest QUEUED task: of the accounts with work waiting (but those held back, a JSON list), the one
+# with the fewest conversions running, then the one served longest ago (never served first), then the
+# oldest waiting work; of its tasks, the oldest. One account's backlog thus delays another's task by at
+# most what runs. Gives the task, its account, and how many of the account's conversions run.
 FAIREST = """
-    SELECT conversions.id FROM conversions JOIN (
+    SELECT conversions.id, pick.account_id, pick.running FROM conversions JOIN (
         SELECT waiting.account_id,
                (SELECT count(*) FROM conversions AS running
                  WHERE running.account_id = waiting.account_id AND running.status = 'PROCESSING') AS running,
                (SELECT max(started_at) FROM conversions AS served
                  WHERE served.account_id = waiting.account_id) AS served_at,
                min(waiting.created_at) AS oldest
-        FROM conversions AS waiting WHERE waiting.status = 'QUEUED' GROUP BY waiting.account_id
+        FROM conversions AS waiting
+        WHERE waiting.status = 'QUEUED' AND waiting.account_id NOT IN (SELECT value FROM json_each(?))
+        GROUP BY waiting.account_id
         ORDER BY running, served_at IS NOT NULL, served_at, oldest LIMIT 1
     ) AS pick ON conversions.account_id = pick.account_id
     WHERE conversions.status = 'QUEUED' ORDER BY conversions.created_at LIMIT 1"""
 
+# how long after its last long run an account is still held to one slot fewer, and how lately another
+# account must have started a conversion for that to matter
+RECENT = timedelta(minutes=10)
 
-def claim_next(db: Database, worker: str | None) -> tuple[Task, Row] | None:
+
+@dataclasses.dataclass(frozen=True)
+class Slots:
+    """What the claim's reserve needs: how many conversions may run at once (a box's worker threads, or
+    the nodes' slots), and how long a run lasts before it counts as long."""
+    total: int
+    long_seconds: float
+
+
+def claim_next(db: Database, worker: str | None, slots: Slots | None = None) -> tuple[Task, Row] | None:
     """QUEUED -> PROCESSING for the fairest waiting task, held by ``worker``; returns
-    ``(task, account)`` or None when nothing waits. The claim is the lease: the task's
-    ``worker`` and ``attempts`` name its holder, and only that holder may finish it."""
+    ``(task, account)`` or None when nothing waits, or nothing may start now. The claim is the
+    lease: the task's ``worker`` and ``attempts`` name its holder, and only that holder may finish it.
+
+    Given ``slots``, the last free slot is kept back from an account whose conversions run long
+    (``held_back``), so that another account's file starts at once rather than behind the timeout."""
     with transaction(db):
-        row = db.execute(FAIREST).fetchone()
-        if row is None:
-            return None
-        _claim(db, row[0], worker)
-    return _claimed(db, row[0])
+        held: list[str] = []
+        while True:
+            row = db.execute(FAIREST, [json.dumps(held)]).fetchone()
+            if row is None:
+                return None
+            task_id, account_id, running = row
+            if not running or slots is None or not held_back(db, account_id, slots):
+                break
+            held.append(account_id)
+        _claim(db, task_id, worker)
+    return _claimed(db, task_id)
+
+
+def held_back(db: Database, account_id: str, slots: Slots, at: datetime | None = None) -> bool:
+    """Whether the account, which already runs a conversion, may not take the last free slot: one of its
+    conversions runs long now, or ran long in the last ``RECENT``, and another account has started one in
+    that time. An account alone keeps every slot; one with long files keeps all but one while others
+    are about, so their next file never waits for a slot (a backlog of long files, or files made to run
+    until the timeout, which cost nothing as they fail, would otherwise hold every slot for its length)."""
+    if slots.total < 2 or processing_count(db) + 1 < slots.total:
+        return False
+    at = at or now()
+    recent, long_ago = iso(at - RECENT), iso(at - timedelta(seconds=slots.long_seconds))
+    return bool(db.execute(
+        "SELECT (EXISTS (SELECT 1 FROM accounts WHERE id = :account AND ran_long_at > :recent) "
+        "     OR EXISTS (SELECT 1 FROM conversions WHERE account_id = :account AND status = 'PROCESSING' "
+        "                AND started_at < :long_ago)) "
+        "   AND EXISTS (SELECT 1 FROM conversions WHERE started_at > :recent AND account_id != :account)",
+        {"account": account_id, "recent": recent, "long_ago": long_ago}).fetchone()[0])
+
+
+def note_run(db: Database, task: Task, long_seconds: float, at: datetime | None = None) -> None:
+    """A run of ``task`` ended: if it ran long, its account is held to one slot fewer for a while."""
+    at = at or now()
+    if task.started_at and datetime.fromisoformat(task.started_at) < at - timedelta(seconds=long_seconds):
+        db.execute("UPDATE accounts SET ran_long_at = ? WHERE id = ?", [iso(at), task.account_id])
 
 
 def start_processing(db: Database, task_id: str, worker: str | None = None) -> tuple[Task, Row] | None:

@@ -23,8 +23,10 @@ from docshift.engine import precheck, protection, sandbox
 from docshift.engine.convert import Converted
 from docshift.engine.forkit import SELF_TEST_TIMEOUT, START_TIMEOUT, Forkit
 from docshift.engine.places import HOST, alive, clear_leftovers
+from docshift.engine.sandbox import LONG_RUN_SHARE
 
-__all__ = ["LONGEST_START_SECONDS", "Converted", "Engine", "Forkit", "alive", "clear_leftovers", "sandbox_problem"]
+__all__ = ["LONGEST_START_SECONDS", "LONG_RUN_SHARE", "Converted", "Engine", "Forkit", "alive", "clear_leftovers",
+           "sandbox_problem"]
 
 # the longest a LibreOffice may take to start and pass its self-test before it counts as failed
 LONGEST_START_SECONDS = START_TIMEOUT + SELF_TEST_TIMEOUT

@@ -231,7 +231,8 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
         result.parent.mkdir(parents=True, exist_ok=True)
         killed_before = sandbox.oom_kills()
         try:
-            with office.room.alone(timeout) if alone else office.room.shared(2 * timeout) as by_itself:
+            waits = office.room.alone(timeout) if alone else office.room.shared(timeout * sandbox.LONG_RUN_SHARE)
+            with waits as by_itself:
                 return result, office.export(source, result, export_filter, timeout, task_id, parts=parts,
                                              password=password, sent=sent)
         except OfficeTimeout as error:

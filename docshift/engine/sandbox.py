@@ -229,12 +229,19 @@ def oom_kills() -> int | None:
     return None
 
 
+# a run past this share of the conversion timeout is long (10 s of 120): the fair claim keeps the last free slot
+# from an account whose runs are long (storage/tasks.py), and no file waits longer for one run alone (Room)
+LONG_RUN_SHARE = 1 / 12
+
+
 class Room:
     """The memory the LibreOffice children of one worker process share. Any number convert at once (``shared``),
     but a file whose child the kernel's OOM killer stopped is tried again ``alone``: once the conversions running
     have ended, and with none beginning until it has. Tried again beside the same neighbours, under a memory
-    limit that two large files overrun together, it was killed again. Each wait is bounded (a conversion ends by
-    its deadline): past it, the conversion goes ahead anyway."""
+    limit that two large files overrun together, it was killed again. Each wait is bounded: the retry's by a
+    conversion's deadline, a newcomer's by a long run's (``LONG_RUN_SHARE``): past it, the conversion goes ahead
+    beside the other. Else a file made to run out of memory, and then to run until the timeout, would hold every
+    other account's files back for the whole timeout, at no cost to its sender."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()

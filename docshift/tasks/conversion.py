@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from docshift import passwords
 from docshift.accounts import billing
 from docshift.contract import Macros, Protection, Status, TaskErrorCode, Verdict
-from docshift.engine import LONGEST_START_SECONDS, Engine
+from docshift.engine import LONG_RUN_SHARE, LONGEST_START_SECONDS, Engine
 from docshift.errors import (
     ConversionFailed,
     InputMissing,
@@ -100,11 +100,22 @@ class Outcome:
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
 
+def long_seconds(config: Settings) -> float:
+    """How long a run lasts before it counts as long (``tasks.held_back``): a twelfth of the timeout, 10 s
+    by default. The corpus's files take 0.05-5 s; a file made to run until the timeout is past it early."""
+    return config.conversion_timeout * LONG_RUN_SHARE
+
+
+def slots(config: Settings, total: int) -> tasks.Slots:
+    return tasks.Slots(total, long_seconds(config))
+
+
 def run_next(conn: Database, objects: ObjectStore, config: Settings, engine: Engine, worker: str,
              faults: Faults | None = None) -> Status | None:
-    """Claim the fairest waiting task and run it; None when nothing waits. ``faults`` (a
-    ``faults.Faults``) hears how the conversion went."""
-    claimed = Patience(config.outage_patience_seconds)(tasks.claim_next, conn, worker)
+    """Claim the fairest waiting task and run it; None when nothing waits or nothing may start now (the
+    box's ``config.workers`` slots, ``tasks.claim_next``). ``faults`` (a ``faults.Faults``) hears how the
+    conversion went."""
+    claimed = Patience(config.outage_patience_seconds)(tasks.claim_next, conn, worker, slots(config, config.workers))
     return None if claimed is None else _run(*claimed, conn, objects, config, engine, faults)
 
 
@@ -250,6 +261,8 @@ def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: 
     MAX_ATTEMPTS). Returns the final status, QUEUED, or None when the lease was lost."""
     task_id, lease = task.id, tasks.lease_of(task)
     patiently = Patience(config.outage_patience_seconds)
+    if not (outcome.outage or outcome.fault):  # how long the file took, not an outage
+        _quietly(tasks.note_run, conn, task, long_seconds(config))
     if outcome.restarts:
         _quietly(liveness.add_tally, conn, "libreoffice_restarts", outcome.restarts)
     if outcome.status == Verdict.SUCCEEDED:

@@ -45,7 +45,15 @@ from docshift.storage import ObjectStore, tasks
 from docshift.storage.s3 import Lease, result_key
 from docshift.storage.tasks import Task
 from docshift.tasks import messages
-from docshift.tasks.conversion import Outcome, Patience, apply_outcome, convert_task, document_password, max_run_seconds
+from docshift.tasks.conversion import (
+    Outcome,
+    Patience,
+    apply_outcome,
+    convert_task,
+    document_password,
+    max_run_seconds,
+    slots,
+)
 from docshift.tasks.leases import JobStore
 from docshift.tasks.maintenance import worker_name
 from docshift.tasks.queue import Jobs, Queue
@@ -195,10 +203,11 @@ class Coordinator:
         """Claim and send jobs, fairest first, while nodes have free slots. Returns how many."""
         with self._dispatching:
             conn, sent = self.local.connection(), 0
-            free = self.registry.capacity() - tasks.processing_count(conn)
+            capacity = self.registry.capacity()
+            free = capacity - tasks.processing_count(conn)
             while free > 0:
                 holder = f"job:{secrets.token_hex(8)}"
-                claimed = tasks.claim_next(conn, holder)
+                claimed = tasks.claim_next(conn, holder, slots(self.config, capacity))
                 if claimed is None:
                     break
                 task, account = claimed

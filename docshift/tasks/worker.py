@@ -21,7 +21,7 @@ from docshift.contract import Status
 from docshift.engine import clear_leftovers, sandbox_problem
 from docshift.errors import BadSetting, NoProbe, StorageUnavailable
 from docshift.settings import Settings
-from docshift.storage import connection, liveness
+from docshift.storage import connection, liveness, tasks
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import max_run_seconds, run_next
 from docshift.tasks.nodes import Coordinator, Node, Registry, run_node
@@ -59,6 +59,7 @@ class OneBox:
         self.config, self.local = config, PerThread(config)
         self.conversions = Conversions(config, on_change=self.report_engine)
         self.queue = Queue(config, ttl=max_run_seconds(config), on_waiting=self.take_waiting)
+        self.held = threading.Event()  # a message found only tasks kept from the last free slot
 
     def take_waiting(self, hint: str | None = None) -> Any:
         """A message: a task is waiting. Claim the fairest waiting task (not necessarily ``hint``) and convert it."""
@@ -66,8 +67,15 @@ class OneBox:
         if pause:  # a fault of the service stands: the waiting tasks stay QUEUED until the next try
             self.queue.enqueue(delay=pause)
             return None
-        outcome = run_next(self.local.connection(), self.local.store(), self.config, self.conversions.engine(),
+        conn = self.local.connection()
+        outcome = run_next(conn, self.local.store(), self.config, self.conversions.engine(),
                            maintenance.worker_name(), self.conversions.faults)
+        if outcome is None:
+            if tasks.queued_count(conn):  # kept from the last free slot (tasks.held_back); its message is spent
+                self.held.set()
+        elif self.held.is_set():  # a slot is free again: the tasks kept back get their messages back
+            self.held.clear()
+            maintenance.top_up(conn, self.queue)
         if outcome == Status.QUEUED:  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
         return outcome

@@ -187,3 +187,16 @@ def test_conversions_share_the_room_and_a_wait_to_be_alone_is_bounded():
         assert 0.25 < time.monotonic() - started < 5
     with room.alone(1) as alone:
         assert alone is True
+
+
+def test_a_file_waits_behind_one_run_alone_only_as_long_as_a_long_run():
+    """A retry alone after an OOM kill runs until it ends; a file that comes meanwhile waits a long run's time
+    (the engine gives it a twelfth of the timeout, 10 s by default), then goes ahead beside it."""
+    room = sandbox.Room()
+    with room.alone(1) as alone:
+        assert alone is True
+        started = time.monotonic()
+        with room.shared(0.3) as beside:
+            assert beside is False
+            assert 0.25 < time.monotonic() - started < 5
+    assert sandbox.LONG_RUN_SHARE * 120 == 10

@@ -12,6 +12,10 @@ CREATE TABLE conversions (
     attempts INTEGER NOT NULL DEFAULT 0, worker TEXT, billing_class TEXT, period_started_at TEXT,
     result_size INTEGER, error_code TEXT, error_message TEXT, created_at TEXT NOT NULL, started_at TEXT,
     finished_at TEXT, result_expires_at TEXT, input_deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE accounts (
+    id TEXT PRIMARY KEY, marketplace TEXT NOT NULL, customer_id TEXT NOT NULL, license_arn TEXT, plan TEXT,
+    status TEXT NOT NULL, activated_at TEXT, contract_ends_at TEXT, created_at TEXT NOT NULL,
+    UNIQUE (marketplace, customer_id));
 INSERT INTO conversions (id, account_id, status, source_filename, source_type, source_size, source_sha256,
                          created_at) VALUES ('tsk_old', 'acc_old', 'QUEUED', 'old.doc', 'doc', 1, 'x', '2026-01-01');
 """
@@ -26,6 +30,8 @@ def test_an_old_database_gains_the_new_columns(tmp_path):
     connection.init(database)  # twice: every process runs it at start
     columns = {row[1] for row in database.conn.execute("PRAGMA table_info(conversions)")}
     assert set(connection.ADDED_COLUMNS["conversions"]) <= columns
+    assert set(connection.ADDED_COLUMNS["accounts"]) <= {row[1] for row in database.conn.execute(
+        "PRAGMA table_info(accounts)")}
     task = tasks.get_task(database, "tsk_old")
     assert task.macros == "keep"  # the default for tasks submitted before the option existed
     assert task.result_extension is None and task.fidelity is None

@@ -1,0 +1,115 @@
+"""The fair claim's reserve on a real SQLite database: an account whose files run long is kept from the last
+free slot while another account is about, so that account's next file starts at once."""
+
+from datetime import timedelta
+
+import pytest
+
+from docshift.storage import connection, tasks
+from docshift.storage.connection import iso, now
+
+SLOTS = tasks.Slots(total=2, long_seconds=10)
+
+
+@pytest.fixture
+def db(tmp_path):
+    database = connection.connect(str(tmp_path / "docshift.db"))
+    connection.init(database)
+    for account in ("acc_long", "acc_other"):
+        database.table("accounts").insert({"id": account, "marketplace": "local", "customer_id": account,
+                                           "plan": "starter", "status": "active", "created_at": iso(now())})
+    yield database
+    database.conn.close()
+
+
+def add(db, account, status, started=None, created=None):
+    """A task of ``account``; ``started`` and ``created`` are how many seconds ago."""
+    number = db.execute("SELECT count(*) FROM conversions").fetchone()[0]
+    at = now()
+    db.table("conversions").insert({
+        "id": f"tsk_{number}", "account_id": account, "status": status, "source_filename": "a.xls",
+        "source_type": "xls", "source_size": 1, "source_sha256": "x",
+        "created_at": iso(at - timedelta(seconds=created if created is not None else number * 0.001 + 100)),
+        "started_at": iso(at - timedelta(seconds=started)) if started is not None else None})
+    return f"tsk_{number}"
+
+
+def claimed_account(db, slots=SLOTS):
+    claimed = tasks.claim_next(db, "worker", slots)
+    return None if claimed is None else claimed[0].account_id
+
+
+def test_an_account_running_a_long_file_may_not_take_the_last_slot_while_another_is_about(db):
+    add(db, "acc_other", "SUCCEEDED", started=120)  # the other account converted a file two minutes ago
+    add(db, "acc_long", "PROCESSING", started=30)  # running for 30 s, past the 10 s that counts as long
+    waiting = [add(db, "acc_long", "QUEUED") for _ in range(3)]
+    assert claimed_account(db) is None, "the last free slot went to the account already running a long file"
+    assert {tasks.get_task(db, t).status for t in waiting} == {"QUEUED"}
+    mine = add(db, "acc_other", "QUEUED", created=0)
+    assert tasks.claim_next(db, "worker", SLOTS)[0].id == mine  # the other account's file starts at once
+
+
+def test_an_account_alone_keeps_every_slot(db):
+    add(db, "acc_long", "PROCESSING", started=30)
+    add(db, "acc_long", "QUEUED")
+    assert claimed_account(db) == "acc_long"
+
+
+def test_another_accounts_activity_counts_for_ten_minutes(db):
+    add(db, "acc_other", "SUCCEEDED", started=11 * 60)
+    add(db, "acc_long", "PROCESSING", started=30)
+    add(db, "acc_long", "QUEUED")
+    assert claimed_account(db) == "acc_long"
+
+
+def test_short_files_keep_every_slot(db):
+    add(db, "acc_other", "SUCCEEDED", started=5)
+    add(db, "acc_long", "PROCESSING", started=2)
+    add(db, "acc_long", "QUEUED")
+    assert claimed_account(db) == "acc_long"
+
+
+def test_a_long_run_that_ended_holds_the_account_back_for_ten_minutes(db):
+    add(db, "acc_other", "SUCCEEDED", started=5)
+    ended = add(db, "acc_long", "PROCESSING", started=40)
+    tasks.note_run(db, tasks.get_task(db, ended), SLOTS.long_seconds)
+    db.execute("UPDATE conversions SET status = 'SUCCEEDED' WHERE id = ?", [ended])
+    add(db, "acc_long", "PROCESSING", started=1)  # its next file, just started: not long yet
+    add(db, "acc_long", "QUEUED")
+    assert claimed_account(db) is None
+    db.execute("UPDATE accounts SET ran_long_at = ? WHERE id = 'acc_long'", [iso(now() - timedelta(minutes=11))])
+    assert claimed_account(db) == "acc_long"
+
+
+def test_a_short_run_leaves_no_mark(db):
+    ended = add(db, "acc_long", "PROCESSING", started=3)
+    tasks.note_run(db, tasks.get_task(db, ended), SLOTS.long_seconds)
+    assert db.table("accounts").get("acc_long")["ran_long_at"] is None
+
+
+def test_only_the_last_free_slot_is_kept_back(db):
+    add(db, "acc_other", "SUCCEEDED", started=5)
+    add(db, "acc_long", "PROCESSING", started=30)
+    add(db, "acc_long", "QUEUED")
+    add(db, "acc_long", "QUEUED")
+    three = tasks.Slots(total=3, long_seconds=10)
+    assert claimed_account(db, three) == "acc_long"  # two of three slots
+    assert claimed_account(db, three) is None  # not the third
+
+
+def test_an_account_with_nothing_running_takes_a_slot_whatever_its_history(db):
+    add(db, "acc_other", "PROCESSING", started=1)
+    db.execute("UPDATE accounts SET ran_long_at = ? WHERE id = 'acc_long'", [iso(now())])
+    add(db, "acc_long", "QUEUED")
+    assert claimed_account(db) == "acc_long"
+    # and with one slot in all, there is nothing to keep back
+    add(db, "acc_long", "QUEUED")
+    db.execute("UPDATE conversions SET status = 'SUCCEEDED' WHERE account_id = 'acc_other'")
+    assert claimed_account(db, tasks.Slots(total=1, long_seconds=10)) == "acc_long"
+
+
+def test_the_check_reads_an_index_not_the_whole_table(db):
+    plan = " ".join(row[3] for row in db.execute(
+        "EXPLAIN QUERY PLAN SELECT 1 FROM conversions WHERE started_at > ? AND account_id != ? LIMIT 1",
+        ["x", "y"]))
+    assert "conversions_started" in plan
