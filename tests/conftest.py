@@ -481,6 +481,15 @@ class Service:
         return requests.get(f"{self.base_url}/v1/conversions/{task_id}",
                             headers={"Authorization": f"Bearer {key}"}, timeout=10).json()["status"]
 
+    def rows(self):
+        """The conversions table's rows, by task id."""
+        from docshift.storage import connection
+        conn = connection.connect(self.config().database)
+        try:
+            return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
+        finally:
+            conn.conn.close()
+
     def wait(self, key, task_id, timeout=120):
         """Poll like a client until the task is final; returns the last body."""
         deadline = time.monotonic() + timeout
@@ -772,6 +781,30 @@ def redis_url(tmp_path_factory):
     stop_process_group(process)
 
 
+def long_files_keep_a_slot_free(service, slow_xls, doc):
+    """On two slots, where a run counts as long past the service's timeout / 12 (set so that ``slow_xls`` runs
+    longer): once account A's files are known to run long, A converts one at a time while B, active lately, is
+    about, and B's file starts at once, not after one of A's. A's backlog still goes through, with no sweep to help
+    (the service is given none). Returns nothing; asserts."""
+    heavy, other = service.register("heavy"), service.register("other")
+    first = service.submit(other, doc).json()["task_id"]
+    assert service.wait(other, first)["status"] == "SUCCEEDED"
+    backlog = [service.submit(heavy, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(6)]
+    wait_for(lambda: sum(service.rows()[t]["finished_at"] is not None for t in backlog) >= 3, 120,
+             "three of the long files")
+    mine = service.submit(other, doc).json()["task_id"]
+    assert service.wait(other, mine)["status"] == "SUCCEEDED"
+    assert [service.wait(heavy, t, timeout=120)["status"] for t in backlog] == ["SUCCEEDED"] * 6
+    seen = service.rows()
+    order = sorted((seen[t]["started_at"], seen[t]["finished_at"]) for t in backlog)
+    running = [finished for started, finished in order if started < seen[mine]["created_at"] < finished]
+    assert running, "A's backlog was not running when B submitted"
+    assert seen[mine]["started_at"] < min(running), "B's file waited for a slot behind A's"
+    for n in range(2, len(order)):  # the first two started together, before anything was known of them
+        assert order[n][0] >= max(finished for _, finished in order[:n]), f"A held both slots: {order}"
+    return order
+
+
 class Cluster:
     """A coordinator (web + worker with DOCSHIFT_WORKERS=0) and conversion nodes, sharing a
     queue key of their own."""
@@ -821,12 +854,7 @@ class Cluster:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def rows(self):
-        from docshift.storage import connection
-        conn = connection.connect(self.coordinator.config().database)
-        try:
-            return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
-        finally:
-            conn.conn.close()
+        return self.coordinator.rows()
 
     def stop(self):
         for process in self.nodes.values():

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import requests
-from conftest import FAST_NODES, Cluster, free_port_block, stop_process_group, wait_for
+from conftest import FAST_NODES, Cluster, free_port_block, long_files_keep_a_slot_free, stop_process_group, wait_for
 
 from docshift.tasks.nodes import Registry
 from docshift.tasks.queue import Jobs
@@ -62,6 +62,17 @@ def test_a_node_killed_mid_batch_loses_and_doubles_nothing(cluster, legacy, slow
     assert [b["status"] for b in bodies] == ["SUCCEEDED"] * len(files)
     assert cluster.usage(key)["included_used"] == len(files)
     assert max(row["attempts"] for row in cluster.rows().values()) >= 2  # the victim's job ran again
+
+
+def test_on_nodes_long_files_keep_one_slot_free_for_other_accounts(s3, tmp_path, redis_url, slow_xls, legacy):
+    """The coordinator's dispatch keeps the nodes' last free slot as the one box keeps its last thread."""
+    cluster = Cluster(tmp_path, s3["env"], redis_url, CONVERSION_TIMEOUT=9, SWEEP_SECONDS=3600).start()
+    try:
+        cluster.start_node("slot-a")  # one slot each
+        cluster.start_node("slot-b")
+        long_files_keep_a_slot_free(cluster.coordinator, slow_xls, legacy["doc"])
+    finally:
+        cluster.stop()
 
 
 def test_a_node_started_later_picks_up_work_at_once(cluster, legacy):

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import requests
-from conftest import Service, post_file, register, stored_inputs, wait_for
+from conftest import Service, long_files_keep_a_slot_free, post_file, register, stored_inputs, wait_for
 
 from docshift import client
 from docshift.accounts import billing
@@ -47,34 +47,12 @@ def test_a_backlog_delays_another_account_by_at_most_what_runs(s3, tmp_path, slo
         service.stop()
 
 
-def runs(service, key_tasks):
-    """(started, finished) of each task, in the order they started."""
-    seen = rows(service)
-    return sorted((seen[t]["started_at"], seen[t]["finished_at"]) for t in key_tasks)
-
-
 def test_files_that_run_long_keep_one_slot_free_for_other_accounts(s3, tmp_path, slow_xls, legacy):
     """Two slots; a run counts as long past a twelfth of the timeout (0.75 s here, and the slow workbook takes
-    longer). Once account A's files are known to run long, A converts one at a time while B, active lately,
-    is about: B's file starts at once, not after A's. A's backlog still goes through with no sweep to help it
-    (a slot freed hands the kept-back tasks their messages again)."""
+    longer). On the code before, B's file waited for one of A's to end, and A's files ran two at a time."""
     service = Service(tmp_path / "svc", s3["env"], CONVERSION_TIMEOUT=9, SWEEP_SECONDS=3600).start(workers=2)
     try:
-        heavy, other = service.register("heavy"), service.register("other")
-        first = service.submit(other, legacy["doc"]).json()["task_id"]
-        assert service.wait(other, first)["status"] == "SUCCEEDED"
-        backlog = [service.submit(heavy, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(6)]
-        wait_for(lambda: sum(rows(service)[t]["finished_at"] is not None for t in backlog) >= 3, 120,
-                 "three of the long files")
-        mine = service.submit(other, legacy["doc"]).json()["task_id"]
-        assert service.wait(other, mine)["status"] == "SUCCEEDED"
-        assert [service.wait(heavy, t, timeout=120)["status"] for t in backlog] == ["SUCCEEDED"] * 6
-        seen, order = rows(service), runs(service, backlog)
-        running = [finished for started, finished in order if started < seen[mine]["created_at"] < finished]
-        assert running, "A's backlog was not running when B submitted"
-        assert seen[mine]["started_at"] < min(running), "B's file waited for a slot behind A's"
-        for n in range(2, len(order)):  # the first two started together, before anything was known of them
-            assert order[n][0] >= max(finished for _, finished in order[:n]), f"A held both slots: {order}"
+        long_files_keep_a_slot_free(service, slow_xls, legacy["doc"])
     finally:
         service.stop()
 
@@ -85,7 +63,8 @@ def test_an_account_alone_converts_its_long_files_on_every_slot(s3, tmp_path, sl
         heavy = service.register("alone")
         backlog = [service.submit(heavy, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(6)]
         assert [service.wait(heavy, t, timeout=120)["status"] for t in backlog] == ["SUCCEEDED"] * 6
-        order = runs(service, backlog)
+        seen = service.rows()
+        order = sorted((seen[t]["started_at"], seen[t]["finished_at"]) for t in backlog)
         overlapping = sum(order[n][0] < max(finished for _, finished in order[:n]) for n in range(2, len(order)))
         assert overlapping >= 3, f"a lone account's long files ran one at a time: {order}"
     finally:
