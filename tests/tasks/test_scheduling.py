@@ -18,14 +18,6 @@ from docshift.tasks import conversion, maintenance
 from docshift.web.context import get_db, get_store
 
 
-def rows(service):
-    conn = connection.connect(service.config().database)
-    try:
-        return {row["id"]: row for row in conn.query("SELECT * FROM conversions")}
-    finally:
-        conn.conn.close()
-
-
 def test_a_backlog_delays_another_account_by_at_most_what_runs(s3, tmp_path, slow_xls, legacy):
     """One worker; account A queues five slow files, then B submits one: B's task is the next
     one claimed, not the sixth."""
@@ -39,7 +31,7 @@ def test_a_backlog_delays_another_account_by_at_most_what_runs(s3, tmp_path, slo
             time.sleep(0.05)
         mine = service.submit(single, legacy["doc"]).json()["task_id"]
         assert service.wait(single, mine, timeout=120)["status"] == "SUCCEEDED"
-        seen = rows(service)
+        seen = service.rows()
         started_before_mine = [t for t in backlog if seen[t]["started_at"]
                                and seen[t]["started_at"] < seen[mine]["started_at"]]
         assert started_before_mine == backlog[:1], "B waited behind A's queued files"
@@ -215,11 +207,11 @@ def test_duties_keep_their_schedule_under_a_backlog(s3, tmp_path, slow_xls, lega
         backlog = [service.submit(key, slow_xls, f"big-{n}.xls").json()["task_id"] for n in range(12)]
         store = service.store()
         deadline = time.monotonic() + 30
-        while store.result_size(rows(service)[first]["result_key"]) is not None:
+        while store.result_size(service.rows()[first]["result_key"]) is not None:
             assert time.monotonic() < deadline, "the result outlived its retention under a backlog"
             time.sleep(0.5)
         # the sweep deletes the result first, then marks the row: a look between the two sees SUCCEEDED
-        wait_for(lambda: rows(service)[first]["status"] == "EXPIRED", 5, "the expired result's row to say so")
+        wait_for(lambda: service.rows()[first]["status"] == "EXPIRED", 5, "the expired result's row to say so")
         statuses = [service.wait_status(key, t) for t in backlog]
         assert "QUEUED" in statuses or "PROCESSING" in statuses, statuses  # the backlog is still there
         beat = liveness.last_heartbeat(connection.connect(service.config().database))
