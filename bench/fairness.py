@@ -111,13 +111,13 @@ class Account:
 
 
 def victim(account, path, seconds, every):
-    """Latencies of the files sent every ``every`` seconds for ``seconds``; a refused or failed one is None."""
+    """Latencies of the files sent every ``every`` seconds for ``seconds``; for a file refused or failed, why."""
     latencies, threads = [], []
 
     def one():
-        began = time.monotonic()
-        task_id = Account(account.url, account.key).submit(path)
-        body = Account(account.url, account.key).final(task_id) if task_id else None
+        began, client = time.monotonic(), Account(account.url, account.key)  # a session of its own: one thread each
+        task_id = client.submit(path)
+        body = client.final(task_id) if task_id else None
         latencies.append(time.monotonic() - began if body and body["status"] == "SUCCEEDED"
                          else "refused" if body is None else body["error"]["code"])
 

@@ -802,7 +802,6 @@ def long_files_keep_a_slot_free(service, slow_xls, doc):
     assert seen[mine]["started_at"] < min(running), "B's file waited for a slot behind A's"
     for n in range(2, len(order)):  # the first two started together, before anything was known of them
         assert order[n][0] >= max(finished for _, finished in order[:n]), f"A held both slots: {order}"
-    return order
 
 
 class Cluster:

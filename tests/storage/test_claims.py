@@ -23,13 +23,14 @@ def db(tmp_path):
 
 
 def add(db, account, status, started=None, created=None):
-    """A task of ``account``; ``started`` and ``created`` are how many seconds ago."""
+    """A task of ``account``; ``started`` and ``created`` are how many seconds ago (unless given, created
+    100 s ago, each task a millisecond after the one before)."""
     number = db.execute("SELECT count(*) FROM conversions").fetchone()[0]
     at = now()
     db.table("conversions").insert({
         "id": f"tsk_{number}", "account_id": account, "status": status, "source_filename": "a.xls",
         "source_type": "xls", "source_size": 1, "source_sha256": "x",
-        "created_at": iso(at - timedelta(seconds=created if created is not None else number * 0.001 + 100)),
+        "created_at": iso(at - timedelta(seconds=created if created is not None else 100 - number * 0.001)),
         "started_at": iso(at - timedelta(seconds=started)) if started is not None else None})
     return f"tsk_{number}"
 
