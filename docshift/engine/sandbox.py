@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -239,21 +240,26 @@ class Room:
     but a file whose child the kernel's OOM killer stopped is tried again ``alone``: once the conversions running
     have ended, and with none beginning until it has. Tried again beside the same neighbours, under a memory
     limit that two large files overrun together, it was killed again. Each wait is bounded: the retry's by a
-    conversion's deadline, a newcomer's by a long run's (``LONG_RUN_SHARE``): past it, the conversion goes ahead
-    beside the other. Else a file made to run out of memory, and then to run until the timeout, would hold every
-    other account's files back for the whole timeout, at no cost to its sender."""
+    conversion's deadline, the others' by a long run's (``LONG_RUN_SHARE``), counted once from when the retry
+    began to wait: past it, every conversion goes ahead beside the retry at once. Else a file made to run out of
+    memory, and then to run until the timeout, would hold every other account's files back for the whole timeout,
+    at no cost to its sender; and a wait of its own for each file that came (as it was before) let one through a
+    long run's time: a second account's files, sent every half second, waited a minute under that attack."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._sharing = 0   # conversions running beside others
         self._waiting = 0   # conversions waiting to run alone, or running so
         self._alone = False
+        self._since = 0.0   # when the first of the retries waiting or running alone began to wait
 
     @contextlib.contextmanager
     def shared(self, within: float) -> Iterator[bool]:
-        """Yields False: others may convert beside it."""
+        """Yields False: others may convert beside it. Waits while a retry waits or runs alone, until ``within``
+        seconds after it began to wait."""
         with self._changed:
-            self._changed.wait_for(lambda: self._waiting == 0, within)
+            while self._waiting and (left := self._since + within - time.monotonic()) > 0:
+                self._changed.wait(left)
             self._sharing += 1
         try:
             yield False
@@ -266,6 +272,8 @@ class Room:
     def alone(self, within: float) -> Iterator[bool]:
         """Yields whether it runs alone (False: it waited ``within`` seconds, and goes ahead beside others)."""
         with self._changed:
+            if not self._waiting:
+                self._since = time.monotonic()
             self._waiting += 1
             alone = self._changed.wait_for(lambda: self._sharing == 0 and not self._alone, within)
             self._alone = True

@@ -200,3 +200,32 @@ def test_a_file_waits_behind_one_run_alone_only_as_long_as_a_long_run():
             assert beside is False
             assert 0.25 < time.monotonic() - started < 5
     assert sandbox.LONG_RUN_SHARE * 120 == 10
+
+
+def test_the_files_that_come_while_one_runs_alone_share_one_wait():
+    """The wait is counted from when the retry began to wait, once: files that come later wait what is left of it,
+    and none after it. Each with a wait of its own, files sent every half second let one through a long run's time,
+    and a second account's files waited a minute behind an attacker's."""
+    room, entered, lock = sandbox.Room(), [], threading.Lock()
+
+    def newcomer():
+        with room.shared(0.6), lock:
+            entered.append(time.monotonic())
+
+    with room.alone(1) as alone:
+        assert alone is True
+        began = time.monotonic()
+        threads = []
+        for _ in range(3):  # one every 0.15 s within the window
+            threads.append(threading.Thread(target=newcomer))
+            threads[-1].start()
+            time.sleep(0.15)
+        for thread in threads:
+            thread.join(10)
+        # all three went in together when the one window ended, not one window after another
+        assert len(entered) == 3
+        assert all(0.5 < moment - began < 1.0 for moment in entered), [moment - began for moment in entered]
+        assert max(entered) - min(entered) < 0.15
+        late = time.monotonic()
+        newcomer()  # past the window: at once
+        assert entered[-1] - late < 0.1
