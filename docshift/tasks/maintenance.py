@@ -147,11 +147,12 @@ def retry_or_fail(conn: Database, objects: ObjectStore, task: Task) -> None:
         tasks.requeue(conn, task.id, lease)
 
 
-def top_up(conn: Database, queue: Queue) -> None:
+def top_up(conn: Database, queue: Queue, most: int | None = None) -> None:
     """One message per QUEUED task at least: those lost (a killed consumer, a failed enqueue) are
-    replaced. Extra messages are harmless: a message that finds nothing to claim does nothing."""
+    replaced. Extra messages are harmless: a message that finds nothing to claim does nothing. ``most``: no more
+    than that many (a slot come free wakes as many consumers as there are slots, not one per waiting task)."""
     missing = tasks.queued_count(conn) - queue.pending()
-    for _ in range(max(0, missing)):
+    for _ in range(max(0, missing if most is None else min(missing, most))):
         queue.enqueue()
-    if missing > 0:
+    if missing > 0 and most is None:
         log.info("%d queue messages added for waiting tasks", missing)

@@ -73,9 +73,9 @@ class OneBox:
         if outcome is None:
             if tasks.queued_count(conn):  # kept from the last free slot (tasks.held_back); its message is spent
                 self.held.set()
-        elif self.held.is_set():  # a slot is free again: the tasks kept back get their messages back
+        elif self.held.is_set():  # a slot is free again: the tasks kept back get messages back, one per slot
             self.held.clear()
-            maintenance.top_up(conn, self.queue)
+            maintenance.top_up(conn, self.queue, most=self.config.workers)
         if outcome == Status.QUEUED:  # a transient failure: it goes again, after a pause
             self.queue.enqueue(delay=5)
         return outcome
