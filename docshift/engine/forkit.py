@@ -37,6 +37,7 @@ from typing import Any
 
 from docshift import formats
 from docshift.engine import sandbox
+from docshift.engine.job import Job, log_lines
 from docshift.engine.places import owned
 from docshift.engine.profile import PROFILE_SETTINGS, network_namespace, with_version
 from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
@@ -51,8 +52,6 @@ STATUS_WAIT = 2  # seconds a parent that ended before it was ready is given to b
 START_ATTEMPTS = 3  # a parent that fails its start or self-test this many times in a row is reported broken
 # LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
 OOM_SCORE_ADJ = 500
-MAX_REPLY_BYTES = 8 << 20  # the longest answer a child may give (its facts: sheet names, characters counted)
-MAX_LOG_LINE = 8192  # the longest line of LibreOffice's messages logged: the rest of a longer one is dropped
 CONTROL_FD = 11  # the control socket's lowest number: above the 3 to 5 and 10 that ``sandbox.py``'s wrapper uses
 GRACE_SECONDS = 2  # past a child's deadline, the parent has killed it: its socket says so by then
 
@@ -309,87 +308,6 @@ class Forkit:
                 done.set_result(start())
             except BaseException as error:
                 done.set_exception(error)
-
-
-class Job:
-    """One child at work: its answers on ``sock``, one JSON line each; its messages on ``messages``, logged."""
-
-    def __init__(self, sock: socket.socket, messages: int, name: str, task_id: str | None) -> None:
-        self.sock, self._unread = sock, b""
-        threading.Thread(target=log_lines, args=(os.fdopen(messages, "rb"), name, task_id), daemon=True,
-                         name=f"{name}-messages").start()
-
-    def send(self, message: dict[str, Any]) -> None:
-        try:
-            self.sock.sendall(json.dumps(message).encode() + b"\n")
-        except OSError as error:
-            raise OfficeCrashed(str(error)) from error
-
-    def read(self, timeout: float) -> dict[str, Any]:
-        """The child's next answer within ``timeout`` seconds and ``MAX_REPLY_BYTES``; raises OfficeTimeout, or
-        OfficeCrashed when the child ended without one, or said something else."""
-        deadline = time.monotonic() + timeout
-        line = self._unread
-        while b"\n" not in line:
-            if len(line) > MAX_REPLY_BYTES:
-                raise OfficeCrashed("the child's answer is too long")
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise OfficeTimeout()
-            if not select.select([self.sock], [], [], remaining)[0]:
-                continue
-            try:
-                chunk = self.sock.recv(65536)
-            except OSError as error:  # ECONNRESET: it died with what it was sent (``parts``) unread
-                raise OfficeCrashed(f"LibreOffice ended without an answer: {error}") from None
-            if not chunk:
-                raise OfficeCrashed("LibreOffice ended without an answer")
-            line += chunk
-        end = line.index(b"\n") + 1
-        line, self._unread = line[:end], line[end:]
-        if len(line) > MAX_REPLY_BYTES:
-            raise OfficeCrashed("the child's answer is too long")
-        try:
-            reply = json.loads(line)
-        except (ValueError, RecursionError) as error:
-            raise OfficeCrashed(f"the child's answer is no JSON: {error}") from None
-        if not isinstance(reply, dict):
-            raise OfficeCrashed("the child's answer is no JSON object")
-        return reply
-
-    def wait_end(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the child to end (its end of the socket closes with it)."""
-        deadline = time.monotonic() + timeout
-        with contextlib.suppress(OSError):
-            while (remaining := deadline - time.monotonic()) > 0:
-                if select.select([self.sock], [], [], remaining)[0] and not self.sock.recv(65536):
-                    return
-
-    def answer(self, timeout: float) -> dict[str, Any]:
-        """Its one answer (a self-test's), then it is closed."""
-        try:
-            return self.read(timeout)
-        except OfficeTimeout as error:
-            raise OfficeCrashed("the self-test took too long") from error
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def log_lines(stream: Any, name: str, task_id: str | None) -> None:
-    """LibreOffice's own messages, to the log with the task they came from. A line is read only as far as
-    ``MAX_LOG_LINE``: the rest of a longer one is dropped, never held."""
-    cut = False  # in the rest of a line too long to log
-    with stream:
-        while chunk := stream.readline(MAX_LOG_LINE):
-            if not cut:
-                line = chunk.decode("utf-8", "replace").rstrip()
-                if line:
-                    log.info("%s: %s%s", name, line, "" if chunk.endswith(b"\n") else " [cut]",
-                             extra={"task_id": task_id})
-            cut = not chunk.endswith(b"\n")
 
 
 def _decided(parts: Callable[[], bool]) -> bool:

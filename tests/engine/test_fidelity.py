@@ -20,7 +20,8 @@ from conftest import ROOT, flat_odf
 from conftest import _soffice_save as soffice
 
 from docshift.engine import cfb, convert, inventory, vba
-from docshift.engine.forkit import Forkit, Job
+from docshift.engine.forkit import Forkit
+from docshift.engine.job import Job
 from docshift.engine.profile import PROFILE_SETTINGS
 from docshift.formats import FORMATS, MEDIA_TYPES
 

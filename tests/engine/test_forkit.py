@@ -25,7 +25,8 @@ from conftest import alive, at_work, autogroup, dies, office_pids, sandbox_pid
 
 from docshift.engine import Engine, sandbox
 from docshift.engine import convert as converter
-from docshift.engine.forkit import MAX_LOG_LINE, Forkit, Job, log_lines
+from docshift.engine.forkit import Forkit
+from docshift.engine.job import MAX_LOG_LINE, Job, log_lines
 from docshift.engine.profile import PROFILE_SETTINGS
 from docshift.errors import EngineBroken, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS
