@@ -218,18 +218,18 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
     ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice, beside the
     others: a crash alone would hold up every other file of the worker for as long as its file takes to crash. A
     store that failed, or a file that found the sandbox's scratch space full (its neighbours' too, each with a
-    share), is tried again alone (``sandbox.Room``). A child the kernel's OOM killer stopped (the service's memory
-    limit) did not crash on the file: it is tried again alone, and only if it runs out of memory alone does the
-    file fail. A child that ended because its
-    parent died (killed) did not crash on the file either: it is tried again on a parent started again,
-    ``PARENT_LOSSES`` times at most, and only past that does a loss count as a crash."""
+    share), is tried again alone (``sandbox.Room``). A child killed for the service's memory limit (by the kernel's
+    OOM killer, or by the engine's watch just before it: ``memory.py``) did not crash on the file: it is tried again
+    alone, and only if it runs out of memory alone does the file fail. A child that ended because its parent died
+    (killed) did not crash on the file either: it is tried again on a parent started again, ``PARENT_LOSSES`` times
+    at most, and only past that does a loss count as a crash."""
     crashes = losses = 0
     alone = by_itself = False
     while crashes < 2:
         # a killed LibreOffice leaves a partial file and its lock behind: start clean
         result = workdir / f"attempt-{crashes + losses + int(alone) + 1}" / f"result.{extension}"
         result.parent.mkdir(parents=True, exist_ok=True)
-        killed_before = sandbox.oom_kills()
+        killed_before = office.oom_kills()
         try:
             waits = office.room.alone(timeout) if alone else office.room.shared(timeout * sandbox.LONG_RUN_SHARE)
             with waits as by_itself:
@@ -253,13 +253,13 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
                                        "LibreOffice read this file but could not write its result.") from error
             raise not_loaded(source, opened) from error
         except OfficeCrashed as error:
-            if killed_before is not None and (sandbox.oom_kills() or 0) > killed_before:
+            if killed_before is not None and (office.oom_kills() or 0) > killed_before:
                 if not alone:
-                    log.warning("LibreOffice was killed by the kernel for lack of memory converting %s: tried again "
-                                "with no other file converting", source)
+                    log.warning("LibreOffice was killed for lack of memory (the service's limit) converting %s: tried "
+                                "again with no other file converting", source)
                     alone = True
                     continue
-                log.warning("LibreOffice was killed by the kernel for lack of memory converting %s%s", source,
+                log.warning("LibreOffice was killed for lack of memory (the service's limit) converting %s%s", source,
                             " alone" if by_itself else "")
                 raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, OUT_OF_MEMORY + (
                     ", the second time with no other file converting." if by_itself else ".")) from error

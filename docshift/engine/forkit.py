@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from docshift import formats
-from docshift.engine import sandbox
+from docshift.engine import memory, sandbox
 from docshift.engine.job import Job, log_lines
 from docshift.engine.places import owned
 from docshift.engine.profile import PROFILE_SETTINGS, network_namespace, with_version
@@ -78,6 +78,7 @@ class Forkit:
         self.timings: dict[str, float] = {}  # seconds of its last start: "launch", "self_test"
         self.broken: str | None = None  # why the last start gave up, while it stands
         self.room = sandbox.Room()  # its children's memory: a retry after an OOM kill runs alone
+        self.watch = memory.Watch(name)  # and the service's limit: a child grown into it is killed first
         self._control: socket.socket | None = None
         self._lock = threading.Lock()  # a start
         self._send = threading.Lock()  # the control socket
@@ -230,7 +231,15 @@ class Forkit:
             os.close(told)
         with self._send:
             self.children += 1
-        return Job(ours, messages, f"{self.name}-child", task_id)
+        self.watch.busy(self.process.pid if self.process is not None else None)
+        return Job(ours, messages, f"{self.name}-child", task_id, on_close=self.watch.idle)
+
+    def oom_kills(self) -> int | None:
+        """How many of its children were killed for the service's memory limit: by the kernel's OOM killer (in
+        this process's memory cgroup, ``sandbox.oom_kills``), or by its own watch before that (``memory.py``);
+        None where the cgroup cannot be read."""
+        kernel = sandbox.oom_kills()
+        return None if kernel is None and not self.watch.kills else (kernel or 0) + self.watch.kills
 
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
                task_id: str | None = None, parts: bool | Callable[[], bool] = True,

@@ -11,6 +11,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from docshift.errors import OfficeCrashed, OfficeTimeout
@@ -24,8 +25,9 @@ MAX_LOG_LINE = 8192  # the longest line of LibreOffice's messages logged: the re
 class Job:
     """One child at work: its answers on ``sock``, one JSON line each; its messages on ``messages``, logged."""
 
-    def __init__(self, sock: socket.socket, messages: int, name: str, task_id: str | None) -> None:
-        self.sock, self._unread = sock, b""
+    def __init__(self, sock: socket.socket, messages: int, name: str, task_id: str | None,
+                 on_close: Callable[[], object] | None = None) -> None:
+        self.sock, self._unread, self._on_close = sock, b"", on_close
         threading.Thread(target=log_lines, args=(os.fdopen(messages, "rb"), name, task_id), daemon=True,
                          name=f"{name}-messages").start()
 
@@ -86,6 +88,9 @@ class Job:
 
     def close(self) -> None:
         self.sock.close()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 def log_lines(stream: Any, name: str, task_id: str | None) -> None:

@@ -1,7 +1,10 @@
-"""A LibreOffice killed by the kernel's OOM killer, under a memory limit of the service's (a container's
-``--memory``): the task's message says it ran out of memory, not that it crashed on the file."""
+"""A LibreOffice killed for a memory limit of the service's (a container's ``--memory``), by the engine's watch
+before the kernel's OOM killer has to: the task's message says it ran out of memory, not that it crashed on the file,
+and the one killed is the largest child at work."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -10,9 +13,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, wait_for
 
-from docshift.engine import sandbox
+from docshift.engine import memory, sandbox
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 # the engine's parent holds about 300 MB: this deck's child needs more than the rest (it converts without the limit)
@@ -34,7 +37,7 @@ try:
     found["outcome"] = "converted"
 except ConversionFailed as error:
     found["outcome"], found["message"] = error.code, str(error)
-found["after"] = sandbox.oom_kills()
+found["after"], found["watch"] = sandbox.oom_kills(), engine.office.watch.kills
 engine.close()
 print(json.dumps(found))
 """
@@ -65,7 +68,7 @@ for thread in threads:
     thread.start()
 for thread in threads:
     thread.join()
-found["after"] = sandbox.oom_kills()
+found["after"], found["watch"] = sandbox.oom_kills(), engine.office.watch.kills
 engine.close()
 print(json.dumps(found))
 """
@@ -111,7 +114,9 @@ def test_a_file_that_runs_the_service_out_of_memory_is_named_so(tmp_path):
     # the second try ran with no other file converting: it is the file's own need, not its neighbours'
     assert found["message"] == ("LibreOffice ran out of memory converting this file (the service's memory limit), "
                                 "twice, the second time with no other file converting.")
-    assert found["after"] >= found["before"] + 2  # both tries
+    # both tries were killed by the engine's watch, near the limit, before the kernel's reclaim and OOM killer
+    assert found["watch"] == 2, found
+    assert found["after"] == found["before"], found
 
 
 @pytest.mark.slow
@@ -127,7 +132,7 @@ def test_files_that_run_out_of_memory_together_convert_one_after_another(tmp_pat
         found = json.loads(run.stdout.splitlines()[-1])
     finally:
         remove(group)
-    assert found["after"] > found["before"], found  # they did not fit together
+    assert found["watch"] + found["after"] > found["before"], found  # they did not fit together
     assert found["outcomes"] == ["converted"] * AT_ONCE, found
 
 
@@ -229,3 +234,73 @@ def test_the_files_that_come_while_one_runs_alone_share_one_wait():
         late = time.monotonic()
         newcomer()  # past the window: at once
         assert entered[-1] - late < 0.1
+
+
+# a tree like a sandbox's: a child at work of 80 MB, one of 280 MB, and one waiting for a file of 180 MB (larger than
+# the first, never killed: it has no file); in a cgroup of 700 MB, past its watch's line (700 - 160 MB) together
+TREE = """
+import ctypes, json, os, sys, threading, time
+def child(megabytes, title):
+    ready, told = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        ctypes.CDLL(None).prctl(15, title, 0, 0, 0)
+        block = bytearray(megabytes << 20)
+        for at in range(0, len(block), 4096):
+            block[at] = 1
+        os.write(told, b"up")
+        time.sleep(120)
+        os._exit(0)
+    os.read(ready, 2)
+    return pid
+pids = {}
+def fork(name, megabytes, title):  # from a thread of its own, as LibreOffice's main loop forks
+    pids[name] = child(megabytes, title)
+threads = [threading.Thread(target=fork, args=arguments) for arguments in
+           (("small", 80, b"forkit-file"), ("large", 280, b"forkit-file"), ("waiting", 180, b"forkit-ready"))]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps(pids), flush=True)
+time.sleep(120)
+"""
+
+
+def test_the_watch_kills_the_largest_child_at_work_once_the_limit_is_near():
+    group = memory_cgroup(700 << 20)
+    tree = subprocess.Popen(["/bin/sh", "-c", 'echo $$ > "$0" && exec "$1" -c "$2"', str(group / "cgroup.procs"),
+                            sys.executable, TREE], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        pids = json.loads(tree.stdout.readline())
+        watch = memory.Watch("test", memory.Cgroup(group, v2=(group / "memory.max").exists()))
+        used, limit = watch.cgroup.unreclaimable(), watch.cgroup.limit()
+        assert limit - memory.RESERVE_MIN_MB * 2**20 < used < limit, (used >> 20, limit >> 20)
+        assert memory.descendants(tree.pid) and set(pids.values()) <= set(memory.descendants(tree.pid))
+        assert watch.check(tree.pid) is True
+        assert watch.kills == 1
+        wait_for(lambda: state(pids["large"]) == "Z", 5, "the killed child's end")  # its parent never reaps it
+        assert {name: state(pid) for name, pid in pids.items()} == {"small": "S", "large": "Z", "waiting": "S"}
+        time.sleep(0.5)  # the memory of the one killed is given back: no second kill
+        assert watch.check(tree.pid) is False
+    finally:
+        os.killpg(tree.pid, signal.SIGKILL)  # and its children
+        tree.wait()
+        tree.stdout.close()
+        remove(group)
+
+
+def state(pid):
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_without_a_limit_nothing_is_watched():
+    group = memory_cgroup(700 << 20)
+    try:
+        (group / ("memory.max" if (group / "memory.max").exists() else "memory.limit_in_bytes")).write_text(
+            "max" if (group / "memory.max").exists() else "-1")
+        cgroup = memory.Cgroup(group, v2=(group / "memory.max").exists())
+        assert cgroup.limit() is None
+        assert memory.Watch("test", cgroup).check(1) is False
+    finally:
+        remove(group)

@@ -1,0 +1,180 @@
+"""The service's memory limit, watched: a LibreOffice child that grows into it is killed before the kernel's reclaim
+slows every other conversion.
+
+Under a memory limit (a container's ``--memory``, a systemd unit's ``MemoryMax``: this process's memory cgroup),
+the kernel kills a process only once it can reclaim nothing more, and what it reclaims first is page cache: the
+code of LibreOffice, Python and the object store, read again from disk as soon as it runs. A workbook whose child
+grew to the limit of a 2000 MB service held it there for 30 s, 30,000 failed charges and 300 major faults a
+second, while the other account's small files, 60 ms each alone, took 3 s at the median and up to a minute
+(``bench/fairness.py --memory-mb``, with the service's files in the page cache charged to its own cgroup, as in a
+container).
+
+So a worker watches its cgroup while its children are at work: once the memory the kernel cannot reclaim without
+swap (all that is charged, less the file pages) comes within ``RESERVE_SHARE`` of the limit (``RESERVE_MIN_MB`` at
+least), it kills its largest child at work, as the kernel's OOM killer would have picked it, only earlier. That
+conversion then goes the way of a file the kernel killed (``convert.py``: tried again alone, then failed as out of
+memory), counted by ``kills``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+
+log = logging.getLogger("docshift.engine")
+
+RESERVE_SHARE = 1 / 10  # of the limit, left for the page cache that the service's code runs from
+RESERVE_MIN_MB = 160  # in the run above, major faults began with 110-160 MB of page cache left
+POLL_SECONDS = 0.1  # a child grew by 60-100 MB a second there: this overshoots by 10 MB at most
+CALM_SECONDS = 1.0  # after a kill, for the memory to be given back before another is chosen
+AT_WORK = "forkit-file"  # the name a child takes once it has its file (``uno/forkit.py``)
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class Cgroup:
+    """This process's memory cgroup, read: v2's ``memory.max`` and ``memory.current``, or v1's
+    ``memory.limit_in_bytes`` and ``memory.usage_in_bytes``."""
+
+    def __init__(self, path: Path, v2: bool) -> None:
+        self.path, self.v2 = path, v2
+
+    @classmethod
+    def own(cls) -> Cgroup | None:
+        try:
+            lines = Path("/proc/self/cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            if controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():
+                top, v2 = Path("/sys/fs/cgroup"), True
+            elif "memory" in controllers.split(","):
+                top, v2 = Path("/sys/fs/cgroup/memory"), False
+            else:
+                continue
+            group = top / path.lstrip("/")
+            while True:  # the nearest that has a limit: its own, or a parent's (a unit's slice)
+                if cls(group, v2).limit() is not None:
+                    return cls(group, v2)
+                if group == top:
+                    break
+                group = group.parent
+        return None
+
+    def limit(self) -> int | None:
+        """The limit in bytes, or None where there is none (or none below the machine's memory)."""
+        try:
+            text = (self.path / ("memory.max" if self.v2 else "memory.limit_in_bytes")).read_text().strip()
+            limit = None if text == "max" else int(text)
+        except (OSError, ValueError):
+            return None
+        return limit if limit is not None and limit < os.sysconf("SC_PHYS_PAGES") * PAGE else None
+
+    def unreclaimable(self) -> int:
+        """Bytes charged that the kernel cannot reclaim without swap: the usage less the file pages."""
+        usage = int((self.path / ("memory.current" if self.v2 else "memory.usage_in_bytes")).read_text())
+        stat = dict(line.split() for line in (self.path / "memory.stat").read_text().splitlines())
+        prefix = "" if self.v2 else "total_"
+        return usage - int(stat[f"{prefix}active_file"]) - int(stat[f"{prefix}inactive_file"])
+
+
+class Watch:
+    """Watches the memory cgroup while conversions run (``busy``/``idle``), and kills the largest of the children
+    under ``root`` (a host pid: the sandbox's outermost process) at work once the limit is near."""
+
+    def __init__(self, name: str, cgroup: Cgroup | None = None) -> None:
+        self.name, self.cgroup = name, cgroup or Cgroup.own()
+        self.root: int | None = None
+        self.kills = 0
+        self._running = 0
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def busy(self, root: int | None) -> None:
+        """A conversion begins under ``root``."""
+        if self.cgroup is None:
+            return
+        with self._changed:
+            self.root, self._running = root, self._running + 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name=f"{self.name}-memory")
+                self._thread.start()
+            self._changed.notify_all()
+
+    def idle(self) -> None:
+        """A conversion ended."""
+        if self.cgroup is None:
+            return
+        with self._changed:
+            self._running -= 1
+
+    def _loop(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._running > 0)
+                root = self.root
+            try:
+                killed = self.check(root)
+            except (OSError, ValueError, KeyError) as error:
+                log.warning("%s: the memory cgroup could not be read (%s): no longer watched", self.name, error)
+                return
+            threading.Event().wait(CALM_SECONDS if killed else POLL_SECONDS)
+
+    def check(self, root: int | None) -> bool:
+        """Kill the largest child at work under ``root`` if the limit is near; whether one was killed."""
+        assert self.cgroup is not None
+        limit = self.cgroup.limit()
+        if limit is None or root is None:
+            return False
+        used = self.cgroup.unreclaimable()
+        if used < limit - max(limit * RESERVE_SHARE, RESERVE_MIN_MB << 20):
+            return False
+        sizes = {pid: resident(pid) for pid in descendants(root) if name(pid) == AT_WORK}
+        if not sizes:
+            return False
+        largest = max(sizes, key=lambda pid: sizes[pid])
+        self.kills += 1  # before the kill: its conversion sees the count risen as soon as it sees the child gone
+        try:
+            os.kill(largest, signal.SIGKILL)
+        except ProcessLookupError:
+            self.kills -= 1
+            return False
+        log.warning("%s: a LibreOffice child holding %d MB was killed, the service's memory at %d of its limit's "
+                    "%d MB", self.name, sizes[largest] >> 20, used >> 20, limit >> 20)
+        return True
+
+
+def descendants(root: int) -> list[int]:
+    """The processes under ``root``, at any depth (a child is its forking thread's: every thread's are read)."""
+    found, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                children = Path(f"/proc/{pid}/task/{thread}/children").read_text().split()
+            except OSError:
+                continue
+            found += [int(child) for child in children]
+            pending += [int(child) for child in children]
+    return found
+
+
+def name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def resident(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
