@@ -11,14 +11,18 @@ sender nothing). Such files can hold every conversion slot; the fair claim keeps
 whose files run long while another account is about (``storage/tasks.py``).
 
 That workbook peaks at 3.4 GB in a plain LibreOffice. With ``--memory-mb`` (as root), the whole service runs in a
-memory cgroup of that size (a container's ``--memory``, a unit's ``MemoryMax``), where the kernel kills its child;
-the file is tried again alone, and the victim's files that come meanwhile wait a long run's time (10 s of the default
-120 s timeout, a twelfth) at most, then convert beside it.
+memory cgroup of that size (a container's ``--memory``, a unit's ``MemoryMax``), where the engine's watch kills its
+child near the limit (``docshift/engine/memory.py``; else the kernel would, after reclaiming what it can); the file is
+tried again alone, and the victim's files that come meanwhile wait a long run's time (10 s of the default 120 s
+timeout, a twelfth) at most, counted once, then convert beside it. The page cache the service's code runs from is
+charged to the cgroup that first read it: ``--drop-caches`` empties the page cache first, so that it is the
+service's own, as in a container, and the kernel's reclaim near the limit takes the code every conversion runs.
 
 Prints the victim's latency, submit to SUCCEEDED: median, p90 and max, alone and under attack, and their ratio;
 then what became of the long files. Exit status 0 whatever the numbers: it is a benchmark, not a test.
 
-    .venv/bin/python bench/fairness.py [--alone 30] [--attack 240] [--timeout 40] [--backlog 10] [--memory-mb 2000]
+    .venv/bin/python bench/fairness.py [--alone 30] [--attack 240] [--timeout 40] [--backlog 10]
+        [--memory-mb 2000 [--drop-caches]]
 """
 
 import argparse
@@ -62,27 +66,44 @@ def long_workbook(out):
     return out / "charts.xls"
 
 
-@contextlib.contextmanager
-def memory_limit(megabytes):
-    """This process, and all it starts from now on, in a memory cgroup of its own (v2, or v1's memory hierarchy)."""
+def memory_cgroup(megabytes):
+    """A memory cgroup of that size (v2, or v1's memory hierarchy), this process in it: all it starts from now on
+    follows. None without ``megabytes``."""
     if not megabytes:
-        yield
-        return
+        return None
     v2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
     root = Path("/sys/fs/cgroup") if v2 else Path("/sys/fs/cgroup/memory")
     group = root / f"docshift-bench-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     (group / ("memory.max" if v2 else "memory.limit_in_bytes")).write_text(str(megabytes << 20))
     (group / "cgroup.procs").write_text(str(os.getpid()))
-    try:
-        yield
-    finally:
-        (root / "cgroup.procs").write_text(str(os.getpid()))
-        for _ in range(100):
-            with contextlib.suppress(OSError):
-                group.rmdir()
-                break
-            time.sleep(0.1)
+    return group
+
+
+def leave(group):
+    """This process back in its hierarchy's root: the service stays in ``group``."""
+    if group is not None:
+        (group.parent / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def pressure(group):
+    """What the kernel went through in ``group``: major faults (code read again from disk), and how often a charge
+    met the limit."""
+    stat = dict(line.split() for line in (group / "memory.stat").read_text().splitlines())
+    if (group / "memory.events").exists():
+        events = dict(line.split() for line in (group / "memory.events").read_text().splitlines())
+        return f"{stat['pgmajfault']} major faults, the limit met {events['max']} times"
+    return (f"{stat['total_pgmajfault']} major faults, the limit met {(group / 'memory.failcnt').read_text().strip()}"
+            " times")
+
+
+def remove(group):
+    """``group`` gone, once the service's processes have left it."""
+    for _ in range(100):
+        with contextlib.suppress(OSError):
+            group.rmdir()
+            return
+        time.sleep(0.1)
 
 
 def smallest_doc(corpus):
@@ -170,14 +191,22 @@ def main():
     parser.add_argument("--backlog", type=int, default=10)
     parser.add_argument("--log", type=Path, help="keep the service's log there")
     parser.add_argument("--memory-mb", type=int, help="the service in a memory cgroup of this size (as root)")
+    parser.add_argument("--drop-caches", action="store_true",
+                        help="empty the page cache before the service starts: its files are charged to its cgroup")
     args = parser.parse_args()
     small = smallest_doc(args.corpus)
     with tempfile.TemporaryDirectory(prefix="docshift-bench-fairness-") as tmp:
         heavy_file = long_workbook(Path(tmp))
-        instance = Instance(Path(tmp) / "data", CONVERSION_TIMEOUT=args.timeout)
+        instance, group = Instance(Path(tmp) / "data", CONVERSION_TIMEOUT=args.timeout), None
         try:
-            with memory_limit(args.memory_mb):
+            if args.drop_caches:
+                os.sync()
+                Path("/proc/sys/vm/drop_caches").write_text("3")
+            group = memory_cgroup(args.memory_mb)
+            try:
                 instance.__enter__()
+            finally:
+                leave(group)
             keys = [instance.register(name) for name in ("victim", "attacker")]
             good, bad = Account(instance.url, keys[0]), Account(instance.url, keys[1])
             good.final(good.submit(small))  # warm: the first file of its type
@@ -195,10 +224,14 @@ def main():
             flood.join()
             print(f"victim under attack: {attacked}")
             print(f"the attacker's files: {dict(outcomes)}")
+            if group is not None:
+                print(f"the service's cgroup: {pressure(group)}")
             if alone_median and attacked_median:
                 print(f"\n| victim's median latency under attack / alone | {attacked_median / alone_median:.1f}x |")
         finally:
             stop(instance)
+            if group is not None:
+                remove(group)
             if args.log:
                 shutil.copyfile(instance.log.name, args.log)
 
