@@ -236,10 +236,10 @@ class Forkit:
 
     def oom_kills(self) -> int | None:
         """How many of its children were killed for the service's memory limit: by the kernel's OOM killer (in
-        this process's memory cgroup, ``sandbox.oom_kills``), or by its own watch before that (``memory.py``);
-        None where the cgroup cannot be read."""
-        kernel = sandbox.oom_kills()
-        return None if kernel is None and not self.watch.kills else (kernel or 0) + self.watch.kills
+        this process's memory cgroup) or by its own watch before that (``memory.py``); None where the cgroup's
+        count cannot be read."""
+        kernel = self.watch.cgroup.oom_kills() if self.watch.cgroup is not None else None
+        return None if kernel is None else kernel + self.watch.kills
 
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
                task_id: str | None = None, parts: bool | Callable[[], bool] = True,

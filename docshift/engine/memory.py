@@ -35,14 +35,18 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class Cgroup:
-    """This process's memory cgroup, read: v2's ``memory.max`` and ``memory.current``, or v1's
-    ``memory.limit_in_bytes`` and ``memory.usage_in_bytes``."""
+    """This process's memory cgroup, read: v2's ``memory.max``, ``memory.current`` and ``memory.events``, or v1's
+    ``memory.limit_in_bytes``, ``memory.usage_in_bytes`` and ``memory.oom_control``."""
 
     def __init__(self, path: Path, v2: bool) -> None:
         self.path, self.v2 = path, v2
 
     @classmethod
     def own(cls) -> Cgroup | None:
+        """The nearest memory cgroup with a limit, this process's own or a parent (a unit's slice); where none has
+        one, its own. In a container on cgroup v1 the path ``/proc/self/cgroup`` names is the host's, and the
+        container sees its own group as the hierarchy's top: the walk up finds it there. None where no memory
+        cgroup can be read."""
         try:
             lines = Path("/proc/self/cgroup").read_text().splitlines()
         except OSError:
@@ -55,13 +59,14 @@ class Cgroup:
                 top, v2 = Path("/sys/fs/cgroup/memory"), False
             else:
                 continue
-            group = top / path.lstrip("/")
-            while True:  # the nearest that has a limit: its own, or a parent's (a unit's slice)
+            own = group = top / path.lstrip("/")
+            while True:
                 if cls(group, v2).limit() is not None:
                     return cls(group, v2)
-                if group == top:
+                if group == top or group == group.parent:
                     break
                 group = group.parent
+            return cls(own if own.is_dir() else top, v2)
         return None
 
     def limit(self) -> int | None:
@@ -72,6 +77,19 @@ class Cgroup:
         except (OSError, ValueError):
             return None
         return limit if limit is not None and limit < os.sysconf("SC_PHYS_PAGES") * PAGE else None
+
+    def oom_kills(self) -> int | None:
+        """How many processes the kernel's OOM killer has killed in this cgroup; None where it cannot be read. A
+        LibreOffice child that dies as this count goes up ran out of memory; it did not crash on its file."""
+        try:
+            text = (self.path / ("memory.events" if self.v2 else "memory.oom_control")).read_text()
+        except OSError:
+            return None
+        for entry in text.splitlines():
+            name, _, count = entry.partition(" ")
+            if name == "oom_kill":
+                return int(count)
+        return None
 
     def unreclaimable(self) -> int:
         """Bytes charged that the kernel cannot reclaim without swap: the usage less the file pages."""
@@ -87,6 +105,8 @@ class Watch:
 
     def __init__(self, name: str, cgroup: Cgroup | None = None) -> None:
         self.name, self.cgroup = name, cgroup or Cgroup.own()
+        # whether there is a limit to watch, read once: without one no thread is started and nothing is read
+        self.watched = self.cgroup is not None and self.cgroup.limit() is not None
         self.root: int | None = None
         self.kills = 0
         self._running = 0
@@ -95,7 +115,7 @@ class Watch:
 
     def busy(self, root: int | None) -> None:
         """A conversion begins under ``root``."""
-        if self.cgroup is None:
+        if not self.watched:
             return
         with self._changed:
             self.root, self._running = root, self._running + 1
@@ -106,7 +126,7 @@ class Watch:
 
     def idle(self) -> None:
         """A conversion ended."""
-        if self.cgroup is None:
+        if not self.watched:
             return
         with self._changed:
             self._running -= 1

@@ -203,33 +203,6 @@ def problem(scratch: str | Path, timeout: float = 30) -> str | None:
     return None
 
 
-def oom_kills() -> int | None:
-    """How many processes the kernel's OOM killer has killed in this process's memory cgroup (a container's
-    ``--memory``, a systemd unit's ``MemoryMax``): cgroup v2's ``memory.events``, or v1's ``memory.oom_control``;
-    None where neither can be read. A LibreOffice child that dies as this count goes up ran out of memory; it
-    did not crash on its file."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":  # v2: the one unified hierarchy
-            where = Path("/sys/fs/cgroup", path.lstrip("/"), "memory.events")
-        elif "memory" in controllers.split(","):
-            where = Path("/sys/fs/cgroup/memory", path.lstrip("/"), "memory.oom_control")
-        else:
-            continue
-        try:
-            for entry in where.read_text().splitlines():
-                name, _, count = entry.partition(" ")
-                if name == "oom_kill":
-                    return int(count)
-        except (OSError, ValueError):
-            continue
-    return None
-
-
 # a run past this share of the conversion timeout is long (10 s of 120): the fair claim keeps the last free slot
 # from an account whose runs are long (storage/tasks.py), and no file waits longer for one run alone (Room)
 LONG_RUN_SHARE = 1 / 12

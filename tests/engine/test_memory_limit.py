@@ -26,18 +26,18 @@ import json, os, sys
 from pathlib import Path
 with open(sys.argv[1], "w") as procs:
     procs.write(str(os.getpid()))  # into the limited cgroup, before LibreOffice starts: its processes follow
-from docshift.engine import Engine, Forkit, sandbox
+from docshift.engine import Engine, Forkit, memory
 from docshift.errors import ConversionFailed
 engine = Engine(Forkit(Path(sys.argv[2]), name="oom"))
 engine.start()
-found = {"before": sandbox.oom_kills()}
+found = {"before": memory.Cgroup.own().oom_kills()}
 try:
     with engine.workspace("t") as work:
         engine.convert(Path(sys.argv[3]), "ppt", work, 120)
     found["outcome"] = "converted"
 except ConversionFailed as error:
     found["outcome"], found["message"] = error.code, str(error)
-found["after"], found["watch"] = sandbox.oom_kills(), engine.office.watch.kills
+found["after"], found["watch"] = memory.Cgroup.own().oom_kills(), engine.office.watch.kills
 engine.close()
 print(json.dumps(found))
 """
@@ -50,12 +50,12 @@ import json, os, sys, threading
 from pathlib import Path
 with open(sys.argv[1], "w") as procs:
     procs.write(str(os.getpid()))
-from docshift.engine import Engine, Forkit, sandbox
+from docshift.engine import Engine, Forkit, memory
 from docshift.errors import ConversionFailed
 files = [Path(p) for p in sys.argv[3:]]
 engine = Engine(Forkit(Path(sys.argv[2]), name="oom", ready=len(files)))
 engine.start()
-found = {"before": sandbox.oom_kills(), "outcomes": [None] * len(files)}
+found = {"before": memory.Cgroup.own().oom_kills(), "outcomes": [None] * len(files)}
 def run(n, path):
     try:
         with engine.workspace(f"t{n}") as work:
@@ -68,7 +68,7 @@ for thread in threads:
     thread.start()
 for thread in threads:
     thread.join()
-found["after"], found["watch"] = sandbox.oom_kills(), engine.office.watch.kills
+found["after"], found["watch"] = memory.Cgroup.own().oom_kills(), engine.office.watch.kills
 engine.close()
 print(json.dumps(found))
 """
@@ -137,8 +137,9 @@ def test_files_that_run_out_of_memory_together_convert_one_after_another(tmp_pat
 
 
 def test_the_oom_kill_count_is_read_from_this_process_s_own_cgroup():
-    """On this host, as in a container: a count, not None (its absence would hide every OOM kill)."""
-    assert isinstance(sandbox.oom_kills(), int)
+    """On this host, as in a container (``tests/image/run.py``): a count, not None (its absence would hide every OOM
+    kill)."""
+    assert isinstance(memory.Cgroup.own().oom_kills(), int)
 
 
 def test_a_retry_after_an_oom_kill_waits_for_the_conversions_running_and_runs_alone():

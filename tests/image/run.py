@@ -308,6 +308,25 @@ def refusal_phase():
     say("without its options the worker refuses to start (78) and names them")
 
 
+MEMORY = """
+import json
+from docshift.engine import memory
+group = memory.Cgroup.own()
+print(json.dumps({"limit": group.limit(), "kills": group.oom_kills(), "watched": memory.Watch("image").watched}))
+"""
+
+
+def memory_phase():
+    """With ``--memory`` the worker finds the container's limit (on cgroup v1 the path ``/proc/self/cgroup`` names is
+    the host's, not the container's) and can read its OOM kills: its watch runs, and a child killed for memory is
+    told from a crash."""
+    done = podman("run", "--rm", "--pull", "never", "--label", LABEL, "--name", f"{PROJECT}-memory", "--memory", "3g",
+                  "--entrypoint", "python", IMAGE, "-c", MEMORY, timeout=120)
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen == {"limit": 3 << 30, "kills": 0, "watched": True}, seen
+    say("with --memory 3g the worker finds the container's limit and its OOM kill count: the memory watch runs")
+
+
 def allinone_phase(workdir):
     port, s3_port = free_port(), free_port()
     options = shlex.split(os.environ["SANDBOX_OPTIONS"])
@@ -341,6 +360,7 @@ def main():
             env, started, key = compose_phase(workdir)
             nodes_phase(env, started, key, workdir)
             refusal_phase()
+            memory_phase()
             allinone_phase(workdir)
         except BaseException:
             show_containers()
