@@ -78,7 +78,7 @@ def settle(parent, within=5.0):
                     names.append(comm.read().strip())
             except OSError:
                 continue
-        if "forkit-file" not in names:
+        if not any(name.startswith("forkit-file") for name in names):  # a child at work, named with its job's tag
             return
         time.sleep(0.005)
 

@@ -83,6 +83,11 @@ class OfficeTimeout(DocshiftError):
     """A conversion ran past its timeout; the process was killed."""
 
 
+class Preempted(DocshiftError):
+    """A conversion was stopped to give its slot to another account's waiting file (``storage/tasks.py``,
+    ``to_preempt``); the task goes back to the queue without using an attempt."""
+
+
 class ServiceFault(DocshiftError):
     """A fault of the service, not of the file: the task is retried without using one of its
     attempts and never ends FAILED for it (``docshift.tasks.faults``)."""

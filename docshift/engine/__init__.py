@@ -61,6 +61,10 @@ class Engine:
         """How often LibreOffice's parent was started again (it died, or was killed)."""
         return self.office.restarts
 
+    def cancel(self, task_id: str) -> bool:
+        """Stop the conversion of ``task_id`` running here (its ``convert`` raises Preempted); whether one was."""
+        return self.office.cancel(task_id)
+
     @contextmanager
     def workspace(self, task_id: str) -> Iterator[Path]:
         """A directory of the worker's own for one task's files, which no sandbox sees; removed afterwards."""

@@ -40,7 +40,7 @@ from docshift.engine import memory, sandbox
 from docshift.engine.job import Job, log_lines
 from docshift.engine.places import owned
 from docshift.engine.profile import PROFILE_SETTINGS, network_namespace, with_version
-from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout
+from docshift.errors import EngineBroken, LoadFailed, OfficeCrashed, OfficeTimeout, Preempted
 
 log = logging.getLogger("docshift.office")
 
@@ -79,6 +79,7 @@ class Forkit:
         self.broken: str | None = None  # why the last start gave up, while it stands
         self.room = sandbox.Room()  # its children's memory: a retry after an OOM kill runs alone
         self.watch = memory.Watch(name)  # and the service's limit: a child grown into it is killed first
+        self.jobs: dict[str, Job] = {}  # task id -> its child at work (``cancel``)
         self._control: socket.socket | None = None
         self._lock = threading.Lock()  # a start
         self._send = threading.Lock()  # the control socket
@@ -216,8 +217,11 @@ class Forkit:
         the parent ``timeout`` seconds from now. Raises OfficeCrashed when the parent cannot be reached."""
         ours, theirs = socket.socketpair()
         messages, told = os.pipe()
+        with self._send:
+            self.children += 1
+            tag = self.children % 10000  # the child's name ends with it (``cancel``)
         try:
-            message = json.dumps({**request, "seconds": timeout}).encode()
+            message = json.dumps({**request, "seconds": timeout, "tag": tag}).encode()
             with self._send:
                 if self._control is None:
                     raise OfficeCrashed("LibreOffice is not running")
@@ -229,10 +233,34 @@ class Forkit:
         finally:
             theirs.close()
             os.close(told)
-        with self._send:
-            self.children += 1
         self.watch.busy(self.process.pid if self.process is not None else None)
-        return Job(ours, messages, f"{self.name}-child", task_id, on_close=self.watch.idle)
+        job = Job(ours, messages, f"{self.name}-child", task_id, on_close=lambda: self._ended(task_id))
+        job.tag = tag
+        if task_id is not None:
+            with self._send:
+                self.jobs[task_id] = job
+        return job
+
+    def _ended(self, task_id: str | None) -> None:
+        self.watch.idle()
+        if task_id is not None:
+            with self._send:
+                self.jobs.pop(task_id, None)
+
+    def cancel(self, task_id: str) -> bool:
+        """Kill the child at work on ``task_id``'s file, if it runs here: its ``export`` raises Preempted."""
+        with self._send:
+            job = self.jobs.get(task_id)
+        if job is None or self.process is None:
+            return False
+        named = f"{memory.AT_WORK}{job.tag}"[:15]
+        for pid in memory.descendants(self.process.pid):
+            if memory.name(pid) == named:
+                job.cancelled = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                return True
+        return False
 
     def oom_kills(self) -> int | None:
         """How many of its children were killed for the service's memory limit: by the kernel's OOM killer (in
@@ -269,6 +297,8 @@ class Forkit:
                 # until its child has ended: the retry, or the next file, gets the room
                 job.wait_end(GRACE_SECONDS)
         except OfficeCrashed:
+            if job.cancelled:
+                raise Preempted() from None
             if time.monotonic() - began >= timeout:  # the parent killed it at its deadline
                 raise OfficeTimeout() from None
             raise

@@ -28,6 +28,7 @@ class Job:
     def __init__(self, sock: socket.socket, messages: int, name: str, task_id: str | None,
                  on_close: Callable[[], object] | None = None) -> None:
         self.sock, self._unread, self._on_close = sock, b"", on_close
+        self.tag, self.cancelled = 0, False  # the end of its child's name; whether the worker stopped it
         threading.Thread(target=log_lines, args=(os.fdopen(messages, "rb"), name, task_id), daemon=True,
                          name=f"{name}-messages").start()
 

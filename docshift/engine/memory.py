@@ -30,7 +30,7 @@ RESERVE_SHARE = 1 / 10  # of the limit, left for the page cache that the service
 RESERVE_MIN_MB = 160  # in the run above, major faults began with 110-160 MB of page cache left
 POLL_SECONDS = 0.1  # a child grew by 60-100 MB a second there: this overshoots by 10 MB at most
 CALM_SECONDS = 1.0  # after a kill, for the memory to be given back before another is chosen
-AT_WORK = "forkit-file"  # the name a child takes once it has its file (``uno/forkit.py``)
+AT_WORK = "forkit-file"  # how the name a child takes once it has its file begins (``uno/forkit.py``)
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -152,7 +152,7 @@ class Watch:
         used = self.cgroup.unreclaimable()
         if used < limit - max(limit * RESERVE_SHARE, RESERVE_MIN_MB << 20):
             return False
-        sizes = {pid: resident(pid) for pid in descendants(root) if name(pid) == AT_WORK}
+        sizes = {pid: resident(pid) for pid in descendants(root) if name(pid).startswith(AT_WORK)}
         if not sizes:
             return False
         largest = max(sizes, key=lambda pid: sizes[pid])

@@ -28,6 +28,7 @@ from docshift.errors import (
     ConversionFailed,
     InputMissing,
     LeaseLost,
+    Preempted,
     ServiceFault,
     StorageUnavailable,
     UploadCancelled,
@@ -97,6 +98,7 @@ class Outcome:
     fidelity: dict[str, Any] | None = None  # SUCCEEDED: what the source holds against what the result holds
     outage: bool = False        # RETRY because storage stayed away, not because of the file
     fault: str | None = None    # RETRY because of a fault of the service (``faults.py``): what it was
+    preempted: bool = False     # RETRY because its slot went to another account's waiting file
     restarts: int = 0           # LibreOffice processes replaced during the conversion
 
 
@@ -185,6 +187,9 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
             log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
             outcome = Outcome(Verdict.FAILED, code=failure.code, message=failure.message,
                               detected_format=failure.detected_format)
+    except Preempted:
+        log.info("task %s: stopped to give its slot to another account's file; back to the queue", task_id)
+        outcome = Outcome(Verdict.RETRY, preempted=True)
     except StorageUnavailable:
         log.exception("task %s: storage unavailable past the run's patience; back to the queue", task_id)
         outcome = Outcome(Verdict.RETRY, outage=True)
@@ -275,7 +280,7 @@ def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: 
         drop_input(conn, objects, task_id)
         log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billed, outcome.size)
         return Status.SUCCEEDED
-    if outcome.status == Verdict.RETRY and (outcome.outage or outcome.fault):
+    if outcome.status == Verdict.RETRY and (outcome.outage or outcome.fault or outcome.preempted):
         return Status.QUEUED if patiently(tasks.release, conn, task_id, lease) else None
     if outcome.status == Verdict.RETRY and task.attempts < MAX_ATTEMPTS:
         return Status.QUEUED if patiently(tasks.requeue, conn, task_id, lease) else None

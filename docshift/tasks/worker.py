@@ -23,7 +23,7 @@ from docshift.errors import BadSetting, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import connection, liveness, tasks
 from docshift.tasks import maintenance
-from docshift.tasks.conversion import max_run_seconds, run_next
+from docshift.tasks.conversion import max_run_seconds, run_next, slots
 from docshift.tasks.nodes import Coordinator, Node, Registry, run_node
 from docshift.tasks.queue import Jobs, Queue, on_redis
 from docshift.tasks.shared import Conversions, PerThread
@@ -88,11 +88,20 @@ class OneBox:
         maintenance.sweep_once(self.local.connection(), self.local.store(), self.config, queue=self.queue)
         self.report_engine()
 
+    def preempt(self) -> None:
+        """Stop one of the runs of an account whose long files hold every slot while another account's file waits
+        (``tasks.to_preempt``): it goes back to the queue, and the waiting file takes its slot."""
+        task_id = tasks.to_preempt(self.local.connection(), slots(self.config, self.config.workers),
+                                   maintenance.worker_name())
+        if task_id is not None and self.conversions.engine().cancel(task_id):
+            log.info("task %s stopped: its account's long files held every slot while another account's waited",
+                     task_id)
+
     def run(self) -> None:
         check_sandbox(self.config)
         clear_leftovers(self.config.data_dir)
         prepare(self.local, self.config, self.report_engine, self.queue)
-        Duties(duties(self.local, self.config, self.sweep)).start()
+        Duties(duties(self.local, self.config, self.sweep) + [("preempt", 1.0, self.preempt)]).start()
         self.queue.huey.on_startup()(self.conversions.thread_started)
         self.queue.huey.on_shutdown()(self.conversions.thread_stopping)
         self.queue.consumer(self.config.workers).run()

@@ -114,3 +114,46 @@ def test_the_check_reads_an_index_not_the_whole_table(db):
         "EXPLAIN QUERY PLAN SELECT 1 FROM conversions WHERE started_at > ? AND account_id != ? LIMIT 1",
         ["x", "y"]))
     assert "conversions_started" in plan
+
+
+def running(db, account, started):
+    """A run of ``account`` by "worker", started ``started`` seconds ago."""
+    task_id = add(db, account, "PROCESSING", started=started)
+    db.execute("UPDATE conversions SET worker = 'worker' WHERE id = ?", [task_id])
+    return task_id
+
+
+def test_a_first_burst_of_long_files_gives_up_its_youngest_long_run_to_a_waiting_account(db):
+    """Before anything was known of them, an account's long files took both slots; another account's file waits."""
+    running(db, "acc_long", started=30)
+    youngest_long = running(db, "acc_long", started=12)
+    add(db, "acc_long", "QUEUED")
+    assert tasks.to_preempt(db, SLOTS, "worker") is None  # only the same account waits: nothing to give up
+    add(db, "acc_other", "QUEUED", created=0)
+    assert tasks.to_preempt(db, SLOTS, "worker") == youngest_long
+    assert tasks.to_preempt(db, SLOTS, "another worker") is None  # only a worker's own runs
+
+
+def test_nothing_is_given_up_for_short_runs_a_free_slot_or_an_account_that_already_runs(db):
+    first = running(db, "acc_long", started=30)
+    second = running(db, "acc_long", started=5)  # not long yet
+    waiting = add(db, "acc_other", "QUEUED", created=0)
+    assert tasks.to_preempt(db, SLOTS, "worker") == first  # the only one past 10 s
+    db.execute("UPDATE conversions SET started_at = ? WHERE id = ?", [iso(now() - timedelta(seconds=5)), first])
+    assert tasks.to_preempt(db, SLOTS, "worker") is None  # neither is long: both may end soon
+    db.execute("UPDATE conversions SET status = 'SUCCEEDED' WHERE id = ?", [second])
+    assert tasks.to_preempt(db, SLOTS, "worker") is None  # a slot is free: the waiting file takes it
+    db.execute("UPDATE conversions SET status = 'PROCESSING', started_at = ? WHERE id IN (?, ?)",
+               [iso(now() - timedelta(seconds=30)), first, second])
+    running(db, "acc_other", started=1)  # the waiting account runs a file already (3 slots here)
+    assert tasks.to_preempt(db, tasks.Slots(total=3, long_seconds=10), "worker") is None
+    assert tasks.get_task(db, waiting).status == "QUEUED"
+
+
+def test_one_run_each_is_never_given_up(db):
+    running(db, "acc_long", started=30)
+    running(db, "acc_other", started=30)
+    db.table("accounts").insert({"id": "acc_third", "marketplace": "local", "customer_id": "acc_third",
+                                 "plan": "starter", "status": "active", "created_at": iso(now())})
+    add(db, "acc_third", "QUEUED", created=0)
+    assert tasks.to_preempt(db, SLOTS, "worker") is None

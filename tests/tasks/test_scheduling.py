@@ -49,6 +49,28 @@ def test_files_that_run_long_keep_one_slot_free_for_other_accounts(s3, tmp_path,
         service.stop()
 
 
+def test_a_first_burst_of_long_files_gives_a_slot_to_another_account_s_file(s3, tmp_path, charts_xls, legacy):
+    """Two slots; a run is long past 2 s (a timeout of 24 s). A's first two files take both slots before anything is
+    known of them; B's file comes while they run. One of A's runs is stopped and goes back to the queue, B's file
+    takes its slot, and A's file converts later, its attempt not used. On the code before, B waited for one of A's
+    to end."""
+    service = Service(tmp_path / "svc", s3["env"], CONVERSION_TIMEOUT=24).start(workers=2)
+    try:
+        heavy, other = service.register("burst"), service.register("other")
+        backlog = [service.submit(heavy, charts_xls, f"charts-{n}.xls").json()["task_id"] for n in range(2)]
+        wait_for(lambda: all(service.rows()[t]["status"] == "PROCESSING" for t in backlog), 60, "both of A's runs")
+        mine = service.submit(other, legacy["doc"]).json()["task_id"]
+        assert service.wait(other, mine)["status"] == "SUCCEEDED"
+        assert [service.wait(heavy, t)["status"] for t in backlog] == ["SUCCEEDED"] * 2
+        seen = service.rows()
+        assert seen[mine]["started_at"] < min(seen[t]["finished_at"] for t in backlog), seen
+        assert [seen[t]["attempts"] for t in backlog] == [1, 1]  # the stopped run used no attempt
+        log = (service.data_dir / "worker.log").read_text(errors="replace")
+        assert "stopped: its account's long files held every slot" in log
+    finally:
+        service.stop()
+
+
 def test_an_account_alone_converts_its_long_files_on_every_slot(s3, tmp_path, slow_xls):
     service = Service(tmp_path / "svc", s3["env"], CONVERSION_TIMEOUT=9).start(workers=2)
     try:

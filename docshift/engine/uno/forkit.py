@@ -351,10 +351,10 @@ def child(bridge, sock, scratch, office_tmp):
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         message, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 4)
         sock.close()
-        name(b"forkit-file")  # at work: what ``ps`` and the tests tell it apart by
         if not message or len(fds) < 2:
             os._exit(0)
         request = json.loads(message)
+        name(f"forkit-file{request.get('tag', '')}"[:15].encode())  # at work, and on which job (``ps``, the worker)
         # the source and the result keep the numbers they came with: those are free of LibreOffice's own (a
         # number it opened before, taken over here, had it read the source's first 8 bytes as an event)
         job, messages, *files = fds
