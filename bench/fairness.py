@@ -39,10 +39,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-import openpyxl
 import requests
-from harness import quantile
-from openpyxl.chart import LineChart, Reference
+from harness import charts_workbook, quantile
 from service import stop
 from traffic import Instance
 
@@ -51,15 +49,7 @@ HERE = Path(__file__).resolve().parent
 
 def long_workbook(out):
     """The 220-chart workbook as an .xls, saved by a plain soffice."""
-    book = openpyxl.Workbook()
-    sheet = book.active
-    for row in range(2000):
-        sheet.append([row, row * 7 % 13, row * 3 % 17, row * 5 % 11])
-    for n in range(220):
-        chart = LineChart()
-        chart.add_data(Reference(sheet, min_col=2, min_row=1, max_col=4, max_row=2000))
-        sheet.add_chart(chart, f"F{1 + n * 20}")
-    book.save(out / "charts.xlsx")
+    charts_workbook(out, 220)
     subprocess.run(["soffice", f"-env:UserInstallation=file://{out}/profile", "--headless", "--convert-to",
                     "xls:MS Excel 97", "--outdir", str(out), str(out / "charts.xlsx")],
                    check=True, capture_output=True, timeout=300)

@@ -143,3 +143,21 @@ class Plain:
             self.process.wait(30)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
+
+
+def charts_workbook(out, charts):
+    """``out``/charts.xlsx: ``charts`` line charts over 2,000 rows. LibreOffice's time and memory on it grow with
+    them: a plain one takes 5-6 s on 24, and 68 s and 3.4 GB on 220 (``fairness.py``; the tests' ``charts_xls``)."""
+    import openpyxl
+    from openpyxl.chart import LineChart, Reference
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in range(2000):
+        sheet.append([row, row * 7 % 13, row * 3 % 17, row * 5 % 11])
+    for n in range(charts):
+        chart = LineChart()
+        chart.add_data(Reference(sheet, min_col=2, min_row=1, max_col=4, max_row=2000))
+        sheet.add_chart(chart, f"F{1 + n * 20}")
+    book.save(out / "charts.xlsx")
+    return out / "charts.xlsx"

@@ -668,20 +668,11 @@ def slow_xls(tmp_path_factory):
 @pytest.fixture(scope="session")
 def charts_xls(tmp_path_factory):
     """An .xls of 24 line charts over 2,000 rows: LibreOffice takes several seconds on it (a plain one 5-6 s)."""
-    import openpyxl
-    from openpyxl.chart import LineChart, Reference
+    sys.path.append(str(ROOT / "bench"))  # the benchmarks' maker of such workbooks
+    from harness import charts_workbook
 
     out = tmp_path_factory.mktemp("charts")
-    book = openpyxl.Workbook()
-    sheet = book.active
-    for row in range(2000):
-        sheet.append([row, row * 7 % 13, row * 3 % 17, row * 5 % 11])
-    for n in range(24):
-        chart = LineChart()
-        chart.add_data(Reference(sheet, min_col=2, min_row=1, max_col=4, max_row=2000))
-        sheet.add_chart(chart, f"F{1 + n * 20}")
-    book.save(out / "charts.xlsx")
-    return _soffice_save(out / "charts.xlsx", "xls:MS Excel 97", out)
+    return _soffice_save(charts_workbook(out, 24), "xls:MS Excel 97", out)
 
 
 @pytest.fixture(scope="session")
