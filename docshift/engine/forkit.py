@@ -234,8 +234,7 @@ class Forkit:
             theirs.close()
             os.close(told)
         self.watch.busy(self.process.pid if self.process is not None else None)
-        job = Job(ours, messages, f"{self.name}-child", task_id, on_close=lambda: self._ended(task_id))
-        job.tag = tag
+        job = Job(ours, messages, f"{self.name}-child", task_id, tag, on_close=lambda: self._ended(task_id))
         if task_id is not None:
             with self._send:
                 self.jobs[task_id] = job
@@ -266,8 +265,7 @@ class Forkit:
         """How many of its children were killed for the service's memory limit: by the kernel's OOM killer (in
         this process's memory cgroup) or by its own watch before that (``memory.py``); None where the cgroup's
         count cannot be read."""
-        kernel = self.watch.cgroup.oom_kills() if self.watch.cgroup is not None else None
-        return None if kernel is None else kernel + self.watch.kills
+        return self.watch.oom_kills()
 
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
                task_id: str | None = None, parts: bool | Callable[[], bool] = True,

@@ -25,10 +25,10 @@ MAX_LOG_LINE = 8192  # the longest line of LibreOffice's messages logged: the re
 class Job:
     """One child at work: its answers on ``sock``, one JSON line each; its messages on ``messages``, logged."""
 
-    def __init__(self, sock: socket.socket, messages: int, name: str, task_id: str | None,
+    def __init__(self, sock: socket.socket, messages: int, name: str, task_id: str | None, tag: int = 0,
                  on_close: Callable[[], object] | None = None) -> None:
         self.sock, self._unread, self._on_close = sock, b"", on_close
-        self.tag, self.cancelled = 0, False  # the end of its child's name; whether the worker stopped it
+        self.tag, self.cancelled = tag, False  # the end of its child's name; whether the worker stopped it
         threading.Thread(target=log_lines, args=(os.fdopen(messages, "rb"), name, task_id), daemon=True,
                          name=f"{name}-messages").start()
 

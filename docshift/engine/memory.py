@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 log = logging.getLogger("docshift.engine")
@@ -61,8 +62,8 @@ class Cgroup:
                 continue
             own = group = top / path.lstrip("/")
             while True:
-                if cls(group, v2).limit() is not None:
-                    return cls(group, v2)
+                if (candidate := cls(group, v2)).limit() is not None:
+                    return candidate
                 if group == top or group == group.parent:
                     break
                 group = group.parent
@@ -141,7 +142,13 @@ class Watch:
             except (OSError, ValueError, KeyError) as error:
                 log.warning("%s: the memory cgroup could not be read (%s): no longer watched", self.name, error)
                 return
-            threading.Event().wait(CALM_SECONDS if killed else POLL_SECONDS)
+            time.sleep(CALM_SECONDS if killed else POLL_SECONDS)
+
+    def oom_kills(self) -> int | None:
+        """Children killed for the limit: by the kernel's OOM killer in the cgroup, and by this watch before it;
+        None where the cgroup's count cannot be read."""
+        kernel = self.cgroup.oom_kills() if self.cgroup is not None else None
+        return None if kernel is None else kernel + self.kills
 
     def check(self, root: int | None) -> bool:
         """Kill the largest child at work under ``root`` if the limit is near; whether one was killed."""

@@ -209,15 +209,15 @@ LONG_RUN_SHARE = 1 / 12
 
 
 class Room:
-    """The memory the LibreOffice children of one worker process share. Any number convert at once (``shared``),
-    but a file whose child the kernel's OOM killer stopped is tried again ``alone``: once the conversions running
-    have ended, and with none beginning until it has. Tried again beside the same neighbours, under a memory
+    """The memory the LibreOffice children of one worker process share. Any number convert at once (``shared``), but a
+    file whose child was killed for the memory limit (``memory.py``) is tried again ``alone``: once the conversions
+    running have ended, and with none beginning until it has. Tried again beside the same neighbours, under a memory
     limit that two large files overrun together, it was killed again. Each wait is bounded: the retry's by a
-    conversion's deadline, the others' by a long run's (``LONG_RUN_SHARE``), counted once from when the retry
-    began to wait: past it, every conversion goes ahead beside the retry at once. Else a file made to run out of
-    memory, and then to run until the timeout, would hold every other account's files back for the whole timeout,
-    at no cost to its sender; and a wait of its own for each file that came (as it was before) let one through a
-    long run's time: a second account's files, sent every half second, waited a minute under that attack."""
+    conversion's deadline, the others' by a long run's (``LONG_RUN_SHARE``), counted once from when the retry began
+    to wait: past it, every conversion goes ahead beside the retry at once. Else a file made to run out of memory,
+    and then to run until the timeout, would hold every other account's files back for the whole timeout, at no cost
+    to its sender; and a wait of its own for each file that came (as it was before) let one through a long run's
+    time: a second account's files, sent every half second, waited a minute under that attack."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
