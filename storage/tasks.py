@@ -138,6 +138,8 @@ FAIREST = """
     ) AS pick ON conversions.account_id = pick.account_id
     WHERE conversions.status = 'QUEUED' ORDER BY conversions.created_at LIMIT 1"""
 
+JOBS = "job:%"  # the holders of conversion nodes' runs (the coordinator's "job:<id>"), as a LIKE pattern
+
 # how long after its last long run an account is still held to one slot fewer, and how lately another
 # account must have started a conversion for that to matter
 RECENT = timedelta(minutes=10)
@@ -190,26 +192,29 @@ def held_back(db: Database, account_id: str, slots: Slots, at: datetime | None =
         {"account": account_id, "recent": recent, "long_ago": long_ago}).fetchone()[0])
 
 
-def to_preempt(db: Database, slots: Slots, worker: str | None, at: datetime | None = None) -> str | None:
+def to_preempt(db: Database, slots: Slots, worker: str | None, at: datetime | None = None) -> Task | None:
     """The run of ``worker``'s to stop so that another account's waiting file gets a slot, or None. The claim's
     reserve (``held_back``) keeps a slot only once something is known of an account's files: a first burst of long
     files still takes every slot, and the other accounts' files would wait for one to end (the timeout, for a file
     made to run until it). So: when every slot is taken, an account with nothing running has a file waiting, and
     one account runs two or more with a run past ``long_seconds``, its youngest run past that stops (the least work
-    lost) and goes back to the queue without using an attempt; the reserve then keeps it from the last slot."""
+    lost) and goes back to the queue without using an attempt; the reserve then keeps it from the last slot.
+    ``worker``: the one-box worker whose runs may stop, or ``JOBS`` for the conversion nodes' (their holders are jobs).
+    Returns the run's task (its ``worker`` names the holder to stop)."""
     if slots.total < 2 or processing_count(db) < slots.total:
         return None
     long_ago = iso((at or now()) - timedelta(seconds=slots.long_seconds))
     row = db.execute(
         "SELECT run.id FROM conversions AS run "
-        "WHERE run.status = 'PROCESSING' AND run.started_at < :long_ago AND run.worker IS :worker "
+        "WHERE run.status = 'PROCESSING' AND run.started_at < :long_ago "
+        f"  AND {'run.worker LIKE :worker' if worker == JOBS else 'run.worker IS :worker'} "
         "  AND (SELECT count(*) FROM conversions AS mine "
         "       WHERE mine.account_id = run.account_id AND mine.status = 'PROCESSING') >= 2 "
         "  AND EXISTS (SELECT 1 FROM conversions AS waiting WHERE waiting.status = 'QUEUED' AND NOT EXISTS ("
         "      SELECT 1 FROM conversions AS busy WHERE busy.account_id = waiting.account_id "
         "      AND busy.status = 'PROCESSING')) "
         "ORDER BY run.started_at DESC LIMIT 1", {"long_ago": long_ago, "worker": worker}).fetchone()
-    return row[0] if row else None
+    return get_task(db, row[0]) if row else None
 
 
 def note_run(db: Database, task: Task, long_seconds: float, at: datetime | None = None) -> None:

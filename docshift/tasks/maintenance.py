@@ -25,7 +25,7 @@ from docshift.tasks.conversion import MAX_ATTEMPTS, drop_input, fail, max_run_se
 from docshift.tasks.queue import Queue
 
 if TYPE_CHECKING:
-    from docshift.tasks.nodes import Registry
+    from docshift.tasks.registry import Registry
 
 log = logging.getLogger("docshift.maintenance")
 

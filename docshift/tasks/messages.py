@@ -179,6 +179,7 @@ def outcome(fields: Any, known: Iterable[str]) -> dict[str, Any]:
         "extension": lambda v: v is None or v in MEDIA_TYPES,
         "fidelity": lambda v: v is None or (isinstance(v, dict) and len(json.dumps(v)) <= MAX_FIDELITY),
         "outage": lambda v: isinstance(v, bool),
+        "preempted": lambda v: isinstance(v, bool),
         "restarts": lambda v: type(v) is int and 0 <= v <= MAX_RESTARTS,
         "fault": lambda v: v is None or (isinstance(v, str) and len(v) <= MAX_MESSAGE),
     }

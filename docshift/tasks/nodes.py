@@ -31,15 +31,13 @@ import logging
 import secrets
 import signal
 import threading
-import time
 from dataclasses import asdict
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
 from docshift.contract import Macros, Protection, TaskErrorCode, Verdict
-from docshift.errors import ForgedMessage, NoProbe, QueueUnavailable, StorageUnavailable
+from docshift.errors import ForgedMessage, NoProbe, StorageUnavailable
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, tasks
 from docshift.storage.s3 import Lease, result_key
@@ -57,135 +55,14 @@ from docshift.tasks.conversion import (
 from docshift.tasks.leases import JobStore
 from docshift.tasks.maintenance import worker_name
 from docshift.tasks.queue import Jobs, Queue
+from docshift.tasks.registry import Registry
 
 if TYPE_CHECKING:
     from docshift.tasks.shared import Conversions, PerThread
 
 log = logging.getLogger("docshift.nodes")
 
-NODES = "docshift:nodes"         # node name -> sealed {"node", "slots", "beat": epoch seconds}
-RUNNING = "docshift:running"     # job holder -> sealed {"holder", "node"}, while a node converts it
-REVOKED = "docshift:revoked:"    # + job holder: taken back by the coordinator, its node stores nothing
-PROBE = "docshift:probe"         # sealed {"probe", "accepts": fingerprints of the coordinator's keys}
 OUTCOME_FIELDS = messages.outcome_fields(Outcome)
-
-
-class Registry:
-    """Which nodes are alive, how many conversions they can run, which node runs which job, which
-    jobs were taken back. Entries are sealed; one that is not is removed and logged."""
-
-    def __init__(self, config: Settings, jobs: Jobs) -> None:
-        self.silence = config.node_silence_seconds
-        self.max_slots = config.node_max_slots
-        self.revocation_seconds = int(max_run_seconds(config))  # a job's links expire by then anyway
-        self.jobs = jobs
-        self.keys = messages.queue_keys(config)
-        self._beats, self._runs, self._revocations, self._probes = (
-            messages.Seal(self.keys, f"registry:{kind}") for kind in ("node", "running", "revoked", "probe"))
-
-    @property
-    def redis(self) -> Any:
-        return self.jobs.huey.storage.conn
-
-    def beat(self, node: str, slots: int) -> None:
-        self.redis.hset(NODES, node, self._beats.wrap({"node": node, "slots": slots, "beat": time.time()}))
-
-    def leave(self, node: str) -> None:
-        self.redis.hdel(NODES, node)
-
-    def alive(self) -> dict[str, int]:
-        """{node: slots} of the nodes that beat within the silence limit, each at most NODE_MAX_SLOTS."""
-        now, found = time.time(), {}
-        for node, entry in self._entries(NODES, self._beats, "node").items():
-            if type(entry.get("slots")) is int and isinstance(entry.get("beat"), (int, float)) \
-                    and abs(now - entry["beat"]) <= self.silence:
-                found[node] = max(0, min(entry["slots"], self.max_slots))
-        return found
-
-    def capacity(self) -> int:
-        return sum(self.alive().values())
-
-    def running(self, holder: str, node: str) -> None:
-        self.redis.hset(RUNNING, holder, self._runs.wrap({"holder": holder, "node": node}))
-
-    def done(self, holder: str) -> None:
-        self.redis.hdel(RUNNING, holder)
-
-    def revoke(self, holder: str) -> None:
-        """The coordinator took the job back: a node still running it must not store its result."""
-        self.redis.set(REVOKED + holder, self._revocations.wrap({"holder": holder}), ex=self.revocation_seconds)
-
-    def revoked(self, holder: str) -> bool:
-        """Whether the coordinator took the job back. Raises QueueUnavailable while Redis does not answer: a run
-        about to store its result waits that out as it waits out the object store, without using an attempt."""
-        try:
-            raw = self.redis.get(REVOKED + holder)
-        except RedisError as error:
-            raise QueueUnavailable(f"the queue: {error}") from error
-        try:  # a forged revocation would only make a node throw its work away: not taken
-            return raw is not None and self._revocations.unwrap(raw).get("holder") == holder
-        except ForgedMessage:
-            return False
-
-    def job_gone(self, holder: str, node: str | None, started_at: datetime, at: datetime) -> bool:
-        """True when the job is certainly not going to report: its node (``node``, the ``runner`` the caller read
-        once) went silent, or it is neither waiting in the queue nor running anywhere, well after it was
-        dispatched."""
-        if node is not None:
-            return node not in self.alive()
-        if any(job["holder"] == holder for job in self.jobs.waiting()):
-            return False
-        return (at - started_at).total_seconds() > self.silence
-
-    def runner(self, holder: str) -> str | None:
-        """The node that says it runs the job, if any."""
-        raw = self.redis.hget(RUNNING, holder)
-        try:
-            entry = {} if raw is None else self._runs.unwrap(raw)
-        except ForgedMessage:  # not a node's word: as if nothing ran it
-            entry = {}
-        return entry.get("node") if entry.get("holder") == holder else None
-
-    def announce(self) -> None:
-        """The coordinator's probe, naming (by fingerprint) every key it opens messages with. It goes
-        with the silence of a stopped coordinator: a node started later waits for the next one's."""
-        self.redis.set(PROBE, self._probes.wrap({"probe": PROBE,
-                                                 "accepts": [messages.fingerprint(key) for key in self.keys]}),
-                       px=int(self.silence * 1000))
-
-    def key_problem(self) -> str | None:
-        """What makes this process's queue key unfit for the coordinator's queue, in words; None when
-        it fits. Raises NoProbe when no coordinator has written its probe."""
-        raw = self.redis.get(PROBE)
-        if raw is None:
-            raise NoProbe(PROBE)
-        try:
-            accepts = self._probes.unwrap(raw).get("accepts")
-        except ForgedMessage:
-            return (f"DOCSHIFT_QUEUE_KEY is not the coordinator's: its probe in Redis ({PROBE}) opens with none of "
-                    "this node's keys, so every job would be dropped. Give this node the coordinator's "
-                    "DOCSHIFT_QUEUE_KEY")
-        if not isinstance(accepts, list) or messages.fingerprint(self.keys[0]) not in accepts:
-            return ("this node seals with a key the coordinator does not hold (the first of its DOCSHIFT_QUEUE_KEY): "
-                    "the coordinator would drop its outcomes. Rotating, put the new key first only once every "
-                    "process holds it")
-        return None
-
-    def _entries(self, name: str, seal: messages.Seal, field: str) -> dict[str, dict[str, Any]]:
-        """The sealed entries of the hash ``name``, by the ``field`` each must name itself by."""
-        found = {}
-        for raw_key, raw in self.redis.hgetall(name).items():
-            key = raw_key.decode(errors="replace")
-            try:
-                entry = seal.unwrap(raw)
-                if entry.get(field) != key:
-                    raise ForgedMessage(f"sealed for {entry.get(field)!r}")
-            except ForgedMessage as error:
-                log.warning("%s entry %r removed: %s", name, key, error)
-                self.redis.hdel(name, raw_key)
-                continue
-            found[key] = entry
-        return found
 
 
 class Coordinator:
@@ -221,6 +98,16 @@ class Coordinator:
                 free -= 1
             return sent
 
+    def preempt(self) -> None:
+        """Ask a node to stop one run of an account whose long files hold every node's slot while another account's
+        file waits (``tasks.to_preempt``, the one box's rule over every job). The node kills its LibreOffice and
+        reports the run preempted; applied, it goes back to the queue without using an attempt, and the waiting file
+        is dispatched into the slot it freed."""
+        run = tasks.to_preempt(self.local.connection(), slots(self.config, self.registry.capacity()), tasks.JOBS)
+        if run is not None and run.worker and self.registry.stop(run.worker):
+            log.info("task %s: its node is asked to stop it: its account's long files hold every slot while another "
+                     "account's waits", run.id)
+
     def _job(self, task: Task, holder: str) -> dict[str, Any]:
         """What a node needs for one claimed task: what to convert, the lease, and links to GET the
         input and to PUT the result under the key the lease names, valid as long as the lease can be."""
@@ -246,6 +133,8 @@ class Coordinator:
         conn, store = self.local.connection(), self.local.store()
         task_id, lease = report["task_id"], (report["holder"], report["attempt"])
         outcome = Outcome(**{name: value for name, value in report.items() if name in OUTCOME_FIELDS})
+        if outcome.preempted and not self.registry.to_stop([lease[0]]):  # costs no attempt only when asked for
+            outcome = Outcome(Verdict.RETRY, restarts=outcome.restarts)
         task = tasks.get_task(conn, task_id)
         if task is not None and tasks.lease_of(task) == lease:
             apply_outcome(conn, store, self.config, task, self._verified(store, task_id, lease, outcome))
@@ -285,7 +174,7 @@ class Node:
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
         # the jobs this node converts: said again at every beat, so that Redis restarted empty learns them again
-        self._running: set[str] = set()
+        self._running: dict[str, str] = {}  # job holder -> its task
         self._running_lock = threading.Lock()
         self.key_problem: str | None = None  # while the coordinator's probe says so, nothing is taken
 
@@ -300,7 +189,7 @@ class Node:
             log.info("job %s of task %s was taken back before it started; skipped", holder, job["task_id"])
             return
         with self._running_lock:
-            self._running.add(holder)
+            self._running[holder] = job["task_id"]
         try:
             try:
                 self.registry.running(holder, self.name)
@@ -316,7 +205,7 @@ class Node:
                                **asdict(outcome)})
         finally:
             with self._running_lock:  # a beat never says again what is done
-                self._running.discard(holder)
+                self._running.pop(holder, None)
                 self.registry.done(holder)
 
     def start(self) -> None:
@@ -346,10 +235,20 @@ class Node:
                 held_off = self.key_problem is not None or self.conversions.faults.wait()
                 self.registry.beat(self.name, 0 if held_off else self.slots)
                 with self._running_lock:
-                    for holder in self._running:
+                    running = dict(self._running)
+                    for holder in running:
                         self.registry.running(holder, self.name)
+                self._stop_asked(running)
             except Exception as error:
                 log.warning("node heartbeat failed: %r", error)
+
+    def _stop_asked(self, running: dict[str, str]) -> None:
+        """Kill the LibreOffice of each run the coordinator asked to stop (``Coordinator.preempt``); its conversion
+        raises Preempted, and the outcome says so. A run between its LibreOffice's steps is asked again at the next
+        beat."""
+        for holder in self.registry.to_stop(list(running)):
+            if self.conversions.engine().cancel(running[holder]):
+                log.info("task %s stopped as the coordinator asked (job %s)", running[holder], holder)
 
     def _check_key(self) -> None:
         try:

@@ -24,8 +24,9 @@ from docshift.settings import Settings
 from docshift.storage import connection, liveness, tasks
 from docshift.tasks import maintenance
 from docshift.tasks.conversion import max_run_seconds, run_next, slots
-from docshift.tasks.nodes import Coordinator, Node, Registry, run_node
+from docshift.tasks.nodes import Coordinator, Node, run_node
 from docshift.tasks.queue import Jobs, Queue, on_redis
+from docshift.tasks.registry import Registry
 from docshift.tasks.shared import Conversions, PerThread
 
 log = logging.getLogger("docshift.worker")
@@ -91,11 +92,11 @@ class OneBox:
     def preempt(self) -> None:
         """Stop one of the runs of an account whose long files hold every slot while another account's file waits
         (``tasks.to_preempt``): it goes back to the queue, and the waiting file takes its slot."""
-        task_id = tasks.to_preempt(self.local.connection(), slots(self.config, self.config.workers),
-                                   maintenance.worker_name())
-        if task_id is not None and self.conversions.engine().cancel(task_id):
+        run = tasks.to_preempt(self.local.connection(), slots(self.config, self.config.workers),
+                               maintenance.worker_name())
+        if run is not None and self.conversions.engine().cancel(run.id):
             log.info("task %s stopped: its account's long files held every slot while another account's waited",
-                     task_id)
+                     run.id)
 
     def run(self) -> None:
         check_sandbox(self.config)
@@ -142,6 +143,7 @@ class Coordinating:
         prepare(self.local, self.config, self.report_engine, registry=self.coordinator.registry)
         extra: list[Duty] = [
             ("dispatch", 1.0, self.coordinator.dispatch),
+            ("preempt", 1.0, self.coordinator.preempt),
             # the probe nodes check their queue key against, written again should Redis restart empty
             ("probe", self.config.node_heartbeat_seconds, self.coordinator.registry.announce)]
         Duties(duties(self.local, self.config, self.sweep) + extra).start()

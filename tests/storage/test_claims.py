@@ -116,11 +116,17 @@ def test_the_check_reads_an_index_not_the_whole_table(db):
     assert "conversions_started" in plan
 
 
-def running(db, account, started):
-    """A run of ``account`` by "worker", started ``started`` seconds ago."""
+def running(db, account, started, worker="worker"):
+    """A run of ``account`` by ``worker``, started ``started`` seconds ago."""
     task_id = add(db, account, "PROCESSING", started=started)
-    db.execute("UPDATE conversions SET worker = 'worker' WHERE id = ?", [task_id])
+    db.execute("UPDATE conversions SET worker = ? WHERE id = ?", [worker, task_id])
     return task_id
+
+
+def preempted(db, slots, worker):
+    """The id of the run ``to_preempt`` picks, or None."""
+    run = tasks.to_preempt(db, slots, worker)
+    return run and run.id
 
 
 def test_a_first_burst_of_long_files_gives_up_its_youngest_long_run_to_a_waiting_account(db):
@@ -128,25 +134,25 @@ def test_a_first_burst_of_long_files_gives_up_its_youngest_long_run_to_a_waiting
     running(db, "acc_long", started=30)
     youngest_long = running(db, "acc_long", started=12)
     add(db, "acc_long", "QUEUED")
-    assert tasks.to_preempt(db, SLOTS, "worker") is None  # only the same account waits: nothing to give up
+    assert preempted(db, SLOTS, "worker") is None  # only the same account waits: nothing to give up
     add(db, "acc_other", "QUEUED", created=0)
-    assert tasks.to_preempt(db, SLOTS, "worker") == youngest_long
-    assert tasks.to_preempt(db, SLOTS, "another worker") is None  # only a worker's own runs
+    assert preempted(db, SLOTS, "worker") == youngest_long
+    assert preempted(db, SLOTS, "another worker") is None  # only a worker's own runs
 
 
 def test_nothing_is_given_up_for_short_runs_a_free_slot_or_an_account_that_already_runs(db):
     first = running(db, "acc_long", started=30)
     second = running(db, "acc_long", started=5)  # not long yet
     waiting = add(db, "acc_other", "QUEUED", created=0)
-    assert tasks.to_preempt(db, SLOTS, "worker") == first  # the only one past 10 s
+    assert preempted(db, SLOTS, "worker") == first  # the only one past 10 s
     db.execute("UPDATE conversions SET started_at = ? WHERE id = ?", [iso(now() - timedelta(seconds=5)), first])
-    assert tasks.to_preempt(db, SLOTS, "worker") is None  # neither is long: both may end soon
+    assert preempted(db, SLOTS, "worker") is None  # neither is long: both may end soon
     db.execute("UPDATE conversions SET status = 'SUCCEEDED' WHERE id = ?", [second])
-    assert tasks.to_preempt(db, SLOTS, "worker") is None  # a slot is free: the waiting file takes it
+    assert preempted(db, SLOTS, "worker") is None  # a slot is free: the waiting file takes it
     db.execute("UPDATE conversions SET status = 'PROCESSING', started_at = ? WHERE id IN (?, ?)",
                [iso(now() - timedelta(seconds=30)), first, second])
     running(db, "acc_other", started=1)  # the waiting account runs a file already (3 slots here)
-    assert tasks.to_preempt(db, tasks.Slots(total=3, long_seconds=10), "worker") is None
+    assert preempted(db, tasks.Slots(total=3, long_seconds=10), "worker") is None
     assert tasks.get_task(db, waiting).status == "QUEUED"
 
 
@@ -156,4 +162,14 @@ def test_one_run_each_is_never_given_up(db):
     db.table("accounts").insert({"id": "acc_third", "marketplace": "local", "customer_id": "acc_third",
                                  "plan": "starter", "status": "active", "created_at": iso(now())})
     add(db, "acc_third", "QUEUED", created=0)
-    assert tasks.to_preempt(db, SLOTS, "worker") is None
+    assert preempted(db, SLOTS, "worker") is None
+
+
+def test_the_coordinator_gives_up_a_node_s_run_whatever_job_holds_it(db):
+    """On Redis every run is held by a job of its own (``job:<id>``): the coordinator picks among all of them."""
+    running(db, "acc_long", started=30, worker="job:0a1b")
+    youngest_long = running(db, "acc_long", started=12, worker="job:2c3d")
+    add(db, "acc_other", "QUEUED", created=0)
+    run = tasks.to_preempt(db, SLOTS, tasks.JOBS)
+    assert (run.id, run.worker) == (youngest_long, "job:2c3d")
+    assert preempted(db, SLOTS, "worker") is None  # no one-box worker's run

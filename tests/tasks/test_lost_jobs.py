@@ -22,8 +22,8 @@ from cryptography.fernet import Fernet
 
 from docshift.errors import BadSetting
 from docshift.tasks.conversion import MAX_ATTEMPTS, max_run_seconds
-from docshift.tasks.nodes import Registry
 from docshift.tasks.queue import Jobs
+from docshift.tasks.registry import Registry
 
 JOBS = "huey.redis.docshiftjobs"
 

@@ -18,8 +18,8 @@ from conftest import ROOT, Cluster, free_port_block, input_stored, stop_process_
 from huey.registry import Message
 
 from docshift import settings
-from docshift.tasks.nodes import Registry
 from docshift.tasks.queue import Jobs, Queue
+from docshift.tasks.registry import Registry
 
 QUEUE, SCHEDULE, JOBS = "huey.redis.docshift", "huey.schedule.docshift", "huey.redis.docshiftjobs"
 
@@ -102,6 +102,28 @@ def test_forged_outcomes_are_not_applied(cluster, legacy):
     assert "no result of 4321 bytes" in cluster.log()
 
 
+def test_a_run_stopped_costs_no_attempt_only_when_the_coordinator_asked_for_it(cluster, legacy):
+    """A node that reports its run preempted sends the task back to the queue. That costs the file no attempt only
+    when the coordinator asked that job to stop (``Registry.stop``); otherwise it is a retry like any other."""
+    key, task = held_task(cluster, legacy, "preempted-outcomes")
+    registry, queue = Registry(cluster.config(), Jobs(cluster.config())), Queue(cluster.config())
+
+    def report_preempted(row):
+        queue.report({"task_id": row["id"], "holder": row["worker"], "attempt": row["attempts"], "status": "RETRY",
+                      "outage": False, "restarts": 0, "preempted": True})
+        wait_for(lambda: cluster.rows()[row["id"]]["worker"] != row["worker"], 30, "the outcome applied")
+        wait_for(lambda: cluster.rows()[row["id"]]["status"] == "PROCESSING", 30, "the task dispatched again")
+        return cluster.rows()[row["id"]]
+
+    unasked = report_preempted(task)
+    assert unasked["attempts"] == task["attempts"] + 1  # not asked for: an attempt used
+    assert registry.stop(unasked["worker"]) and not registry.stop(unasked["worker"])  # asked once
+    assert registry.to_stop([unasked["worker"], task["worker"]]) == {unasked["worker"]}
+    asked = report_preempted(unasked)
+    assert asked["attempts"] == unasked["attempts"]  # released, then claimed again: no attempt used
+    assert cluster.usage(key)["included_used"] == 0
+
+
 def test_a_node_gets_only_a_bounded_number_of_jobs(cluster, legacy):
     config = cluster.config()
     registry = Registry(config, Jobs(config))
@@ -174,7 +196,7 @@ def test_a_jobs_values_are_checked_before_they_reach_a_path(change):
 @pytest.mark.parametrize("change", [{"status": "COUNTED"}, {"size": -1}, {"size": None}, {"extension": "exe"},
                                     {"extension": None}, {"detected_format": "../x"}, {"code": "DROP TABLE"},
                                     {"fidelity": []}, {"message": "x" * 5000}, {"restarts": True},
-                                    {"task_id": "tsk_x"}, {"holder": "host:1"}])
+                                    {"task_id": "tsk_x"}, {"holder": "host:1"}, {"preempted": "yes"}])
 def test_an_outcomes_values_are_checked_before_they_reach_the_database(change):
     from docshift.errors import ForgedMessage
     from docshift.tasks import messages

@@ -9,10 +9,18 @@ import time
 
 import pytest
 import requests
-from conftest import FAST_NODES, Cluster, free_port_block, long_files_keep_a_slot_free, stop_process_group, wait_for
+from conftest import (
+    FAST_NODES,
+    Cluster,
+    a_first_burst_gives_a_slot_back,
+    free_port_block,
+    long_files_keep_a_slot_free,
+    stop_process_group,
+    wait_for,
+)
 
-from docshift.tasks.nodes import Registry
 from docshift.tasks.queue import Jobs
+from docshift.tasks.registry import Registry
 
 
 @pytest.fixture
@@ -71,6 +79,21 @@ def test_on_nodes_long_files_keep_one_slot_free_for_other_accounts(s3, tmp_path,
         cluster.start_node("slot-a")  # one slot each
         cluster.start_node("slot-b")
         long_files_keep_a_slot_free(cluster.coordinator, slow_xls, legacy["doc"])
+    finally:
+        cluster.stop()
+
+
+def test_on_nodes_a_first_burst_of_long_files_gives_a_slot_to_another_account_s_file(s3, tmp_path, redis_url,
+                                                                                      charts_xls, legacy):
+    """The coordinator asks a node to stop one of the first burst's runs as the one box stops its own: the node kills
+    its LibreOffice and reports the run preempted, and the task goes back to the queue without using an attempt."""
+    cluster = Cluster(tmp_path, s3["env"], redis_url, CONVERSION_TIMEOUT=24, SWEEP_SECONDS=3600).start()
+    try:
+        cluster.start_node("slot-a")  # one slot each
+        cluster.start_node("slot-b")
+        a_first_burst_gives_a_slot_back(cluster.coordinator, charts_xls, legacy["doc"])
+        assert "its node is asked to stop it" in cluster.log()
+        assert "stopped as the coordinator asked" in cluster.log("slot-a") + cluster.log("slot-b")
     finally:
         cluster.stop()
 

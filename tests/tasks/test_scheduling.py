@@ -7,7 +7,15 @@ from dataclasses import replace
 from datetime import timedelta
 
 import requests
-from conftest import Service, long_files_keep_a_slot_free, post_file, register, stored_inputs, wait_for
+from conftest import (
+    Service,
+    a_first_burst_gives_a_slot_back,
+    long_files_keep_a_slot_free,
+    post_file,
+    register,
+    stored_inputs,
+    wait_for,
+)
 
 from docshift import client
 from docshift.accounts import billing
@@ -56,15 +64,7 @@ def test_a_first_burst_of_long_files_gives_a_slot_to_another_account_s_file(s3, 
     to end."""
     service = Service(tmp_path / "svc", s3["env"], CONVERSION_TIMEOUT=24).start(workers=2)
     try:
-        heavy, other = service.register("burst"), service.register("other")
-        backlog = [service.submit(heavy, charts_xls, f"charts-{n}.xls").json()["task_id"] for n in range(2)]
-        wait_for(lambda: all(service.rows()[t]["status"] == "PROCESSING" for t in backlog), 60, "both of A's runs")
-        mine = service.submit(other, legacy["doc"]).json()["task_id"]
-        assert service.wait(other, mine)["status"] == "SUCCEEDED"
-        assert [service.wait(heavy, t)["status"] for t in backlog] == ["SUCCEEDED"] * 2
-        seen = service.rows()
-        assert seen[mine]["started_at"] < min(seen[t]["finished_at"] for t in backlog), seen
-        assert [seen[t]["attempts"] for t in backlog] == [1, 1]  # the stopped run used no attempt
+        a_first_burst_gives_a_slot_back(service, charts_xls, legacy["doc"])
         log = (service.data_dir / "worker.log").read_text(errors="replace")
         assert "stopped: its account's long files held every slot" in log
     finally:
