@@ -18,17 +18,22 @@ timeout, a twelfth) at most, counted once, then convert beside it. The page cach
 charged to the cgroup that first read it: ``--drop-caches`` empties the page cache first, so that it is the
 service's own, as in a container, and the kernel's reclaim near the limit takes the code every conversion runs.
 
+With ``--redis`` the queue is a redis-server on loopback: the worker is a coordinator that converts as a node of its
+own (``DOCSHIFT_WORKERS`` > 0), so the claim, the reserve and the stopping of a first burst's run go the conversion
+nodes' way (a job, a sealed request to stop it, the node's beat).
+
 Prints the victim's latency, submit to SUCCEEDED: median, p90 and max, alone and under attack, and their ratio;
 then what became of the long files. Exit status 0 whatever the numbers: it is a benchmark, not a test.
 
     .venv/bin/python bench/fairness.py [--alone 30] [--attack 240] [--timeout 40] [--backlog 10]
-        [--memory-mb 2000 [--drop-caches]]
+        [--memory-mb 2000 [--drop-caches]] [--redis]
 """
 
 import argparse
 import contextlib
 import csv
 import os
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -42,7 +47,7 @@ from pathlib import Path
 import requests
 from harness import charts_workbook, quantile
 from service import stop
-from traffic import Instance
+from traffic import Instance, redis_server
 
 HERE = Path(__file__).resolve().parent
 
@@ -183,11 +188,14 @@ def main():
     parser.add_argument("--memory-mb", type=int, help="the service in a memory cgroup of this size (as root)")
     parser.add_argument("--drop-caches", action="store_true",
                         help="empty the page cache before the service starts: its files are charged to its cgroup")
+    parser.add_argument("--redis", action="store_true", help="the queue on a redis-server: the conversion nodes' way")
     args = parser.parse_args()
     small = smallest_doc(args.corpus)
-    with tempfile.TemporaryDirectory(prefix="docshift-bench-fairness-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="docshift-bench-fairness-") as tmp, contextlib.ExitStack() as stack:
         heavy_file = long_workbook(Path(tmp))
-        instance, group = Instance(Path(tmp) / "data", CONVERSION_TIMEOUT=args.timeout), None
+        queue = {"QUEUE_URL": stack.enter_context(redis_server(Path(tmp))),
+                 "QUEUE_KEY": secrets.token_hex(32)} if args.redis else {}
+        instance, group = Instance(Path(tmp) / "data", CONVERSION_TIMEOUT=args.timeout, **queue), None
         try:
             if args.drop_caches:
                 os.sync()
@@ -203,7 +211,8 @@ def main():
             print(f"# {instance.url}: the victim sends {small.name} ({small.stat().st_size // 1024} KB) every "
                   f"{args.every} s; the attacker keeps {args.backlog} of {heavy_file.stat().st_size // 1024} KB "
                   f"workbooks waiting, timeout {args.timeout:.0f} s"
-                  + (f", the service in {args.memory_mb} MB" if args.memory_mb else ""), flush=True)
+                  + (f", the service in {args.memory_mb} MB" if args.memory_mb else "")
+                  + (", the queue on Redis" if args.redis else ""), flush=True)
             alone, alone_median = describe(victim(good, small, args.alone, args.every))
             print(f"victim alone: {alone}", flush=True)
             outcomes = Counter()

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import harness
-from traffic import BIN, ROOT, Instance, cpu_seconds, files_of, free_port
+from traffic import BIN, ROOT, Instance, cpu_seconds, files_of, redis_server
 
 
 def burst(instance, key, files):
@@ -78,32 +78,27 @@ def main():
             seconds, bodies = burst(box, key, files)
             rounds.append(("one box, 2 workers", seconds, bodies, None))
 
-        port = free_port()
-        redis_server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                         "--appendonly", "no", "--dir", str(tmp)], stdout=subprocess.DEVNULL,
-                                        start_new_session=True)
         nodes = []
-        try:
-            with Instance(tmp / "coordinator" / "data", WORKERS=0, QUEUE_URL=f"redis://127.0.0.1:{port}/0",
-                          QUEUE_KEY=secrets.token_hex(32)) as coordinator:
-                key = coordinator.register("nodes")
-                for count in (1, 2):
-                    scratch = tmp / f"node-{count}"
-                    scratch.mkdir()
-                    nodes.append(start_node(coordinator, f"node-{count}", scratch))
-                    wait_for_nodes(coordinator, count)
-                    harness.convert_through_api(coordinator.url, key, files[0])
-                    before = coordinator_cpu(coordinator)
-                    seconds, bodies = burst(coordinator, key, files)
-                    after = coordinator_cpu(coordinator)
-                    used = (after[0] - before[0], after[1] - before[1])
-                    rounds.append((f"coordinator + {count} node(s), 1 worker thread each", seconds, bodies, used))
-        finally:
-            for node in nodes:
-                os.killpg(node.pid, signal.SIGINT)
-                node.wait(60)
-            os.killpg(redis_server.pid, signal.SIGTERM)
-            redis_server.wait()
+        with redis_server(tmp) as queue_url:
+            try:
+                with Instance(tmp / "coordinator" / "data", WORKERS=0, QUEUE_URL=queue_url,
+                              QUEUE_KEY=secrets.token_hex(32)) as coordinator:
+                    key = coordinator.register("nodes")
+                    for count in (1, 2):
+                        scratch = tmp / f"node-{count}"
+                        scratch.mkdir()
+                        nodes.append(start_node(coordinator, f"node-{count}", scratch))
+                        wait_for_nodes(coordinator, count)
+                        harness.convert_through_api(coordinator.url, key, files[0])
+                        before = coordinator_cpu(coordinator)
+                        seconds, bodies = burst(coordinator, key, files)
+                        after = coordinator_cpu(coordinator)
+                        used = (after[0] - before[0], after[1] - before[1])
+                        rounds.append((f"coordinator + {count} node(s), 1 worker thread each", seconds, bodies, used))
+            finally:  # the nodes drain while Redis still answers
+                for node in nodes:
+                    os.killpg(node.pid, signal.SIGINT)
+                    node.wait(60)
 
     print(f"# conversion nodes: the same {len(files)} corpus files per round, {os.cpu_count()} cores\n")
     print("| round | seconds | files/s | succeeded | coordinator CPU per conversion: worker, web |")

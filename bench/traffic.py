@@ -190,6 +190,21 @@ def free_port(span=0):
     raise SystemExit("no free port")
 
 
+@contextlib.contextmanager
+def redis_server(directory):
+    """A redis-server on a free loopback port, keeping nothing on disk, for conversion nodes' queue: yields the
+    ``DOCSHIFT_QUEUE_URL`` that reaches it; stopped afterwards."""
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(directory)], stdout=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait()
+
+
 def files_of(corpus, count):
     """``count`` corpus files that a cold soffice converts (expected ``ok``), all three types."""
     import csv
