@@ -44,8 +44,8 @@ def tally(db: Database, name: str) -> int:
 
 def task_metrics(db: Database, buckets: Sequence[float]) -> dict[str, Any]:
     """Figures for /metrics: tasks by (type, state), queue depth, the histogram of seconds from
-    claim to final state (cumulative ``(le, count)`` pairs ending with +Inf, and the sum), and
-    LibreOffice restarts."""
+    claim to final state (cumulative ``(le, count)`` pairs ending with +Inf, and the sum), LibreOffice
+    restarts, and the runs stopped for another account's waiting file (``tasks.to_preempt``)."""
     tasks = {(row["source_type"], row["status"]): row["n"] for row in
              select(db, "SELECT source_type, status, count(*) AS n FROM conversions GROUP BY 1, 2")}
     queued = sum(n for (_, status), n in tasks.items() if status == Status.QUEUED)
@@ -56,4 +56,4 @@ def task_metrics(db: Database, buckets: Sequence[float]) -> dict[str, Any]:
     counts, total, seconds = row[:len(buckets)], row[-2], row[-1]
     histogram = [(str(le), n or 0) for le, n in zip(buckets, counts)] + [("+Inf", total)]
     return {"tasks": tasks, "queued": queued, "conversion_seconds": {"buckets": histogram, "sum": seconds},
-            "libreoffice_restarts": tally(db, "libreoffice_restarts")}
+            "libreoffice_restarts": tally(db, "libreoffice_restarts"), "runs_stopped": tally(db, "runs_stopped")}

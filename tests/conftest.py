@@ -828,6 +828,9 @@ def a_first_burst_gives_a_slot_back(service, charts_xls, doc):
     seen = service.rows()
     assert seen[mine]["started_at"] < min(seen[t]["finished_at"] for t in backlog), seen
     assert [seen[t]["attempts"] for t in backlog] == [1, 1]  # the stopped run used no attempt
+    metrics = requests.get(f"{service.base_url}/metrics", timeout=10).text.splitlines()
+    stopped = [float(line.split()[1]) for line in metrics if line.startswith("docshift_runs_stopped_total ")]
+    assert stopped and stopped[0] >= 1, metrics
 
 
 class Cluster:

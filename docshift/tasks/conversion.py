@@ -281,7 +281,11 @@ def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: 
         log.info("task %s succeeded (%s, %s, %d bytes)", task_id, outcome.detected_format, billed, outcome.size)
         return Status.SUCCEEDED
     if outcome.status == Verdict.RETRY and (outcome.outage or outcome.fault or outcome.preempted):
-        return Status.QUEUED if patiently(tasks.release, conn, task_id, lease) else None
+        if not patiently(tasks.release, conn, task_id, lease):
+            return None
+        if outcome.preempted:
+            _quietly(liveness.add_tally, conn, "runs_stopped", 1)
+        return Status.QUEUED
     if outcome.status == Verdict.RETRY and task.attempts < MAX_ATTEMPTS:
         return Status.QUEUED if patiently(tasks.requeue, conn, task_id, lease) else None
     if outcome.status == Verdict.RETRY:

@@ -193,3 +193,7 @@ class DatabaseCollector:
                                        "(recycling, crashes, timeouts)")
         restarts.add_metric([], figures["libreoffice_restarts"])
         yield restarts
+        stopped = CounterMetricFamily("docshift_runs_stopped", "Runs stopped and queued again, with no attempt used, "
+                                      "so that another account's waiting file took their slot")
+        stopped.add_metric([], figures["runs_stopped"])
+        yield stopped

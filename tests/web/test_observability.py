@@ -31,6 +31,7 @@ def test_metrics_of_a_live_service(live, legacy):
     assert metric(text, "docshift_queue_depth") is not None
     assert metric(text, "docshift_conversion_seconds_count") >= 1
     assert metric(text, "docshift_libreoffice_restarts_total") is not None
+    assert metric(text, "docshift_runs_stopped_total") == 0
     polls = [line for line in text.splitlines() if line.startswith("docshift_http_request_duration_seconds_count")
              and 'endpoint="/v1/conversions/<task_id>"' in line and 'status="200"' in line]
     assert polls and float(polls[0].rsplit(" ", 1)[1]) >= 3  # from both gunicorn workers together
