@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("docshift.nodes")
 
 OUTCOME_FIELDS = messages.outcome_fields(Outcome)
+STOP_CHECK_SECONDS = 0.5  # how often a node that converts reads the coordinator's requests to stop its runs
 
 
 class Coordinator:
@@ -211,7 +212,8 @@ class Node:
     def start(self) -> None:
         """Beat, then take jobs on ``slots`` threads until ``stop``."""
         self.registry.beat(self.name, self.slots)
-        self.threads = [threading.Thread(target=self._beat, name="node-beat", daemon=True)]
+        self.threads = [threading.Thread(target=self._beat, name="node-beat", daemon=True),
+                        threading.Thread(target=self._stops, name="node-stops", daemon=True)]
         self.threads += [threading.Thread(target=self._take, name=f"node-{n}", daemon=True)
                          for n in range(self.slots)]
         for thread in self.threads:
@@ -235,20 +237,24 @@ class Node:
                 held_off = self.key_problem is not None or self.conversions.faults.wait()
                 self.registry.beat(self.name, 0 if held_off else self.slots)
                 with self._running_lock:
-                    running = dict(self._running)
-                    for holder in running:
+                    for holder in self._running:
                         self.registry.running(holder, self.name)
-                self._stop_asked(running)
             except Exception as error:
                 log.warning("node heartbeat failed: %r", error)
 
-    def _stop_asked(self, running: dict[str, str]) -> None:
-        """Kill the LibreOffice of each run the coordinator asked to stop (``Coordinator.preempt``); its conversion
-        raises Preempted, and the outcome says so. A run between its LibreOffice's steps is asked again at the next
-        beat."""
-        for holder in self.registry.to_stop(list(running)):
-            if self.conversions.engine().cancel(running[holder]):
-                log.info("task %s stopped as the coordinator asked (job %s)", running[holder], holder)
+    def _stops(self) -> None:
+        """Every STOP_CHECK_SECONDS while it converts, kill the LibreOffice of each run the coordinator asked to stop
+        (``Coordinator.preempt``); its conversion raises Preempted, and the outcome says so. A run between its
+        LibreOffice's steps is looked at again next time."""
+        while not self.stopping.wait(STOP_CHECK_SECONDS):
+            with self._running_lock:
+                running = dict(self._running)
+            try:
+                for holder in self.registry.to_stop(list(running)) if running else ():
+                    if self.conversions.engine().cancel(running[holder]):
+                        log.info("task %s stopped as the coordinator asked (job %s)", running[holder], holder)
+            except Exception as error:  # Redis away: the runs go on, and the next look asks again
+                log.warning("the requests to stop runs could not be read: %r", error)
 
     def _check_key(self) -> None:
         try:
