@@ -250,7 +250,7 @@ class Node:
             with self._running_lock:
                 running = dict(self._running)
             try:
-                for holder in self.registry.to_stop(list(running)) if running else ():
+                for holder in self.registry.to_stop(list(running)):
                     if self.conversions.engine().cancel(running[holder]):
                         log.info("task %s stopped as the coordinator asked (job %s)", running[holder], holder)
             except Exception as error:  # Redis away: the runs go on, and the next look asks again

@@ -92,8 +92,10 @@ class Registry:
 
     def to_stop(self, holders: list[str]) -> set[str]:
         """Which of ``holders`` (the jobs a node runs) the coordinator asked to stop."""
+        if not holders:  # MGET of no key is an error
+            return set()
         asked = set()
-        for holder, raw in zip(holders, self.redis.mget([STOP + holder for holder in holders]) if holders else []):
+        for holder, raw in zip(holders, self.redis.mget([STOP + holder for holder in holders])):
             try:  # a forged request would only make a node stop a run: not taken
                 if raw is not None and self._stops.unwrap(raw).get("holder") == holder:
                     asked.add(holder)
