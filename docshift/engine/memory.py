@@ -11,9 +11,13 @@ container).
 
 So a worker watches its cgroup while its children are at work: once the memory the kernel cannot reclaim without
 swap (all that is charged, less the file pages) comes within ``RESERVE_SHARE`` of the limit (``RESERVE_MIN_MB`` at
-least), it kills its largest child at work, as the kernel's OOM killer would have picked it, only earlier. That
-conversion then goes the way of a file the kernel killed (``convert.py``: tried again alone, then failed as out of
-memory), counted by ``kills``.
+least, ``RESERVE_MAX_MB`` at most), it kills its largest child at work, as the kernel's OOM killer would have picked
+it, only earlier. That conversion then goes the way of a file the kernel killed (``convert.py``: tried again alone,
+then failed as out of memory), counted by ``kills``.
+
+Where no cgroup sets a limit (``make run`` on a bare host, a container started without ``--memory``), the machine's
+memory is the limit and is watched the same way (``Machine``): the kernel reclaims the same page cache first there,
+and every other process on the machine crawls with the service.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ log = logging.getLogger("docshift.engine")
 
 RESERVE_SHARE = 1 / 10  # of the limit, left for the page cache that the service's code runs from
 RESERVE_MIN_MB = 160  # in the run above, major faults began with 110-160 MB of page cache left
+RESERVE_MAX_MB = 1024  # a tenth of a large machine is more page cache than the service's code runs from
 POLL_SECONDS = 0.1  # a child grew by 60-100 MB a second there: this overshoots by 10 MB at most
 CALM_SECONDS = 1.0  # after a kill, for the memory to be given back before another is chosen
 AT_WORK = "forkit-file"  # how the name a child takes once it has its file begins (``uno/forkit.py``)
@@ -100,14 +105,45 @@ class Cgroup:
         return usage - int(stat[f"{prefix}active_file"]) - int(stat[f"{prefix}inactive_file"])
 
 
+class Machine:
+    """The machine's memory, the limit where no cgroup sets one, read from ``/proc/meminfo``: ``MemTotal``, and what
+    the kernel cannot give back without swap, ``MemTotal`` less ``MemAvailable`` (its own estimate of what it can
+    free: the page cache and reclaimable kernel memory, less its reserves)."""
+
+    def limit(self) -> int | None:
+        return self.read()["MemTotal"]
+
+    def unreclaimable(self) -> int:
+        found = self.read()
+        return found["MemTotal"] - found["MemAvailable"]
+
+    @staticmethod
+    def read() -> dict[str, int]:
+        found = {}
+        with open("/proc/meminfo") as info:
+            for line in info:
+                name, _, value = line.partition(":")
+                if name in ("MemTotal", "MemAvailable"):
+                    found[name] = int(value.split()[0]) << 10  # in kB
+        return found
+
+
+def reserve(limit: int) -> int:
+    """The memory left below ``limit`` for the page cache, past which the largest child at work is killed."""
+    return min(max(int(limit * RESERVE_SHARE), RESERVE_MIN_MB << 20), RESERVE_MAX_MB << 20)
+
+
 class Watch:
-    """Watches the memory cgroup while conversions run (``busy``/``idle``), and kills the largest of the children
-    under ``root`` (a host pid: the sandbox's outermost process) at work once the limit is near."""
+    """Watches the memory cgroup's limit while conversions run (``busy``/``idle``), or the machine's where no cgroup
+    sets one, and kills the largest of the children under ``root`` (a host pid: the sandbox's outermost process) at
+    work once the limit is near. ``cgroup`` is where the kernel's OOM kills are counted (this process's own by
+    default) and, if it has a limit, what is watched."""
 
     def __init__(self, name: str, cgroup: Cgroup | None = None) -> None:
         self.name, self.cgroup = name, cgroup or Cgroup.own()
-        # whether there is a limit to watch, read once: without one no thread is started and nothing is read
-        self.watched = self.cgroup is not None and self.cgroup.limit() is not None
+        # which limit to watch, chosen once: the cgroup's, or else the machine's
+        limited = self.cgroup is not None and self.cgroup.limit() is not None
+        self.bounds: Cgroup | Machine = self.cgroup if limited and self.cgroup is not None else Machine()
         self.root: int | None = None
         self.kills = 0
         self._running = 0
@@ -116,8 +152,6 @@ class Watch:
 
     def busy(self, root: int | None) -> None:
         """A conversion begins under ``root``."""
-        if not self.watched:
-            return
         with self._changed:
             self.root, self._running = root, self._running + 1
             if self._thread is None:
@@ -127,8 +161,6 @@ class Watch:
 
     def idle(self) -> None:
         """A conversion ended."""
-        if not self.watched:
-            return
         with self._changed:
             self._running -= 1
 
@@ -140,7 +172,7 @@ class Watch:
             try:
                 killed = self.check(root)
             except (OSError, ValueError, KeyError) as error:
-                log.warning("%s: the memory cgroup could not be read (%s): no longer watched", self.name, error)
+                log.warning("%s: the memory limit could not be read (%s): no longer watched", self.name, error)
                 return
             time.sleep(CALM_SECONDS if killed else POLL_SECONDS)
 
@@ -152,12 +184,11 @@ class Watch:
 
     def check(self, root: int | None) -> bool:
         """Kill the largest child at work under ``root`` if the limit is near; whether one was killed."""
-        assert self.cgroup is not None
-        limit = self.cgroup.limit()
+        limit = self.bounds.limit()
         if limit is None or root is None:
             return False
-        used = self.cgroup.unreclaimable()
-        if used < limit - max(limit * RESERVE_SHARE, RESERVE_MIN_MB << 20):
+        used = self.bounds.unreclaimable()
+        if used < limit - reserve(limit):
             return False
         sizes = {pid: resident(pid) for pid in descendants(root) if name(pid).startswith(AT_WORK)}
         if not sizes:
@@ -169,8 +200,9 @@ class Watch:
         except ProcessLookupError:
             self.kills -= 1
             return False
-        log.warning("%s: a LibreOffice child holding %d MB was killed, the service's memory at %d of its limit's "
-                    "%d MB", self.name, sizes[largest] >> 20, used >> 20, limit >> 20)
+        log.warning("%s: a LibreOffice child holding %d MB was killed, the %s memory at %d of its limit's %d MB",
+                    self.name, sizes[largest] >> 20, "machine's" if isinstance(self.bounds, Machine) else
+                    "service's", used >> 20, limit >> 20)
         return True
 
 

@@ -239,6 +239,7 @@ def test_the_files_that_come_while_one_runs_alone_share_one_wait():
 
 # a tree like a sandbox's: a child at work of 80 MB, one of 280 MB, and one waiting for a file of 180 MB (larger than
 # the first, never killed: it has no file); in a cgroup of 700 MB, past its watch's line (700 - 160 MB) together
+SIZES = (80, 280, 180)
 TREE = """
 import ctypes, json, os, sys, threading, time
 def child(megabytes, title):
@@ -257,8 +258,9 @@ def child(megabytes, title):
 pids = {}
 def fork(name, megabytes, title):  # from a thread of its own, as LibreOffice's main loop forks
     pids[name] = child(megabytes, title)
+small, large, waiting = (int(size) for size in sys.argv[1:4])
 threads = [threading.Thread(target=fork, args=arguments) for arguments in
-           (("small", 80, b"forkit-file"), ("large", 280, b"forkit-file"), ("waiting", 180, b"forkit-ready"))]
+           (("small", small, b"forkit-file"), ("large", large, b"forkit-file"), ("waiting", waiting, b"forkit-ready"))]
 for thread in threads:
     thread.start()
 for thread in threads:
@@ -270,8 +272,9 @@ time.sleep(120)
 
 def test_the_watch_kills_the_largest_child_at_work_once_the_limit_is_near():
     group = memory_cgroup(700 << 20)
-    tree = subprocess.Popen(["/bin/sh", "-c", 'echo $$ > "$0" && exec "$1" -c "$2"', str(group / "cgroup.procs"),
-                            sys.executable, TREE], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    tree = subprocess.Popen(["/bin/sh", "-c", 'echo $$ > "$0" && exec "$1" -c "$2" "$3" "$4" "$5"',
+                             str(group / "cgroup.procs"), sys.executable, TREE, *map(str, SIZES)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         pids = json.loads(tree.stdout.readline())
         watch = memory.Watch("test", memory.Cgroup(group, v2=(group / "memory.max").exists()))
@@ -295,13 +298,49 @@ def state(pid):
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-def test_without_a_limit_nothing_is_watched():
+def test_without_a_cgroup_limit_the_machine_s_memory_is_watched():
     group = memory_cgroup(700 << 20)
     try:
         (group / ("memory.max" if (group / "memory.max").exists() else "memory.limit_in_bytes")).write_text(
             "max" if (group / "memory.max").exists() else "-1")
         cgroup = memory.Cgroup(group, v2=(group / "memory.max").exists())
         assert cgroup.limit() is None
-        assert memory.Watch("test", cgroup).check(1) is False
+        watch = memory.Watch("test", cgroup)
     finally:
         remove(group)
+    assert isinstance(watch.bounds, memory.Machine)
+    assert watch.bounds.limit() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert 0 < watch.bounds.unreclaimable() < watch.bounds.limit()
+    assert watch.check(1) is False  # this machine is far from its limit
+    # the line: a tenth of the machine, at least 160 MB and at most 1 GB
+    assert memory.reserve(700 << 20) == 160 << 20 and memory.reserve(4 << 30) == (4 << 30) // 10
+    assert memory.reserve(24 << 30) == 1 << 30
+
+
+# what the tree's children take on a machine with no limit: the largest at work, 1000 MB, is killed once the line is
+# 1000 MB below the memory the machine has free now; then 600 MB stay taken, 400 MB above the line
+MACHINE_SIZES = (100, 1000, 500)
+
+
+def test_without_a_cgroup_limit_the_largest_child_at_work_is_killed_near_the_machine_s_limit(monkeypatch):
+    """The same kill as under a cgroup's limit, on the machine's real memory: the line is put 1000 MB below what it
+    has free now (``MemAvailable``), since this test cannot fill a machine's memory beside the others."""
+    watch = memory.Watch("test", memory.Cgroup(Path("/nonexistent"), v2=True))
+    assert isinstance(watch.bounds, memory.Machine)
+    line = (memory.Machine.read()["MemAvailable"] >> 20) - 1000
+    monkeypatch.setattr(memory, "RESERVE_MIN_MB", line)
+    monkeypatch.setattr(memory, "RESERVE_MAX_MB", line)
+    tree = subprocess.Popen([sys.executable, "-c", TREE, *map(str, MACHINE_SIZES)], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        pids = json.loads(tree.stdout.readline())
+        assert watch.check(tree.pid) is True
+        assert watch.kills == 1
+        wait_for(lambda: state(pids["large"]) == "Z", 5, "the killed child's end")
+        assert {name: state(pid) for name, pid in pids.items()} == {"small": "S", "large": "Z", "waiting": "S"}
+        time.sleep(0.5)
+        assert watch.check(tree.pid) is False
+    finally:
+        os.killpg(tree.pid, signal.SIGKILL)
+        tree.wait()
+        tree.stdout.close()

@@ -311,19 +311,19 @@ def refusal_phase():
 MEMORY = """
 import json
 from docshift.engine import memory
-group = memory.Cgroup.own()
-print(json.dumps({"limit": group.limit(), "kills": group.oom_kills(), "watched": memory.Watch("image").watched}))
+group, watch = memory.Cgroup.own(), memory.Watch("image")
+print(json.dumps({"limit": group.limit(), "kills": group.oom_kills(), "watched": type(watch.bounds).__name__}))
 """
 
 
 def memory_phase():
     """With ``--memory`` the worker finds the container's limit (on cgroup v1 the path ``/proc/self/cgroup`` names is
     the host's, not the container's) and can read its OOM kills: its watch runs, and a child killed for memory is
-    told from a crash."""
+    told from a crash. (Without ``--memory`` it would watch the machine's.)"""
     done = podman("run", "--rm", "--pull", "never", "--label", LABEL, "--name", f"{PROJECT}-memory", "--memory", "3g",
                   "--entrypoint", "python", IMAGE, "-c", MEMORY, timeout=120)
     seen = json.loads(done.stdout.splitlines()[-1])
-    assert seen == {"limit": 3 << 30, "kills": 0, "watched": True}, seen
+    assert seen == {"limit": 3 << 30, "kills": 0, "watched": "Cgroup"}, seen
     say("with --memory 3g the worker finds the container's limit and its OOM kill count: the memory watch runs")
 
 
