@@ -189,6 +189,11 @@ class Node:
         if self.registry.revoked(holder):
             log.info("job %s of task %s was taken back before it started; skipped", holder, job["task_id"])
             return
+        if self.registry.to_stop([holder]):  # its slot went to another account's file while it waited here
+            log.info("job %s of task %s was asked to stop before it started; skipped", holder, job["task_id"])
+            self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
+                               **asdict(Outcome(Verdict.RETRY, preempted=True))})
+            return
         with self._running_lock:
             self._running[holder] = job["task_id"]
         try:

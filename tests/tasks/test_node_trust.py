@@ -124,6 +124,22 @@ def test_a_run_stopped_costs_no_attempt_only_when_the_coordinator_asked_for_it(c
     assert cluster.usage(key)["included_used"] == 0
 
 
+def test_a_job_asked_to_stop_before_a_node_began_it_is_skipped_at_no_attempt(cluster, legacy):
+    """The coordinator may ask a job to stop while it still waits in Redis for a node: the node that takes it reports
+    it preempted without converting it, and the file goes back to the queue without using an attempt."""
+    key, task = held_task(cluster, legacy, "stopped-before-start")
+    assert Registry(cluster.config(), Jobs(cluster.config())).stop(task["worker"])
+    cluster.start_node("late")
+    body = cluster.coordinator.wait(key, task["id"], timeout=120)
+    assert body["status"] == "SUCCEEDED"
+    assert f"job {task['worker']} of task {task['id']} was asked to stop before it started; skipped" in \
+        cluster.log("late")
+    assert "stopped as the coordinator asked" not in cluster.log("late")  # no LibreOffice was begun for it
+    row = cluster.rows()[task["id"]]
+    assert row["worker"] != task["worker"] and row["attempts"] == task["attempts"]
+    assert cluster.usage(key)["included_used"] == 1
+
+
 def test_a_node_gets_only_a_bounded_number_of_jobs(cluster, legacy):
     config = cluster.config()
     registry = Registry(config, Jobs(config))
