@@ -234,7 +234,7 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             waits = office.room.alone(timeout) if alone else office.room.shared(timeout * sandbox.LONG_RUN_SHARE)
             with waits as by_itself:
                 return result, office.export(source, result, export_filter, timeout, task_id, parts=parts,
-                                             password=password, sent=sent)
+                                             password=password, sent=sent, crashed=crashes > 0)
         except OfficeTimeout as error:
             raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
                                    f"The conversion took longer than {timeout:g} s.") from error

@@ -269,16 +269,18 @@ class Forkit:
 
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
                task_id: str | None = None, parts: bool | Callable[[], bool] = True,
-               password: str | None = None, sent: Callable[[], object] | None = None) -> dict[str, Any]:
+               password: str | None = None, sent: Callable[[], object] | None = None,
+               crashed: bool = False) -> dict[str, Any]:
         """A fresh child of LibreOffice loads ``source`` and exports it into ``target``; returns what it found in the
         document (its embedded objects and charts only if ``parts``). ``parts`` may be a function, asked once
         LibreOffice has loaded the file: the worker decides from what it reads of the source meanwhile.
         ``password``: the Password load property of a protected source. ``sent()`` is called once the child has
-        the file."""
+        the file. ``crashed``: a child crashed on this file before, and this one works around what is known to
+        crash LibreOffice's export (``uno/masters.py``)."""
         if not self.running:
             self.start()
         request = {"name": Path(source).name, "target_name": Path(target).name, "filter": export_filter,
-                   "password": password, "parts": parts if isinstance(parts, bool) else "ask"}
+                   "password": password, "parts": parts if isinstance(parts, bool) else "ask", "crashed": crashed}
         began = time.monotonic()
         with open(source, "rb") as given, \
                 open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as result:

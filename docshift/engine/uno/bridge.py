@@ -5,7 +5,8 @@ it once LibreOfficeKit runs there, where pyuno reaches that process's own office
 answers its one request with JSON lines on stdout (the job's socket):
 
     {"name": the source's file name, "filter": export filter name, "parts": true | false | "ask",
-     "password": the Password load property of a protected source (optional)}
+     "password": the Password load property of a protected source (optional), "crashed": true on the retry of a
+     file whose child crashed (its presentation's masters then get themes of their own: ``masters.py``)}
     -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...,
                                         "full": whether the scratch space was full as the store failed}
 
@@ -20,12 +21,11 @@ and, through the type's import filter, the document family. The report says:
      "outcome": "converted" | "refused" | "not_loaded",
      "loaded": facts of the source (the worker reads the OOXML's own from its XML: ``ooxml.py``)}
 
-``refused``: plain text, or a family other than the one the export filter
-writes; such a file is never loaded (random bytes loaded as text can kill
-soffice). ``not_loaded``: detection aborted (an encrypted OOXML package) or the
-import filter gave nothing back (password-protected or damaged). Facts are what the output
-checks compare: every sheet name (chart sheets are sheets here), the slide
-count, the body text's characters without whitespace, counted per character.
+``refused``: plain text, or a family other than the one the export filter writes; such a file is never loaded
+(random bytes loaded as text can kill soffice). ``not_loaded``: detection aborted (an encrypted OOXML package) or the
+import filter gave nothing back (password-protected or damaged). Facts are what the output checks compare: every
+sheet name (chart sheets are sheets here), the slide count, the body text's characters without whitespace, counted
+per character.
 
 ``self_test`` runs ``selftest.py`` in the parent, on the kinds the worker sends (``formats.self_test_kinds``), and
 converts each file it made as above: what the children inherit warm.
@@ -41,6 +41,7 @@ import sys
 import time
 from collections import Counter
 
+import masters
 import selftest
 import uno
 from com.sun.star.beans import PropertyValue
@@ -53,10 +54,8 @@ LOAD = {"Hidden": True, "ReadOnly": True, "UpdateDocMode": 0, "MacroExecutionMod
 FAMILIES = {
     "com.sun.star.text.TextDocument": "writer",
     "com.sun.star.text.WebDocument": "writer",  # Word-saved HTML loads as Writer/Web
-    "com.sun.star.text.GlobalDocument": "writer",
-    "com.sun.star.sheet.SpreadsheetDocument": "calc",
-    "com.sun.star.presentation.PresentationDocument": "impress",
-    "com.sun.star.drawing.DrawingDocument": "draw",
+    "com.sun.star.text.GlobalDocument": "writer", "com.sun.star.sheet.SpreadsheetDocument": "calc",
+    "com.sun.star.presentation.PresentationDocument": "impress", "com.sun.star.drawing.DrawingDocument": "draw",
 }
 PLAIN_TEXT = "generic_Text"
 # the free scratch space under which a store failed for want of room: a share of it, or a few writes' worth (LibreOffice
@@ -338,6 +337,9 @@ def _convert(office, source, stored, result_fd, request):
         step = "reading the source"
         report["loaded"] = facts(document, walk=walk is not False)
         took("facts")
+        if request.get("crashed") and hasattr(document, "getMasterPages"):  # a presentation whose export crashed
+            step = "giving each master a theme of its own"
+            report["masters_given_own_themes"] = masters.separate(document)
         step = "storing the result"
         document.storeToURL(uno.systemPathToFileUrl(stored), props(FilterName=request["filter"], Overwrite=True))
         with open(stored, "rb") as result, open(result_fd, "wb", closefd=False) as given:
