@@ -317,23 +317,24 @@ def test_without_a_cgroup_limit_the_machine_s_memory_is_watched():
     assert memory.reserve(24 << 30) == 1 << 30
 
 
-# what the tree's children take on a machine with no limit: the largest at work, 1000 MB, is killed once the line is
-# 1000 MB below the memory the machine has free now; then 600 MB stay taken, 400 MB above the line
-MACHINE_SIZES = (100, 1000, 500)
+# what the tree's children take on a machine with no limit: once they are up, the line is put 1000 MB above what the
+# machine has free, so the largest at work, 2000 MB, is killed, and then 1000 MB more than the line are free
+MACHINE_SIZES = (100, 2000, 300)
 
 
 def test_without_a_cgroup_limit_the_largest_child_at_work_is_killed_near_the_machine_s_limit(monkeypatch):
-    """The same kill as under a cgroup's limit, on the machine's real memory: the line is put 1000 MB below what it
-    has free now (``MemAvailable``), since this test cannot fill a machine's memory beside the others."""
+    """The same kill as under a cgroup's limit, on the machine's real memory. This test cannot fill a machine's memory
+    beside the others, so it puts the line where the machine's free memory (``MemAvailable``) is once the tree is
+    up, 1000 MB above it: wide margins, as the suite's other tests take and free memory meanwhile."""
     watch = memory.Watch("test", memory.Cgroup(Path("/nonexistent"), v2=True))
     assert isinstance(watch.bounds, memory.Machine)
-    line = (memory.Machine.read()["MemAvailable"] >> 20) - 1000
-    monkeypatch.setattr(memory, "RESERVE_MIN_MB", line)
-    monkeypatch.setattr(memory, "RESERVE_MAX_MB", line)
     tree = subprocess.Popen([sys.executable, "-c", TREE, *map(str, MACHINE_SIZES)], stdout=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
         pids = json.loads(tree.stdout.readline())
+        line = (memory.Machine.read()["MemAvailable"] >> 20) + 1000
+        monkeypatch.setattr(memory, "RESERVE_MIN_MB", line)
+        monkeypatch.setattr(memory, "RESERVE_MAX_MB", line)
         assert watch.check(tree.pid) is True
         assert watch.kills == 1
         wait_for(lambda: state(pids["large"]) == "Z", 5, "the killed child's end")
