@@ -32,7 +32,9 @@ def separate(document):
         theme = master.getPropertyValue(THEME)
         if not theme:
             continue
-        # typed, as the page's setter takes it: a new theme object made from these values
-        uno.invoke(master, "setPropertyValue", (THEME, uno.Any("[]com.sun.star.beans.PropertyValue", theme)))
+        try:  # typed, as the page's setter takes it: a new theme object made from these values
+            uno.invoke(master, "setPropertyValue", (THEME, uno.Any("[]com.sun.star.beans.PropertyValue", theme)))
+        except Exception:  # a theme this LibreOffice cannot copy: that master stays as it was, the store goes on
+            continue
         given += 1
     return given
