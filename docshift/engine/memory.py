@@ -82,7 +82,7 @@ class Cgroup:
             limit = None if text == "max" else int(text)
         except (OSError, ValueError):
             return None
-        return limit if limit is not None and limit < os.sysconf("SC_PHYS_PAGES") * PAGE else None
+        return limit if limit is not None and limit < physical() else None
 
     def oom_kills(self) -> int | None:
         """How many processes the kernel's OOM killer has killed in this cgroup; None where it cannot be read. A
@@ -106,26 +106,30 @@ class Cgroup:
 
 
 class Machine:
-    """The machine's memory, the limit where no cgroup sets one, read from ``/proc/meminfo``: ``MemTotal``, and what
-    the kernel cannot give back without swap, ``MemTotal`` less ``MemAvailable`` (its own estimate of what it can
-    free: the page cache and reclaimable kernel memory, less its reserves)."""
+    """The machine's memory, the limit where no cgroup sets one (``Cgroup.limit`` measures a limit against it too),
+    and what the kernel cannot give back without swap: all of it less ``MemAvailable`` (``/proc/meminfo``: the
+    kernel's own estimate of what it can free, the page cache and reclaimable kernel memory, less its reserves)."""
 
     def limit(self) -> int | None:
-        return self.read()["MemTotal"]
+        return physical()
 
     def unreclaimable(self) -> int:
-        found = self.read()
-        return found["MemTotal"] - found["MemAvailable"]
+        return physical() - available()
 
-    @staticmethod
-    def read() -> dict[str, int]:
-        found = {}
-        with open("/proc/meminfo") as info:
-            for line in info:
-                name, _, value = line.partition(":")
-                if name in ("MemTotal", "MemAvailable"):
-                    found[name] = int(value.split()[0]) << 10  # in kB
-        return found
+
+def physical() -> int:
+    """The machine's memory in bytes."""
+    return os.sysconf("SC_PHYS_PAGES") * PAGE
+
+
+def available() -> int:
+    """``MemAvailable`` in bytes."""
+    with open("/proc/meminfo") as info:
+        for line in info:
+            name, _, value = line.partition(":")
+            if name == "MemAvailable":
+                return int(value.split()[0]) << 10  # in kB
+    raise KeyError("MemAvailable")
 
 
 def reserve(limit: int) -> int:

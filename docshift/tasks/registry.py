@@ -27,8 +27,8 @@ PROBE = "docshift:probe"         # sealed {"probe", "accepts": fingerprints of t
 
 
 class Registry:
-    """Which nodes are alive, how many conversions they can run, which node runs which job, which
-    jobs were taken back. Entries are sealed; one that is not is removed and logged."""
+    """Which nodes are alive, how many conversions they can run, which node runs which job, which jobs were taken
+    back, which are asked to stop. Entries are sealed; one that is not is removed and logged."""
 
     def __init__(self, config: Settings, jobs: Jobs) -> None:
         self.silence = config.node_silence_seconds

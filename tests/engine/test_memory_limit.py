@@ -332,7 +332,7 @@ def test_without_a_cgroup_limit_the_largest_child_at_work_is_killed_near_the_mac
                             text=True, start_new_session=True)
     try:
         pids = json.loads(tree.stdout.readline())
-        line = (memory.Machine.read()["MemAvailable"] >> 20) + 1000
+        line = (memory.available() >> 20) + 1000
         monkeypatch.setattr(memory, "RESERVE_MIN_MB", line)
         monkeypatch.setattr(memory, "RESERVE_MAX_MB", line)
         assert watch.check(tree.pid) is True
