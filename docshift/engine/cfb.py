@@ -91,15 +91,36 @@ class Entry:
         return found
 
 
-def read_storage(ole: olefile.OleFileIO, name: str, max_size: int, skip: frozenset[str] = frozenset()) -> Entry:
+def read_storage(ole: olefile.OleFileIO, name: str, max_size: int, skip: frozenset[str] = frozenset(),
+                 left_out: list[str] | None = None) -> Entry:
     """The storage ``name`` (at the root, found whatever its case; "" for the root itself) of ``ole`` with every
     storage and stream under it, read whole; streams whose lower-case name is in ``skip`` are left out. Raises
     ValueError when there is no such storage or its streams add up to more than ``max_size`` bytes, and olefile's
-    errors for a damaged file."""
+    errors for a damaged file. Given ``left_out``, a stream that does not read whole, or would pass ``max_size``, is
+    left out instead, its path put there (a damaged file's: its chain is not followed past what is left)."""
     top = ole.root if not name else next((kid for kid in ole.root.kids if kid.name.lower() == name.lower()), None)
     if top is None or top.entry_type not in (olefile.STGTY_STORAGE, olefile.STGTY_ROOT):
         raise ValueError(f"no storage {name!r}")
     budget = [max_size]
+
+    def read(path: list[str], size: int) -> bytes | None:
+        if left_out is None:
+            budget[0] -= size
+            if budget[0] < 0:
+                raise ValueError(f"storage {name!r} holds more than {max_size} bytes")
+            data = ole.openstream(path).read()
+            if len(data) != size:
+                raise ValueError(f"stream {path[-1]!r} is shorter than its entry says")
+            return data
+        try:
+            data = ole.openstream(path).read() if size <= budget[0] else None
+        except Exception:  # olefile raises many kinds on a damaged file
+            data = None
+        if data is None or len(data) != size:
+            left_out.append("/".join(path))
+            return None
+        budget[0] -= size
+        return data
 
     def walk(entry: olefile.olefile.OleDirectoryEntry, path: list[str]) -> Entry:
         node = _meta(entry)
@@ -107,14 +128,11 @@ def read_storage(ole: olefile.OleFileIO, name: str, max_size: int, skip: frozens
             if kid.entry_type == olefile.STGTY_STORAGE:
                 node.children.append(walk(kid, path + [kid.name]))
             elif kid.entry_type == olefile.STGTY_STREAM and kid.name.lower() not in skip:
-                budget[0] -= kid.size
-                if budget[0] < 0:
-                    raise ValueError(f"storage {name!r} holds more than {max_size} bytes")
-                stream = _meta(kid)
-                stream.data = ole.openstream(path + [kid.name]).read()
-                if len(stream.data) != kid.size:
-                    raise ValueError(f"stream {kid.name!r} is shorter than its entry says")
-                node.children.append(stream)
+                data = read(path + [kid.name], kid.size)
+                if data is not None:
+                    stream = _meta(kid)
+                    stream.data = data
+                    node.children.append(stream)
         return node
 
     return walk(top, [top.name] if name else [])

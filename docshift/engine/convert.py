@@ -10,7 +10,6 @@ own messages go to the log, never to the client.
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 import time
 import zipfile
@@ -22,14 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import olefile
-
 from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import (
     inventory,
+    mended,
     objects,
     ooxml,
-    ppt_edits,
     precheck,
     sandbox,
     sheet_objects,
@@ -39,7 +36,6 @@ from docshift.engine import (
     vba,
     vbaproject,
     word_objects,
-    xls_notes,
 )
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
@@ -140,27 +136,29 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         if tried < len(loads):  # Excel's 128-bit "strong" provider: LibreOffice's import returns nothing
             log.info("LibreOffice did not open the protected %s with its password: its decrypted copy goes in",
                      loaded_file.name)
-    # a mended copy gets what is left of twice the timeout (the longest a crash and its retry take: what
-    # ``max_run_seconds`` allows), half of it to each of its tries; where it fails, the first result stands
+    # a mended or salvaged copy gets what is left of twice the timeout (the longest a crash and its retry take: what
+    # ``max_run_seconds`` allows), half of it to each of its tries; where it fails, the first outcome stands
     left = (2 * timeout - (time.monotonic() - started)) / 2
-    again = _mended_copy(kind, loaded_file, holdings(), Path(workdir)) \
-        if report["outcome"] == "converted" and password is None and left >= 1 else None
+    again = mended.copy(kind, loaded_file, report["outcome"], holdings, Path(workdir)) \
+        if password is None and left >= 1 else None
+    salvaged = None
     if again is not None:
-        log.info("LibreOffice loses part of %s as it is: it converts a mended copy (%s)", loaded_file.name, again.name)
+        log.info("LibreOffice %s %s as it is: it converts a %s copy", "cannot read" if again.left_out is not None
+                 else "loses part of", loaded_file.name, "salvaged" if again.left_out is not None else "mended")
         try:
-            second = _export(office, again, Path(workdir) / "load-mended", target.extension, target.export_filter,
-                             left, task_id, parts, None, opened, reading.start)
-            if second[1]["outcome"] == "converted":
-                result, report = second
+            second = _export(office, again.path, Path(workdir) / "load-mended", target.extension,
+                             target.export_filter, left, task_id, parts, None, opened, reading.start)
+            if again.kept(second[1], second[0], kind):
+                (result, report), salvaged = second, again.left_out
         except ConversionFailed as error:
-            log.warning("the mended copy of %s did not convert (%s): LibreOffice's first result stands",
+            log.warning("the copy of %s did not convert (%s): LibreOffice's first outcome stands",
                         loaded_file.name, error.code)
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
         raise ConversionFailed(
             TaskErrorCode.UNSUPPORTED_CONTENT,
-            f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert.",
-            detected_format=found)
+            f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert."
+            + (f" {mended.DAMAGED}" if mended.damaged(source) else ""), detected_format=found)
     if report["outcome"] != "converted":
         raise not_loaded(source, opened)
     if not result.exists() or result.stat().st_size == 0:
@@ -171,9 +169,9 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # object whose server it does not know (a packaged file) on a slide or in a text as its picture only; a
     # presentation's sounds come from the legacy file (slide_sounds.py: LibreOffice's gallery is shut)
     expected = holds.counts.get("embedded_objects")
-    mended = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
+    mends = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind)
-    if mended:
+    if mends:
         check_package(result, kind)
     if ready is not None and kind != "xls":
         ready(result, target.extension)  # nothing below writes to this file
@@ -187,28 +185,9 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         held = inventory.of_result(result, kind)
     fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == Macros.REMOVE,
                                 loaded=loaded.get("parts"))
+    if salvaged is not None:
+        fidelity = mended.report(fidelity, salvaged)
     return Converted(result, found, target.extension, fidelity)
-
-
-def _mended_copy(kind: str, loaded: Path, holds: inventory.Inventory, workdir: Path) -> Path | None:
-    """A copy of the legacy file ``loaded`` mended where LibreOffice would lose what it shows, or None: a deck
-    whose chain of saves is broken, relinked (``ppt_edits``); a workbook whose notes have boxes of no height, given
-    boxes (``xls_notes``). The inventory ``holds`` of the file says when; a file that needs neither costs nothing.
-    The copy is the file with the streams the mend changed written over, each the same size as before."""
-    if kind == "ppt" and holds.broken_chain:
-        name, streams = "relinked.ppt", ppt_edits.relinked(loaded)
-    elif kind == "xls" and holds.unsized_notes:
-        name, streams = "sized.xls", xls_notes.sized(loaded, holds.unsized_notes)
-    else:
-        return None
-    if not streams:
-        return None
-    target = workdir / name
-    shutil.copyfile(loaded, target)
-    with olefile.OleFileIO(str(target), write_mode=True) as ole:
-        for stream, data in streams.items():
-            ole.write_stream(stream, data)
-    return target
 
 
 def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_filter: str, timeout: float,

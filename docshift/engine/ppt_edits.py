@@ -7,7 +7,7 @@ POI's bug 57272, or past the records) is one PowerPoint repairs as it opens it, 
 without their text and pictures. The inventory reads such a deck through every PersistDirectoryAtom of the stream
 (``inventory.ppt._rescan``); LibreOffice gets a copy whose UserEditAtoms are linked in the order they stand in the
 stream, each to the one before it, which is what they were saved as. The customer's file is left as it is
-(``convert._mended_copy`` writes the copy).
+(``mended.copy`` writes the copy).
 """
 
 import struct

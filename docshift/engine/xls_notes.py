@@ -5,7 +5,7 @@ an offset). Excel writes some notes' boxes with their bottom edge on or above th
 workbooks); the note is there all the same, its cell marked, its text shown on demand. LibreOffice leaves out any
 object with no height or width, notes too, so the result lost them. LibreOffice gets a copy whose boxes of those notes
 reach ``NOTE_ROWS`` rows below their top (``NOTE_COLUMNS`` columns right of their left where they have no width),
-about the size Excel gives a new note, and keeps them; the customer's file is left as it is (``convert._mended_copy``
+about the size Excel gives a new note, and keeps them; the customer's file is left as it is (``mended.copy``
 writes the copy), and what the inventory counts is read of it.
 """
 

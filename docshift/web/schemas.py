@@ -83,7 +83,10 @@ class PartCount(Schema):
 
 
 class Loss(Schema):
-    what = fields.String(required=True, validate=validate.OneOf(FIDELITY_PARTS))
+    what = fields.String(required=True, validate=validate.OneOf([*FIDELITY_PARTS, "streams"]), metadata={
+        "description": "The part missing or changed; `streams`: the file is damaged (its compound file structure "
+                       "broken, as in a file cut short), and the result was made from the streams that could be "
+                       "read, `count` of them left out."})
     count = fields.Integer(required=True)
     detail = fields.String(required=True, metadata={
         "example": "14 formula results differ from the source; first: sheet 'b' B1"})

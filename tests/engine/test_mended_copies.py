@@ -1,4 +1,4 @@
-"""Legacy files LibreOffice loses part of as they are, converted from a mended copy (``convert._mended_copy``):
+"""Legacy files LibreOffice loses part of as they are, converted from a mended copy (``mended.copy``):
 a deck whose chain of saves is broken (``ppt_edits``), a workbook whose notes have boxes of no height
 (``xls_notes``). Both are real files of the corpus; a plain ``soffice`` shows what LibreOffice made of them before.
 """
