@@ -6,9 +6,11 @@ caller ever sees the driver's exception. Times are stored as ISO 8601 text (:fun
 """
 
 import os
+import random
 import secrets
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
@@ -207,8 +209,34 @@ ADDED_COLUMNS = {"conversions": {
 }}
 
 
+# seconds the processes that start together (gunicorn's workers, the worker, ``init-db``) wait out one another's init
+INIT_PATIENCE_SECONDS = 30
+
+
 def init(db: Database) -> None:
-    db.conn.executescript(SCHEMA.read_text())
+    """The schema, its added columns and its data migrations; every process runs it as it starts.
+
+    Processes started together race here, and SQLite answers some of those races "locked" at once, without waiting
+    out its busy timeout: WAL being switched on in a new file, and a statement that began as a reader and must write
+    after another connection wrote. A web worker that met it failed to boot, and gunicorn then stopped the whole web
+    (one round in 20 of six processes starting on a new file). So the schema goes in one transaction that takes the
+    write lock up front, and an init answered "locked" is made again (every step of it is idempotent)."""
+    deadline = time.monotonic() + INIT_PATIENCE_SECONDS
+    while True:
+        try:
+            _init(db)
+            return
+        except DatabaseUnavailable as error:
+            if db.conn.in_transaction:
+                db.conn.execute("ROLLBACK")
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.02, 0.1))
+
+
+def _init(db: Database) -> None:
+    db.conn.execute("PRAGMA journal_mode = WAL")  # not inside a transaction: the script's own asks for it again
+    db.conn.executescript(f"BEGIN IMMEDIATE;\n{SCHEMA.read_text()}\nCOMMIT;")
     for table, columns in ADDED_COLUMNS.items():
         for column, kind in columns.items():
             if column not in _columns(db, table):
