@@ -89,7 +89,8 @@ def _salvaged(kind: str, loaded: Path, workdir: Path) -> Copy | None:
         return None
     try:
         data = cfb.write(root)
-    except ValueError:  # a name no sound compound file can hold, or more than the writer writes
+    # a name no sound compound file holds, more than the writer writes, storages nested past Python's stack
+    except (ValueError, RecursionError):
         return None
     target = workdir / f"salvaged.{kind}"
     target.write_bytes(data)
