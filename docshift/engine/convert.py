@@ -143,8 +143,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         if password is None and left >= 1 else None
     salvaged = None
     if again is not None:
-        log.info("LibreOffice %s %s as it is: it converts a %s copy", "cannot read" if again.left_out is not None
-                 else "loses part of", loaded_file.name, "salvaged" if again.left_out is not None else "mended")
+        log.info("LibreOffice cannot convert all of %s as it is: it converts a %s copy", loaded_file.name,
+                 "mended" if again.left_out is None else "salvaged")
         try:
             second = _export(office, again.path, Path(workdir) / "load-mended", target.extension,
                              target.export_filter, left, task_id, parts, None, opened, reading.start)
@@ -155,10 +155,12 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
                         loaded_file.name, error.code)
     found = detected_format(report.get("type"), report.get("media_type", ""))
     if report["outcome"] == "refused":
+        # a salvaged copy was made only of a damaged file: that file is not read again to say so
+        damaged = again.left_out is not None if again is not None else mended.damaged(source)
         raise ConversionFailed(
             TaskErrorCode.UNSUPPORTED_CONTENT,
             f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert."
-            + (f" {mended.DAMAGED}" if mended.damaged(source) else ""), detected_format=found)
+            + (f" {mended.DAMAGED}" if damaged else ""), detected_format=found)
     if report["outcome"] != "converted":
         raise not_loaded(source, opened)
     if not result.exists() or result.stat().st_size == 0:
