@@ -100,6 +100,11 @@ def main():
     print(f"\ndisagreements with the cold soffice: {len(disagreements)}")
     for line in disagreements:
         print(f"  {line}")
+    failed = [r for r in rows if r[1] != "SUCCEEDED"]
+    print(f"\nfailed here ({len(failed)}), and what the cold soffice made of each:")
+    for path, outcome, found, _, expected, _ in failed:
+        print(f"  {path.relative_to(args.folder)}: ours {outcome} ({found}), cold "
+              f"{'valid' if expected is not None else 'nothing'}")
 
 
 if __name__ == "__main__":
