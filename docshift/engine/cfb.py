@@ -138,6 +138,23 @@ def read_storage(ole: olefile.OleFileIO, name: str, max_size: int, skip: frozens
     return walk(top, [top.name] if name else [])
 
 
+def chains_cross(ole: olefile.OleFileIO) -> bool:
+    """Whether a FAT chain of ``ole`` (the directory's, the mini FAT's, the mini stream's, or a stream's outside it)
+    runs into itself or into another's sectors: damage olefile reads past (it follows a chain only as far as the
+    entry's size, or the file's, asks), while LibreOffice's reader gives up on the whole file."""
+    fat, seen = ole.fat, set()
+    starts = [ole.first_dir_sector, ole.first_mini_fat_sector]
+    starts += [entry.isectStart for entry in ole.direntries if entry is not None and entry.size and
+               (entry.entry_type == olefile.STGTY_ROOT or entry.size >= ole.minisectorcutoff)]
+    for sector in starts:
+        while sector < len(fat):  # ENDOFCHAIN and the other markers are past any FAT's end
+            if sector in seen:
+                return True
+            seen.add(sector)
+            sector = fat[sector]
+    return False
+
+
 def _meta(entry: olefile.olefile.OleDirectoryEntry) -> Entry:
     """An Entry with the name, CLSID, state bits and times of olefile's ``entry`` (olefile keeps the CLSID as text)."""
     clsid = uuid.UUID(entry.clsid).bytes_le if entry.clsid else bytes(16)

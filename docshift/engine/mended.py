@@ -99,7 +99,7 @@ def _salvaged(kind: str, loaded: Path, workdir: Path) -> Copy | None:
 
 def damaged(path: Path) -> bool:
     """Whether ``path`` is a compound file (by its signature) whose structure is damaged: olefile cannot open it,
-    finds defects in it, or cannot read one of its streams whole."""
+    finds defects in it, or cannot read one of its streams whole, or a chain of its FAT loops or crosses another."""
     try:
         with open(path, "rb") as f:
             if f.read(len(olefile.MAGIC)) != olefile.MAGIC:
@@ -118,7 +118,7 @@ def _readable(path: Path) -> tuple[cfb.Entry, list[str], bool] | None:
     try:
         with cfb.CompoundFile(path) as ole:
             root = cfb.read_storage(ole, "", 2 * path.stat().st_size, left_out=left_out)
-            return root, left_out, bool(left_out or ole.parsing_issues)
+            return root, left_out, bool(left_out or ole.parsing_issues or cfb.chains_cross(ole))
     except Exception:  # olefile raises many kinds on a damaged file
         return None
 
