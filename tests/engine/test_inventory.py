@@ -425,6 +425,25 @@ def test_characters_compare_as_a_multiset_with_a_tolerance(corpus, tmp_path):
     assert shorter["lost"][0]["count"] == 9
 
 
+def test_text_in_a_symbol_font_counts_as_the_bytes_it_stands_for(corpus, tmp_path):
+    """LibreOffice writes a symbol font's text at U+F020-U+F0FF where a .ppt held the bytes (a deck's text in a font
+    of musical notes: "a" came out as U+F061): the same glyphs, so nothing is missing."""
+    import docx
+
+    source = inventory.of_source(corpus / "doc" / "SimpleMacro.doc", "doc")
+    text = "".join(char * count for char, count in sorted(source.text.items()))
+    assert text.isascii()
+    document = docx.Document()
+    run = document.add_paragraph().add_run("".join(chr(0xF000 + ord(char)) for char in text))
+    run.font.name = "Symbol"
+    document.save(tmp_path / "symbols.docx")
+    result = inventory.of_result(tmp_path / "symbols.docx", "doc")
+    assert not set(result.text) & set(text)  # the result's characters are all in the private use area
+    report = inventory.report(source, result)
+    assert report["counts"]["characters"] == {"source": 34, "result": 34}
+    assert [entry["what"] for entry in report["lost"]] == ["macros"]  # python-docx wrote no VBA project
+
+
 # --- damaged input ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])

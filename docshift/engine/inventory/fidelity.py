@@ -187,8 +187,10 @@ def _text_report(source: Inventory, result: Inventory, have: int | None,
     if result.text is None:
         return None, ([{"what": "characters", "count": have,
                         "detail": "the text could not be read in the result"}] if have else [])
-    theirs = fold(result.text) if FOLDED in source.text else result.text
-    missing = source.text - theirs
+    theirs = unsymbol(result.text)
+    if FOLDED in source.text:
+        theirs = fold(theirs)
+    missing = unsymbol(source.text) - theirs
     count = missing.total()
     found = have - count
     allowed = TEXT_TOLERANCE_CHARACTERS + int(TEXT_TOLERANCE_RATIO * have)
@@ -198,6 +200,18 @@ def _text_report(source: Inventory, result: Inventory, have: int | None,
     return found, [{"what": "characters", "count": count,
                     "detail": f"{count} of {have} characters of the text are missing (more than the {allowed} "
                               f"allowed for fields computed at load); most missing: {sample!r}"}]
+
+
+def unsymbol(counted: Counter[str]) -> Counter[str]:
+    """``counted`` with a symbol font's characters counted as the bytes they stand for. LibreOffice writes text in
+    a symbol font (Symbol, Wingdings, a font of musical notes) at U+F020-U+F0FF, as Office does, where a legacy file
+    may hold the byte itself (a .ppt's text in such a font: "a" is U+F061 in the result); the glyphs are the same."""
+    if not any("\uf020" <= char <= "\uf0ff" for char in counted):
+        return counted
+    mapped: Counter[str] = Counter()
+    for char, n in counted.items():
+        mapped[chr(ord(char) - 0xF000) if "\uf020" <= char <= "\uf0ff" else char] += n
+    return mapped
 
 
 def normal_code(code: str) -> list[str]:
