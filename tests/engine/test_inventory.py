@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import time
+import uuid
 import zipfile
 from datetime import datetime
 
@@ -986,3 +987,21 @@ def test_clip_art_in_an_ole_1_wrapper_is_no_embedded_object(tmp_path):
         storage("_1012299795", "MS_ClipArt_Gallery"), storage("_1012299796", "Package")])])))
     with olefile.OleFileIO(str(path)) as ole:
         assert embedded_objects(ole, "ObjectPool") == 1  # the package, not the clip
+
+
+def test_an_object_storage_holding_only_its_picture_is_no_embedded_object(tmp_path):
+    """A .doc's ObjectPool storage of a Word Picture that holds only ObjInfo and the picture (PIC, META, PICT), no
+    CompObj and no data (a Debian package's SDK guide has one): Word, as LibreOffice, shows its picture only."""
+    from docshift.engine import cfb
+    from docshift.engine.inventory.common import embedded_objects
+
+    picture_only = cfb.Entry("_1249911411", clsid=uuid.UUID("00020907-0000-0000-c000-000000000046").bytes_le,
+                             children=[cfb.Entry(name, data=b"\0" * 16)
+                                       for name in ("\x03META", "\x03ObjInfo", "\x03PIC", "\x03PICT")])
+    with_data = cfb.Entry("_1249911412", children=[cfb.Entry("\x03ObjInfo", data=b"\0" * 6),
+                                                    cfb.Entry("\x01Ole10Native", data=b"\0" * 16)])
+    path = tmp_path / "pool.doc"
+    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("ObjectPool", children=[
+        picture_only, with_data])])))
+    with olefile.OleFileIO(str(path)) as ole:
+        assert embedded_objects(ole, "ObjectPool") == 1  # the one with data

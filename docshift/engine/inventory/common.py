@@ -134,8 +134,12 @@ def embedded_objects(ole: olefile.OleFileIO, parent: str | None = None, prefix: 
 
 
 def _object_class(ole: olefile.OleFileIO, storage: str, names: set[str]) -> str:
-    """"chart" (MS Graph), "equation", "control" (ActiveX), "link" (linked, not embedded), "clip art" or "object";
-    ``names`` are the lower-case names in the storage."""
+    """"chart" (MS Graph), "equation", "control" (ActiveX), "link" (linked, not embedded), "clip art", "picture"
+    or "object"; ``names`` are the lower-case names in the storage."""
+    if names and all(name.startswith("\x03") for name in names):
+        # only the streams Word keeps beside an object (ObjInfo, its picture as PIC, META or PICT): no object's data
+        # and no class that could open any, so Word, as LibreOffice, shows the picture and nothing more
+        return "picture"
     clsid = (ole.getclsid(storage) or "").upper()
     compobj = b""
     if "\x01compobj" in names:
