@@ -154,15 +154,16 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
             log.warning("the copy of %s did not convert (%s): LibreOffice's first outcome stands",
                         loaded_file.name, error.code)
     found = detected_format(report.get("type"), report.get("media_type", ""))
+    # a copy of a file LibreOffice did not convert is made only of a damaged file: that file is not read again to
+    # say so
+    damaged = report["outcome"] != "converted" and (again is not None or mended.damaged(source))
     if report["outcome"] == "refused":
-        # a salvaged copy was made only of a damaged file: that file is not read again to say so
-        damaged = again.left_out is not None if again is not None else mended.damaged(source)
         raise ConversionFailed(
             TaskErrorCode.UNSUPPORTED_CONTENT,
             f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert."
             + (f" {mended.DAMAGED}" if damaged else ""), detected_format=found)
     if report["outcome"] != "converted":
-        raise not_loaded(source, opened)
+        raise not_loaded(source, opened, damaged)
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = holdings()
@@ -287,10 +288,10 @@ class _Later(Future[T]):
         return super().result(timeout)
 
 
-def not_loaded(source: Path, opened: Opened | None = None) -> ConversionFailed:
-    """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters. A protected file
-    ``opened`` with its password: the password was not the one (where only LibreOffice could check it), or the
-    file does not open even decrypted."""
+def not_loaded(source: Path, opened: Opened | None = None, damaged: bool = False) -> ConversionFailed:
+    """LibreOffice loaded nothing: password-protected, or damaged beyond its import filters (a ``damaged``
+    compound file: the message says so). A protected file ``opened`` with its password: the password was not the
+    one (where only LibreOffice could check it), or the file does not open even decrypted."""
     if opened is not None and opened.plain is None and not opened.verified:
         return ConversionFailed(TaskErrorCode.WRONG_PASSWORD, "The Document-Password does not open this file.")
     if opened is not None:
@@ -298,7 +299,8 @@ def not_loaded(source: Path, opened: Opened | None = None) -> ConversionFailed:
                                 "The file is protected in a way that cannot be opened here, even with its password.")
     if precheck.encrypted(source):
         return ConversionFailed(TaskErrorCode.ENCRYPTED_DOCUMENT, precheck.ENCRYPTED)
-    return ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice could not read this file.")
+    return ConversionFailed(TaskErrorCode.CONVERSION_FAILED,
+                            "LibreOffice could not read this file." + (f" {mended.DAMAGED}" if damaged else ""))
 
 
 def check_package(path: Path, kind: str) -> None:

@@ -20,8 +20,9 @@ SUMMARY = "\x05SummaryInformation"
 CUT_WORKBOOK = 600  # bytes of a workbook's stream that hold its first records, not a sheet's cells
 
 
-def damaged(source, target, stream, size=PAST_THE_END):
-    """A copy of ``source`` whose root-level ``stream`` claims ``size`` bytes in its directory entry."""
+def damaged(source, target, stream, size=PAST_THE_END, start=None):
+    """A copy of ``source`` whose root-level ``stream`` claims ``size`` bytes in its directory entry, or, given
+    ``start``, begins that many sectors past the file's last."""
     shutil.copyfile(source, target)
     with olefile.OleFileIO(str(source)) as ole:
         sid = next(entry.sid for entry in ole.root.kids if entry.name == stream)
@@ -31,9 +32,14 @@ def damaged(source, target, stream, size=PAST_THE_END):
             sector = ole.fat[sector]
         per_sector = ole.sectorsize // 128
         offset = (chain[sid // per_sector] + 1) * ole.sectorsize + sid % per_sector * 128
+        sectors = ole.nb_sect
     with open(target, "r+b") as f:
-        f.seek(offset + 120)  # the entry's stream size
-        f.write(struct.pack("<I", size))
+        if start is None:
+            f.seek(offset + 120)  # the entry's stream size
+            f.write(struct.pack("<I", size))
+        else:
+            f.seek(offset + 116)  # the entry's first sector
+            f.write(struct.pack("<I", sectors + start))
     return target
 
 
@@ -115,6 +121,19 @@ def test_a_file_whose_own_stream_is_damaged_is_refused_naming_the_damage(office,
     assert refused.value.code == "unsupported_content"
     assert mended.DAMAGED in refused.value.message
     assert not (tmp_path / "work" / "salvaged.xls").exists()
+
+
+@pytest.mark.parametrize(("kind", "stream"), [("doc", "WordDocument"), ("xls", "Workbook"),
+                                            ("ppt", "PowerPoint Document")])
+def test_a_file_whose_own_stream_starts_past_its_end_fails_naming_the_damage(office, legacy, kind, stream, tmp_path):
+    """The directory and the FAT are whole, so LibreOffice takes the file for what it is, and its import finds
+    nothing to read: the failure says that the file is damaged, not only that it could not be read."""
+    source = damaged(legacy[kind], tmp_path / f"cut.{kind}", stream, start=5)
+    with pytest.raises(ConversionFailed) as failed:
+        convert.convert(office, source, kind, tmp_path / "work", 60)
+    assert failed.value.code == "conversion_failed"
+    assert failed.value.message == f"LibreOffice could not read this file. {mended.DAMAGED}"
+    assert not (tmp_path / "work" / f"salvaged.{kind}").exists()  # its own stream is what cannot be read
 
 
 def test_a_salvaged_workbook_that_loads_empty_leaves_the_refusal(office, legacy, tmp_path):
