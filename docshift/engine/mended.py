@@ -99,13 +99,16 @@ def _salvaged(kind: str, loaded: Path, workdir: Path) -> Copy | None:
 
 def damaged(path: Path) -> bool:
     """Whether ``path`` is a compound file (by its signature) whose structure is damaged: olefile cannot open it,
-    finds defects in it, or cannot read one of its streams whole, or a chain of its FAT loops or crosses another."""
+    finds defects in it, or cannot read one of its streams whole, or a chain of its FAT loops or crosses another.
+    A file that ends within the signature, after its first half, is one cut short too."""
     try:
         with open(path, "rb") as f:
-            if f.read(len(olefile.MAGIC)) != olefile.MAGIC:
-                return False
+            head = f.read(len(olefile.MAGIC))
     except OSError:
         return False
+    if head != olefile.MAGIC:
+        return len(head) < len(olefile.MAGIC) and len(head) >= len(olefile.MAGIC) // 2 and \
+            olefile.MAGIC.startswith(head)
     read = _readable(path)
     return read is None or read[2]
 

@@ -151,6 +151,18 @@ def test_a_salvaged_workbook_that_loads_empty_leaves_the_refusal(office, legacy,
     assert refused.value.code == "unsupported_content" and mended.DAMAGED in refused.value.message
 
 
+def test_a_file_cut_within_its_signature_is_refused_as_damaged(office, legacy, tmp_path):
+    """A package ships a "deck" of 6 bytes, the first of a compound file's signature: nothing to convert, and the
+    refusal says why."""
+    source = tmp_path / "cut.ppt"
+    source.write_bytes(legacy["ppt"].read_bytes()[:6])
+    with pytest.raises(ConversionFailed) as refused:
+        convert.convert(office, source, "ppt", tmp_path / "work", 60)
+    assert refused.value.code == "unsupported_content" and mended.DAMAGED in refused.value.message
+    source.write_bytes(legacy["ppt"].read_bytes()[:3])  # too little to say it was a compound file
+    assert not mended.damaged(source)
+
+
 def test_a_sound_file_that_is_no_document_is_not_salvaged(office, tmp_path):
     """Text named .doc is refused as before: no copy is made, and the refusal does not speak of damage."""
     source = tmp_path / "notes.doc"
