@@ -107,8 +107,7 @@ def damaged(path: Path) -> bool:
     except OSError:
         return False
     if head != olefile.MAGIC:
-        return len(head) < len(olefile.MAGIC) and len(head) >= len(olefile.MAGIC) // 2 and \
-            olefile.MAGIC.startswith(head)
+        return len(olefile.MAGIC) // 2 <= len(head) < len(olefile.MAGIC) and olefile.MAGIC.startswith(head)
     read = _readable(path)
     return read is None or read[2]
 
