@@ -3,8 +3,10 @@
 Two kinds, each made only when LibreOffice's first try shows the need, so that a file that needs neither costs nothing:
 
 - **Mended** (the file converted, but LibreOffice lost part of it): a deck whose chain of saves is broken, relinked
-  (``ppt_edits``); a workbook whose notes have boxes of no height, given boxes (``xls_notes``). The copy is the file
-  with the streams the mend changed written over, each the same size as before.
+  (``ppt_edits``); a workbook whose notes have boxes of no height, given boxes (``xls_notes``); a text whose continuous
+  sections have headers of their own, its sections made to start pages, and the result's made continuous again
+  (``doc_sections``). The copy is the file with the streams the mend changed written over, each the same size as
+  before.
 - **Salvaged** (LibreOffice refused the file or could not load it): a compound file whose structure is damaged, as a
   file cut short in a download is, or one whose directory gives a stream more bytes than the file holds. LibreOffice's
   reader then gives up on the whole file, and its type detection takes it for plain text, even where the stream that
@@ -21,12 +23,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import olefile
 
-from docshift.engine import cfb, inventory, ppt_edits, xls_notes
+from docshift.engine import cfb, doc_sections, inventory, ppt_edits, xls_notes
 from docshift.engine.inventory import Inventory
 
 # the stream that holds the document itself, by type; without it whole there is nothing to salvage
@@ -39,16 +42,17 @@ DAMAGED = ("It is a damaged compound file (the container of .doc, .xls and .ppt 
 class Copy:
     path: Path
     left_out: tuple[str, ...] | None = None  # salvaged: the streams that could not be read whole, left out
+    finish: Callable[[Path], bool] | None = None  # mended: what the result still needs, and whether it could be done
 
     def kept(self, report: dict[str, Any], result: Path, kind: str) -> bool:
         """Whether LibreOffice's ``report`` on this copy, and its ``result``, stand in for the first outcome: it
         converted, and a salvaged copy's result holds something (cells, or characters): a workbook whose own stream
         is damaged too loads as one empty sheet, which is no document to bill, and the refusal, which names the
-        damage, stands."""
+        damage, stands. A mended copy's result that needs finishing is finished here, or not kept."""
         if report["outcome"] != "converted":
             return False
         if self.left_out is None:
-            return True
+            return self.finish is None or self.finish(result)
         return bool(inventory.of_result(result, kind).counts.get("cells" if kind == "xls" else "characters"))
 
 
@@ -63,10 +67,14 @@ def copy(kind: str, loaded: Path, outcome: str, holds: Callable[[], Inventory], 
 
 
 def _mended(kind: str, loaded: Path, holds: Inventory, workdir: Path) -> Copy | None:
+    finish = None
     if kind == "ppt" and holds.broken_chain:
         name, streams = "relinked.ppt", ppt_edits.relinked(loaded)
     elif kind == "xls" and holds.unsized_notes:
         name, streams = "sized.xls", xls_notes.sized(loaded, holds.unsized_notes)
+    elif kind == "doc" and holds.continuous_headers:
+        name, streams = "paged.doc", doc_sections.paged(loaded, holds.continuous_headers)
+        finish = partial(doc_sections.restore, sections=holds.sections, breaks=set(holds.continuous_headers))
     else:
         return None
     if not streams:
@@ -76,7 +84,7 @@ def _mended(kind: str, loaded: Path, holds: Inventory, workdir: Path) -> Copy | 
     with olefile.OleFileIO(str(target), write_mode=True) as ole:
         for stream, data in streams.items():
             ole.write_stream(stream, data)
-    return Copy(target)
+    return Copy(target, finish=finish)
 
 
 def _salvaged(kind: str, loaded: Path, workdir: Path) -> Copy | None:

@@ -1,16 +1,22 @@
 """Legacy files LibreOffice loses part of as they are, converted from a mended copy (``mended.copy``):
 a deck whose chain of saves is broken (``ppt_edits``), a workbook whose notes have boxes of no height
-(``xls_notes``). Both are real files of the corpus; a plain ``soffice`` shows what LibreOffice made of them before.
+(``xls_notes``), both real files of the corpus, and a text whose continuous section has headers of its own
+(``doc_sections``), made here. A plain ``soffice`` shows what LibreOffice made of each before.
 """
 
 import random
+import re
+import struct
 import threading
+import zipfile
 
 import olefile
+import pytest
 from conftest import ROOT
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, inventory, xls_notes
+from docshift.engine import convert, doc_sections, inventory, xls_notes
+from docshift.engine.inventory import doc as word
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 
@@ -109,3 +115,85 @@ def test_a_reading_of_the_records_that_never_ends_leaves_the_counts_unknown(offi
     assert counts["comments"]["result"] == 126  # the result was still counted: no mended copy without the records
     assert converted.fidelity["complete"] is True
     assert "still being read" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def continuous(tmp_path_factory):
+    """A .doc of two sections, the second continuous, with a running header and a footer of its own that show on
+    the pages that begin in it (it runs longer than a page), and none in the first section. LibreOffice writes no
+    continuous section with headers, so its .doc of two "new page" sections gets, in the second section's SEPX, a
+    break code of "continuous" (``sprmSBkc`` 0) in place of the "no restart of page numbers" (``sprmSFPgnRestart``
+    0) it wrote: the same three bytes long."""
+    import docx
+    from docx.enum.section import WD_SECTION
+
+    out = tmp_path_factory.mktemp("continuous")
+    document = docx.Document()
+    document.add_paragraph("The title page of the guide")
+    section = document.add_section(WD_SECTION.NEW_PAGE)
+    for story, text in ((section.header, "Running title of the guide"), (section.footer, "Confidential footer")):
+        story.is_linked_to_previous = False
+        story.paragraphs[0].text = text
+    for number in range(40):  # more than a page's worth: a page begins inside the section
+        document.add_paragraph(f"Paragraph {number} of the guide's body, which runs on to a second page.")
+    document.save(out / "guide.docx")
+    path = soffice(out / "guide.docx", "doc:MS Word 97", out)
+    with olefile.OleFileIO(str(path), write_mode=True) as ole:
+        data = bytearray(ole.openstream("WordDocument").read())
+        table = ole.openstream("1Table").read()
+        fib = word._fib(bytes(data), lambda name: table)
+        at, count = fib.pair(word.PAIR_PLCF_SED)[0], 2
+        sepx = struct.unpack_from("<I", table, at + 4 * (count + 1) + 12 + 2)[0]
+        grpprl = sepx + 2 + data[sepx + 2:sepx + 2 + data[sepx]].index(b"\x0e\x30\x00")
+        data[grpprl:grpprl + 3] = struct.pack("<HB", word.SPRM_BREAK_CODE, word.BREAK_CONTINUOUS)
+        ole.write_stream("WordDocument", bytes(data))
+    return path
+
+
+def _sections(result):
+    with zipfile.ZipFile(result) as package:
+        xml = package.read("word/document.xml").decode()
+        return [(re.search(r'<w:type w:val="(\w+)"', sec).group(1), "w:headerReference" in sec,
+                 "w:footerReference" in sec) for sec in re.findall(r"<w:sectPr>.*?</w:sectPr>", xml)]
+
+
+def test_a_continuous_section_keeps_its_own_headers_and_footers(office, continuous, tmp_path):
+    """LibreOffice's import drops the headers and footers of a continuous section (a plain soffice's .docx has
+    none). From the mended copy the .docx has both, in the second section, which starts continuous again."""
+    source = inventory.of_source(continuous, "doc")
+    assert (source.sections, set(source.continuous_headers), source.counts["headers_footers"]) == (2, {1}, 2)
+    plain = soffice(continuous, "docx", tmp_path / "plain")
+    assert inventory.of_result(plain, "doc").counts["headers_footers"] == 0
+    assert _sections(plain) == [("nextPage", False, False), ("continuous", False, False)]
+    before = continuous.read_bytes()
+    converted = convert.convert(office, continuous, "doc", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["headers_footers"] == {"source": 2, "result": 2}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    assert _sections(converted.path) == [("nextPage", False, False), ("continuous", True, True)]
+    with zipfile.ZipFile(converted.path) as package:
+        stories = " ".join(package.read(name).decode() for name in package.namelist()
+                           if re.fullmatch(r"word/(header|footer)[0-9]*\.xml", name))
+    assert "Running title of the guide" in stories and "Confidential footer" in stories
+    assert continuous.read_bytes() == before
+
+
+def test_a_result_whose_sections_are_not_the_source_s_is_left_as_it_was(continuous, tmp_path):
+    """``restore`` makes a section continuous only where the .docx holds the .doc's sections one for one and that
+    section starts a page; otherwise it answers False and leaves the file as it was."""
+    result = soffice(continuous, "docx", tmp_path / "plain")  # its sections: a new page, then a continuous one
+    before = result.read_bytes()
+    assert doc_sections.restore(result, 3, {1}) is False  # the .doc would have three sections
+    assert doc_sections.restore(result, 2, {1}) is False  # the second does not start a page
+    assert result.read_bytes() == before
+    assert doc_sections.restore(result, 2, {0}) is True
+    assert _sections(result) == [("continuous", False, False), ("continuous", False, False)]
+
+
+def test_where_the_copy_cannot_be_restored_the_first_result_stands(office, continuous, tmp_path, monkeypatch):
+    """Should ``restore`` not match the copy's sections, the first result stands, its report naming the headers
+    and footers it lacks."""
+    monkeypatch.setattr(doc_sections, "restore", lambda result, sections, breaks: False)
+    converted = convert.convert(office, continuous, "doc", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["headers_footers"] == {"source": 2, "result": 0}
+    assert converted.fidelity["complete"] is False
+    assert converted.path.parent.parent.name == "load-1"

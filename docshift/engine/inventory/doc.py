@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import olefile
 
@@ -22,8 +22,8 @@ from docshift.engine.inventory.common import (
     fold,
     stream,
 )
+from docshift.engine.inventory.doc_bullets import operands, unused_store
 from docshift.engine.inventory.doc_bullets import sprms as _sprms
-from docshift.engine.inventory.doc_bullets import unused_store
 from docshift.engine.inventory.doc_fields import COMPUTED, visible
 
 FIB_ENCRYPTED, FIB_WHICH_TABLE, FIB_COMPLEX = 0x0100, 0x0200, 0x0004
@@ -164,6 +164,12 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["comments"] = max(0, (lcb - 4) // ANNOTATION_SIZE) if lcb else 0
     stories = attempt(_shown_stories, doc)
     counts["headers_footers"] = None if stories is None else len(stories[0])
+    if stories and stories[0]:
+        sections = _sections(doc)
+        inventory.sections = len(sections)
+        for index, (_, _, at) in enumerate(sections):
+            if index and at is not None and any(6 + 6 * index <= story < 12 + 6 * index for story in stories[0]):
+                inventory.continuous_headers[index] = at  # its own stories are 6 + 6 * index onwards
     data = attempt(stream, ole, "Data")
     counts["images"] = None if stories is None else attempt(_images, doc, data, budget, _hidden_stories(*stories))
 
@@ -208,7 +214,7 @@ def _shown_stories(doc: _Word) -> tuple[set[int], tuple[int, ...], int]:
         section, role = divmod(story - 6, 6)
         if section >= max(1, len(sections)):
             break
-        title, pages = sections[section] if section < len(sections) else (False, True)
+        title, pages, _ = sections[section] if section < len(sections) else (False, True, None)
         if cps[story + 1] > cps[story]:
             current[role] = story if _has_content(doc.text(start + cps[story], start + cps[story + 1])) else None
         if pages and (role not in (0, 2) or facing) and (role not in (4, 5) or title) and current[role]:
@@ -216,29 +222,36 @@ def _shown_stories(doc: _Word) -> tuple[set[int], tuple[int, ...], int]:
     return shown, cps, len(sections)
 
 
-def _sections(doc: _Word) -> list[tuple[bool, bool]]:
-    """(title page, own headers shown) of each section. Word shows a section's headers and footers on the pages
-    that begin in it: a continuous section (one that does not start a page) shows them only when a page begins
-    inside it, at a page break or when it runs long."""
+class _Section(NamedTuple):
+    title: bool  # a title page: its first page has headers of its own
+    shown: bool  # its own headers show on some page
+    continuous_at: int | None  # a continuous section's: where, in the WordDocument stream, its break code is
+
+
+def _sections(doc: _Word) -> list[_Section]:
+    """Each section, from its SEPX. Word shows a section's headers and footers on the pages that begin in it: a
+    continuous section (one that does not start a page) shows them only when a page begins inside it, at a page
+    break or when it runs long."""
     sed_fc, sed_lcb = doc.pair(PAIR_PLCF_SED)
     count = (sed_lcb - 4) // 16 if sed_lcb >= 20 else 0
     bounds = struct.unpack_from(f"<{count + 1}I", doc.table, sed_fc) if count else ()
     sections = []
     for index in range(count):
         sepx = struct.unpack_from("<I", doc.table, sed_fc + 4 * (count + 1) + 12 * index + 2)[0]
-        title, continuous = False, False
+        title, continuous_at = False, None
         if sepx != 0xFFFFFFFF and sepx + 2 <= len(doc.word):
             size = struct.unpack_from("<H", doc.word, sepx)[0]
-            for sprm, operand in _sprms(doc.word[sepx + 2:sepx + 2 + size]):
-                if sprm == SPRM_TITLE_PAGE and operand:
-                    title = bool(operand[0])
-                elif sprm == SPRM_BREAK_CODE and operand:
-                    continuous = operand[0] == BREAK_CONTINUOUS
+            grpprl = doc.word[sepx + 2:sepx + 2 + size]
+            for sprm, start, end in operands(grpprl):
+                if sprm == SPRM_TITLE_PAGE and end > start:
+                    title = bool(grpprl[start])
+                elif sprm == SPRM_BREAK_CODE and end > start:
+                    continuous_at = sepx + 2 + start if grpprl[start] == BREAK_CONTINUOUS else None
         shown = True
-        if continuous and index:
+        if continuous_at is not None and index:
             text = doc.text(bounds[index], bounds[index + 1] - 1)  # the last character is the section mark
             shown = "\x0c" in visible(text) or len(text) >= PAGE_OF_TEXT
-        sections.append((title, shown))
+        sections.append(_Section(title, shown, continuous_at))
     return sections
 
 

@@ -19,6 +19,12 @@ LSTF_SIZE, LVLF_SIZE, LSTF_FLAGS, SIMPLE_LIST = 28, 28, 26, 0x01
 
 def sprms(grpprl: bytes) -> Iterator[tuple[int, bytes]]:
     """(sprm, operand) of a grpprl (Word 97 two-byte sprms)."""
+    for sprm, start, end in operands(grpprl):
+        yield sprm, grpprl[start:end]
+
+
+def operands(grpprl: bytes) -> Iterator[tuple[int, int, int]]:
+    """(sprm, where its operand starts, where it ends) of a grpprl: offsets into ``grpprl``."""
     pos, end = 0, len(grpprl)
     while pos + 2 <= end:
         sprm = struct.unpack_from("<H", grpprl, pos)[0]
@@ -31,7 +37,7 @@ def sprms(grpprl: bytes) -> Iterator[tuple[int, bytes]]:
                 size = grpprl[pos] + 1
             else:
                 return
-        yield sprm, grpprl[pos:pos + size]
+        yield sprm, pos, min(pos + size, end)
         pos += size
 
 
