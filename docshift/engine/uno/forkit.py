@@ -1,24 +1,23 @@
 """The warm LibreOffice that forks a child for every file; run in the sandbox under LibreOffice's Python.
 
 Collabora Online's forkit, taken one step further: ``lok_preinit`` loads LibreOffice's libraries, registry, fonts
-and filters into this process, ``libreofficekit_hook_2`` starts LibreOfficeKit here too, and the self-test then
-makes, loads and exports a file of each type, so that what LibreOffice builds on its first document of a kind (its
-filters' tables, type detection, font metrics) is built once, here, from files of its own making. Every customer's
-file is then converted by a child forked from this warm process: it drives LibreOffice through pyuno in its own
-process (``bridge.py``: no pipe, no URP), answers, and exits with its file. On 48 small corpus files a child forked
-cold (LibreOfficeKit started in the child) spent 170 ms of CPU per file; one forked warm spends about 100, as a
-warm LibreOffice converting them one after the other does (85-95). No LibreOffice process ever sees a second
-customer's file: what one document did to LibreOffice's state dies with its child, and what a child inherits is
-this process's state after its own self-test files.
+and filters into this process, ``libreofficekit_hook_2`` starts LibreOfficeKit, and the self-test makes, loads and
+exports a file of each type, so that what LibreOffice builds on its first document of a kind (filters' tables,
+type detection, font metrics) is built once, here. Each customer's file is converted by a child forked from this
+warm process, through pyuno in its own process (``bridge.py``: no pipe, no URP), which exits with its file: 100
+ms of CPU per small corpus file (170 forked cold), as a warm LibreOffice converting one file after another spends.
+No LibreOffice process sees a second customer's file: what one document did to LibreOffice's state dies with its
+child. LibreOfficeKit, once started, is switched off (``SET_ACTIVE``): active, it makes imports leave out what
+Collabora Online cannot show, as slide transitions its slideshow does not play (random, cover: three corpus decks
+lost them on 93 slides), which a plain soffice keeps.
 
-A fork copies the forking thread only, and this process has three: the one running this file, LibreOfficeKit's
-main loop (``lo_startmain``) and the configuration writer (idle: nothing changes the configuration). Forked from
-this file's thread, a child has no main loop: the first import that yields to it (a workbook's sheets, read on
-threads) waits for ever, on a condition variable whose state names a waiter that is not in the child. So children
-are forked by the main loop itself, in a callback it runs (``com.sun.star.awt.AsyncCallback``): it lets go of
-LibreOffice's lock (the SolarMutex), forks, and each side takes the lock back. The child is then LibreOffice's main
-thread, holding its lock, with the main loop's state as it is between two events. Forked so, the 253 corpus files
-converted as they did in cold children, none waiting.
+A fork copies the forking thread only, and this process has three: this file's, LibreOfficeKit's main loop
+(``lo_startmain``) and the configuration writer (idle). Forked from this file's thread, a child has no main loop:
+the first import that yields to it (a workbook's sheets, read on threads) waits for ever, on a condition variable
+whose state names a waiter that is not in the child. So the main loop forks children itself, in a callback it runs
+(``com.sun.star.awt.AsyncCallback``): it lets go of LibreOffice's lock (the SolarMutex), forks, and each side takes
+the lock back. The child is then LibreOffice's main thread, holding its lock, with the main loop's state as it is
+between two events. Forked so, the 253 corpus files converted as they did in cold children, none waiting.
 
 The worker (``docshift/engine/forkit.py``) talks to this process over one ``AF_UNIX`` ``SOCK_SEQPACKET`` socket,
 inherited as the descriptor named on the command line. It first says ``{"ready": true, "pid": ...}`` there. Each
@@ -60,6 +59,7 @@ PR_SET_NAME = 15
 MAX_REQUEST = 1 << 16
 LOCK_SECONDS = 5  # for a child to take LibreOffice's lock
 FORK_SECONDS = 10  # for LibreOffice's main loop to run a fork
+SET_ACTIVE = "_ZN10comphelper14LibreOfficeKit9setActiveEb"  # comphelper::LibreOfficeKit::setActive(bool)
 
 
 def main():
@@ -85,6 +85,7 @@ def main():
             not office.libreofficekit_hook_2(PROGRAM.encode(), profile.encode()):
         control.send(json.dumps({"ready": False, "detail": "LibreOfficeKit did not start"}).encode())
         return 1
+    getattr(office, SET_ACTIVE)(ctypes.c_bool(False))
     own_fonts(profile)
     sys.path.append(PROGRAM)
     os.environ["URE_BOOTSTRAP"] = f"vnd.sun.star.pathname:{PROGRAM}/fundamentalrc"
@@ -380,8 +381,7 @@ def child(bridge, sock, scratch, office_tmp):
 
 
 def leave(office_tmp):
-    """Remove the files of LibreOffice's temp dir that this child still holds open (its document's, never
-    closed: the child exits with it)."""
+    """Remove the files of LibreOffice's temp dir this child still holds open (its document's: it exits with them)."""
     inside = os.path.realpath(office_tmp) + os.sep
     with contextlib.suppress(OSError):
         for fd in os.listdir("/proc/self/fd"):
