@@ -12,6 +12,9 @@ Where both converted, the two packages are compared:
   Office object it converted) or an OLE storage (docshift's: the legacy file's own). A hyperlink to a file outside
   the package is left out: LibreOffice links a sound there that docshift puts into the package.
 - the parts themselves, by kind (slides, sheets, charts, drawings, headers, embedded objects, ...): as many?
+- the elements of the XML parts, by part kind and element name (paragraphs and runs, cells and formulas, shapes,
+  merged ranges, validations, transitions, ...): as many? docshift's may hold fewer of a few only where a mend put
+  something in their place, which ``REPLACED`` names.
 
 It prints each file where docshift's result holds less than the plain one, and each that only the plain soffice
 converted with docshift's error code, then the totals. Outcomes where one side did not convert are counted, not
@@ -24,6 +27,7 @@ import argparse
 import hashlib
 import re
 import tempfile
+import xml.etree.ElementTree as ElementTree
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -63,6 +67,21 @@ def holds(path):
     return media, relations, parts
 
 
+def elements(path):
+    """Counter of (part kind, element name) over the XML parts of a package."""
+    found = Counter()
+    with zipfile.ZipFile(path) as package:
+        for name in package.namelist():
+            if not name.endswith(".xml") or EMBEDDED.match(name):
+                continue
+            kind = NUMBERED.sub("", name)
+            with package.open(name) as part:
+                for _, element in ElementTree.iterparse(part):
+                    found[kind, element.tag.rsplit("}", 1)[-1]] += 1
+                    element.clear()
+    return found
+
+
 def lacks(plain, ours):
     """What docshift's package ``ours`` holds less of than the plain ``plain``, in words ([] when nothing)."""
     (plain_media, plain_rels, plain_parts), (our_media, our_rels, our_parts) = holds(plain), holds(ours)
@@ -74,6 +93,9 @@ def lacks(plain, ours):
               if our_rels[kind] < count]
     found += [f"{part}: {count - our_parts[part]} of {count} parts" for part, count in sorted(plain_parts.items())
               if our_parts[part] < count]
+    plain_elements, our_elements = elements(plain), elements(ours)
+    found += [f"{part} <{tag}>: {count - our_elements[part, tag]} of {count} elements"
+              for (part, tag), count in sorted(plain_elements.items()) if our_elements[part, tag] < count]
     return found
 
 
