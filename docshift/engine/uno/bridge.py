@@ -6,7 +6,8 @@ answers its one request with JSON lines on stdout (the job's socket):
 
     {"name": the source's file name, "filter": export filter name, "parts": true | false | "ask",
      "password": the Password load property of a protected source (optional), "crashed": true on the retry of a
-     file whose child crashed (its presentation's masters then get themes of their own: ``masters.py``)}
+     file whose child crashed (it is then loaded with no view, and a presentation's masters get themes of their own:
+     ``masters.py``)}
     -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...,
                                         "full": whether the scratch space was full as the store failed}
 
@@ -89,7 +90,7 @@ class LibreOffice:
     """The desktop plus LibreOffice's type and filter registries, with the families cached."""
 
     def __init__(self, context):
-        manager = context.ServiceManager
+        self.manager = manager = context.ServiceManager
         self.desktop = manager.createInstanceWithContext("com.sun.star.frame.Desktop", context)
         self.types = manager.createInstanceWithContext("com.sun.star.document.TypeDetection", context)
         self.filters = manager.createInstanceWithContext("com.sun.star.document.FilterFactory", context)
@@ -142,23 +143,28 @@ class LibreOffice:
             self.media_types[type_name] = as_dict(self.types.getByName(type_name)).get("MediaType", "") if known else ""
         return self.media_types[type_name]
 
-    def load(self, path, import_filter="", password=None):
+    def load(self, path, import_filter="", password=None, viewed=True):
         """Load ``path``; with the ``import_filter`` deep detection chose, loading does not detect it again. A
         protected file opens with its ``password`` (the MediaDescriptor's Password): without an interaction
-        handler, a wrong one loads nothing."""
+        handler, a wrong one loads nothing. Not ``viewed``, it is its filter's DocumentService alone, loaded with no
+        frame or view (``XLoadable``), so no layout is computed: Writer's crashed on some (a section's footnotes)."""
         url = uno.systemPathToFileUrl(os.path.abspath(path))
         chosen = {"FilterName": import_filter} if import_filter else {}
         if password:
             chosen["Password"] = password
-        return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD, **chosen))
+        service = as_dict(self.filters.getByName(import_filter)).get("DocumentService") if import_filter else None
+        if viewed or not service:
+            return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD, **chosen))
+        document = self.manager.createInstance(service)
+        document.load(props(URL=url, **LOAD, **chosen))
+        return document
 
 
 def facts(document, walk=True):
-    """What a loaded document holds, for the worker's no-silent-loss checks. ``parts`` counts the embedded
-    objects and charts LibreOffice loaded (``None`` when it cannot tell), so that an export that drops them
-    shows even where the legacy file's own count cannot be read; they are counted only when ``walk`` (the worker
-    asks where it could not count them itself): that walks the sheets' or slides' shapes, two calls over the
-    bridge each."""
+    """What a loaded document holds, for the worker's no-silent-loss checks. ``parts`` counts the embedded objects
+    and charts LibreOffice loaded (``None`` when it cannot tell), so that an export that drops them shows even where
+    the legacy file's own count cannot be read; only when ``walk`` (the worker asks where it could not count them
+    itself): that walks the sheets' or slides' shapes, two calls over the bridge each."""
     found, parts = {}, None
     if document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
         sheets = document.getSheets()
@@ -215,9 +221,8 @@ def text_parts(document):
 
 def ole_shapes(pages, counts):
     """How many shapes of ``pages`` (inside groups too) ``counts(shape, type)``; None past ``SHAPE_LIMIT`` shapes:
-    each costs two calls over the bridge (a 28 s presentation spent 2.8 s walking all of its own). The pages'
-    own shapes are counted first: past the limit there, no shape is walked (two old PowerPoint decks of the corpus
-    spent 0.3 s each walking 200 shapes only to give up)."""
+    each costs two calls (a 28 s presentation spent 2.8 s walking all of its own). The pages' own shapes are counted
+    first: past the limit there, none is walked (two corpus decks spent 0.3 s each walking 200 only to give up)."""
     sizes = [page.getCount() for page in pages]
     if sum(sizes) > SHAPE_LIMIT:
         return None
@@ -244,15 +249,13 @@ def object_storages(document):
 
 
 def close(document):
-    try:
+    with contextlib.suppress(Exception):
         document.close(True)
-    except Exception:
-        pass
 
 
 def answers(desktop, error=None):
-    """False once LibreOffice is gone (crashed, killed) or hurt: a RuntimeException such as
-    std::bad_alloc leaves a process that fails whatever it is given next."""
+    """False once LibreOffice is gone (crashed, killed) or hurt: a RuntimeException such as std::bad_alloc leaves a
+    process that fails whatever it is given next."""
     if error is not None and ("RuntimeException" in type(error).__name__ or "bad_alloc" in str(error)):
         return False
     try:
@@ -307,8 +310,7 @@ def _convert(office, source, stored, result_fd, request):
     def took(name):
         nonlocal began
         now = time.monotonic()
-        seconds[name] = round(now - began, 4)
-        began = now
+        seconds[name], began = round(now - began, 4), now
 
     step = "detecting the type"
     detected, aborted, import_filter = office.detect(source)
@@ -320,7 +322,7 @@ def _convert(office, source, stored, result_fd, request):
         return {"ok": True, "facts": dict(report, outcome="refused")}
     step = "loading the source"
     try:
-        document = office.load(source, import_filter, request.get("password"))
+        document = office.load(source, import_filter, request.get("password"), viewed=not request.get("crashed"))
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise
@@ -351,14 +353,13 @@ def _convert(office, source, stored, result_fd, request):
         storing = step == "storing the result"  # else the source's facts could not be read
         return {"ok": False, "error": "store_failed" if storing else "load_failed",
                 "detail": f"{type(error).__name__}: {error}", "full": storing and scratch_full()}
-    report["outcome"] = "converted"
-    report["pid"] = os.getpid()  # the process that converted it (in the sandbox's PID namespace): its own
+    # the process that converted it (its own, in the sandbox's PID namespace), and whether it made a view of it
+    report.update(outcome="converted", pid=os.getpid(), viewed=document.getCurrentController() is not None)
     return {"ok": True, "facts": report}
 
 
 def scratch_full(where="."):
-    """Whether the scratch space this child writes in (the sandbox's in-memory file system, its cwd) is all but
-    full, as when a store failed for want of room: LibreOffice's temp files are still there."""
+    """Whether this child's scratch space (its cwd, in memory) is all but full, as after a store that lacked room."""
     try:
         room = os.statvfs(where)
     except OSError:
