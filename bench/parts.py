@@ -13,8 +13,8 @@ Where both converted, the two packages are compared:
   the package is left out: LibreOffice links a sound there that docshift puts into the package.
 - the parts themselves, by kind (slides, sheets, charts, drawings, headers, embedded objects, ...): as many?
 - the elements of the XML parts, by part kind and element name (paragraphs and runs, cells and formulas, shapes,
-  merged ranges, validations, transitions, ...): as many? docshift's may hold fewer of a few only where a mend put
-  something in their place, which ``REPLACED`` names.
+  merged ranges, validations, transitions, ...): as many? A text's pictures and objects count as one kind
+  (``elements``).
 
 It prints each file where docshift's result holds less than the plain one, and each that only the plain soffice
 converted with docshift's error code, then the totals. Outcomes where one side did not convert are counted, not
@@ -44,6 +44,8 @@ EMBEDDED = re.compile(r"(word|xl|ppt)/embeddings/")
 # an embedded object, whichever way it is stored: LibreOffice writes an Office object it converted as an OOXML
 # package, docshift puts the legacy file's own OLE storage back in its place
 OBJECT_TYPES = {"package": "object", "oleObject": "object"}
+WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+PICTURE_OR_OBJECT = {WORD + "drawing", WORD + "object"}
 TIMEOUT = 60
 
 
@@ -68,17 +70,26 @@ def holds(path):
 
 
 def elements(path):
-    """Counter of (part kind, element name) over the XML parts of a package."""
+    """Counter of (part kind, element name) over the XML parts of a package. A text's picture (``w:drawing``) and
+    object (``w:object``) count as one kind, and what is inside them not at all: docshift makes an object of a
+    picture that stands where the legacy file has an object (``word_objects.py``)."""
     found = Counter()
     with zipfile.ZipFile(path) as package:
         for name in package.namelist():
             if not name.endswith(".xml") or EMBEDDED.match(name):
                 continue
-            kind = NUMBERED.sub("", name)
+            kind, inside = NUMBERED.sub("", name), 0
             with package.open(name) as part:
-                for _, element in ElementTree.iterparse(part):
-                    found[kind, element.tag.rsplit("}", 1)[-1]] += 1
-                    element.clear()
+                for event, element in ElementTree.iterparse(part, ("start", "end")):
+                    tag = element.tag.rsplit("}", 1)[-1]
+                    shown = element.tag in PICTURE_OR_OBJECT
+                    if event == "start":
+                        if not inside:
+                            found[kind, "picture or object" if shown else tag] += 1
+                        inside += shown or bool(inside)
+                    else:
+                        inside -= shown or bool(inside)
+                        element.clear()
     return found
 
 
