@@ -46,6 +46,7 @@ EMBEDDED = re.compile(r"(word|xl|ppt)/embeddings/")
 OBJECT_TYPES = {"package": "object", "oleObject": "object"}
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 PICTURE_OR_OBJECT = {WORD + "drawing", WORD + "object"}
+NOT_XML = "not well-formed"
 TIMEOUT = 60
 
 
@@ -79,17 +80,20 @@ def elements(path):
             if not name.endswith(".xml") or EMBEDDED.match(name):
                 continue
             kind, inside = NUMBERED.sub("", name), 0
-            with package.open(name) as part:
-                for event, element in ElementTree.iterparse(part, ("start", "end")):
-                    tag = element.tag.rsplit("}", 1)[-1]
-                    shown = element.tag in PICTURE_OR_OBJECT
-                    if event == "start":
-                        if not inside:
-                            found[kind, "picture or object" if shown else tag] += 1
-                        inside += shown or bool(inside)
-                    else:
-                        inside -= shown or bool(inside)
-                        element.clear()
+            try:
+                with package.open(name) as part:
+                    for event, element in ElementTree.iterparse(part, ("start", "end")):
+                        tag = element.tag.rsplit("}", 1)[-1]
+                        shown = element.tag in PICTURE_OR_OBJECT
+                        if event == "start":
+                            if not inside:
+                                found[kind, "picture or object" if shown else tag] += 1
+                            inside += shown or bool(inside)
+                        else:
+                            inside -= shown or bool(inside)
+                            element.clear()
+            except ElementTree.ParseError as error:
+                found[kind, f"{NOT_XML} ({name}: {error})"] += 1
     return found
 
 
@@ -105,6 +109,7 @@ def lacks(plain, ours):
     found += [f"{part}: {count - our_parts[part]} of {count} parts" for part, count in sorted(plain_parts.items())
               if our_parts[part] < count]
     plain_elements, our_elements = elements(plain), elements(ours)
+    found += [f"{part}: {tag}" for part, tag in our_elements if tag.startswith(NOT_XML)]
     found += [f"{part} <{tag}>: {count - our_elements[part, tag]} of {count} elements"
               for (part, tag), count in sorted(plain_elements.items()) if our_elements[part, tag] < count]
     return found
