@@ -140,7 +140,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # a mended or salvaged copy gets what is left of twice the timeout (the longest a crash and its retry take: what
     # ``max_run_seconds`` allows), half of it to each of its tries; where it fails, the first outcome stands
     left = (2 * timeout - (time.monotonic() - started)) / 2
-    again = mended.copy(kind, loaded_file, report["outcome"], holdings, Path(workdir)) \
+    again = mended.copy(kind, loaded_file, report["outcome"], holdings, Path(workdir), result) \
         if password is None and left >= 1 else None
     salvaged = None
     if again is not None:

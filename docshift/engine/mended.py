@@ -56,23 +56,24 @@ class Copy:
         return bool(inventory.of_result(result, kind).counts.get("cells" if kind == "xls" else "characters"))
 
 
-def copy(kind: str, loaded: Path, outcome: str, holds: Callable[[], Inventory], workdir: Path) -> Copy | None:
-    """The copy of ``loaded`` that LibreOffice's first ``outcome`` on it calls for, or None. ``holds()`` is what
-    the legacy file holds (asked only of a file that converted)."""
+def copy(kind: str, loaded: Path, outcome: str, holds: Callable[[], Inventory], workdir: Path,
+         result: Path | None = None) -> Copy | None:
+    """The copy of ``loaded`` that LibreOffice's first ``outcome`` on it, and its first ``result``, call for, or
+    None. ``holds()`` is what the legacy file holds (asked only of a file that converted)."""
     if outcome == "converted":
-        return _mended(kind, loaded, holds(), workdir)
+        return _mended(kind, loaded, holds(), workdir, result)
     if outcome in ("refused", "not_loaded"):
         return _salvaged(kind, loaded, workdir)
     return None
 
 
-def _mended(kind: str, loaded: Path, holds: Inventory, workdir: Path) -> Copy | None:
+def _mended(kind: str, loaded: Path, holds: Inventory, workdir: Path, result: Path | None) -> Copy | None:
     finish = None
     if kind == "ppt" and holds.broken_chain:
         name, streams = "relinked.ppt", ppt_edits.relinked(loaded)
     elif kind == "xls" and holds.unsized_notes:
         name, streams = "sized.xls", xls_notes.sized(loaded, holds.unsized_notes)
-    elif kind == "doc" and holds.continuous_headers:
+    elif kind == "doc" and holds.continuous_headers and _headers_lost(holds, result):
         name, streams = "paged.doc", doc_sections.paged(loaded, holds.continuous_headers)
         finish = partial(doc_sections.restore, sections=holds.sections, breaks=set(holds.continuous_headers))
     else:
@@ -85,6 +86,13 @@ def _mended(kind: str, loaded: Path, holds: Inventory, workdir: Path) -> Copy | 
         for stream, data in streams.items():
             ole.write_stream(stream, data)
     return Copy(target, finish=finish)
+
+
+def _headers_lost(holds: Inventory, result: Path | None) -> bool:
+    """Whether LibreOffice's first result of a .doc has fewer headers and footers than the .doc shows on its pages:
+    where it kept them all, no copy of the file is converted again."""
+    found = None if result is None else inventory.of_result(result, "doc").counts.get("headers_footers")
+    return found is None or found < (holds.counts.get("headers_footers") or 0)
 
 
 def _salvaged(kind: str, loaded: Path, workdir: Path) -> Copy | None:

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, doc_sections, inventory, xls_notes
+from docshift.engine import convert, doc_sections, inventory, mended, xls_notes
 from docshift.engine.inventory import doc as word
 
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -197,3 +197,15 @@ def test_where_the_copy_cannot_be_restored_the_first_result_stands(office, conti
     assert converted.fidelity["counts"]["headers_footers"] == {"source": 2, "result": 0}
     assert converted.fidelity["complete"] is False
     assert converted.path.parent.parent.name == "load-1"
+
+
+def test_no_paged_copy_is_converted_where_the_first_result_kept_the_headers(office, continuous, tmp_path):
+    """The paged copy costs a second conversion: it is made only where LibreOffice's first result lacks headers or
+    footers the .doc shows (here the plain soffice's result lacks both; the mended result has them)."""
+    source = inventory.of_source(continuous, "doc")
+    lacking = soffice(continuous, "docx", tmp_path / "plain")
+    (tmp_path / "a").mkdir()
+    assert mended.copy("doc", continuous, "converted", lambda: source, tmp_path / "a", lacking) is not None
+    whole = convert.convert(office, continuous, "doc", tmp_path / "work", 60).path
+    (tmp_path / "b").mkdir()
+    assert mended.copy("doc", continuous, "converted", lambda: source, tmp_path / "b", whole) is None
