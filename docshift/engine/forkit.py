@@ -276,7 +276,7 @@ class Forkit:
         LibreOffice has loaded the file: the worker decides from what it reads of the source meanwhile.
         ``password``: the Password load property of a protected source. ``sent()`` is called once the child has
         the file. ``crashed``: a child crashed on this file before, and this one works around what is known to
-        crash LibreOffice: it loads the file with no view, so no layout (``uno/bridge.py``), and gives each master of
+        crash LibreOffice: it loads a text with no view, so no layout (``uno/bridge.py``), and gives each master of
         a presentation a theme of its own (``uno/masters.py``)."""
         if not self.running:
             self.start()

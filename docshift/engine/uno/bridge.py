@@ -6,8 +6,7 @@ answers its one request with JSON lines on stdout (the job's socket):
 
     {"name": the source's file name, "filter": export filter name, "parts": true | false | "ask",
      "password": the Password load property of a protected source (optional), "crashed": true on the retry of a
-     file whose child crashed (it is then loaded with no view, and a presentation's masters get themes of their own:
-     ``masters.py``)}
+     file whose child crashed (a text is loaded with no view, a presentation's masters get themes: ``masters.py``)}
     -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...,
                                         "full": whether the scratch space was full as the store failed}
 
@@ -146,14 +145,15 @@ class LibreOffice:
     def load(self, path, import_filter="", password=None, viewed=True):
         """Load ``path``; with the ``import_filter`` deep detection chose, loading does not detect it again. A
         protected file opens with its ``password`` (the MediaDescriptor's Password): without an interaction
-        handler, a wrong one loads nothing. Not ``viewed``, it is its filter's DocumentService alone, loaded with no
-        frame or view (``XLoadable``), so no layout is computed: Writer's crashed on some (a section's footnotes)."""
+        handler, a wrong one loads nothing. A text not ``viewed`` is its filter's DocumentService alone, loaded with no
+        frame or view (``XLoadable``), so no layout is computed (Writer's crashed on some files: a section's footnotes);
+        its export then leaves out the text's pictures and objects, which the report names."""
         url = uno.systemPathToFileUrl(os.path.abspath(path))
         chosen = {"FilterName": import_filter} if import_filter else {}
         if password:
             chosen["Password"] = password
         service = as_dict(self.filters.getByName(import_filter)).get("DocumentService") if import_filter else None
-        if viewed or not service:
+        if viewed or FAMILIES.get(service) != "writer":
             return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD, **chosen))
         document = self.manager.createInstance(service)
         document.load(props(URL=url, **LOAD, **chosen))
