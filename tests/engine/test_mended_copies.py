@@ -144,7 +144,8 @@ def continuous(tmp_path_factory):
         fib = word._fib(bytes(data), lambda name: table)
         at, count = fib.pair(word.PAIR_PLCF_SED)[0], 2
         sepx = struct.unpack_from("<I", table, at + 4 * (count + 1) + 12 + 2)[0]
-        grpprl = sepx + 2 + data[sepx + 2:sepx + 2 + data[sepx]].index(b"\x0e\x30\x00")
+        size = struct.unpack_from("<H", data, sepx)[0]
+        grpprl = sepx + 2 + data[sepx + 2:sepx + 2 + size].index(b"\x0e\x30\x00")
         data[grpprl:grpprl + 3] = struct.pack("<HB", word.SPRM_BREAK_CODE, word.BREAK_CONTINUOUS)
         ole.write_stream("WordDocument", bytes(data))
     return path
