@@ -73,8 +73,9 @@ class Inventory:
     where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
     broken_chain: bool = False  # .ppt: its chain of edits (UserEditAtoms) does not reach the first save
     unsized_notes: list[bytes] = field(default_factory=list)  # .xls: the cell anchors of notes whose box has no height
-    # .doc: its sections, and {section: where its break code is in the WordDocument stream} of the continuous ones
-    # (after the first) whose own headers or footers a page shows, which LibreOffice's import drops
+    # .doc whose pages show a header or footer: its sections, and {section: where its break code is in the
+    # WordDocument stream} of the continuous ones (after the first) whose own headers or footers a page shows, which
+    # LibreOffice's import drops
     sections: int = 0
     continuous_headers: dict[int, int] = field(default_factory=dict)
 

@@ -152,10 +152,10 @@ class LibreOffice:
         chosen = {"FilterName": import_filter} if import_filter else {}
         if password:
             chosen["Password"] = password
-        service = as_dict(self.filters.getByName(import_filter)).get("DocumentService") if import_filter else None
-        if viewed or FAMILIES.get(service) != "writer":
+        found = {} if viewed or not import_filter else as_dict(self.filters.getByName(import_filter))
+        if FAMILIES.get(found.get("DocumentService")) != "writer":
             return self.desktop.loadComponentFromURL(url, "_blank", 0, props(**LOAD, **chosen))
-        document = self.manager.createInstance(service)
+        document = self.manager.createInstance(found["DocumentService"])
         document.load(props(URL=url, **LOAD, **chosen))
         return document
 
