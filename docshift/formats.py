@@ -122,6 +122,7 @@ DETECTED_FORMATS = {
     "calc_HTML": "html",
     "writer_web_HTML": "html",
     "XHTML_File": "html",
+    "web_archive": "mht",  # not LibreOffice's: a Word or Excel MHT page, unpacked for it (engine/uno/webarchive.py)
     "writer_WordPerfect_Document": "wordperfect",
     "writer_MS_Works_Document": "works",
     "writer_Mac_Works": "works",

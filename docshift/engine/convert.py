@@ -168,6 +168,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = holdings()
+    if "archive" in report:  # a web archive (MHT): what its pages show, as the child that unpacked it read them
+        holds = inventory.of_web_archive(kind, report["archive"])
     check_export(result, kind, project)
     # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
     # object whose server it does not know (a packaged file) on a slide or in a text as its picture only; a

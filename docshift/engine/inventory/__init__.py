@@ -61,6 +61,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
@@ -107,6 +108,20 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
                   lambda vba: vba.has_project(path, kind) if carries_macros is None else carries_macros)
     if inventory.macros or carries_macros:
         inventory.project = vbaproject.of_source(path, kind)
+    return inventory
+
+
+def of_web_archive(kind: str, found: Any) -> Inventory:
+    """The :class:`Inventory` of a web archive (MHT) that Word or Excel saved as ``kind``, from what the child that
+    unpacked it read of it (``engine/uno/webarchive.py``): the pictures its pages show and a workbook's sheet names.
+    Whatever is not such a count stays unknown."""
+    inventory = unknown(kind)
+    found = found if isinstance(found, dict) else {}
+    pictures, sheets = found.get("pictures"), found.get("sheets")
+    if isinstance(pictures, int) and not isinstance(pictures, bool) and pictures >= 0:
+        inventory.counts["images"] = pictures
+    if kind == "xls" and isinstance(sheets, list) and sheets and all(isinstance(name, str) for name in sheets):
+        inventory.sheets, inventory.counts["sheets"] = sheets, len(sheets)
     return inventory
 
 

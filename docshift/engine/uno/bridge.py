@@ -13,19 +13,18 @@ answers its one request with JSON lines on stdout (the job's socket):
 With ``"parts": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the child waits for
 ``{"parts": true | false}`` (whether to count the loaded parts, ``facts``) before it goes on.
 
-LibreOffice decides what the file is: its deep type detection names the type
-and, through the type's import filter, the document family. The report says:
+LibreOffice decides what the file is: its deep type detection names the type and, through the type's import filter,
+the document family (an MHT page is unpacked first: ``webarchive.py``). The report says:
 
-    {"type": LibreOffice's type name ("" when detection aborted), "media_type": the type's,
+    {"type": LibreOffice's type name ("" when detection aborted, "web_archive" for MHT), "media_type": the type's,
      "family": "writer" | "calc" | "impress" | "draw" | "other",
      "outcome": "converted" | "refused" | "not_loaded",
      "loaded": facts of the source (the worker reads the OOXML's own from its XML: ``ooxml.py``)}
 
-``refused``: plain text, or a family other than the one the export filter writes; such a file is never loaded
-(random bytes loaded as text can kill soffice). ``not_loaded``: detection aborted (an encrypted OOXML package) or the
-import filter gave nothing back (password-protected or damaged). Facts are what the output checks compare: every
-sheet name (chart sheets are sheets here), the slide count, the body text's characters without whitespace, counted
-per character.
+``refused``: plain text, or a family other than the one the export filter writes; such a file is never loaded (random
+bytes loaded as text can kill soffice). ``not_loaded``: detection aborted (an encrypted OOXML package) or the import
+filter gave nothing back (password-protected or damaged). Facts are what the output checks compare: every sheet name
+(chart sheets are sheets here), the slide count, the body text's characters without whitespace, counted per character.
 
 ``self_test`` runs ``selftest.py`` in the parent, on the kinds the worker sends (``formats.self_test_kinds``), and
 converts each file it made as above: what the children inherit warm.
@@ -35,15 +34,16 @@ import contextlib
 import functools
 import json
 import os
-import re
 import shutil
 import sys
 import time
 from collections import Counter
 
+import counts
 import masters
 import selftest
 import uno
+import webarchive
 from com.sun.star.beans import PropertyValue
 
 # UpdateDocMode NO_UPDATE: linked content (images, OLE links, external data) is never refreshed;
@@ -62,12 +62,6 @@ PLAIN_TEXT = "generic_Text"
 # may have removed the temp file it was writing)
 FULL_BELOW, FULL_UNDER = 0.02, 8 << 20
 IMPORT = 0x1  # a filter's Flags bit: it can import
-OLE_SHAPE = "com.sun.star.drawing.OLE2Shape"
-GROUP_SHAPE = "com.sun.star.drawing.GroupShape"
-CHART_CLSID = "12dcae26-281f-416f-a234-c3086127382e"  # LibreOffice's chart object
-# past this many shapes, the embedded objects are counted from the document's storage names instead
-SHAPE_LIMIT = 200
-OBJECT_STORAGE = re.compile(r"Object [0-9]+")  # an embedded object's storage in a loaded document
 
 step = "starting"  # what the bridge was doing, for the detail of a crash
 
@@ -169,83 +163,22 @@ def facts(document, walk=True):
     if document.supportsService("com.sun.star.sheet.SpreadsheetDocument"):
         sheets = document.getSheets()
         found = {"sheets": list(sheets.getElementNames())}
-        parts = functools.partial(sheet_parts, document, sheets)
+        parts = functools.partial(counts.sheet_parts, document, sheets)
     elif document.supportsService("com.sun.star.presentation.PresentationDocument"):
         pages = document.getDrawPages()
         found = {"slides": pages.getCount()}
-        parts = functools.partial(slide_parts, document, pages)
+        parts = functools.partial(counts.slide_parts, document, pages)
     elif document.supportsService("com.sun.star.text.TextDocument") or \
             document.supportsService("com.sun.star.text.WebDocument"):
         # whitespace is layout, not content: the OOXML export turns some of it into indents
-        found = {"text": Counter("".join(document.getText().getString().split())) - note_marks(document)}
-        parts = functools.partial(text_parts, document)
+        found = {"text": Counter("".join(document.getText().getString().split())) - counts.note_marks(document)}
+        parts = functools.partial(counts.text_parts, document)
     if walk and parts is not None:
         try:
             found["parts"] = parts()
         except Exception:  # the document does not say: None, a count is never made up
             found["parts"] = None
     return found
-
-
-def note_marks(document):
-    """The marks of the footnotes and endnotes in the body text, which a .docx writes as elements when numbered (40
-    notes' numbers were 71 of a text's 1,461 characters that the check found missing, and it refused the file)."""
-    groups = (document.getFootnotes(), document.getEndnotes()) if hasattr(document, "getEndnotes") else ()
-    return Counter("".join("".join(group.getByIndex(index).getAnchor().getString().split())
-                           for group in groups for index in range(group.getCount())))
-
-
-def sheet_parts(document, sheets):
-    charts = sum(sheets.getByIndex(index).getCharts().getCount() for index in range(sheets.getCount()))
-    pages = [sheets.getByIndex(index).getDrawPage() for index in range(sheets.getCount())]
-    # a chart is an OLE shape too: the other OLE shapes are the embedded objects
-    objects = ole_shapes(pages, lambda shape, kind: kind == OLE_SHAPE and shape.CLSID.lower() != CHART_CLSID)
-    return {"charts": charts,
-            "embedded_objects": objects if objects is not None else max(0, object_storages(document) - charts)}
-
-
-def slide_parts(document, slides):
-    """OLE shapes (charts and formulas included, as in a .ppt) on the slides and masters, empty placeholders
-    left out."""
-    pages = [pages.getByIndex(index) for pages in (slides, document.getMasterPages())
-             for index in range(pages.getCount())]
-    found = ole_shapes(pages, lambda shape, kind: kind in (OLE_SHAPE, "com.sun.star.presentation.ChartShape") or
-                       (kind == "com.sun.star.presentation.OLE2Shape" and not shape.IsEmptyPresentationObject))
-    return {"embedded_objects": found if found is not None else object_storages(document)}
-
-
-def text_parts(document):
-    """Charts and formulas are embedded objects of a text document, as in a .doc's ObjectPool."""
-    return {"embedded_objects": document.getEmbeddedObjects().getCount()}
-
-
-def ole_shapes(pages, counts):
-    """How many shapes of ``pages`` (inside groups too) ``counts(shape, type)``; None past ``SHAPE_LIMIT`` shapes:
-    each costs two calls (a 28 s presentation spent 2.8 s walking all of its own). The pages' own shapes are counted
-    first: past the limit there, none is walked (two corpus decks spent 0.3 s each walking 200 only to give up)."""
-    sizes = [page.getCount() for page in pages]
-    if sum(sizes) > SHAPE_LIMIT:
-        return None
-    found, budget, pending = 0, SHAPE_LIMIT, list(zip(pages, sizes))
-    while pending:
-        group, size = pending.pop()
-        for index in range(size):
-            budget -= 1
-            if budget < 0:
-                return None
-            shape = group.getByIndex(index)
-            kind = shape.getShapeType()
-            if kind == GROUP_SHAPE:
-                pending.append((shape, shape.getCount()))
-            elif counts(shape, kind):
-                found += 1
-    return found
-
-
-def object_storages(document):
-    """The embedded objects of the document as its storage names them, in one call: a floor (an object that
-    LibreOffice loads only when it is first used has no storage yet), for documents with too many shapes."""
-    return sum(1 for name in document.getDocumentSubStoragesNames() if OBJECT_STORAGE.fullmatch(name))
 
 
 def close(document):
@@ -292,17 +225,20 @@ def convert(request, source_fd, result_fd):
                 shutil.copyfileobj(given, copy, 1 << 20)
         except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
             return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}", "full": True}
-        return _convert(prepare(), local, stored, result_fd, request)
+        archive = webarchive.unpack(local, os.path.abspath("web-archive"))  # None but for an MHT page
+        return _convert(prepare(), local, stored, result_fd, request, archive)
     finally:
         # the customer's file and its result leave the sandbox before the answer, whatever it says: the worker may
         # hand the next file to another child at once, which runs as the same user and shares the room
         for path in (stored, local):
             with contextlib.suppress(OSError):
                 os.unlink(path)
+        shutil.rmtree("web-archive", ignore_errors=True)
 
 
-def _convert(office, source, stored, result_fd, request):
-    """The answer to ``request``. The document it loaded is left open: the child exits with it."""
+def _convert(office, source, stored, result_fd, request, archive=None):
+    """The answer to ``request``; an MHT ``archive`` is converted from its pages (``webarchive.py``). The document it
+    loaded is left open: the child exits with it."""
     global step
     began = time.monotonic()
     seconds = {}  # of each step, for the log and the benchmarks
@@ -313,7 +249,9 @@ def _convert(office, source, stored, result_fd, request):
         seconds[name], began = round(now - began, 4), now
 
     step = "detecting the type"
-    detected, aborted, import_filter = office.detect(source)
+    detected, aborted, import_filter = office.detect(archive.page if archive else source)
+    if archive:
+        detected.update(type=webarchive.TYPE, archive=archive.facts())
     took("detect")
     report = dict(detected, outcome="not_loaded", loaded=None, seconds=seconds)
     if aborted:
@@ -322,7 +260,10 @@ def _convert(office, source, stored, result_fd, request):
         return {"ok": True, "facts": dict(report, outcome="refused")}
     step = "loading the source"
     try:
-        document = office.load(source, import_filter, request.get("password"), viewed=not request.get("crashed"))
+        document = office.load(archive.page if archive else source, import_filter, request.get("password"),
+                               viewed=not request.get("crashed"))
+        if archive and archive.names and hasattr(document, "getSheets"):  # a workbook of its sheets' pages
+            document = webarchive.gather(office, document, archive, import_filter, props)
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise

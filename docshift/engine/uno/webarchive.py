@@ -1,0 +1,210 @@
+"""A web archive (MHT: MIME ``multipart/related``, RFC 2557) that Word or Excel saved under ``.doc`` or ``.xls``,
+unpacked into pages that LibreOffice imports. Run by the bridge under LibreOffice's Python, inside the sandbox.
+
+Word's and Excel's "Single File Web Page" is a MIME message: the page as one part and each picture, style sheet and,
+for a workbook, each sheet's page as the others, named by their ``Content-Location``. Office opens it under a legacy
+extension; LibreOffice has no import for it and detects it as plain text. Its parts are written into a folder of the
+child's scratch space, where they stood beside the page, so that the page's relative links find its pictures; the
+page is written under the source's own extension, and LibreOffice's detection then takes it as it takes a Word-saved
+HTML file under ``.doc`` or an HTML table under ``.xls``. A workbook whose sheets are pages of their own
+(``x:ExcelWorksheet``'s ``x:WorksheetSource``) is each sheet's page, gathered into one document in the workbook's order
+and named as the workbook names them.
+
+Only parts that stood in the page's own folder or below it are written; a name is kept to safe characters, so no
+part writes outside the folder. Python's ``email`` reads the message.
+"""
+
+import base64
+import email
+import email.policy
+import os
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+TYPE = "web_archive"  # the report's type: docshift's name, as LibreOffice has none for it
+HEAD = 4096  # bytes read to tell a MIME message
+MAX_PARTS = 2000
+MAX_DEPTH = 4  # folders below the page's a part may stand in
+MIME = re.compile(rb"^\s*(?:[!-9;-~]+:[^\r\n]*\r?\n(?:[ \t][^\r\n]*\r?\n)*)*?mime-version\s*:", re.IGNORECASE)
+RELATED = re.compile(rb"^content-type\s*:\s*multipart/related", re.IGNORECASE | re.MULTILINE)
+COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# an <img> element's start up to its src value, then the value (quoted either way or not)
+IMAGE = re.compile(r"(<img\b[^>]*?\ssrc\s*=\s*)(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
+SHEET = re.compile(r"<x:ExcelWorksheet>(.*?)</x:ExcelWorksheet>", re.IGNORECASE | re.DOTALL)
+NAME = re.compile(r"<x:Name>(.*?)</x:Name>", re.IGNORECASE | re.DOTALL)
+SOURCE = re.compile(r"<x:WorksheetSource\s+HRef\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
+UNSAFE = re.compile(r"[^A-Za-z0-9._ -]")
+ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'"}
+
+
+@dataclass
+class Archive:
+    """What a web archive was unpacked into: the page LibreOffice loads, and for a workbook saved a page a sheet, the
+    pages of its other sheets; ``names``: the workbook's sheet names, in its order ([] when it names none);
+    ``pictures``: how many pictures its pages show (``pictures``), what the result is to hold."""
+    page: str
+    sheets: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    pictures: int = 0
+
+    def facts(self):
+        """What the report tells the worker of the archive itself, read here rather than by LibreOffice."""
+        return {"pictures": self.pictures, "sheets": self.names}
+
+
+@dataclass
+class Message:
+    """A web archive as read: its page (the root part), every part, and the folder the page stood in (a URL)."""
+    root: Any
+    parts: list
+    base: str
+
+    def text(self, part=None):
+        """A part (the page by default) decoded as its charset says."""
+        part = self.root if part is None else part
+        return (part.get_payload(decode=True) or b"").decode(part.get_content_charset() or "latin-1", "replace")
+
+    def find(self, link, page=None):
+        """The part that ``link``, relative to ``page`` (the archive's page by default), names; None when none is."""
+        wanted = urllib.parse.urljoin(_location(page) if page is not None else self.base, link.strip())
+        return next((part for part in self.parts if _location(part) == wanted), None)
+
+
+def read(path):
+    """The :class:`Message` of the web archive at ``path``; None when it is no web archive or its page is no HTML."""
+    with open(path, "rb") as given:
+        head = given.read(HEAD)
+        if not MIME.match(head) or not RELATED.search(head):
+            return None
+        given.seek(0)
+        message = email.message_from_binary_file(given, policy=email.policy.compat32)
+    parts = [part for part in message.walk() if not part.is_multipart()][:MAX_PARTS]
+    root = _root(message, parts)
+    return None if root is None else Message(root, parts, urllib.parse.urljoin(_location(root), "."))
+
+
+def unpack(path, directory):
+    """The :class:`Archive` the web archive at ``path`` was unpacked into under ``directory``; None when ``path`` is
+    no web archive (then nothing is written)."""
+    message = read(path)
+    if message is None:
+        return None
+    os.makedirs(directory, exist_ok=True)
+    written = {}
+    for part in message.parts:
+        relative = _relative(_location(part), message.base) if part is not message.root else None
+        if relative:
+            target = os.path.join(directory, *relative)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as out:
+                out.write(part.get_payload(decode=True) or b"")
+            written["/".join(relative)] = target
+    stem, extension = os.path.splitext(os.path.basename(path))
+    sheets, names = [], []
+    for number, (name, source) in enumerate(sheet_list(message.text()), 1):
+        names.append(name)
+        relative = _relative(urllib.parse.urljoin(message.base, source), message.base) if source else None
+        found = written.get("/".join(relative)) if relative else None
+        if found:  # a copy under the source's extension, beside the sheet's page: its links still hold
+            copy = os.path.join(os.path.dirname(found), f"{stem}-sheet{number}{extension}")
+            with open(found, "rb") as sheet, open(copy, "wb") as out:
+                out.write(sheet.read())
+            sheets.append(copy)
+    if names and len(sheets) != len(names):
+        sheets = []  # a sheet's page is missing: the archive's own page is loaded, as it is
+    main = sheets.pop(0) if sheets else os.path.join(directory, stem + extension)
+    if not os.path.exists(main):
+        with open(main, "wb") as out:
+            out.write(_inlined(message))
+    return Archive(main, sheets, names, len(pictures(message)))
+
+
+def pictures(message):
+    """The picture parts that the pages' ``<img>`` elements show (those of a workbook's sheets' pages too): a
+    picture's VML twin, in a conditional comment, is left out, as LibreOffice's HTML import leaves it."""
+    pages = [message.root] + [message.find(source) for _, source in sheet_list(message.text()) if source]
+    found = set()
+    for page in filter(None, pages):
+        for tag in IMAGE.finditer(COMMENT.sub("", message.text(page))):
+            part = message.find(_unescaped("".join(value or "" for value in tag.groups()[1:])), page)
+            if part is not None and part.get_content_maintype() == "image":
+                found.add(_location(part))
+    return found
+
+
+def gather(office, document, archive, import_filter, props):
+    """The workbook of ``archive``: a new document holding ``document`` (its first sheet's page, loaded) and each of
+    its other sheets' pages, in the workbook's order, named as the workbook names them. A loaded page is read-only
+    and keeps the names Calc gave it; the new document is not. ``office.load`` loads a page with the
+    ``import_filter`` detection chose for the first; ``props`` makes a MediaDescriptor."""
+    book = office.desktop.loadComponentFromURL("private:factory/scalc", "_blank", 0, props(Hidden=True))
+    sheets = book.getSheets()
+    blank = sheets.getElementNames()
+    pages = [document] + [office.load(page, import_filter) for page in archive.sheets]
+    for page in pages:
+        if page is not None and page.getSheets().getCount():
+            sheets.importSheet(page, page.getSheets().getElementNames()[0], sheets.getCount())
+        if page is not None and page is not document:
+            page.close(True)
+    for name in blank:
+        sheets.removeByName(name)
+    if sheets.getCount() == len(archive.names) and len(set(archive.names)) == len(archive.names):
+        for index, name in enumerate(archive.names):
+            if name and not sheets.hasByName(name):
+                sheets.getByIndex(index).setName(name)
+    return book
+
+
+def _inlined(message):
+    """The page's bytes, each ``<img>`` that shows a picture of the archive given it as a ``data:`` URL: LibreOffice's
+    HTML import links a picture it finds as a file, and the result would link to the sandbox's scratch space."""
+    page = (message.root.get_payload(decode=True) or b"").decode("latin-1")  # every byte kept, the links are ASCII
+
+    def inline(tag):
+        part = message.find(_unescaped("".join(value or "" for value in tag.groups()[1:])))
+        if part is None or part.get_content_maintype() != "image":
+            return tag.group(0)
+        data = base64.b64encode(part.get_payload(decode=True) or b"").decode()
+        return f'{tag.group(1)}"data:{part.get_content_type()};base64,{data}"'
+
+    return IMAGE.sub(inline, page).encode("latin-1")
+
+
+def _root(message, parts):
+    """The page: the part the message's ``start`` parameter names (RFC 2557), else its first part; None unless it
+    is HTML."""
+    start = (message.get_param("start") or "").strip("<>")
+    root = next((part for part in parts if start and (part.get("Content-ID") or "").strip("<>") == start), None)
+    root = root or (parts[0] if parts else None)
+    return root if root is not None and root.get_content_type() in ("text/html", "application/xhtml+xml") else None
+
+
+def _location(part):
+    return (part.get("Content-Location") or "").strip()
+
+
+def _relative(location, base):
+    """The folders and file name, made safe, of ``location`` below ``base``; None for one outside it."""
+    if not location or not base or not location.startswith(base):
+        return None
+    names = [urllib.parse.unquote(name) for name in location[len(base):].split("?")[0].split("/")]
+    if not names or len(names) > MAX_DEPTH + 1 or any(name in ("", ".", "..") for name in names):
+        return None
+    return [UNSAFE.sub("_", name)[:100] for name in names]
+
+
+def sheet_list(page):
+    """(name, the page's link to its own page) of each sheet the workbook's XML island lists; the link is "" where
+    the sheet is in the page itself."""
+    found = []
+    for sheet in SHEET.findall(page):
+        name = NAME.search(sheet)
+        source = SOURCE.search(sheet)
+        found.append((_unescaped(name.group(1).strip()) if name else "", source.group(1) if source else ""))
+    return found
+
+
+def _unescaped(text):
+    return re.sub(r"&(?:amp|lt|gt|quot|apos);", lambda entity: ENTITIES[entity.group()], text)
