@@ -166,3 +166,20 @@ def test_no_part_is_written_outside_the_archive_folder(tmp_path):
     (tmp_path / "plain.doc").write_bytes(b"Just some plain text.\n")
     assert module.unpack(tmp_path / "plain.doc", tmp_path / "none") is None
     assert not (tmp_path / "none").exists()
+
+
+def test_a_picture_named_by_its_content_id_is_found(tmp_path):
+    """A page saved from a mail names its pictures ``cid:``, with no Content-Location: each is counted and inlined."""
+    module = webarchive()
+    message = MIMEMultipart("related")
+    message.attach(MIMEText('<html><body><p>Logo: <img src="cid:logo.1@example"></p></body></html>', "html"))
+    picture = MIMEBase("image", "png")
+    picture.set_payload(png(9, 9, 9))
+    encoders.encode_base64(picture)
+    picture["Content-ID"] = "<logo.1@example>"
+    message.attach(picture)
+    (tmp_path / "mail.doc").write_bytes(message.as_bytes())
+    unpacked = module.unpack(tmp_path / "mail.doc", tmp_path / "out")
+    assert unpacked.pictures == 1
+    page = Path(unpacked.page).read_bytes()
+    assert b'src="data:image/png;base64,' in page and b"cid:" not in page

@@ -67,8 +67,13 @@ class Message:
         return (part.get_payload(decode=True) or b"").decode(part.get_content_charset() or "latin-1", "replace")
 
     def find(self, link, page=None):
-        """The part that ``link``, relative to ``page`` (the archive's page by default), names; None when none is."""
-        wanted = urllib.parse.urljoin(_location(page) if page is not None else self.base, link.strip())
+        """The part that ``link``, relative to ``page`` (the archive's page by default), names; None when none is. A
+        ``cid:`` link names a part by its ``Content-ID`` (RFC 2392), as a page saved from a mail does."""
+        link = link.strip()
+        if link[:4].lower() == "cid:":
+            wanted = urllib.parse.unquote(link[4:])
+            return next((part for part in self.parts if (part.get("Content-ID") or "").strip(" <>") == wanted), None)
+        wanted = urllib.parse.urljoin(_location(page) if page is not None else self.base, link)
         return next((part for part in self.parts if _location(part) == wanted), None)
 
 
