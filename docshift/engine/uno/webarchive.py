@@ -119,8 +119,10 @@ def unpack(path, directory):
             sheets.append(copy)
     if names and len(sheets) != len(names):
         sheets = []  # a sheet's page is missing: the archive's own page is loaded, as it is
-    main = sheets.pop(0) if sheets else os.path.join(directory, stem + extension)
-    if not os.path.exists(main):
+    if sheets:
+        main = sheets.pop(0)
+    else:  # written last: no part of the archive takes its place
+        main = os.path.join(directory, stem + extension)
         with open(main, "wb") as out:
             out.write(_inlined(message))
     return Archive(main, sheets, names, len(pictures(message)))
