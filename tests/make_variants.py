@@ -6,8 +6,8 @@ Run by the suite under LibreOffice's Python (Debian's python3 with python3-uno),
 
 It starts LibreOffice in this process (LibreOfficeKit, as the engine's children do) to write what LibreOffice can
 write (RTF, SpreadsheetML 2003, OOXML, PDF, password-protected and VelvetSweatshop files) and builds
-the rest by hand (BIFF4 and BIFF5, Word and Excel HTML, an OLE file with upper-case stream names,
-text, PNG, ZIP, random bytes).
+the rest by hand (BIFF4 and BIFF5, Word and Excel HTML and web archives (MHT), an OLE file with upper-case stream
+names, text, PNG, ZIP, random bytes).
 """
 
 import ctypes
@@ -18,6 +18,8 @@ import struct
 import sys
 import zipfile
 import zlib
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docshift" / "engine" / "uno"))
@@ -168,6 +170,16 @@ EXCEL_HTML = """<html xmlns:x="urn:schemas-microsoft-com:office:excel" xmlns="ht
 """
 
 
+def web_archive(page, kind):
+    """A one-page web archive, as Word's or Excel's "Single File Web Page" is: a MIME multipart/related message."""
+    message = MIMEMultipart("related")
+    message["X-Document-Type"] = kind
+    part = MIMEText(page, "html", "us-ascii")
+    part["Content-Location"] = "file:///C:/4E5F6A7B/page.htm"
+    message.attach(part)
+    return message.as_bytes()
+
+
 def png():
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
@@ -190,6 +202,8 @@ def built_by_hand(out):
         "biff4.xls": biff4(),
         "word_html.doc": WORD_HTML.encode("cp1252"),
         "html_table.xls": EXCEL_HTML.encode(),
+        "word_mht.doc": web_archive(WORD_HTML, "Document"),
+        "excel_mht.xls": web_archive(EXCEL_HTML, "Workbook"),
         "text.doc": b"Just some plain text.\nAnother line.\n",
         "text.xls": b"name,value\na,1\nb,2\n",
         "png.ppt": png(),

@@ -18,6 +18,8 @@ from docshift.web.context import get_db, get_store
 ACCEPTED = {
     "rtf.doc": "rtf",
     "word_html.doc": "html",
+    "word_mht.doc": "mht",
+    "excel_mht.xls": "mht",
     "docx_named.doc": "ooxml",
     "upper_case.doc": "word-97",
     "spreadsheetml.xls": "spreadsheetml-2003",
