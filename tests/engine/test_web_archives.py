@@ -183,3 +183,18 @@ def test_a_picture_named_by_its_content_id_is_found(tmp_path):
     assert unpacked.pictures == 1
     page = Path(unpacked.page).read_bytes()
     assert b'src="data:image/png;base64,' in page and b"cid:" not in page
+
+
+def test_a_page_of_a_charset_python_does_not_know_converts(office, tmp_path):
+    """An unknown charset (and a ``start`` parameter in RFC 2231's form) is no crash: the page is read as Latin-1."""
+    message = MIMEMultipart("related")
+    page = MIMEText("<html><body><p>A page of an odd charset.</p></body></html>", "html", "us-ascii")
+    page.set_param("charset", "x-unknown-8")
+    page["Content-Location"] = BASE + "odd.htm"
+    message.attach(page)
+    message.set_param("start", ("us-ascii", "en", "<none@example>"))
+    (tmp_path / "odd.doc").write_bytes(message.as_bytes())
+    converted = convert.convert(office, tmp_path / "odd.doc", "doc", tmp_path / "work", 60)
+    assert converted.detected_format == "mht"
+    with zipfile.ZipFile(converted.path) as package:
+        assert "A page of an odd charset." in package.read("word/document.xml").decode()

@@ -17,6 +17,8 @@ part writes outside the folder. Python's ``email`` reads the message.
 import base64
 import email
 import email.policy
+import email.utils
+import html
 import os
 import re
 import urllib.parse
@@ -36,7 +38,6 @@ SHEET = re.compile(r"<x:ExcelWorksheet>(.*?)</x:ExcelWorksheet>", re.IGNORECASE 
 NAME = re.compile(r"<x:Name>(.*?)</x:Name>", re.IGNORECASE | re.DOTALL)
 SOURCE = re.compile(r"<x:WorksheetSource\s+HRef\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 UNSAFE = re.compile(r"[^A-Za-z0-9._ -]")
-ENTITIES = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'"}
 
 
 @dataclass
@@ -62,9 +63,13 @@ class Message:
     base: str
 
     def text(self, part=None):
-        """A part (the page by default) decoded as its charset says."""
+        """A part (the page by default) decoded as its charset says; a charset Python does not know, as Latin-1."""
         part = self.root if part is None else part
-        return (part.get_payload(decode=True) or b"").decode(part.get_content_charset() or "latin-1", "replace")
+        data = part.get_payload(decode=True) or b""
+        try:
+            return data.decode(part.get_content_charset() or "latin-1", "replace")
+        except LookupError:
+            return data.decode("latin-1")
 
     def find(self, link, page=None):
         """The part that ``link``, relative to ``page`` (the archive's page by default), names; None when none is. A
@@ -107,8 +112,8 @@ def unpack(path, directory):
                 out.write(part.get_payload(decode=True) or b"")
             written["/".join(relative)] = target
     stem, extension = os.path.splitext(os.path.basename(path))
-    sheets, names = [], []
-    for number, (name, source) in enumerate(sheet_list(message.text()), 1):
+    sheets, names, listed = [], [], sheet_list(message.text())
+    for number, (name, source) in enumerate(listed, 1):
         names.append(name)
         relative = _relative(urllib.parse.urljoin(message.base, source), message.base) if source else None
         found = written.get("/".join(relative)) if relative else None
@@ -125,17 +130,17 @@ def unpack(path, directory):
         main = os.path.join(directory, stem + extension)
         with open(main, "wb") as out:
             out.write(_inlined(message))
-    return Archive(main, sheets, names, len(pictures(message)))
+    return Archive(main, sheets, names, len(pictures(message, listed)))
 
 
-def pictures(message):
-    """The picture parts that the pages' ``<img>`` elements show (those of a workbook's sheets' pages too): a
+def pictures(message, listed):
+    """The picture parts that the pages' ``<img>`` elements show (those of the sheets' pages ``listed`` too): a
     picture's VML twin, in a conditional comment, is left out, as LibreOffice's HTML import leaves it."""
-    pages = [message.root] + [message.find(source) for _, source in sheet_list(message.text()) if source]
+    pages = [message.root] + [message.find(source) for _, source in listed if source]
     found = set()
     for page in filter(None, pages):
         for tag in IMAGE.finditer(COMMENT.sub("", message.text(page))):
-            part = message.find(_unescaped("".join(value or "" for value in tag.groups()[1:])), page)
+            part = message.find(_link(tag), page)
             if part is not None and part.get_content_maintype() == "image":
                 found.add(_location(part))
     return found
@@ -170,7 +175,7 @@ def _inlined(message):
     page = (message.root.get_payload(decode=True) or b"").decode("latin-1")  # every byte kept, the links are ASCII
 
     def inline(tag):
-        part = message.find(_unescaped("".join(value or "" for value in tag.groups()[1:])))
+        part = message.find(_link(tag))
         if part is None or part.get_content_maintype() != "image":
             return tag.group(0)
         data = base64.b64encode(part.get_payload(decode=True) or b"").decode()
@@ -182,7 +187,7 @@ def _inlined(message):
 def _root(message, parts):
     """The page: the part the message's ``start`` parameter names (RFC 2557), else its first part; None unless it
     is HTML."""
-    start = (message.get_param("start") or "").strip("<>")
+    start = email.utils.collapse_rfc2231_value(message.get_param("start") or "").strip("<>")
     root = next((part for part in parts if start and (part.get("Content-ID") or "").strip("<>") == start), None)
     root = root or (parts[0] if parts else None)
     return root if root is not None and root.get_content_type() in ("text/html", "application/xhtml+xml") else None
@@ -209,9 +214,10 @@ def sheet_list(page):
     for sheet in SHEET.findall(page):
         name = NAME.search(sheet)
         source = SOURCE.search(sheet)
-        found.append((_unescaped(name.group(1).strip()) if name else "", source.group(1) if source else ""))
+        found.append((html.unescape(name.group(1).strip()) if name else "", source.group(1) if source else ""))
     return found
 
 
-def _unescaped(text):
-    return re.sub(r"&(?:amp|lt|gt|quot|apos);", lambda entity: ENTITIES[entity.group()], text)
+def _link(tag):
+    """The ``src`` of an ``IMAGE`` match, its character references resolved."""
+    return html.unescape("".join(value or "" for value in tag.groups()[1:]))
