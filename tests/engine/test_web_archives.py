@@ -136,10 +136,71 @@ def test_a_workbook_archive_keeps_its_sheets_names_and_cells(office, pages, tmp_
     assert re.findall(r'<sheet name="([^"]+)"', workbook) == ["Budget", "Notes &amp; more"]
     for text in ("Paper", "Approved by the board", "logo"):
         assert text in strings
-    # LibreOffice's HTML import of a sheet drops its pictures: the report says so rather than calling it complete
+    # Calc's HTML import drops a sheet's pictures: docshift puts the picture on its sheet, in the cell it stood in
     assert converted.fidelity["counts"]["sheets"] == {"source": 2, "result": 2}
-    assert converted.fidelity["counts"]["images"] == {"source": 1, "result": 0}
-    assert converted.fidelity["complete"] is False
+    assert converted.fidelity["counts"]["images"] == {"source": 1, "result": 1}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    assert [(column, row) for column, _, row, _ in anchors(converted.path)] == [(0, 2)]  # A3: the <img>'s cell
+
+
+def anchors(path, drawing="xl/drawings/drawing1.xml"):
+    """(column, its offset, row, its offset) of each picture's top left corner in a workbook's drawing, offsets in
+    EMU."""
+    with zipfile.ZipFile(path) as package:
+        xml = package.read(drawing).decode()
+    return [tuple(int(value) for value in found) for found in re.findall(
+        r"<xdr:from><xdr:col>(\d+)</xdr:col><xdr:colOff>(-?\d+)</xdr:colOff><xdr:row>(\d+)</xdr:row>"
+        r"<xdr:rowOff>(-?\d+)</xdr:rowOff></xdr:from>", xml)]
+
+
+# a sheet's page as Excel writes one: its picture drawn in VML for Excel and, for other browsers, as an <img> in an
+# absolutely placed span, laid out by a table of its own; two empty rows written as one row (mso-xlrowspan)
+DRAWN = """<tr height=20><td height=20>Title</td><td>Q1</td><td>Q2</td></tr>
+<tr height=20><td height=20></td><td align=left valign=top><!--[if gte vml 1]><v:shape id="Picture_x0020_1"
+ style='position:absolute;margin-left:7.5pt;margin-top:3pt;width:45pt;height:22.5pt'><v:imagedata
+ src="image002.png"/></v:shape><![endif]--><![if !vml]><span style='mso-ignore:vglayout;position:absolute;z-index:1;
+ margin-left:10px;margin-top:4px;width:60px;height:30px'><table cellpadding=0 cellspacing=0><tr><td width=0 height=0>
+ </td><td width=20></td><td width=40></td></tr><tr><td height=6></td></tr><tr><td height=24></td><td></td>
+ <td align=left valign=top><img width=40 height=24 src=image002.png v:shapes="Picture_x0020_1"></td></tr></table>
+ </span><![endif]><span style='mso-ignore:vglayout2'><table cellpadding=0 cellspacing=0><tr><td height=20 width=64>
+ </td></tr></table></span></td><td>7</td></tr>
+<tr height=40 style='height:30.0pt;mso-xlrowspan:2'><td height=40 colspan=3 style='mso-ignore:colspan'></td></tr>
+<tr height=20><td height=20>Total</td><td align=right>12.5</td><td align=right>7</td></tr>"""
+ONE_SHEET = FRAMESET.replace("""<x:ExcelWorksheet><x:Name>Notes &amp; more</x:Name>
+<x:WorksheetSource HRef="book_files/sheet002.htm"/></x:ExcelWorksheet>
+""", "")
+
+
+def cells(path):
+    """The first sheet's cells of a workbook: reference -> its value, a shared string's text for a string."""
+    with zipfile.ZipFile(path) as package:
+        strings = re.findall(r"<t[^>]*>([^<]*)</t>", package.read("xl/sharedStrings.xml").decode())
+        sheet = package.read("xl/worksheets/sheet1.xml").decode()
+    found = {}
+    for reference, attributes, value in re.findall(r'<c r="([A-Z]+[0-9]+)"([^>]*)>(?:<f>[^<]*</f>)?<v>([^<]*)</v>',
+                                                   sheet):
+        found[reference] = strings[int(value)] if 't="s"' in attributes else value
+    return found
+
+
+def test_a_workbook_archive_keeps_its_cells_where_excel_had_them_and_its_drawings(office, tmp_path):
+    """Calc's HTML import makes the table that lays out a drawing cells of the sheet, and one row of an
+    ``mso-xlrowspan`` row: every cell below and right of them would move. docshift imports the page without them
+    and puts the picture on the sheet, in its cell, offset as the span and its table place it."""
+    (tmp_path / "drawn.xls").write_bytes(archive("Workbook", [
+        ("book.htm", "text/html", ONE_SHEET.encode()),
+        ("book_files/sheet001.htm", "text/html", SHEET.format(rows=DRAWN).encode()),
+        ("book_files/image002.png", "image/png", png(0, 128, 0))]))
+    converted = convert.convert(office, tmp_path / "drawn.xls", "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["images"] == {"source": 1, "result": 1}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    found = cells(converted.path)
+    assert {key: found.get(key) for key in ("A1", "C2", "A5", "B5", "C5")} == \
+        {"A1": "Title", "C2": "7", "A5": "Total", "B5": "12.5", "C5": "7"}
+    # in B2, 10 + 20 pixels right and 4 + 6 down (a pixel is 9525 EMU; LibreOffice keeps hundredths of a mm, 360 EMU)
+    [(column, left, row, top)] = anchors(converted.path)
+    assert (column, row) == (1, 1)
+    assert abs(left - 30 * 9525) <= 360 and abs(top - 10 * 9525) <= 360
 
 
 def test_a_mime_text_that_is_no_web_archive_stays_text(office, tmp_path):
@@ -198,3 +259,16 @@ def test_a_page_of_a_charset_python_does_not_know_converts(office, tmp_path):
     assert converted.detected_format == "mht"
     with zipfile.ZipFile(converted.path) as package:
         assert "A page of an odd charset." in package.read("word/document.xml").decode()
+
+
+def test_a_row_that_stands_for_more_rows_than_a_sheet_has_is_made_no_more(tmp_path):
+    """``mso-xlrowspan`` rows are made as many rows for Calc, but no more rows are added to a page than an Excel 97-2003
+    sheet holds, whatever it claims: here the first row's 65,536, then its own one row each."""
+    module = webarchive()
+    rows = "<tr style='mso-xlrowspan:1000000000'><td></td></tr>" * 3 + "<tr><td>Last</td></tr>"
+    (tmp_path / "huge.xls").write_bytes(archive("Workbook", [
+        ("book.htm", "text/html", ONE_SHEET.encode()),
+        ("book_files/sheet001.htm", "text/html", SHEET.format(rows=rows).encode())]))
+    unpacked = module.unpack(tmp_path / "huge.xls", tmp_path / "out")
+    page = Path(unpacked.page).read_text()
+    assert page.count("<tr") == module.MAX_ROWS + 3 and "Last" in page

@@ -70,6 +70,24 @@ def props(**values):
     return tuple(PropertyValue(Name=name, Value=value) for name, value in values.items())
 
 
+def struct(kind, **values):
+    """A UNO struct of type ``kind`` with ``values``."""
+    made = uno.createUnoStruct(kind)
+    for name, value in values.items():
+        setattr(made, name, value)
+    return made
+
+
+def graphic(url):
+    """The picture of the file at ``url``, loaded into the document (not linked); None when none is read."""
+    context = uno.getComponentContext()
+    provider = context.ServiceManager.createInstanceWithContext("com.sun.star.graphic.GraphicProvider", context)
+    try:
+        return provider.queryGraphic(props(URL=url))
+    except Exception:  # IOException, IllegalArgumentException: a picture LibreOffice cannot read is reported missing
+        return None
+
+
 def as_dict(values):
     return {value.Name: value.Value for value in values}
 
@@ -262,8 +280,10 @@ def _convert(office, source, stored, result_fd, request, archive=None):
     try:
         document = office.load(archive.page if archive else source, import_filter, request.get("password"),
                                viewed=not request.get("crashed"))
-        if archive and archive.names and hasattr(document, "getSheets"):  # a workbook of its sheets' pages
+        if archive and (archive.names or archive.placed) and hasattr(document, "getSheets"):
+            # a workbook of its sheets' pages, or one with pictures: a new document, which can take them
             document = webarchive.gather(office, document, archive, import_filter, props)
+            webarchive.place(document, archive, graphic, struct)
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise
