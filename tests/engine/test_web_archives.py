@@ -9,6 +9,7 @@ frameset page's ``x:ExcelWorksheets``, one sheet showing a picture."""
 import importlib.util
 import re
 import struct
+import sys
 import zipfile
 import zlib
 from email import encoders
@@ -96,12 +97,17 @@ def pages(tmp_path_factory):
 
 
 def webarchive():
-    """The sandbox's module itself, loaded from its file: it uses Python's standard library alone."""
-    path = Path(__file__).resolve().parents[2] / "docshift" / "engine" / "uno" / "webarchive.py"
-    spec = importlib.util.spec_from_file_location("webarchive_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The sandbox's module itself, loaded from its file, with the sandbox module it imports: they use Python's
+    standard library alone."""
+    folder = Path(__file__).resolve().parents[2] / "docshift" / "engine" / "uno"
+    modules = {}
+    for name in ("excelpage", "webarchive"):
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        modules[name] = importlib.util.module_from_spec(spec)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setitem(sys.modules, "excelpage", modules["excelpage"])
+            spec.loader.exec_module(modules[name])
+    return modules["webarchive"]
 
 
 def test_libreoffice_reads_a_web_archive_as_text(pages, tmp_path):
@@ -271,4 +277,40 @@ def test_a_row_that_stands_for_more_rows_than_a_sheet_has_is_made_no_more(tmp_pa
         ("book_files/sheet001.htm", "text/html", SHEET.format(rows=rows).encode())]))
     unpacked = module.unpack(tmp_path / "huge.xls", tmp_path / "out")
     page = Path(unpacked.page).read_text()
-    assert page.count("<tr") == module.MAX_ROWS + 3 and "Last" in page
+    assert page.count("<tr") == module.excelpage.MAX_ROWS + 3 and "Last" in page
+
+
+# cells as Excel writes them: the value shown rounded, its whole value in x:num and its format in its class; a text
+# that would read as a number marked x:str; a class's format in the linked style sheet, with Excel's CSS escapes
+VALUED = """<tr><td class=xl25 x:num="0.33333333333333331">33.3%</td><td class=xl26 x:num="1234.5678">1,234.57</td>
+<td x:str>00123</td><td class=xl27>00456</td><td style='mso-number-format:"0\\.000"' x:num="2.71828">2.718</td>
+<td class=xl28>10%</td><td class=xl29>03/07/2005</td><td class=xl28>n/a</td><td class=xl30>4:17:12 AM</td></tr>"""
+VALUED_CSS = rb""".xl25 {mso-style-parent:style0; mso-number-format:0\.0%;}
+.xl26
+	{mso-number-format:"\#\,\#\#0\.00";}
+td.xl27 {mso-number-format:"\@";}
+.xl28 {mso-number-format:0%;}
+.xl29 {mso-number-format:"dd\/mm\/yyyy";}
+.xl30 {mso-number-format:"\[$-F400\]h\:mm\:ss\\ AM\/PM";}"""
+
+
+def test_a_workbook_archive_keeps_each_cells_stored_value_and_format(office, tmp_path):
+    """The page shows a cell's value as formatted; Excel keeps the value itself in x:num (unless the text, read by
+    the format, gives it back) and the format in the cell's class. Calc's import, reading the text, would keep
+    33.3%, 1,234.57 and 10% as text, 03/07/2005 as 7 March, and 00123 as 123."""
+    (tmp_path / "valued.xls").write_bytes(archive("Workbook", [
+        ("book.htm", "text/html", ONE_SHEET.encode()),
+        ("book_files/sheet001.htm", "text/html", SHEET.format(rows=VALUED).encode()),
+        ("book_files/stylesheet.css", "text/css", VALUED_CSS)]))
+    converted = convert.convert(office, tmp_path / "valued.xls", "xls", tmp_path / "work", 60)
+    found = cells(converted.path)
+    # LibreOffice writes 15 significant digits
+    assert float(found["A1"]) == pytest.approx(1 / 3, abs=1e-14) and float(found["B1"]) == 1234.5678
+    assert (found["C1"], found["D1"], float(found["E1"])) == ("00123", "00456", 2.71828)
+    assert (float(found["F1"]), float(found["G1"]), found["H1"]) == (0.1, 38536, "n/a")  # 3 July 2005, day first
+    assert float(found["I1"]) == pytest.approx((4 * 3600 + 17 * 60 + 12) / 86400)  # "the system's time", as shown
+    with zipfile.ZipFile(converted.path) as package:
+        styles = package.read("xl/styles.xml").decode()
+    # each in English, as Excel reads a page's formats: LibreOffice names the language where it is not the document's
+    codes = {re.sub(r"^\[\$-409\]", "", code) for code in re.findall(r'formatCode="([^"]*)"', styles)}
+    assert {"0.0%", "#,##0.00", "0.000", "@", "0%", "dd/mm/yyyy", "h:mm:ss\\ AM/PM"} <= codes, codes

@@ -40,6 +40,7 @@ import time
 from collections import Counter
 
 import counts
+import excelpage
 import masters
 import selftest
 import uno
@@ -78,12 +79,16 @@ def struct(kind, **values):
     return made
 
 
+def service(name):
+    """A new instance of the UNO service ``name``."""
+    context = uno.getComponentContext()
+    return context.ServiceManager.createInstanceWithContext(name, context)
+
+
 def graphic(url):
     """The picture of the file at ``url``, loaded into the document (not linked); None when none is read."""
-    context = uno.getComponentContext()
-    provider = context.ServiceManager.createInstanceWithContext("com.sun.star.graphic.GraphicProvider", context)
     try:
-        return provider.queryGraphic(props(URL=url))
+        return service("com.sun.star.graphic.GraphicProvider").queryGraphic(props(URL=url))
     except Exception:  # IOException, IllegalArgumentException: a picture LibreOffice cannot read is reported missing
         return None
 
@@ -280,10 +285,11 @@ def _convert(office, source, stored, result_fd, request, archive=None):
     try:
         document = office.load(archive.page if archive else source, import_filter, request.get("password"),
                                viewed=not request.get("crashed"))
-        if archive and (archive.names or archive.placed) and hasattr(document, "getSheets"):
-            # a workbook of its sheets' pages, or one with pictures: a new document, which can take them
+        if archive and (archive.names or archive.placed or archive.formatted) and hasattr(document, "getSheets"):
+            # a workbook of its sheets' pages, or with pictures or formats: a new document, which can take them
             document = webarchive.gather(office, document, archive, import_filter, props)
-            webarchive.place(document, archive, graphic, struct)
+            excelpage.place(document, archive.placed, graphic, struct)
+            excelpage.number_formats_to(document, archive.formatted, struct, service)
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise

@@ -23,12 +23,12 @@ import os
 import re
 import urllib.parse
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from typing import Any
+
+import excelpage
 
 TYPE = "web_archive"  # the report's type: docshift's name, as LibreOffice has none for it
 HEAD = 4096  # bytes read to tell a MIME message
-PIXEL = 2540 / 96  # a CSS pixel in hundredths of a millimetre
 MAX_PARTS = 2000
 MAX_DEPTH = 4  # folders below the page's a part may stand in
 MIME = re.compile(rb"^\s*(?:[!-9;-~]+:[^\r\n]*\r?\n(?:[ \t][^\r\n]*\r?\n)*)*?mime-version\s*:", re.IGNORECASE)
@@ -40,31 +40,22 @@ SHEET = re.compile(r"<x:ExcelWorksheet>(.*?)</x:ExcelWorksheet>", re.IGNORECASE 
 NAME = re.compile(r"<x:Name>(.*?)</x:Name>", re.IGNORECASE | re.DOTALL)
 SOURCE = re.compile(r"<x:WorksheetSource\s+HRef\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 UNSAFE = re.compile(r"[^A-Za-z0-9._ -]")
-# what Excel writes for a browser without VML: each drawing (picture, chart, text box) as a picture in an absolutely
-# placed span, often in a table that lays several out; Calc's HTML import would make that table cells of the sheet
-NO_VML = re.compile(r"<!\[if !vml\]>.*?<!\[endif\]>", re.IGNORECASE | re.DOTALL)
-IMAGE_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
-MARGIN = re.compile(r"margin-(left|top)\s*:\s*(-?[0-9.]+)px", re.IGNORECASE)
-# a row of the page that stands for as many empty rows of the sheet (Excel's own mark, which Calc does not read)
-ROWS = re.compile(r"mso-xlrowspan\s*:\s*(\d+)", re.IGNORECASE)
-EMPTY_ROWS = re.compile(r"<tr\b[^>]*?mso-xlrowspan\s*:\s*(\d+)[^>]*>.*?</tr>", re.IGNORECASE | re.DOTALL)
-HEIGHT = re.compile(r"(height\s*[=:]\s*['\"]?)([0-9.]+)", re.IGNORECASE)
-MAX_ROWS = 65536  # rows of an Excel 97-2003 sheet: no page gains more rows than that
-MAX_COLUMNS = 256  # its columns: no cell is taken to span more columns, or rows, than that
-MAX_TAKEN = 1 << 20  # cells that earlier rows' cells span, at most, that a page's grid keeps track of
+STYLESHEET = re.compile(r"<link\b[^>]*?\bhref\s*=\s*[\"']?([^\"'\s>]+)[^>]*>", re.IGNORECASE)
 
 
 @dataclass
 class Archive:
     """What a web archive was unpacked into: the page LibreOffice loads, and for a workbook saved a page a sheet, the
     pages of its other sheets; ``names``: the workbook's sheet names, in its order ([] when it names none);
-    ``pictures``: how many pictures its pages show (``pictures``), what the result is to hold; ``placed``: for a
-    workbook, where each picture stands (:class:`Placed`), put on its sheet after the pages load."""
+    ``pictures``: how many pictures its pages show (``pictures``), what the result is to hold; for a workbook,
+    ``placed``: where each picture stands (:class:`excelpage.Placed`), and ``formatted``: its cells' number formats
+    (sheet, row, column, format code, whether its value is given), both given the sheets after the pages load."""
     page: str
     sheets: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     pictures: int = 0
     placed: list = field(default_factory=list)
+    formatted: list = field(default_factory=list)
 
     def facts(self):
         """What the report tells the worker of the archive itself, read here rather than by LibreOffice."""
@@ -98,98 +89,6 @@ class Message:
         return next((part for part in self.parts if _location(part) == wanted), None)
 
 
-@dataclass
-class Placed:
-    """A picture of a workbook's page: the sheet (its index in the workbook) and the cell of the page's table it
-    stands in, its offset from that cell's top left corner and its size, in CSS pixels; ``path``: its file."""
-    sheet: int
-    row: int
-    column: int
-    left: float
-    top: float
-    width: int
-    height: int
-    path: str
-
-
-class _Grid:
-    """Where the cells of an HTML table fall, as Calc's import lays them out: a cell spanning columns or rows takes
-    them all, and the next cell of a row takes the next column free. A table inside a cell lays out drawings, and
-    keeps its columns' widths and rows' heights."""
-
-    def __init__(self):
-        self.row, self.column, self.taken, self.next = -1, 0, set(), 0
-        self.widths, self.heights = {}, {}
-
-    def start_row(self, rows):
-        """A new row of the page, standing for ``rows`` rows of the sheet."""
-        self.row, self.column = self.next, 0
-        self.next = self.row + max(1, min(rows, MAX_ROWS))
-
-    def cell(self, columns, rows, width, height):
-        column = self.column
-        while (self.row, column) in self.taken:
-            column += 1
-        columns, rows = min(columns, MAX_COLUMNS), min(rows, MAX_COLUMNS)
-        if len(self.taken) < MAX_TAKEN:  # the rows below that a cell spans: a page of huge spans is placed roughly
-            self.taken.update((row, at) for row in range(self.row + 1, self.row + rows)
-                              for at in range(column, column + columns))
-        self.column = column + columns
-        if width:
-            self.widths.setdefault(column, width)
-        if height:
-            self.heights[self.row] = max(self.heights.get(self.row, 0), height)
-        return self.row, column
-
-
-class _Pictures(HTMLParser):
-    """The ``<img>`` elements of a workbook's page, each with the cell of the page's outermost table it stands in and
-    its offset there: the margins of the absolutely placed spans around it and its place in a table that lays out
-    drawings. What a conditional comment holds (VML) is a comment to this parser, and is left out."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.grids, self.cells, self.spans, self.found = [], [], [], []
-
-    def handle_starttag(self, tag, attrs):
-        values = dict(attrs)
-
-        def number(name):
-            try:
-                return max(0, int(float(values.get(name) or 0)))
-            except ValueError:
-                return 0
-
-        if tag == "table":
-            self.grids.append(_Grid())
-            self.cells.append(None)
-        elif tag == "tr" and self.grids:
-            spanned = ROWS.search(values.get("style") or "")
-            self.grids[-1].start_row(int(spanned.group(1)) if spanned else 1)
-        elif tag in ("td", "th") and self.grids and self.grids[-1].row >= 0:
-            self.cells[-1] = self.grids[-1].cell(max(1, number("colspan")), max(1, number("rowspan")),
-                                                 number("width"), number("height"))
-        elif tag == "span":
-            style = values.get("style") or ""
-            margins = {side.lower(): float(size) for side, size in MARGIN.findall(style)} \
-                if "absolute" in style.lower() else {}
-            self.spans.append((margins.get("left", 0.0), margins.get("top", 0.0)))
-        elif tag == "img" and self.cells and self.cells[0] is not None:
-            left, top = sum(span[0] for span in self.spans), sum(span[1] for span in self.spans)
-            if len(self.grids) > 1 and self.cells[-1] is not None:
-                grid, (row, column) = self.grids[-1], self.cells[-1]
-                left += sum(width for at, width in grid.widths.items() if at < column)
-                top += sum(height for at, height in grid.heights.items() if at < row)
-            self.found.append((*self.cells[0], left, top, number("width"), number("height"), values.get("src") or ""))
-
-    def handle_endtag(self, tag):
-        if tag == "table" and self.grids:
-            self.grids.pop()
-            self.cells.pop()
-        elif tag == "span" and self.spans:
-            self.spans.pop()
-
-
 def read(path):
     """The :class:`Message` of the web archive at ``path``; None when it is no web archive or its page is no HTML."""
     with open(path, "rb") as given:
@@ -221,92 +120,55 @@ def unpack(path, directory):
             written["/".join(relative)] = target
     stem, extension = os.path.splitext(os.path.basename(path))
     workbook = extension.lower() == ".xls"
-    sheets, names, listed, placed = [], [], sheet_list(message.text()), []
+    sheets, names, listed, placed, formatted = [], [], sheet_list(message.text()), [], []
     for number, (name, source) in enumerate(listed, 1):
         names.append(name)
         relative = _relative(urllib.parse.urljoin(message.base, source), message.base) if source else None
         found = written.get("/".join(relative)) if relative else None
         if found:  # a copy under the source's extension, beside the sheet's page: its links still hold
             copy = os.path.join(os.path.dirname(found), f"{stem}-sheet{number}{extension}")
+            page = message.find(source)
             with open(found, "rb") as sheet, open(copy, "wb") as out:
-                out.write(_without_pictures(sheet.read()) if workbook else sheet.read())
+                out.write(excelpage.for_calc(sheet.read(), _styles(message, page)) if workbook else sheet.read())
             sheets.append(copy)
-            placed += _placed(message, message.find(source), number - 1, written) if workbook else []
+            drawn = _drawn(message, page, number - 1, written) if workbook else ([], [])
+            placed, formatted = placed + drawn[0], formatted + drawn[1]
     if names and len(sheets) != len(names):
-        sheets, placed = [], []  # a sheet's page is missing: the archive's own page is loaded, as it is
+        sheets, placed, formatted = [], [], []  # a sheet's page is missing: the archive's own page is loaded
     if sheets:
         main = sheets.pop(0)
     else:  # written last: no part of the archive takes its place
         main = os.path.join(directory, stem + extension)
         with open(main, "wb") as out:
-            out.write(_without_pictures(message.root.get_payload(decode=True) or b"") if workbook
-                      else _inlined(message))
-        placed = _placed(message, message.root, 0, written) if workbook else []
-    return Archive(main, sheets, names, len(pictures(message, listed)), placed)
+            out.write(excelpage.for_calc(message.root.get_payload(decode=True) or b"", _styles(message, message.root))
+                      if workbook else _inlined(message))
+        placed, formatted = _drawn(message, message.root, 0, written) if workbook else ([], [])
+    return Archive(main, sheets, names, len(pictures(message, listed)), placed, formatted)
 
 
-def _without_pictures(page):
-    """A workbook's page as Calc is to import it, its cells where Excel has them: without the drawings Excel wrote
-    for browsers without VML (the tables that lay them out would be cells of the sheet, and move every cell below
-    and right of them), without ``<img>`` elements, which Calc's import does not keep (``place`` puts the pictures
-    on the sheet instead), and with a row that stands for several empty ones (``mso-xlrowspan``) made as many rows,
-    each its share of the height: Calc would make it one, and move every row below it up."""
-    text = page.decode("latin-1")  # every byte kept, the markup is ASCII
-    left = [MAX_ROWS]
-
-    def rows(match):
-        if "<tr" in match.group(0)[3:].lower():  # a row left unclosed: not Excel's, left as it is
-            return match.group(0)
-        count = max(1, min(int(match.group(1)), left[0]))
-        left[0] -= count - 1
-        row = HEIGHT.sub(lambda height: f"{height.group(1)}{float(height.group(2)) / count:g}", match.group(0))
-        return row * count
-
-    return EMPTY_ROWS.sub(rows, IMAGE_TAG.sub("", NO_VML.sub("", text))).encode("latin-1")
-
-
-def _placed(message, page, sheet, written):
-    """The :class:`Placed` pictures of the workbook's ``page`` (a part), on the sheet of index ``sheet``: those whose
-    picture is in the archive and was written (``written``: its path below the folder -> the file)."""
+def _drawn(message, page, sheet, written):
+    """What the workbook's ``page`` (a part), the sheet of index ``sheet``, places: its :class:`excelpage.Placed`
+    pictures, those whose picture is in the archive and was written (``written``: its path below the folder -> the
+    file); and its cells' number formats (sheet, row, column, format code, whether its value is given)."""
     if page is None:
-        return []
-    reader = _Pictures()
-    reader.feed(message.text(page))
+        return [], []
+    found, formatted = excelpage.read(message.text(page), _styles(message, page))
     placed = []
-    for row, column, left, top, width, height, link in reader.found:
+    for row, column, left, top, width, height, link in found:
         part = message.find(html.unescape(link), page)
         relative = _relative(_location(part), message.base) if part is not None else None
         target = written.get("/".join(relative)) if relative else None
         if target and part.get_content_maintype() == "image":
-            placed.append(Placed(sheet, row, column, left, top, width, height, target))
-    return placed
+            placed.append(excelpage.Placed(sheet, row, column, left, top, width, height, target))
+    return placed, [(sheet, *cell) for cell in formatted]
 
 
-def place(document, archive, graphic, make):
-    """Put each of ``archive``'s placed pictures on its sheet of ``document`` (a writable workbook), anchored to its
-    cell; ``graphic(url)`` loads a picture's file, ``make(type, **values)`` makes a UNO struct. Returns how many."""
-    sheets, count = document.getSheets(), 0
-    for picture in archive.placed:
-        if picture.sheet >= sheets.getCount():
-            continue
-        sheet = sheets.getByIndex(picture.sheet)
-        loaded = graphic("file://" + urllib.parse.quote(picture.path))
-        if loaded is None:  # no picture LibreOffice can read: the report counts it missing
-            continue
-        shape = document.createInstance("com.sun.star.drawing.GraphicObjectShape")
-        shape.Graphic = loaded
-        sheet.getDrawPage().add(shape)
-        cell = sheet.getCellByPosition(picture.column, picture.row)
-        shape.Anchor = cell
-        corner = cell.Position
-        shape.Position = make("com.sun.star.awt.Point", X=corner.X + round(picture.left * PIXEL),
-                              Y=corner.Y + round(picture.top * PIXEL))
-        width, height = picture.width, picture.height
-        if not (width and height):  # the page gives no size: the picture's own
-            width, height = loaded.SizePixel.Width, loaded.SizePixel.Height
-        shape.Size = make("com.sun.star.awt.Size", Width=round(width * PIXEL), Height=round(height * PIXEL))
-        count += 1
-    return count
+def _styles(message, page):
+    """The text of the style sheets in the archive that the workbook's ``page`` (a part) links to."""
+    if page is None:
+        return ""
+    sheets = (message.find(html.unescape(link), page) for link in STYLESHEET.findall(message.text(page)))
+    return "".join(message.text(part) for part in sheets if part is not None)
 
 
 def pictures(message, listed):

@@ -1,0 +1,357 @@
+"""A sheet's page that Excel saved as HTML (in a web archive: ``webarchive.py``), made ready for Calc's HTML import,
+and its pictures put on the sheet after it loaded. Run under LibreOffice's Python, inside the sandbox.
+
+Calc's import reads the page's table as the sheet, but not as Excel wrote it for itself:
+
+- The drawings written for browsers without VML (pictures, and charts and text boxes as pictures) stand in
+  absolutely placed spans, often laid out by tables of their own, which Calc makes cells of the sheet: every cell
+  below and right of one moves. They are taken out, and each ``<img>`` with them, as Calc keeps no picture of a page;
+  ``drawings`` reads where each stood, and ``place`` puts it on the sheet, anchored to its cell.
+- A row that stands for several empty rows (``mso-xlrowspan``) is one row to Calc: it is written as that many.
+- A cell's value is in its ``x:num`` attribute, and its number format in its class's ``mso-number-format``; its
+  text is the value as shown. Calc reads the text: a rounded number, a date or a percentage would be text or lose
+  digits. Each such cell is given Calc's own ``sdval`` and ``sdnum`` attributes, which its import reads, and a cell
+  Excel marks text (``x:str``, or the text format) is given the text format.
+"""
+
+import re
+import urllib.parse
+from dataclasses import dataclass
+from html.parser import HTMLParser
+
+PIXEL = 2540 / 96  # a CSS pixel in hundredths of a millimetre
+
+# what Excel writes for a browser without VML: each drawing (picture, chart, text box) as a picture in an absolutely
+# placed span, often in a table that lays several out; Calc's HTML import would make that table cells of the sheet
+NO_VML = re.compile(r"<!\[if !vml\]>.*?<!\[endif\]>", re.IGNORECASE | re.DOTALL)
+IMAGE_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
+MARGIN = re.compile(r"margin-(left|top)\s*:\s*(-?[0-9.]+)px", re.IGNORECASE)
+# a row of the page that stands for as many empty rows of the sheet (Excel's own mark, which Calc does not read)
+ROWS = re.compile(r"mso-xlrowspan\s*:\s*(\d+)", re.IGNORECASE)
+EMPTY_ROWS = re.compile(r"<tr\b[^>]*?mso-xlrowspan\s*:\s*(\d+)[^>]*>.*?</tr>", re.IGNORECASE | re.DOTALL)
+HEIGHT = re.compile(r"(height\s*[=:]\s*['\"]?)([0-9.]+)", re.IGNORECASE)
+MAX_ROWS = 65536  # rows of an Excel 97-2003 sheet: no page gains more rows than that
+MAX_COLUMNS = 256  # its columns: no cell is taken to span more columns, or rows, than that
+MAX_TAKEN = 1 << 20  # cells that earlier rows' cells span, at most, that a page's grid keeps track of
+MAX_FORMATTED = 1 << 18  # cells of a page given their number format, at most
+
+
+@dataclass
+class Placed:
+    """A picture of a workbook's page: the sheet (its index in the workbook) and the cell of the page's table it
+    stands in, its offset from that cell's top left corner and its size, in CSS pixels; ``path``: its file."""
+    sheet: int
+    row: int
+    column: int
+    left: float
+    top: float
+    width: int
+    height: int
+    path: str
+
+
+class _Grid:
+    """Where the cells of an HTML table fall, as Calc's import lays them out: a cell spanning columns or rows takes
+    them all, and the next cell of a row takes the next column free. A table inside a cell lays out drawings, and
+    keeps its columns' widths and rows' heights."""
+
+    def __init__(self):
+        self.row, self.column, self.taken, self.next = -1, 0, set(), 0
+        self.widths, self.heights = {}, {}
+
+    def start_row(self, rows):
+        """A new row of the page, standing for ``rows`` rows of the sheet."""
+        self.row, self.column = self.next, 0
+        self.next = self.row + max(1, min(rows, MAX_ROWS))
+
+    def cell(self, columns, rows, width, height):
+        column = self.column
+        while (self.row, column) in self.taken:
+            column += 1
+        columns, rows = min(columns, MAX_COLUMNS), min(rows, MAX_COLUMNS)
+        if len(self.taken) < MAX_TAKEN:  # the rows below that a cell spans: a page of huge spans is placed roughly
+            self.taken.update((row, at) for row in range(self.row + 1, self.row + rows)
+                              for at in range(column, column + columns))
+        self.column = column + columns
+        if width:
+            self.widths.setdefault(column, width)
+        if height:
+            self.heights[self.row] = max(self.heights.get(self.row, 0), height)
+        return self.row, column
+
+
+class _Page(HTMLParser):
+    """A workbook's page read: its ``<img>`` elements (``found``), each with the cell of the page's outermost table it
+    stands in and its offset there (the margins of the absolutely placed spans around it and its place in a table
+    that lays out drawings); and its cells' number formats (``formatted``: row, column, format code, whether the
+    cell gives its value in x:num), by ``formats``
+    (class -> code). What a conditional comment holds (VML) is a comment to this parser, and is left out."""
+
+    def __init__(self, formats):
+        super().__init__(convert_charrefs=True)
+        self.grids, self.cells, self.spans, self.found = [], [], [], []
+        self.formats, self.formatted = formats, []
+
+    def handle_starttag(self, tag, attrs):
+        values = dict(attrs)
+
+        def number(name):
+            try:
+                return max(0, int(float(values.get(name) or 0)))
+            except ValueError:
+                return 0
+
+        if tag == "table":
+            self.grids.append(_Grid())
+            self.cells.append(None)
+        elif tag == "tr" and self.grids:
+            spanned = ROWS.search(values.get("style") or "")
+            self.grids[-1].start_row(int(spanned.group(1)) if spanned else 1)
+        elif tag in ("td", "th") and self.grids and self.grids[-1].row >= 0:
+            self.cells[-1] = self.grids[-1].cell(max(1, number("colspan")), max(1, number("rowspan")),
+                                                 number("width"), number("height"))
+            code = _cell_format(values.get("style") or "", values.get("class") or "", self.formats)
+            if code and len(self.grids) == 1 and len(self.formatted) < MAX_FORMATTED:
+                self.formatted.append((*self.cells[-1], code, "x:num" in values))
+        elif tag == "span":
+            style = values.get("style") or ""
+            margins = {side.lower(): float(size) for side, size in MARGIN.findall(style)} \
+                if "absolute" in style.lower() else {}
+            self.spans.append((margins.get("left", 0.0), margins.get("top", 0.0)))
+        elif tag == "img" and self.cells and self.cells[0] is not None:
+            left, top = sum(span[0] for span in self.spans), sum(span[1] for span in self.spans)
+            if len(self.grids) > 1 and self.cells[-1] is not None:
+                grid, (row, column) = self.grids[-1], self.cells[-1]
+                left += sum(width for at, width in grid.widths.items() if at < column)
+                top += sum(height for at, height in grid.heights.items() if at < row)
+            self.found.append((*self.cells[0], left, top, number("width"), number("height"), values.get("src") or ""))
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self.grids:
+            self.grids.pop()
+            self.cells.pop()
+        elif tag == "span" and self.spans:
+            self.spans.pop()
+
+
+# a cell's start tag, quoted values (a formula's ">" in x:fmla) kept whole; an attribute of it
+CELL = re.compile(r"<td\b((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>", re.IGNORECASE)
+NUMBER = re.compile(r"\bx:num\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
+TEXT_CELL = re.compile(r"\bx:str\b", re.IGNORECASE)
+CLASS = re.compile(r"\bclass\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
+INLINE = re.compile(r"\bstyle\s*=\s*(?:\"([^\"]*)\"|'([^']*)')", re.IGNORECASE)
+OWN_VALUE = re.compile(r"\bsd(?:val|num)\s*=", re.IGNORECASE)
+STYLE_BLOCK = re.compile(r"<style\b[^>]*>(.*?)</style>", re.IGNORECASE | re.DOTALL)
+RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+FORMAT = re.compile(r"mso-number-format\s*:\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^;}\"']+)", re.IGNORECASE)
+DAY_MONTH = re.compile(r"^(\d{1,2})([./-])(\d{1,2})(?=[./-]|$)")
+CSS_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{1,6})\s?|(.))", re.DOTALL)
+# Excel's named formats, as LibreOffice writes them in English (its sdnum's language, 1033); "General" is none
+NAMED = {"general": "", "general number": "", "general date": "M/D/YYYY H:MM", "long date": "NNNNMMMM D, YYYY",
+         "medium date": "DD-MMM-YY", "short date": "M/D/YYYY", "long time": "H:MM:SS AM/PM",
+         "medium time": "H:MM AM/PM", "short time": "HH:MM", "fixed": "0.00", "standard": "#,##0.00",
+         "percent": "0.00%", "scientific": "0.00E+00", "currency": "$#,##0.00"}
+
+
+def number_formats(css):
+    """Each class of the style sheet ``css`` that gives a number format -> the format (its CSS escapes resolved)."""
+    found = {}
+    for selectors, body in RULE.findall(css):
+        given = FORMAT.search(body)
+        if given:
+            for selector in selectors.split(","):
+                name = re.search(r"\.([A-Za-z0-9_-]+)\s*$", selector.strip())
+                if name:
+                    found[name.group(1).lower()] = _format(given.group(1))
+    return found
+
+
+def _format(value):
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        value = value[1:-1]
+    value = CSS_ESCAPE.sub(lambda escape: chr(int(escape.group(1), 16)) if escape.group(1) else escape.group(2),
+                           value)
+    return NAMED.get(value.strip().lower(), value)
+
+
+def _cell_format(style, classes, formats):
+    """The number format code of a cell of inline ``style`` and ``classes`` (its class attribute); None for none."""
+    inline = FORMAT.search(style)
+    if inline:
+        return _format(inline.group(1)) or None
+    return next((formats[name] for name in classes.lower().split() if name in formats), None) or None
+
+
+def _attribute(text):
+    """``text`` as an attribute's value in the page: markup and every character past ASCII as references."""
+    return "".join(character if " " <= character <= "~" and character not in "\"&<>" else f"&#{ord(character)};"
+                   for character in text)
+
+
+def _values(text, formats):
+    """The page ``text`` with each cell's stored value and number format given in Calc's attributes."""
+
+    def given(attributes, pattern):
+        found = pattern.search(attributes)
+        return next((value for value in found.groups() if value is not None), "") if found else None
+
+    def cell(match):
+        attributes = match.group(1)
+        if OWN_VALUE.search(attributes):
+            return match.group(0)
+        shown = _cell_format(given(attributes, INLINE) or "", given(attributes, CLASS) or "", formats)
+        value = given(attributes, NUMBER)
+        added = ""
+        if shown == "@" or (value is None and (shown or TEXT_CELL.search(attributes))):
+            # a text (Calc would read 00123 as a number), or a value as its format shows it, which Calc would read
+            # as it reads an American's input: ``number_formats_to`` reads it as its format does
+            added = ' sdnum="1033;0;@"'
+        elif value:
+            try:
+                number = float(value)
+            except ValueError:
+                number = None
+            if number is not None and number == number and abs(number) != float("inf"):
+                # Calc's import takes a value with a format only, and finds only the formats it has built in: its
+                # own format is given it after the page loads (``number_formats_to``)
+                added = f' sdval="{number!r}" sdnum="1033;0;General"'
+        return f"<td{attributes}{added}>" if added else match.group(0)
+
+    return CELL.sub(cell, text)
+
+
+def for_calc(page, css=""):
+    """The sheet's ``page`` (bytes) as Calc is to import it (the module's docstring says what changes); ``css``: the
+    style sheets it links to, whose classes give its cells' number formats."""
+    text = page.decode("latin-1")  # every byte kept: the markup is ASCII, and what is added is too
+    formats = number_formats(css + "".join(STYLE_BLOCK.findall(text)))
+    left = [MAX_ROWS]
+
+    def rows(match):
+        if "<tr" in match.group(0)[3:].lower():  # a row left unclosed: not Excel's, left as it is
+            return match.group(0)
+        count = max(1, min(int(match.group(1)), left[0]))
+        left[0] -= count - 1
+        row = HEIGHT.sub(lambda height: f"{height.group(1)}{float(height.group(2)) / count:g}", match.group(0))
+        return row * count
+
+    text = EMPTY_ROWS.sub(rows, IMAGE_TAG.sub("", NO_VML.sub("", text)))
+    return _values(text, formats).encode("latin-1")
+
+
+def read(text, css=""):
+    """What the page ``text`` places where: (row, column, left, top, width, height, src) of each ``<img>`` (the cell
+    of the page's table it stands in, its offset there and size in CSS pixels), and (row, column, format code) of each
+    cell with a number format, by the classes of its style sheets ``css`` and its own."""
+    reader = _Page(number_formats(css + "".join(STYLE_BLOCK.findall(text))))
+    reader.feed(text)
+    return reader.found, reader.formatted
+
+
+def number_formats_to(document, formatted, make, create):
+    """Give each cell of ``formatted`` (sheet, row, column, format code, whether its value is given) of ``document``
+    its number format, a code LibreOffice reads as it reads Excel's in English. A cell whose value the page gives
+    keeps it. One whose text is its value as the format shows it (10%, 23/02/2005: Excel gives no value where its
+    text gives it back) is read by the format, and takes the value only if the format shows it as the same text;
+    else a plain number is read as Calc would have read it, and anything else stays text. ``make`` makes a UNO
+    struct, ``create`` a service. Returns how many cells were given a format."""
+    numbers, sheets = document.getNumberFormats(), document.getSheets()
+    reader = create("com.sun.star.util.NumberFormatter")
+    reader.attachNumberFormatsSupplier(document)
+    keys, count = {}, 0
+    for sheet, row, column, code, given in formatted:
+        if code not in keys:
+            keys[code] = _key(numbers, code, make)
+        if sheet >= sheets.getCount():
+            continue
+        cell = sheets.getByIndex(sheet).getCellByPosition(column, row)
+        key, text = keys[code], cell.getString()
+        if given or code == "@":
+            value = None
+        elif key is not None and _shown(reader, key, text, code) is not None:
+            value = _shown(reader, key, text, code)
+        else:  # no number in this format: a plain one, in none
+            plain = _plain(reader, text)
+            key, value = (0, plain) if plain is not None else (key, None)
+        if key is not None:
+            cell.NumberFormat = key
+            count += 1
+        if value is not None:
+            cell.setValue(value)
+    return count
+
+
+def _key(numbers, code, make):
+    """The key of the format ``code`` (read in English, as written) in ``numbers``, a document's formats, added when it
+    is new; None when LibreOffice cannot read it."""
+    english = make("com.sun.star.lang.Locale", Language="en", Country="US")
+    # Excel's "[$-F400]" and "[$-F800]" say "the reader's system's time or long date format", which LibreOffice
+    # shows its own way; what follows them is the format as the page shows it, and is tried first
+    for tried in dict.fromkeys((re.sub(r"^\[\$-F[48]00\]", "", code, flags=re.IGNORECASE), code)):
+        key = numbers.queryKey(tried, english, False)
+        if key != -1:
+            return key
+        try:
+            return numbers.addNew(tried, english)
+        except Exception:  # MalformedNumberFormatException: a code LibreOffice cannot read
+            continue
+    return None
+
+
+def _same(shown, text):
+    return " ".join(shown.replace("\xa0", " ").split()) == " ".join(text.replace("\xa0", " ").split())
+
+
+def _shown(reader, key, text, code):
+    """The value that ``text`` shows in the format ``key`` (of ``code``), if the format shows it as ``text`` again;
+    else None. LibreOffice reads a date month first, as an American does: a format that puts the day first is
+    tried with the text's first two numbers the other way round too, and the format's showing decides."""
+    bare = re.sub(r'"[^"]*"|\[[^\]]*\]|\\.', "", code).lower()
+    tries = [text.strip()]
+    if "d" in bare and "m" in bare and bare.index("d") < bare.index("m"):
+        tries.append(DAY_MONTH.sub(r"\3\2\1", text.strip(), count=1))
+    for given in tries:
+        try:
+            value = reader.convertStringToNumber(key, given)
+        except Exception:  # NotNumericException: no number in this format
+            continue
+        if _same(reader.convertNumberToString(key, value), text):
+            return value
+    return None
+
+
+def _plain(reader, text):
+    """``text`` read as a plain number (the General format), as Calc's import reads a cell; None for no number."""
+    try:
+        return reader.convertStringToNumber(0, text.strip())
+    except Exception:  # NotNumericException
+        return None
+
+
+def place(document, placed, graphic, make):
+    """Put each :class:`Placed` picture of ``placed`` on its sheet of ``document`` (a writable workbook), anchored to
+    its cell; ``graphic(url)`` loads a picture's file, ``make(type, **values)`` makes a UNO struct. Returns how
+    many."""
+    sheets, count = document.getSheets(), 0
+    for picture in placed:
+        if picture.sheet >= sheets.getCount():
+            continue
+        sheet = sheets.getByIndex(picture.sheet)
+        loaded = graphic("file://" + urllib.parse.quote(picture.path))
+        if loaded is None:  # no picture LibreOffice can read: the report counts it missing
+            continue
+        shape = document.createInstance("com.sun.star.drawing.GraphicObjectShape")
+        shape.Graphic = loaded
+        sheet.getDrawPage().add(shape)
+        cell = sheet.getCellByPosition(picture.column, picture.row)
+        shape.Anchor = cell
+        corner = cell.Position
+        shape.Position = make("com.sun.star.awt.Point", X=corner.X + round(picture.left * PIXEL),
+                              Y=corner.Y + round(picture.top * PIXEL))
+        width, height = picture.width, picture.height
+        if not (width and height):  # the page gives no size: the picture's own
+            width, height = loaded.SizePixel.Width, loaded.SizePixel.Height
+        shape.Size = make("com.sun.star.awt.Size", Width=round(width * PIXEL), Height=round(height * PIXEL))
+        count += 1
+    return count
