@@ -271,13 +271,16 @@ def test_a_row_that_stands_for_more_rows_than_a_sheet_has_is_made_no_more(tmp_pa
     """``mso-xlrowspan`` rows are made as many rows for Calc, but no more rows are added to a page than an Excel 97-2003
     sheet holds, whatever it claims: here the first row's 65,536, then its own one row each."""
     module = webarchive()
-    rows = "<tr style='mso-xlrowspan:1000000000'><td></td></tr>" * 3 + "<tr><td>Last</td></tr>"
+    rows = "<tr style='mso-xlrowspan:1000000000'><td></td></tr>" * 3 + \
+        "<tr><td>Last</td><td style='mso-number-format:\"0\\.0\"'>1.5</td></tr>"
     (tmp_path / "huge.xls").write_bytes(archive("Workbook", [
         ("book.htm", "text/html", ONE_SHEET.encode()),
         ("book_files/sheet001.htm", "text/html", SHEET.format(rows=rows).encode())]))
     unpacked = module.unpack(tmp_path / "huge.xls", tmp_path / "out")
     page = Path(unpacked.page).read_text()
     assert page.count("<tr") == module.excelpage.MAX_ROWS + 3 and "Last" in page
+    # and where the cells stand is counted as they were written out: "1.5" is in the page's last row
+    assert unpacked.formatted == [(0, module.excelpage.MAX_ROWS + 2, 1, "0.0", False)]
 
 
 # cells as Excel writes them: the value shown rounded, its whole value in x:num and its format in its class; a text

@@ -34,6 +34,7 @@ MAX_ROWS = 65536  # rows of an Excel 97-2003 sheet: no page gains more rows than
 MAX_COLUMNS = 256  # its columns: no cell is taken to span more columns, or rows, than that
 MAX_TAKEN = 1 << 20  # cells that earlier rows' cells span, at most, that a page's grid keeps track of
 MAX_FORMATTED = 1 << 18  # cells of a page given their number format, at most
+SHEET_ROWS, SHEET_COLUMNS = 1 << 20, 1 << 14  # a Calc sheet's: a cell past them is left out
 
 
 @dataclass
@@ -62,7 +63,7 @@ class _Grid:
     def start_row(self, rows):
         """A new row of the page, standing for ``rows`` rows of the sheet."""
         self.row, self.column = self.next, 0
-        self.next = self.row + max(1, min(rows, MAX_ROWS))
+        self.next = self.row + rows
 
     def cell(self, columns, rows, width, height):
         column = self.column
@@ -90,7 +91,7 @@ class _Page(HTMLParser):
     def __init__(self, formats):
         super().__init__(convert_charrefs=True)
         self.grids, self.cells, self.spans, self.found = [], [], [], []
-        self.formats, self.formatted = formats, []
+        self.formats, self.formatted, self.extra = formats, [], MAX_ROWS
 
     def handle_starttag(self, tag, attrs):
         values = dict(attrs)
@@ -106,13 +107,16 @@ class _Page(HTMLParser):
             self.cells.append(None)
         elif tag == "tr" and self.grids:
             spanned = ROWS.search(values.get("style") or "")
-            self.grids[-1].start_row(int(spanned.group(1)) if spanned else 1)
+            rows = max(1, min(int(spanned.group(1)), self.extra)) if spanned else 1
+            self.extra -= rows - 1  # as ``for_calc`` writes them out: no more than MAX_ROWS rows added to a page
+            self.grids[-1].start_row(rows)
         elif tag in ("td", "th") and self.grids and self.grids[-1].row >= 0:
             self.cells[-1] = self.grids[-1].cell(max(1, number("colspan")), max(1, number("rowspan")),
                                                  number("width"), number("height"))
             code = _cell_format(values.get("style") or "", values.get("class") or "", self.formats)
-            if code and len(self.grids) == 1 and len(self.formatted) < MAX_FORMATTED:
-                self.formatted.append((*self.cells[-1], code, "x:num" in values))
+            if code and self.cells[0] is not None and len(self.formatted) < MAX_FORMATTED:
+                # a cell of a table inside a cell (Excel puts a cell's text beside a drawing in one) is that cell
+                self.formatted.append((*self.cells[0], code, "x:num" in values))
         elif tag == "span":
             style = values.get("style") or ""
             margins = {side.lower(): float(size) for side, size in MARGIN.findall(style)} \
@@ -263,17 +267,17 @@ def number_formats_to(document, formatted, make, create):
     for sheet, row, column, code, given in formatted:
         if code not in keys:
             keys[code] = _key(numbers, code, make)
-        if sheet >= sheets.getCount():
+        if sheet >= sheets.getCount() or row >= SHEET_ROWS or column >= SHEET_COLUMNS:
             continue
         cell = sheets.getByIndex(sheet).getCellByPosition(column, row)
         key, text = keys[code], cell.getString()
         if given or code == "@":
             value = None
-        elif key is not None and _shown(reader, key, text, code) is not None:
-            value = _shown(reader, key, text, code)
-        else:  # no number in this format: a plain one, in none
-            plain = _plain(reader, text)
-            key, value = (0, plain) if plain is not None else (key, None)
+        else:
+            value = _shown(reader, key, text, code) if key is not None else None
+            if value is None:  # no number in this format: a plain one, in none
+                plain = _plain(reader, text)
+                key, value = (0, plain) if plain is not None else (key, None)
         if key is not None:
             cell.NumberFormat = key
             count += 1
@@ -335,7 +339,7 @@ def place(document, placed, graphic, make):
     many."""
     sheets, count = document.getSheets(), 0
     for picture in placed:
-        if picture.sheet >= sheets.getCount():
+        if picture.sheet >= sheets.getCount() or picture.row >= SHEET_ROWS or picture.column >= SHEET_COLUMNS:
             continue
         sheet = sheets.getByIndex(picture.sheet)
         loaded = graphic("file://" + urllib.parse.quote(picture.path))
