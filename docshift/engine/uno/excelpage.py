@@ -1,17 +1,18 @@
 """A sheet's page that Excel saved as HTML (in a web archive: ``webarchive.py``), made ready for Calc's HTML import,
-and its pictures put on the sheet after it loaded. Run under LibreOffice's Python, inside the sandbox.
+and given its pictures and number formats once it loaded. Run under LibreOffice's Python, inside the sandbox.
 
 Calc's import reads the page's table as the sheet, but not as Excel wrote it for itself:
 
 - The drawings written for browsers without VML (pictures, and charts and text boxes as pictures) stand in
   absolutely placed spans, often laid out by tables of their own, which Calc makes cells of the sheet: every cell
   below and right of one moves. They are taken out, and each ``<img>`` with them, as Calc keeps no picture of a page;
-  ``drawings`` reads where each stood, and ``place`` puts it on the sheet, anchored to its cell.
+  ``read`` tells where each stood, and ``place`` puts it on the sheet, anchored to its cell.
 - A row that stands for several empty rows (``mso-xlrowspan``) is one row to Calc: it is written as that many.
-- A cell's value is in its ``x:num`` attribute, and its number format in its class's ``mso-number-format``; its
-  text is the value as shown. Calc reads the text: a rounded number, a date or a percentage would be text or lose
-  digits. Each such cell is given Calc's own ``sdval`` and ``sdnum`` attributes, which its import reads, and a cell
-  Excel marks text (``x:str``, or the text format) is given the text format.
+- A cell's text is its value as its format shows it; Excel adds the value itself (``x:num``) where the text does not
+  give it back, and keeps the format in the cell's class (``mso-number-format``). Calc reads the text, as an
+  American's input: 33.3% stays text, 03/07/2005 is 7 March. A cell's ``x:num`` goes in as Calc's own ``sdval``; a
+  cell with a format and no value, and one Excel marks text (``x:str``), go in as text; and once the page loaded,
+  ``number_formats_to`` gives each cell its format and reads such a text as its format does.
 """
 
 import re
