@@ -317,3 +317,35 @@ def test_a_workbook_archive_keeps_each_cells_stored_value_and_format(office, tmp
     # each in English, as Excel reads a page's formats: LibreOffice names the language where it is not the document's
     codes = {re.sub(r"^\[\$-409\]", "", code) for code in re.findall(r'formatCode="([^"]*)"', styles)}
     assert {"0.0%", "#,##0.00", "0.000", "@", "0%", "dd/mm/yyyy", "h:mm:ss\\ AM/PM"} <= codes, codes
+
+
+# a cell's comment as Excel writes it: a mark in the cell and, after the table, the comment in a list, its cell in
+# the VML note (row and column counted from 0), its text in the shape's div; both marks for browsers without notes
+NOTED = """<tr><td>Plain</td><td>Noted<![if !supportAnnotations]><span class=msocomspan1><span class=msocomspan2
+ id="_anchor_1"><a class=msocomanch href="#_msocom_1" name="_msoanchor_1">[1]</a></span></span><![endif]></td></tr>
+<tr><td>Below</td><td>7</td></tr>"""
+COMMENTS = """<div style='mso-element:comment-list'><![if !supportAnnotations]><hr class=msocomhide><![endif]>
+<div style='mso-element:comment'><![if !supportAnnotations]><div id="_com_1" class=msocomtxt><![endif]>
+<div><![if !supportAnnotations]><a class=msocomhide href="#_msoanchor_1" name="_msocom_1">[1]</a><![endif]><!--[if gte
+mso 9]><xml><v:shape id="_x0000_s1025" type="#_x0000_t202"><x:ClientData ObjectType="Note"><x:Row>0</x:Row>
+<x:Column>1</x:Column><x:Author>Ann</x:Author></x:ClientData></v:shape></xml><![endif]--><![if !vml]><span
+style='mso-ignore:vglayout'><![endif]><div v:shape="_x0000_s1025" style='padding:.75pt' class=shape><font
+class="font5">Ann:</font><font class="font6"><br>Check this &amp; that.</font></div><![if !vml]></span><![endif]></div>
+<![if !supportAnnotations]></div><![endif]></div></div>
+"""
+
+
+def test_a_workbook_archives_comments_are_comments_of_their_cells(office, tmp_path):
+    """Calc's import makes a comment's mark ("[1]") part of its cell's text, and the list of comments cells below
+    the table; docshift makes each a comment of its cell."""
+    page = SHEET.format(rows=NOTED).replace("</table></body>", "</table>" + COMMENTS + "</body>")
+    (tmp_path / "noted.xls").write_bytes(archive("Workbook", [
+        ("book.htm", "text/html", ONE_SHEET.encode()),
+        ("book_files/sheet001.htm", "text/html", page.encode())]))
+    converted = convert.convert(office, tmp_path / "noted.xls", "xls", tmp_path / "work", 60)
+    assert cells(converted.path) == {"A1": "Plain", "B1": "Noted", "A2": "Below", "B2": "7"}
+    with zipfile.ZipFile(converted.path) as package:
+        [comments] = [name for name in package.namelist() if re.fullmatch(r"xl/comments\d*\.xml", name)]
+        xml = package.read(comments).decode()
+    assert re.findall(r'<comment ref="([A-Z]+\d+)"', xml) == ["B1"]
+    assert "Ann:" in xml and "Check this &amp; that." in xml

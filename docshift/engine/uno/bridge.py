@@ -285,11 +285,12 @@ def _convert(office, source, stored, result_fd, request, archive=None):
     try:
         document = office.load(archive.page if archive else source, import_filter, request.get("password"),
                                viewed=not request.get("crashed"))
-        if archive and (archive.names or archive.placed or archive.formatted) and hasattr(document, "getSheets"):
-            # a workbook of its sheets' pages, or with pictures or formats: a new document, which can take them
+        if archive and (archive.names or archive.given()) and hasattr(document, "getSheets"):
+            # a workbook of its sheets' pages, or one whose sheets are given more: a new document, which can take it
             document = webarchive.gather(office, document, archive, import_filter, props)
             excelpage.place(document, archive.placed, graphic, struct)
             excelpage.number_formats_to(document, archive.formatted, struct, service)
+            excelpage.notes_to(document, archive.noted, struct)
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise

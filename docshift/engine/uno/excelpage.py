@@ -15,6 +15,7 @@ Calc's import reads the page's table as the sheet, but not as Excel wrote it for
   ``number_formats_to`` gives each cell its format and reads such a text as its format does.
 """
 
+import html
 import re
 import urllib.parse
 from dataclasses import dataclass
@@ -31,6 +32,18 @@ MARGIN = re.compile(r"margin-(left|top)\s*:\s*(-?[0-9.]+)px", re.IGNORECASE)
 ROWS = re.compile(r"mso-xlrowspan\s*:\s*(\d+)", re.IGNORECASE)
 EMPTY_ROWS = re.compile(r"<tr\b[^>]*?mso-xlrowspan\s*:\s*(\d+)[^>]*>.*?</tr>", re.IGNORECASE | re.DOTALL)
 HEIGHT = re.compile(r"(height\s*[=:]\s*['\"]?)([0-9.]+)", re.IGNORECASE)
+# a cell's comment: a mark ("[1]") in the cell and a list after the table, both for browsers without annotations;
+# each comment's cell in its VML note (x:Row, x:Column, counted from 0) and its text in the shape's div
+NO_ANNOTATIONS = re.compile(r"<!\[if !supportAnnotations\]>.*?<!\[endif\]>", re.IGNORECASE | re.DOTALL)
+COMMENT_LIST = re.compile(r"<div\b[^>]*mso-element:\s*comment-list.*?(?=</body>|\Z)", re.IGNORECASE | re.DOTALL)
+NOTE = re.compile(r"<x:ClientData\b[^>]*ObjectType=[\"']?Note[^>]*>((?:(?!</x:ClientData>).)*)</x:ClientData>"
+                  r"((?:(?!<x:ClientData\b).)*?)<div\b[^>]*class=[\"']?shape\b[^>]*>(.*?)</div>",
+                  re.IGNORECASE | re.DOTALL)
+NOTE_ROW = re.compile(r"<x:Row>\s*(\d+)\s*</x:Row>", re.IGNORECASE)
+NOTE_COLUMN = re.compile(r"<x:Column>\s*(\d+)\s*</x:Column>", re.IGNORECASE)
+LINE_BREAK = re.compile(r"<br\b[^>]*>", re.IGNORECASE)
+TAG = re.compile(r"<[^>]*>")
+MAX_NOTES = 10000  # comments of a page, at most
 MAX_ROWS = 65536  # rows of an Excel 97-2003 sheet: no page gains more rows than that
 MAX_COLUMNS = 256  # its columns: no cell is taken to span more columns, or rows, than that
 MAX_TAKEN = 1 << 20  # cells that earlier rows' cells span, at most, that a page's grid keeps track of
@@ -241,17 +254,44 @@ def for_calc(page, css=""):
         row = HEIGHT.sub(lambda height: f"{height.group(1)}{float(height.group(2)) / count:g}", match.group(0))
         return row * count
 
+    text = COMMENT_LIST.sub("", NO_ANNOTATIONS.sub("", text))  # ``notes_to`` makes them comments of their cells
     text = EMPTY_ROWS.sub(rows, IMAGE_TAG.sub("", NO_VML.sub("", text)))
     return _values(text, formats).encode("latin-1")
 
 
 def read(text, css=""):
     """What the page ``text`` places where: (row, column, left, top, width, height, src) of each ``<img>`` (the cell
-    of the page's table it stands in, its offset there and size in CSS pixels), and (row, column, format code) of each
-    cell with a number format, by the classes of its style sheets ``css`` and its own."""
+    of the page's table it stands in, its offset there and size in CSS pixels); (row, column, format code, whether
+    the value is given) of each cell with a number format, by the classes of its style sheets ``css`` and its own;
+    and (row, column, text) of each cell's comment."""
     reader = _Page(number_formats(css + "".join(STYLE_BLOCK.findall(text))))
     reader.feed(text)
-    return reader.found, reader.formatted
+    return reader.found, reader.formatted, notes(text)
+
+
+def notes(text):
+    """(row, column, text) of each comment of the page ``text``: its cell as its VML note names it, its text as the
+    page shows it, a line a line."""
+    found = []
+    for note, _, shown in NOTE.findall(text)[:MAX_NOTES]:
+        row, column = NOTE_ROW.search(note), NOTE_COLUMN.search(note)
+        lines = (html.unescape(TAG.sub("", line)) for line in LINE_BREAK.split(shown))
+        said = "\n".join(" ".join(line.split()) for line in lines).strip()
+        if row and column and said:
+            found.append((int(row.group(1)), int(column.group(1)), said))
+    return found
+
+
+def notes_to(document, noted, make):
+    """Give each cell of ``noted`` (sheet, row, column, text) of ``document`` its comment. Returns how many."""
+    sheets, count = document.getSheets(), 0
+    for sheet, row, column, said in noted:
+        if sheet >= sheets.getCount() or row >= SHEET_ROWS or column >= SHEET_COLUMNS:
+            continue
+        where = make("com.sun.star.table.CellAddress", Sheet=sheet, Column=column, Row=row)
+        sheets.getByIndex(sheet).getAnnotations().insertNew(where, said)
+        count += 1
+    return count
 
 
 def number_formats_to(document, formatted, make, create):

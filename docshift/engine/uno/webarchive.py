@@ -48,14 +48,20 @@ class Archive:
     """What a web archive was unpacked into: the page LibreOffice loads, and for a workbook saved a page a sheet, the
     pages of its other sheets; ``names``: the workbook's sheet names, in its order ([] when it names none);
     ``pictures``: how many pictures its pages show (``pictures``), what the result is to hold; for a workbook,
-    ``placed``: where each picture stands (:class:`excelpage.Placed`), and ``formatted``: its cells' number formats
-    (sheet, row, column, format code, whether its value is given), both given the sheets after the pages load."""
+    ``placed``: where each picture stands (:class:`excelpage.Placed`), ``formatted``: its cells' number formats
+    (sheet, row, column, format code, whether its value is given), and ``noted``: its cells' comments (sheet, row,
+    column, text), all given the sheets after the pages load."""
     page: str
     sheets: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     pictures: int = 0
     placed: list = field(default_factory=list)
     formatted: list = field(default_factory=list)
+    noted: list = field(default_factory=list)
+
+    def given(self):
+        """Whether the sheets are given anything after the pages load."""
+        return bool(self.placed or self.formatted or self.noted)
 
     def facts(self):
         """What the report tells the worker of the archive itself, read here rather than by LibreOffice."""
@@ -120,7 +126,7 @@ def unpack(path, directory):
             written["/".join(relative)] = target
     stem, extension = os.path.splitext(os.path.basename(path))
     workbook = extension.lower() == ".xls"
-    sheets, names, listed, placed, formatted = [], [], sheet_list(message.text()), [], []
+    sheets, names, listed, given = [], [], sheet_list(message.text()), ([], [], [])
     for number, (name, source) in enumerate(listed, 1):
         names.append(name)
         relative = _relative(urllib.parse.urljoin(message.base, source), message.base) if source else None
@@ -131,10 +137,10 @@ def unpack(path, directory):
             with open(found, "rb") as sheet, open(copy, "wb") as out:
                 out.write(excelpage.for_calc(sheet.read(), _styles(message, page)) if workbook else sheet.read())
             sheets.append(copy)
-            drawn = _drawn(message, page, number - 1, written) if workbook else ([], [])
-            placed, formatted = placed + drawn[0], formatted + drawn[1]
+            for mine, found in zip(given, _drawn(message, page, number - 1, written) if workbook else ()):
+                mine += found
     if names and len(sheets) != len(names):
-        sheets, placed, formatted = [], [], []  # a sheet's page is missing: the archive's own page is loaded
+        sheets, given = [], ([], [], [])  # a sheet's page is missing: the archive's own page is loaded
     if sheets:
         main = sheets.pop(0)
     else:  # written last: no part of the archive takes its place
@@ -142,17 +148,18 @@ def unpack(path, directory):
         with open(main, "wb") as out:
             out.write(excelpage.for_calc(message.root.get_payload(decode=True) or b"", _styles(message, message.root))
                       if workbook else _inlined(message))
-        placed, formatted = _drawn(message, message.root, 0, written) if workbook else ([], [])
-    return Archive(main, sheets, names, len(pictures(message, listed)), placed, formatted)
+        given = _drawn(message, message.root, 0, written) if workbook else ([], [], [])
+    return Archive(main, sheets, names, len(pictures(message, listed)), *given)
 
 
 def _drawn(message, page, sheet, written):
     """What the workbook's ``page`` (a part), the sheet of index ``sheet``, places: its :class:`excelpage.Placed`
     pictures, those whose picture is in the archive and was written (``written``: its path below the folder -> the
-    file); and its cells' number formats (sheet, row, column, format code, whether its value is given)."""
+    file); its cells' number formats (sheet, row, column, format code, whether its value is given); and their
+    comments (sheet, row, column, text)."""
     if page is None:
-        return [], []
-    found, formatted = excelpage.read(message.text(page), _styles(message, page))
+        return [], [], []
+    found, formatted, noted = excelpage.read(message.text(page), _styles(message, page))
     placed = []
     for row, column, left, top, width, height, link in found:
         part = message.find(html.unescape(link), page)
@@ -160,7 +167,7 @@ def _drawn(message, page, sheet, written):
         target = written.get("/".join(relative)) if relative else None
         if target and part.get_content_maintype() == "image":
             placed.append(excelpage.Placed(sheet, row, column, left, top, width, height, target))
-    return placed, [(sheet, *cell) for cell in formatted]
+    return placed, [(sheet, *cell) for cell in formatted], [(sheet, *cell) for cell in noted]
 
 
 def _styles(message, page):
