@@ -164,7 +164,7 @@ RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 FORMAT = re.compile(r"mso-number-format\s*:\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^;}\"']+)", re.IGNORECASE)
 DAY_MONTH = re.compile(r"^(\d{1,2})([./-])(\d{1,2})(?=[./-]|$)")
 CSS_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{1,6})\s?|(.))", re.DOTALL)
-# Excel's named formats, as LibreOffice writes them in English (its sdnum's language, 1033); "General" is none
+# Excel's named formats, as LibreOffice writes them in English; "General" is none
 NAMED = {"general": "", "general number": "", "general date": "M/D/YYYY H:MM", "long date": "NNNNMMMM D, YYYY",
          "medium date": "DD-MMM-YY", "short date": "M/D/YYYY", "long time": "H:MM:SS AM/PM",
          "medium time": "H:MM AM/PM", "short time": "HH:MM", "fixed": "0.00", "standard": "#,##0.00",
@@ -201,14 +201,8 @@ def _cell_format(style, classes, formats):
     return next((formats[name] for name in classes.lower().split() if name in formats), None) or None
 
 
-def _attribute(text):
-    """``text`` as an attribute's value in the page: markup and every character past ASCII as references."""
-    return "".join(character if " " <= character <= "~" and character not in "\"&<>" else f"&#{ord(character)};"
-                   for character in text)
-
-
 def _values(text, formats):
-    """The page ``text`` with each cell's stored value and number format given in Calc's attributes."""
+    """The page ``text`` with each cell's stored value, or its being a text, said in Calc's own attributes."""
 
     def given(attributes, pattern):
         found = pattern.search(attributes)
