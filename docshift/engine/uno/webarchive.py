@@ -40,7 +40,9 @@ SHEET = re.compile(r"<x:ExcelWorksheet>(.*?)</x:ExcelWorksheet>", re.IGNORECASE 
 NAME = re.compile(r"<x:Name>(.*?)</x:Name>", re.IGNORECASE | re.DOTALL)
 SOURCE = re.compile(r"<x:WorksheetSource\s+HRef\s*=\s*[\"']([^\"']+)[\"']", re.IGNORECASE)
 UNSAFE = re.compile(r"[^A-Za-z0-9._ -]")
-STYLESHEET = re.compile(r"<link\b[^>]*?\bhref\s*=\s*[\"']?([^\"'\s>]+)[^>]*>", re.IGNORECASE)
+LINK = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
+STYLESHEET = re.compile(r"\brel\s*=\s*[\"']?stylesheet\b", re.IGNORECASE)
+HREF = re.compile(r"\bhref\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
 
 
 @dataclass
@@ -134,11 +136,12 @@ def unpack(path, directory):
         if found:  # a copy under the source's extension, beside the sheet's page: its links still hold
             copy = os.path.join(os.path.dirname(found), f"{stem}-sheet{number}{extension}")
             page = message.find(source)
+            css = _styles(message, page) if workbook else ""
             with open(found, "rb") as sheet, open(copy, "wb") as out:
-                out.write(excelpage.for_calc(sheet.read(), _styles(message, page)) if workbook else sheet.read())
+                out.write(excelpage.for_calc(sheet.read(), css) if workbook else sheet.read())
             sheets.append(copy)
-            for mine, found in zip(given, _drawn(message, page, number - 1, written) if workbook else ()):
-                mine += found
+            for mine, more in zip(given, _drawn(message, page, number - 1, written, css) if workbook else ()):
+                mine += more
     if names and len(sheets) != len(names):
         sheets, given = [], ([], [], [])  # a sheet's page is missing: the archive's own page is loaded
     if sheets:
@@ -146,20 +149,21 @@ def unpack(path, directory):
     else:  # written last: no part of the archive takes its place
         main = os.path.join(directory, stem + extension)
         with open(main, "wb") as out:
-            out.write(excelpage.for_calc(message.root.get_payload(decode=True) or b"", _styles(message, message.root))
-                      if workbook else _inlined(message))
-        given = _drawn(message, message.root, 0, written) if workbook else ([], [], [])
+            css = _styles(message, message.root) if workbook else ""
+            out.write(excelpage.for_calc(message.root.get_payload(decode=True) or b"", css) if workbook
+                      else _inlined(message))
+        given = _drawn(message, message.root, 0, written, css) if workbook else ([], [], [])
     return Archive(main, sheets, names, len(pictures(message, listed)), *given)
 
 
-def _drawn(message, page, sheet, written):
-    """What the workbook's ``page`` (a part), the sheet of index ``sheet``, places: its :class:`excelpage.Placed`
-    pictures, those whose picture is in the archive and was written (``written``: its path below the folder -> the
-    file); its cells' number formats (sheet, row, column, format code, whether its value is given); and their
-    comments (sheet, row, column, text)."""
+def _drawn(message, page, sheet, written, css):
+    """What the workbook's ``page`` (a part; ``css``, the style sheets it links to), the sheet of index ``sheet``,
+    places: its :class:`excelpage.Placed` pictures, those whose picture is in the archive and was written
+    (``written``: its path below the folder -> the file); its cells' number formats (sheet, row, column, format code,
+    whether its value is given); and their comments (sheet, row, column, text)."""
     if page is None:
         return [], [], []
-    found, formatted, noted = excelpage.read(message.text(page), _styles(message, page))
+    found, formatted, noted = excelpage.read(message.text(page), css)
     placed = []
     for row, column, left, top, width, height, link in found:
         part = message.find(html.unescape(link), page)
@@ -174,8 +178,9 @@ def _styles(message, page):
     """The text of the style sheets in the archive that the workbook's ``page`` (a part) links to."""
     if page is None:
         return ""
-    sheets = (message.find(html.unescape(link), page) for link in STYLESHEET.findall(message.text(page)))
-    return "".join(message.text(part) for part in sheets if part is not None)
+    links = (HREF.search(tag) for tag in LINK.findall(message.text(page)) if STYLESHEET.search(tag))
+    sheets = (message.find(html.unescape(link.group(1)), page) for link in links if link)
+    return "".join(message.text(part) for part in sheets if part is not None and part.get_content_type() == "text/css")
 
 
 def pictures(message, listed):
