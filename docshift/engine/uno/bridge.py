@@ -40,7 +40,7 @@ import time
 from collections import Counter
 
 import counts
-import excelpage
+import excelsheet
 import masters
 import selftest
 import uno
@@ -288,9 +288,9 @@ def _convert(office, source, stored, result_fd, request, archive=None):
         if archive and (archive.names or archive.given()) and hasattr(document, "getSheets"):
             # a workbook of its sheets' pages, or one whose sheets are given more: a new document, which can take it
             document = webarchive.gather(office, document, archive, import_filter, props)
-            excelpage.place(document, archive.placed, graphic, struct)
-            excelpage.number_formats_to(document, archive.formatted, struct, service)
-            excelpage.notes_to(document, archive.noted, struct)
+            excelsheet.place(document, archive.placed, graphic, struct)
+            excelsheet.number_formats_to(document, archive.formatted, struct, service)
+            excelsheet.notes_to(document, archive.noted, struct)
     except Exception as error:  # IllegalArgumentException, IOException: not loadable
         if not answers(office.desktop, error):
             raise

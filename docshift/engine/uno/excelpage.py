@@ -1,27 +1,25 @@
 """A sheet's page that Excel saved as HTML (in a web archive: ``webarchive.py``), made ready for Calc's HTML import,
-and given its pictures and number formats once it loaded. Run under LibreOffice's Python, inside the sandbox.
+and what its sheet is to be given once it loaded (``excelsheet.py`` gives it). Run under LibreOffice's Python,
+inside the sandbox.
 
 Calc's import reads the page's table as the sheet, but not as Excel wrote it for itself:
 
 - The drawings written for browsers without VML (pictures, and charts and text boxes as pictures) stand in
   absolutely placed spans, often laid out by tables of their own, which Calc makes cells of the sheet: every cell
   below and right of one moves. They are taken out, and each ``<img>`` with them, as Calc keeps no picture of a page;
-  ``read`` tells where each stood, and ``place`` puts it on the sheet, anchored to its cell.
+  ``read`` tells where each stood, and ``excelsheet.place`` puts it on the sheet, anchored to its cell.
 - A row that stands for several empty rows (``mso-xlrowspan``) is one row to Calc: it is written as that many.
 - A cell's text is its value as its format shows it; Excel adds the value itself (``x:num``) where the text does not
   give it back, and keeps the format in the cell's class (``mso-number-format``). Calc reads the text, as an
   American's input: 33.3% stays text, 03/07/2005 is 7 March. A cell's ``x:num`` goes in as Calc's own ``sdval``; a
   cell with a format and no value, and one Excel marks text (``x:str``), go in as text; and once the page loaded,
-  ``number_formats_to`` gives each cell its format and reads such a text as its format does.
+  ``excelsheet.number_formats_to`` gives each cell its format and reads such a text as its format does.
 """
 
 import html
 import re
-import urllib.parse
 from dataclasses import dataclass
 from html.parser import HTMLParser
-
-PIXEL = 2540 / 96  # a CSS pixel in hundredths of a millimetre
 
 # what Excel writes for a browser without VML: each drawing (picture, chart, text box) as a picture in an absolutely
 # placed span, often in a table that lays several out; Calc's HTML import would make that table cells of the sheet
@@ -48,7 +46,6 @@ MAX_ROWS = 65536  # rows of an Excel 97-2003 sheet: no page gains more rows than
 MAX_COLUMNS = 256  # its columns: no cell is taken to span more columns, or rows, than that
 MAX_TAKEN = 1 << 20  # cells that earlier rows' cells span, at most, that a page's grid keeps track of
 MAX_FORMATTED = 1 << 18  # cells of a page given their number format, at most
-SHEET_ROWS, SHEET_COLUMNS = 1 << 20, 1 << 14  # a Calc sheet's: a cell past them is left out
 
 
 @dataclass
@@ -99,8 +96,8 @@ class _Page(HTMLParser):
     """A workbook's page read: its ``<img>`` elements (``found``), each with the cell of the page's outermost table it
     stands in and its offset there (the margins of the absolutely placed spans around it and its place in a table
     that lays out drawings); and its cells' number formats (``formatted``: row, column, format code, whether the
-    cell gives its value in x:num), by ``formats``
-    (class -> code). What a conditional comment holds (VML) is a comment to this parser, and is left out."""
+    cell gives its value in x:num), by ``formats`` (class -> code). What a conditional comment holds (VML) is a
+    comment to this parser, and is left out."""
 
     def __init__(self, formats):
         super().__init__(convert_charrefs=True)
@@ -162,7 +159,6 @@ OWN_VALUE = re.compile(r"\bsd(?:val|num)\s*=", re.IGNORECASE)
 STYLE_BLOCK = re.compile(r"<style\b[^>]*>(.*?)</style>", re.IGNORECASE | re.DOTALL)
 RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 FORMAT = re.compile(r"mso-number-format\s*:\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^;}\"']+)", re.IGNORECASE)
-DAY_MONTH = re.compile(r"^(\d{1,2})([./-])(\d{1,2})(?=[./-]|$)")
 CSS_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{1,6})\s?|(.))", re.DOTALL)
 # Excel's named formats, as LibreOffice writes them in English; "General" is none
 NAMED = {"general": "", "general number": "", "general date": "M/D/YYYY H:MM", "long date": "NNNNMMMM D, YYYY",
@@ -188,8 +184,7 @@ def _format(value):
     value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         value = value[1:-1]
-    value = CSS_ESCAPE.sub(lambda escape: chr(int(escape.group(1), 16)) if escape.group(1) else escape.group(2),
-                           value)
+    value = CSS_ESCAPE.sub(lambda found: chr(int(found.group(1), 16)) if found.group(1) else found.group(2), value)
     return NAMED.get(value.strip().lower(), value)
 
 
@@ -217,7 +212,7 @@ def _values(text, formats):
         added = ""
         if shown == "@" or (value is None and (shown or TEXT_CELL.search(attributes))):
             # a text (Calc would read 00123 as a number), or a value as its format shows it, which Calc would read
-            # as it reads an American's input: ``number_formats_to`` reads it as its format does
+            # as it reads an American's input: ``excelsheet`` reads it as its format does
             added = ' sdnum="1033;0;@"'
         elif value:
             try:
@@ -226,18 +221,23 @@ def _values(text, formats):
                 number = None
             if number is not None and number == number and abs(number) != float("inf"):
                 # Calc's import takes a value with a format only, and finds only the formats it has built in: its
-                # own format is given it after the page loads (``number_formats_to``)
+                # own format is given it after the page loads (``excelsheet``)
                 added = f' sdval="{number!r}" sdnum="1033;0;General"'
         return f"<td{attributes}{added}>" if added else match.group(0)
 
     return CELL.sub(cell, text)
 
 
-def for_calc(page, css=""):
-    """The sheet's ``page`` (bytes) as Calc is to import it (the module's docstring says what changes); ``css``: the
-    style sheets it links to, whose classes give its cells' number formats."""
+def formats_of(text, css=""):
+    """Each class -> its number format, of the page ``text``'s own style blocks and the style sheets ``css`` it
+    links to."""
+    return number_formats(css + "".join(STYLE_BLOCK.findall(text)))
+
+
+def for_calc(page, formats):
+    """The sheet's ``page`` (bytes) as Calc is to import it (the module's docstring says what changes); ``formats``:
+    its classes' number formats (``formats_of``)."""
     text = page.decode("latin-1")  # every byte kept: the markup is ASCII, and what is added is too
-    formats = number_formats(css + "".join(STYLE_BLOCK.findall(text)))
     left = [MAX_ROWS]
 
     def rows(match):
@@ -248,17 +248,17 @@ def for_calc(page, css=""):
         row = HEIGHT.sub(lambda height: f"{height.group(1)}{float(height.group(2)) / count:g}", match.group(0))
         return row * count
 
-    text = COMMENT_LIST.sub("", NO_ANNOTATIONS.sub("", text))  # ``notes_to`` makes them comments of their cells
+    text = COMMENT_LIST.sub("", NO_ANNOTATIONS.sub("", text))  # ``excelsheet.notes_to`` makes them comments
     text = EMPTY_ROWS.sub(rows, IMAGE_TAG.sub("", NO_VML.sub("", text)))
     return _values(text, formats).encode("latin-1")
 
 
-def read(text, css=""):
+def read(text, formats):
     """What the page ``text`` places where: (row, column, left, top, width, height, src) of each ``<img>`` (the cell
     of the page's table it stands in, its offset there and size in CSS pixels); (row, column, format code, whether
-    the value is given) of each cell with a number format, by the classes of its style sheets ``css`` and its own;
-    and (row, column, text) of each cell's comment."""
-    reader = _Page(number_formats(css + "".join(STYLE_BLOCK.findall(text))))
+    the value is given) of each cell with a number format, by its classes' ``formats`` (``formats_of``); and (row,
+    column, text) of each cell's comment."""
+    reader = _Page(formats)
     reader.feed(text)
     return reader.found, reader.formatted, notes(text)
 
@@ -274,123 +274,3 @@ def notes(text):
         if row and column and said:
             found.append((int(row.group(1)), int(column.group(1)), said))
     return found
-
-
-def notes_to(document, noted, make):
-    """Give each cell of ``noted`` (sheet, row, column, text) of ``document`` its comment. Returns how many."""
-    sheets, count = document.getSheets(), 0
-    for sheet, row, column, said in noted:
-        if sheet >= sheets.getCount() or row >= SHEET_ROWS or column >= SHEET_COLUMNS:
-            continue
-        where = make("com.sun.star.table.CellAddress", Sheet=sheet, Column=column, Row=row)
-        sheets.getByIndex(sheet).getAnnotations().insertNew(where, said)
-        count += 1
-    return count
-
-
-def number_formats_to(document, formatted, make, create):
-    """Give each cell of ``formatted`` (sheet, row, column, format code, whether its value is given) of ``document``
-    its number format, a code LibreOffice reads as it reads Excel's in English. A cell whose value the page gives
-    keeps it. One whose text is its value as the format shows it (10%, 23/02/2005: Excel gives no value where its
-    text gives it back) is read by the format, and takes the value only if the format shows it as the same text;
-    else a plain number is read as Calc would have read it, and anything else stays text. ``make`` makes a UNO
-    struct, ``create`` a service. Returns how many cells were given a format."""
-    numbers, sheets = document.getNumberFormats(), document.getSheets()
-    reader = create("com.sun.star.util.NumberFormatter")
-    reader.attachNumberFormatsSupplier(document)
-    keys, count = {}, 0
-    for sheet, row, column, code, given in formatted:
-        if code not in keys:
-            keys[code] = _key(numbers, code, make)
-        if sheet >= sheets.getCount() or row >= SHEET_ROWS or column >= SHEET_COLUMNS:
-            continue
-        cell = sheets.getByIndex(sheet).getCellByPosition(column, row)
-        key, text = keys[code], cell.getString()
-        if given or code == "@":
-            value = None
-        else:
-            value = _shown(reader, key, text, code) if key is not None else None
-            if value is None:  # no number in this format: a plain one, in none
-                plain = _plain(reader, text)
-                key, value = (0, plain) if plain is not None else (key, None)
-        if key is not None:
-            cell.NumberFormat = key
-            count += 1
-        if value is not None:
-            cell.setValue(value)
-    return count
-
-
-def _key(numbers, code, make):
-    """The key of the format ``code`` (read in English, as written) in ``numbers``, a document's formats, added when it
-    is new; None when LibreOffice cannot read it."""
-    english = make("com.sun.star.lang.Locale", Language="en", Country="US")
-    # Excel's "[$-F400]" and "[$-F800]" say "the reader's system's time or long date format", which LibreOffice
-    # shows its own way; what follows them is the format as the page shows it, and is tried first
-    for tried in dict.fromkeys((re.sub(r"^\[\$-F[48]00\]", "", code, flags=re.IGNORECASE), code)):
-        key = numbers.queryKey(tried, english, False)
-        if key != -1:
-            return key
-        try:
-            return numbers.addNew(tried, english)
-        except Exception:  # MalformedNumberFormatException: a code LibreOffice cannot read
-            continue
-    return None
-
-
-def _same(shown, text):
-    return " ".join(shown.replace("\xa0", " ").split()) == " ".join(text.replace("\xa0", " ").split())
-
-
-def _shown(reader, key, text, code):
-    """The value that ``text`` shows in the format ``key`` (of ``code``), if the format shows it as ``text`` again;
-    else None. LibreOffice reads a date month first, as an American does: a format that puts the day first is
-    tried with the text's first two numbers the other way round too, and the format's showing decides."""
-    bare = re.sub(r'"[^"]*"|\[[^\]]*\]|\\.', "", code).lower()
-    tries = [text.strip()]
-    if "d" in bare and "m" in bare and bare.index("d") < bare.index("m"):
-        tries.append(DAY_MONTH.sub(r"\3\2\1", text.strip(), count=1))
-    for given in tries:
-        try:
-            value = reader.convertStringToNumber(key, given)
-        except Exception:  # NotNumericException: no number in this format
-            continue
-        if _same(reader.convertNumberToString(key, value), text):
-            return value
-    return None
-
-
-def _plain(reader, text):
-    """``text`` read as a plain number (the General format), as Calc's import reads a cell; None for no number."""
-    try:
-        return reader.convertStringToNumber(0, text.strip())
-    except Exception:  # NotNumericException
-        return None
-
-
-def place(document, placed, graphic, make):
-    """Put each :class:`Placed` picture of ``placed`` on its sheet of ``document`` (a writable workbook), anchored to
-    its cell; ``graphic(url)`` loads a picture's file, ``make(type, **values)`` makes a UNO struct. Returns how
-    many."""
-    sheets, count = document.getSheets(), 0
-    for picture in placed:
-        if picture.sheet >= sheets.getCount() or picture.row >= SHEET_ROWS or picture.column >= SHEET_COLUMNS:
-            continue
-        sheet = sheets.getByIndex(picture.sheet)
-        loaded = graphic("file://" + urllib.parse.quote(picture.path))
-        if loaded is None:  # no picture LibreOffice can read: the report counts it missing
-            continue
-        shape = document.createInstance("com.sun.star.drawing.GraphicObjectShape")
-        shape.Graphic = loaded
-        sheet.getDrawPage().add(shape)
-        cell = sheet.getCellByPosition(picture.column, picture.row)
-        shape.Anchor = cell
-        corner = cell.Position
-        shape.Position = make("com.sun.star.awt.Point", X=corner.X + round(picture.left * PIXEL),
-                              Y=corner.Y + round(picture.top * PIXEL))
-        width, height = picture.width, picture.height
-        if not (width and height):  # the page gives no size: the picture's own
-            width, height = loaded.SizePixel.Width, loaded.SizePixel.Height
-        shape.Size = make("com.sun.star.awt.Size", Width=round(width * PIXEL), Height=round(height * PIXEL))
-        count += 1
-    return count

@@ -135,35 +135,41 @@ def unpack(path, directory):
         found = written.get("/".join(relative)) if relative else None
         if found:  # a copy under the source's extension, beside the sheet's page: its links still hold
             copy = os.path.join(os.path.dirname(found), f"{stem}-sheet{number}{extension}")
-            page = message.find(source)
-            css = _styles(message, page) if workbook else ""
-            with open(found, "rb") as sheet, open(copy, "wb") as out:
-                out.write(excelpage.for_calc(sheet.read(), css) if workbook else sheet.read())
+            with open(found, "rb") as sheet:
+                data = sheet.read()
+            if workbook:
+                data, more = _for_calc(message, message.find(source), data, number - 1, written)
+                for mine, added in zip(given, more):
+                    mine += added
+            with open(copy, "wb") as out:
+                out.write(data)
             sheets.append(copy)
-            for mine, more in zip(given, _drawn(message, page, number - 1, written, css) if workbook else ()):
-                mine += more
     if names and len(sheets) != len(names):
         sheets, given = [], ([], [], [])  # a sheet's page is missing: the archive's own page is loaded
     if sheets:
         main = sheets.pop(0)
     else:  # written last: no part of the archive takes its place
         main = os.path.join(directory, stem + extension)
+        if workbook:
+            data, given = _for_calc(message, message.root, message.root.get_payload(decode=True) or b"", 0, written)
+        else:
+            data = _inlined(message)
         with open(main, "wb") as out:
-            css = _styles(message, message.root) if workbook else ""
-            out.write(excelpage.for_calc(message.root.get_payload(decode=True) or b"", css) if workbook
-                      else _inlined(message))
-        given = _drawn(message, message.root, 0, written, css) if workbook else ([], [], [])
+            out.write(data)
     return Archive(main, sheets, names, len(pictures(message, listed)), *given)
 
 
-def _drawn(message, page, sheet, written, css):
-    """What the workbook's ``page`` (a part; ``css``, the style sheets it links to), the sheet of index ``sheet``,
-    places: its :class:`excelpage.Placed` pictures, those whose picture is in the archive and was written
-    (``written``: its path below the folder -> the file); its cells' number formats (sheet, row, column, format code,
-    whether its value is given); and their comments (sheet, row, column, text)."""
+def _for_calc(message, page, data, sheet, written):
+    """A workbook's ``page`` (a part; ``data``, its bytes) as Calc is to import it (``excelpage.for_calc``), and what
+    its sheet, of index ``sheet``, is given once it loaded: its :class:`excelpage.Placed` pictures, those whose
+    picture is in the archive and was written (``written``: its path below the folder -> the file); its cells' number
+    formats (sheet, row, column, format code, whether its value is given); and their comments (sheet, row, column,
+    text)."""
     if page is None:
-        return [], [], []
-    found, formatted, noted = excelpage.read(message.text(page), css)
+        return excelpage.for_calc(data, {}), ([], [], [])
+    text = message.text(page)
+    formats = excelpage.formats_of(text, _styles(message, page))
+    found, formatted, noted = excelpage.read(text, formats)
     placed = []
     for row, column, left, top, width, height, link in found:
         part = message.find(html.unescape(link), page)
@@ -171,13 +177,12 @@ def _drawn(message, page, sheet, written, css):
         target = written.get("/".join(relative)) if relative else None
         if target and part.get_content_maintype() == "image":
             placed.append(excelpage.Placed(sheet, row, column, left, top, width, height, target))
-    return placed, [(sheet, *cell) for cell in formatted], [(sheet, *cell) for cell in noted]
+    return excelpage.for_calc(data, formats), (placed, [(sheet, *cell) for cell in formatted],
+                                               [(sheet, *cell) for cell in noted])
 
 
 def _styles(message, page):
     """The text of the style sheets in the archive that the workbook's ``page`` (a part) links to."""
-    if page is None:
-        return ""
     links = (HREF.search(tag) for tag in LINK.findall(message.text(page)) if STYLESHEET.search(tag))
     sheets = (message.find(html.unescape(link.group(1)), page) for link in links if link)
     return "".join(message.text(part) for part in sheets if part is not None and part.get_content_type() == "text/css")
