@@ -349,3 +349,16 @@ def test_a_workbook_archives_comments_are_comments_of_their_cells(office, tmp_pa
         xml = package.read(comments).decode()
     assert re.findall(r'<comment ref="([A-Z]+\d+)"', xml) == ["B1"]
     assert "Ann:" in xml and "Check this &amp; that." in xml
+
+
+def test_a_damaged_page_is_no_crash():
+    """What a damaged or hostile page may hold, read as well as it can be: a CSS escape of a code point past
+    Unicode's reads as U+FFFD, as CSS reads it; a size of two decimal points is no size. Each raised in the child
+    unpacking the page, which the worker called a crash."""
+    excelpage = webarchive().excelpage
+    formats = excelpage.number_formats('.xl1 {mso-number-format:"\\FFFFFF0\\D800 0\\0022";}')
+    assert formats == {"xl1": '\ufffd0\ufffd0"'}
+    page = ("<table><tr style='mso-xlrowspan:2;height:1.2.3pt'><td></td></tr><tr><td><span style='position:absolute;"
+            "margin-left:1.2.3px'><img src=a.png></span></td></tr></table>")
+    assert excelpage.for_calc(page.encode(), {}).count(b"<tr") == 3
+    assert [found[:3] for found in excelpage.read(page, {})[0]] == [(2, 0, 0.0)]

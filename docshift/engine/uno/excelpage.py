@@ -25,11 +25,11 @@ from html.parser import HTMLParser
 # placed span, often in a table that lays several out; Calc's HTML import would make that table cells of the sheet
 NO_VML = re.compile(r"<!\[if !vml\]>.*?<!\[endif\]>", re.IGNORECASE | re.DOTALL)
 IMAGE_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
-MARGIN = re.compile(r"margin-(left|top)\s*:\s*(-?[0-9.]+)px", re.IGNORECASE)
+MARGIN = re.compile(r"margin-(left|top)\s*:\s*(-?[0-9]+(?:\.[0-9]+)?)px", re.IGNORECASE)
 # a row of the page that stands for as many empty rows of the sheet (Excel's own mark, which Calc does not read)
 ROWS = re.compile(r"mso-xlrowspan\s*:\s*(\d+)", re.IGNORECASE)
 EMPTY_ROWS = re.compile(r"<tr\b[^>]*?mso-xlrowspan\s*:\s*(\d+)[^>]*>.*?</tr>", re.IGNORECASE | re.DOTALL)
-HEIGHT = re.compile(r"(height\s*[=:]\s*['\"]?)([0-9.]+)", re.IGNORECASE)
+HEIGHT = re.compile(r"(height\s*[=:]\s*['\"]?)([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 # a cell's comment: a mark ("[1]") in the cell and a list after the table, both for browsers without annotations;
 # each comment's cell in its VML note (x:Row, x:Column, counted from 0) and its text in the shape's div
 NO_ANNOTATIONS = re.compile(r"<!\[if !supportAnnotations\]>.*?<!\[endif\]>", re.IGNORECASE | re.DOTALL)
@@ -184,8 +184,16 @@ def _format(value):
     value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
         value = value[1:-1]
-    value = CSS_ESCAPE.sub(lambda found: chr(int(found.group(1), 16)) if found.group(1) else found.group(2), value)
+    value = CSS_ESCAPE.sub(_unescaped, value)
     return NAMED.get(value.strip().lower(), value)
+
+
+def _unescaped(found):
+    """A CSS escape's character: U+FFFD for a code point there is none of (CSS Syntax 4.3.7), as no format holds."""
+    if not found.group(1):
+        return found.group(2)
+    code = int(found.group(1), 16)
+    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
 
 
 def _cell_format(style, classes, formats):
