@@ -362,3 +362,17 @@ def test_a_damaged_page_is_no_crash():
             "margin-left:1.2.3px'><img src=a.png></span></td></tr></table>")
     assert excelpage.for_calc(page.encode(), {}).count(b"<tr") == 3
     assert [found[:3] for found in excelpage.read(page, {})[0]] == [(2, 0, 0.0)]
+
+
+def test_a_picture_placed_past_any_sheet_is_left_out_and_reported(office, tmp_path):
+    """A damaged page may place a picture trillions of pixels away: LibreOffice's positions are 32-bit, so the
+    workbook converts without it, its cells kept, and the report names the picture missing."""
+    far = DRAWN.replace("margin-left:10px", "margin-left:99999999999999px")
+    (tmp_path / "far.xls").write_bytes(archive("Workbook", [
+        ("book.htm", "text/html", ONE_SHEET.encode()),
+        ("book_files/sheet001.htm", "text/html", SHEET.format(rows=far).encode()),
+        ("book_files/image002.png", "image/png", png(0, 128, 0))]))
+    converted = convert.convert(office, tmp_path / "far.xls", "xls", tmp_path / "work", 60)
+    assert cells(converted.path)["A5"] == "Total"
+    assert converted.fidelity["counts"]["images"] == {"source": 1, "result": 0}
+    assert converted.fidelity["complete"] is False

@@ -7,6 +7,7 @@ import urllib.parse
 
 PIXEL = 2540 / 96  # a CSS pixel in hundredths of a millimetre
 SHEET_ROWS, SHEET_COLUMNS = 1 << 20, 1 << 14  # a Calc sheet's: a cell past them is left out
+MAX_PIXELS = 1 << 20  # a picture's offset or size, past which it is out of any sheet's reach (Calc's are 32-bit)
 DAY_MONTH = re.compile(r"^(\d{1,2})([./-])(\d{1,2})(?=[./-]|$)")
 
 
@@ -103,12 +104,14 @@ def _plain(reader, text):
 
 
 def place(document, placed, graphic, make):
-    """Put each :class:`Placed` picture of ``placed`` on its sheet of ``document`` (a writable workbook), anchored to
-    its cell; ``graphic(url)`` loads a picture's file, ``make(type, **values)`` makes a UNO struct. Returns how
-    many."""
+    """Put each :class:`excelpage.Placed` picture of ``placed`` on its sheet of ``document`` (a writable workbook),
+    anchored to its cell; ``graphic(url)`` loads a picture's file, ``make(type, **values)`` makes a UNO struct. A
+    picture placed or sized past a sheet's reach (a damaged page) is left out, and the report counts it missing.
+    Returns how many."""
     sheets, count = document.getSheets(), 0
     for picture in placed:
-        if picture.sheet >= sheets.getCount() or picture.row >= SHEET_ROWS or picture.column >= SHEET_COLUMNS:
+        if picture.sheet >= sheets.getCount() or picture.row >= SHEET_ROWS or picture.column >= SHEET_COLUMNS or \
+                max(abs(picture.left), abs(picture.top), picture.width, picture.height) > MAX_PIXELS:
             continue
         sheet = sheets.getByIndex(picture.sheet)
         loaded = graphic("file://" + urllib.parse.quote(picture.path))
