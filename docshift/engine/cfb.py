@@ -19,11 +19,13 @@ import olefile
 SECTOR = 512
 MINI_SECTOR = 64
 MINI_CUTOFF = 4096  # streams shorter than this live in the mini stream
-HEADER_FAT_SLOTS = 109  # FAT sectors the header lists; more need DIFAT sectors, which this does not write
+HEADER_FAT_SLOTS = 109  # FAT sectors the header lists; DIFAT sectors list the rest
+PER_SECTOR = SECTOR // 4  # sector numbers in a FAT or DIFAT sector
 MAX_NAME = 31  # UTF-16 characters of an entry's name, its terminator aside
 NOSTREAM = 0xFFFFFFFF
 ENDOFCHAIN = 0xFFFFFFFE
 FATSECT = 0xFFFFFFFD
+DIFSECT = 0xFFFFFFFC
 FREESECT = 0xFFFFFFFF
 STORAGE, STREAM, ROOT = 1, 2, 5
 RED, BLACK = 0, 1
@@ -169,8 +171,8 @@ def _order(entry: Entry) -> tuple[int, str]:
 
 def write(root: Entry) -> bytes:
     """The compound file whose root storage is ``root`` (its name is written as "Root Entry", its CLSID, state and
-    times kept). Raises ValueError for a name the format cannot hold, siblings with the same name, or a file whose
-    FAT would need more sectors than the header lists (about 6.8 MB)."""
+    times kept). Raises ValueError for a name the format cannot hold, or siblings with the same name. Past about 6.8 MB
+    the FAT needs more sectors than the header lists: DIFAT sectors list the rest."""
     nodes, kinds = [root], [ROOT]
     left, right, child, color = [NOSTREAM], [NOSTREAM], [NOSTREAM], [BLACK]
 
@@ -256,16 +258,25 @@ def write(root: Entry) -> bytes:
     while len(directory) % SECTOR:
         directory += _ENTRY.pack(b"", 0, 0, 0, NOSTREAM, NOSTREAM, NOSTREAM, bytes(16), 0, 0, 0, 0, 0)
     directory_start = allocate(directory)
-    fat_sectors = 1
-    while fat_sectors * SECTOR // 4 < len(fat) + fat_sectors:
+    # the FAT's own sectors, and past the header's 109 slots the DIFAT sectors that list the rest, are in the FAT too
+    fat_sectors, difat_sectors = 1, 0
+    while fat_sectors * PER_SECTOR < len(fat) + fat_sectors + difat_sectors:
         fat_sectors += 1
-    if fat_sectors > HEADER_FAT_SLOTS:
-        raise ValueError("the compound file would need DIFAT sectors")
+        difat_sectors = -(-max(0, fat_sectors - HEADER_FAT_SLOTS) // (PER_SECTOR - 1))
     fat_start = len(fat)
-    fat.extend([FATSECT] * fat_sectors)
-    fat.extend([FREESECT] * (fat_sectors * SECTOR // 4 - len(fat)))
-    difat = list(range(fat_start, fat_start + fat_sectors)) + [FREESECT] * (HEADER_FAT_SLOTS - fat_sectors)
+    difat_start = fat_start + fat_sectors
+    fat.extend([FATSECT] * fat_sectors + [DIFSECT] * difat_sectors)
+    fat.extend([FREESECT] * (fat_sectors * PER_SECTOR - len(fat)))
+    listed = list(range(fat_start, difat_start))
+    difat = bytearray()
+    for number, at in enumerate(range(HEADER_FAT_SLOTS, len(listed), PER_SECTOR - 1)):  # each ends with the next one
+        slots = listed[at:at + PER_SECTOR - 1]
+        slots += [FREESECT] * (PER_SECTOR - 1 - len(slots))
+        slots.append(difat_start + number + 1 if number + 1 < difat_sectors else ENDOFCHAIN)
+        difat += struct.pack(f"<{PER_SECTOR}I", *slots)
+    in_header = listed[:HEADER_FAT_SLOTS] + [FREESECT] * (HEADER_FAT_SLOTS - min(fat_sectors, HEADER_FAT_SLOTS))
     header = _HEADER.pack(olefile.MAGIC, bytes(16), 0x3E, 3, 0xFFFE, 9, 6, bytes(6), 0, fat_sectors, directory_start,
-                          0, MINI_CUTOFF, minifat_start, minifat_sectors, ENDOFCHAIN, 0)
-    header += struct.pack(f"<{HEADER_FAT_SLOTS}I", *difat)
-    return bytes(header + sectors + struct.pack(f"<{len(fat)}I", *fat))
+                          0, MINI_CUTOFF, minifat_start, minifat_sectors,
+                          difat_start if difat_sectors else ENDOFCHAIN, difat_sectors)
+    header += struct.pack(f"<{HEADER_FAT_SLOTS}I", *in_header)
+    return bytes(header + sectors + struct.pack(f"<{len(fat)}I", *fat) + difat)

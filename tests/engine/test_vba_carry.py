@@ -5,6 +5,7 @@ The files are made here: LibreOffice saves a .doc and an .xls (conftest's ``lega
 built to [MS-OVBA] (a standard module; in the .xls also a class module and a UserForm with a button, its designer
 storage after [MS-OFORMS]) is added to each with ``cfb.write``, as Word and Excel keep it."""
 
+import os
 import struct
 import subprocess
 import uuid
@@ -194,6 +195,19 @@ def test_cfb_writes_what_olefile_reads_back():
         assert ole.get_type("Store/Deeper") == olefile.STGTY_STORAGE
     again = storage_of(data, "")
     assert again.streams() == tree.streams() and again.storages() == tree.storages()
+
+
+def test_cfb_writes_files_whose_fat_the_header_cannot_list():
+    """Past 109 FAT sectors (about 6.8 MB), DIFAT sectors list the rest, chained: olefile reads each stream back,
+    with nothing it finds amiss."""
+    for size in (7 << 20, 24 << 20):
+        tree = cfb.Entry("root", children=[cfb.Entry("big", os.urandom(size)), cfb.Entry("small", b"abc" * 10),
+                                           cfb.Entry("Store", children=[cfb.Entry("inner", b"y" * 5000)])])
+        with olefile.OleFileIO(cfb.write(tree), raise_defects=olefile.DEFECT_INCORRECT) as ole:
+            assert not ole.parsing_issues
+            assert ole.num_difat_sectors == (1 if size < 16 << 20 else 3)
+            for path, content in tree.streams().items():
+                assert ole.openstream(path).read() == content, path
 
 
 def test_cfb_directory_trees_are_red_black():
