@@ -25,13 +25,13 @@ The password comes on stdin, never in the arguments or the environment (other pr
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
-import shutil
 import struct
 import sys
-import tempfile
+from pathlib import Path
 from typing import IO, Any
 
 import msoffcrypto
@@ -46,11 +46,24 @@ try:  # moved there in cryptography 43
 except ImportError:  # pragma: no cover
     from cryptography.hazmat.primitives.ciphers.algorithms import ARC4
 
+
+def _beside(name: str) -> Any:
+    """The module ``name`` of this folder, loaded from its file: run with ``-I``, this process has neither this folder
+    on its path (whose ``profile.py`` would hide the standard library's) nor reason to import the engine's package."""
+    spec = importlib.util.spec_from_file_location(f"_decrypt_{name}", Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # where its dataclasses look it up
+    spec.loader.exec_module(module)
+    return module
+
+
+cfb = _beside("cfb")  # compound files written whole: the decrypted presentation with its summary's streams
+
 DEFAULT_PASSWORD = "VelvetSweatshop"  # Excel's: a workbook or package with it opens without asking
 ENCRYPTED_SUMMARY = "EncryptedSummary"
-# LibreOffice refuses a presentation that holds an EncryptedSummary stream: the decrypted file keeps it under a name
-# of the same length (the directory stays sorted), which nothing reads
-SUMMARY_SET_ASIDE = "EncryptedSummarX"
+SUMMARY_ENTRY = struct.Struct("<IIHBBI")  # an EncryptedStreamDescriptor's fields before its name
+MAX_SUMMARY_STREAMS = 16
+PROPERTY_SET = "\x05"  # the first character of a property set stream's name ([MS-OLEPS] 2.24)
 CRYPT_SESSION = 0x2F14  # CryptSession10Container: the presentation's encryption header, never encrypted itself
 USER_EDIT = 0x0FF5
 USER_EDIT_PLAIN_LENGTH = 0x1C  # a UserEditAtom without encryptSessionPersistIdRef
@@ -191,7 +204,7 @@ def decrypt_presentation(office: Any, source: IO[bytes], out: IO[bytes]) -> None
     """A PowerPoint file encrypted with RC4 CryptoAPI, decrypted as [MS-PPT] 2.3.7 says: each persist object with
     the key of its persist id (its record header first, which gives its length), each field of each picture of the
     Pictures stream with the key of block 0 (``_decrypt_picture``); the current user and user edit atoms then say it
-    is not encrypted.
+    is not encrypted, and the summary's property sets (``summary_streams``) take the place of those in clear.
     (msoffcrypto-tool's own ``decrypt`` takes each object's length from the next object's offset, which holds
     only when the objects lie in the order of their ids, and leaves the pictures encrypted.)"""
     key, salt, size = office.key, office.salt, office.keySize
@@ -222,22 +235,48 @@ def decrypt_presentation(office: Any, source: IO[bytes], out: IO[bytes]) -> None
         at, block_0 = 0, _makekey(key, salt, size, 0)
         while at + 8 <= len(pictures):
             at = _decrypt_picture(pictures, at, len(pictures), lambda: _rc4(block_0))
-    with tempfile.TemporaryFile() as copy:
-        source.seek(0)
-        shutil.copyfileobj(source, copy)
-        copy.seek(0)
-        ole = olefile.OleFileIO(copy, write_mode=True)
-        ole.write_stream("Current User", bytes(current))
-        ole.write_stream("PowerPoint Document", bytes(document))
-        if pictures:  # olefile writes no empty stream
-            ole.write_stream("Pictures", bytes(pictures))
-        summary = _directory_entry_offset(ole, ENCRYPTED_SUMMARY)
-        ole.close()
-        copy.seek(0)
-        data = bytearray(copy.read())
-    if summary is not None:
-        data[summary:summary + 2 * len(SUMMARY_SET_ASIDE)] = SUMMARY_SET_ASIDE.encode("utf-16-le")
-    out.write(data)
+    # the file again, its streams decrypted: the summary's property sets in place of what PowerPoint left in clear
+    replaced = {"Current User": bytes(current), "PowerPoint Document": bytes(document)}
+    if pictures is not None:
+        replaced["Pictures"] = bytes(pictures)
+    if office.ole.exists(ENCRYPTED_SUMMARY):
+        with office.ole.openstream(ENCRYPTED_SUMMARY) as stream:
+            summary = stream.read()
+        replaced.update(summary_streams(summary, lambda block: _rc4(_makekey(key, salt, size, block))))
+    source.seek(0, os.SEEK_END)
+    # a damaged file's other streams that do not read whole are left out, as LibreOffice reads past them
+    root = cfb.read_storage(office.ole, "", source.tell(), left_out=[])
+    dropped = {name.lower() for name in (*replaced, ENCRYPTED_SUMMARY)}  # LibreOffice refuses a file that holds it
+    root.children = [kid for kid in root.children if kid.name.lower() not in dropped]
+    root.children += [cfb.Entry(name, data) for name, data in replaced.items()]
+    out.write(cfb.write(root))
+
+
+def summary_streams(data: bytes, cipher: Any) -> dict[str, bytes]:
+    """The property sets (``\\x05SummaryInformation``, ``\\x05DocumentSummaryInformation``: title, author, dates,
+    company) of a presentation's EncryptedSummary stream, decrypted ([MS-OFFCRYPTO] 2.3.5.4), as {stream name: bytes};
+    ``cipher(block)`` gives the RC4 of a block's key. The stream starts with where its table of streams lies, and
+    how long it is, encrypted with block 0; the table is a count and an entry per stream (its offset, size, block,
+    name's length and flags, then its UTF-16 name and a terminator), encrypted with block 0 anew; each stream with
+    its entry's block. Whatever does not read as that, or is no property set, is left out."""
+    found: dict[str, bytes] = {}
+    if len(data) < 8:
+        return found
+    offset, _size = struct.unpack("<II", cipher(0).update(data[:8]))
+    if not 8 <= offset <= len(data) - 4:
+        return found
+    table = cipher(0).update(data[offset:])
+    count, at = struct.unpack_from("<I", table)[0], 4
+    for _ in range(min(count, MAX_SUMMARY_STREAMS)):
+        if at + SUMMARY_ENTRY.size > len(table):
+            break
+        start, length, block, name_length, _flags, _reserved = SUMMARY_ENTRY.unpack_from(table, at)
+        at += SUMMARY_ENTRY.size
+        name = table[at:at + 2 * name_length].decode("utf-16-le", "replace")
+        at += 2 * name_length + 2
+        if name.startswith(PROPERTY_SET) and 1 < len(name) <= 31 and start + length <= len(data):
+            found[name] = cipher(block).update(data[start:start + length])
+    return found
 
 
 def _decrypt_picture(data: bytearray, at: int, limit: int, fresh: Any) -> int:
@@ -296,18 +335,6 @@ def _persist_directory(document: bytearray, offset: int) -> tuple[dict[int, int]
             for index, at in enumerate(entry.rgPersistOffset):
                 directory[entry.persistId + index] = at
     return directory, edits, crypt_session
-
-
-def _directory_entry_offset(ole: Any, name: str) -> int | None:
-    """Where the name of the root storage's entry ``name`` lies in the file, or None."""
-    entry = next((e for e in ole.direntries if e is not None and e.name == name), None)
-    if entry is None:
-        return None
-    per_sector = ole.sectorsize // 128
-    sector, index = ole.first_dir_sector, entry.sid
-    for _ in range(index // per_sector):
-        sector = ole.fat[sector]
-    return (sector + 1) * ole.sectorsize + (index % per_sector) * 128
 
 
 def main() -> int:

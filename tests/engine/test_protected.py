@@ -297,6 +297,58 @@ def test_a_real_presentations_pictures_are_decrypted_field_by_field(tmp_path):
     assert len(found) == 2 and set(found) == {(0xF01E, 0xFF, b"\x89PNG\r\n\x1a\n")}
 
 
+# PowerPoint encrypts a deck's summary properties in a stream of their own, EncryptedSummary: title and author
+REAL_DECKS = {"ppt/Password_Protected-hello.ppt": ("hello", "This is a protected document", "Hogwarts"),
+              "ppt/cryptoapi-proc2356.ppt": ("crypto", "RC4 CryptoAPI Encryption", "Dominic Salemno")}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_DECKS))
+def test_a_real_presentations_encrypted_summary_is_decrypted_into_its_property_sets(tmp_path, name):
+    """The decrypted deck holds the summary's two property sets, as a deck saved without a password holds them,
+    and no EncryptedSummary stream (LibreOffice refuses a deck that has one)."""
+    password, title, author = REAL_DECKS[name]
+    opened = protection.open_source(CORPUS / name, "ppt", password, tmp_path, 1 << 30)
+    assert opened is not None and opened.plain is not None
+    with olefile.OleFileIO(str(opened.plain), raise_defects=olefile.DEFECT_INCORRECT) as ole:
+        streams = {"/".join(path) for path in ole.listdir()}
+        properties = ole.get_metadata()
+    assert {"\x05SummaryInformation", "\x05DocumentSummaryInformation"} <= streams
+    assert decrypt.ENCRYPTED_SUMMARY not in streams
+    assert (properties.title.decode(), properties.author.decode()) == (title, author)
+
+
+@pytest.mark.parametrize("name", sorted(REAL_DECKS))
+def test_a_real_presentations_title_and_author_are_in_its_result(app, client, account, office, name):
+    password, title, author = REAL_DECKS[name]
+    view, _waiting, _row = convert(app, client, account, office, CORPUS / name, password=password,
+                                   query="?protection=remove")
+    assert view["status"] == "SUCCEEDED", view
+    properties = pptx.Presentation(io.BytesIO(download(view))).core_properties
+    assert (properties.title, properties.author) == (title, author)
+
+
+def test_a_summary_that_does_not_read_as_one_gives_no_stream():
+    """Offsets past the stream, a table cut short, names that are no property set: nothing is made of them."""
+    def clear(_block):
+        return Cipher(ARC4(bytes(16)), mode=None).decryptor()
+
+    def sealed(data):
+        return Cipher(ARC4(bytes(16)), mode=None).encryptor().update(data)
+
+    def entry(name, start, length):
+        return struct.pack("<IIHBBI", start, length, 0, len(name), 1, 0) + name.encode("utf-16-le") + bytes(2)
+
+    body = b"property set"
+    for table in (struct.pack("<I", 2) + entry("Other", 8, 4) + entry("\x05Summary", 8, 400),  # no set; too long
+                  struct.pack("<I", 1_000_000) + entry("\x05Summary", 8, 4)[:10]):  # a count the table lacks
+        data = sealed(struct.pack("<II", 8 + len(body), len(table))) + body + sealed(table)
+        assert decrypt.summary_streams(data, clear) == {}
+    assert decrypt.summary_streams(sealed(struct.pack("<II", 1 << 30, 0)), clear) == {}
+    table = struct.pack("<I", 1) + entry("\x05Summary", 8, len(body))
+    data = sealed(struct.pack("<II", 8 + len(body), len(table))) + sealed(body) + sealed(table)
+    assert decrypt.summary_streams(data, clear) == {"\x05Summary": body}
+
+
 def test_a_decryptor_that_breaks_after_the_password_is_taken_answers_verified(variants, tmp_path, monkeypatch):
     """msoffcrypto-tool (or olefile under it) raising something unforeseen once the verifier took the password is
     not a file nothing opens: the answer is ``verified``, so that LibreOffice's own import still gets the file, and
