@@ -105,7 +105,7 @@ def _salvaged(kind: str, loaded: Path, workdir: Path) -> Copy | None:
         return None
     try:
         data = cfb.write(root)
-    # a name no sound compound file holds, more than the writer writes, storages nested past Python's stack
+    # a name no sound compound file holds, siblings of one name, storages nested past Python's stack
     except (ValueError, RecursionError):
         return None
     target = workdir / f"salvaged.{kind}"
