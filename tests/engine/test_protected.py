@@ -297,8 +297,10 @@ def test_a_real_presentations_pictures_are_decrypted_field_by_field(tmp_path):
     assert len(found) == 2 and set(found) == {(0xF01E, 0xFF, b"\x89PNG\r\n\x1a\n")}
 
 
-# PowerPoint encrypts a deck's summary properties in a stream of their own, EncryptedSummary: title and author
+# PowerPoint encrypts a deck's summary properties in a stream of their own, EncryptedSummary: title and author;
+# unless told not to ("np": the same deck with its properties in clear, which the decrypted file keeps as they are)
 REAL_DECKS = {"ppt/Password_Protected-hello.ppt": ("hello", "This is a protected document", "Hogwarts"),
+              "ppt/Password_Protected-np-hello.ppt": ("hello", "This is a protected document", "Hogwarts"),
               "ppt/cryptoapi-proc2356.ppt": ("crypto", "RC4 CryptoAPI Encryption", "Dominic Salemno")}
 
 
