@@ -9,7 +9,8 @@ kept but the facts:
 - ``.pptx``: the slides of ``ppt/presentation.xml``'s slide list whose part is in the package;
 - ``.docx``: the characters of ``word/document.xml``'s text, counted per character, whitespace
   left out: ``w:t`` and ``w:delText`` (LibreOffice keeps tracked deletions in its text), and the
-  characters that OOXML writes as elements (symbols, soft and non-breaking hyphens).
+  characters that OOXML writes as elements (symbols, soft and non-breaking hyphens); and apart, those
+  of them in fields' results (``FieldResults``).
 
 A part that is missing, not well-formed XML, or declares a DTD (entity expansion) makes the
 result ``None``: it would not open. The package's directory has already been checked for its
@@ -45,6 +46,35 @@ HYPERLINK = f"{RELATIONSHIPS}/hyperlink"
 PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
 # characters a .docx writes as an element of their own, not inside w:t
 WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}
+FIELD_CHAR, FIELD_SIMPLE = f"{WORD}{SEPARATOR}fldChar", f"{WORD}{SEPARATOR}fldSimple"
+FIELD_CHAR_TYPE = f"{WORD}{SEPARATOR}fldCharType"
+
+
+class FieldResults:
+    """Where a reader of a text part is among its fields: a complex field (``w:fldChar`` begin, separate, end)
+    shows its result between separate and end, a simple one (``w:fldSimple``) its content. LibreOffice computes
+    those as it exports (a date, a character count, a reference's error text), where the source kept Word's."""
+    TAGS = frozenset({FIELD_CHAR, FIELD_SIMPLE})
+
+    def __init__(self) -> None:
+        self.open: list[bool] = []  # per open field: whether its result is being read
+
+    def start(self, tag: str, attributes: dict[str, str]) -> None:
+        kind = attributes.get(FIELD_CHAR_TYPE) if tag == FIELD_CHAR else "simple"
+        if kind in ("begin", "simple"):
+            self.open.append(kind == "simple")
+        elif kind == "separate" and self.open:
+            self.open[-1] = True
+        elif kind == "end" and self.open:
+            self.open.pop()
+
+    def end(self, tag: str) -> None:
+        if tag == FIELD_SIMPLE and self.open:
+            self.open.pop()
+
+    @property
+    def inside(self) -> bool:
+        return any(self.open)
 # a start tag's name, each of its attributes and its end, as a part that expat has read whole writes them
 TAG_NAME = re.compile(rb"<[^\s/>]+")
 ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
@@ -62,7 +92,8 @@ def facts(path: str | Path, kind: str) -> dict[str, Any] | None:
                 return {"sheets": _sheets(package)}
             if kind == "ppt":
                 return {"slides": _slides(package)}
-            return {"text": _text(package)}
+            text, computed = _text(package)
+            return {"text": text, "computed": computed}
     except (Unreadable, zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
         return None
 
@@ -303,31 +334,43 @@ def _slides(package: zipfile.ZipFile) -> int:
                if rid in targets and posixpath.normpath(posixpath.join("/" + folder, targets[rid]))[1:] in parts)
 
 
-def _text(package: zipfile.ZipFile) -> Counter[str]:
+def _text(package: zipfile.ZipFile) -> tuple[Counter[str], Counter[str]]:
+    """The characters of the document's text, and those of them in its fields' results."""
     counted: Counter[str] = Counter()
+    computed: Counter[str] = Counter()
     inside = [0]  # depth of w:t / w:delText elements the parser is in
+    fields = FieldResults()
     text_tags = {f"{WORD}{SEPARATOR}t", f"{WORD}{SEPARATOR}delText"}
     symbol = f"{WORD}{SEPARATOR}sym"
     symbol_char = f"{WORD}{SEPARATOR}char"
+
+    def count(chars: str) -> None:
+        counted.update(chars)
+        if fields.inside:
+            computed.update(chars)
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if tag in text_tags:
             inside[0] += 1
         elif tag in WORD_CHARACTERS:
-            counted[WORD_CHARACTERS[tag]] += 1
+            count(WORD_CHARACTERS[tag])
         elif tag == symbol:
             try:
-                counted[chr(int(attributes.get(symbol_char, ""), 16))] += 1
+                count(chr(int(attributes.get(symbol_char, ""), 16)))
             except ValueError:
                 pass
+        elif tag in FieldResults.TAGS:
+            fields.start(tag, attributes)
 
     def end(tag: str) -> None:
         if tag in text_tags:
             inside[0] -= 1
+        elif tag in FieldResults.TAGS:
+            fields.end(tag)
 
     def text(data: str) -> None:
         if inside[0]:
-            counted.update("".join(data.split()))
+            count("".join(data.split()))
 
     parse(package, FORMATS["doc"].main_part, start, end, text)
-    return counted
+    return counted, computed

@@ -95,6 +95,47 @@ def test_text_keeps_every_character_but_a_few():
     assert content_lost({"text": source}, {"text": Counter("y" * 10_000)}) is not None  # replaced, not kept
 
 
+def test_fields_results_are_set_aside_only_where_the_text_differs():
+    """A field's result as the source kept it (Word's error text, a stored count) and as LibreOffice computed it
+    again for the result: the rest of the text must all be there; without the fields' counts, the check stands."""
+    own = Counter("Thewordsofthisletterarekeptwhateverthefieldsshow")
+    word, libreoffice = Counter("Error!Nobookmarknamegiven." * 4 + "2414"), Counter("Error:Referencesourcenotfound0")
+    loaded = {"text": own + word, "computed": word}
+    written = {"text": own + libreoffice, "computed": libreoffice}
+    assert content_lost(loaded, written) is None
+    assert content_lost({"text": own + word}, {"text": own + libreoffice}) == \
+        "90 of 156 characters of text are missing"
+    # text of the letter's own that is gone is a loss still
+    kept = own - Counter("Thewordsofthis")
+    assert content_lost(loaded, {"text": kept + libreoffice, "computed": libreoffice}) == \
+        "14 of 156 characters of text are missing"
+
+
+FIELDS_DOCUMENT = (
+    '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p>'
+    '<w:r><w:t>Own words</w:t></w:r>'
+    '<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> REF mark </w:instrText></w:r>'
+    '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>Result</w:t></w:r>'
+    '<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> PAGE </w:instrText></w:r>'
+    '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>7</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r>'
+    '<w:r><w:fldChar w:fldCharType="end"/></w:r>'
+    '<w:fldSimple w:instr=" NUMCHARS "><w:r><w:t>42</w:t></w:r></w:fldSimple>'
+    '<w:r><w:t>more</w:t></w:r></w:p></w:body></w:document>')
+
+
+def test_a_docx_s_field_results_are_counted_apart(tmp_path):
+    """A complex field's result (between separate and end, a nested field's too) and a simple field's content are
+    fields' results; a field's code and the text around are not. Both readers of a result tell the same."""
+    from docshift.engine import inventory, ooxml
+
+    path = package(tmp_path / "fields.docx", {"word/document.xml": FIELDS_DOCUMENT})
+    facts = ooxml.facts(path, "doc")
+    assert facts["text"] == Counter("OwnwordsResult742more")
+    assert facts["computed"] == Counter("Result742")
+    held = inventory.of_result(path, "doc").facts()
+    assert held == facts
+
+
 def test_a_result_that_does_not_open_has_lost_everything():
     assert content_lost({"slides": 1}, None) == "it does not open"
 

@@ -2,7 +2,8 @@
 
 ``of_source`` counts from the legacy file itself (its OLE storages and binary records, xlrd's cells), never from
 what LibreOffice loaded; ``of_result`` counts the same things in the OOXML package; ``report`` compares the two.
-One module reads each format (``xls``, ``doc``, ``ppt``; ``xlsx``, ``docx``, ``pptx``), ``officeart`` the drawings
+One module reads each format (``xls``, ``doc``, ``ppt``, and ``rtf`` for an RTF file named .doc; ``xlsx``,
+``docx``, ``pptx``), ``officeart`` the drawings
 the three legacy formats share, ``package`` the zip parts of a result, ``fidelity`` writes the report.
 The kinds of each file type are ``KINDS``; what each one counts:
 
@@ -29,18 +30,20 @@ The kinds of each file type are ``KINDS``; what each one counts:
 - ``images``: distinct pictures the user placed. Source: the BLIPs (told apart by their MD4 uid) that OfficeArt
   shapes show with ``pib`` or a picture/texture ``fillBlip``, leaving out deleted shapes, OLE shapes (their
   preview), the own background of a slide that shows its master's, and masters no slide uses; in a .doc also the
-  inline pictures (CHPX runs with sprmCPicLocation on a 0x01 of the text, not OLE previews, not form data).
+  inline pictures (CHPX runs with sprmCPicLocation on a 0x01 of the text, not OLE previews, not form data); in
+  an RTF file named .doc its picture groups that show (``rtf``).
   Result: distinct media parts referenced by ``a:blip``, ``v:imagedata`` or ``v:fill`` from content parts, outside
   OLE objects, controls and ``mc:Fallback`` renderings, and the picture bullets a list level uses (a .doc holds them
   as inline pictures in hidden text); charts' parts are not read.
-- ``embedded_objects``: OLE objects: .doc ``ObjectPool`` storages and .xls ``MBD*`` storages (not linked objects,
-  not ActiveX controls), .ppt ExEmbed objects a shape of a slide, used master or notes page shows. MS Graph
-  charts of a .doc/.ppt are such objects (those formats have no charts of their own). Result: parts under
-  ``*/embeddings/`` that no chart refers to (a chart's data), plus in .docx/.pptx the chart parts (made of MS
-  Graph objects) and equations (``m:oMath``, made of Equation Editor objects).
+- ``embedded_objects``: OLE objects: .doc ``ObjectPool`` storages (an RTF file's embedded object groups) and .xls
+  ``MBD*`` storages (not linked objects, not ActiveX controls), .ppt ExEmbed objects a shape of a slide, used master
+  or notes page shows. MS Graph charts of a .doc/.ppt are such objects (those formats have no charts of their own).
+  Result: parts under ``*/embeddings/`` that no chart refers to (a chart's data), plus in .docx/.pptx the chart
+  parts (made of MS Graph objects) and equations (``m:oMath``, made of Equation Editor objects).
 - ``charts`` (.xls): chart substreams (BOF of type 0x20: chart sheets and embedded charts) / ``xl/charts/chart*``.
-- ``comments``: .doc annotations (PlcfandRef), .xls NOTE records, .ppt Comment10 containers of the slides /
-  ``w:comment``, ``<comment>`` of the sheets' comments parts, ``p:cm`` of the slides' comments parts.
+- ``comments``: .doc annotations (PlcfandRef; an RTF file's annotation groups), .xls NOTE records, .ppt Comment10
+  containers of the slides / ``w:comment``, ``<comment>`` of the sheets' comments parts, ``p:cm`` of the slides'
+  comments parts.
 - ``headers_footers``: .doc header/footer stories that show something and are in effect (even ones with facing
   pages only, first-page ones in sections with a title page only, a continuous section's own only when a page
   break is in it or it runs past ``doc.PAGE_OF_TEXT`` characters; an empty story takes the previous section's);
@@ -65,7 +68,7 @@ from typing import Any
 
 from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import doc, docx, ppt, pptx, xls, xlsx
+from docshift.engine.inventory import doc, docx, ppt, pptx, rtf, xls, xlsx
 from docshift.engine.inventory.common import (
     KINDS,
     LABELS,
@@ -104,6 +107,12 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
             pass
         finally:
             ole.close()
+    elif kind == "doc":
+        try:
+            if rtf.is_rtf(path):
+                rtf.read(path, inventory, budget)
+        except Exception:  # unreadable: its counts stay unknown
+            pass
     _count_macros(path, inventory,
                   lambda vba: vba.has_project(path, kind) if carries_macros is None else carries_macros)
     if inventory.macros or carries_macros:

@@ -68,6 +68,7 @@ class Inventory:
     formulas: dict[str, set[bytes]] = field(default_factory=dict)  # result: {sheet: {refs of cells with a formula}}
     date1904: bool = False
     text: Counter[str] | None = None  # non-whitespace characters of the body text
+    computed: Counter[str] | None = None  # a .docx result's: those of them in fields' results
     macros: dict[str, str] | None = None  # {VBA module name: code}
     project: Any = None  # .doc/.xls and their results: the VBA project storage (``vbaproject.Storage``), if any
     where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
@@ -78,6 +79,9 @@ class Inventory:
     # LibreOffice's import drops
     sections: int = 0
     continuous_headers: dict[int, int] = field(default_factory=dict)
+    # pictures placed: an RTF source's (it keeps no store of distinct pictures, so ``images`` counts each it shows),
+    # and a .docx result's (each picture relationship of its content parts, as LibreOffice writes one a placement)
+    placed_pictures: int | None = None
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same
@@ -86,7 +90,7 @@ class Inventory:
             return None if self.sheets is None else {"sheets": self.sheets}
         if self.kind == "ppt":
             return None if self.counts.get("slides") is None else {"slides": self.counts["slides"]}
-        return None if self.text is None else {"text": self.text}
+        return None if self.text is None else {"text": self.text, "computed": self.computed or Counter()}
 
 
 class Budget:

@@ -9,8 +9,9 @@ from docshift.engine.inventory.package import (
     NS_W,
     SEP,
     Package,
+    Part,
     charts_and_objects,
-    pictures_of,
+    picture_references,
     scan,
 )
 
@@ -26,32 +27,37 @@ def read(package: Package, inventory: Inventory) -> None:
         objects += charts  # a .doc has no charts of its own: a chart part was an MS Graph object
     except Exception:
         objects = None
-    pictures: set[str] = set()
+    pictures: dict[tuple[str, str], str] = {}  # {(part, relationship id): media part}
     headers, comments, math = 0, 0, 0
     main = "word/document.xml"
     try:
         part = scan(package, main, W_TEXT)
-        inventory.text = part.text
+        inventory.text, inventory.computed = part.text, part.computed
         counts["characters"] = part.text.total()
-        pictures |= pictures_of(package, main, part)
+        pictures.update(_placed(package, main, part))
         math = part.math
         counts["embedded_objects"] = None if objects is None else objects + math
         others = package.matching(r"word/(header|footer)[0-9]*\.xml")
+        shared: set[str] = set()  # LibreOffice writes one header in several parts (default, even, first page)
         for name in others:
             sub = scan(package, name, W_TEXT)
             headers += sub.content
-            pictures |= pictures_of(package, name, sub)
+            shared |= set(picture_references(package, name, sub).values())
         counts["headers_footers"] = headers
         for name in package.matching(r"word/(footnotes|endnotes|comments)\.xml"):
             sub = scan(package, name, (), count=(f"{NS_W}{SEP}comment",))
             comments += sub.elements[f"{NS_W}{SEP}comment"]
-            pictures |= pictures_of(package, name, sub)
+            pictures.update(_placed(package, name, sub))
         counts["comments"] = comments
-        if NUMBERING in package.names:
-            pictures |= _picture_bullets(package)
-        counts["images"] = len(pictures)
+        bullets = _picture_bullets(package) if NUMBERING in package.names else set()
+        counts["images"] = len(set(pictures.values()) | shared | bullets)
+        inventory.placed_pictures = len(pictures) + len(shared) + len(bullets)
     except Exception:
         pass
+
+
+def _placed(package: Package, name: str, part: Part) -> dict[tuple[str, str], str]:
+    return {(name, rid): target for rid, target in picture_references(package, name, part).items()}
 
 
 def _picture_bullets(package: Package) -> set[str]:

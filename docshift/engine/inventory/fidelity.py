@@ -101,6 +101,8 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
     blocking = False
     for what in KINDS[source.kind]:
         have, got = source.counts.get(what), result.counts.get(what)
+        if what == "images" and source.placed_pictures is not None and got is not None:
+            got = result.placed_pictures  # an RTF source's pictures are counted where they show
         entries: list[Lost] = []
         if what == "cells":
             got, entries = _cells_report(source, result, have, got)

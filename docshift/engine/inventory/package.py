@@ -35,8 +35,8 @@ SYMBOL, SHAPE, PLACEHOLDER = f"{NS_W}{SEP}sym", f"{NS_P}{SEP}sp", f"{NS_P}{SEP}p
 # what a scan looks at besides its text tags and counted elements; most elements of a part are formatting (run
 # properties, fills, geometry), and they are let go at once
 SCANNED_STARTS = W_CHARACTERS.keys() | {SYMBOL, SHAPE, PLACEHOLDER} | NOT_PICTURES | PICTURE_REFERENCES.keys() | \
-    MATH | HEADER_FOOTER_CONTENT
-SCANNED_ENDS = NOT_PICTURES | MATH | {SHAPE}
+    MATH | HEADER_FOOTER_CONTENT | ooxml.FieldResults.TAGS
+SCANNED_ENDS = NOT_PICTURES | MATH | {SHAPE} | ooxml.FieldResults.TAGS
 
 
 def relationships_part(name: str) -> str:
@@ -124,6 +124,7 @@ class Part:
     placeholders: set[str] = field(default_factory=set)  # PresentationML placeholder types
     note_text: bool = False                          # text in a body placeholder or a free shape (notes)
     elements: Counter[str] = field(default_factory=Counter)
+    computed: Counter[str] = field(default_factory=Counter)  # of ``text``: the characters of fields' results
 
 
 def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iterable[str] = ()) -> Part:
@@ -131,9 +132,15 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
     equations, placeholders, and how many of the elements ``count`` it holds."""
     part = Part()
     state: dict[str, Any] = {"text": 0, "hidden": 0, "math": 0, "sp": None}
+    fields = ooxml.FieldResults()
     text_tags = set(text_tags)
     count = set(count)
     starts, ends = SCANNED_STARTS | text_tags | count, SCANNED_ENDS | text_tags
+
+    def shown(chars: str) -> None:
+        part.text.update(chars)
+        if fields.inside:
+            part.computed.update(chars)
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if tag not in starts:
@@ -141,13 +148,15 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
         if tag in text_tags:
             state["text"] += 1
         elif tag in W_CHARACTERS:
-            part.text[W_CHARACTERS[tag]] += 1
+            shown(W_CHARACTERS[tag])
             part.content = True
         elif tag == SYMBOL:
             try:
-                part.text[chr(int(attributes.get(f"{NS_W}{SEP}char", ""), 16))] += 1
+                shown(chr(int(attributes.get(f"{NS_W}{SEP}char", ""), 16)))
             except ValueError:
                 pass
+        elif tag in ooxml.FieldResults.TAGS:
+            fields.start(tag, attributes)
         if tag in NOT_PICTURES:
             state["hidden"] += 1
         elif tag in PICTURE_REFERENCES and not state["hidden"]:
@@ -175,6 +184,8 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
             return
         if tag in text_tags:
             state["text"] -= 1
+        elif tag in ooxml.FieldResults.TAGS:
+            fields.end(tag)
         elif tag in NOT_PICTURES:
             state["hidden"] -= 1
         elif tag in MATH:
@@ -189,7 +200,7 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
         if state["text"]:
             chars = "".join(data.split())
             if chars:
-                part.text.update(chars)
+                shown(chars)
                 part.content = True
                 if state["sp"] is not None:
                     state["sp"][1].append(chars)
@@ -202,14 +213,21 @@ def pictures_of(package: Package, name: str, part: Part,
                 relationships: dict[str | None, tuple[str, str | None]] | None = None) -> set[str]:
     """The media parts that ``part`` (content part ``name``, whose ``relationships`` may be given) shows as
     pictures."""
+    return set(picture_references(package, name, part, relationships).values())
+
+
+def picture_references(package: Package, name: str, part: Part,
+                       relationships: dict[str | None, tuple[str, str | None]] | None = None) -> dict[str, str]:
+    """{relationship id: media part} of the pictures ``part`` (content part ``name``) shows: LibreOffice writes a
+    relationship for each picture it places, so these are its placements, though two may show one media part."""
     if not part.pictures:
-        return set()
+        return {}
     relationships = package.relationships(name) if relationships is None else relationships
-    found: set[str] = set()
+    found: dict[str, str] = {}
     for rid in part.pictures:
         rel_type, target = relationships.get(rid, ("", None))
         if target and rel_type == IMAGE_RELATIONSHIP and target in package.names:
-            found.add(target)
+            found[rid] = target
     return found
 
 

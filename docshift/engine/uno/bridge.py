@@ -195,6 +195,8 @@ def facts(document, walk=True):
             document.supportsService("com.sun.star.text.WebDocument"):
         # whitespace is layout, not content: the OOXML export turns some of it into indents
         found = {"text": Counter("".join(document.getText().getString().split())) - counts.note_marks(document)}
+        with contextlib.suppress(Exception):  # unknown: the text is checked as it is
+            found["computed"] = counts.computed(document)
         parts = functools.partial(counts.text_parts, document)
     if walk and parts is not None:
         try:

@@ -22,6 +22,22 @@ def note_marks(document):
                            for group in groups for index in range(group.getCount())))
 
 
+def computed(document):
+    """The characters LibreOffice computes in a text: its fields' results (a date, a count, a reference) and its
+    indexes' entries (a table of contents). It computes them again as it exports, and a result may show them
+    otherwise than the source kept them (Word's "Error! No bookmark name given." becomes LibreOffice's "Error:
+    Reference source not found"); the worker's text check sets them aside where the text differs. Fields of headers
+    and notes are among them too: that only lets more differ, and only where the check would refuse."""
+    found = Counter()
+    fields = document.getTextFields().createEnumeration()
+    while fields.hasMoreElements():
+        found.update("".join(fields.nextElement().getPresentation(False).split()))
+    indexes = document.getDocumentIndexes()
+    for index in range(indexes.getCount()):
+        found.update("".join(indexes.getByIndex(index).getAnchor().getString().split()))
+    return found
+
+
 def sheet_parts(document, sheets):
     charts = sum(sheets.getByIndex(index).getCharts().getCount() for index in range(sheets.getCount()))
     pages = [sheets.getByIndex(index).getDrawPage() for index in range(sheets.getCount())]
