@@ -30,6 +30,9 @@ PACKAGE_RELATIONSHIP = f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relations
 CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"([^>]*?)(/>|>(.*?)</c>)', re.DOTALL)
 TYPE = re.compile(rb'\st="[^"]*"')
 VALUE = re.compile(rb"<v>.*?</v>|<v/>|<is>.*?</is>", re.DOTALL)
+ROW = re.compile(rb'<row r="([0-9]+)"([^>]*?)(?:/>|>(.*?)</row>)', re.DOTALL)
+REF = re.compile(rb"([A-Z]+)([0-9]+)")
+SHEET_DATA_EMPTY = re.compile(rb"<sheetData\s*/>")
 
 
 def differing(source: inventory.Inventory, result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:
@@ -54,6 +57,24 @@ def differing(source: inventory.Inventory, result: inventory.Inventory) -> dict[
     return found
 
 
+def missing(source: inventory.Inventory, result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:
+    """``{result sheet name: {b"C4": value}}``: the booleans and errors of a source whose import drops them
+    (``Inventory.cells_restored``: a SpreadsheetML workbook) that its result does not hold, on the sheets it holds.
+    Other values missing are only reported: where LibreOffice put a cell the reader would not, writing it would
+    show it twice."""
+    if not source.cells_restored or source.cells is None or result.cells is None:
+        return {}
+    found: dict[str, dict[bytes, Any]] = {}
+    for sheet, cells in source.cells.items():
+        theirs = result.cells.get(sheet[:inventory.SHEET_NAME_LIMIT])
+        if theirs is not None:
+            lacking = {ref: value for ref, value in cells.items()
+                       if ref not in theirs and isinstance(value, (bool, inventory.ErrorValue))}
+            if lacking:
+                found[sheet[:inventory.SHEET_NAME_LIMIT]] = lacking
+    return found
+
+
 def not_numbers(result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:
     """``{sheet: {ref: #NUM!}}``: the cells of the result holding a number that is none. LibreOffice writes a NaN
     or an infinity that a legacy file holds (written by other programs than Excel) as ``<v>NaN</v>``, which no
@@ -72,7 +93,7 @@ def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inv
     ``path``; returns how many were written. The package is rewritten beside itself and replaced at once; parts
     without such cells are copied byte for byte."""
     wanted = not_numbers(result)
-    for sheet, cells in differing(source, result).items():
+    for sheet, cells in [*differing(source, result).items(), *missing(source, result).items()]:
         wanted.setdefault(sheet, {}).update(cells)
     if not wanted:
         return 0
@@ -117,21 +138,67 @@ def _sheet_parts(package: zipfile.ZipFile) -> dict[str | None, str]:
 
 
 def _rewrite(data: bytes, cells: dict[bytes, Any]) -> tuple[bytes, int]:
-    """(the sheet part with ``cells`` given their values, how many were changed)."""
+    """(the sheet part with ``cells`` given their values, how many were changed): a cell the part holds keeps its
+    formula and style; one it does not hold is added in its row, in order (``_insert``)."""
     changed = 0
+    held: set[bytes] = set()
 
     def replace(match: re.Match[bytes]) -> bytes:
         nonlocal changed
         ref = match.group(1)
-        if ref not in cells or match.group(3) == b"/>":
+        held.add(ref)
+        if ref not in cells:
             return match.group(0)
         kind, text = _typed(cells[ref])
         attributes = TYPE.sub(b"", match.group(2)) + (b' t="%s"' % kind if kind else b"")
-        content = VALUE.sub(b"", match.group(4)) + b"<v>" + text + b"</v>"
+        content = (VALUE.sub(b"", match.group(4)) if match.group(4) else b"") + b"<v>" + text + b"</v>"
         changed += 1
         return b'<c r="' + ref + b'"' + attributes + b">" + content + b"</c>"
 
-    return CELL.sub(replace, data), changed
+    data = CELL.sub(replace, data)
+    added = {ref: value for ref, value in cells.items() if ref not in held}
+    return (_insert(data, added), changed + len(added)) if added else (data, changed)
+
+
+def _insert(data: bytes, cells: dict[bytes, Any]) -> bytes:
+    """The sheet part with ``cells``, which it does not hold, added: each in its row (made where the part has none),
+    after the cells of lower columns, as a reader expects them in order."""
+    by_row: dict[int, list[tuple[int, bytes]]] = {}
+    for ref, value in cells.items():
+        letters, number = REF.fullmatch(ref).groups()  # type: ignore[union-attr]  # refs the inventory made
+        kind, text = _typed(value)
+        cell = b'<c r="' + ref + b'"' + (b' t="%s"' % kind if kind else b"") + b"><v>" + text + b"</v></c>"
+        by_row.setdefault(int(number), []).append((_column(letters), cell))
+
+    def cells_of(row: int, existing: bytes) -> bytes:
+        pieces = [(_column(REF.fullmatch(found.group(1)).group(1)), found.group(0))  # type: ignore[union-attr]
+                  for found in CELL.finditer(existing)]
+        return b"".join(piece for _, piece in sorted(pieces + by_row.pop(row, []), key=lambda item: item[0]))
+
+    def row(match: re.Match[bytes]) -> bytes:
+        number = int(match.group(1))
+        before = b"".join(_new_row(r, by_row.pop(r)) for r in sorted(by_row) if r < number)
+        if number not in by_row:
+            return before + match.group(0)
+        return before + b'<row r="%d"' % number + match.group(2) + b">" + cells_of(number, match.group(3) or b"") + \
+            b"</row>"
+
+    data = SHEET_DATA_EMPTY.sub(b"<sheetData></sheetData>", data, count=1)
+    data = ROW.sub(row, data)
+    rest = b"".join(_new_row(r, by_row.pop(r)) for r in sorted(by_row))
+    return data.replace(b"</sheetData>", rest + b"</sheetData>", 1)
+
+
+def _new_row(number: int, cells: list[tuple[int, bytes]]) -> bytes:
+    return b'<row r="%d">' % number + b"".join(cell for _, cell in sorted(cells, key=lambda item: item[0])) + \
+        b"</row>"
+
+
+def _column(letters: bytes) -> int:
+    number = 0
+    for letter in letters:
+        number = number * 26 + letter - 64
+    return number
 
 
 def _typed(value: Any) -> tuple[bytes, bytes]:

@@ -2,13 +2,14 @@
 
 ``of_source`` counts from the legacy file itself (its OLE storages and binary records, xlrd's cells), never from
 what LibreOffice loaded; ``of_result`` counts the same things in the OOXML package; ``report`` compares the two.
-One module reads each format (``xls``, ``doc``, ``ppt``, and ``rtf`` for an RTF file named .doc; ``xlsx``,
-``docx``, ``pptx``), ``officeart`` the drawings
+One module reads each format (``xls``, ``doc``, ``ppt``; ``rtf`` an RTF file named .doc and ``spreadsheetml`` a
+SpreadsheetML 2003 workbook named .xls; ``xlsx``, ``docx``, ``pptx``), ``officeart`` the drawings
 the three legacy formats share, ``package`` the zip parts of a result, ``fidelity`` writes the report.
 The kinds of each file type are ``KINDS``; what each one counts:
 
 - ``sheets`` (.xls): BOUNDSHEET records of worksheets, Excel 4 macro sheets and chart sheets (not the VBA module
-  sheets of BIFF5) / the sheets of ``xl/workbook.xml``. Names compare cut to Excel's 31 characters.
+  sheets of BIFF5) / the sheets of ``xl/workbook.xml``. Names compare cut to Excel's 31 characters. A SpreadsheetML
+  2003 workbook named .xls has its sheets, cells, comments and headers read from its XML (``spreadsheetml``).
 - ``cells`` (.xls): xlrd's cells with a stored value: numbers, dates (the number stored), booleans, error values,
   non-empty text; a formula cell counts with its stored result. Blank cells and empty text do not count. In the
   result: the values of the ``<c>`` elements, shared strings resolved. ``result`` in the report is how many of the
@@ -68,7 +69,7 @@ from typing import Any
 
 from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import doc, docx, ppt, pptx, rtf, xls, xlsx
+from docshift.engine.inventory import doc, docx, ppt, pptx, rtf, spreadsheetml, xls, xlsx
 from docshift.engine.inventory.common import (
     KINDS,
     LABELS,
@@ -83,6 +84,11 @@ from docshift.engine.inventory.package import Package, has_vba_part
 
 __all__ = ["KINDS", "LABELS", "SHEET_NAME_LIMIT", "ErrorValue", "Inventory", "StoredDate", "normal_code",
            "of_result", "of_source", "report", "same_value", "unknown"]
+
+
+# the formats a legacy name may hold that are no compound file and whose counts are read: (recognise, read)
+TEXT_FORMATS: dict[str, tuple[Callable[[str | Path], bool], Callable[[str | Path, Inventory, Budget], None]]] = {
+    "doc": (rtf.is_rtf, rtf.read), "xls": (spreadsheetml.is_spreadsheetml, spreadsheetml.read)}
 
 
 def unknown(kind: str) -> Inventory:
@@ -107,10 +113,11 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
             pass
         finally:
             ole.close()
-    elif kind == "doc":
+    elif kind in TEXT_FORMATS:  # an RTF file named .doc, a SpreadsheetML workbook named .xls
+        recognise, read = TEXT_FORMATS[kind]
         try:
-            if rtf.is_rtf(path):
-                rtf.read(path, inventory, budget)
+            if recognise(path):
+                read(path, inventory, budget)
         except Exception:  # unreadable: its counts stay unknown
             pass
     _count_macros(path, inventory,

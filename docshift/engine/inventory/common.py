@@ -82,6 +82,9 @@ class Inventory:
     # pictures placed: an RTF source's (it keeps no store of distinct pictures, so ``images`` counts each it shows),
     # and a .docx result's (each picture relationship of its content parts, as LibreOffice writes one a placement)
     placed_pictures: int | None = None
+    # a SpreadsheetML source's: LibreOffice's import drops its booleans and errors, which the result gets back
+    # (``stored.restore``)
+    cells_restored: bool = False
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same
