@@ -48,6 +48,13 @@ PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relation
 WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}
 FIELD_CHAR, FIELD_SIMPLE = f"{WORD}{SEPARATOR}fldChar", f"{WORD}{SEPARATOR}fldSimple"
 FIELD_CHAR_TYPE = f"{WORD}{SEPARATOR}fldCharType"
+# a start tag's name, each of its attributes and its end, as a part that expat has read whole writes them
+TAG_NAME = re.compile(rb"<[^\s/>]+")
+ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
+TAG_END = re.compile(rb"\s*/?>")
+# what a value written into XML escapes besides & < >: in an attribute, the whitespace a reader would make a space
+TEXT_REFERENCES = {"\r": "&#13;"}
+ATTRIBUTE_REFERENCES = {'"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
 
 
 class FieldResults:
@@ -75,13 +82,6 @@ class FieldResults:
     @property
     def inside(self) -> bool:
         return any(self.open)
-# a start tag's name, each of its attributes and its end, as a part that expat has read whole writes them
-TAG_NAME = re.compile(rb"<[^\s/>]+")
-ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
-TAG_END = re.compile(rb"\s*/?>")
-# what a value written into XML escapes besides & < >: in an attribute, the whitespace a reader would make a space
-TEXT_REFERENCES = {"\r": "&#13;"}
-ATTRIBUTE_REFERENCES = {'"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
 
 
 def facts(path: str | Path, kind: str) -> dict[str, Any] | None:

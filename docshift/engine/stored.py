@@ -20,7 +20,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from docshift.engine import inventory, ooxml
-from docshift.engine.inventory.common import MAX_PART
+from docshift.engine.inventory.common import MAX_PART, column_number
 from docshift.engine.inventory.xls import NOT_A_NUMBER  # the error Excel shows for a number it cannot hold
 
 SHEET = f"{ooxml.SPREADSHEET}{ooxml.SEPARATOR}sheet"
@@ -168,10 +168,10 @@ def _insert(data: bytes, cells: dict[bytes, Any]) -> bytes:
         letters, number = REF.fullmatch(ref).groups()  # type: ignore[union-attr]  # refs the inventory made
         kind, text = _typed(value)
         cell = b'<c r="' + ref + b'"' + (b' t="%s"' % kind if kind else b"") + b"><v>" + text + b"</v></c>"
-        by_row.setdefault(int(number), []).append((_column(letters), cell))
+        by_row.setdefault(int(number), []).append((column_number(letters), cell))
 
     def cells_of(row: int, existing: bytes) -> bytes:
-        pieces = [(_column(REF.fullmatch(found.group(1)).group(1)), found.group(0))  # type: ignore[union-attr]
+        pieces = [(column_number(REF.fullmatch(found.group(1)).group(1)), found.group(0))  # type: ignore[union-attr]
                   for found in CELL.finditer(existing)]
         return b"".join(piece for _, piece in sorted(pieces + by_row.pop(row, []), key=lambda item: item[0]))
 
@@ -192,13 +192,6 @@ def _insert(data: bytes, cells: dict[bytes, Any]) -> bytes:
 def _new_row(number: int, cells: list[tuple[int, bytes]]) -> bytes:
     return b'<row r="%d">' % number + b"".join(cell for _, cell in sorted(cells, key=lambda item: item[0])) + \
         b"</row>"
-
-
-def _column(letters: bytes) -> int:
-    number = 0
-    for letter in letters:
-        number = number * 26 + letter - 64
-    return number
 
 
 def _typed(value: Any) -> tuple[bytes, bytes]:

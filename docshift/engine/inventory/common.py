@@ -190,6 +190,14 @@ def place(sheet: str, where: str) -> str:
     return f"sheet '{sheet[:SHEET_NAME_LIMIT]}' {where}"
 
 
+def column_number(letters: bytes) -> int:
+    """The number of a cell reference's column letters: A is 1, Z 26, AA 27."""
+    number = 0
+    for letter in letters:
+        number = number * 26 + letter - 64
+    return number
+
+
 def header_shows(text: str) -> bool:
     """Does a sheet's header or footer text show anything (text, a field such as &P, a picture's &G), beyond
     the codes that place and format it ("&L&C&R" shows nothing)? "&&" is an ampersand."""

@@ -55,8 +55,11 @@ def read(path: str | Path, inventory: Inventory, budget: Budget) -> None:
     """The counts of the SpreadsheetML workbook ``path``; what cannot be read stays unknown."""
     sheets: list[str] = []
     cells: dict[str, dict[bytes, Any]] = {}
-    state: dict[str, Any] = {"root": None, "row": 0, "column": 0, "type": None, "text": None}
-    comments, headers = [0], [0]
+    # where the reader is: the sheet's table offset, the row and its span, the cell and its merge, the Data being
+    # read (its type, its text), inside a comment; what is counted beside the cells; whether a span moved rows
+    state: dict[str, Any] = {"root": None, "top": 0, "left": 0, "row": 0, "span": 0, "column": 0, "across": 0,
+                             "type": None, "text": None, "comment": False, "comments": 0, "headers": 0,
+                             "diverged": False}
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if state["root"] is None:
@@ -73,20 +76,20 @@ def read(path: str | Path, inventory: Inventory, budget: Budget) -> None:
             state["row"] = state["top"]
         elif tag == ROW:
             budget.spend()
-            if state.get("span") and INDEX not in attributes:
+            if state["span"] and INDEX not in attributes:
                 state["diverged"] = True  # LibreOffice puts this row right after the spanned one
             state["row"] = _index(attributes, state["row"] + 1, state["top"], MAX_ROWS)
             state["column"], state["span"] = state["left"], _count(attributes.get(SPAN))
         elif tag == CELL:
             state["column"] = _index(attributes, state["column"] + 1, state["left"], MAX_COLUMNS)
             state["across"] = _count(attributes.get(ACROSS))
-        elif tag == DATA and state["type"] is None and not state.get("comment") and sheets and state["column"]:
+        elif tag == DATA and state["type"] is None and not state["comment"] and sheets and state["column"]:
             state["type"], state["text"] = attributes.get(TYPE, "String"), []
         elif tag == COMMENT:
-            comments[0] += 1
+            state["comments"] += 1
             state["comment"] = True
         elif tag in HEADERS and header_shows(attributes.get(X_DATA, "")):
-            headers[0] += 1
+            state["headers"] += 1
 
     def end(tag: str) -> None:
         if tag == DATA and state["type"] is not None:
@@ -97,9 +100,9 @@ def read(path: str | Path, inventory: Inventory, budget: Budget) -> None:
         elif tag == COMMENT:
             state["comment"] = False
         elif tag == CELL:
-            state["column"] = min(state["column"] + state.get("across", 0), MAX_COLUMNS)
+            state["column"] = min(state["column"] + state["across"], MAX_COLUMNS)
         elif tag == ROW:
-            state["row"] = min(state["row"] + state.get("span", 0), MAX_ROWS)
+            state["row"] = min(state["row"] + state["span"], MAX_ROWS)
 
     def text(data: str) -> None:
         if state["text"] is not None:
@@ -109,9 +112,9 @@ def read(path: str | Path, inventory: Inventory, budget: Budget) -> None:
         reader = ooxml.parser(Path(path).name, Unreadable, start, end, text)
         ooxml.feed(reader, _chunks(f), Path(path).name, Unreadable)
     inventory.sheets, inventory.cells = sheets, cells
-    inventory.cells_restored = not state.get("diverged")
+    inventory.cells_restored = not state["diverged"]
     inventory.counts.update(sheets=len(sheets), cells=sum(len(found) for found in cells.values()),
-                            comments=comments[0], headers_footers=headers[0], images=0, charts=0,
+                            comments=state["comments"], headers_footers=state["headers"], images=0, charts=0,
                             embedded_objects=0)
 
 

@@ -9,7 +9,16 @@ import html
 import re
 from typing import Any
 
-from docshift.engine.inventory.common import CHUNK, ErrorValue, Inventory, Unreadable, attempt, header_shows, place
+from docshift.engine.inventory.common import (
+    CHUNK,
+    ErrorValue,
+    Inventory,
+    Unreadable,
+    attempt,
+    column_number,
+    header_shows,
+    place,
+)
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, charts_and_objects, pictures_in
 
 # a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers
@@ -231,18 +240,11 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
     return cells, formulas | _array_cells(arrays, cells), headers
 
 
-def _column(letters: bytes) -> int:
-    number = 0
-    for letter in letters:
-        number = number * 26 + letter - 64
-    return number
-
-
 def _array_cells(arrays: list[tuple[bytes, ...]], cells: dict[bytes, Any]) -> set[bytes]:
     """The cells of ``cells`` inside the ranges of array formulas (``(first column, row, last column, row)``):
     each holds that formula's result, and only the range's first cell has an ``<f>``. Each range is looked at
     cell by cell where it is smaller than the sheet, else the sheet's cells are; ARRAY_LOOKS in all."""
-    ranges = [(_column(left), int(top), _column(right), int(bottom)) for left, top, right, bottom in arrays]
+    ranges = [(column_number(left), int(top), column_number(right), int(bottom)) for left, top, right, bottom in arrays]
     ranges = [bounds for bounds in ranges if bounds[0] != bounds[2] or bounds[1] != bounds[3]]
     if not ranges:
         return set()
@@ -250,7 +252,7 @@ def _array_cells(arrays: list[tuple[bytes, ...]], cells: dict[bytes, Any]) -> se
     for ref in cells:
         match = CELL_REF.fullmatch(ref)
         if match:
-            places[_column(match.group(1)), int(match.group(2))] = ref
+            places[column_number(match.group(1)), int(match.group(2))] = ref
     found: set[bytes] = set()
     looks = ARRAY_LOOKS
     for left, top, right, bottom in ranges:
