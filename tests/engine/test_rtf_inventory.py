@@ -10,6 +10,7 @@ data the storage of an object in a corpus .doc.
 import binascii
 import io
 import struct
+import tracemalloc
 import zipfile
 
 import docx
@@ -115,6 +116,20 @@ def test_a_picture_counts_where_it_shows_and_a_header_s_once(tmp_path):
     source.write_bytes(b"{\\rtf1{\\header{\\pict\\pngblip 0a0b}}{\\headerf{\\pict\\pngblip 0A 0B}}"
                        b"{\\footer{\\pict\\pngblip 0c}}{\\pict\\pngblip 0a0b}\\par{\\pict\\pngblip 0a0b}}")
     assert inventory.of_source(source, "doc").counts["images"] == 2 + 2
+
+
+def test_groups_nested_past_any_document_s_stay_unknown_and_cost_little(tmp_path):
+    """4 MB of "{" held 480 MB of the worker's memory for 3 s; past the bound the counts are unknown at once."""
+    source = tmp_path / "braces.doc"
+    source.write_bytes(b"{\\rtf1" + b"{" * (4 << 20))
+    tracemalloc.start()
+    try:
+        counts = inventory.of_source(source, "doc").counts
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert counts["images"] is None and counts["comments"] is None
+    assert peak < 32 << 20
 
 
 def test_a_file_that_is_no_rtf_stays_unknown(tmp_path):

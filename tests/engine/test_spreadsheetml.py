@@ -5,6 +5,7 @@ drops are written back into the result.
 Made here: workbooks written as Excel writes "XML Spreadsheet 2003".
 """
 
+import tracemalloc
 import zipfile
 
 import openpyxl
@@ -73,6 +74,21 @@ def test_what_does_not_read_as_a_workbook_stays_unknown(tmp_path, text):
     source.write_text(text)
     held = inventory.of_source(source, "xls")
     assert held.counts["sheets"] is None and held.cells is None
+
+
+def test_elements_nested_past_any_workbook_s_stay_unknown_and_cost_little(tmp_path):
+    """4 MB of nested elements held 226 MB of the worker's memory in expat; past the bound the counts are unknown
+    at once."""
+    source = tmp_path / "deep.xls"
+    source.write_bytes(HEAD.encode() + b"<a>" * ((4 << 20) // 3))
+    tracemalloc.start()
+    try:
+        held = inventory.of_source(source, "xls")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert held.cells is None and held.counts["sheets"] is None
+    assert peak < 32 << 20
 
 
 def test_cells_a_sheet_part_lacks_are_added_in_order():

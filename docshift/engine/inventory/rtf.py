@@ -34,6 +34,9 @@ TOKEN = re.compile(rb"\\([a-zA-Z]{1,32})(-?[0-9]{1,10})? ?|\\'[0-9a-fA-F]{2}|\\[
 NOT_SHOWN = {b"shprslt", b"nonshppict", b"listpicture"}
 HEADERS = {b"header", b"headerl", b"headerr", b"headerf", b"footer", b"footerl", b"footerr", b"footerf"}
 BUDGET_EVERY = 64  # tokens per record of the budget
+# groups open at once, at most: Word nests a few dozen (tables in tables, fields, shapes); a file of nothing but
+# "{" held 480 MB of the worker for 3 s before this bound
+MAX_NESTING = 1024
 
 
 def is_rtf(path: str | Path) -> bool:
@@ -71,6 +74,8 @@ def _walk(data: bytes, budget: Budget) -> tuple[int, int, int]:
             budget.spend()
         token = match.group()
         if token == b"{":
+            if len(stack) >= MAX_NESTING:
+                raise Unreadable("RTF groups nested too deep")
             stack.append([b"", stack[-1][1], stack[-1][2], None] if stack else [b"", True, False, None])
             first = True
             continue

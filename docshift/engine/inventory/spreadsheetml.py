@@ -43,6 +43,9 @@ X_DATA = f"{X}{SEP}Data"
 EPOCH = datetime(1899, 12, 30)  # day 0 of Excel's 1900 date system, as a serial number counts it
 HEAD = 4096  # bytes looked at for the namespace of a SpreadsheetML workbook
 MAX_ROWS, MAX_COLUMNS = 1 << 20, len(COLUMNS)
+# elements open at once, at most: a workbook nests about eight (rich text a few more); 4 MB of nothing but "<a>"
+# held 226 MB of the worker in expat before this bound
+MAX_NESTING = 256
 
 
 def is_spreadsheetml(path: str | Path) -> bool:
@@ -59,9 +62,12 @@ def read(path: str | Path, inventory: Inventory, budget: Budget) -> None:
     # read (its type, its text), inside a comment; what is counted beside the cells; whether a span moved rows
     state: dict[str, Any] = {"root": None, "top": 0, "left": 0, "row": 0, "span": 0, "column": 0, "across": 0,
                              "type": None, "text": None, "comment": False, "comments": 0, "headers": 0,
-                             "diverged": False}
+                             "diverged": False, "depth": 0}
 
     def start(tag: str, attributes: dict[str, str]) -> None:
+        state["depth"] += 1
+        if state["depth"] > MAX_NESTING:
+            raise Unreadable("SpreadsheetML elements nested too deep")
         if state["root"] is None:
             state["root"] = tag
             if tag != WORKBOOK:
@@ -92,6 +98,7 @@ def read(path: str | Path, inventory: Inventory, budget: Budget) -> None:
             state["headers"] += 1
 
     def end(tag: str) -> None:
+        state["depth"] -= 1
         if tag == DATA and state["type"] is not None:
             value = _value(state["type"], "".join(state["text"]))
             if value is not None:
