@@ -27,6 +27,7 @@ from docshift.engine import (
     mended,
     objects,
     ooxml,
+    ppt_links,
     precheck,
     sandbox,
     sheet_objects,
@@ -96,6 +97,9 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     """
     started = time.monotonic()
     loads = opened.loads(source) if opened is not None else [(source, None)]
+    if kind == "ppt":  # a deck's hyperlinks past what LibreOffice's property reader cuts (``ppt_links``)
+        loads = [(ppt_links.given_whole(path, Path(workdir)) or path if password is None else path, password)
+                 for path, password in loads]
     if opened is not None and opened.plain is not None:
         source = opened.plain  # what the legacy file holds is read from here on; LibreOffice gets ``loads``
     carries_macros = vba.has_project(source, kind)

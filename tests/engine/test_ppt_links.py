@@ -1,0 +1,134 @@
+"""A deck's hyperlinks that LibreOffice's property reader cuts off (``ppt_links``): the corpus's 42520.ppt, whose
+hyperlink list LibreOffice reads 9 entries of 19, and property streams made here, laid out again only where a
+property would be cut."""
+
+import re
+import struct
+import zipfile
+
+import olefile
+import pytest
+from conftest import ROOT
+from conftest import _soffice_save as soffice
+
+from docshift.engine import convert, ppt_links
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+LINK = "http://dynamiclogic.com/index.php"
+FMTID = bytes.fromhex("05d5cdd59c2e1b10939708002b2cf9ae")
+
+
+def linked_slides(pptx):
+    """The numbers of the slides of ``pptx`` that have a hyperlink to ``LINK``."""
+    with zipfile.ZipFile(pptx) as package:
+        return {int(re.search(r"slide(\d+)\.xml\.rels$", name).group(1)) for name in package.namelist()
+                if re.fullmatch(r"ppt/slides/_rels/slide\d+\.xml\.rels", name) and LINK.encode() in package.read(name)}
+
+
+def hyperlink_list(data):
+    """The bytes of the ``_PID_HLINKS`` property (property 2 of the user-defined set) of a summary stream."""
+    sets = struct.unpack_from("<I", data, 24)[0]
+    offset = next(struct.unpack_from("<I", data, 28 + 20 * index + 16)[0] for index in range(sets)
+                  if data[28 + 20 * index:28 + 20 * index + 16] == FMTID)
+    properties = dict(struct.unpack_from("<II", data, offset + 8 + 8 * index)
+                      for index in range(struct.unpack_from("<I", data, offset + 4)[0]))
+    start = offset + properties[2]
+    return data[start:start + 8 + struct.unpack_from("<I", data, start + 4)[0]]
+
+
+def test_a_deck_keeps_every_hyperlink_past_the_cut_of_libreoffices_property_reader(office, tmp_path):
+    """Each of the 19 slides of 42520.ppt has a picture linked to the same page; the list of addresses starts 1232
+    bytes into its summary stream, so LibreOffice reads 1124 bytes of its 2292: a plain soffice links the first 9
+    slides (the ExHyperlinks of the other ten come later in the list). The copy LibreOffice gets links all 19."""
+    deck = CORPUS / "ppt" / "42520.ppt"
+    before = deck.read_bytes()
+    plain = soffice(deck, "pptx", tmp_path / "plain")
+    assert linked_slides(plain) == {1, 2, 3, 4, 5, 6, 7, 8, 14}
+    converted = convert.convert(office, deck, "ppt", tmp_path / "work", 60)
+    assert linked_slides(converted.path) == set(range(1, 20))
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    # the customer's file is as it was; the copy LibreOffice read has the same list, its name the file's own
+    assert deck.read_bytes() == before
+    copy = tmp_path / "work" / "links" / deck.name
+    with olefile.OleFileIO(str(copy)) as ole, olefile.OleFileIO(str(deck)) as original:
+        assert hyperlink_list(ole.openstream(ppt_links.STREAM).read()) == \
+            hyperlink_list(original.openstream(ppt_links.STREAM).read())
+        streams = [path for path in original.listdir() if path != [ppt_links.STREAM]]
+        assert sorted(ole.listdir()) == sorted(original.listdir())
+        for path in streams:  # nothing else of the deck changed
+            assert ole.openstream(path).read() == original.openstream(path).read(), path
+
+
+def summary(*sets):
+    """A summary stream of ``sets`` [(offset, [(property id, bytes)])]: the header, then each set at its offset."""
+    data = bytearray(b"\xfe\xff\x00\x00" + bytes(20) + struct.pack("<I", len(sets)))
+    data += b"".join(FMTID + struct.pack("<I", offset) for offset, _ in sets)
+    for offset, properties in sets:
+        data += bytes(offset - len(data))
+        body = bytearray(struct.pack("<II", 0, len(properties)) + bytes(8 * len(properties)))
+        for index, (number, value) in enumerate(properties):
+            struct.pack_into("<II", body, 8 + 8 * index, number, len(body))
+            body += value + bytes(-len(value) % 4)
+        struct.pack_into("<I", body, 0, len(body))
+        data += body
+    return bytes(data)
+
+
+def blob(size):
+    return struct.pack("<II", 0x41, size) + bytes(range(256)) * (size // 256) + bytes(size % 256)
+
+
+def sets_of(data):
+    """[(offset, declared size, {property id: bytes up to the next property or the set's end})] of a stream."""
+    found = []
+    for index in range(struct.unpack_from("<I", data, 24)[0]):
+        offset = struct.unpack_from("<I", data, 28 + 20 * index + 16)[0]
+        size, count = struct.unpack_from("<II", data, offset)
+        starts = dict(struct.unpack_from("<II", data, offset + 8 + 8 * n) for n in range(count))
+        ends = sorted(starts.values()) + [min(size, len(data) - offset)]
+        values = {number: data[offset + start:offset + ends[ends.index(start) + 1]]
+                  for number, start in starts.items()}
+        found.append((offset, size, values))
+    return found
+
+
+def test_a_set_whose_property_would_be_cut_is_padded_as_far_as_its_offset():
+    """A set 1,000 bytes into the stream with a 1,208-byte property: LibreOffice would read 224 of its bytes (the
+    set's 1,224 bytes less 1,000). Laid out again, that set declares its size plus its offset, the padding after it,
+    so that what is cut is the padding; the set before it, read whole, is as it was, and every property has the same
+    bytes."""
+    first = [(1, struct.pack("<IHH", 2, 1252, 0)), (2, bytes(400)), (3, bytes(400))]
+    data = summary((68, first), (1000, [(2, blob(1200))]))
+    laid = ppt_links.padded(data)
+    assert laid is not None
+    before, after = sets_of(data), sets_of(laid)
+    for (_, _, was), (_, _, now) in zip(before, after, strict=True):  # the same bytes, the padding after the last
+        assert was.keys() == now.keys()
+        assert all(now[number] == was[number] + bytes(len(now[number]) - len(was[number])) for number in was)
+    assert after[0][:2] == before[0][:2] == (68, 840)
+    offset, size, values = after[1]
+    assert size == 1224 + offset and len(laid) == offset + size and laid.endswith(bytes(offset))
+    for (offset, size, _), (_, _, values) in zip(after, before, strict=True):
+        # what LibreOffice reads of each property is whole, and the stream holds it
+        assert size - offset >= max(len(value) for value in values.values()) and offset + size <= len(laid)
+        assert offset % 4 == 0
+
+
+@pytest.mark.parametrize("sets", [
+    # every property shorter than its set's size less the set's offset
+    [(68, [(2, blob(100)), (3, blob(100))]), (400, [(number, blob(100)) for number in range(2, 12)])],
+    # a set smaller than its offset: the reader's subtraction wraps, and it cuts nothing
+    [(68, [(2, blob(100)), (3, blob(100))]), (2000, [(2, blob(200))])],
+    # three sets: LibreOffice reads none of the stream
+    [(88, [(2, blob(100))]), (600, [(2, blob(100))]), (900, [(2, blob(1000))])],
+])
+def test_a_stream_whose_properties_are_read_whole_is_left_as_it_is(sets):
+    assert ppt_links.padded(summary(*sets)) is None
+
+
+def test_no_copy_of_a_deck_whose_hyperlinks_are_read_whole_or_that_cannot_be_read(tmp_path):
+    assert ppt_links.given_whole(CORPUS / "ppt" / "WithLinks.ppt", tmp_path) is None
+    junk = tmp_path / "junk.ppt"
+    junk.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))
+    assert ppt_links.given_whole(junk, tmp_path) is None
+    assert not (tmp_path / "links").exists()
