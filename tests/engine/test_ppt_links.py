@@ -59,6 +59,37 @@ def test_a_deck_keeps_every_hyperlink_past_the_cut_of_libreoffices_property_read
             assert ole.openstream(path).read() == original.openstream(path).read(), path
 
 
+def animation_steps(pptx, slide):
+    """The paragraph each animation step of ``slide`` of ``pptx`` reveals, in order."""
+    with zipfile.ZipFile(pptx) as package:
+        return re.findall(r'<p:pRg st="(\d+)"', package.read(f"ppt/slides/slide{slide}.xml").decode())
+
+
+def slide_links(pptx):
+    """{slide number: how many hyperlinks to an address its relationships hold}."""
+    with zipfile.ZipFile(pptx) as package:
+        return {int(re.search(r"slide(\d+)\.xml\.rels$", name).group(1)): package.read(name).count(b"/hyperlink\"")
+                for name in package.namelist() if re.fullmatch(r"ppt/slides/_rels/slide\d+\.xml\.rels", name)}
+
+
+def test_text_links_past_the_cut_on_a_slide_that_animates_stay_as_a_plain_soffice_leaves_them(office, tmp_path):
+    """customGeo.ppt has 72 ExHyperlinks, and LibreOffice reads 55 entries of their list. Kept, the 17 others link
+    pictures and text on seven slides; but the two in the text of its last slide, whose paragraphs appear one by
+    one, would move that slide's animation steps (LibreOffice places them by PowerPoint's characters, and a link
+    becomes a field of one). Those two stay unlinked, as in a plain soffice's result, and the steps are the same."""
+    deck = CORPUS / "ppt" / "customGeo.ppt"
+    with olefile.OleFileIO(str(deck)) as ole:
+        assert ppt_links.kept_entries(ole.openstream(ppt_links.STREAM).read()) == 55
+    plain = soffice(deck, "pptx", tmp_path / "plain")
+    converted = convert.convert(office, deck, "ppt", tmp_path / "work", 60)
+    before, after = slide_links(plain), slide_links(converted.path)
+    gained = {slide: after[slide] - before.get(slide, 0) for slide in after if after[slide] > before.get(slide, 0)}
+    assert set(gained) == {32, 37, 38, 41, 42, 44} and sum(gained.values()) >= 14, gained
+    assert all(after[slide] >= count for slide, count in before.items())
+    assert after.get(48, 0) == before.get(48, 0) == 0
+    assert animation_steps(converted.path, 48) == animation_steps(plain, 48) != []
+
+
 def summary(*sets):
     """A summary stream of ``sets`` [(offset, [(property id, bytes)])]: the header, then each set at its offset."""
     data = bytearray(b"\xfe\xff\x00\x00" + bytes(20) + struct.pack("<I", len(sets)))
@@ -132,3 +163,33 @@ def test_no_copy_of_a_deck_whose_hyperlinks_are_read_whole_or_that_cannot_be_rea
     junk.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(600))
     assert ppt_links.given_whole(junk, tmp_path) is None
     assert not (tmp_path / "links").exists()
+
+
+def hyperlink_blob(targets):
+    """The VT_BLOB of a _PID_HLINKS list of ``targets`` as PowerPoint writes it: four numbers and two strings each."""
+    values = bytearray()
+    for target in targets:
+        values += b"".join(struct.pack("<Ii", 0x03, number) for number in (7, 6, 0, 7))
+        for text in (target, ""):
+            chars = len(text) + 1
+            values += struct.pack("<II", 0x1F, chars) + (text + "\0").encode("utf-16-le") + bytes(2 * (chars & 1))
+    body = struct.pack("<I", 6 * len(targets)) + values
+    return struct.pack("<II", 0x41, len(body)) + body
+
+
+def test_how_many_hyperlinks_libreoffice_reads_is_the_cut_less_the_entries_past_it():
+    """Twenty links of 64 characters (184 bytes an entry) in a user-defined set 1,000 bytes into the stream:
+    LibreOffice reads the set's size less 1,000 bytes of the list, the first entries whole. Laid out again, it
+    reads all twenty."""
+    targets = [f"http://example.com/{index:02d}/" + "x" * 42 for index in range(20)]
+    first = [(1, struct.pack("<IHH", 2, 1252, 0)), (2, bytes(400)), (3, bytes(400))]
+    data = summary((68, first), (1000, [(2, hyperlink_blob(targets))]))
+    size = struct.unpack_from("<I", data, 1000)[0]
+    # an entry: four typed numbers, the target (65 characters with its end, 2 bytes more to align), an empty location
+    entry = 4 * 8 + (8 + 2 * 65 + 2) + (8 + 2 + 2)
+    whole = (size - 1000 - 8 - 4) // entry  # what LibreOffice reads, less the blob's type, size and count
+    assert ppt_links.kept_entries(data) == whole < 20
+    assert ppt_links.kept_entries(ppt_links.padded(data)) == 20
+    small = summary((68, first), (1000, [(2, hyperlink_blob(targets[:3]))]))  # a set smaller than its offset
+    assert ppt_links.kept_entries(small) == 3
+    assert ppt_links.kept_entries(summary((68, first))) is None  # no user-defined set
