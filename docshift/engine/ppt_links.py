@@ -30,6 +30,7 @@ from pathlib import Path
 
 from docshift.engine import cfb
 from docshift.engine.inventory import officeart, ppt
+from docshift.engine.inventory import ppt_links as links
 from docshift.engine.inventory.common import Budget
 
 STREAM = "\x05DocumentSummaryInformation"
@@ -37,13 +38,7 @@ HEADER = 28  # byte order, version, system identifier, CLSID, number of sets
 SET_ENTRY = 20  # FMTID and offset of each set
 MOST_SETS = 2  # LibreOffice reads none of a stream that says it holds more
 MOST_STREAM = 1 << 20  # larger is no property stream PowerPoint writes: left as it is
-USER_DEFINED = bytes.fromhex("05d5cdd59c2e1b10939708002b2cf9ae")  # FMTID_UserDefinedProperties
-VT_I4, VT_LPWSTR, VT_BLOB = 0x03, 0x1F, 0x41
-ENTRY_NUMBERS = 4  # a _PID_HLINKS entry: dwHash, dwApp, dwOfficeArt, dwInfo (VT_I4 each), then two strings
-RT_EXOBJ_LIST, RT_EXHYPERLINK, RT_EXHYPERLINK_ATOM = 0x0409, 0x0FD7, 0x0FD3
-RT_INTERACTIVE_INFO_ATOM, RT_CLIENT_TEXTBOX = 0x0FF3, 0xF00D
 ANIMATIONS = {0x0FF1, 0xF144}  # AnimationInfoAtom; PowerPoint 2002's extTimeNodeContainer
-ACTION_HYPERLINK = 4
 UNLINKED = 0xFFFFFFFF  # an ExHyperlink id no deck holds
 
 
@@ -89,52 +84,17 @@ def _cut(body: bytes, offset: int) -> bool:
 
 
 def kept_entries(data: bytes) -> int | None:
-    """How many entries of the hyperlink list (the user-defined set's ``_PID_HLINKS``: its VT_BLOB of a vector of
-    VT_I4 and VT_LPWSTR values) LibreOffice reads whole from the summary stream ``data``; None where it has none."""
-    count = struct.unpack_from("<I", data, HEADER - 4)[0] if len(data) >= HEADER else 0
-    for index in range(min(count, MOST_SETS)):
-        at = HEADER + SET_ENTRY * index
-        if at + SET_ENTRY > len(data) or data[at:at + 16] != USER_DEFINED:
-            continue
-        offset = struct.unpack_from("<I", data, at + 16)[0]
-        if offset + 8 > len(data):
-            return None
-        size, properties = struct.unpack_from("<II", data, offset)
-        for number in range(min(properties, (len(data) - offset - 8) // 8)):
-            start = offset + struct.unpack_from("<I", data, offset + 12 + 8 * number)[0]
-            if start + 12 <= len(data) and struct.unpack_from("<I", data, start)[0] == VT_BLOB:
-                # what LibreOffice reads of a property: the set's size (at most what the stream holds after it)
-                # less its offset, unless that wraps
-                held = min(size, len(data) - offset)
-                limit = held - offset if held >= offset else len(data)
-                entries = _entries(data[start:start + max(0, limit)])
-                if entries is not None:
-                    return entries
-    return None
-
-
-def _entries(value: bytes) -> int | None:
-    """The whole entries of a VT_BLOB hyperlink list ``value`` (its type, size and vector), as far as it goes;
-    None where it is no such list."""
-    if len(value) < 12:
+    """How many entries of the hyperlink list (``_PID_HLINKS``) LibreOffice reads whole from the summary stream
+    ``data``; None where it has none."""
+    found = links.hyperlink_property(data)
+    if found is None:
         return None
-    values, at, whole = struct.unpack_from("<I", value, 8)[0], 12, 0
-    if values % 6:
-        return None
-    for _ in range(values // 6):
-        for _ in range(ENTRY_NUMBERS):
-            if at + 8 > len(value) or struct.unpack_from("<I", value, at)[0] != VT_I4:
-                return whole
-            at += 8
-        for _ in range(2):
-            if at + 8 > len(value) or struct.unpack_from("<I", value, at)[0] != VT_LPWSTR:
-                return whole
-            length = struct.unpack_from("<I", value, at + 4)[0]
-            at += 8 + 2 * length + (2 if length & 1 else 0)  # each string aligned to 4 bytes
-            if at > len(value):
-                return whole
-        whole += 1
-    return whole
+    offset, start = found
+    # what LibreOffice reads of a property: the set's size (at most what the stream holds after it) less its offset,
+    # unless that wraps
+    held = min(struct.unpack_from("<I", data, offset)[0], len(data) - offset)
+    limit = held - offset if held >= offset else len(data)
+    return len(links.entries(data[start:start + limit]) or [])
 
 
 def unlinked(doc: bytes, current: bytes, kept: int) -> list[int]:
@@ -143,54 +103,18 @@ def unlinked(doc: bytes, current: bytes, kept: int) -> list[int]:
     loses to the cut, and which would move that slide's animation steps if kept."""
     budget = Budget()
     show = ppt._Presentation(doc, current, budget)
-    links = _hyperlinks(doc, show, budget)
+    listed = links.exhyperlinks(doc, show, budget)
     # with no entry read, LibreOffice takes each ExHyperlink's own target, where it has one
-    lost = {number for number, _ in links[kept:]} if kept else {number for number, target in links if not target}
-    texts = _slide_texts(doc, show, budget)
+    lost = {number for number, _, _ in listed[kept:]} if kept else \
+        {number for number, target, _ in listed if not target}
+    texts = links.slide_text_records(doc, show, budget)
     found = []
     for slide, located in enumerate(show.slide_containers()):
         if located is None or not any(rec_type in ANIMATIONS for rec_type, *_ in officeart.walk(doc, *located, budget)):
             continue
-        boxes = [(body, stop) for rec_type, _, _, body, stop, _ in officeart.walk(doc, *located, budget)
-                 if rec_type == RT_CLIENT_TEXTBOX]
-        for start, end in boxes + texts.get(slide, []):
-            for rec_type, _, _, body, stop, _ in officeart.walk(doc, start, end, budget):
-                if rec_type == RT_INTERACTIVE_INFO_ATOM and stop - body >= 16 and doc[body + 8] == ACTION_HYPERLINK \
-                        and struct.unpack_from("<I", doc, body + 4)[0] in lost:
-                    found.append(body + 4)
+        for start, end in [*links.text_boxes(doc, *located, budget), texts.get(slide, (0, 0))]:
+            found += [at + 4 for at, number, _, _ in links.text_links(doc, start, end, budget) if number in lost]
     return found
-
-
-def _hyperlinks(doc: bytes, show: ppt._Presentation, budget: Budget) -> list[tuple[int, bool]]:
-    """(id, whether it names a target) of each ExHyperlink of the document's ExObjList, in order."""
-    links: list[tuple[int, bool]] = []
-    for rec_type, _, _, body, stop in officeart.children(doc, *show.document, budget):
-        if rec_type != RT_EXOBJ_LIST:
-            continue
-        for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
-            if child != RT_EXHYPERLINK:
-                continue
-            records = list(officeart.children(doc, child_body, child_stop, budget))
-            number = next((struct.unpack_from("<I", doc, atom)[0] for kind, _, _, atom, end in records
-                           if kind == RT_EXHYPERLINK_ATOM and end - atom >= 4), None)
-            if number is not None:
-                links.append((number, any(kind == ppt.RT_CSTRING and instance == 1 and end > atom
-                                          for kind, instance, _, atom, end in records)))
-    return links
-
-
-def _slide_texts(doc: bytes, show: ppt._Presentation, budget: Budget) -> dict[int, list[tuple[int, int]]]:
-    """{slide number (from 0): [(start, end)]} of the records the slide list holds for each slide's text."""
-    texts: dict[int, list[tuple[int, int]]] = {}
-    for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
-        if rec_type == ppt.RT_SLIDE_LIST and instance == 0:
-            slide = -1
-            for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
-                if child == ppt.RT_SLIDE_PERSIST:
-                    slide += 1
-                elif slide >= 0:
-                    texts.setdefault(slide, []).append((child_body - 8, child_stop))
-    return texts
 
 
 def given_whole(source: Path, workdir: Path) -> Path | None:

@@ -397,13 +397,17 @@ def test_pptx_result_counts(tmp_path):
     deck = pptx.Presentation()
     first = deck.slides.add_slide(deck.slide_layouts[1])
     first.shapes.title.text = "First slide"
-    first.shapes.add_picture(_png(), 0, 0)
+    # hyperlinks: a run's and a picture's click, each to its own address, and one more run to the first address
+    first.shapes.title.text_frame.paragraphs[0].runs[0].hyperlink.address = "https://example.com/a"
+    first.shapes.add_picture(_png(), 0, 0).click_action.hyperlink.address = "https://example.com/b"
     first.notes_slide.notes_text_frame.text = "say this"
-    deck.slides.add_slide(deck.slide_layouts[6])
+    second = deck.slides.add_slide(deck.slide_layouts[6])
+    second.shapes.add_textbox(0, 0, 100, 100).click_action.target_slide = first  # a jump to a slide of the deck
     deck.save(tmp_path / "made.pptx")
-    counts = inventory.of_result(tmp_path / "made.pptx", "ppt").counts
-    assert counts == {"slides": 2, "notes": 1, "characters": 10, "images": 1, "embedded_objects": 0, "sounds": 0,
-                      "comments": 0, "headers_footers": 0, "macros": 0}
+    held = inventory.of_result(tmp_path / "made.pptx", "ppt")
+    assert held.counts == {"slides": 2, "notes": 1, "characters": 10, "images": 1, "embedded_objects": 0,
+                           "sounds": 0, "comments": 0, "headers_footers": 0, "hyperlinks": 3, "macros": 0}
+    assert held.where["hyperlinks"] == ["slide 1", "slide 1", "slide 2"]
 
 
 def test_characters_compare_as_a_multiset_with_a_tolerance(corpus, tmp_path):

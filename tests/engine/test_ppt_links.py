@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, ppt_links
+from docshift.engine import convert, inventory, ppt_links
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 LINK = "http://dynamiclogic.com/index.php"
@@ -46,7 +46,13 @@ def test_a_deck_keeps_every_hyperlink_past_the_cut_of_libreoffices_property_read
     assert linked_slides(plain) == {1, 2, 3, 4, 5, 6, 7, 8, 14}
     converted = convert.convert(office, deck, "ppt", tmp_path / "work", 60)
     assert linked_slides(converted.path) == set(range(1, 20))
+    assert converted.fidelity["counts"]["hyperlinks"] == {"source": 19, "result": 19}
     assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    # the report of the plain result names the ten slides whose link it lost
+    plain_report = inventory.report(inventory.of_source(deck, "ppt"), inventory.of_result(plain, "ppt"))
+    assert plain_report["counts"]["hyperlinks"] == {"source": 19, "result": 9}
+    assert "10 of 19 hyperlinks are missing; missing: slide 9, slide 10, slide 11 and 7 more" in \
+        [entry["detail"] for entry in plain_report["lost"]]
     # the customer's file is as it was; the copy LibreOffice read has the same list, its name the file's own
     assert deck.read_bytes() == before
     copy = tmp_path / "work" / "links" / deck.name
@@ -88,6 +94,10 @@ def test_text_links_past_the_cut_on_a_slide_that_animates_stay_as_a_plain_soffic
     assert all(after[slide] >= count for slide, count in before.items())
     assert after.get(48, 0) == before.get(48, 0) == 0
     assert animation_steps(converted.path, 48) == animation_steps(plain, 48) != []
+    # and the report says so
+    assert converted.fidelity["counts"]["hyperlinks"] == {"source": 30, "result": 28}
+    assert {"what": "hyperlinks", "count": 2, "detail": "2 of 30 hyperlinks are missing; missing: slide 48, slide 48"} \
+        in converted.fidelity["lost"]
 
 
 def summary(*sets):
@@ -193,3 +203,20 @@ def test_how_many_hyperlinks_libreoffice_reads_is_the_cut_less_the_entries_past_
     small = summary((68, first), (1000, [(2, hyperlink_blob(targets[:3]))]))  # a set smaller than its offset
     assert ppt_links.kept_entries(small) == 3
     assert ppt_links.kept_entries(summary((68, first))) is None  # no user-defined set
+
+
+@pytest.mark.parametrize(("name", "where"), [
+    # a picture's click on each slide
+    ("42520.ppt", [f"slide {number}" for number in range(1, 20)]),
+    # text links: two of slide 36's seven go to one address, and one of them covers paragraph marks only
+    ("41246-1.ppt", ["slide 28"] + ["slide 36"] * 6),
+    # links to other slides of the deck (their location only), in text and on shapes
+    ("42486.ppt", ["slide 19"] * 3 + ["slide 20"] * 2 + ["slide 21"] * 3 + ["slide 22"] * 3 + ["slide 23"] * 8
+     + ["slide 24"] * 3 + ["slide 33"]),
+    # a notes page's link is not a slide's
+    ("WithLinks.ppt", ["slide 1", "slide 1", "slide 2"]),
+])
+def test_a_decks_hyperlinks_are_counted_slide_by_slide(name, where):
+    held = inventory.of_source(CORPUS / "ppt" / name, "ppt")
+    assert held.where["hyperlinks"] == where
+    assert held.counts["hyperlinks"] == len(where)

@@ -69,7 +69,7 @@ from typing import Any
 
 from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import doc, docx, ppt, pptx, rtf, spreadsheetml, xls, xlsx
+from docshift.engine.inventory import doc, docx, ppt, ppt_links, pptx, rtf, spreadsheetml, xls, xlsx
 from docshift.engine.inventory.common import (
     KINDS,
     LABELS,
@@ -78,6 +78,7 @@ from docshift.engine.inventory.common import (
     ErrorValue,
     Inventory,
     StoredDate,
+    attempt,
 )
 from docshift.engine.inventory.fidelity import normal_code, report, same_value
 from docshift.engine.inventory.package import Package, has_vba_part
@@ -109,6 +110,8 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
     if ole is not None:
         try:
             {"doc": doc.read, "xls": xls.read, "ppt": ppt.read}[kind](ole, inventory, budget, path)
+            if kind == "ppt":  # a reader of its own, as the deck's other counts do not need it
+                attempt(ppt_links.read, ole, inventory, budget)
         except Exception:  # a reader missed a case: what it had not counted stays unknown
             pass
         finally:

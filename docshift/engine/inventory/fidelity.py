@@ -81,8 +81,9 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
     "detail"}]}``.
 
     ``counts`` has every kind of ``KINDS`` for the file type, 0 included; ``null`` is a count that could not be
-    read. For ``cells``, ``characters`` and ``macros`` the result figure is how many of the source's are in the
-    result (equal cells, characters found, modules with the same code); for the others it is the result's own count,
+    read. For ``cells``, ``characters``, ``macros`` and ``hyperlinks`` the result figure is how many of the source's
+    are in the result (equal cells, characters found, modules with the same code, links on the same slide as the
+    source's); for the others it is the result's own count,
     and a loss is a result count below the source's. An unknown source count is not compared (it never makes a
     loss); an unknown result count is a loss when the source holds something.
 
@@ -103,6 +104,9 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
         have, got = source.counts.get(what), result.counts.get(what)
         if what == "images" and source.placed_pictures is not None and got is not None:
             got = result.placed_pictures  # an RTF source's pictures are counted where they show
+        if what == "hyperlinks" and have is not None and got is not None:
+            # slide by slide: more links on one slide make up for none missing on another
+            got = have - (Counter(source.where.get(what, [])) - Counter(result.where.get(what, []))).total()
         entries: list[Lost] = []
         if what == "cells":
             got, entries = _cells_report(source, result, have, got)

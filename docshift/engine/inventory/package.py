@@ -32,10 +32,13 @@ MATH = {f"{NS_M}{SEP}oMath", f"{NS_M}{SEP}oMathPara"}
 HEADER_FOOTER_CONTENT = {f"{NS_W}{SEP}drawing", f"{NS_W}{SEP}pict", f"{NS_W}{SEP}object",
                          f"{NS_W}{SEP}fldSimple"}
 SYMBOL, SHAPE, PLACEHOLDER = f"{NS_W}{SEP}sym", f"{NS_P}{SEP}sp", f"{NS_P}{SEP}ph"
+# a hyperlink of DrawingML (a click's, a mouse-over's), and the actions that are one: to a slide, a file, a deck
+HYPERLINKS = {f"{NS_A}{SEP}hlinkClick", f"{NS_A}{SEP}hlinkMouseOver"}
+LINK_ACTIONS = ("ppaction://hlinksldjump", "ppaction://hlinkfile", "ppaction://hlinkpres")
 # what a scan looks at besides its text tags and counted elements; most elements of a part are formatting (run
 # properties, fills, geometry), and they are let go at once
 SCANNED_STARTS = W_CHARACTERS.keys() | {SYMBOL, SHAPE, PLACEHOLDER} | NOT_PICTURES | PICTURE_REFERENCES.keys() | \
-    MATH | HEADER_FOOTER_CONTENT | ooxml.FieldResults.TAGS
+    MATH | HEADER_FOOTER_CONTENT | HYPERLINKS | ooxml.FieldResults.TAGS
 SCANNED_ENDS = NOT_PICTURES | MATH | {SHAPE} | ooxml.FieldResults.TAGS
 
 
@@ -125,6 +128,7 @@ class Part:
     note_text: bool = False                          # text in a body placeholder or a free shape (notes)
     elements: Counter[str] = field(default_factory=Counter)
     computed: Counter[str] = field(default_factory=Counter)  # of ``text``: the characters of fields' results
+    links: set[str] = field(default_factory=set)  # relationship ids of hyperlinks (``HYPERLINKS``, ``LINK_ACTIONS``)
 
 
 def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iterable[str] = ()) -> Part:
@@ -157,6 +161,10 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
                 pass
         elif tag in ooxml.FieldResults.TAGS:
             fields.start(tag, attributes)
+        elif tag in HYPERLINKS and attributes.get(f"{NS_R}{SEP}id"):
+            action = attributes.get("action", "")
+            if not action or action.startswith(LINK_ACTIONS):
+                part.links.add(attributes[f"{NS_R}{SEP}id"])
         if tag in NOT_PICTURES:
             state["hidden"] += 1
         elif tag in PICTURE_REFERENCES and not state["hidden"]:

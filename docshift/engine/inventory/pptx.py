@@ -19,6 +19,7 @@ from docshift.engine.inventory.package import (
 NS_P188 = "http://schemas.microsoft.com/office/powerpoint/2018/8/main"  # modern comments
 A_TEXT = f"{NS_A}{SEP}t"
 # a transition's or click's sound (audio) and a sound shape's (audio and, since PowerPoint 2010, media)
+LINK_TYPES = ("/hyperlink", "/slide")  # a hyperlink's relationship: to an address or file, to a slide of the deck
 SOUND_RELATIONSHIPS = {"http://schemas.openxmlformats.org/officeDocument/2006/relationships/audio",
                        "http://schemas.microsoft.com/office/2007/relationships/media"}
 
@@ -46,11 +47,14 @@ def read(package: Package, inventory: Inventory) -> None:
     notes, comments, math = 0, 0, 0
     sounds: set[str | None] = set()  # the media parts in the package that a slide's sound relationships name
     cm = (f"{NS_P}{SEP}cm", f"{NS_P188}{SEP}cm")
-    for name in slides:
+    links: list[str] = []  # "slide n" once for each distinct hyperlink of the slide
+    for number, name in enumerate(slides, 1):
         part = scan(package, name, (A_TEXT,))
         text.update(part.text)
         math += part.math
         slide_relationships = package.relationships(name)
+        links += [f"slide {number}"] * sum(slide_relationships.get(rid, ("", None))[0].endswith(LINK_TYPES)
+                                           for rid in part.links)
         pictures |= pictures_of(package, name, part, slide_relationships)
         placeholders |= part.placeholders
         sounds |= {target for rel_type, target in slide_relationships.values()
@@ -68,6 +72,7 @@ def read(package: Package, inventory: Inventory) -> None:
     counts["comments"] = comments
     counts["headers_footers"] = len(placeholders & {"dt", "sldNum", "ftr"})
     counts["sounds"] = len(sounds)
+    counts["hyperlinks"], inventory.where["hyperlinks"] = len(links), links
     counts["embedded_objects"] = None if objects is None else objects + math
     for name in package.matching(r"ppt/(slideMasters/slideMaster|slideLayouts/slideLayout)[0-9]*\.xml"):
         pictures |= pictures_in(package, name)
