@@ -250,7 +250,9 @@ def convert(request, source_fd, result_fd):
                 shutil.copyfileobj(given, copy, 1 << 20)
         except OSError as error:  # the sandbox's scratch space is full: nothing was loaded
             return {"ok": False, "error": "load_failed", "detail": f"copying the source: {error}", "full": True}
-        archive = webarchive.unpack(local, os.path.abspath("web-archive"))  # None but for an MHT page
+        # None but for an MHT page, or an HTML table under .xls that carries Excel's marks of its cells
+        archive = webarchive.unpack(local, os.path.abspath("web-archive")) or \
+            webarchive.html_workbook(local, os.path.abspath("web-archive"))
         return _convert(prepare(), local, stored, result_fd, request, archive)
     finally:
         # the customer's file and its result leave the sandbox before the answer, whatever it says: the worker may
@@ -275,7 +277,7 @@ def _convert(office, source, stored, result_fd, request, archive=None):
 
     step = "detecting the type"
     detected, aborted, import_filter = office.detect(archive.page if archive else source)
-    if archive:
+    if archive and archive.mht:
         detected.update(type=webarchive.TYPE, archive=archive.facts())
     took("detect")
     report = dict(detected, outcome="not_loaded", loaded=None, seconds=seconds)

@@ -153,6 +153,7 @@ class _Page(HTMLParser):
 CELL = re.compile(r"<td\b((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>", re.IGNORECASE)
 NUMBER = re.compile(r"\bx:num\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
 TEXT_CELL = re.compile(r"\bx:str\b", re.IGNORECASE)
+BARE_NUMBER = re.compile(r"\bx:num\b(?!\s*=)", re.IGNORECASE)
 CLASS = re.compile(r"\bclass\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))", re.IGNORECASE)
 INLINE = re.compile(r"\bstyle\s*=\s*(?:\"([^\"]*)\"|'([^']*)')", re.IGNORECASE)
 OWN_VALUE = re.compile(r"\bsd(?:val|num)\s*=", re.IGNORECASE)
@@ -218,6 +219,8 @@ def _values(text, formats):
         shown = _cell_format(given(attributes, INLINE) or "", given(attributes, CLASS) or "", formats)
         value = given(attributes, NUMBER)
         added = ""
+        if value is None and BARE_NUMBER.search(attributes) and shown != "@":
+            return match.group(0)  # an x:num with no value: the text is the number, as Calc reads it
         if shown == "@" or (value is None and (shown or TEXT_CELL.search(attributes))):
             # a text (Calc would read 00123 as a number), or a value as its format shows it, which Calc would read
             # as it reads an American's input: ``excelsheet`` reads it as its format does

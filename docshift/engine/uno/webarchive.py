@@ -43,6 +43,13 @@ UNSAFE = re.compile(r"[^A-Za-z0-9._ -]")
 LINK = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
 STYLESHEET = re.compile(r"\brel\s*=\s*[\"']?stylesheet\b", re.IGNORECASE)
 HREF = re.compile(r"\bhref\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
+# an HTML page: its first tag, after a byte order mark, blanks and comments; and Excel's marks of a cell's value or
+# format in it, and the charset its head names
+HTML_PAGE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*|<\?xml[^>]*>\s*)*"
+                       rb"<(?:!doctype\s+html|html|head|meta|style|title|body|table)\b", re.IGNORECASE | re.DOTALL)
+EXCEL_MARKS = re.compile(rb"mso-number-format|mso-xlrowspan|\bx:(?:str|num)\b", re.IGNORECASE)
+CHARSET = re.compile(rb"<meta\b[^>]*charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+MAX_PAGE = 16 << 20  # more than any upload: larger is left to LibreOffice as it is
 
 
 @dataclass
@@ -60,6 +67,7 @@ class Archive:
     placed: list = field(default_factory=list)
     formatted: list = field(default_factory=list)
     noted: list = field(default_factory=list)
+    mht: bool = True  # False: an HTML page under .xls, the source itself made ready for Calc (``html_workbook``)
 
     def given(self):
         """Whether the sheets are given anything after the pages load."""
@@ -159,6 +167,36 @@ def unpack(path, directory):
     return Archive(main, sheets, names, len(pictures(message, listed)), *given)
 
 
+def html_workbook(path, directory):
+    """The :class:`Archive` (``mht`` False) of an HTML page under ``.xls`` that carries Excel's marks of its cells'
+    values and formats (``x:num``, ``x:str``, ``mso-number-format``, ``mso-xlrowspan``): a table a program exported
+    "for Excel", as many web applications do, or a page Excel saved. Calc's HTML import reads none of those marks but
+    a number format of a class, so that an ID or a postcode marked as text in its cell's own style (``00123``) lost
+    its zeros, a plain ``soffice`` too. The page is made ready as a web archive's sheet is (``excelpage.for_calc``),
+    written into ``directory`` under the source's name, and its cells are given their formats and comments once it
+    loaded. None where the source is no such page (then nothing is written)."""
+    stem, extension = os.path.splitext(os.path.basename(path))
+    if extension.lower() != ".xls":
+        return None
+    with open(path, "rb") as given:
+        data = given.read(MAX_PAGE + 1)
+    if len(data) > MAX_PAGE or not HTML_PAGE.match(data[:HEAD]) or not EXCEL_MARKS.search(data):
+        return None
+    charset = CHARSET.search(data[:HEAD])
+    try:
+        text = data.decode(charset.group(1).decode("ascii") if charset else "utf-8")
+    except (LookupError, UnicodeDecodeError):
+        text = data.decode("latin-1")
+    formats = excelpage.formats_of(text)  # its own style blocks: a linked style sheet is not fetched
+    _, formatted, noted = excelpage.read(text, formats)
+    os.makedirs(directory, exist_ok=True)
+    page = os.path.join(directory, stem + extension)
+    with open(page, "wb") as out:
+        out.write(excelpage.for_calc(data, formats))
+    return Archive(page, formatted=[(0, *cell) for cell in formatted], noted=[(0, *cell) for cell in noted],
+                   mht=False)
+
+
 def _for_calc(message, page, data, sheet, written):
     """A workbook's ``page`` (a part; ``data``, its bytes) as Calc is to import it (``excelpage.for_calc``), and what
     its sheet, of index ``sheet``, is given once it loaded: its :class:`excelpage.Placed` pictures, those whose
@@ -210,15 +248,18 @@ def gather(office, document, archive, import_filter, props):
     sheets = book.getSheets()
     blank = sheets.getElementNames()
     pages = [document] + [office.load(page, import_filter) for page in archive.sheets]
+    own = []  # the name Calc gave each page's sheet, which the new document may have had to change
     for page in pages:
         if page is not None and page.getSheets().getCount():
-            sheets.importSheet(page, page.getSheets().getElementNames()[0], sheets.getCount())
+            own.append(page.getSheets().getElementNames()[0])
+            sheets.importSheet(page, own[-1], sheets.getCount())
         if page is not None and page is not document:
             page.close(True)
     for name in blank:
         sheets.removeByName(name)
-    if sheets.getCount() == len(archive.names) and len(set(archive.names)) == len(archive.names):
-        for index, name in enumerate(archive.names):
+    names = archive.names if archive.names else own
+    if sheets.getCount() == len(names) and len(set(names)) == len(names):
+        for index, name in enumerate(names):
             if name and not sheets.hasByName(name):
                 sheets.getByIndex(index).setName(name)
     return book
