@@ -187,9 +187,13 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget) -> None:
     if doc is None or current is None:
         return
     show = ppt._Presentation(doc, current, budget)
+    listed = exhyperlinks(doc, show, budget)
+    if not listed:  # every hyperlink names an ExHyperlink: a deck without one has none (most decks)
+        inventory.counts["hyperlinks"], inventory.where["hyperlinks"] = 0, []
+        return
     entries = hyperlink_list(stream(ole, SUMMARY)) or []
     places = {number: entries[index] if index < len(entries) and any(entries[index]) else (target, location)
-              for index, (number, target, location) in enumerate(exhyperlinks(doc, show, budget))}
+              for index, (number, target, location) in enumerate(listed)}
     texts = slide_text_records(doc, show, budget)
     where: list[str] = []
     for slide, located in enumerate(show.slide_containers()):
