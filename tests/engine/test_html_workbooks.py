@@ -4,7 +4,9 @@ number format but no cell's own style, and neither ``x:str`` nor ``x:num``: a pl
 postcode's leading zeros, and keeps the text a format shows instead of the value. The pages are written here as such
 exports write them."""
 
+import importlib.util
 import zipfile
+from pathlib import Path
 
 from conftest import _soffice_save as soffice
 from test_web_archives import cells, webarchive
@@ -57,3 +59,13 @@ def test_only_an_html_page_under_xls_with_excels_marks_is_made_ready(tmp_path):
     for name in ("marked.doc", "plain.xls", "text.xls"):
         assert module.html_workbook(tmp_path / name, tmp_path / name.replace(".", "-")) is None, name
         assert not (tmp_path / name.replace(".", "-")).exists()
+
+
+def test_a_columns_cells_one_after_another_take_their_format_as_one_range():
+    """A page of thousands of rows gives a column's cells their format a range at a time, not a cell at a time."""
+    folder = Path(__file__).resolve().parents[2] / "docshift" / "engine" / "uno"
+    spec = importlib.util.spec_from_file_location("excelsheet", folder / "excelsheet.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module._runs([0, 1, 2, 4, 5, 9]) == [(0, 2), (4, 5), (9, 9)]
+    assert module._runs([]) == [] and module._runs([7]) == [(7, 7)]

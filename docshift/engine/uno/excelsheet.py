@@ -34,26 +34,45 @@ def number_formats_to(document, formatted, make, create):
     reader = create("com.sun.star.util.NumberFormatter")
     reader.attachNumberFormatsSupplier(document)
     keys, count = {}, 0
+    runs = {}  # (sheet, column, key) -> rows of the cells that take the format alone: given a range at a time
     for sheet, row, column, code, given in formatted:
         if code not in keys:
             keys[code] = _key(numbers, code, make)
         if sheet >= sheets.getCount() or row >= SHEET_ROWS or column >= SHEET_COLUMNS:
             continue
-        cell = sheets.getByIndex(sheet).getCellByPosition(column, row)
-        key, text = keys[code], cell.getString()
+        key = keys[code]
         if given or code == "@":
-            value = None
-        else:
-            value = _shown(reader, key, text, code) if key is not None else None
-            if value is None:  # no number in this format: a plain one, in none
-                plain = _plain(reader, text)
-                key, value = (0, plain) if plain is not None else (key, None)
+            if key is not None:
+                runs.setdefault((sheet, column, key), []).append(row)
+            continue
+        cell = sheets.getByIndex(sheet).getCellByPosition(column, row)
+        text = cell.getString()
+        value = _shown(reader, key, text, code) if key is not None else None
+        if value is None:  # no number in this format: a plain one, in none
+            plain = _plain(reader, text)
+            key, value = (0, plain) if plain is not None else (key, None)
         if key is not None:
             cell.NumberFormat = key
             count += 1
         if value is not None:
             cell.setValue(value)
+    for (sheet, column, key), rows in runs.items():
+        rows = sorted(set(rows))
+        for first, last in _runs(rows):  # a column's cells one after another: one call (a page has thousands)
+            sheets.getByIndex(sheet).getCellRangeByPosition(column, first, column, last).NumberFormat = key
+        count += len(rows)
     return count
+
+
+def _runs(rows):
+    """(first, last) of each run of consecutive numbers of the sorted ``rows``."""
+    found = []
+    for row in rows:
+        if found and row == found[-1][1] + 1:
+            found[-1][1] = row
+        else:
+            found.append([row, row])
+    return [tuple(run) for run in found]
 
 
 def _key(numbers, code, make):
