@@ -33,9 +33,7 @@ from docshift.engine.inventory import officeart, ppt
 from docshift.engine.inventory import ppt_links as links
 from docshift.engine.inventory.common import Budget
 
-STREAM = "\x05DocumentSummaryInformation"
-HEADER = 28  # byte order, version, system identifier, CLSID, number of sets
-SET_ENTRY = 20  # FMTID and offset of each set
+STREAM, HEADER, SET_ENTRY = links.SUMMARY, links.HEADER, links.SET_ENTRY
 MOST_SETS = 2  # LibreOffice reads none of a stream that says it holds more
 MOST_STREAM = 1 << 20  # larger is no property stream PowerPoint writes: left as it is
 ANIMATIONS = {0x0FF1, 0xF144}  # AnimationInfoAtom; PowerPoint 2002's extTimeNodeContainer

@@ -1,7 +1,7 @@
 """The hyperlinks of a .ppt, slide by slide (the report's ``hyperlinks``), and how its records hold them.
 
-A hyperlink is an InteractiveInfoAtom whose action is a hyperlink ([MS-PPT] 2.7.? ``InteractiveInfoAtom``, action
-4): a shape's, in its client data (a click's and a mouse-over's), or a text's, in a client text box or in the slide
+A hyperlink is an InteractiveInfoAtom whose action is a hyperlink ([MS-PPT] ``InteractiveInfoAtom``, action 4): a
+shape's, in its client data (a click's and a mouse-over's), or a text's, in a client text box or in the slide
 list's text records of its slide, followed by a TxInteractiveInfoAtom with the range of characters it covers. It
 names an ExHyperlink of the document's ExObjList. Where it goes is the target and location of the entry of the
 ``_PID_HLINKS`` list (the user-defined property set of ``DocumentSummaryInformation``) in the place of that
@@ -33,7 +33,7 @@ RT_INTERACTIVE_INFO, RT_INTERACTIVE_INFO_ATOM, RT_TX_INTERACTIVE_INFO = 0x0FF2, 
 RT_CLIENT_DATA, RT_CLIENT_TEXTBOX = 0xF011, 0xF00D
 RT_TEXT_HEADER, RT_TEXT_CHARS, RT_TEXT_BYTES = 0x0F9F, 0x0FA0, 0x0FA8
 ACTION_HYPERLINK = 4
-JUMPS = {0, 1, 2, 3, 4}  # hyperlinkType: next, previous, first, last slide; a custom show
+JUMPS = {0, 1, 2, 3, 6}  # hyperlinkType (LinkToEnum): next, previous, first, last slide; a custom show
 
 
 def hyperlink_list(data: bytes | None, limit: int | None = None) -> list[tuple[str, str]] | None:
