@@ -69,3 +69,13 @@ def test_a_columns_cells_one_after_another_take_their_format_as_one_range():
     spec.loader.exec_module(module)
     assert module._runs([0, 1, 2, 4, 5, 9]) == [(0, 2), (4, 5), (9, 9)]
     assert module._runs([]) == [] and module._runs([7]) == [(7, 7)]
+
+
+def test_a_head_of_many_comments_is_told_at_once(tmp_path):
+    """Comments before a page's first tag are read each up to its end: a head of a hundred comments that is no page
+    would otherwise be tried every way of cutting them (twenty took 0.16 s, each more doubling it)."""
+    module = webarchive()
+    (tmp_path / "comments.xls").write_bytes(b"<!--a-->" * 100 + b"x:num mso-number-format")
+    assert module.html_workbook(tmp_path / "comments.xls", tmp_path / "out") is None
+    (tmp_path / "page.xls").write_bytes(b"<!--a-->" * 100 + EXPORT.format(cafe="x").encode())
+    assert module.html_workbook(tmp_path / "page.xls", tmp_path / "out") is not None

@@ -43,9 +43,10 @@ UNSAFE = re.compile(r"[^A-Za-z0-9._ -]")
 LINK = re.compile(r"<link\b[^>]*>", re.IGNORECASE)
 STYLESHEET = re.compile(r"\brel\s*=\s*[\"']?stylesheet\b", re.IGNORECASE)
 HREF = re.compile(r"\bhref\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
-# an HTML page: its first tag, after a byte order mark, blanks and comments; and Excel's marks of a cell's value or
-# format in it, and the charset its head names
-HTML_PAGE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--.*?-->\s*|<\?xml[^>]*>\s*)*"
+# an HTML page: its first tag, after a byte order mark, blanks and comments (each up to its first end: a comment
+# that could run past one tried every way of cutting twenty of them); and Excel's marks of a cell's value or format
+# in it, and the charset its head names
+HTML_PAGE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--(?:(?!-->).)*-->\s*|<\?xml[^>]*>\s*)*"
                        rb"<(?:!doctype\s+html|html|head|meta|style|title|body|table)\b", re.IGNORECASE | re.DOTALL)
 EXCEL_MARKS = re.compile(rb"mso-number-format|mso-xlrowspan|\bx:(?:str|num)\b", re.IGNORECASE)
 CHARSET = re.compile(rb"<meta\b[^>]*charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
