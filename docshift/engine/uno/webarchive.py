@@ -180,8 +180,11 @@ def html_workbook(path, directory):
     if extension.lower() != ".xls":
         return None
     with open(path, "rb") as given:
-        data = given.read(MAX_PAGE + 1)
-    if len(data) > MAX_PAGE or not HTML_PAGE.match(data[:HEAD]) or not EXCEL_MARKS.search(data):
+        data = given.read(HEAD)
+        if not HTML_PAGE.match(data):  # a workbook's compound file, most often: not read further
+            return None
+        data += given.read(MAX_PAGE + 1 - len(data))
+    if len(data) > MAX_PAGE or not EXCEL_MARKS.search(data):
         return None
     charset = CHARSET.search(data[:HEAD])
     try:
