@@ -15,6 +15,7 @@ from docshift.engine import convert
 
 EXPORT = """<html xmlns:o="urn:schemas-microsoft-com:office:office" xmlns:x="urn:schemas-microsoft-com:office:excel"
 xmlns="http://www.w3.org/TR/REC-html40"><head><meta http-equiv="Content-Type" content="text/html; charset=utf-8">
+<meta name=ProgId content=Excel.Sheet><title>Orders export</title>
 <style>.money {{ mso-number-format:"\\#\\,\\#\\#0\\.00"; }}</style></head><body><table>
 <tr><th>ID</th><th>Postcode</th><th>Phone</th><th>Amount</th><th>Ratio</th><th>Plain</th><th>Caf\u00e9</th><th>Total</th></tr>
 <tr><td style="mso-number-format:'\\@'">00123</td><td style='mso-number-format:"\\@"'>02134</td>
@@ -38,6 +39,9 @@ def test_an_export_for_excel_keeps_its_cells_as_excel_reads_them(office, tmp_pat
     with zipfile.ZipFile(converted.path) as package:
         assert package.read("xl/workbook.xml").count(b"<sheet ") == 1
         assert b"#,##0.00" in package.read("xl/styles.xml")
+        # the page's title and its <meta> names, which Calc makes document properties, as a plain soffice keeps them
+        assert b"<dc:title>Orders export</dc:title>" in package.read("docProps/core.xml")
+        assert b'name="ProgId"><vt:lpwstr>Excel.Sheet</vt:lpwstr>' in package.read("docProps/custom.xml")
 
 
 def test_only_an_html_page_under_xls_with_excels_marks_is_made_ready(tmp_path):
@@ -79,3 +83,12 @@ def test_a_head_of_many_comments_is_told_at_once(tmp_path):
     assert module.html_workbook(tmp_path / "comments.xls", tmp_path / "out") is None
     (tmp_path / "page.xls").write_bytes(b"<!--a-->" * 100 + EXPORT.format(cafe="x").encode())
     assert module.html_workbook(tmp_path / "page.xls", tmp_path / "out") is not None
+
+
+def test_a_format_reads_excels_escapes_of_four_digits():
+    """Excel writes a quote in a format as \\0022, and the next letter may be a hex digit: "Average" stays a word
+    (read as CSS, 0022A made one character of five digits, as Perl's Spreadsheet::WriteExcel pages showed)."""
+    page = webarchive().excelpage
+    code = r'"\[<=2\]\0022Low\0022* 0\;\[>=4\]\0022High\0022* 0\;\0022Average\0022* 0"'
+    assert page._format(code) == '[<=2]"Low"* 0;[>=4]"High"* 0;"Average"* 0'
+    assert page._format(r'"\#\,\#\#0\.00"') == "#,##0.00" and page._format(r'"\22 x"') == '"x'

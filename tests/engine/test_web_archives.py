@@ -352,12 +352,12 @@ def test_a_workbook_archives_comments_are_comments_of_their_cells(office, tmp_pa
 
 
 def test_a_damaged_page_is_no_crash():
-    """What a damaged or hostile page may hold, read as well as it can be: a CSS escape of a code point past
-    Unicode's reads as U+FFFD, as CSS reads it; a size of two decimal points is no size. Each raised in the child
-    unpacking the page, which the worker called a crash."""
+    """What a damaged or hostile page may hold, read as well as it can be: an escape of a surrogate reads as U+FFFD,
+    as CSS reads it (Excel's escapes have four hex digits at most: \\FFFFFF0 is U+FFFF, then "FF0"); a size of two
+    decimal points is no size. Each raised in the child unpacking the page, which the worker called a crash."""
     excelpage = webarchive().excelpage
     formats = excelpage.number_formats('.xl1 {mso-number-format:"\\FFFFFF0\\D800 0\\0022";}')
-    assert formats == {"xl1": '\ufffd0\ufffd0"'}
+    assert formats == {"xl1": '\uffffFF0\ufffd0"'}
     page = ("<table><tr style='mso-xlrowspan:2;height:1.2.3pt'><td></td></tr><tr><td><span style='position:absolute;"
             "margin-left:1.2.3px'><img src=a.png></span></td></tr></table>")
     assert excelpage.for_calc(page.encode(), {}).count(b"<tr") == 3

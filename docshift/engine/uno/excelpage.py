@@ -160,7 +160,9 @@ OWN_VALUE = re.compile(r"\bsd(?:val|num)\s*=", re.IGNORECASE)
 STYLE_BLOCK = re.compile(r"<style\b[^>]*>(.*?)</style>", re.IGNORECASE | re.DOTALL)
 RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 FORMAT = re.compile(r"mso-number-format\s*:\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^;}\"']+)", re.IGNORECASE)
-CSS_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{1,6})\s?|(.))", re.DOTALL)
+# a CSS escape as Excel writes one in a number format: four hex digits at most, as in \0022Average (a quote, then
+# "Average"), where CSS would read the five digits 0022A
+CSS_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{1,4})\s?|(.))", re.DOTALL)
 # Excel's named formats, as LibreOffice writes them in English; "General" is none
 NAMED = {"general": "", "general number": "", "general date": "M/D/YYYY H:MM", "long date": "NNNNMMMM D, YYYY",
          "medium date": "DD-MMM-YY", "short date": "M/D/YYYY", "long time": "H:MM:SS AM/PM",

@@ -51,6 +51,11 @@ HTML_PAGE = re.compile(rb"^(?:\xef\xbb\xbf)?\s*(?:<!--(?:(?!-->).)*-->\s*|<\?xml
 EXCEL_MARKS = re.compile(rb"mso-number-format|mso-xlrowspan|\bx:(?:str|num)\b", re.IGNORECASE)
 CHARSET = re.compile(rb"<meta\b[^>]*charset\s*=\s*[\"']?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 MAX_PAGE = 16 << 20  # more than any upload: larger is left to LibreOffice as it is
+# the document properties a page gives its workbook (``XDocumentProperties``), and PropertyAttribute.REMOVABLE, as
+# the user-defined ones of a loaded file are
+PROPERTIES = ("Title", "Subject", "Description", "Keywords", "Author", "Generator", "Language", "CreationDate",
+              "ModifiedBy", "ModificationDate", "TemplateName")
+REMOVABLE = 128
 
 
 @dataclass
@@ -266,7 +271,25 @@ def gather(office, document, archive, import_filter, props):
         for index, name in enumerate(names):
             if name and not sheets.hasByName(name):
                 sheets.getByIndex(index).setName(name)
+    _properties_to(book, document)
     return book
+
+
+def _properties_to(book, document):
+    """Give ``book`` the document properties Calc read of the page ``document``: its title, author and the like, and
+    those it made of the page's ``<meta>`` names (``ProgId``, ...), which a plain ``soffice`` keeps."""
+    theirs, mine = document.getDocumentProperties(), book.getDocumentProperties()
+    for name in PROPERTIES:
+        try:
+            setattr(mine, name, getattr(theirs, name))
+        except Exception:  # a property this LibreOffice does not have, or will not take
+            pass
+    given, taken = theirs.getUserDefinedProperties(), mine.getUserDefinedProperties()
+    for found in given.getPropertySetInfo().getProperties():
+        try:
+            taken.addProperty(found.Name, REMOVABLE, given.getPropertyValue(found.Name))
+        except Exception:  # already there, or of a type it will not take
+            pass
 
 
 def _inlined(message):
