@@ -34,7 +34,6 @@ from docshift.engine.inventory import ppt_links as links
 from docshift.engine.inventory.common import Budget
 
 STREAM, HEADER, SET_ENTRY = links.SUMMARY, links.HEADER, links.SET_ENTRY
-MOST_SETS = 2  # LibreOffice reads none of a stream that says it holds more
 MOST_STREAM = 1 << 20  # larger is no property stream PowerPoint writes: left as it is
 ANIMATIONS = {0x0FF1, 0xF144}  # AnimationInfoAtom; PowerPoint 2002's extTimeNodeContainer
 UNLINKED = 0xFFFFFFFF  # an ExHyperlink id no deck holds
@@ -43,21 +42,14 @@ UNLINKED = 0xFFFFFFFF  # an ExHyperlink id no deck holds
 def padded(data: bytes) -> bytes | None:
     """The ``DocumentSummaryInformation`` stream ``data`` laid out again with each property set that LibreOffice
     would cut padded as far as its offset; None where it cuts none (or the stream is not one it reads)."""
-    if len(data) < HEADER or len(data) > MOST_STREAM or data[:2] != b"\xfe\xff":
+    listed = links.property_sets(data, links.MOST_SETS) if len(data) <= MOST_STREAM else None
+    if not listed or any(offset + 8 > len(data) for _, offset in listed):
         return None
-    count = struct.unpack_from("<I", data, HEADER - 4)[0]
-    if not 0 < count <= MOST_SETS or HEADER + SET_ENTRY * count > len(data):
-        return None
-    sets = []
-    for index in range(count):
-        offset = struct.unpack_from("<I", data, HEADER + SET_ENTRY * index + 16)[0]
-        if offset + 8 > len(data):
-            return None
-        size = min(struct.unpack_from("<I", data, offset)[0], len(data) - offset)
-        sets.append((offset, data[offset:offset + size]))
+    sets = [(offset, data[offset:offset + min(struct.unpack_from("<I", data, offset)[0], len(data) - offset)])
+            for _, offset in listed]
     if not any(_cut(body, offset) for offset, body in sets):
         return None
-    out = bytearray(data[:HEADER + SET_ENTRY * count])
+    out = bytearray(data[:HEADER + SET_ENTRY * len(sets)])
     for index, (_, body) in enumerate(sets):
         out += bytes(-len(out) % 4)
         at = len(out)
@@ -75,9 +67,7 @@ def _cut(body: bytes, offset: int) -> bool:
     properties (told apart by their offsets) is longer than the set's size less that offset."""
     if len(body) < 8 or offset >= len(body):  # a size below the offset: LibreOffice's subtraction wraps, cutting none
         return False
-    count = struct.unpack_from("<I", body, 4)[0]
-    starts = sorted({struct.unpack_from("<I", body, 12 + 8 * index)[0]
-                     for index in range(min(count, (len(body) - 8) // 8))} | {len(body)})
+    starts = sorted({*links.property_starts(body, 0), len(body)})
     return any(end - start > len(body) - offset for start, end in itertools.pairwise(starts))
 
 

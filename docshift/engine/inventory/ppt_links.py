@@ -24,6 +24,7 @@ from docshift.engine.inventory.common import Budget, Inventory, stream
 
 SUMMARY = "\x05DocumentSummaryInformation"
 HEADER, SET_ENTRY = 28, 20  # a property set stream's header; the FMTID and offset of each set
+MOST_SETS = 2  # LibreOffice reads none of a stream that says it holds more
 USER_DEFINED = bytes.fromhex("05d5cdd59c2e1b10939708002b2cf9ae")  # FMTID_UserDefinedProperties
 VT_I4, VT_LPWSTR, VT_BLOB = 0x03, 0x1F, 0x41
 ENTRY_NUMBERS = 4  # an entry: dwHash, dwApp, dwOfficeArt, dwInfo (VT_I4 each), then its target and location
@@ -49,18 +50,27 @@ def hyperlink_list(data: bytes | None, limit: int | None = None) -> list[tuple[s
 def hyperlink_property(data: bytes | None) -> tuple[int, int] | None:
     """(offset of its set, offset of the property) of the hyperlink list of the summary stream ``data``: the first
     property of the user-defined set that holds one."""
-    if data is None or len(data) < HEADER:
-        return None
-    for index in range(min(struct.unpack_from("<I", data, HEADER - 4)[0], 2)):
-        at = HEADER + SET_ENTRY * index
-        if at + SET_ENTRY > len(data) or data[at:at + 16] != USER_DEFINED:
+    data = data or b""
+    for fmtid, offset in property_sets(data, MOST_SETS) or []:
+        if fmtid != USER_DEFINED:
             continue
-        offset = struct.unpack_from("<I", data, at + 16)[0]
         for start in property_starts(data, offset):
             if start + 12 <= len(data) and struct.unpack_from("<I", data, start)[0] == VT_BLOB and \
                     entries(data[start:]) is not None:
                 return offset, start
     return None
+
+
+def property_sets(data: bytes, most: int) -> list[tuple[bytes, int]] | None:
+    """(FMTID, offset) of each property set the stream ``data`` lists; None where it lists none, or more than
+    ``most``, or its list runs past its end (LibreOffice reads none of a stream of more than two)."""
+    if len(data) < HEADER or data[:2] != b"\xfe\xff":
+        return None
+    count = struct.unpack_from("<I", data, HEADER - 4)[0]
+    if not 0 < count <= most or HEADER + SET_ENTRY * count > len(data):
+        return None
+    return [(data[at:at + 16], struct.unpack_from("<I", data, at + 16)[0])
+            for at in range(HEADER, HEADER + SET_ENTRY * count, SET_ENTRY)]
 
 
 def property_starts(data: bytes, offset: int) -> list[int]:
