@@ -4,9 +4,9 @@ PowerPoint saves a deck incrementally: each save appends its changed records, a 
 UserEditAtom whose offsetLastEdit points at the save before, and the "Current User" stream points at the newest
 ([MS-PPT] 2.1.2). A deck whose chain does not reach the first save (a link that points at its own edit, as in
 POI's bug 57272, or past the records) is one PowerPoint repairs as it opens it, but LibreOffice reads it as slides
-without their text and pictures. The inventory reads such a deck through every PersistDirectoryAtom of the stream
-(``inventory.ppt._rescan``); LibreOffice gets a copy whose UserEditAtoms are linked in the order they stand in the
-stream, each to the one before it, which is what they were saved as. The customer's file is left as it is
+without their text and pictures. The inventory reads such a deck through every PersistDirectoryAtom of the
+stream (``inventory.ppt_persist.rescan``); LibreOffice gets a copy whose UserEditAtoms are linked in the order they
+stand in the stream, each to the one before it, which is what they were saved as. The customer's file is left as it is
 (``mended.copy`` writes the copy).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory import officeart
 from docshift.engine.inventory.common import Budget
-from docshift.engine.inventory.ppt import RT_USER_EDIT
+from docshift.engine.inventory.ppt_persist import RT_USER_EDIT
 
 USER_EDIT_SIZE = 28
 LAST_EDIT = 8 + 8  # offsetLastEdit: after the record header, lastSlideIdRef, version, minorVersion, majorVersion

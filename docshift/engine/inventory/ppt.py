@@ -13,7 +13,7 @@ from typing import Any
 import olefile
 
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import officeart, ppt_sounds
+from docshift.engine.inventory import officeart, ppt_persist, ppt_sounds
 from docshift.engine.inventory.common import (
     CLIP_ART,
     MAX_STREAM,
@@ -30,7 +30,6 @@ RT_EXOBJ_LIST, RT_EXEMBED, RT_EXOLEOBJ_ATOM, RT_CSTRING, RT_EXOBJ_REF = 0x0409, 
 RT_TEXT_HEADER, RT_TEXT_CHARS, RT_TEXT_BYTES, RT_PLACEHOLDER, RT_COMMENT10 = 0x0F9F, 0x0FA0, 0x0FA8, 0x0BC3, 0x2EE0
 RT_HEADERS_FOOTERS, RT_HEADERS_FOOTERS_ATOM, RT_BINARY_TAG_DATA = 0x0FD9, 0x0FDA, 0x138B
 COMMENT_PATH = (0x1388, 0x138A, RT_BINARY_TAG_DATA)  # ProgTags -> ProgBinaryTag -> BinaryTagDataBlob -> Comment10
-RT_USER_EDIT, RT_PERSIST_DIRECTORY, RT_CURRENT_USER = 0x0FF5, 0x1772, 0x0FF6
 RT_EXOLEOBJ_STG = 0x1011
 MAX_INFLATED = 64 << 20  # of an object's storage, to see that it inflates
 # fields in text: each stands on a "*" of the text atom (slide number, dates, header, footer)
@@ -39,66 +38,6 @@ PT_NOTES_BODY = 0x0C
 SLIDE_MASTER_BACKGROUND = 0x0004  # SlideAtom.slideFlags.fMasterBackground
 MASTER_PLACEHOLDERS = {0x07: "dt", 0x08: "sldNum", 0x09: "ftr"}  # PT_MasterDate, PT_MasterSlideNumber, PT_MasterFooter
 HF_DATE, HF_TODAY, HF_SLIDE_NUMBER, HF_FOOTER = 0x01, 0x02, 0x08, 0x20
-MAX_USER_EDITS = 4096
-
-
-def _directory(current: bytes, doc: bytes, budget: Budget) -> tuple[int, dict[int, int], bool]:
-    """(docPersistIdRef, {persist id: offset}, whether the chain of edits reaches the first save) of the live edit
-    ([MS-PPT] 2.1.2)."""
-    if len(current) < 20:
-        raise Unreadable("no CurrentUserAtom")
-    _, _, rec_type, _, _ = officeart.header(current, 0)
-    token, offset = struct.unpack_from("<II", current, 12)
-    if rec_type != RT_CURRENT_USER or token == 0xF3D1C4DF:
-        raise Unreadable("no CurrentUserAtom, or encrypted")
-    directory: dict[int, int] = {}
-    doc_ref = None
-    seen: set[int] = set()
-    while offset and offset not in seen and len(seen) < MAX_USER_EDITS and offset + 8 <= len(doc):
-        seen.add(offset)
-        budget.spend()
-        _, _, rec_type, body, stop = officeart.header(doc, offset)
-        if rec_type != RT_USER_EDIT or stop - body < 28:
-            break  # a damaged chain: what was read so far stands, _rescan may fill in
-        last_edit, persist_offset, edit_doc_ref = struct.unpack_from("<III", doc, body + 8)
-        if doc_ref is None:
-            doc_ref = edit_doc_ref
-            if stop - body >= 32 and struct.unpack_from("<I", doc, body + 28)[0]:
-                raise Unreadable("encrypted")
-        if persist_offset + 8 <= len(doc):
-            _persist_entries(doc, persist_offset, directory, budget, newest_first=True)
-        offset = last_edit
-    if doc_ref is None:
-        raise Unreadable("no UserEditAtom")
-    return doc_ref, directory, offset == 0
-
-
-def _persist_entries(doc: bytes, offset: int, directory: dict[int, int], budget: Budget, newest_first: bool) -> None:
-    """Add the entries of the PersistDirectoryAtom at ``offset`` to ``directory``."""
-    _, _, rec_type, pos, end = officeart.header(doc, offset)
-    if rec_type != RT_PERSIST_DIRECTORY:
-        return
-    end = min(end, len(doc))
-    while pos + 4 <= end:
-        word = struct.unpack_from("<I", doc, pos)[0]
-        first, count = word & 0xFFFFF, min(word >> 20, (end - pos - 4) // 4)
-        budget.spend(count)
-        for index, object_offset in enumerate(struct.unpack_from(f"<{count}I", doc, pos + 4)):
-            if newest_first:
-                directory.setdefault(first + index, object_offset)
-            else:
-                directory[first + index] = object_offset
-        pos += 4 + 4 * count
-
-
-def _rescan(doc: bytes, budget: Budget) -> dict[int, int]:
-    """The persist directory rebuilt from every PersistDirectoryAtom of the stream, later ones winning: what
-    PowerPoint's own repair does when the chain of UserEditAtoms is broken."""
-    directory: dict[int, int] = {}
-    for rec_type, _, _, body, _ in officeart.children(doc, 0, len(doc), budget):
-        if rec_type == RT_PERSIST_DIRECTORY:
-            _persist_entries(doc, body - 8, directory, budget, newest_first=False)
-    return directory
 
 
 def _text(data: bytes | bytearray, start: int, end: int, budget: Budget) -> str:
@@ -134,7 +73,7 @@ class _Presentation:
 
     def __init__(self, doc: bytes, current: bytes, budget: Budget) -> None:
         self.doc, self.budget = doc, budget
-        doc_ref, self.directory, self.whole_chain = _directory(current, doc, budget)
+        doc_ref, self.directory, self.whole_chain = ppt_persist.directory(current, doc, budget)
         self.rescanned = False
         located = self.container(doc_ref, RT_DOCUMENT)
         if located is None:
@@ -159,7 +98,7 @@ class _Presentation:
         offset = self.directory.get(ref)
         if offset is None and not self.rescanned:
             self.rescanned = True
-            self.directory = {**_rescan(self.doc, self.budget), **self.directory}
+            self.directory = {**ppt_persist.rescan(self.doc, self.budget), **self.directory}
             offset = self.directory.get(ref)
         if offset is None or offset + 8 > len(self.doc):
             return None
