@@ -31,6 +31,7 @@ from docshift.engine import (
     precheck,
     sandbox,
     sheet_objects,
+    slide_actions,
     slide_comments,
     slide_sounds,
     stored,
@@ -177,12 +178,12 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     check_export(result, kind, project)
     # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
     # object whose server it does not know (a packaged file) on a slide or in a text as its picture only; a
-    # presentation's sounds come from the legacy file (slide_sounds.py: LibreOffice's gallery is shut); and it writes
-    # a comment's text on a slide unescaped (slide_comments.py)
-    expected = holds.counts.get("embedded_objects")
+    # presentation's sounds come from the legacy file (slide_sounds.py: LibreOffice's gallery is shut); it writes
+    # a comment's text on a slide unescaped (slide_comments.py); and it drops the verbs objects run in the show
+    expected, acting = holds.counts.get("embedded_objects"), holds.counts.get("actions")
     mends = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
-        slide_comments.mend(result, kind)
+        slide_comments.mend(result, kind) + slide_actions.mend(result, source, kind, acting)
     if mends:
         check_package(result, kind)
     if ready is not None and kind != "xls":

@@ -247,7 +247,7 @@ class _Legacy:
     masters: dict[int, list[officeart.Shape]]  # each master's OLE shapes by slideId, in drawing order
 
 
-def _ole_shapes(shapes: list[officeart.Shape]) -> list[officeart.Shape]:
+def ole_shapes(shapes: list[officeart.Shape]) -> list[officeart.Shape]:
     return [shape for shape in shapes if shape.object_ref is not None and not shape.flags & officeart.FSP_DELETED]
 
 
@@ -262,9 +262,9 @@ def _source_objects(source: Path) -> _Legacy:
                 if child == RT_EXEMBED:
                     _embed(doc, child_body, child_stop, budget, objects)
     located_slides = show.slide_containers()
-    return _Legacy(show, objects, [_ole_shapes(show.shapes(located)) if located else [] for located in located_slides],
+    return _Legacy(show, objects, [ole_shapes(show.shapes(located)) if located else [] for located in located_slides],
                    [slide_atom(doc, located, budget)[0] if located else None for located in located_slides],
-                   {slide_id: _ole_shapes(show.shapes(located))
+                   {slide_id: ole_shapes(show.shapes(located))
                     for slide_id, located in show.master_containers().items()})
 
 

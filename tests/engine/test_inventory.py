@@ -406,7 +406,8 @@ def test_pptx_result_counts(tmp_path):
     deck.save(tmp_path / "made.pptx")
     held = inventory.of_result(tmp_path / "made.pptx", "ppt")
     assert held.counts == {"slides": 2, "notes": 1, "characters": 10, "images": 1, "embedded_objects": 0,
-                           "sounds": 0, "comments": 0, "headers_footers": 0, "hyperlinks": 3, "macros": 0}
+                           "sounds": 0, "comments": 0, "headers_footers": 0, "hyperlinks": 3, "actions": 0,
+                           "macros": 0}
     assert held.where["hyperlinks"] == ["slide 1", "slide 1", "slide 2"]
 
 

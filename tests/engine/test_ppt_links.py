@@ -96,7 +96,7 @@ def test_text_links_past_the_cut_on_a_slide_that_animates_stay_as_a_plain_soffic
     assert animation_steps(converted.path, 48) == animation_steps(plain, 48) != []
     # and the report says so
     assert converted.fidelity["counts"]["hyperlinks"] == {"source": 30, "result": 28}
-    assert {"what": "hyperlinks", "count": 2, "detail": "2 of 30 hyperlinks are missing; missing: slide 48, slide 48"} \
+    assert {"what": "hyperlinks", "count": 2, "detail": "2 of 30 hyperlinks are missing; missing: slide 48 (2)"} \
         in converted.fidelity["lost"]
 
 

@@ -21,12 +21,13 @@ KINDS = {
     "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
     "xls": ("sheets", "cells", "images", "embedded_objects", "charts", "comments", "headers_footers", "macros"),
     "ppt": ("slides", "notes", "characters", "images", "embedded_objects", "sounds", "comments", "headers_footers",
-            "hyperlinks", "macros"),
+            "hyperlinks", "actions", "macros"),
 }
 LABELS = {"sheets": "sheets", "slides": "slides", "notes": "notes pages", "images": "images",
           "embedded_objects": "embedded objects", "charts": "charts", "comments": "comments",
           "headers_footers": "headers and footers", "macros": "VBA modules", "cells": "cells",
-          "characters": "characters", "sounds": "sounds", "hyperlinks": "hyperlinks"}
+          "characters": "characters", "sounds": "sounds", "hyperlinks": "hyperlinks",
+          "actions": "actions"}
 SHEET_NAME_LIMIT = 31
 MAX_STREAM = 16 << 20  # uploads are at most 4 MiB (settings.MAX_UPLOAD_BYTES)
 MAX_PART = 256 << 20

@@ -104,8 +104,8 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
         have, got = source.counts.get(what), result.counts.get(what)
         if what == "images" and source.placed_pictures is not None and got is not None:
             got = result.placed_pictures  # an RTF source's pictures are counted where they show
-        if what == "hyperlinks" and have is not None and got is not None:
-            # slide by slide: more links on one slide make up for none missing on another
+        if what in ("hyperlinks", "actions") and have is not None and got is not None:
+            # slide by slide: more on one slide make up for none missing on another
             got = have - (Counter(source.where.get(what, [])) - Counter(result.where.get(what, []))).total()
         entries: list[Lost] = []
         if what == "cells":
@@ -145,10 +145,12 @@ def _loaded_report(what: str, loaded: int | None, got: int | None) -> list[Lost]
 
 
 def _places(source: list[str] | None, result: list[str] | None) -> str:
-    """Where the missing ones were ("; first: sheet 'a' B1, sheet 'b' C2") when both sides say where theirs are."""
+    """Where the missing ones were ("; missing: sheet 'a' B1, slide 3 (2)": a place missing more than one names how
+    many) when both sides say where theirs are."""
     if not source or result is None:
         return ""
-    missing = list((Counter(source) - Counter(result)).elements())
+    missing = [place if count == 1 else f"{place} ({count})"
+               for place, count in (Counter(source) - Counter(result)).items()]
     more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     return f"; missing: {', '.join(missing[:3])}{more}" if missing else ""
 

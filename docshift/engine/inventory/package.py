@@ -32,9 +32,11 @@ MATH = {f"{NS_M}{SEP}oMath", f"{NS_M}{SEP}oMathPara"}
 HEADER_FOOTER_CONTENT = {f"{NS_W}{SEP}drawing", f"{NS_W}{SEP}pict", f"{NS_W}{SEP}object",
                          f"{NS_W}{SEP}fldSimple"}
 SYMBOL, SHAPE, PLACEHOLDER = f"{NS_W}{SEP}sym", f"{NS_P}{SEP}sp", f"{NS_P}{SEP}ph"
-# a hyperlink of DrawingML (a click's, a mouse-over's), and the actions that are one: to a slide, a file, a deck
-HYPERLINKS = {f"{NS_A}{SEP}hlinkClick", f"{NS_A}{SEP}hlinkMouseOver"}
+# a hyperlink of DrawingML (a click's; the mouse passing over a shape, over a run), and the actions that are one:
+# to a slide, a file, a deck
+HYPERLINKS = {f"{NS_A}{SEP}hlinkClick", f"{NS_A}{SEP}hlinkHover", f"{NS_A}{SEP}hlinkMouseOver"}
 LINK_ACTIONS = ("ppaction://hlinksldjump", "ppaction://hlinkfile", "ppaction://hlinkpres")
+VERB_ACTION = "ppaction://ole?"  # runs a verb of the embedded object the shape shows (verb=n)
 # what a scan looks at besides its text tags and counted elements; most elements of a part are formatting (run
 # properties, fills, geometry), and they are let go at once
 SCANNED_STARTS = W_CHARACTERS.keys() | {SYMBOL, SHAPE, PLACEHOLDER} | NOT_PICTURES | PICTURE_REFERENCES.keys() | \
@@ -129,6 +131,7 @@ class Part:
     elements: Counter[str] = field(default_factory=Counter)
     computed: Counter[str] = field(default_factory=Counter)  # of ``text``: the characters of fields' results
     links: set[str] = field(default_factory=set)  # relationship ids of hyperlinks (``HYPERLINKS``, ``LINK_ACTIONS``)
+    verbs: int = 0  # clicks and mouse-overs that run an embedded object's verb (``VERB_ACTION``)
 
 
 def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iterable[str] = ()) -> Part:
@@ -161,10 +164,11 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
                 pass
         elif tag in ooxml.FieldResults.TAGS:
             fields.start(tag, attributes)
-        elif tag in HYPERLINKS and attributes.get(f"{NS_R}{SEP}id"):
+        elif tag in HYPERLINKS:
             action = attributes.get("action", "")
-            if not action or action.startswith(LINK_ACTIONS):
+            if attributes.get(f"{NS_R}{SEP}id") and (not action or action.startswith(LINK_ACTIONS)):
                 part.links.add(attributes[f"{NS_R}{SEP}id"])
+            part.verbs += action.startswith(VERB_ACTION)
         if tag in NOT_PICTURES:
             state["hidden"] += 1
         elif tag in PICTURE_REFERENCES and not state["hidden"]:

@@ -57,14 +57,17 @@ def _text(data: bytes | bytearray, start: int, end: int, budget: Budget) -> str:
 
 
 def _client(shape: officeart.Shape, data: bytes | bytearray, start: int, end: int, budget: Budget) -> None:
-    """A shape's PowerPoint records: its text, placeholder type and OLE object reference."""
-    for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
+    """A shape's PowerPoint records: its text, placeholder type, OLE object reference and interactions."""
+    for rec_type, instance, _, body, stop in officeart.children(data, start, end, budget):
         if rec_type == RT_PLACEHOLDER and stop - body >= 5:
             shape.placeholder = data[body + 4]
         elif rec_type == RT_EXOBJ_REF and stop - body >= 4:
             shape.object_ref = struct.unpack_from("<I", data, body)[0]
-        elif rec_type == ppt_sounds.RT_INTERACTIVE_INFO:
-            shape.sound_ref = ppt_sounds.click_sound(data, body, stop, budget) or shape.sound_ref
+        elif rec_type == ppt_sounds.RT_INTERACTIVE_INFO:  # instance 0: a click's, 1: the mouse passing over
+            sound, verb = ppt_sounds.interactive(data, body, stop, budget)
+            shape.sound_ref = sound or shape.sound_ref
+            if verb is not None and instance in (0, 1):
+                shape.verbs[instance] = verb
     shape.text += _text(data, start, end, budget)
 
 
@@ -217,6 +220,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     footers: set[str] = set()
     comments, notes = 0, 0
     slides = 0
+    acting: list[str] = []  # "slide n" once for each click or mouse-over that runs a verb of an embedded object
     for ref, _, text_start, text_end in lists[0]:
         located = show.container(ref, RT_SLIDE)
         if located is None:
@@ -233,6 +237,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         for shape in slide_shapes:
             if not shape.flags & officeart.FSP_DELETED:
                 played |= {shape.sound_ref, None if shape.object_ref is None else audio.get(shape.object_ref)}
+                if shape.object_ref in embeds and shape.object_ref not in damaged:
+                    acting += [f"slide {slides}"] * len(shape.verbs)
         text.update(characters(_text(doc, text_start, text_end, budget)
                                 + "".join(shape.text for shape in slide_shapes)))
         own_footers = None
@@ -254,6 +260,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["comments"] = comments
     counts["headers_footers"] = len(footers)
     counts["sounds"] = len(played & sounds)
+    counts["actions"], inventory.where["actions"] = len(acting), acting
     for master_shapes, _, _, used in masters.values():
         if used:  # pictures on masters no slide uses are not shown
             shapes += master_shapes

@@ -20,6 +20,7 @@ RT_AUDIO_EMBEDDED, RT_MEDIA_ATOM, RT_AUDIO_EMBEDDED_ATOM = 0x100F, 0x1004, 0x101
 SOUND, LOOP = 0x0010, 0x0040  # SSSlideInfoAtom's fSound and fLoopSound
 RT_BINARY_TAG_DATA, RT_VISUAL_SHAPE_ATOM = 0x138B, 0x2AFB
 SOUND_TYPE = 2  # a VisualShapeAtom's refType for a sound (a VisualSoundAtom)
+ACTION_OLE = 5  # InteractiveInfoAtom.action: II_OLEAction, run one of an embedded object's verbs
 
 
 @dataclass
@@ -85,12 +86,14 @@ def audio_objects(doc: bytes, start: int, end: int, budget: Budget) -> dict[int,
     return found
 
 
-def click_sound(data: bytes | bytearray, start: int, end: int, budget: Budget) -> int | None:
-    """The sound id a shape's InteractiveInfoInstance at ``data[start:end]`` plays on a click, or None."""
+def interactive(data: bytes | bytearray, start: int, end: int, budget: Budget) -> tuple[int | None, int | None]:
+    """(the sound id a shape's InteractiveInfoInstance at ``data[start:end]`` plays, or None; the OLE verb it runs,
+    or None): its InteractiveInfoAtom's soundIdRef, and its oleVerb where its action is II_OLEAction."""
     for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
         if rec_type == RT_INTERACTIVE_INFO_ATOM and stop - body >= 4:
-            return struct.unpack_from("<I", data, body)[0] or None
-    return None
+            sound = struct.unpack_from("<I", data, body)[0] or None
+            return sound, data[body + 9] if stop - body >= 10 and data[body + 8] == ACTION_OLE else None
+    return None, None
 
 
 def animation_sounds(doc: bytes, located: tuple[int, int] | None, budget: Budget) -> list[int]:

@@ -48,11 +48,13 @@ def read(package: Package, inventory: Inventory) -> None:
     sounds: set[str | None] = set()  # the media parts in the package that a slide's sound relationships name
     cm = (f"{NS_P}{SEP}cm", f"{NS_P188}{SEP}cm")
     links: list[str] = []  # "slide n" once for each distinct hyperlink of the slide
+    acting: list[str] = []  # "slide n" once for each click or mouse-over that runs an embedded object's verb
     for number, name in enumerate(slides, 1):
         part = scan(package, name, (A_TEXT,))
         text.update(part.text)
         math += part.math
         slide_relationships = package.relationships(name)
+        acting += [f"slide {number}"] * part.verbs
         links += [f"slide {number}"] * sum(slide_relationships.get(rid, ("", None))[0].endswith(LINK_TYPES)
                                            for rid in part.links)
         pictures |= pictures_of(package, name, part, slide_relationships)
@@ -73,6 +75,7 @@ def read(package: Package, inventory: Inventory) -> None:
     counts["headers_footers"] = len(placeholders & {"dt", "sldNum", "ftr"})
     counts["sounds"] = len(sounds)
     counts["hyperlinks"], inventory.where["hyperlinks"] = len(links), links
+    counts["actions"], inventory.where["actions"] = len(acting), acting
     counts["embedded_objects"] = None if objects is None else objects + math
     for name in package.matching(r"ppt/(slideMasters/slideMaster|slideLayouts/slideLayout)[0-9]*\.xml"):
         pictures |= pictures_in(package, name)
