@@ -183,7 +183,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     expected, acting = holds.counts.get("embedded_objects"), holds.counts.get("actions")
     mends = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
-        slide_comments.mend(result, kind) + slide_actions.mend(result, source, kind, acting)
+        slide_comments.mend(result, kind) + slide_actions.mend(result, source, kind, acting, keep_macros)
     if mends:
         check_package(result, kind)
     if ready is not None and kind != "xls":

@@ -45,9 +45,9 @@ def put_back(package: Package, slide: str, shapes: list[officeart.Shape], known:
     claimed: dict[Any, list[int]] = {}
     for shape in shapes:
         anchor = anchor_rect(shape.anchor)
-        near = [pic for pic, rect in pictures if anchor is not None and _near(rect, anchor)]
-        if len(near) == 1 and shape.object_ref is not None and shape.object_ref in known:
-            claimed.setdefault(near[0], []).append(shape.object_ref)
+        there = [pic for pic, rect in pictures if anchor is not None and near(rect, anchor)]
+        if len(there) == 1 and shape.object_ref is not None and shape.object_ref in known:
+            claimed.setdefault(there[0], []).append(shape.object_ref)
     rels_part = relationships_part(slide)
     if rels_part not in package.names:
         return {}
@@ -78,7 +78,8 @@ def anchor_rect(anchor: bytes) -> Rect | None:
             (bottom - top) * EMU_PER_MASTER_UNIT)
 
 
-def _near(rect: Rect, anchor: Rect) -> bool:
+def near(rect: Rect, anchor: Rect) -> bool:
+    """Whether ``rect``, as LibreOffice wrote a shape's place, is where ``anchor`` (``anchor_rect``) puts it."""
     return all(abs(a - b) <= NEAR_EMU for a, b in zip(rect, anchor))
 
 

@@ -102,11 +102,19 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
     blocking = False
     for what in KINDS[source.kind]:
         have, got = source.counts.get(what), result.counts.get(what)
+        asked = 0  # of ``have``, those removed on request
         if what == "images" and source.placed_pictures is not None and got is not None:
             got = result.placed_pictures  # an RTF source's pictures are counted where they show
         if what in ("hyperlinks", "actions") and have is not None and got is not None:
+            expected = Counter(source.where.get(what, []))
+            if what == "actions" and macros_removed and source.macro_actions:
+                # the macros they run were removed on request: so are they, as the modules are
+                expected -= Counter(source.macro_actions)
+                asked = have - expected.total()
+                lost.append({"what": what, "count": asked,
+                             "detail": f"{asked} macro action{'s' if asked != 1 else ''} removed on request"})
             # slide by slide: more on one slide make up for none missing on another
-            got = have - (Counter(source.where.get(what, [])) - Counter(result.where.get(what, []))).total()
+            got = expected.total() - (expected - Counter(result.where.get(what, []))).total()
         entries: list[Lost] = []
         if what == "cells":
             got, entries = _cells_report(source, result, have, got)
@@ -120,8 +128,8 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
             entries = _sheets_report(source, result, have, got)
         elif have and got is None:
             entries = [{"what": what, "count": have, "detail": f"the {LABELS[what]} could not be read in the result"}]
-        elif have is not None and got is not None and got < have:
-            missing = have - got
+        elif have is not None and got is not None and got < have - asked:
+            missing = have - asked - got
             verb = "is" if missing == 1 else "are"
             entries = [{"what": what, "count": missing,
                         "detail": f"{missing} of {have} {LABELS[what]} {verb} missing"

@@ -71,8 +71,8 @@ def bstore(data: bytes | bytearray, start: int, end: int, budget: Budget) -> lis
 @dataclass
 class Shape:
     """An OfficeArt shape: FSP flags, the BStore indexes of its pictures and, in PowerPoint, its text,
-    placeholder type, OLE object reference, the sound a click plays and the verbs of its object that a click or
-    the mouse runs; ``anchor``: its client anchor's bytes, as the host writes them; ``client``: whether it has
+    placeholder type, OLE object reference, the sound a click plays and the macro or the verb of its object that a
+    click or the mouse runs; ``anchor``: its client anchor's bytes, as the host writes them; ``client``: whether it has
     client data (in Excel, the sign that an OBJ record follows)."""
     flags: int = 0
     pibs: list[int] = field(default_factory=list)
@@ -80,7 +80,7 @@ class Shape:
     text: str = ""
     object_ref: int | None = None
     sound_ref: int | None = None
-    verbs: dict[int, int] = field(default_factory=dict)  # the OLE verb a click (0) or mouse-over (1) runs
+    actions: dict[int, str] = field(default_factory=dict)  # what a click (0) or mouse-over (1) runs, as .pptx writes
     anchor: bytes = b""
     client: bool = False
 

@@ -36,7 +36,7 @@ SYMBOL, SHAPE, PLACEHOLDER = f"{NS_W}{SEP}sym", f"{NS_P}{SEP}sp", f"{NS_P}{SEP}p
 # to a slide, a file, a deck
 HYPERLINKS = {f"{NS_A}{SEP}hlinkClick", f"{NS_A}{SEP}hlinkHover", f"{NS_A}{SEP}hlinkMouseOver"}
 LINK_ACTIONS = ("ppaction://hlinksldjump", "ppaction://hlinkfile", "ppaction://hlinkpres")
-VERB_ACTION = "ppaction://ole?"  # runs a verb of the embedded object the shape shows (verb=n)
+ACTIONS = ("ppaction://ole?", "ppaction://macro?")  # run a verb of the object the shape shows (verb=n), a macro
 # what a scan looks at besides its text tags and counted elements; most elements of a part are formatting (run
 # properties, fills, geometry), and they are let go at once
 SCANNED_STARTS = W_CHARACTERS.keys() | {SYMBOL, SHAPE, PLACEHOLDER} | NOT_PICTURES | PICTURE_REFERENCES.keys() | \
@@ -131,7 +131,7 @@ class Part:
     elements: Counter[str] = field(default_factory=Counter)
     computed: Counter[str] = field(default_factory=Counter)  # of ``text``: the characters of fields' results
     links: set[str] = field(default_factory=set)  # relationship ids of hyperlinks (``HYPERLINKS``, ``LINK_ACTIONS``)
-    verbs: int = 0  # clicks and mouse-overs that run an embedded object's verb (``VERB_ACTION``)
+    actions: int = 0  # clicks and mouse-overs that run a macro or an embedded object's verb (``ACTIONS``)
 
 
 def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iterable[str] = ()) -> Part:
@@ -168,7 +168,7 @@ def scan(package: Package, name: str, text_tags: Iterable[str] = (), count: Iter
             action = attributes.get("action", "")
             if attributes.get(f"{NS_R}{SEP}id") and (not action or action.startswith(LINK_ACTIONS)):
                 part.links.add(attributes[f"{NS_R}{SEP}id"])
-            part.verbs += action.startswith(VERB_ACTION)
+            part.actions += action.startswith(ACTIONS)
         if tag in NOT_PICTURES:
             state["hidden"] += 1
         elif tag in PICTURE_REFERENCES and not state["hidden"]:

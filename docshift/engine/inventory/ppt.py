@@ -64,10 +64,10 @@ def _client(shape: officeart.Shape, data: bytes | bytearray, start: int, end: in
         elif rec_type == RT_EXOBJ_REF and stop - body >= 4:
             shape.object_ref = struct.unpack_from("<I", data, body)[0]
         elif rec_type == ppt_sounds.RT_INTERACTIVE_INFO:  # instance 0: a click's, 1: the mouse passing over
-            sound, verb = ppt_sounds.interactive(data, body, stop, budget)
+            sound, action = ppt_sounds.interactive(data, body, stop, budget)
             shape.sound_ref = sound or shape.sound_ref
-            if verb is not None and instance in (0, 1):
-                shape.verbs[instance] = verb
+            if action is not None and instance in (0, 1):
+                shape.actions[instance] = action
     shape.text += _text(data, start, end, budget)
 
 
@@ -220,7 +220,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     footers: set[str] = set()
     comments, notes = 0, 0
     slides = 0
-    acting: list[str] = []  # "slide n" once for each click or mouse-over that runs a verb of an embedded object
+    acting: list[str] = []  # "slide n" once for each click or mouse-over that runs a macro or an object's verb
     for ref, _, text_start, text_end in lists[0]:
         located = show.container(ref, RT_SLIDE)
         if located is None:
@@ -237,8 +237,12 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         for shape in slide_shapes:
             if not shape.flags & officeart.FSP_DELETED:
                 played |= {shape.sound_ref, None if shape.object_ref is None else audio.get(shape.object_ref)}
-                if shape.object_ref in embeds and shape.object_ref not in damaged:
-                    acting += [f"slide {slides}"] * len(shape.verbs)
+                for action in shape.actions.values():
+                    if action.startswith(ppt_sounds.RUN_MACRO):
+                        inventory.macro_actions.append(f"slide {slides}")
+                    elif shape.object_ref not in embeds or shape.object_ref in damaged:
+                        continue  # a verb of a linked or damaged object: PowerPoint runs none either
+                    acting.append(f"slide {slides}")
         text.update(characters(_text(doc, text_start, text_end, budget)
                                 + "".join(shape.text for shape in slide_shapes)))
         own_footers = None

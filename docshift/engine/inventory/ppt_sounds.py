@@ -20,7 +20,10 @@ RT_AUDIO_EMBEDDED, RT_MEDIA_ATOM, RT_AUDIO_EMBEDDED_ATOM = 0x100F, 0x1004, 0x101
 SOUND, LOOP = 0x0010, 0x0040  # SSSlideInfoAtom's fSound and fLoopSound
 RT_BINARY_TAG_DATA, RT_VISUAL_SHAPE_ATOM = 0x138B, 0x2AFB
 SOUND_TYPE = 2  # a VisualShapeAtom's refType for a sound (a VisualSoundAtom)
-ACTION_OLE = 5  # InteractiveInfoAtom.action: II_OLEAction, run one of an embedded object's verbs
+# InteractiveInfoAtom.action: II_MacroAction, run a macro the MacroNameAtom (a CString of recInstance 2) names;
+# II_OLEAction, run one of an embedded object's verbs; and how a .pptx writes each
+ACTION_MACRO, ACTION_OLE, MACRO_NAME = 1, 5, 2
+RUN_MACRO, OLE_VERB = "ppaction://macro?name=", "ppaction://ole?verb="
 
 
 @dataclass
@@ -86,14 +89,21 @@ def audio_objects(doc: bytes, start: int, end: int, budget: Budget) -> dict[int,
     return found
 
 
-def interactive(data: bytes | bytearray, start: int, end: int, budget: Budget) -> tuple[int | None, int | None]:
-    """(the sound id a shape's InteractiveInfoInstance at ``data[start:end]`` plays, or None; the OLE verb it runs,
-    or None): its InteractiveInfoAtom's soundIdRef, and its oleVerb where its action is II_OLEAction."""
-    for rec_type, _, _, body, stop in officeart.children(data, start, end, budget):
-        if rec_type == RT_INTERACTIVE_INFO_ATOM and stop - body >= 4:
+def interactive(data: bytes | bytearray, start: int, end: int, budget: Budget) -> tuple[int | None, str | None]:
+    """(the sound id a shape's InteractiveInfoInstance at ``data[start:end]`` plays, or None; the action it runs
+    that a .pptx writes as one of its own, or None): its InteractiveInfoAtom's soundIdRef ([MS-PPT] 2.6.10), and
+    for II_OLEAction its oleVerb (``ppaction://ole?verb=n``), for II_MacroAction the macro its MacroNameAtom names
+    (``ppaction://macro?name=...``)."""
+    sound, action, verb, macro = None, None, 0, ""
+    for rec_type, instance, _, body, stop in officeart.children(data, start, end, budget):
+        if rec_type == RT_INTERACTIVE_INFO_ATOM and stop - body >= 4 and action is None:
             sound = struct.unpack_from("<I", data, body)[0] or None
-            return sound, data[body + 9] if stop - body >= 10 and data[body + 8] == ACTION_OLE else None
-    return None, None
+            action, verb = (data[body + 8], data[body + 9]) if stop - body >= 10 else (0, 0)
+        elif rec_type == RT_CSTRING and instance == MACRO_NAME:
+            macro = bytes(data[body:stop]).decode("utf_16_le", "replace").strip("\x00")
+    if action == ACTION_OLE:
+        return sound, f"{OLE_VERB}{verb}"
+    return sound, f"{RUN_MACRO}{macro}" if action == ACTION_MACRO and macro else None
 
 
 def animation_sounds(doc: bytes, located: tuple[int, int] | None, budget: Budget) -> list[int]:

@@ -48,13 +48,13 @@ def read(package: Package, inventory: Inventory) -> None:
     sounds: set[str | None] = set()  # the media parts in the package that a slide's sound relationships name
     cm = (f"{NS_P}{SEP}cm", f"{NS_P188}{SEP}cm")
     links: list[str] = []  # "slide n" once for each distinct hyperlink of the slide
-    acting: list[str] = []  # "slide n" once for each click or mouse-over that runs an embedded object's verb
+    acting: list[str] = []  # "slide n" once for each click or mouse-over that runs a macro or an object's verb
     for number, name in enumerate(slides, 1):
         part = scan(package, name, (A_TEXT,))
         text.update(part.text)
         math += part.math
         slide_relationships = package.relationships(name)
-        acting += [f"slide {number}"] * part.verbs
+        acting += [f"slide {number}"] * part.actions
         links += [f"slide {number}"] * sum(slide_relationships.get(rid, ("", None))[0].endswith(LINK_TYPES)
                                            for rid in part.links)
         pictures |= pictures_of(package, name, part, slide_relationships)
