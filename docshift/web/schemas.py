@@ -71,7 +71,8 @@ class TaskError(Schema):
 
 
 FIDELITY_PARTS = ["sheets", "cells", "slides", "notes", "characters", "images", "embedded_objects", "charts",
-                  "sounds", "comments", "headers_footers", "hyperlinks", "actions", "macros"]
+                  "sounds", "comments", "headers_footers", "hyperlinks", "actions", "controls",
+                  "macros"]
 
 
 class PartCount(Schema):

@@ -9,8 +9,9 @@ from typing import Any
 
 import olefile
 
-from docshift.engine.inventory import officeart
+from docshift.engine.inventory import officeart, sheet_controls
 from docshift.engine.inventory.common import (
+    SHEET_NAME_LIMIT,
     Budget,
     ErrorValue,
     Inventory,
@@ -206,6 +207,10 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     inventory.where["headers_footers"] = book.headers
     counts["charts"] = book.charts
     counts["embedded_objects"] = attempt(embedded_objects, ole, None, "MBD")
+    inventory.where["controls"] = [f"sheet '{book.drawing_sheets[index][:SHEET_NAME_LIMIT]}'"
+                                   for index, records in enumerate(book.objects) if index < len(book.drawing_sheets)
+                                   for record in records if sheet_controls.is_control(record)]
+    counts["controls"] = len(inventory.where["controls"])
     try:
         bstore = officeart.bstore(book.group, 0, len(book.group), budget) if book.group else []
         found: set[Any] = set()

@@ -9,6 +9,7 @@ import html
 import re
 from typing import Any
 
+from docshift.engine.inventory import sheet_controls
 from docshift.engine.inventory.common import (
     CHUNK,
     ErrorValue,
@@ -64,6 +65,7 @@ def read(package: Package, inventory: Inventory) -> None:
     pictures: set[str] = set()
     headers_at: list[str] = []
     comments_at: list[str] = []
+    controls_at: list[str] = []
     readable = strings is not None
     for name, rid in sheets:
         target = relationships.get(rid, ("", None))[1]
@@ -76,7 +78,11 @@ def read(package: Package, inventory: Inventory) -> None:
             continue
         cells[name], inventory.formulas[name] = found, formulas
         headers_at += [place(name, which) for which in headers]
-        for rel_type, part in package.relationships(target).values():
+        sheet_relationships = package.relationships(target).values()
+        vml = [part for rel_type, part in sheet_relationships
+               if part and part in package.names and rel_type.endswith("/vmlDrawing")]
+        controls_at += [f"sheet '{name}'"] * sheet_controls.in_result(package, target, vml)
+        for rel_type, part in sheet_relationships:
             if part and part in package.names and rel_type.endswith("/drawing"):
                 pictures |= pictures_in(package, part)
             elif part and part in package.names and rel_type.endswith("/comments"):
@@ -84,6 +90,7 @@ def read(package: Package, inventory: Inventory) -> None:
     counts["images"] = len(pictures)
     counts["comments"] = len(comments_at)
     inventory.where["comments"] = comments_at
+    counts["controls"], inventory.where["controls"] = len(controls_at), controls_at
     if readable:  # a sheet that could not be read leaves its cells and headers unknown
         inventory.cells = cells
         counts["cells"] = sum(len(found) for found in cells.values())
