@@ -45,11 +45,12 @@ def is_control(record: bytes) -> bool:
     return False
 
 
-def in_result(package: Package, sheet: str, vml: list[str]) -> int:
+def in_result(package: Package, sheet: str, vml: list[str], controlled: bool = True) -> int:
     """How many controls the sheet part ``sheet`` of an .xlsx holds, with its VML drawings ``vml``: its distinct
-    ``control`` shape ids, or its VML form controls where they are more."""
+    ``control`` shape ids, or its VML form controls where they are more. ``controlled``: whether the sheet may hold
+    a ``control`` at all (False: the reader of its cells found no "<control" in it, and it is not read again)."""
     shapes: set[str] = set()
-    if package.holds(sheet, b"control"):
+    if controlled:
         package.parse(sheet, lambda tag, attributes: shapes.add(attributes.get("shapeId", "")) if tag == CONTROL
                       else None)
     drawn = sum(len(VML_CONTROL.findall(b"".join(package.chunks(part)))) for part in vml

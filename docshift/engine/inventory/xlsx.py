@@ -22,8 +22,9 @@ from docshift.engine.inventory.common import (
 )
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, charts_and_objects, pictures_in
 
-# a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers
-Sheet = tuple[dict[bytes, Any], set[bytes], list[str]]
+# a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers, and
+# whether it may hold controls (it says "<control")
+Sheet = tuple[dict[bytes, Any], set[bytes], list[str], bool]
 
 # a cell as LibreOffice writes it: <c r="B1" s="3" t="n"><f ...>formula</f><v>value</v></c>, or an inline string
 SHEET_CELL = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?>'
@@ -37,6 +38,7 @@ CELL_REF = re.compile(rb"([A-Z]{1,3})([0-9]{1,7})")
 ARRAY_LOOKS = 1_000_000  # cells looked at for the ranges of a sheet's array formulas, at most
 DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(NS_S.encode()) + rb"\"")
 ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
+CONTROL = b"<control"
 
 
 def read(package: Package, inventory: Inventory) -> None:
@@ -72,7 +74,7 @@ def read(package: Package, inventory: Inventory) -> None:
         if not target or target not in package.names:
             continue
         try:
-            found, formulas, headers = _sheet(package, target, strings or [])
+            found, formulas, headers, controlled = _sheet(package, target, strings or [])
         except Exception:
             readable = False
             continue
@@ -81,7 +83,8 @@ def read(package: Package, inventory: Inventory) -> None:
         sheet_relationships = package.relationships(target).values()
         vml = [part for rel_type, part in sheet_relationships
                if part and part in package.names and rel_type.endswith("/vmlDrawing")]
-        controls_at += [f"sheet '{name}'"] * sheet_controls.in_result(package, target, vml)
+        if controlled or vml:
+            controls_at += [f"sheet '{name}'"] * sheet_controls.in_result(package, target, vml, controlled)
         for rel_type, part in sheet_relationships:
             if part and part in package.names and rel_type.endswith("/drawing"):
                 pictures |= pictures_in(package, part)
@@ -196,13 +199,17 @@ def _cell_value(kind: bytes, raw: bytes, strings: list[str]) -> Any:
 
 
 def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
-    """({ref: value}, {refs with a formula}, non-empty odd headers and footers) of one worksheet part."""
+    """({ref: value}, {refs with a formula}, non-empty odd headers and footers, whether it says "<control") of one
+    worksheet part."""
     cells: dict[bytes, Any] = {}
     formulas: set[bytes] = set()
     arrays: list[tuple[bytes, ...]] = []
     head: bytes | None = None
     tail, matched, closed = b"", 0, 0
+    controlled, edge = False, b""
     for chunk in package.chunks(name):
+        controlled = controlled or CONTROL in edge + chunk[:len(CONTROL)] or CONTROL in chunk
+        edge = chunk[-len(CONTROL):]
         data = tail + chunk
         if head is None:
             head = data[:4096]
@@ -244,7 +251,7 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
         raise Unreadable(f"{name} ends early")
     headers = [which.decode().lower() for which, text in HEADER_FOOTER.findall(tail)
                if header_shows(html.unescape(text.decode("utf-8", "replace")))]
-    return cells, formulas | _array_cells(arrays, cells), headers
+    return cells, formulas | _array_cells(arrays, cells), headers, controlled
 
 
 def _array_cells(arrays: list[tuple[bytes, ...]], cells: dict[bytes, Any]) -> set[bytes]:
@@ -337,4 +344,4 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
             state["hf"].append(data)
 
     package.parse(name, start, end, text)
-    return cells, formulas | _array_cells(state["arrays"], cells), state["headers"]
+    return cells, formulas | _array_cells(state["arrays"], cells), state["headers"], True  # in_result looks
