@@ -65,26 +65,33 @@ def _top(row: Size, rw: int, dy: int) -> float:
     return sum(row(r) for r in range(rw)) + min(dy, 256) / 256 * row(rw)
 
 
-def shape(spid: int, rid: str, anchor: tuple[int, ...], column: Size, row: Size) -> str:
-    """The VML shape that shows object ``spid`` with its image ``rid``, placed at ``anchor``."""
+def place(anchor: tuple[int, ...], column: Size, row: Size) -> tuple[str, str]:
+    """(a VML shape's style that places it at ``anchor``, without its z-index; the ``x:Anchor`` of it: columns and
+    rows with offsets in pixels)."""
     col_l, dx_l, row_t, dy_t, col_r, dx_r, row_b, dy_b = anchor
     x, y = _left(column, col_l, dx_l), _top(row, row_t, dy_t)
     offsets = [int(min(dx_l, 1024) / 1024 * column(col_l)), int(min(dy_t, 256) / 256 * row(row_t) / 0.75),
-              int(min(dx_r, 1024) / 1024 * column(col_r)), int(min(dy_b, 256) / 256 * row(row_b) / 0.75)]
-    return (f'<v:shape id="_x0000_s{spid}" o:spid="_x0000_s{spid}" type="#_x0000_t75" style="position:absolute;'
-            f'margin-left:{x:.2f}pt;margin-top:{y:.2f}pt;width:{_left(column, col_r, dx_r) - x:.2f}pt;'
-            f'height:{_top(row, row_b, dy_b) - y:.2f}pt;z-index:{spid % 1024}" filled="t" fillcolor="window [65]" '
+               int(min(dx_r, 1024) / 1024 * column(col_r)), int(min(dy_b, 256) / 256 * row(row_b) / 0.75)]
+    return (f"position:absolute;margin-left:{x:.2f}pt;margin-top:{y:.2f}pt;"
+            f"width:{_left(column, col_r, dx_r) - x:.2f}pt;height:{_top(row, row_b, dy_b) - y:.2f}pt",
+            f"{col_l}, {offsets[0]}, {row_t}, {offsets[1]}, {col_r}, {offsets[2]}, {row_b}, {offsets[3]}")
+
+
+def shape(spid: int, rid: str, anchor: tuple[int, ...], column: Size, row: Size) -> str:
+    """The VML shape that shows object ``spid`` with its image ``rid``, placed at ``anchor``."""
+    style, cells_anchor = place(anchor, column, row)
+    return (f'<v:shape id="_x0000_s{spid}" o:spid="_x0000_s{spid}" type="#_x0000_t75" style="{style};'
+            f'z-index:{spid % 1024}" filled="t" fillcolor="window [65]" '
             f'stroked="t" strokecolor="windowText [64]" o:insetmode="auto"><v:fill color2="window [65]"/>'
             f'<v:imagedata o:relid="{rid}" o:title=""/><x:ClientData ObjectType="Pict"><x:SizeWithCells/>'
-            f'<x:Anchor>{col_l}, {offsets[0]}, {row_t}, {offsets[1]}, {col_r}, {offsets[2]}, {row_b}, {offsets[3]}'
-            f'</x:Anchor><x:CF>Pict</x:CF><x:AutoPict/></x:ClientData></v:shape>')
+            f'<x:Anchor>{cells_anchor}</x:Anchor><x:CF>Pict</x:CF><x:AutoPict/></x:ClientData></v:shape>')
 
 
-def drawing(index: int, shapes: list[str]) -> bytes:
-    """A new VML drawing for the ``index``th sheet, holding ``shapes``."""
+def drawing(index: int, shapes: list[str], shape_type: str = PICTURE_TYPE) -> bytes:
+    """A new VML drawing for the ``index``th sheet, holding ``shapes`` of ``shape_type``."""
     return ('<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
             'xmlns:x="urn:schemas-microsoft-com:office:excel"><o:shapelayout v:ext="edit">'
-            f'<o:idmap v:ext="edit" data="{index}"/></o:shapelayout>{PICTURE_TYPE}' + "".join(shapes)
+            f'<o:idmap v:ext="edit" data="{index}"/></o:shapelayout>{shape_type}' + "".join(shapes)
             + "</xml>").encode("utf-8")
 
 
@@ -101,8 +108,8 @@ def shape_ids(vml: bytes | None, index: int, count: int) -> list[int] | None:
     return free[:count] if len(free) >= count else None
 
 
-def merged(vml: bytes, index: int, shapes: list[str]) -> bytes | None:
-    """The VML drawing ``vml`` with ``shapes`` added (and the picture shape type and an o:idmap block for sheet
+def merged(vml: bytes, index: int, shapes: list[str], shape_type: str = PICTURE_TYPE) -> bytes | None:
+    """The VML drawing ``vml`` with ``shapes`` added (and their ``shape_type`` and an o:idmap block for sheet
     ``index``, where it has none), or None where its root does not declare the prefixes the shapes use."""
     root = re.search(rb"<xml\b[^>]*>", vml)
     end = vml.rfind(b"</xml>")
@@ -113,6 +120,7 @@ def merged(vml: bytes, index: int, shapes: list[str]) -> bytes | None:
             return None
     layout = b"" if b"<o:shapelayout" in vml else (
         f'<o:shapelayout v:ext="edit"><o:idmap v:ext="edit" data="{index}"/></o:shapelayout>'.encode())
-    kind = b"" if b'id="_x0000_t75"' in vml else PICTURE_TYPE.encode()
+    type_id = re.search(r'\bid="([^"]*)"', shape_type)
+    kind = b"" if type_id and f'id="{type_id.group(1)}"'.encode() in vml else shape_type.encode()
     return (vml[:root.end()] + layout + vml[root.end():end] + kind + "".join(shapes).encode("utf-8")
             + vml[end:])

@@ -51,6 +51,7 @@ CT_NS = "http://schemas.openxmlformats.org/package/2006/content-types"
 # what comes after <legacyDrawing> and <oleObjects> in CT_Worksheet's sequence: each goes in before the first
 AFTER_LEGACY = re.compile(rb"<(?:legacyDrawingHF|drawingHF|picture|oleObjects|controls|webPublishItems|tableParts|"
                           rb"extLst)[\s/>]|</worksheet>")
+LEGACY = re.compile(rb'<legacyDrawing\b[^>]*\bid="([^"]*)"')  # a sheet's VML drawing, and its relationship
 AFTER_OBJECTS = re.compile(rb"<(?:controls|webPublishItems|tableParts|extLst)[\s/>]|</worksheet>")
 
 
@@ -108,7 +109,7 @@ def _mend(result: Path, source: Path) -> int:
             if not added:
                 return 0
             types = ooxml.read(zf, package.names["[Content_Types].xml"], MAX_EDITED_PART)
-            edits["[Content_Types].xml"] = _content_types(ooxml.checked(types, "[Content_Types].xml"), added)
+            edits["[Content_Types].xml"] = with_overrides(ooxml.checked(types, "[Content_Types].xml"), added)
             ooxml.rewrite(zf, result, edits, {name: data for name, (data, _) in added.items()})
     return sum(1 for _, kind in added.values() if kind == OLE_CONTENT_TYPE)
 
@@ -127,7 +128,7 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
     blips = _blips(book.group, budget)
     found: dict[str, tuple[list[Placed], int]] = {}
     for sheet, drawing, records in zip(book.drawing_sheets, book.drawings, book.objects):
-        shapes = _shapes(drawing, budget)
+        shapes = client_shapes(drawing, budget)
         if len(shapes) != len(records):
             continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
         placed, grouped = [], 0
@@ -143,7 +144,7 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
     return found
 
 
-def _shapes(drawing: bytearray, budget: Budget) -> list[tuple[tuple[int, ...] | None, int, bool]]:
+def client_shapes(drawing: bytearray, budget: Budget) -> list[tuple[tuple[int, ...] | None, int, bool]]:
     """(cell anchor or None, BStore index of its picture or 0, in a group) of each shape with client data, in
     order. A group's members have no cell anchor: they are placed in the group's coordinates."""
     found: list[tuple[tuple[int, ...] | None, int, bool]] = []
@@ -219,7 +220,7 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     if written and written != grouped:
         return False  # objects of LibreOffice's own beside the groups': which is which cannot be told
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's, for its comments
-    legacy = re.search(rb'<legacyDrawing\b[^>]*\bid="([^"]*)"', data)
+    legacy = LEGACY.search(data)
     if legacy is not None:
         vml_part = package.relationships(part).get(legacy.group(1).decode(), ("", None))[1]
         if vml_part is None or vml_part not in package.names:
@@ -228,10 +229,10 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     ids = sheet_drawing.shape_ids(vml, index, len(placed))
     if ids is None:
         return False
-    rels_part, rels = _rels_of(package, part)
+    rels_part, rels = rels_of(package, part)
     vml_part = vml_part or free_name(lower, "xl/drawings/vmlDrawing{}.vml")
-    vml_rels_part, vml_rels = _rels_of(package, vml_part)
-    rid, vml_rid = _ids(rels), _ids(vml_rels)
+    vml_rels_part, vml_rels = rels_of(package, vml_part)
+    rid, vml_rid = relationship_ids(rels), relationship_ids(vml_rels)
     column, row = sheet_drawing.geometry(data)
     new_rels: list[tuple[str, str, str]] = []  # (Id, type, target relative to the sheet)
     vml_new_rels: list[tuple[str, str, str]] = []
@@ -254,7 +255,7 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
                      (image_rid, REL + "image", "../media/" + posixpath.basename(image_part))]
         vml_new_rels.append((shape_rid, REL + "image", "../media/" + posixpath.basename(image_part)))
         corners = sheet_drawing.cells(item.anchor, column, row)
-        prog = f' progId="{_escape(prog_id)}"' if prog_id else ""
+        prog = f' progId="{escape(prog_id)}"' if prog_id else ""
         cell_anchor = "".join(f"<{end}><xdr:col>{col}</xdr:col><xdr:colOff>{col_off}</xdr:colOff><xdr:row>{rw}"
                               f"</xdr:row><xdr:rowOff>{row_off}</xdr:rowOff></{end}>"
                               for end, (col, col_off, rw, row_off) in (("from", corners[0]), ("to", corners[1])))
@@ -271,15 +272,16 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
         parts[vml_part] = (sheet_drawing.drawing(index, shapes), VML_CONTENT_TYPE)
         legacy_rid = rid()
         new_rels.append((legacy_rid, REL + "vmlDrawing", "../drawings/" + posixpath.basename(vml_part)))
-        data = _insert(data, AFTER_LEGACY, f'<legacyDrawing xmlns:r="{NS_R}" r:id="{legacy_rid}"/>'.encode())
+        data = insert_before(data, AFTER_LEGACY, f'<legacyDrawing xmlns:r="{NS_R}" r:id="{legacy_rid}"/>'.encode())
     else:
         merged = sheet_drawing.merged(vml, index, shapes)
         if merged is None:
             return False
         edits[vml_part] = merged
-    _add_relationships(package, vml_rels_part, vml_rels, vml_new_rels, edits, parts)
-    edits[part] = _insert(data, AFTER_OBJECTS, f'<oleObjects xmlns:r="{NS_R}">{"".join(objects)}</oleObjects>'.encode())
-    _add_relationships(package, rels_part, rels, new_rels, edits, parts)
+    add_relationships(package, vml_rels_part, vml_rels, vml_new_rels, edits, parts)
+    edits[part] = insert_before(data, AFTER_OBJECTS,
+                                f'<oleObjects xmlns:r="{NS_R}">{"".join(objects)}</oleObjects>'.encode())
+    add_relationships(package, rels_part, rels, new_rels, edits, parts)
     added.update(parts)
     return True
 
@@ -290,7 +292,7 @@ def _drawings(package: Package, part: str) -> list[str]:
             if kind == REL + "drawing" and target and target in package.names]
 
 
-def _rels_of(package: Package, part: str) -> tuple[str, bytes]:
+def rels_of(package: Package, part: str) -> tuple[str, bytes]:
     """(the name of ``part``'s relationships part, its bytes or b"" when it has none)."""
     rels_part = relationships_part(part)
     if rels_part not in package.names:
@@ -298,7 +300,7 @@ def _rels_of(package: Package, part: str) -> tuple[str, bytes]:
     return rels_part, ooxml.checked(ooxml.read(package.zip, package.names[rels_part], MAX_EDITED_PART), rels_part)
 
 
-def _ids(rels: bytes) -> Callable[[], str]:
+def relationship_ids(rels: bytes) -> Callable[[], str]:
     """A source of relationship ids that ``rels`` does not use yet."""
     used = set(re.findall(rb'Id="([^"]*)"', rels))
 
@@ -311,7 +313,7 @@ def _ids(rels: bytes) -> Callable[[], str]:
     return fresh
 
 
-def _add_relationships(package: Package, rels_part: str, rels: bytes, new: list[tuple[str, str, str]],
+def add_relationships(package: Package, rels_part: str, rels: bytes, new: list[tuple[str, str, str]],
                        edits: dict[str, bytes], parts: dict[str, tuple[bytes, str]]) -> None:
     if rels_part in package.names:
         edits[rels_part] = _relationships(rels, new)
@@ -319,11 +321,11 @@ def _add_relationships(package: Package, rels_part: str, rels: bytes, new: list[
         parts[rels_part] = (_relationships(b"", new), "")
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
-def _insert(data: bytes, before: re.Pattern[bytes], element: bytes) -> bytes:
+def insert_before(data: bytes, before: re.Pattern[bytes], element: bytes) -> bytes:
     """``element`` put into the worksheet ``data`` right before what ``before`` finds after its cells."""
     start = max(data.find(b"</sheetData>"), data.find(b"<sheetData/>"), 0)
     match = before.search(data, start)
@@ -344,7 +346,7 @@ def _relationships(rels: bytes, new: list[tuple[str, str, str]]) -> bytes:
     return rels[:end] + entries.encode("utf-8") + rels[end:]
 
 
-def _content_types(types: bytes, added: dict[str, tuple[bytes, str]]) -> bytes:
+def with_overrides(types: bytes, added: dict[str, tuple[bytes, str]]) -> bytes:
     """[Content_Types].xml with an Override for each added part that has a content type."""
     end = types.rfind(b"</Types>")
     if end < 0:
