@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import (
+    form_controls,
     inventory,
     mended,
     objects,
@@ -179,9 +180,11 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
     # object whose server it does not know (a packaged file) on a slide or in a text as its picture only; a
     # presentation's sounds come from the legacy file (slide_sounds.py: LibreOffice's gallery is shut); it writes
-    # a comment's text on a slide unescaped (slide_comments.py); and it drops the verbs objects run in the show
+    # a comment's text on a slide unescaped (slide_comments.py); it drops the verbs objects run in the show and the
+    # macros buttons run (slide_actions.py), and writes a sheet's form controls as shapes of no size (form_controls.py)
     expected, acting = holds.counts.get("embedded_objects"), holds.counts.get("actions")
     mends = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
+        form_controls.mend(result, source, kind, holds.counts.get("controls")) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
         slide_comments.mend(result, kind) + slide_actions.mend(result, source, kind, acting, keep_macros)
     if mends:

@@ -1,13 +1,17 @@
-"""The controls on a workbook's sheets (the report's ``controls``): Excel's form controls and ActiveX controls,
-which LibreOffice's .xlsx export does not keep; the report names them."""
+"""The controls on a workbook's sheets (the report's ``controls``): Excel's form controls, which LibreOffice's .xlsx
+export writes as shapes of no size and docshift puts back as Excel 2007 writes them (``form_controls``), and ActiveX
+controls, which it writes not at all; the report names what is missing."""
 
+import re
 import struct
+import xml.etree.ElementTree as ElementTree
 import zipfile
 
 import openpyxl
 from conftest import ROOT
+from conftest import _soffice_save as soffice
 
-from docshift.engine import convert, inventory
+from docshift.engine import convert, form_controls, inventory
 from docshift.engine.inventory.package import Package
 from docshift.engine.inventory.sheet_controls import in_result, is_control
 
@@ -70,14 +74,147 @@ def test_a_result_counts_each_control_once_as_excel_writes_it(tmp_path):
     assert held.counts["controls"] == 0 and held.where["controls"] == []
 
 
-def test_the_report_names_the_controls_libreoffice_does_not_keep(office, tmp_path):
-    converted = convert.convert(office, CORPUS / "39512.xls", "xls", tmp_path / "work", 60)
-    assert converted.fidelity["counts"]["controls"] == {"source": 61, "result": 0}
-    assert {"what": "controls", "count": 61, "detail": "61 of 61 controls are missing; missing: sheet 'Sheet1' (61)"} \
-        in converted.fidelity["lost"]
-    assert converted.fidelity["complete"] is False
-    # what LibreOffice wrote of them: shapes of no size in the corner, no control
+FORM = "urn:oasis:names:tc:opendocument:xmlns:form:1.0"
+KEPT = ("label", "linked-cell", "source-cell-range", "min-value", "max-value", "dropdown")
+
+
+def controls_libreoffice_reads(path, tmp_path):
+    """The form controls LibreOffice reads from the workbook at ``path`` (its ODF of it): (element, then each
+    attribute of ``KEPT`` or None), sorted."""
+    ods = soffice(path, "ods", tmp_path / f"ods-{path.suffix[1:]}")
+    root = ElementTree.fromstring(zipfile.ZipFile(ods).read("content.xml"))
+    controls = [element for element in root.iter() if element.tag.startswith(f"{{{FORM}}}")
+                and element.tag.rpartition("}")[2] not in ("form", "forms", "properties", "property", "list-property",
+                                                            "list-value", "item", "option")]
+    return sorted((element.tag.rpartition("}")[2], *(element.get(f"{{{FORM}}}{name}") for name in KEPT))
+                  for element in controls)
+
+
+def test_option_buttons_come_back_as_excel_writes_them_and_libreoffice_reads_the_same_ones(office, tmp_path):
+    """39512.xls: 61 option buttons, which a plain soffice's .xlsx writes as shapes of no size in the corner."""
+    source = CORPUS / "39512.xls"
+    plain = soffice(source, "xlsx", tmp_path / "plain")
+    with zipfile.ZipFile(plain) as package:
+        assert b'<a:ext cx="0" cy="0"/>' in package.read("xl/drawings/drawing1.xml")
+        assert not any(name.endswith(".vml") for name in package.namelist())
+    assert inventory.of_result(plain, "xls").counts["controls"] == 0
+
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["controls"] == {"source": 61, "result": 61}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
     with zipfile.ZipFile(converted.path) as package:
-        drawing = package.read("xl/drawings/drawing1.xml")
-        assert drawing.count(b"Option Button") >= 61 and b'<a:ext cx="0" cy="0"/>' in drawing
-        assert not any(name.startswith(("xl/ctrlProps/", "xl/activeX/")) for name in package.namelist())
+        vml = package.read("xl/drawings/vmlDrawing1.vml")
+        assert vml.count(b'<x:ClientData ObjectType="Radio">') == 61 and vml.count(b"<x:FirstButton/>") == 1
+    # LibreOffice itself finds in the result the controls it finds in the legacy file: kinds and labels
+    kept = controls_libreoffice_reads(converted.path, tmp_path)
+    assert kept == controls_libreoffice_reads(source, tmp_path)
+    assert len(kept) == 61 and {control[:2] for control in kept} >= {("radio", "Option Button 39")}
+
+
+def workbook_with_controls(tmp_path):
+    """A workbook with a check box, two option buttons, a spinner, a drop-down, a group box and a label, linked to
+    cells and a range, made here as an .xlsx with Excel 2007's VML and saved as an .xls by LibreOffice."""
+    book = openpyxl.Workbook()
+    for row, colour in enumerate(["red", "green", "blue"], 1):
+        book.active.cell(row=row, column=5, value=colour)
+    book.save(tmp_path / "base.xlsx")
+    with zipfile.ZipFile(tmp_path / "base.xlsx") as package:
+        parts = {name: package.read(name) for name in package.namelist()}
+
+    def shape(number, kind, anchor, data, text=""):
+        box = f"<v:textbox><div><font>{text}</font></div></v:textbox>" if text else ""
+        return (f'<v:shape id="_x0000_s{number}" type="#_x0000_t201" style="position:absolute;margin-left:60pt;'
+                f'margin-top:{number % 100 * 20}pt;width:100pt;height:18pt" filled="f" stroked="f">{box}'
+                f'<x:ClientData ObjectType="{kind}"><x:Anchor>{anchor}</x:Anchor>{data}</x:ClientData></v:shape>')
+
+    shapes = [shape(1025, "Checkbox", "1, 10, 2, 2, 3, 10, 3, 2", "<x:FmlaLink>$B$2</x:FmlaLink>", "Agree"),
+              shape(1026, "Radio", "1, 10, 4, 2, 3, 10, 5, 2", "<x:FmlaLink>$B$5</x:FmlaLink>", "First"),
+              shape(1027, "Radio", "1, 10, 6, 2, 3, 10, 7, 2", "", "Second"),
+              shape(1028, "Spin", "4, 10, 2, 2, 5, 10, 4, 2", "<x:Min>1</x:Min><x:Max>10</x:Max>"
+                    "<x:FmlaLink>$C$2</x:FmlaLink>"),
+              shape(1029, "Drop", "6, 10, 2, 2, 8, 10, 3, 2", "<x:FmlaRange>$E$1:$E$3</x:FmlaRange>"
+                    "<x:FmlaLink>$C$5</x:FmlaLink>"),
+              shape(1030, "GBox", "0, 5, 3, 10, 4, 10, 8, 2", "", "Colours"),
+              shape(1031, "Label", "6, 10, 6, 2, 8, 10, 7, 2", "", "A label")]
+    parts["xl/drawings/vmlDrawing1.vml"] = (
+        '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
+        'xmlns:x="urn:schemas-microsoft-com:office:excel"><v:shapetype id="_x0000_t201" coordsize="21600,21600" '
+        'o:spt="201" path="m,l,21600r21600,l21600,xe"/>' + "".join(shapes) + "</xml>").encode()
+    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
+        b"</worksheet>", b'<legacyDrawing xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
+                         b'relationships" r:id="rId9"/></worksheet>')
+    parts["xl/worksheets/_rels/sheet1.xml.rels"] = (
+        b'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId9"'
+        b' Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/vmlDrawing"'
+        b' Target="../drawings/vmlDrawing1.vml"/></Relationships>')
+    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+        b"</Types>", b'<Default Extension="vml" ContentType="application/vnd.openxmlformats-officedocument.vmlDrawing"'
+                     b'/></Types>')
+    with zipfile.ZipFile(tmp_path / "controls.xlsx", "w") as package:
+        for name, data in parts.items():
+            package.writestr(name, data)
+    return soffice(tmp_path / "controls.xlsx", "xls", tmp_path / "legacy")
+
+
+def test_every_kind_comes_back_linked_to_its_cells_beside_the_check_box_libreoffice_keeps(office, tmp_path):
+    source = workbook_with_controls(tmp_path)
+    assert inventory.of_source(source, "xls").counts["controls"] == 7
+    plain = soffice(source, "xlsx", tmp_path / "plain")
+    assert inventory.of_result(plain, "xls").counts["controls"] == 1  # the check box: LibreOffice writes it
+
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["controls"] == {"source": 7, "result": 7}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    with zipfile.ZipFile(converted.path) as package:
+        vml = package.read("xl/drawings/vmlDrawing1.vml").decode()
+    kinds = re.findall(r'ObjectType="(\w+)"', vml)
+    assert sorted(kinds) == ["Checkbox", "Drop", "GBox", "Label", "Radio", "Radio", "Spin"]
+    assert "<x:FmlaRange>$E$1:$E$3</x:FmlaRange>" in vml and "<x:FmlaLink>$C$5</x:FmlaLink>" in vml
+    kept = controls_libreoffice_reads(converted.path, tmp_path)
+    legacy = controls_libreoffice_reads(source, tmp_path)
+    assert [control[:4] for control in kept] == [control[:4] for control in legacy]  # kind, label, cell, range
+    assert ("value-range", None, "Sheet.C2", None, "1", "10", None) in kept
+    assert ("listbox", None, "Sheet.C5", "Sheet.E1:Sheet.E3", None, None, "true") in kept
+
+
+def test_an_activex_control_is_named_missing(office, tmp_path):
+    converted = convert.convert(office, CORPUS / "WithCheckBoxes.xls", "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["controls"] == {"source": 1, "result": 0}
+    assert {"what": "controls", "count": 1, "detail": "1 of 1 controls is missing; missing: sheet 'Sheet1'"} \
+        in converted.fidelity["lost"]
+
+
+def formula(*ptgs):
+    """An ObjFmlaNoSize: cce, 4 unused bytes, the Ptgs."""
+    rgce = b"".join(ptgs)
+    return struct.pack("<H4x", len(rgce)) + rgce
+
+
+def test_what_each_kind_carries_and_what_is_left_out():
+    anchor = (1, 0, 1, 0, 2, 0, 2, 0)
+    ref = struct.pack("<BHH", 0x24, 4, 2)  # $C$5
+    relative = struct.pack("<BHH", 0x44, 0, 0xC001)  # B1, column and row relative
+    checkbox = form_controls.control_of(obj(0x0B, 0, (0x14, formula(ref)), (0x12, struct.pack("<HHHH", 1, 0, 0, 1))),
+                                        anchor, "Tick")
+    assert (checkbox.kind, checkbox.text) == ("Checkbox", "Tick")
+    assert checkbox.data == ["<x:Checked>1</x:Checked>", "<x:NoThreeD/>", "<x:FmlaLink>$C$5</x:FmlaLink>"]
+    radio = form_controls.control_of(obj(0x0C, 0, (0x14, formula(relative)), (0x11, struct.pack("<HH", 0, 1))),
+                                     anchor, "One")
+    assert radio.data == ["<x:FmlaLink>B1</x:FmlaLink>", "<x:FirstButton/>"]
+    spin = form_controls.control_of(obj(0x10, 0, (0x0C, struct.pack("<4xhhhhhHHH", 5, 0, 30, 2, 10, 0, 0, 0))),
+                                    anchor, "ignored")
+    assert spin.text == "" and spin.data == ["<x:Val>5</x:Val>", "<x:Min>0</x:Min>", "<x:Max>30</x:Max>",
+                                             "<x:Inc>2</x:Inc>", "<x:Page>10</x:Page>"]
+    area = struct.pack("<BHHHH", 0x25, 0, 9, 4, 4)  # $E$1:$E$10
+    listed = obj(0x12, 0) [:-4] + struct.pack("<HH", 0x13, 0x1FEE) + struct.pack("<H", 6 + len(area)) + \
+        formula(area) + struct.pack("<HHHH", 10, 3, 0x0010, 0)
+    assert form_controls.control_of(listed, anchor, "").data == [
+        "<x:FmlaRange>$E$1:$E$10</x:FmlaRange>", "<x:Sel>3</x:Sel>", "<x:SelType>Multi</x:SelType>"]
+    # left out whole: a button that runs a macro, a link to another sheet's cell, Excel's own drop-down, a picture
+    name = struct.pack("<BI2x", 0x23, 1)
+    assert form_controls.control_of(obj(0x07, 0, (0x04, formula(name))), anchor, "Run") is None
+    assert form_controls.control_of(obj(0x07, 0), anchor, "Nothing to run").kind == "Button"
+    other_sheet = struct.pack("<BHHH", 0x3A, 0, 4, 2)
+    assert form_controls.control_of(obj(0x0B, 0, (0x14, formula(other_sheet))), anchor, "x") is None
+    assert form_controls.control_of(obj(0x14, 0x0100), anchor, "") is None
+    assert form_controls.control_of(obj(0x08), anchor, "") is None

@@ -61,6 +61,7 @@ class _Workbook:
     drawing_sheets: list[str] = field(default_factory=list)  # the BOUNDSHEET name of each
     chart_owners: list[tuple[int, int]] = field(default_factory=list)  # (sheet, OBJ) of each chart in a worksheet
     note_objects: set[tuple[int, int]] = field(default_factory=set)  # (sheet, OBJ id) of each NOTE's box (BIFF8)
+    texts: dict[tuple[int, int], str] = field(default_factory=dict)  # (sheet, OBJ) of a TXO's object: its text
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -155,7 +156,12 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 mode = "txo"
             elif rec_type == BIFF_CONTINUE and mode == "txo" and (text_left or runs_left):
                 if text_left and length:
-                    text_left = max(0, text_left - (length - 1) // (2 if data[body] & 1 else 1))
+                    wide = data[body] & 1
+                    if book.objects and book.objects[-1]:  # the text of the object the TXO follows
+                        key = (len(book.objects) - 1, len(book.objects[-1]) - 1)
+                        text = bytes(data[body + 1:end]).decode("utf_16_le" if wide else "latin-1", "replace")
+                        book.texts[key] = book.texts.get(key, "") + text[:text_left]
+                    text_left = max(0, text_left - (length - 1) // (2 if wide else 1))
                 else:
                     runs_left = max(0, runs_left - length)
             elif rec_type == BIFF_CONTINUE and mode and drawing is not None:
