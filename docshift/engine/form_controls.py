@@ -15,7 +15,6 @@ or not at all, and the report then names it: one in a group (its anchor is the g
 at another sheet or a name, and a button that runs a macro are left as LibreOffice wrote them.
 """
 
-import logging
 import posixpath
 import re
 import struct
@@ -27,13 +26,10 @@ from pathlib import Path
 import olefile
 
 from docshift.engine import cfb, ooxml, sheet_drawing, sheet_objects
-from docshift.engine.embedding import ERRORS, MAX_EDITED_PART, free_name
+from docshift.engine.embedding import MAX_EDITED_PART, free_name, guarded
 from docshift.engine.inventory import xls
-from docshift.engine.inventory.common import Budget, Unreadable, stream
-from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package
+from docshift.engine.inventory.package import NS_R, Package
 from docshift.engine.inventory.sheet_controls import UI_OBJECT
-
-log = logging.getLogger("docshift.engine")
 
 # FtCmo.ot: the VML ObjectType of each form control written back
 KINDS = {0x0B: "Checkbox", 0x0C: "Radio", 0x0E: "Label", 0x10: "Spin", 0x11: "Scroll", 0x12: "List", 0x13: "GBox",
@@ -65,13 +61,9 @@ def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
     Excel writes one; ``expected``: how many controls the legacy file holds (the report's ``controls``; nothing is
     read when it holds none). Returns how many went in (0: the file is untouched). Never raises for what the files
     hold: a part it cannot read or a sheet it cannot place them on leaves it as LibreOffice wrote it."""
-    if kind != "xls" or not expected or not olefile.isOleFile(str(source)):
+    if kind != "xls" or not expected:
         return 0
-    try:
-        return _mend(result, source)
-    except ERRORS as error:
-        log.warning("the controls of %s stay as LibreOffice wrote them: %r", source, error)
-        return 0
+    return guarded(_mend, result, source, "the controls of %s stay as LibreOffice wrote them: %r")
 
 
 def _mend(result: Path, source: Path) -> int:
@@ -84,34 +76,17 @@ def _mend(result: Path, source: Path) -> int:
         lower = {name.lower() for name in package.names}
         edits: dict[str, bytes] = {}
         added: dict[str, tuple[bytes, str]] = {}
-        main = "xl/workbook.xml"
-        names: list[tuple[str, str]] = []
-        package.parse(main, lambda tag, attrs: names.append((attrs.get("name", ""), attrs.get(f"{NS_R}{SEP}id", "")))
-                      if tag == f"{NS_S}{SEP}sheet" else None)
-        targets = package.relationships(main, required=True)
-        written = 0
-        for index, (name, rid) in enumerate(names, 1):
-            controls = sheets.get(name, [])
-            part = targets.get(rid, ("", None))[1]
-            if controls and part and part in package.names:
-                written += _sheet(package, part, index, controls, lower, edits, added)
-        if not written:
-            return 0
-        types = ooxml.read(zf, package.names["[Content_Types].xml"], MAX_EDITED_PART)
-        edits["[Content_Types].xml"] = sheet_objects.with_overrides(ooxml.checked(types, "[Content_Types].xml"),
-                                                                    added)
-        ooxml.rewrite(zf, result, edits, {name: data for name, (data, _) in added.items()})
+        written = sum(_sheet(package, part, index, sheets[name], lower, edits, added)
+                      for index, name, part in sheet_objects.worksheets(package) if sheets.get(name))
+        if written:
+            sheet_objects.write(zf, package, result, edits, added)
     return written
 
 
 def _source_controls(ole: olefile.OleFileIO) -> dict[str, list[Control]]:
     """{sheet name, cut as the result's: the form controls of it that can be written whole}."""
-    data = stream(ole, "Workbook" if ole.exists("Workbook") else "Book")
-    if data is None:
-        raise Unreadable("no Workbook stream")
-    budget = Budget()
-    book = xls._biff(data, budget)
-    if book.encrypted:
+    book, budget = sheet_objects.records_of(ole)
+    if book is None:
         return {}
     found: dict[str, list[Control]] = {}
     for sheet_index, (sheet, drawing, records) in enumerate(zip(book.drawing_sheets, book.drawings, book.objects)):

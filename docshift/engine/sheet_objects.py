@@ -94,36 +94,43 @@ def _mend(result: Path, source: Path) -> int:
             lower = {name.lower() for name in package.names}
             edits: dict[str, bytes] = {}
             added: dict[str, tuple[bytes, str]] = {}  # part: (bytes, content type)
-            main = "xl/workbook.xml"
-            names: list[tuple[str, str]] = []
-            package.parse(main, lambda tag, attrs: names.append((attrs.get("name", ""), attrs.get(f"{NS_R}{SEP}id",
-                          ""))) if tag == f"{NS_S}{SEP}sheet" else None)
-            targets = package.relationships(main, required=True)
             budget = [MAX_OBJECTS]
-            for index, (name, rid) in enumerate(names, 1):
+            for index, name, part in worksheets(package):
                 placed, grouped = sheets.get(name, ([], 0))
-                part = targets.get(rid, ("", None))[1]
-                if not placed or not part or part not in package.names:
-                    continue
-                _sheet(ole, package, part, index, placed, grouped, storages, lower, budget, edits, added)
+                if placed:
+                    _sheet(ole, package, part, index, placed, grouped, storages, lower, budget, edits, added)
             if not added:
                 return 0
-            types = ooxml.read(zf, package.names["[Content_Types].xml"], MAX_EDITED_PART)
-            edits["[Content_Types].xml"] = with_overrides(ooxml.checked(types, "[Content_Types].xml"), added)
-            ooxml.rewrite(zf, result, edits, {name: data for name, (data, _) in added.items()})
+            write(zf, package, result, edits, added)
     return sum(1 for _, kind in added.values() if kind == OLE_CONTENT_TYPE)
+
+
+def worksheets(package: Package) -> list[tuple[int, str, str]]:
+    """(its place among the sheets, from 1; its name; its part) of each sheet of the workbook ``package`` that has
+    its part."""
+    main = "xl/workbook.xml"
+    names: list[tuple[str, str]] = []
+    package.parse(main, lambda tag, attrs: names.append((attrs.get("name", ""), attrs.get(f"{NS_R}{SEP}id", "")))
+                  if tag == f"{NS_S}{SEP}sheet" else None)
+    targets = package.relationships(main, required=True)
+    found = [(index, name, targets.get(rid, ("", None))[1]) for index, (name, rid) in enumerate(names, 1)]
+    return [(index, name, part) for index, name, part in found if part and part in package.names]
+
+
+def write(zf: zipfile.ZipFile, package: Package, result: Path, edits: dict[str, bytes],
+          added: dict[str, tuple[bytes, str]]) -> None:
+    """The package ``result`` (open as ``zf``) written again with ``edits`` and the ``added`` parts (bytes, content
+    type), each content type declared."""
+    types = ooxml.read(zf, package.names["[Content_Types].xml"], MAX_EDITED_PART)
+    edits["[Content_Types].xml"] = with_overrides(ooxml.checked(types, "[Content_Types].xml"), added)
+    ooxml.rewrite(zf, result, edits, {name: data for name, (data, _) in added.items()})
 
 
 def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[str, tuple[list[Placed], int]]:
     """{sheet name, cut as the result's: ([its embedded objects whose storage and anchor are found], how many
     more are members of a group, which LibreOffice writes whole)}."""
-    name = "Workbook" if ole.exists("Workbook") else "Book"
-    data = stream(ole, name)
-    if data is None:
-        raise Unreadable("no Workbook stream")
-    budget = Budget()
-    book = xls._biff(data, budget)
-    if book.encrypted:
+    book, budget = records_of(ole)
+    if book is None:
         return {}
     blips = _blips(book.group, budget)
     found: dict[str, tuple[list[Placed], int]] = {}
@@ -142,6 +149,16 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
                 placed.append(Placed(storages[storage.upper()], anchor, blips.get(pib)))
         found[sheet[:31]] = (placed, grouped)
     return found
+
+
+def records_of(ole: olefile.OleFileIO) -> tuple[xls._Workbook | None, Budget]:
+    """What one pass over the .xls's BIFF records finds (None for an encrypted workbook), and the budget it spent."""
+    data = stream(ole, "Workbook" if ole.exists("Workbook") else "Book")
+    if data is None:
+        raise Unreadable("no Workbook stream")
+    budget = Budget()
+    book = xls._biff(data, budget)
+    return (None if book.encrypted else book), budget
 
 
 def client_shapes(drawing: bytearray, budget: Budget) -> list[tuple[tuple[int, ...] | None, int, bool]]:
