@@ -184,7 +184,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # macros buttons run (slide_actions.py), and writes a sheet's form controls as shapes of no size (form_controls.py)
     expected, acting = holds.counts.get("embedded_objects"), holds.counts.get("actions")
     mends = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
-        form_controls.mend(result, source, kind, holds.counts.get("controls")) + \
+        form_controls.mend(result, source, kind, holds.counts.get("controls"), keep_macros) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
         slide_comments.mend(result, kind) + slide_actions.mend(result, source, kind, acting, keep_macros)
     if mends:

@@ -1,8 +1,9 @@
 """Excel's form controls on an .xls's sheets, put back into the .xlsx as Excel 2007 writes them: VML shapes.
 
-LibreOffice 25.2 loads a sheet's form controls (check boxes, option buttons, list and drop-down boxes, spinners,
-scroll bars, labels, group boxes) and its .xlsx export writes each as a drawing shape of no size in the sheet's
-top left corner, with no control behind it (``inventory/sheet_controls.py``). Excel keeps a form control as a VML
+LibreOffice 25.2 loads a sheet's form controls, and its .xlsx export writes check boxes and buttons as Excel does
+but for the macros they run, and every other kind (option buttons, list and drop-down boxes, spinners, scroll bars,
+labels, group boxes) as a drawing shape of no size in the sheet's top left corner, with no control behind it
+(``inventory/sheet_controls.py``). Excel keeps a form control as a VML
 shape of its legacy drawing whose ``x:ClientData`` names its ``ObjectType`` and holds its state: where it is
 (``x:Anchor``), the cell it is linked to (``x:FmlaLink``), the range a list shows (``x:FmlaRange``), whether it is
 checked, its limits ([MS-OI29500]; Excel 2010 also writes each in the sheet's ``controls``, which it does not need
@@ -11,8 +12,10 @@ to open one).
 ``mend`` reads each control from its OBJ record ([MS-XLS] 2.4.181: FtCblsData, FtCblsFmla, FtRboData, FtLbsData,
 FtSbs, FtSbsFmla, FtGboData), its text from the TXO that follows, and its anchor from the shape the OBJ pairs with,
 and writes it into the sheet's VML drawing (LibreOffice's, for comments, or a new one). A control is written whole
-or not at all, and the report then names it: one in a group (its anchor is the group's), one whose formulas point
-at another sheet or a name, and a button that runs a macro are left as LibreOffice wrote them.
+or not at all, and the report then names it: one in a group (its anchor is the group's), and one whose formulas
+point at another sheet or a name are left as LibreOffice wrote them. The macro a control runs (a defined name of
+the workbook, ``[0]!name``) goes in where the result keeps the VBA project; LibreOffice writes check boxes and
+buttons itself, without theirs, and those are given it.
 """
 
 import posixpath
@@ -20,6 +23,7 @@ import re
 import struct
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,10 +41,13 @@ KINDS = {0x0B: "Checkbox", 0x0C: "Radio", 0x0E: "Label", 0x10: "Spin", 0x11: "Sc
 FT_END, FT_MACRO, FT_SBS, FT_SBS_FMLA, FT_GBO_DATA = 0x00, 0x04, 0x0C, 0x0E, 0x0F
 FT_RBO_DATA, FT_CBLS_DATA, FT_LBS_DATA, FT_CBLS_FMLA = 0x11, 0x12, 0x13, 0x14
 PTG_REF, PTG_AREA = {0x24, 0x44, 0x64}, {0x25, 0x45, 0x65}
+PTG_NAME, PTG_NAMEX = {0x23, 0x43, 0x63}, {0x39, 0x59, 0x79}  # a defined name; one through an XTI
 WITH_TEXT = {"Button", "Checkbox", "Radio", "Label", "GBox"}
 SELECTION = {0: "Single", 1: "Multi", 2: "Extend"}
 DROP_STYLE = {0: "Combo", 1: "ComboEdit", 2: "Simple"}
 OBJECT_TYPE = re.compile(rb'ObjectType="([A-Za-z]+)"')
+VML_SHAPE = re.compile(rb"<v:shape\b.*?</v:shape>", re.S)
+SHAPE_ID = re.compile(rb'o:spid="_x0000_s([0-9]+)"')
 CONTROL_TYPE = ('<v:shapetype id="_x0000_t201" coordsize="21600,21600" o:spt="201" path="m,l,21600r21600,l21600,xe">'
                 '<v:stroke joinstyle="miter"/><v:path shadowok="f" o:extrusionok="f" strokeok="f" fillok="f" '
                 'o:connecttype="rect"/><o:lock v:ext="edit" shapetype="t"/></v:shapetype>')
@@ -56,19 +63,22 @@ class Control:
     data: list[str] = field(default_factory=list)
 
 
-def mend(result: Path, source: Path, kind: str, expected: int | None) -> int:
+def mend(result: Path, source: Path, kind: str, expected: int | None, macros: bool) -> int:
     """Put each form control of the .xls ``source`` into its sheet of ``result`` (LibreOffice's export of it) as
     Excel writes one; ``expected``: how many controls the legacy file holds (the report's ``controls``; nothing is
-    read when it holds none). Returns how many went in (0: the file is untouched). Never raises for what the files
-    hold: a part it cannot read or a sheet it cannot place them on leaves it as LibreOffice wrote it."""
+    read when it holds none); ``macros``: whether the result keeps the VBA project, and so the macros controls run
+    (else a control goes in without its macro). Returns how many went in (0: the file is untouched). Never raises
+    for what the files hold: a part it cannot read or a sheet it cannot place them on leaves it as LibreOffice
+    wrote it."""
     if kind != "xls" or not expected:
         return 0
-    return guarded(_mend, result, source, "the controls of %s stay as LibreOffice wrote them: %r")
+    return guarded(lambda result, source: _mend(result, source, macros), result, source,
+                   "the controls of %s stay as LibreOffice wrote them: %r")
 
 
-def _mend(result: Path, source: Path) -> int:
+def _mend(result: Path, source: Path, macros: bool) -> int:
     with cfb.CompoundFile(source) as ole:
-        sheets = _source_controls(ole)
+        sheets = _source_controls(ole, macros)
     if not any(sheets.values()):
         return 0
     with zipfile.ZipFile(result) as zf:
@@ -83,12 +93,13 @@ def _mend(result: Path, source: Path) -> int:
     return written
 
 
-def _source_controls(ole: olefile.OleFileIO) -> dict[str, list[Control]]:
+def _source_controls(ole: olefile.OleFileIO, macros: bool) -> dict[str, list[Control]]:
     """{sheet name, cut as the result's: the form controls of it that can be written whole}."""
     book, budget = sheet_objects.records_of(ole)
     if book is None:
         return {}
     found: dict[str, list[Control]] = {}
+    macro = macro_names(book, macros)
     for sheet_index, (sheet, drawing, records) in enumerate(zip(book.drawing_sheets, book.drawings, book.objects)):
         shapes = sheet_objects.client_shapes(drawing, budget)
         if len(shapes) != len(records):
@@ -97,16 +108,18 @@ def _source_controls(ole: olefile.OleFileIO) -> dict[str, list[Control]]:
         for obj_index, ((anchor, _, member), record) in enumerate(zip(shapes, records)):
             if anchor is None or member:
                 continue
-            control = control_of(record, anchor, book.texts.get((sheet_index, obj_index), ""))
+            control = control_of(record, anchor, book.texts.get((sheet_index, obj_index), ""), macro)
             if control is not None:
                 controls.append(control)
         found[sheet[:31]] = controls
     return found
 
 
-def control_of(record: bytes, anchor: tuple[int, ...], text: str) -> Control | None:
+def control_of(record: bytes, anchor: tuple[int, ...], text: str,
+               macro: Callable[[bytes], str | None] = lambda _: None) -> Control | None:
     """The form control of the BIFF8 OBJ record ``record`` (its body), or None when it is none or cannot be written
-    whole."""
+    whole. ``macro(formula)``: the name of the macro an FtMacro's formula runs, "" to leave it out, None when it
+    cannot be told."""
     subrecords = _subrecords(record)
     if not subrecords or subrecords[0][0] != sheet_objects.FT_CMO or len(subrecords[0][1]) < 6:
         return None
@@ -115,10 +128,13 @@ def control_of(record: bytes, anchor: tuple[int, ...], text: str) -> Control | N
     if kind is None or flags & UI_OBJECT:
         return None
     fields = dict(subrecords[1:])
-    if FT_MACRO in fields and _formula(fields[FT_MACRO]) != "":
-        return None  # a macro it runs: not carried
     control = Control(kind, anchor, text if kind in WITH_TEXT else "")
     data = control.data
+    if FT_MACRO in fields and _formula(fields[FT_MACRO]) != "":  # the macro it runs
+        name = macro(fields[FT_MACRO])
+        if name is None:
+            return None
+        data += [f"<x:FmlaMacro>[0]!{sheet_objects.escape(name)}</x:FmlaMacro>"] if name else []
     if kind in ("Checkbox", "Radio"):
         checked, _, _, cbls_flags = struct.unpack_from("<HHHH", fields.get(FT_CBLS_DATA, bytes(8)).ljust(8, b"\0"))
         data += [f"<x:Checked>{checked}</x:Checked>"] if checked else []
@@ -142,6 +158,25 @@ def control_of(record: bytes, anchor: tuple[int, ...], text: str) -> Control | N
     elif kind == "GBox" and struct.unpack_from("<H", fields.get(FT_GBO_DATA, bytes(6)).ljust(6, b"\0"), 4)[0] & 1:
         data.append("<x:NoThreeD/>")
     return control
+
+
+def macro_names(book: xls._Workbook, keep: bool) -> Callable[[bytes], str | None]:
+    """What ``control_of`` asks of a macro: the defined name (a Lbl record of this workbook) that the FtMacro's
+    PtgName or PtgNameX names, or "" where the macros are not ``keep``."""
+    def name(data: bytes) -> str | None:
+        if not keep:
+            return ""
+        rgce = data[6:6 + (struct.unpack_from("<H", data)[0] & 0x7FFF)] if len(data) >= 6 else b""
+        index = None
+        if len(rgce) >= 7 and rgce[0] in PTG_NAMEX:
+            reference, index = struct.unpack_from("<HI", rgce, 1)
+            own = reference < len(book.references) and book.references[reference] < len(book.supbooks) and \
+                book.supbooks[book.references[reference]]
+            index = index if own else None
+        elif len(rgce) >= 5 and rgce[0] in PTG_NAME:
+            index = struct.unpack_from("<I", rgce, 1)[0]
+        return book.names[index - 1] if index and index <= len(book.names) and book.names[index - 1] else None
+    return name
 
 
 def _subrecords(record: bytes) -> list[tuple[int, bytes]]:
@@ -244,9 +279,10 @@ def _shape(spid: int, control: Control, column: sheet_drawing.Size, row: sheet_d
 def _sheet(package: Package, part: str, index: int, controls: list[Control], lower: set[str],
            edits: dict[str, bytes], added: dict[str, tuple[bytes, str]]) -> int:
     """The ``controls`` written into sheet ``part`` (the ``index``th): its XML, relationships and VML drawing in
-    ``edits``, new parts in ``added``; how many. LibreOffice writes a check box itself (its VML shape, and the
-    ``control`` of Excel 2010 with its ``ctrlProp``): a kind it wrote is left as it is. 0, and nothing changed, where
-    the sheet has a VML drawing the controls cannot join."""
+    ``edits``, new parts in ``added``; how many went in or were given their macro. LibreOffice writes check boxes
+    and buttons itself (a VML shape, and the ``control`` of Excel 2010 with its ``ctrlProp``), without their macros:
+    a kind it wrote is left to it, and given its macros. 0, and nothing changed, where the sheet has a VML drawing
+    the controls cannot join."""
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's for its comments, or the objects'
     legacy = sheet_objects.LEGACY.search(data)
@@ -255,18 +291,24 @@ def _sheet(package: Package, part: str, index: int, controls: list[Control], low
         if vml_part is None or vml_part not in package.names:
             return 0
         vml = ooxml.checked(ooxml.read(package.zip, package.names[vml_part], MAX_EDITED_PART), vml_part)
-        # LibreOffice writes a check box there itself: a kind of control it wrote is left to it, where it wrote
-        # as many as there are (else which is which cannot be told, and the report names the rest)
+        # LibreOffice writes check boxes and buttons there itself, without the macro each runs: a kind of control it
+        # wrote is left to it, given its macros where it wrote as many as there are (else which is which cannot be
+        # told, and the report names the rest)
         written = Counter(name.decode() for name in OBJECT_TYPE.findall(vml))
+        vml, data, macros = _their_macros(vml, data, [control for control in controls if written[control.kind]])
+        if macros:
+            edits[vml_part], edits[part] = vml, data
         controls = [control for control in controls if not written[control.kind]]
         if not controls:
-            return 0
+            return macros
     elif b"<controls" in data:
         return 0  # controls without a VML drawing: not LibreOffice's, nor Excel's
+    else:
+        macros = 0
     own: str = vml_part or free_name(lower, "xl/drawings/vmlDrawing{}.vml")
     ids = sheet_drawing.shape_ids(vml, index, len(controls))
     if ids is None:
-        return 0
+        return macros
     column, row = sheet_drawing.geometry(data)
     shapes = [_shape(spid, control, column, row) for spid, control in zip(ids, controls)]
     if vml is None:
@@ -281,6 +323,40 @@ def _sheet(package: Package, part: str, index: int, controls: list[Control], low
     else:
         merged = sheet_drawing.merged(vml, index, shapes, CONTROL_TYPE)
         if merged is None:
-            return 0
+            return macros
         edits[own] = merged
-    return len(shapes)
+    return macros + len(shapes)
+
+
+def _control_macro(data: bytes, spid: bytes, macro: bytes) -> bytes:
+    """The sheet ``data`` whose ``control`` of shape ``spid`` runs ``macro`` (escaped), where its ``controlPr``
+    names none."""
+    found = re.search(rb'<control\b[^>]*\bshapeId="' + spid + rb'"[^>]*>\s*<controlPr\b(?![^>]*\bmacro=)', data)
+    return data if found is None else data[:found.end()] + b' macro="' + macro + b'"' + data[found.end():]
+
+
+def _their_macros(vml: bytes, data: bytes, controls: list[Control]) -> tuple[bytes, bytes, int]:
+    """(the VML drawing ``vml`` and the sheet ``data`` with each control LibreOffice wrote of the kinds of
+    ``controls`` given the macro the legacy one runs: an ``x:FmlaMacro``, and the ``macro`` of its ``controlPr``;
+    how many were given one). A kind is paired in order, where LibreOffice wrote as many of it as ``controls``."""
+    shapes = list(VML_SHAPE.finditer(vml))
+    edits: list[tuple[int, bytes]] = []  # (where in the VML, what goes in)
+    given = 0
+    for kind in {control.kind for control in controls}:
+        theirs = [shape for shape in shapes if f'ObjectType="{kind}"'.encode() in shape.group()]
+        ours = [control for control in controls if control.kind == kind]
+        if len(theirs) != len(ours):
+            continue
+        for shape, control in zip(theirs, ours):
+            macro = next((element for element in control.data if element.startswith("<x:FmlaMacro>")), None)
+            end = shape.group().rfind(b"</x:ClientData>")
+            if macro is None or b"<x:FmlaMacro>" in shape.group() or end < 0:
+                continue
+            edits.append((shape.start() + end, macro.encode()))
+            spid = SHAPE_ID.search(shape.group())
+            if spid is not None:  # its text is escaped as an attribute's would be (sheet_objects.escape)
+                data = _control_macro(data, spid.group(1), macro[len("<x:FmlaMacro>"):-len("</x:FmlaMacro>")].encode())
+            given += 1
+    for at, text in sorted(edits, reverse=True):
+        vml = vml[:at] + text + vml[at:]
+    return vml, data, given

@@ -12,6 +12,7 @@ from conftest import ROOT
 from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, form_controls, inventory
+from docshift.engine.inventory import xls
 from docshift.engine.inventory.package import Package
 from docshift.engine.inventory.sheet_controls import in_result, is_control
 
@@ -218,3 +219,39 @@ def test_what_each_kind_carries_and_what_is_left_out():
     assert form_controls.control_of(obj(0x0B, 0, (0x14, formula(other_sheet))), anchor, "x") is None
     assert form_controls.control_of(obj(0x14, 0x0100), anchor, "") is None
     assert form_controls.control_of(obj(0x08), anchor, "") is None
+
+
+def test_a_control_s_macro_is_the_defined_name_its_formula_names_in_this_workbook():
+    book = xls._Workbook(names=["\r", "Button1_Click", "Other"], supbooks=[True, False], references=[1, 0])
+    name_x = formula(struct.pack("<BHI", 0x39, 1, 2))  # PtgNameX through XTI 1: this workbook's SUPBOOK, name 2
+    outside = formula(struct.pack("<BHI", 0x39, 0, 2))  # through XTI 0: another workbook's
+    name = formula(struct.pack("<BI", 0x23, 3))  # PtgName: name 3
+    keep = form_controls.macro_names(book, keep=True)
+    assert (keep(name_x), keep(name), keep(outside)) == ("Button1_Click", "Other", None)
+    assert keep(formula(struct.pack("<BHI", 0x39, 1, 9))) is None  # no such name
+    assert form_controls.macro_names(book, keep=False)(name_x) == ""  # the macros were not kept: none is named
+    anchor = (1, 0, 1, 0, 2, 0, 2, 0)
+    button = obj(0x07, 0, (0x04, name_x))
+    assert form_controls.control_of(button, anchor, "Go", keep).data == ["<x:FmlaMacro>[0]!Button1_Click</x:FmlaMacro>"]
+    assert form_controls.control_of(button, anchor, "Go", form_controls.macro_names(book, keep=False)).data == []
+    assert form_controls.control_of(obj(0x07, 0, (0x04, outside)), anchor, "Go", keep) is None
+
+
+def test_the_controls_libreoffice_writes_itself_are_given_their_macros():
+    """LibreOffice writes a button as Excel does, its VML shape and its control of Excel 2010, without its macro."""
+    vml = (b'<xml><v:shape o:spid="_x0000_s1001" type="#_x0000_t201"><x:ClientData ObjectType="Button"><x:Anchor>1'
+           b'</x:Anchor></x:ClientData></v:shape><v:shape o:spid="_x0000_s1002"><x:ClientData ObjectType="Checkbox">'
+           b'<x:FmlaMacro>[0]!Own</x:FmlaMacro></x:ClientData></v:shape></xml>')
+    sheet = (b'<worksheet><controls><control shapeId="1001" r:id="rId3" name="Go"><controlPr defaultSize="0">'
+             b'</controlPr></control><control shapeId="1002" r:id="rId4" name="Tick"><controlPr/></control>'
+             b'</controls></worksheet>')
+    anchor = (1, 0, 1, 0, 2, 0, 2, 0)
+    go = form_controls.Control("Button", anchor, "Go", ["<x:FmlaMacro>[0]!Go_Click</x:FmlaMacro>"])
+    tick = form_controls.Control("Checkbox", anchor, "Tick", ["<x:FmlaMacro>[0]!Tick_Click</x:FmlaMacro>"])
+    edited, data, given = form_controls._their_macros(vml, sheet, [go, tick])
+    assert given == 1  # the check box runs a macro of its own already, which stays
+    assert b'ObjectType="Button"><x:Anchor>1</x:Anchor><x:FmlaMacro>[0]!Go_Click</x:FmlaMacro></x:ClientData>' in edited
+    assert b"[0]!Own" in edited and b"Tick_Click" not in edited
+    assert b'<controlPr macro="[0]!Go_Click" defaultSize="0">' in data and data.count(b"macro=") == 1
+    # two buttons in the source and one in the result: which is which cannot be told
+    assert form_controls._their_macros(vml, sheet, [go, go])[2] == 0

@@ -32,6 +32,7 @@ BIFF_IMDATA = 0x007F
 # a custom view's settings of a sheet, its page setup's header and footer among them: alternatives to the sheet's
 BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END = 0x01AA, 0x01AB
 BIFF_DRAWING_GROUP, BIFF_DRAWING, BIFF_FILEPASS, BIFF_OBJ, BIFF_TXO = 0x00EB, 0x00EC, 0x002F, 0x005D, 0x01B6
+BIFF_NAME, BIFF_SUPBOOK, BIFF_EXTERNSHEET = 0x0018, 0x01AE, 0x0017
 DT_GLOBALS, DT_WORKSHEET, DT_CHART, DT_MACRO_SHEET = 0x0005, 0x0010, 0x0020, 0x0040
 # NUMBER, RK, MULRK, LABELSST, LABEL, FORMULA, STRING, BOOLERR, BLANK, MULBLANK, ROW, DBCELL
 BIFF_CELLS = frozenset({0x0203, 0x027E, 0x00BD, 0x00FD, 0x0204, 0x0006, 0x0207, 0x0205, 0x0201, 0x00BE, 0x0208,
@@ -62,6 +63,9 @@ class _Workbook:
     chart_owners: list[tuple[int, int]] = field(default_factory=list)  # (sheet, OBJ) of each chart in a worksheet
     note_objects: set[tuple[int, int]] = field(default_factory=set)  # (sheet, OBJ id) of each NOTE's box (BIFF8)
     texts: dict[tuple[int, int], str] = field(default_factory=dict)  # (sheet, OBJ) of a TXO's object: its text
+    names: list[str] = field(default_factory=list)  # the defined names (Lbl records, BIFF8), in order
+    supbooks: list[bool] = field(default_factory=list)  # each SUPBOOK: whether it is this workbook's own
+    references: list[int] = field(default_factory=list)  # the SUPBOOK of each XTI of the EXTERNSHEET
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -122,6 +126,15 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     else f"cp{number}"
             elif rec_type == BIFF_FILEPASS:
                 book.encrypted = True
+            elif rec_type == BIFF_NAME and length >= 15 and biff8:  # Lbl: its name's length at 3, the name at 14
+                count, wide = data[body + 3], data[body + 14] & 1
+                label = bytes(data[body + 15:min(end, body + 15 + count * (2 if wide else 1))])
+                book.names.append(label.decode("utf_16_le" if wide else "latin-1", "replace"))
+            elif rec_type == BIFF_SUPBOOK and length >= 4:
+                book.supbooks.append(data[body + 2:body + 4] == b"\x01\x04")  # 0x0401: this workbook's own
+            elif rec_type == BIFF_EXTERNSHEET and length >= 2 and biff8:
+                count = min(struct.unpack_from("<H", data, body)[0], (length - 2) // 6)
+                book.references = [struct.unpack_from("<H", data, body + 2 + 6 * index)[0] for index in range(count)]
             elif rec_type == BIFF_DRAWING_GROUP or (rec_type == BIFF_CONTINUE and last == BIFF_DRAWING_GROUP):
                 book.group += data[body:end]
         elif top in (DT_WORKSHEET, DT_MACRO_SHEET) and len(stack) == 1:
