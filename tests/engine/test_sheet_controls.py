@@ -255,3 +255,73 @@ def test_the_controls_libreoffice_writes_itself_are_given_their_macros():
     assert b'<controlPr macro="[0]!Go_Click" defaultSize="0">' in data and data.count(b"macro=") == 1
     # two buttons in the source and one in the result: which is which cannot be told
     assert form_controls._their_macros(vml, sheet, [go, go])[2] == 0
+
+
+def workbook_with_macro_controls(tmp_path):
+    """The corpus's SimpleMacro.xls given a button and an option button that run its TestMacro: saved as .xlsm by
+    LibreOffice, the two written there as Excel 2007's VML, and saved as .xls again (its VBA project kept)."""
+    macro_enabled = soffice(CORPUS / "SimpleMacro.xls", "xlsm:Calc MS Excel 2007 VBA XML", tmp_path / "xlsm")
+    with zipfile.ZipFile(macro_enabled) as package:
+        parts = {name: package.read(name) for name in package.namelist()}
+    shapes = "".join(
+        f'<v:shape id="_x0000_s{number}" type="#_x0000_t201" style="position:absolute;margin-left:60pt;'
+        f'margin-top:{top}pt;width:100pt;height:20pt" filled="f" stroked="f"><v:textbox><div><font>{text}</font>'
+        f'</div></v:textbox><x:ClientData ObjectType="{kind}"><x:Anchor>{anchor}</x:Anchor>'
+        f'<x:FmlaMacro>[0]!TestMacro</x:FmlaMacro>{extra}</x:ClientData></v:shape>'
+        for number, top, text, kind, anchor, extra in (
+            (1025, 40, "Run it", "Button", "1, 10, 3, 2, 3, 10, 4, 2", ""),
+            (1026, 80, "Pick", "Radio", "1, 10, 6, 2, 3, 10, 7, 2", "<x:FmlaLink>$D$2</x:FmlaLink>")))
+    parts["xl/drawings/vmlDrawing9.vml"] = (
+        '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
+        'xmlns:x="urn:schemas-microsoft-com:office:excel"><v:shapetype id="_x0000_t201" coordsize="21600,21600" '
+        'o:spt="201" path="m,l,21600r21600,l21600,xe"/>' + shapes + "</xml>").encode()
+    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
+        b"</worksheet>", b'<legacyDrawing xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
+                         b'relationships" r:id="rId99"/></worksheet>')
+    relationship = (b'<Relationship Id="rId99" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+                    b'relationships/vmlDrawing" Target="../drawings/vmlDrawing9.vml"/>')
+    rels = "xl/worksheets/_rels/sheet1.xml.rels"
+    parts[rels] = parts[rels].replace(b"</Relationships>", relationship + b"</Relationships>") if rels in parts \
+        else b'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' + relationship + \
+        b"</Relationships>"
+    if b'Extension="vml"' not in parts["[Content_Types].xml"]:
+        parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+            b"</Types>", b'<Default Extension="vml" ContentType="application/vnd.openxmlformats-officedocument.'
+                         b'vmlDrawing"/></Types>')
+    with zipfile.ZipFile(tmp_path / "buttons.xlsm", "w") as package:
+        for name, data in parts.items():
+            package.writestr(name, data)
+    return soffice(tmp_path / "buttons.xlsm", "xls", tmp_path / "legacy")
+
+
+def macros_libreoffice_reads(path, tmp_path):
+    """(the label of each form control, the script its click runs) that LibreOffice reads from ``path``, sorted."""
+    ods = soffice(path, "ods", tmp_path / f"macros-{path.suffix[1:]}")
+    root = ElementTree.fromstring(zipfile.ZipFile(ods).read("content.xml"))
+    found = []
+    for element in root.iter():
+        label = element.get(f"{{{FORM}}}label")
+        if label is not None:
+            scripts = [listener.get("{http://www.w3.org/1999/xlink}href") for listener in element.iter()
+                       if listener.tag.endswith("}event-listener")]
+            found.append((label, tuple(sorted(scripts))))
+    return sorted(found)
+
+
+def test_a_button_and_an_option_button_run_their_macro_in_the_macro_enabled_result(office, tmp_path):
+    source = workbook_with_macro_controls(tmp_path)
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert converted.path.suffix == ".xlsm"
+    assert converted.fidelity["counts"]["controls"] == {"source": 2, "result": 2}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    with zipfile.ZipFile(converted.path) as package:
+        vml = b"".join(package.read(name) for name in package.namelist() if name.endswith(".vml"))
+    # the button as LibreOffice wrote it, with its macro (here it keeps it); the option button written here with it
+    assert vml.count(b"Module1.TestMacro</x:FmlaMacro>") == 2
+    assert b"<x:FmlaMacro>[0]!Module1.TestMacro</x:FmlaMacro><x:FmlaLink>$D$2</x:FmlaLink>" in vml
+    kept = macros_libreoffice_reads(converted.path, tmp_path)
+    assert kept == macros_libreoffice_reads(source, tmp_path)
+    assert [label for label, scripts in kept if any("TestMacro" in script for script in scripts)] == ["Pick", "Run it"]
+    plain = macros_libreoffice_reads(soffice(source, "xlsm:Calc MS Excel 2007 VBA XML", tmp_path / "plain"), tmp_path)
+    # a plain soffice's result keeps the button and its macro, and loses the option button
+    assert [label for label, scripts in plain if scripts] == ["Run it"] and "Pick" not in dict(plain)
