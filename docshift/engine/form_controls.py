@@ -1,9 +1,9 @@
 """Excel's form controls on an .xls's sheets, put back into the .xlsx as Excel 2007 writes them: VML shapes.
 
 LibreOffice 25.2 loads a sheet's form controls, and its .xlsx export writes check boxes and buttons as Excel does
-but for the macros they run, and every other kind (option buttons, list and drop-down boxes, spinners, scroll bars,
-labels, group boxes) as a drawing shape of no size in the sheet's top left corner, with no control behind it
-(``inventory/sheet_controls.py``). Excel keeps a form control as a VML
+(not always with the macros they run), and every other kind (option buttons, list and drop-down boxes, spinners,
+scroll bars, labels, group boxes) as a drawing shape of no size in the sheet's top left corner, with no control
+behind it (``inventory/sheet_controls.py``). Excel keeps a form control as a VML
 shape of its legacy drawing whose ``x:ClientData`` names its ``ObjectType`` and holds its state: where it is
 (``x:Anchor``), the cell it is linked to (``x:FmlaLink``), the range a list shows (``x:FmlaRange``), whether it is
 checked, its limits ([MS-OI29500]; Excel 2010 also writes each in the sheet's ``controls``, which it does not need
@@ -14,8 +14,8 @@ FtSbs, FtSbsFmla, FtGboData), its text from the TXO that follows, and its anchor
 and writes it into the sheet's VML drawing (LibreOffice's, for comments, or a new one). A control is written whole
 or not at all, and the report then names it: one in a group (its anchor is the group's), and one whose formulas
 point at another sheet or a name are left as LibreOffice wrote them. The macro a control runs (a defined name of
-the workbook, ``[0]!name``) goes in where the result keeps the VBA project; LibreOffice writes check boxes and
-buttons itself, without theirs, and those are given it.
+the workbook, ``[0]!name``) goes in where the result keeps the VBA project; a check box or button LibreOffice
+wrote without its macro is given it.
 """
 
 import posixpath
@@ -280,9 +280,9 @@ def _sheet(package: Package, part: str, index: int, controls: list[Control], low
            edits: dict[str, bytes], added: dict[str, tuple[bytes, str]]) -> int:
     """The ``controls`` written into sheet ``part`` (the ``index``th): its XML, relationships and VML drawing in
     ``edits``, new parts in ``added``; how many went in or were given their macro. LibreOffice writes check boxes
-    and buttons itself (a VML shape, and the ``control`` of Excel 2010 with its ``ctrlProp``), without their macros:
-    a kind it wrote is left to it, and given its macros. 0, and nothing changed, where the sheet has a VML drawing
-    the controls cannot join."""
+    and buttons itself (a VML shape, and the ``control`` of Excel 2010 with its ``ctrlProp``), not always with their
+    macros: a kind it wrote is left to it, and given the macros it lacks. 0, and nothing changed, where the sheet has
+    a VML drawing the controls cannot join."""
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's for its comments, or the objects'
     legacy = sheet_objects.LEGACY.search(data)
@@ -291,9 +291,9 @@ def _sheet(package: Package, part: str, index: int, controls: list[Control], low
         if vml_part is None or vml_part not in package.names:
             return 0
         vml = ooxml.checked(ooxml.read(package.zip, package.names[vml_part], MAX_EDITED_PART), vml_part)
-        # LibreOffice writes check boxes and buttons there itself, without the macro each runs: a kind of control it
-        # wrote is left to it, given its macros where it wrote as many as there are (else which is which cannot be
-        # told, and the report names the rest)
+        # LibreOffice writes check boxes and buttons there itself, not always with the macro each runs: a kind of
+        # control it wrote is left to it, given the macros it lacks where it wrote as many as there are (else which
+        # is which cannot be told, and the report names the rest)
         written = Counter(name.decode() for name in OBJECT_TYPE.findall(vml))
         vml, data, macros = _their_macros(vml, data, [control for control in controls if written[control.kind]])
         if macros:
