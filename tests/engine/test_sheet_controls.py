@@ -112,6 +112,31 @@ def test_option_buttons_come_back_as_excel_writes_them_and_libreoffice_reads_the
     assert len(kept) == 61 and {control[:2] for control in kept} >= {("radio", "Option Button 39")}
 
 
+def with_vml(parts, shapes, out):
+    """The package ``parts`` ({name: bytes}) written to ``out`` with a VML drawing of ``shapes`` on its first sheet,
+    as Excel 2007 writes form controls."""
+    parts["xl/drawings/vmlDrawing9.vml"] = (
+        '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
+        'xmlns:x="urn:schemas-microsoft-com:office:excel"><v:shapetype id="_x0000_t201" coordsize="21600,21600" '
+        'o:spt="201" path="m,l,21600r21600,l21600,xe"/>' + shapes + "</xml>").encode()
+    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
+        b"</worksheet>", b'<legacyDrawing xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
+                         b'relationships" r:id="rId99"/></worksheet>')
+    relationship = (b'<Relationship Id="rId99" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+                    b'relationships/vmlDrawing" Target="../drawings/vmlDrawing9.vml"/>')
+    rels = "xl/worksheets/_rels/sheet1.xml.rels"
+    parts[rels] = parts[rels].replace(b"</Relationships>", relationship + b"</Relationships>") if rels in parts \
+        else b'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' + relationship + \
+        b"</Relationships>"
+    if b'Extension="vml"' not in parts["[Content_Types].xml"]:
+        parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+            b"</Types>", b'<Default Extension="vml" ContentType="application/vnd.openxmlformats-officedocument.'
+                         b'vmlDrawing"/></Types>')
+    with zipfile.ZipFile(out, "w") as package:
+        for name, data in parts.items():
+            package.writestr(name, data)
+
+
 def workbook_with_controls(tmp_path):
     """A workbook with a check box, two option buttons, a spinner, a drop-down, a group box and a label, linked to
     cells and a range, made here as an .xlsx with Excel 2007's VML and saved as an .xls by LibreOffice."""
@@ -137,23 +162,7 @@ def workbook_with_controls(tmp_path):
                     "<x:FmlaLink>$C$5</x:FmlaLink>"),
               shape(1030, "GBox", "0, 5, 3, 10, 4, 10, 8, 2", "", "Colours"),
               shape(1031, "Label", "6, 10, 6, 2, 8, 10, 7, 2", "", "A label")]
-    parts["xl/drawings/vmlDrawing1.vml"] = (
-        '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
-        'xmlns:x="urn:schemas-microsoft-com:office:excel"><v:shapetype id="_x0000_t201" coordsize="21600,21600" '
-        'o:spt="201" path="m,l,21600r21600,l21600,xe"/>' + "".join(shapes) + "</xml>").encode()
-    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
-        b"</worksheet>", b'<legacyDrawing xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
-                         b'relationships" r:id="rId9"/></worksheet>')
-    parts["xl/worksheets/_rels/sheet1.xml.rels"] = (
-        b'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId9"'
-        b' Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/vmlDrawing"'
-        b' Target="../drawings/vmlDrawing1.vml"/></Relationships>')
-    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
-        b"</Types>", b'<Default Extension="vml" ContentType="application/vnd.openxmlformats-officedocument.vmlDrawing"'
-                     b'/></Types>')
-    with zipfile.ZipFile(tmp_path / "controls.xlsx", "w") as package:
-        for name, data in parts.items():
-            package.writestr(name, data)
+    with_vml(parts, "".join(shapes), tmp_path / "controls.xlsx")
     return soffice(tmp_path / "controls.xlsx", "xls", tmp_path / "legacy")
 
 
@@ -271,26 +280,7 @@ def workbook_with_macro_controls(tmp_path):
         for number, top, text, kind, anchor, extra in (
             (1025, 40, "Run it", "Button", "1, 10, 3, 2, 3, 10, 4, 2", ""),
             (1026, 80, "Pick", "Radio", "1, 10, 6, 2, 3, 10, 7, 2", "<x:FmlaLink>$D$2</x:FmlaLink>")))
-    parts["xl/drawings/vmlDrawing9.vml"] = (
-        '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
-        'xmlns:x="urn:schemas-microsoft-com:office:excel"><v:shapetype id="_x0000_t201" coordsize="21600,21600" '
-        'o:spt="201" path="m,l,21600r21600,l21600,xe"/>' + shapes + "</xml>").encode()
-    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
-        b"</worksheet>", b'<legacyDrawing xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
-                         b'relationships" r:id="rId99"/></worksheet>')
-    relationship = (b'<Relationship Id="rId99" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
-                    b'relationships/vmlDrawing" Target="../drawings/vmlDrawing9.vml"/>')
-    rels = "xl/worksheets/_rels/sheet1.xml.rels"
-    parts[rels] = parts[rels].replace(b"</Relationships>", relationship + b"</Relationships>") if rels in parts \
-        else b'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' + relationship + \
-        b"</Relationships>"
-    if b'Extension="vml"' not in parts["[Content_Types].xml"]:
-        parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
-            b"</Types>", b'<Default Extension="vml" ContentType="application/vnd.openxmlformats-officedocument.'
-                         b'vmlDrawing"/></Types>')
-    with zipfile.ZipFile(tmp_path / "buttons.xlsm", "w") as package:
-        for name, data in parts.items():
-            package.writestr(name, data)
+    with_vml(parts, shapes, tmp_path / "buttons.xlsm")
     return soffice(tmp_path / "buttons.xlsm", "xls", tmp_path / "legacy")
 
 
