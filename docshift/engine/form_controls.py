@@ -55,12 +55,19 @@ CONTROL_TYPE = ('<v:shapetype id="_x0000_t201" coordsize="21600,21600" o:spt="20
 
 @dataclass
 class Control:
-    """One form control of a sheet: its VML ObjectType, cell anchor (as ``sheet_objects.Placed``'s), text and the
-    elements of its ``x:ClientData`` besides its anchor."""
+    """One form control of a sheet: its VML ObjectType, cell anchor (as ``sheet_objects.Placed``'s), text, the
+    elements of its ``x:ClientData`` besides its anchor and its macro, and the macro it runs ("[0]!name", escaped
+    for XML; "" for none)."""
     kind: str
     anchor: tuple[int, ...]
     text: str = ""
     data: list[str] = field(default_factory=list)
+    macro: str = ""
+
+    @property
+    def client_data(self) -> str:
+        """Its ``x:ClientData`` elements besides the anchor."""
+        return (f"<x:FmlaMacro>{self.macro}</x:FmlaMacro>" if self.macro else "") + "".join(self.data)
 
 
 def mend(result: Path, source: Path, kind: str, expected: int | None, macros: bool) -> int:
@@ -134,7 +141,7 @@ def control_of(record: bytes, anchor: tuple[int, ...], text: str,
         name = macro(fields[FT_MACRO])
         if name is None:
             return None
-        data += [f"<x:FmlaMacro>[0]!{sheet_objects.escape(name)}</x:FmlaMacro>"] if name else []
+        control.macro = f"[0]!{sheet_objects.escape(name)}" if name else ""
     if kind in ("Checkbox", "Radio"):
         checked, _, _, cbls_flags = struct.unpack_from("<HHHH", fields.get(FT_CBLS_DATA, bytes(8)).ljust(8, b"\0"))
         data += [f"<x:Checked>{checked}</x:Checked>"] if checked else []
@@ -272,7 +279,7 @@ def _shape(spid: int, control: Control, column: sheet_drawing.Size, row: sheet_d
             f'z-index:{spid % 1024}" filled="f" fillcolor="window [65]" stroked="f" strokecolor="windowText [64]" '
             f'o:insetmode="auto"><v:path shadowok="t" strokeok="t" fillok="t"/><o:lock v:ext="edit" rotation="t"/>'
             f'{text}<x:ClientData ObjectType="{control.kind}"><x:Anchor>{anchor}</x:Anchor>'
-            f'<x:AutoFill>False</x:AutoFill><x:AutoLine>False</x:AutoLine>' + "".join(control.data)
+            f'<x:AutoFill>False</x:AutoFill><x:AutoLine>False</x:AutoLine>' + control.client_data
             + "</x:ClientData></v:shape>")
 
 
@@ -348,14 +355,13 @@ def _their_macros(vml: bytes, data: bytes, controls: list[Control]) -> tuple[byt
         if len(theirs) != len(ours):
             continue
         for shape, control in zip(theirs, ours):
-            macro = next((element for element in control.data if element.startswith("<x:FmlaMacro>")), None)
             end = shape.group().rfind(b"</x:ClientData>")
-            if macro is None or b"<x:FmlaMacro>" in shape.group() or end < 0:
+            if not control.macro or b"<x:FmlaMacro>" in shape.group() or end < 0:
                 continue
-            edits.append((shape.start() + end, macro.encode()))
+            edits.append((shape.start() + end, f"<x:FmlaMacro>{control.macro}</x:FmlaMacro>".encode()))
             spid = SHAPE_ID.search(shape.group())
             if spid is not None:  # its text is escaped as an attribute's would be (sheet_objects.escape)
-                data = _control_macro(data, spid.group(1), macro[len("<x:FmlaMacro>"):-len("</x:FmlaMacro>")].encode())
+                data = _control_macro(data, spid.group(1), control.macro.encode())
             given += 1
     for at, text in sorted(edits, reverse=True):
         vml = vml[:at] + text + vml[at:]

@@ -241,8 +241,9 @@ def test_a_control_s_macro_is_the_defined_name_its_formula_names_in_this_workboo
     assert form_controls.macro_names(book, keep=False)(name_x) == ""  # the macros were not kept: none is named
     anchor = (1, 0, 1, 0, 2, 0, 2, 0)
     button = obj(0x07, 0, (0x04, name_x))
-    assert form_controls.control_of(button, anchor, "Go", keep).data == ["<x:FmlaMacro>[0]!Button1_Click</x:FmlaMacro>"]
-    assert form_controls.control_of(button, anchor, "Go", form_controls.macro_names(book, keep=False)).data == []
+    assert form_controls.control_of(button, anchor, "Go", keep).client_data == \
+        "<x:FmlaMacro>[0]!Button1_Click</x:FmlaMacro>"
+    assert form_controls.control_of(button, anchor, "Go", form_controls.macro_names(book, keep=False)).client_data == ""
     assert form_controls.control_of(obj(0x07, 0, (0x04, outside)), anchor, "Go", keep) is None
 
 
@@ -255,8 +256,8 @@ def test_the_controls_libreoffice_writes_itself_are_given_their_macros():
              b'</controlPr></control><control shapeId="1002" r:id="rId4" name="Tick"><controlPr/></control>'
              b'</controls></worksheet>')
     anchor = (1, 0, 1, 0, 2, 0, 2, 0)
-    go = form_controls.Control("Button", anchor, "Go", ["<x:FmlaMacro>[0]!Go_Click</x:FmlaMacro>"])
-    tick = form_controls.Control("Checkbox", anchor, "Tick", ["<x:FmlaMacro>[0]!Tick_Click</x:FmlaMacro>"])
+    go = form_controls.Control("Button", anchor, "Go", macro="[0]!Go_Click")
+    tick = form_controls.Control("Checkbox", anchor, "Tick", macro="[0]!Tick_Click")
     edited, data, given = form_controls._their_macros(vml, sheet, [go, tick])
     assert given == 1  # the check box runs a macro of its own already, which stays
     assert b'ObjectType="Button"><x:Anchor>1</x:Anchor><x:FmlaMacro>[0]!Go_Click</x:FmlaMacro></x:ClientData>' in edited
