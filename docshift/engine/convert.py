@@ -23,23 +23,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import (
-    form_controls,
     inventory,
     mended,
-    objects,
     ooxml,
     ppt_links,
     precheck,
+    putback,
     sandbox,
-    sheet_objects,
-    slide_actions,
-    slide_comments,
-    slide_sounds,
     stored,
     unexplained,
     vba,
     vbaproject,
-    word_objects,
 )
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
@@ -177,16 +171,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     if "archive" in report:  # a web archive (MHT): what its pages show, as the child that unpacked it read them
         holds = inventory.of_web_archive(kind, report["archive"])
     check_export(result, kind, project)
-    # LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an
-    # object whose server it does not know (a packaged file) on a slide or in a text as its picture only; a
-    # presentation's sounds come from the legacy file (slide_sounds.py: LibreOffice's gallery is shut); it writes
-    # a comment's text on a slide unescaped (slide_comments.py); it drops the verbs objects run in the show and the
-    # macros buttons run (slide_actions.py), and writes a sheet's form controls as shapes of no size (form_controls.py)
-    expected, acting = holds.counts.get("embedded_objects"), holds.counts.get("actions")
-    mends = objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
-        form_controls.mend(result, source, kind, holds.counts.get("controls"), keep_macros) + \
-        word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
-        slide_comments.mend(result, kind) + slide_actions.mend(result, source, kind, acting, keep_macros)
+    mends = putback.mend(result, source, kind, holds.counts, keep_macros)
     if mends:
         check_package(result, kind)
     if ready is not None and kind != "xls":

@@ -11,11 +11,11 @@ to open one).
 
 ``mend`` reads each control from its OBJ record ([MS-XLS] 2.4.181: FtCblsData, FtCblsFmla, FtRboData, FtLbsData,
 FtSbs, FtSbsFmla, FtGboData), its text from the TXO that follows, and its anchor from the shape the OBJ pairs with,
-and writes it into the sheet's VML drawing (LibreOffice's, for comments, or a new one). A control is written whole
-or not at all, and the report then names it: one in a group (its anchor is the group's), and one whose formulas
-point at another sheet or a name are left as LibreOffice wrote them. The macro a control runs (a defined name of
-the workbook, ``[0]!name``) goes in where the result keeps the VBA project; a check box or button LibreOffice
-wrote without its macro is given it.
+and writes it into the sheet's VML drawing (LibreOffice's, for comments, or a new one); one in a group goes where
+the group places it (``sheet_shapes``). A control is written whole or not at all, and the report then names it: one
+whose formulas point at another sheet or a name is left as LibreOffice wrote it. The macro a control runs (a
+defined name of the workbook, ``[0]!name``) goes in where the result keeps the VBA project; a check box or button
+LibreOffice wrote without its macro is given it.
 """
 
 import posixpath
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import olefile
 
-from docshift.engine import cfb, ooxml, sheet_drawing, sheet_objects
+from docshift.engine import cfb, ooxml, sheet_drawing, sheet_objects, sheet_shapes
 from docshift.engine.embedding import MAX_EDITED_PART, free_name, guarded
 from docshift.engine.inventory import xls
 from docshift.engine.inventory.package import NS_R, Package
@@ -57,12 +57,13 @@ CONTROL_TYPE = ('<v:shapetype id="_x0000_t201" coordsize="21600,21600" o:spt="20
 class Control:
     """One form control of a sheet: its VML ObjectType, cell anchor (as ``sheet_objects.Placed``'s), text, the
     elements of its ``x:ClientData`` besides its anchor and its macro, and the macro it runs ("[0]!name", escaped
-    for XML; "" for none)."""
+    for XML; "" for none), and in a group the fraction of the box of ``anchor`` (its outermost group's) it covers."""
     kind: str
     anchor: tuple[int, ...]
     text: str = ""
     data: list[str] = field(default_factory=list)
     macro: str = ""
+    within: sheet_shapes.Box | None = None
 
     @property
     def client_data(self) -> str:
@@ -108,16 +109,17 @@ def _source_controls(ole: olefile.OleFileIO, macros: bool) -> dict[str, list[Con
     found: dict[str, list[Control]] = {}
     macro = macro_names(book, macros)
     for sheet_index, (sheet, drawing, records) in enumerate(zip(book.drawing_sheets, book.drawings, book.objects)):
-        shapes = sheet_objects.client_shapes(drawing, budget)
+        shapes = sheet_shapes.client_shapes(drawing, budget)
         if len(shapes) != len(records):
             continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
         controls = []
-        for obj_index, ((anchor, _, member), record) in enumerate(zip(shapes, records)):
-            if anchor is None or member:
+        for obj_index, (shape, record) in enumerate(zip(shapes, records)):
+            if shape.anchor is None or (shape.member and shape.within is None):
                 continue
-            control = control_of(record, anchor, book.texts.get((sheet_index, obj_index), ""), macro)
+            control = control_of(record, shape.anchor, book.texts.get((sheet_index, obj_index), ""), macro)
             if control is not None:
                 controls.append(control)
+                control.within = shape.within
         found[sheet[:31]] = controls
     return found
 
@@ -137,7 +139,7 @@ def control_of(record: bytes, anchor: tuple[int, ...], text: str,
     fields = dict(subrecords[1:])
     control = Control(kind, anchor, text if kind in WITH_TEXT else "")
     data = control.data
-    if FT_MACRO in fields and _formula(fields[FT_MACRO]) != "":  # the macro it runs
+    if FT_MACRO in fields and formula(fields[FT_MACRO]) != "":  # the macro it runs
         name = macro(fields[FT_MACRO])
         if name is None:
             return None
@@ -200,7 +202,7 @@ def _subrecords(record: bytes) -> list[tuple[int, bytes]]:
     return found
 
 
-def _formula(data: bytes | None, sized: bool = False) -> str | None:
+def formula(data: bytes | None, sized: bool = False) -> str | None:
     """The reference an ObjFmlaNoSize (an ObjectParsedFormula: cce, 4 unused bytes, its Ptgs), or where ``sized``
     an ObjFmla (cbFmla, then one), holds as A1 text: a cell ("$B$3") or an area ("$A$1:$A$5") of the same sheet;
     "" when it holds none; None for any other formula (another sheet's cells, a name), which is not carried."""
@@ -234,7 +236,7 @@ def _link(data: bytes | None, elements: list[str]) -> bool:
     """Add the cell an FtCblsFmla or FtSbsFmla links the control to (``x:FmlaLink``); False when it cannot."""
     if data is None:
         return True
-    reference = _formula(data)
+    reference = formula(data)
     if reference is None:
         return False
     if reference:
@@ -247,7 +249,7 @@ def _list(data: bytes, kind: str, elements: list[str]) -> bool:
     if len(data) < 2:
         return False
     size = struct.unpack_from("<H", data)[0]
-    reference = _formula(data[:2 + size], sized=True)
+    reference = formula(data[:2 + size], sized=True)
     rest = data[2 + size:]
     if reference is None or len(rest) < 8:
         return False
@@ -269,7 +271,8 @@ def _list(data: bytes, kind: str, elements: list[str]) -> bool:
 
 def _shape(spid: int, control: Control, column: sheet_drawing.Size, row: sheet_drawing.Size) -> str:
     """The VML shape of ``control``, as Excel 2007 writes a form control."""
-    style, anchor = sheet_drawing.place(control.anchor, column, row)
+    style, anchor = sheet_drawing.place(sheet_drawing.inside(control.anchor, control.within, column, row), column,
+                                        row)
     text = ""
     if control.text:
         lines = "<br/>".join(sheet_objects.escape(line) for line in control.text.split("\n"))

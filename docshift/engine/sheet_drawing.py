@@ -13,6 +13,7 @@ EMU_PER_PIXEL, EMU_PER_POINT = 9525, 12700
 MAX_DIGIT_WIDTH = 7  # pixels of a digit in Calibri 11, Excel's default: column widths count digits
 VML = {b"v": b"urn:schemas-microsoft-com:vml", b"o": b"urn:schemas-microsoft-com:office:office",
        b"x": b"urn:schemas-microsoft-com:office:excel"}
+MAX_SPAN = 16384  # columns or rows a group's member is looked for across
 SHAPES_PER_BLOCK = 1024  # an o:idmap block numbers this many shapes
 PICTURE_TYPE = ('<v:shapetype id="_x0000_t75" coordsize="21600,21600" o:spt="75" o:preferrelative="t" '
                 'path="m@4@5l@4@11@9@11@9@5xe" filled="f" stroked="f"><v:stroke joinstyle="miter"/><v:path '
@@ -63,6 +64,42 @@ def _left(column: Size, col: int, dx: int) -> float:
 def _top(row: Size, rw: int, dy: int) -> float:
     """Points from the sheet's top to ``dy`` 256ths into row ``rw``."""
     return sum(row(r) for r in range(rw)) + min(dy, 256) / 256 * row(rw)
+
+
+def inside(anchor: tuple[int, ...], within: tuple[float, float, float, float] | None, column: Size,
+           row: Size) -> tuple[int, ...]:
+    """The cell anchor of what covers the fraction ``within`` (left, top, right, bottom) of the box ``anchor``
+    places: a group's member, placed in its group (None: ``anchor`` itself)."""
+    if within is None:
+        return anchor
+    col_l, dx_l, row_t, dy_t, col_r, dx_r, row_b, dy_b = anchor
+    left, top = _left(column, col_l, dx_l), _top(row, row_t, dy_t)
+    width, height = _left(column, col_r, dx_r) - left, _top(row, row_b, dy_b) - top
+    x0, y0, x1, y1 = within
+    return (*_column_at(column, col_l, left + x0 * width), *_row_at(row, row_t, top + y0 * height),
+            *_column_at(column, col_l, left + x1 * width), *_row_at(row, row_t, top + y1 * height))
+
+
+def _column_at(column: Size, first: int, points: float) -> tuple[int, int]:
+    """(column, 1024ths of its width) at ``points`` from the sheet's left edge, from column ``first`` on."""
+    start = _left(column, first, 0)
+    for index in range(first, first + MAX_SPAN):
+        width = column(index) * 0.75
+        if points < start + width or width <= 0:
+            return index, int(max(points - start, 0) / width * 1024) if width > 0 else 0
+        start += width
+    return first + MAX_SPAN, 0
+
+
+def _row_at(row: Size, first: int, points: float) -> tuple[int, int]:
+    """(row, 256ths of its height) at ``points`` from the sheet's top, from row ``first`` on."""
+    start = _top(row, first, 0)
+    for index in range(first, first + MAX_SPAN):
+        height = row(index)
+        if points < start + height or height <= 0:
+            return index, int(max(points - start, 0) / height * 256) if height > 0 else 0
+        start += height
+    return first + MAX_SPAN, 0
 
 
 def place(anchor: tuple[int, ...], column: Size, row: Size) -> tuple[str, str]:

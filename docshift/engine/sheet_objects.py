@@ -24,7 +24,7 @@ from pathlib import Path
 
 import olefile
 
-from docshift.engine import cfb, ooxml, pictures, sheet_drawing
+from docshift.engine import cfb, ooxml, pictures, sheet_drawing, sheet_shapes
 from docshift.engine.embedding import (
     ERRORS,
     MAX_EDITED_PART,
@@ -35,15 +35,13 @@ from docshift.engine.embedding import (
     free_name,
     prog_id_of,
 )
-from docshift.engine.inventory import officeart, xls
+from docshift.engine.inventory import xls
 from docshift.engine.inventory.common import MSGRAPH_CLSIDS, Budget, Unreadable, stream
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, relationships_part
 
 log = logging.getLogger("docshift.engine")
 
 OT_PICTURE, FT_CMO, FT_PICT_FMLA, FT_END = 0x08, 0x15, 0x09, 0x00
-OA_CLIENT_ANCHOR = 0xF010
-SHEET_SHAPE_DEPTH = 2  # a sheet's shape in its drawing: OfficeArtDgContainer > patriarch SpgrContainer > SpContainer
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
 VML_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.vmlDrawing"
@@ -132,21 +130,21 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
     book, budget = records_of(ole)
     if book is None:
         return {}
-    blips = _blips(book.group, budget)
+    blips = sheet_shapes.blips_of(book.group, budget)
     found: dict[str, tuple[list[Placed], int]] = {}
     for sheet, drawing, records in zip(book.drawing_sheets, book.drawings, book.objects):
-        shapes = client_shapes(drawing, budget)
+        shapes = sheet_shapes.client_shapes(drawing, budget)
         if len(shapes) != len(records):
             continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
         placed, grouped = [], 0
-        for (anchor, pib, member), record in zip(shapes, records):
+        for shape, record in zip(shapes, records):
             storage = _storage_name(record)
             if storage is None or storage.upper() not in storages:
                 continue
-            if member:
+            if shape.member:
                 grouped += 1
-            elif anchor is not None:
-                placed.append(Placed(storages[storage.upper()], anchor, blips.get(pib)))
+            elif shape.anchor is not None:
+                placed.append(Placed(storages[storage.upper()], shape.anchor, blips.get(shape.pib)))
         found[sheet[:31]] = (placed, grouped)
     return found
 
@@ -159,29 +157,6 @@ def records_of(ole: olefile.OleFileIO) -> tuple[xls._Workbook | None, Budget]:
     budget = Budget()
     book = xls._biff(data, budget)
     return (None if book.encrypted else book), budget
-
-
-def client_shapes(drawing: bytearray, budget: Budget) -> list[tuple[tuple[int, ...] | None, int, bool]]:
-    """(cell anchor or None, BStore index of its picture or 0, in a group) of each shape with client data, in
-    order. A group's members have no cell anchor: they are placed in the group's coordinates."""
-    found: list[tuple[tuple[int, ...] | None, int, bool]] = []
-    for rec_type, _, _, body, stop, depth in officeart.walk(drawing, 0, len(drawing), budget, skip=(officeart.OA_SP,)):
-        if rec_type != officeart.OA_SP:
-            continue
-        anchor, pib, client = None, 0, False
-        for child, instance, _, child_body, child_stop in officeart.children(drawing, body, stop, budget):
-            if child == OA_CLIENT_ANCHOR and child_stop - child_body >= 18:
-                anchor = struct.unpack_from("<8H", drawing, child_body + 2)
-            elif child == officeart.OA_OPT:
-                for index in range(min(instance, (child_stop - child_body) // 6)):
-                    opid, value = struct.unpack_from("<HI", drawing, child_body + 6 * index)
-                    if opid & 0x3FFF == officeart.PROP_PIB and opid & 0x4000:
-                        pib = value
-            elif child == officeart.OA_CLIENT_DATA:
-                client = True
-        if client:  # the sheet's shapes sit in its patriarch group: deeper ones are in a group of their own
-            found.append((anchor, pib, depth > SHEET_SHAPE_DEPTH))
-    return found
 
 
 def _storage_name(record: bytes) -> str | None:
@@ -199,27 +174,6 @@ def _storage_name(record: bytes) -> str | None:
             break
         pos += 4 + cb
     return None
-
-
-def _blips(group: bytearray, budget: Budget) -> dict[int, pictures.Picture]:
-    """{1-based BStore index: its picture} of the pictures OOXML can hold."""
-    found: dict[int, pictures.Picture] = {}
-    index = 0
-    for rec_type, _, _, body, stop, _ in officeart.walk(group, 0, len(group), budget, skip=(officeart.OA_FBSE,)):
-        if rec_type != officeart.OA_FBSE:
-            continue
-        index += 1
-        if stop - body < 44:
-            continue
-        start = body + 36 + group[body + 33]  # after the FBSE's fixed part and its name
-        if start + 8 > stop:
-            continue
-        _, instance, blip, blip_body, blip_stop = officeart.header(group, start)
-        if blip_stop <= stop:
-            picture = pictures.picture(group, blip, instance, blip_body, blip_stop, MAX_OBJECT)
-            if picture is not None:
-                found[index] = picture
-    return found
 
 
 def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, placed: list[Placed], grouped: int,

@@ -1,0 +1,35 @@
+"""What LibreOffice's OOXML export drops of a legacy file, written back into its result from the legacy file.
+
+LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an object
+whose server it does not know (a packaged file) on a slide or in a text as its picture only (``objects``,
+``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
+gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
+run in the show and the macros buttons run (``slide_actions``), and writes a sheet's form controls as shapes of no
+size (``form_controls``). Each mend reads only what a file holds:
+one that holds none of what it puts back costs nothing.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from docshift.engine import (
+    form_controls,
+    objects,
+    sheet_objects,
+    slide_actions,
+    slide_comments,
+    slide_sounds,
+    word_objects,
+)
+
+
+def mend(result: Path, source: Path, kind: str, counts: Mapping[str, int | None], keep_macros: bool) -> int:
+    """Put back into ``result``, LibreOffice's export of the legacy file ``source`` of ``kind``, what it dropped;
+    ``counts``: what the legacy file holds (the report's source counts), ``keep_macros``: whether the result keeps
+    the VBA project. Returns how many things went in (0: the file is untouched)."""
+    expected, controls = counts.get("embedded_objects"), counts.get("controls")
+    return objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
+        form_controls.mend(result, source, kind, controls, keep_macros) + \
+        word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
+        slide_comments.mend(result, kind) + \
+        slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros)
