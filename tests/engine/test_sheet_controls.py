@@ -1,6 +1,6 @@
 """The controls on a workbook's sheets (the report's ``controls``): Excel's form controls, which LibreOffice's .xlsx
 export writes as shapes of no size and docshift puts back as Excel 2007 writes them (``form_controls``), and ActiveX
-controls, which it writes not at all; the report names what is missing."""
+controls, which it writes not at all (``test_sheet_activex.py``); the report names what is missing."""
 
 import re
 import struct
@@ -185,13 +185,6 @@ def test_every_kind_comes_back_linked_to_its_cells_beside_the_check_box_libreoff
     assert [control[:4] for control in kept] == [control[:4] for control in legacy]  # kind, label, cell, range
     assert ("value-range", None, "Sheet.C2", None, "1", "10", None) in kept
     assert ("listbox", None, "Sheet.C5", "Sheet.E1:Sheet.E3", None, None, "true") in kept
-
-
-def test_an_activex_control_is_named_missing(office, tmp_path):
-    converted = convert.convert(office, CORPUS / "WithCheckBoxes.xls", "xls", tmp_path / "work", 60)
-    assert converted.fidelity["counts"]["controls"] == {"source": 1, "result": 0}
-    assert {"what": "controls", "count": 1, "detail": "1 of 1 controls is missing; missing: sheet 'Sheet1'"} \
-        in converted.fidelity["lost"]
 
 
 def formula(*ptgs):
