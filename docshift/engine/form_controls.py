@@ -129,7 +129,7 @@ def control_of(record: bytes, anchor: tuple[int, ...], text: str,
     """The form control of the BIFF8 OBJ record ``record`` (its body), or None when it is none or cannot be written
     whole. ``macro(formula)``: the name of the macro an FtMacro's formula runs, "" to leave it out, None when it
     cannot be told."""
-    subrecords = _subrecords(record)
+    subrecords = sub_records(record)
     if not subrecords or subrecords[0][0] != sheet_objects.FT_CMO or len(subrecords[0][1]) < 6:
         return None
     object_type, _, flags = struct.unpack_from("<HHH", subrecords[0][1])
@@ -188,7 +188,7 @@ def macro_names(book: xls._Workbook, keep: bool) -> Callable[[bytes], str | None
     return name
 
 
-def _subrecords(record: bytes) -> list[tuple[int, bytes]]:
+def sub_records(record: bytes) -> list[tuple[int, bytes]]:
     """[(ft, data)] of an OBJ record's subrecords, to its FtEnd. An FtLbsData's size field does not give its size:
     it runs to the record's end."""
     found, position = [], 0

@@ -5,7 +5,8 @@ whose server it does not know (a packaged file) on a slide or in a text as its p
 ``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
 gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
 run in the show and the macros buttons run (``slide_actions``), writes a sheet's form controls as shapes of no size
-(``form_controls``) and its ActiveX controls not at all (``sheet_activex``). Each mend reads only what a file holds:
+(``form_controls``), its ActiveX controls not at all (``sheet_activex``), and its shapes without the macros they
+run (``shape_macros``). Each mend reads only what a file holds:
 one that holds none of what it puts back costs nothing.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from docshift.engine import (
     form_controls,
     objects,
+    shape_macros,
     sheet_activex,
     sheet_objects,
     slide_actions,
@@ -31,7 +33,7 @@ def mend(result: Path, source: Path, kind: str, counts: Mapping[str, int | None]
     expected, controls = counts.get("embedded_objects"), counts.get("controls")
     return objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
         form_controls.mend(result, source, kind, controls, keep_macros) + \
-        sheet_activex.mend(result, source, kind, controls) + \
+        sheet_activex.mend(result, source, kind, controls) + shape_macros.mend(result, source, kind, keep_macros) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
         slide_comments.mend(result, kind) + \
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros)

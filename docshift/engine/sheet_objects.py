@@ -186,7 +186,7 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     if b"<oleObjects" in data:
         return False
     # LibreOffice writes a group whole, its objects too, into the sheet's drawing: those are not written again
-    written = sum(1 for drawing in _drawings(package, part) for _, target in package.relationships(drawing).values()
+    written = sum(1 for drawing in drawings_of(package, part) for _, target in package.relationships(drawing).values()
                   if target and target.startswith("xl/embeddings/"))
     if written and written != grouped:
         return False  # objects of LibreOffice's own beside the groups': which is which cannot be told
@@ -257,7 +257,7 @@ def _sheet(ole: olefile.OleFileIO, package: Package, part: str, index: int, plac
     return True
 
 
-def _drawings(package: Package, part: str) -> list[str]:
+def drawings_of(package: Package, part: str) -> list[str]:
     """The DrawingML drawing parts of sheet ``part``."""
     return [target for kind, target in package.relationships(part).values()
             if kind == REL + "drawing" and target and target in package.names]

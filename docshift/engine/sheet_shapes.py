@@ -20,6 +20,7 @@ from docshift.engine.inventory.common import MAX_DEPTH, Budget
 
 OA_FSPGR, OA_CHILD_ANCHOR, OA_CLIENT_ANCHOR = 0xF009, 0xF00F, 0xF010
 PROP_NAME = 0x0380  # wzName: a shape's name, by which an ActiveX control's events find it
+ARRAYS = (0x0140, 0x0200)  # the properties of a shape's geometry, fill and line, where its arrays are
 
 Box = tuple[float, float, float, float]  # left, top, right, bottom
 
@@ -122,10 +123,21 @@ def _read(drawing: bytearray, body: int, stop: int, budget: Budget) -> _Read:
                     if opid & 0x3FFF == PROP_NAME and complex_at + value <= child_stop:
                         name = bytes(drawing[complex_at:complex_at + value]).decode("utf-16-le", "replace")
                         name = name.split("\0", 1)[0]
-                    complex_at += value
+                    complex_at += _complex_size(drawing, complex_at, opid & 0x3FFF, value)
         elif child == officeart.OA_CLIENT_DATA:
             client = True
     return _Read(client_anchor, child_anchor, space, pib, name, client)  # type: ignore[arg-type]
+
+
+def _complex_size(drawing: bytearray, at: int, number: int, size: int) -> int:
+    """The bytes the complex value of property ``number`` takes at ``at``, whose op says ``size``. An array of a
+    shape's geometry, fill or line (an IMsoArray: nElems, nElemsAlloc, cbElem, then its elements) is written by
+    some (LibreOffice among them) with an op that leaves out its 6-byte header."""
+    if ARRAYS[0] <= number < ARRAYS[1] and at + 6 <= len(drawing):
+        count, _, element = struct.unpack_from("<HHH", drawing, at)
+        if count * (4 if element == 0xFFF0 else element) == size:
+            return size + 6
+    return size
 
 
 def blips_of(group: bytearray, budget: Budget) -> dict[int, pictures.Picture]:
