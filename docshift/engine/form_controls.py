@@ -21,7 +21,6 @@ LibreOffice wrote without its macro is given it.
 import posixpath
 import re
 import struct
-import zipfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -89,16 +88,7 @@ def _mend(result: Path, source: Path, macros: bool) -> int:
         sheets = _source_controls(ole, macros)
     if not any(sheets.values()):
         return 0
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
-        lower = {name.lower() for name in package.names}
-        edits: dict[str, bytes] = {}
-        added: dict[str, tuple[bytes, str]] = {}
-        written = sum(_sheet(package, part, index, sheets[name], lower, edits, added)
-                      for index, name, part in sheet_objects.worksheets(package) if sheets.get(name))
-        if written:
-            sheet_objects.write(zf, package, result, edits, added)
-    return written
+    return sheet_objects.into_sheets(result, sheets, _sheet)
 
 
 def _source_controls(ole: olefile.OleFileIO, macros: bool) -> dict[str, list[Control]]:
@@ -108,19 +98,16 @@ def _source_controls(ole: olefile.OleFileIO, macros: bool) -> dict[str, list[Con
         return {}
     found: dict[str, list[Control]] = {}
     macro = macro_names(book, macros)
-    for sheet_index, (sheet, drawing, records) in enumerate(zip(book.drawing_sheets, book.drawings, book.objects)):
-        shapes = sheet_shapes.client_shapes(drawing, budget)
-        if len(shapes) != len(records):
-            continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
+    for sheet_index, sheet, pairs in sheet_shapes.paired(book, budget):
         controls = []
-        for obj_index, (shape, record) in enumerate(zip(shapes, records)):
+        for obj_index, (shape, record) in enumerate(pairs):
             if shape.anchor is None or (shape.member and shape.within is None):
                 continue
             control = control_of(record, shape.anchor, book.texts.get((sheet_index, obj_index), ""), macro)
             if control is not None:
                 controls.append(control)
                 control.within = shape.within
-        found[sheet[:31]] = controls
+        found[sheet] = controls
     return found
 
 

@@ -63,13 +63,10 @@ def _source_macros(ole: cfb.CompoundFile) -> dict[str, dict[str, str]]:
         return {}
     macro = macro_names(book, True)
     found: dict[str, dict[str, str]] = {}
-    for sheet, drawing, records in zip(book.drawing_sheets, book.drawings, book.objects):
-        shapes = sheet_shapes.client_shapes(drawing, budget)
-        if len(shapes) != len(records):
-            continue
-        names = Counter(shape.name for shape in shapes)
+    for _, sheet, pairs in sheet_shapes.paired(book, budget):
+        names = Counter(shape.name for shape, _ in pairs)
         runs: dict[str, str] = {}
-        for shape, record in zip(shapes, records):
+        for shape, record in pairs:
             subrecords = sub_records(record)
             if not shape.name or names[shape.name] > 1 or is_control(record) or not subrecords or \
                     len(subrecords[0][1]) < 2 or struct.unpack_from("<H", subrecords[0][1])[0] in KINDS:
@@ -77,7 +74,7 @@ def _source_macros(ole: cfb.CompoundFile) -> dict[str, dict[str, str]]:
             fields = dict(subrecords[1:])
             if FT_MACRO in fields and formula(fields[FT_MACRO]) != "" and (name := macro(fields[FT_MACRO])):
                 runs[shape.name] = f"[0]!{name}"
-        found[sheet[:31]] = runs
+        found[sheet] = runs
     return found
 
 

@@ -20,7 +20,6 @@ import posixpath
 import re
 import struct
 import uuid
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,16 +75,7 @@ def _mend(result: Path, source: Path) -> int:
         sheets = _source_controls(ole, saved) if saved else {}
     if not any(sheets.values()):
         return 0
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
-        lower = {name.lower() for name in package.names}
-        edits: dict[str, bytes] = {}
-        added: dict[str, tuple[bytes, str]] = {}
-        written = sum(_sheet(package, part, index, sheets[name], lower, edits, added)
-                      for index, name, part in sheet_objects.worksheets(package) if sheets.get(name))
-        if written:
-            sheet_objects.write(zf, package, result, edits, added)
-    return written
+    return sheet_objects.into_sheets(result, sheets, _sheet)
 
 
 def _source_controls(ole: olefile.OleFileIO, saved: bytes) -> dict[str, list[ActiveX]]:
@@ -95,19 +85,16 @@ def _source_controls(ole: olefile.OleFileIO, saved: bytes) -> dict[str, list[Act
         return {}
     blips = sheet_shapes.blips_of(book.group, budget)
     found: dict[str, list[ActiveX]] = {}
-    for sheet, drawing, records in zip(book.drawing_sheets, book.drawings, book.objects):
-        shapes = sheet_shapes.client_shapes(drawing, budget)
-        if len(shapes) != len(records):
-            continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
+    for _, sheet, pairs in sheet_shapes.paired(book, budget):
         controls: list[ActiveX] = []
-        for shape, record in zip(shapes, records):
+        for shape, record in pairs:
             read = _saved(record, saved) if is_control(record) else None
             if read is None or shape.anchor is None or (shape.member and shape.within is None):
                 continue
             data, links = read
             controls.append(ActiveX(shape.name or _name(record, len(controls) + 1), shape.anchor, data,
                                     blips.get(shape.pib), links, shape.within))
-        found[sheet[:31]] = controls
+        found[sheet] = controls
     return found
 
 

@@ -18,9 +18,10 @@ import posixpath
 import re
 import struct
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import olefile
 
@@ -51,6 +52,9 @@ AFTER_LEGACY = re.compile(rb"<(?:legacyDrawingHF|drawingHF|picture|oleObjects|co
                           rb"extLst)[\s/>]|</worksheet>")
 LEGACY = re.compile(rb'<legacyDrawing\b[^>]*\bid="([^"]*)"')  # a sheet's VML drawing, and its relationship
 AFTER_OBJECTS = re.compile(rb"<(?:controls|webPublishItems|tableParts|extLst)[\s/>]|</worksheet>")
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -115,6 +119,24 @@ def worksheets(package: Package) -> list[tuple[int, str, str]]:
     return [(index, name, part) for index, name, part in found if part and part in package.names]
 
 
+def into_sheets(result: Path, sheets: Mapping[str, list[T]],
+                write_sheet: Callable[[Package, str, int, list[T], set[str], dict[str, bytes],
+                                       dict[str, tuple[bytes, str]]], int]) -> int:
+    """Write each sheet's items of ``sheets`` ({sheet name: items}) into that sheet of the package ``result`` with
+    ``write_sheet(package, part, index, items, lower, edits, added)``, which answers how many went in; the package
+    is written again once, where any did. Returns how many went in."""
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        lower = {name.lower() for name in package.names}
+        edits: dict[str, bytes] = {}
+        added: dict[str, tuple[bytes, str]] = {}
+        written = sum(write_sheet(package, part, index, sheets[name], lower, edits, added)
+                      for index, name, part in worksheets(package) if sheets.get(name))
+        if written:
+            write(zf, package, result, edits, added)
+    return written
+
+
 def write(zf: zipfile.ZipFile, package: Package, result: Path, edits: dict[str, bytes],
           added: dict[str, tuple[bytes, str]]) -> None:
     """The package ``result`` (open as ``zf``) written again with ``edits`` and the ``added`` parts (bytes, content
@@ -132,12 +154,9 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
         return {}
     blips = sheet_shapes.blips_of(book.group, budget)
     found: dict[str, tuple[list[Placed], int]] = {}
-    for sheet, drawing, records in zip(book.drawing_sheets, book.drawings, book.objects):
-        shapes = sheet_shapes.client_shapes(drawing, budget)
-        if len(shapes) != len(records):
-            continue  # the shapes and their OBJ records do not pair up: which is which cannot be told
+    for _, sheet, pairs in sheet_shapes.paired(book, budget):
         placed, grouped = [], 0
-        for shape, record in zip(shapes, records):
+        for shape, record in pairs:
             storage = _storage_name(record)
             if storage is None or storage.upper() not in storages:
                 continue
@@ -145,7 +164,7 @@ def _source_objects(ole: olefile.OleFileIO, storages: dict[str, str]) -> dict[st
                 grouped += 1
             elif shape.anchor is not None:
                 placed.append(Placed(storages[storage.upper()], shape.anchor, blips.get(shape.pib)))
-        found[sheet[:31]] = (placed, grouped)
+        found[sheet] = (placed, grouped)
     return found
 
 

@@ -11,11 +11,12 @@ into cells once the sheet's column widths and row heights are known.
 """
 
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from docshift.engine import pictures
 from docshift.engine.embedding import MAX_OBJECT
-from docshift.engine.inventory import officeart
+from docshift.engine.inventory import officeart, xls
 from docshift.engine.inventory.common import MAX_DEPTH, Budget
 
 OA_FSPGR, OA_CHILD_ANCHOR, OA_CLIENT_ANCHOR = 0xF009, 0xF00F, 0xF010
@@ -52,6 +53,16 @@ class _Read(NamedTuple):
     pib: int
     name: str
     client: bool
+
+
+def paired(book: xls._Workbook, budget: Budget) -> Iterator[tuple[int, str, list[tuple[Shape, bytes]]]]:
+    """(its place among the sheets with a drawing, from 0; its name, cut as the result's; each shape with its OBJ
+    record) of each sheet whose shapes with client data and OBJ records pair up one for one: elsewhere which is
+    which cannot be told."""
+    for index, (sheet, drawing, records) in enumerate(zip(book.drawing_sheets, book.drawings, book.objects)):
+        shapes = client_shapes(drawing, budget)
+        if len(shapes) == len(records):
+            yield index, sheet[:31], list(zip(shapes, records))
 
 
 def client_shapes(drawing: bytearray, budget: Budget) -> list[Shape]:
