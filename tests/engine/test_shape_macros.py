@@ -8,7 +8,8 @@ from conftest import _soffice_save as soffice
 from test_sheet_controls import CORPUS
 
 from docshift.contract import Macros
-from docshift.engine import convert, shape_macros
+from docshift.engine import convert, inventory, shape_macros
+from docshift.engine.inventory import fidelity
 from docshift.engine.inventory.package import Package
 
 XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
@@ -80,12 +81,27 @@ def test_a_shape_runs_its_macro_in_the_macro_enabled_result_as_it_does_in_the_le
 
     converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
     assert converted.path.suffix == ".xlsm"
+    assert converted.fidelity["counts"]["actions"] == {"source": 1, "result": 1}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
     # the defined name the .xls's OBJ record names: LibreOffice's own .xls names the macro with its module
     assert macros_on_shapes(converted.path) == {"Run it": "[0]!Module1.TestMacro", "Just a box": None}
     assert clicks_libreoffice_reads(converted.path, tmp_path) == legacy
 
     removed = convert.convert(office, source, "xls", tmp_path / "removed", 60, macros=Macros.REMOVE)
     assert macros_on_shapes(removed.path) == {"Run it": None, "Just a box": None}
+    assert {"what": "actions", "count": 1, "detail": "1 macro action removed on request"} in removed.fidelity["lost"]
+    assert removed.fidelity["complete"] is True, removed.fidelity["lost"]
+
+
+def test_a_shape_s_macro_is_counted_where_the_workbook_has_its_project_and_named_where_it_is_lost(office, tmp_path):
+    source = workbook_with_shape_macro(tmp_path)
+    assert inventory.of_source(source, "xls").counts["actions"] == 1
+    assert inventory.of_source(CORPUS / "SimpleMacro.xls", "xls").counts["actions"] == 0
+    plain = soffice(source, "xlsm:Calc MS Excel 2007 VBA XML", tmp_path / "plain")
+    assert inventory.of_result(plain, "xls").counts["actions"] == 0
+    lost = fidelity.report(inventory.of_source(source, "xls"), inventory.of_result(plain, "xls"))
+    assert {"what": "actions", "count": 1, "detail": "1 of 1 actions is missing; missing: sheet 'Sheet1'"} \
+        in lost["lost"] and lost["complete"] is False
 
 
 def test_a_shape_is_given_its_macro_by_its_name_where_the_name_is_one_of_a_kind():

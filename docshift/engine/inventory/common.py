@@ -20,7 +20,7 @@ from docshift.errors import InventoryUnreadable as Unreadable
 KINDS = {
     "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
     "xls": ("sheets", "cells", "images", "embedded_objects", "charts", "comments", "headers_footers", "controls",
-            "macros"),
+            "actions", "macros"),
     "ppt": ("slides", "notes", "characters", "images", "embedded_objects", "sounds", "comments", "headers_footers",
             "hyperlinks", "actions", "macros"),
 }
@@ -75,7 +75,7 @@ class Inventory:
     project: Any = None  # .doc/.xls and their results: the VBA project storage (``vbaproject.Storage``), if any
     where: dict[str, list[str]] = field(default_factory=dict)  # {what: [place names]} to name what is missing
     broken_chain: bool = False  # .ppt: its chain of edits (UserEditAtoms) does not reach the first save
-    macro_actions: list[str] = field(default_factory=list)  # .ppt: of ``where["actions"]``, those that run a macro
+    macro_actions: list[str] = field(default_factory=list)  # of ``where["actions"]``, those that run a macro
     unsized_notes: list[bytes] = field(default_factory=list)  # .xls: the cell anchors of notes whose box has no height
     # .doc whose pages show a header or footer: its sections, and {section: where its break code is in the
     # WordDocument stream} of the continuous ones (after the first) whose own headers or footers a page shows, which

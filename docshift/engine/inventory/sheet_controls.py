@@ -15,13 +15,14 @@ import struct
 
 from docshift.engine.inventory.package import NS_S, SEP, Package
 
-FT_CMO, FT_PIO_GRBIT, FT_END = 0x15, 0x08, 0x00
+FT_CMO, FT_PIO_GRBIT, FT_MACRO, FT_END = 0x15, 0x08, 0x04, 0x00
 # FtCmo.ot: button, check box, option button, edit box, label, spinner, scroll bar, list box, group box, drop-down
 FORM_CONTROLS = {0x07, 0x0B, 0x0C, 0x0D, 0x0E, 0x10, 0x11, 0x12, 0x13, 0x14}
 OT_PICTURE = 0x08
 UI_OBJECT = 0x0100  # FtCmo.fUIObj: a drop-down of Excel's own
 ACTIVEX = 0x0010  # FtPioGrbit.fCtl
 CONTROL = f"{NS_S}{SEP}control"
+MACRO = re.compile(rb'\smacro="[^"]')  # a shape's macro in a sheet's drawing (DrawingML), where it has one
 VML_CONTROL = re.compile(rb'ObjectType\s*=\s*"(?:Button|Checkbox|Radio|Edit|Label|Spin|Scroll|List|GBox|Drop)"')
 
 
@@ -43,6 +44,29 @@ def is_control(record: bytes) -> bool:
             break
         position += 4 + size
     return False
+
+
+def runs_macro(record: bytes) -> bool:
+    """Whether the body of a BIFF8 OBJ record is a drawing shape's (no control's) that runs a macro when clicked: an
+    FtMacro whose formula is not empty ([MS-XLS] 2.5.xxx ObjFmla)."""
+    if len(record) < 10 or struct.unpack_from("<H", record)[0] != FT_CMO or is_control(record):
+        return False
+    position = 0
+    while position + 4 <= len(record):
+        subrecord, size = struct.unpack_from("<HH", record, position)
+        if subrecord == FT_MACRO:
+            return size >= 2 and position + 6 <= len(record) and \
+                struct.unpack_from("<H", record, position + 4)[0] & 0x7FFF > 0
+        if subrecord == FT_END:
+            break
+        position += 4 + size
+    return False
+
+
+def macros_on_shapes(package: Package, drawings: list[str]) -> int:
+    """How many shapes of the DrawingML ``drawings`` of a sheet run a macro (a ``macro`` attribute not empty)."""
+    return sum(len(MACRO.findall(b"".join(package.chunks(part)))) for part in drawings
+               if package.holds(part, b'macro="'))
 
 
 def in_result(package: Package, sheet: str, vml: list[str], controlled: bool = True) -> int:

@@ -230,6 +230,13 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
                                    for index, records in enumerate(book.objects) if index < len(book.drawing_sheets)
                                    for record in records if sheet_controls.is_control(record)]
     counts["controls"] = len(inventory.where["controls"])
+    # a shape's click that runs a macro: counted where the workbook has the VBA project the macro would be in
+    scripted = ole.get_type("_VBA_PROJECT_CUR/VBA") == olefile.STGTY_STORAGE
+    inventory.where["actions"] = [f"sheet '{book.drawing_sheets[index][:SHEET_NAME_LIMIT]}'"
+                                  for index, records in enumerate(book.objects) if index < len(book.drawing_sheets)
+                                  for record in records if scripted and sheet_controls.runs_macro(record)]
+    inventory.macro_actions = list(inventory.where["actions"])
+    counts["actions"] = len(inventory.where["actions"])
     try:
         bstore = officeart.bstore(book.group, 0, len(book.group), budget) if book.group else []
         found: set[Any] = set()

@@ -68,6 +68,7 @@ def read(package: Package, inventory: Inventory) -> None:
     headers_at: list[str] = []
     comments_at: list[str] = []
     controls_at: list[str] = []
+    actions_at: list[str] = []  # shapes that run a macro
     readable = strings is not None
     for name, rid in sheets:
         target = relationships.get(rid, ("", None))[1]
@@ -85,6 +86,9 @@ def read(package: Package, inventory: Inventory) -> None:
                if part and part in package.names and rel_type.endswith("/vmlDrawing")]
         if controlled or vml:
             controls_at += [f"sheet '{name}'"] * sheet_controls.in_result(package, target, vml, controlled)
+        drawings = [part for rel_type, part in sheet_relationships
+                    if part and part in package.names and rel_type.endswith("/drawing")]
+        actions_at += [f"sheet '{name}'"] * sheet_controls.macros_on_shapes(package, drawings)
         for rel_type, part in sheet_relationships:
             if part and part in package.names and rel_type.endswith("/drawing"):
                 pictures |= pictures_in(package, part)
@@ -94,6 +98,7 @@ def read(package: Package, inventory: Inventory) -> None:
     counts["comments"] = len(comments_at)
     inventory.where["comments"] = comments_at
     counts["controls"], inventory.where["controls"] = len(controls_at), controls_at
+    counts["actions"], inventory.where["actions"] = len(actions_at), actions_at
     if readable:  # a sheet that could not be read leaves its cells and headers unknown
         inventory.cells = cells
         counts["cells"] = sum(len(found) for found in cells.values())
