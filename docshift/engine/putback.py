@@ -5,12 +5,11 @@ whose server it does not know (a packaged file) on a slide or in a text as its p
 ``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
 gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
 run in the show and the macros buttons run (``slide_actions``), writes a sheet's form controls as shapes of no size
-(``form_controls``), its ActiveX controls not at all (``sheet_activex``), and its shapes without the macros they
-run (``shape_macros``). Each mend reads only what a file holds:
-one that holds none of what it puts back costs nothing.
+(``form_controls``), its ActiveX controls not at all (``sheet_activex``), its shapes without the macros they run
+(``shape_macros``), and it loses a cell's hyperlink where the cell shows no text (``sheet_links``). Each mend reads
+only what a file holds: one that holds none of what it puts back costs nothing.
 """
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from docshift.engine import (
@@ -18,22 +17,26 @@ from docshift.engine import (
     objects,
     shape_macros,
     sheet_activex,
+    sheet_links,
     sheet_objects,
     slide_actions,
     slide_comments,
     slide_sounds,
     word_objects,
 )
+from docshift.engine.inventory.common import Inventory
 
 
-def mend(result: Path, source: Path, kind: str, counts: Mapping[str, int | None], keep_macros: bool) -> int:
+def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: bool) -> int:
     """Put back into ``result``, LibreOffice's export of the legacy file ``source`` of ``kind``, what it dropped;
-    ``counts``: what the legacy file holds (the report's source counts), ``keep_macros``: whether the result keeps
-    the VBA project. Returns how many things went in (0: the file is untouched)."""
+    ``holds``: what the legacy file holds (the report's source side), ``keep_macros``: whether the result keeps the
+    VBA project. Returns how many things went in (0: the file is untouched)."""
+    counts = holds.counts
     expected, controls = counts.get("embedded_objects"), counts.get("controls")
     return objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
         form_controls.mend(result, source, kind, controls, keep_macros) + \
         sheet_activex.mend(result, source, kind, controls) + shape_macros.mend(result, source, kind, keep_macros) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
         slide_comments.mend(result, kind) + \
-        slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros)
+        slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \
+        sheet_links.mend(result, kind, holds.links)

@@ -18,7 +18,7 @@ import posixpath
 import re
 import struct
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -303,7 +303,7 @@ def relationship_ids(rels: bytes) -> Callable[[], str]:
     return fresh
 
 
-def add_relationships(package: Package, rels_part: str, rels: bytes, new: list[tuple[str, str, str]],
+def add_relationships(package: Package, rels_part: str, rels: bytes, new: Sequence[tuple[str, ...]],
                        edits: dict[str, bytes], parts: dict[str, tuple[bytes, str]]) -> None:
     if rels_part in package.names:
         edits[rels_part] = _relationships(rels, new)
@@ -324,9 +324,10 @@ def insert_before(data: bytes, before: re.Pattern[bytes], element: bytes) -> byt
     return data[:match.start()] + element + data[match.start():]
 
 
-def _relationships(rels: bytes, new: list[tuple[str, str, str]]) -> bytes:
-    """Relationships part ``rels`` (b"": a new one) with the ``new`` (Id, type, target) ones added."""
-    entries = "".join(f'<Relationship Id="{rid}" Type="{kind}" Target="{target}"/>' for rid, kind, target in new)
+def _relationships(rels: bytes, new: Sequence[tuple[str, ...]]) -> bytes:
+    """Relationships part ``rels`` (b"": a new one) with the ``new`` (Id, type, target[, target mode]) ones added."""
+    entries = "".join(f'<Relationship Id="{rid}" Type="{kind}" Target="{target}"'
+                      + "".join(f' TargetMode="{value}"' for value in mode) + "/>" for rid, kind, target, *mode in new)
     if not rels:
         return ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns='
                 f'"{ooxml.PACKAGE_RELATIONSHIPS}">{entries}</Relationships>').encode()

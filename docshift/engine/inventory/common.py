@@ -11,7 +11,7 @@ import struct
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import olefile
 
@@ -20,7 +20,7 @@ from docshift.errors import InventoryUnreadable as Unreadable
 KINDS = {
     "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
     "xls": ("sheets", "cells", "images", "embedded_objects", "charts", "comments", "headers_footers", "controls",
-            "actions", "macros"),
+            "hyperlinks", "actions", "macros"),
     "ppt": ("slides", "notes", "characters", "images", "embedded_objects", "sounds", "comments", "headers_footers",
             "hyperlinks", "actions", "macros"),
 }
@@ -60,6 +60,18 @@ class StoredDate(float):
     """A number stored in a date-formatted .xls cell (shifted when the result's 1904 date system differs)."""
 
 
+class Link(NamedTuple):
+    """A hyperlink of a sheet's cells (.xls, as xlrd reads its HLINK record): the rows and columns it covers (0-based,
+    first and last), where it goes (a URL or a file's path; "" for a place in the workbook), the place in the
+    workbook or the target it goes to ("" for none), its text and its tip."""
+    rows: tuple[int, int]
+    columns: tuple[int, int]
+    target: str
+    location: str
+    display: str
+    tip: str
+
+
 @dataclass
 class Inventory:
     """What one file holds: ``counts`` {what: int, or None when unknown}, and what the report compares in detail."""
@@ -88,6 +100,7 @@ class Inventory:
     # a SpreadsheetML source's: LibreOffice's import drops its booleans and errors, which the result gets back
     # (``stored.restore``)
     cells_restored: bool = False
+    links: dict[str, list[Link]] = field(default_factory=dict)  # an .xls's: {sheet name: the hyperlinks of its cells}
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

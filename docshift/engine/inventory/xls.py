@@ -15,6 +15,7 @@ from docshift.engine.inventory.common import (
     Budget,
     ErrorValue,
     Inventory,
+    Link,
     StoredDate,
     Unreadable,
     attempt,
@@ -338,7 +339,22 @@ def _cells(workbook: bytes, inventory: Inventory) -> None:
         inventory.cells = cells
         inventory.date1904 = bool(book.datemode)
         inventory.counts["cells"] = total
+        _links(book, inventory)
     except Exception:
         pass
     finally:
         book.release_resources()
+
+
+def _links(book: Any, inventory: Inventory) -> None:
+    """The hyperlinks of each sheet's cells (the report's ``hyperlinks``), as xlrd read their HLINK records."""
+    for sheet in book.sheets():
+        found = inventory.links.setdefault(sheet.name, [])
+        for link in sheet.hyperlink_list:
+            target = (link.url_or_path or "") if link.type in ("url", "unc", "local file") else ""
+            found.append(Link((link.frowx, link.lrowx), (link.fcolx, link.lcolx), target.rstrip("\0"),
+                              (link.textmark or "").rstrip("\0"), (link.desc or "").rstrip("\0"),
+                              (link.quicktip or "").rstrip("\0")))
+    inventory.where["hyperlinks"] = [f"sheet '{name[:SHEET_NAME_LIMIT]}'" for name, links in inventory.links.items()
+                                     for _ in links]
+    inventory.counts["hyperlinks"] = len(inventory.where["hyperlinks"])

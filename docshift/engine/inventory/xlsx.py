@@ -22,9 +22,9 @@ from docshift.engine.inventory.common import (
 )
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package, charts_and_objects, pictures_in
 
-# a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers, and
-# whether it may hold controls (it says "<control")
-Sheet = tuple[dict[bytes, Any], set[bytes], list[str], bool]
+# a sheet's cells {b"B1": value}, the refs of those with a formula, its non-empty odd headers and footers,
+# whether it may hold controls (it says "<control"), and how many hyperlinks its cells have
+Sheet = tuple[dict[bytes, Any], set[bytes], list[str], bool, int]
 
 # a cell as LibreOffice writes it: <c r="B1" s="3" t="n"><f ...>formula</f><v>value</v></c>, or an inline string
 SHEET_CELL = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"(?: s="[0-9]+")?(?: t="([a-zA-Z]+)")?>'
@@ -39,6 +39,7 @@ ARRAY_LOOKS = 1_000_000  # cells looked at for the ranges of a sheet's array for
 DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(NS_S.encode()) + rb"\"")
 ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
 CONTROL = b"<control"
+HYPERLINK = re.compile(rb"<hyperlink\b")
 
 
 def read(package: Package, inventory: Inventory) -> None:
@@ -69,18 +70,20 @@ def read(package: Package, inventory: Inventory) -> None:
     comments_at: list[str] = []
     controls_at: list[str] = []
     actions_at: list[str] = []  # shapes that run a macro
+    links_at: list[str] = []  # the hyperlinks of cells
     readable = strings is not None
     for name, rid in sheets:
         target = relationships.get(rid, ("", None))[1]
         if not target or target not in package.names:
             continue
         try:
-            found, formulas, headers, controlled = _sheet(package, target, strings or [])
+            found, formulas, headers, controlled, links = _sheet(package, target, strings or [])
         except Exception:
             readable = False
             continue
         cells[name], inventory.formulas[name] = found, formulas
         headers_at += [place(name, which) for which in headers]
+        links_at += [f"sheet '{name}'"] * links
         sheet_relationships = package.relationships(target).values()
         vml = [part for rel_type, part in sheet_relationships
                if part and part in package.names and rel_type.endswith("/vmlDrawing")]
@@ -99,6 +102,8 @@ def read(package: Package, inventory: Inventory) -> None:
     inventory.where["comments"] = comments_at
     counts["controls"], inventory.where["controls"] = len(controls_at), controls_at
     counts["actions"], inventory.where["actions"] = len(actions_at), actions_at
+    if readable:
+        counts["hyperlinks"], inventory.where["hyperlinks"] = len(links_at), links_at
     if readable:  # a sheet that could not be read leaves its cells and headers unknown
         inventory.cells = cells
         counts["cells"] = sum(len(found) for found in cells.values())
@@ -256,7 +261,7 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
         raise Unreadable(f"{name} ends early")
     headers = [which.decode().lower() for which, text in HEADER_FOOTER.findall(tail)
                if header_shows(html.unescape(text.decode("utf-8", "replace")))]
-    return cells, formulas | _array_cells(arrays, cells), headers, controlled
+    return cells, formulas | _array_cells(arrays, cells), headers, controlled, len(HYPERLINK.findall(tail))
 
 
 def _array_cells(arrays: list[tuple[bytes, ...]], cells: dict[bytes, Any]) -> set[bytes]:
@@ -293,9 +298,10 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
     cells: dict[bytes, Any] = {}
     formulas: set[bytes] = set()
     state: dict[str, Any] = {"ref": None, "t": b"n", "v": None, "f": False, "in": None, "inline": [], "headers": [],
-                             "hf": None, "arrays": []}
+                             "hf": None, "arrays": [], "links": 0}
     c, v, f, t, is_ = (f"{NS_S}{SEP}{local}" for local in ("c", "v", "f", "t", "is"))
     hf_tags = {f"{NS_S}{SEP}oddHeader", f"{NS_S}{SEP}oddFooter"}
+    link = f"{NS_S}{SEP}hyperlink"
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == c:
@@ -311,6 +317,8 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
             state["in"] = "t"
         elif tag in hf_tags:
             state["hf"] = []
+        elif tag == link:
+            state["links"] += 1
 
     def end(tag: str) -> None:
         if tag == c:
@@ -349,4 +357,5 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
             state["hf"].append(data)
 
     package.parse(name, start, end, text)
-    return cells, formulas | _array_cells(state["arrays"], cells), state["headers"], True  # in_result looks
+    return (cells, formulas | _array_cells(state["arrays"], cells), state["headers"], True,  # in_result looks
+            state["links"])

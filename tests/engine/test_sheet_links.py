@@ -1,0 +1,116 @@
+"""A workbook's hyperlinks on cells that show no text, which LibreOffice drops (its links live in a cell's text):
+the report counts a sheet's links (``hyperlinks``), and docshift puts each lost one back as Excel writes it
+(``sheet_links``)."""
+
+import struct
+import zipfile
+
+import olefile
+import openpyxl
+from conftest import _soffice_save as soffice
+from openpyxl.worksheet.hyperlink import Hyperlink
+
+from docshift.engine import cfb, convert, inventory, sheet_links
+from docshift.engine.inventory.common import Link
+
+HLINK, BOUNDSHEET = 0x01B8, 0x0085
+
+
+def with_links_on_empty_cells(workbook):
+    """The Workbook stream with each HLINK record followed by a copy of it on cells that hold nothing: the first on
+    C5, the next on D7:E8, as Excel keeps a link on any cell; the offsets of the sheets after them move."""
+    records, pos = [], 0
+    while pos < len(workbook):
+        size = struct.unpack_from("<H", workbook, pos + 2)[0]
+        records.append(bytearray(workbook[pos:pos + 4 + size]))
+        pos += 4 + size
+    out, moved, end = [], [], 0  # moved: (where in the stream as it was, bytes added there)
+    places = iter([(4, 4, 2, 2), (6, 7, 3, 4)])
+    for record in records:
+        out.append(record)
+        end += len(record)
+        if struct.unpack_from("<H", record)[0] == HLINK:
+            copy = bytearray(record)
+            struct.pack_into("<HHHH", copy, 4, *next(places))
+            out.append(copy)
+            moved.append((end, len(copy)))
+    for record in out:
+        if struct.unpack_from("<H", record)[0] == BOUNDSHEET:
+            offset = struct.unpack_from("<I", record, 4)[0]
+            struct.pack_into("<I", record, 4, offset + sum(size for at, size in moved if at <= offset))
+    return b"".join(out)
+
+
+def workbook_with_links(tmp_path):
+    """A workbook with a web link on A1 and a link to a place of its own on A2, made here as an .xlsx and saved as
+    an .xls by LibreOffice, then each link copied onto cells that hold nothing."""
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet["A1"], sheet["A2"] = "Docs", "Totals"
+    sheet["A1"].hyperlink = "https://example.org/docs"
+    sheet["A2"].hyperlink = Hyperlink(ref="A2", location="'Totals'!B2")
+    book.create_sheet("Totals")["B2"] = 42
+    book.save(tmp_path / "links.xlsx")
+    legacy = soffice(tmp_path / "links.xlsx", "xls", tmp_path / "legacy")
+    with olefile.OleFileIO(str(legacy)) as ole:
+        root = cfb.read_storage(ole, "", 64 << 20)
+    for entry in root.children:
+        if entry.name == "Workbook":
+            entry.data = with_links_on_empty_cells(entry.data)
+    out = tmp_path / "links.xls"
+    out.write_bytes(cfb.write(root))
+    return out
+
+
+def links_of(path):
+    """{cell: (target, location)} of the first sheet's hyperlinks, as openpyxl reads them."""
+    sheet = openpyxl.load_workbook(path).worksheets[0]
+    return {cell.hyperlink.ref: (cell.hyperlink.target, cell.hyperlink.location)
+            for row in sheet.iter_rows() for cell in row if cell.hyperlink is not None}
+
+
+def test_links_on_cells_that_show_no_text_come_back_as_excel_writes_them(office, tmp_path):
+    source = workbook_with_links(tmp_path)
+    held = inventory.of_source(source, "xls")
+    assert held.counts["hyperlinks"] == 4 and held.where["hyperlinks"] == ["sheet 'Sheet'"] * 4
+    assert [link[:3] for link in held.links["Sheet"]] == [
+        ((0, 0), (0, 0), "https://example.org/docs"), ((4, 4), (2, 2), "https://example.org/docs"),
+        ((1, 1), (0, 0), ""), ((6, 7), (3, 4), "")]
+    plain = soffice(source, "xlsx", tmp_path / "plain")
+    assert set(links_of(plain)) == {"A1", "A2"}  # LibreOffice's import drops the links on empty cells
+    assert inventory.report(held, inventory.of_result(plain, "xls"))["counts"]["hyperlinks"] == \
+        {"source": 4, "result": 2}
+
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert converted.fidelity["counts"]["hyperlinks"] == {"source": 4, "result": 4}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    found = links_of(converted.path)  # openpyxl gives each cell of a range its link
+    assert found["C5"] == ("https://example.org/docs", None)
+    assert found["D7"][1] == found["E8"][1] == "'Totals'!B2" and set(found) >= {"A1", "A2", "C5", "D7", "E8"}
+    with zipfile.ZipFile(converted.path) as package:
+        rels = package.read("xl/worksheets/_rels/sheet1.xml.rels").decode()
+        assert b'ref="D7:E8" location="\'Totals\'!B2" display="Totals"/>' in \
+            package.read("xl/worksheets/sheet1.xml")
+    assert 'Target="https://example.org/docs" TargetMode="External"' in rels
+
+
+def test_only_links_whose_cells_meet_none_of_the_result_s_go_in(tmp_path):
+    sheet = (b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData/>'
+             b'<hyperlinks><hyperlink ref="B2:C3" location="A1"/></hyperlinks><pageMargins/></worksheet>')
+    book = openpyxl.Workbook()
+    book.save(tmp_path / "base.xlsx")
+    with zipfile.ZipFile(tmp_path / "base.xlsx") as package:
+        parts = {name: package.read(name) for name in package.namelist()}
+    parts["xl/worksheets/sheet1.xml"] = sheet
+    with zipfile.ZipFile(tmp_path / "book.xlsx", "w") as package:
+        for name, data in parts.items():
+            package.writestr(name, data)
+    links = [Link((2, 2), (2, 2), "", "Elsewhere!A1", "", ""),  # C3: in the result's B2:C3
+             Link((9, 9), (0, 0), "https://example.org/a?b=1&c=2", "", "A & B", "a tip")]
+    assert sheet_links.mend(tmp_path / "book.xlsx", "xls", {"Sheet": links}) == 1
+    with zipfile.ZipFile(tmp_path / "book.xlsx") as package:
+        data = package.read("xl/worksheets/sheet1.xml").decode()
+        rels = package.read("xl/worksheets/_rels/sheet1.xml.rels").decode()
+    assert 'ref="A10" r:id="rId1" tooltip="a tip" display="A &amp; B"/></hyperlinks><pageMargins/>' in data
+    assert 'Target="https://example.org/a?b=1&amp;c=2" TargetMode="External"' in rels
+    assert sheet_links.mend(tmp_path / "book.xlsx", "xls", {"Sheet": links}) == 0  # nothing is lacking now
