@@ -18,6 +18,7 @@ defined name of the workbook, ``[0]!name``) goes in where the result keeps the V
 LibreOffice wrote without its macro is given it.
 """
 
+import html
 import posixpath
 import re
 import struct
@@ -278,7 +279,7 @@ def _sheet(package: Package, part: str, index: int, controls: list[Control], low
     """The ``controls`` written into sheet ``part`` (the ``index``th): its XML, relationships and VML drawing in
     ``edits``, new parts in ``added``; how many went in or were given their macro. LibreOffice writes check boxes
     and buttons itself (a VML shape, and the ``control`` of Excel 2010 with its ``ctrlProp``), not always with their
-    macros: a kind it wrote is left to it, and given the macros it lacks. 0, and nothing changed, where the sheet has
+    macros: a control it wrote is left to it, and given the macro it lacks (``_paired``). 0, and nothing changed, where the sheet has
     a VML drawing the controls cannot join."""
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's for its comments, or the objects'
@@ -288,14 +289,14 @@ def _sheet(package: Package, part: str, index: int, controls: list[Control], low
         if vml_part is None or vml_part not in package.names:
             return 0
         vml = ooxml.checked(ooxml.read(package.zip, package.names[vml_part], MAX_EDITED_PART), vml_part)
-        # LibreOffice writes check boxes and buttons there itself, not always with the macro each runs: a kind of
-        # control it wrote is left to it, given the macros it lacks where it wrote as many as there are (else which
-        # is which cannot be told, and the report names the rest)
-        written = Counter(name.decode() for name in OBJECT_TYPE.findall(vml))
-        vml, data, macros = _their_macros(vml, data, [control for control in controls if written[control.kind]])
+        # LibreOffice writes check boxes and buttons there itself, not always with the macro each runs, and its
+        # import drops some: a control it wrote is left to it and given the macro it lacks; one it dropped is
+        # written here, where which is which can be told (``_paired``), and the report names the rest
+        pairs, dropped = _paired(vml, controls)
+        vml, data, macros = _their_macros(vml, data, pairs)
         if macros:
             edits[vml_part], edits[part] = vml, data
-        controls = [control for control in controls if not written[control.kind]]
+        controls = dropped
         if not controls:
             return macros
     elif b"<controls" in data:
@@ -332,27 +333,61 @@ def _control_macro(data: bytes, spid: bytes, macro: bytes) -> bytes:
     return data if found is None else data[:found.end()] + b' macro="' + macro + b'"' + data[found.end():]
 
 
-def _their_macros(vml: bytes, data: bytes, controls: list[Control]) -> tuple[bytes, bytes, int]:
-    """(the VML drawing ``vml`` and the sheet ``data`` with each control LibreOffice wrote of the kinds of
-    ``controls`` given the macro the legacy one runs: an ``x:FmlaMacro``, and the ``macro`` of its ``controlPr``;
-    how many were given one). A kind is paired in order, where LibreOffice wrote as many of it as ``controls``."""
+def _paired(vml: bytes, controls: list[Control]) -> tuple[list[tuple[re.Match[bytes], Control]], list[Control]]:
+    """(each VML shape LibreOffice wrote of the kinds of ``controls`` with the legacy control it is; the legacy
+    controls to write: those of a kind it wrote none of, and those it dropped). Of a kind it wrote as many of, the
+    shapes pair in order; of one it wrote fewer of, by their text, where each text is one of a kind on both sides.
+    Otherwise which is which cannot be told: none of the kind is paired or written."""
     shapes = list(VML_SHAPE.finditer(vml))
-    edits: list[tuple[int, bytes]] = []  # (where in the VML, what goes in)
-    given = 0
-    for kind in {control.kind for control in controls}:
+    pairs: list[tuple[re.Match[bytes], Control]] = []
+    dropped: list[Control] = []
+    for kind in dict.fromkeys(control.kind for control in controls):
         theirs = [shape for shape in shapes if f'ObjectType="{kind}"'.encode() in shape.group()]
         ours = [control for control in controls if control.kind == kind]
-        if len(theirs) != len(ours):
+        if not theirs or len(theirs) == len(ours):
+            pairs += list(zip(theirs, ours))
+            dropped += [] if theirs else ours
             continue
-        for shape, control in zip(theirs, ours):
-            end = shape.group().rfind(b"</x:ClientData>")
-            if not control.macro or b"<x:FmlaMacro>" in shape.group() or end < 0:
-                continue
-            edits.append((shape.start() + end, f"<x:FmlaMacro>{control.macro}</x:FmlaMacro>".encode()))
-            spid = SHAPE_ID.search(shape.group())
-            if spid is not None:  # its text is escaped as an attribute's would be (sheet_objects.escape)
-                data = _control_macro(data, spid.group(1), control.macro.encode())
-            given += 1
+        texts = {_text(shape.group()): shape for shape in theirs}
+        labels = Counter(_words(control.text) for control in ours)
+        if len(theirs) > len(ours) or len(texts) < len(theirs) or "" in texts or max(labels.values()) > 1 or \
+                "" in labels or not set(texts) <= set(labels):
+            continue
+        for control in ours:
+            shape = texts.get(_words(control.text))
+            if shape is None:
+                dropped.append(control)
+            else:
+                pairs.append((shape, control))
+    return pairs, dropped
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _text(shape: bytes) -> str:
+    """The text of a VML shape's text box, its words as ``_words`` gives them."""
+    box = re.search(rb"<v:textbox\b.*?</v:textbox>", shape, re.S)
+    lines = re.sub(rb"<br\s*/?>", b"\n", box.group()) if box else b""
+    return _words(html.unescape(re.sub(rb"<[^>]*>", b"", lines).decode("utf-8", "replace")))
+
+
+def _their_macros(vml: bytes, data: bytes,
+                  pairs: list[tuple[re.Match[bytes], Control]]) -> tuple[bytes, bytes, int]:
+    """(the VML drawing ``vml`` and the sheet ``data`` with each control LibreOffice wrote given the macro the legacy
+    one it ``pairs`` with runs: an ``x:FmlaMacro``, and the ``macro`` of its ``controlPr``; how many were given one)."""
+    edits: list[tuple[int, bytes]] = []  # (where in the VML, what goes in)
+    given = 0
+    for shape, control in pairs:
+        end = shape.group().rfind(b"</x:ClientData>")
+        if not control.macro or b"<x:FmlaMacro>" in shape.group() or end < 0:
+            continue
+        edits.append((shape.start() + end, f"<x:FmlaMacro>{control.macro}</x:FmlaMacro>".encode()))
+        spid = SHAPE_ID.search(shape.group())
+        if spid is not None:  # its text is escaped as an attribute's would be (sheet_objects.escape)
+            data = _control_macro(data, spid.group(1), control.macro.encode())
+        given += 1
     for at, text in sorted(edits, reverse=True):
         vml = vml[:at] + text + vml[at:]
     return vml, data, given
