@@ -279,8 +279,8 @@ def _sheet(package: Package, part: str, index: int, controls: list[Control], low
     """The ``controls`` written into sheet ``part`` (the ``index``th): its XML, relationships and VML drawing in
     ``edits``, new parts in ``added``; how many went in or were given their macro. LibreOffice writes check boxes
     and buttons itself (a VML shape, and the ``control`` of Excel 2010 with its ``ctrlProp``), not always with their
-    macros: a control it wrote is left to it, and given the macro it lacks (``_paired``). 0, and nothing changed, where the sheet has
-    a VML drawing the controls cannot join."""
+    macros: a control it wrote is left to it, and given the macro it lacks (``_paired``). 0, and nothing changed,
+    where the sheet has a VML drawing the controls cannot join."""
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's for its comments, or the objects'
     legacy = sheet_objects.LEGACY.search(data)

@@ -167,8 +167,13 @@ def _sheet(package: Package, part: str, index: int, controls: list[ActiveX], low
            edits: dict[str, bytes], added: dict[str, tuple[bytes, str]]) -> int:
     """The ``controls`` written into sheet ``part`` (the ``index``th): its XML, relationships and VML drawing in
     ``edits``, new parts in ``added``; how many went in. 0, and nothing changed, where the sheet has a VML drawing
-    the controls cannot join."""
+    the controls cannot join, or that holds them already."""
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
+    # a control the export wrote itself (as a later LibreOffice may) is not written twice
+    named = set(re.findall(rb'<control\b[^>]*\bname="([^"]*)"', data))
+    controls = [control for control in controls if sheet_objects.escape(control.name).encode() not in named]
+    if not controls:
+        return 0
     vml_part, vml = None, None  # the sheet's own VML drawing: LibreOffice's, or the other mends'
     legacy = sheet_objects.LEGACY.search(data)
     if legacy is not None:

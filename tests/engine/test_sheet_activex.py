@@ -7,6 +7,7 @@ import struct
 import zipfile
 
 import olefile
+import openpyxl
 from conftest import _soffice_save as soffice
 from test_sheet_controls import CORPUS, controls_libreoffice_reads
 
@@ -130,3 +131,24 @@ def test_what_an_activex_control_carries_and_what_is_left_out():
     another_sheet = struct.pack("<HH4xBHHH", 14, 7, 0x3A, 0, 1, 3) + b"\0"  # PtgRef3d: another sheet's D2
     assert sheet_activex._saved(obj(bytes(4) + another_sheet + bytes(2)), saved) is None
     assert sheet_activex._name(obj(), 2) == "CheckBox2"
+
+
+def test_a_control_the_result_holds_already_is_not_written_twice(tmp_path):
+    book = openpyxl.Workbook()
+    book.active.title = "Sheet1"
+    book.save(tmp_path / "base.xlsx")
+    with zipfile.ZipFile(tmp_path / "base.xlsx") as package:
+        parts = {name: package.read(name) for name in package.namelist()}
+    for name, control in (("own.xlsx", b'<controls><control shapeId="1025" name="CheckBox1"/></controls>'),
+                          ("other.xlsx", b'<controls><control shapeId="1025" name="Other"/></controls>')):
+        written = dict(parts)
+        written["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
+            b"</worksheet>", control + b"</worksheet>")
+        with zipfile.ZipFile(tmp_path / name, "w") as package:
+            for part, data in written.items():
+                package.writestr(part, data)
+    assert sheet_activex.mend(tmp_path / "own.xlsx", CORPUS / "WithCheckBoxes.xls", "xls", 1) == 0
+    assert sheet_activex.mend(tmp_path / "other.xlsx", CORPUS / "WithCheckBoxes.xls", "xls", 1) == 1
+    with zipfile.ZipFile(tmp_path / "other.xlsx") as package:
+        sheet = package.read("xl/worksheets/sheet1.xml")
+    assert sheet.count(b"<control ") == 2 and sheet.count(b"<controls>") == 1
