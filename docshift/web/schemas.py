@@ -71,7 +71,7 @@ class TaskError(Schema):
 
 
 FIDELITY_PARTS = ["sheets", "cells", "slides", "notes", "characters", "images", "embedded_objects", "charts",
-                  "sounds", "comments", "headers_footers", "hyperlinks", "actions", "controls",
+                  "shapes", "sounds", "comments", "headers_footers", "hyperlinks", "actions", "controls",
                   "macros"]
 
 

@@ -105,7 +105,7 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
         asked = 0  # of ``have``, those removed on request
         if what == "images" and source.placed_pictures is not None and got is not None:
             got = result.placed_pictures  # an RTF source's pictures are counted where they show
-        if what in ("hyperlinks", "actions", "controls") and have is not None and got is not None:
+        if what in ("hyperlinks", "actions", "controls", "shapes") and have is not None and got is not None:
             expected = Counter(source.where.get(what, []))
             if what == "actions" and macros_removed and source.macro_actions:
                 # the macros they run were removed on request: so are they, as the modules are

@@ -45,6 +45,9 @@ XL_ERRORS = {0x00: "#NULL!", 0x07: "#DIV/0!", 0x0F: "#VALUE!", 0x17: "#REF!", 0x
 # result holds it (``stored.not_numbers``); a cell's text past Excel's limit is what Excel and LibreOffice keep of it
 NOT_A_NUMBER = ErrorValue("#NUM!")
 FT_CMO, OT_NOTE = b"\x15\x00", 0x19  # an OBJ record's first subrecord (its common data: the object type), a note
+# the object types of drawing shapes ([MS-XLS] FtCmo.ot): a group, line, rectangle, oval, arc, text box, polygon, and
+# Office Art object (a shape as Excel 2007 and later write one into an .xls)
+DRAWN, OT_LINE = {0x00, 0x01, 0x02, 0x03, 0x04, 0x06, 0x09, 0x1E}, 0x01
 MAX_CELL_TEXT = 32_767
 
 
@@ -242,6 +245,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         bstore = officeart.bstore(book.group, 0, len(book.group), budget) if book.group else []
         found: set[Any] = set()
         unshown = 0
+        drawn: list[str] = []  # the drawing shapes of each sheet
         for index, drawing in enumerate(book.drawings):
             shapes = officeart.shapes(drawing, 0, len(drawing), budget)
             found |= officeart.pictures([shape for shape in shapes if _shown(shape)], bstore)
@@ -251,11 +255,24 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             # a note whose box has no height or width: LibreOffice drops it; a copy with a box goes to it
             inventory.unsized_notes += [shape.anchor for shape, (kind, ident) in owned if kind == OT_NOTE
                                         and (index, ident) in book.note_objects and not _shown(shape)]
+            sheet = book.drawing_sheets[index][:SHEET_NAME_LIMIT] if index < len(book.drawing_sheets) else "?"
+            drawn += [f"sheet '{sheet}'" for shape, (kind, _) in owned
+                      if kind in DRAWN and not shape.pibs and (_sized(shape) if kind == OT_LINE else _shown(shape))]
         counts["images"] = len(found) + len({bytes(bitmap) for bitmap in book.bitmaps})  # as the result keeps them
+        counts["shapes"], inventory.where["shapes"] = len(drawn), drawn
         counts["charts"] = book.charts - unshown
     except Exception:
         pass
     _cells(data, inventory)
+
+
+def _sized(shape: officeart.Shape) -> bool:
+    """Whether a line's cell anchor gives it a height or a width (it may have one of them only): one of neither shows
+    nothing, and LibreOffice leaves it out. A shape in a group is placed in the group's own space."""
+    if len(shape.anchor) < 18:
+        return True
+    left, dx_left, top, dy_top, right, dx_right, bottom, dy_bottom = struct.unpack_from("<8H", shape.anchor, 2)
+    return (bottom, dy_bottom) != (top, dy_top) or (right, dx_right) != (left, dx_left)
 
 
 def _shown(shape: officeart.Shape) -> bool:

@@ -40,6 +40,9 @@ DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(N
 ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
 CONTROL = b"<control"
 HYPERLINK = re.compile(rb"<hyperlink\b")
+DRAWN = re.compile(rb"<xdr:(?:sp|cxnSp|grpSp)[\s>]")
+SHAPE = re.compile(rb"<xdr:sp[\s>].*?</xdr:sp>", re.S)
+NO_SIZE = b'<a:ext cx="0" cy="0"/>'
 
 
 def read(package: Package, inventory: Inventory) -> None:
@@ -71,6 +74,7 @@ def read(package: Package, inventory: Inventory) -> None:
     controls_at: list[str] = []
     actions_at: list[str] = []  # shapes that run a macro
     links_at: list[str] = []  # the hyperlinks of cells
+    shapes_at: list[str] = []  # the drawing shapes
     readable = strings is not None
     for name, rid in sheets:
         target = relationships.get(rid, ("", None))[1]
@@ -92,6 +96,7 @@ def read(package: Package, inventory: Inventory) -> None:
         drawings = [part for rel_type, part in sheet_relationships
                     if part and part in package.names and rel_type.endswith("/drawing")]
         actions_at += [f"sheet '{name}'"] * sheet_controls.macros_on_shapes(package, drawings)
+        shapes_at += [f"sheet '{name}'"] * sum(_drawn(b"".join(package.chunks(part))) for part in drawings)
         for rel_type, part in sheet_relationships:
             if part and part in package.names and rel_type.endswith("/drawing"):
                 pictures |= pictures_in(package, part)
@@ -102,6 +107,7 @@ def read(package: Package, inventory: Inventory) -> None:
     inventory.where["comments"] = comments_at
     counts["controls"], inventory.where["controls"] = len(controls_at), controls_at
     counts["actions"], inventory.where["actions"] = len(actions_at), actions_at
+    counts["shapes"], inventory.where["shapes"] = len(shapes_at), shapes_at
     if readable:
         counts["hyperlinks"], inventory.where["hyperlinks"] = len(links_at), links_at
     if readable:  # a sheet that could not be read leaves its cells and headers unknown
@@ -206,6 +212,13 @@ def _cell_value(kind: bytes, raw: bytes, strings: list[str]) -> Any:
     if kind == b"d":
         return _unescape(raw)
     return float(raw)
+
+
+def _drawn(drawing: bytes) -> int:
+    """How many drawing shapes (shapes, connectors, groups) a sheet's DrawingML drawing holds, but the shapes of no
+    size LibreOffice writes for the form controls it does not keep as controls (``form_controls``)."""
+    phantoms = sum(1 for shape in SHAPE.finditer(drawing) if NO_SIZE in shape.group())
+    return len(DRAWN.findall(drawing)) - phantoms
 
 
 def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
