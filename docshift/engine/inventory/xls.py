@@ -48,6 +48,7 @@ FT_CMO, OT_NOTE = b"\x15\x00", 0x19  # an OBJ record's first subrecord (its comm
 # the object types of drawing shapes ([MS-XLS] FtCmo.ot): a group, line, rectangle, oval, arc, text box, polygon, and
 # Office Art object (a shape as Excel 2007 and later write one into an .xls)
 DRAWN, OT_LINE = {0x00, 0x01, 0x02, 0x03, 0x04, 0x06, 0x09, 0x1E}, 0x01
+CLICKABLE = DRAWN | {0x05, 0x08}  # and charts and pictures: what a click may run a macro of
 MAX_CELL_TEXT = 32_767
 
 
@@ -236,16 +237,12 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["controls"] = len(inventory.where["controls"])
     # a shape's click that runs a macro: counted where the workbook has the VBA project the macro would be in
     scripted = ole.get_type("_VBA_PROJECT_CUR/VBA") == olefile.STGTY_STORAGE
-    inventory.where["actions"] = [f"sheet '{book.drawing_sheets[index][:SHEET_NAME_LIMIT]}'"
-                                  for index, records in enumerate(book.objects) if index < len(book.drawing_sheets)
-                                  for record in records if scripted and sheet_controls.runs_macro(record)]
-    inventory.macro_actions = list(inventory.where["actions"])
-    counts["actions"] = len(inventory.where["actions"])
     try:
         bstore = officeart.bstore(book.group, 0, len(book.group), budget) if book.group else []
         found: set[Any] = set()
         unshown = 0
         drawn: list[str] = []  # the drawing shapes of each sheet
+        acting: list[str] = []  # those of them that run a macro
         for index, drawing in enumerate(book.drawings):
             shapes = officeart.shapes(drawing, 0, len(drawing), budget)
             found |= officeart.pictures([shape for shape in shapes if _shown(shape)], bstore)
@@ -256,10 +253,13 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             inventory.unsized_notes += [shape.anchor for shape, (kind, ident) in owned if kind == OT_NOTE
                                         and (index, ident) in book.note_objects and not _shown(shape)]
             sheet = book.drawing_sheets[index][:SHEET_NAME_LIMIT] if index < len(book.drawing_sheets) else "?"
-            drawn += [f"sheet '{sheet}'" for shape, (kind, _) in owned
-                      if kind in DRAWN and not shape.pibs and (_sized(shape) if kind == OT_LINE else _shown(shape))]
+            shown = [(shape, kind, record) for (shape, (kind, _)), record in zip(owned, book.objects[index])
+                     if kind in CLICKABLE and (_sized(shape) if kind == OT_LINE else _shown(shape))]
+            drawn += [f"sheet '{sheet}'" for shape, kind, _ in shown if kind in DRAWN and not shape.pibs]
+            acting += [f"sheet '{sheet}'" for _, _, record in shown if scripted and sheet_controls.runs_macro(record)]
         counts["images"] = len(found) + len({bytes(bitmap) for bitmap in book.bitmaps})  # as the result keeps them
         counts["shapes"], inventory.where["shapes"] = len(drawn), drawn
+        counts["actions"], inventory.where["actions"], inventory.macro_actions = len(acting), acting, list(acting)
         counts["charts"] = book.charts - unshown
     except Exception:
         pass
