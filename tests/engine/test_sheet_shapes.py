@@ -59,10 +59,10 @@ def test_a_group_s_members_are_placed_where_the_group_puts_them():
 XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
 
 
-def anchored(row, shape):
+def anchored(row, shape, rows=2):
     return (f'<xdr:twoCellAnchor><xdr:from><xdr:col>1</xdr:col><xdr:colOff>0</xdr:colOff><xdr:row>{row}</xdr:row>'
             f'<xdr:rowOff>0</xdr:rowOff></xdr:from><xdr:to><xdr:col>3</xdr:col><xdr:colOff>0</xdr:colOff><xdr:row>'
-            f'{row + 2}</xdr:row><xdr:rowOff>0</xdr:rowOff></xdr:to>{shape}<xdr:clientData/></xdr:twoCellAnchor>')
+            f'{row + rows}</xdr:row><xdr:rowOff>0</xdr:rowOff></xdr:to>{shape}<xdr:clientData/></xdr:twoCellAnchor>')
 
 
 def shape_xml(number, geometry, text=""):
@@ -73,8 +73,9 @@ def shape_xml(number, geometry, text=""):
 
 
 def workbook_with_shapes(tmp_path):
-    """A workbook with a rectangle, an oval, a text box and a line, and a group of two rectangles, made here as an
-    .xlsx with a DrawingML drawing and saved as an .xls by LibreOffice."""
+    """A workbook with a rectangle, an oval, a text box, a line, a group of two rectangles and a line of no height
+    (an Office Art connector in the .xls, which shows), made here as an .xlsx with a DrawingML drawing and saved as
+    an .xls by LibreOffice."""
     book = openpyxl.Workbook()
     book.active["A1"] = "shapes"
     book.save(tmp_path / "base.xlsx")
@@ -91,7 +92,8 @@ def workbook_with_shapes(tmp_path):
     drawing = (f'<xdr:wsDr xmlns:xdr="{XDR}" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
                + anchored(2, shape_xml(2, "rect")) + anchored(5, shape_xml(3, "ellipse"))
                + anchored(8, shape_xml(4, "rect", "A note"))
-               + anchored(11, line) + anchored(14, group) + "</xdr:wsDr>")
+               + anchored(11, line) + anchored(14, group) + anchored(18, line.replace('"9"', '"19"'), rows=0)
+               + "</xdr:wsDr>")
     rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
     parts["xl/drawings/drawing1.xml"] = drawing.encode()
     parts["xl/worksheets/_rels/sheet1.xml.rels"] = (
@@ -111,9 +113,9 @@ def workbook_with_shapes(tmp_path):
 def test_a_workbook_counts_its_drawing_shapes_and_a_group_s_members(office, tmp_path):
     source = workbook_with_shapes(tmp_path)
     held = inventory.of_source(source, "xls")
-    assert held.counts["shapes"] == 7 and held.where["shapes"] == ["sheet 'Sheet'"] * 7  # the group and its two
+    assert held.counts["shapes"] == 8 and held.where["shapes"] == ["sheet 'Sheet'"] * 8  # the group and its two
     converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
-    assert converted.fidelity["counts"]["shapes"] == {"source": 7, "result": 7}
+    assert converted.fidelity["counts"]["shapes"] == {"source": 8, "result": 8}
     assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
 
 

@@ -83,6 +83,7 @@ class Shape:
     actions: dict[int, str] = field(default_factory=dict)  # what a click (0) or mouse-over (1) runs, as .pptx writes
     anchor: bytes = b""
     client: bool = False
+    kind: int = 0  # its FSP's shape type (MSOSPT): 20 a line, 32-40 a connector, 75 a picture frame, ...
 
 
 def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
@@ -97,7 +98,7 @@ def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,
         fill_type, fill_blip = 0, None
         for child, instance, _, child_body, child_stop in children(data, body, stop, budget):
             if child == OA_FSP and child_stop - child_body >= 8:
-                shape.flags = struct.unpack_from("<I", data, child_body + 4)[0]
+                shape.flags, shape.kind = struct.unpack_from("<I", data, child_body + 4)[0], instance
             elif child in (OA_OPT, OA_TERTIARY_OPT):
                 for index in range(min(instance, (child_stop - child_body) // 6)):
                     opid, value = struct.unpack_from("<HI", data, child_body + 6 * index)

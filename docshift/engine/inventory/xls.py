@@ -49,6 +49,7 @@ FT_CMO, OT_NOTE = b"\x15\x00", 0x19  # an OBJ record's first subrecord (its comm
 # Office Art object (a shape as Excel 2007 and later write one into an .xls)
 DRAWN, OT_LINE = {0x00, 0x01, 0x02, 0x03, 0x04, 0x06, 0x09, 0x1E}, 0x01
 CLICKABLE = DRAWN | {0x05, 0x08}  # and charts and pictures: what a click may run a macro of
+LINES = {20, *range(32, 41)}  # the shape types (MSOSPT) of a line and the connectors: one may have no height
 MAX_CELL_TEXT = 32_767
 
 
@@ -254,7 +255,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
                                         and (index, ident) in book.note_objects and not _shown(shape)]
             sheet = book.drawing_sheets[index][:SHEET_NAME_LIMIT] if index < len(book.drawing_sheets) else "?"
             shown = [(shape, kind, record) for (shape, (kind, _)), record in zip(owned, book.objects[index])
-                     if kind in CLICKABLE and (_sized(shape) if kind == OT_LINE else _shown(shape))]
+                     if kind in CLICKABLE and (_sized(shape) if kind == OT_LINE or shape.kind in LINES
+                                               else _shown(shape))]
             drawn += [f"sheet '{sheet}'" for shape, kind, _ in shown if kind in DRAWN and not shape.pibs]
             acting += [f"sheet '{sheet}'" for _, _, record in shown if scripted and sheet_controls.runs_macro(record)]
         counts["images"] = len(found) + len({bytes(bitmap) for bitmap in book.bitmaps})  # as the result keeps them
