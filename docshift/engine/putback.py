@@ -6,7 +6,8 @@ whose server it does not know (a packaged file) on a slide or in a text as its p
 gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
 run in the show and the macros buttons run (``slide_actions``), writes a sheet's form controls as shapes of no size
 (``form_controls``), its ActiveX controls not at all (``sheet_activex``), its shapes without the macros they run
-(``shape_macros``), and it loses a cell's hyperlink where the cell shows no text (``sheet_links``). Each mend reads
+(``shape_macros``), and it loses a cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group
+(``sheet_lines``). Each mend reads
 only what a file holds: one that holds none of what it puts back costs nothing.
 """
 
@@ -17,6 +18,7 @@ from docshift.engine import (
     objects,
     shape_macros,
     sheet_activex,
+    sheet_lines,
     sheet_links,
     sheet_objects,
     slide_actions,
@@ -39,4 +41,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
         slide_comments.mend(result, kind) + \
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \
-        sheet_links.mend(result, kind, holds.links)
+        sheet_links.mend(result, kind, holds.links) + \
+        sheet_lines.mend(result, source, kind, holds.where.get("shapes", []))

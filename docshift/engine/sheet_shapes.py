@@ -35,6 +35,9 @@ class Shape(NamedTuple):
     member: bool
     name: str = ""
     within: Box | None = None
+    kind: int = 0  # its FSP's shape type (MSOSPT) and flags (fFlipH 0x40, fFlipV 0x80)
+    flags: int = 0
+    properties: dict[int, int] | None = None  # its simple OPT properties: {property number: value}
 
 
 class _Frame(NamedTuple):
@@ -53,6 +56,9 @@ class _Read(NamedTuple):
     pib: int
     name: str
     client: bool
+    kind: int
+    flags: int
+    properties: dict[int, int]
 
 
 def paired(book: xls._Workbook, budget: Budget) -> Iterator[tuple[int, str, list[tuple[Shape, bytes]]]]:
@@ -99,9 +105,9 @@ def client_shapes(drawing: bytearray, budget: Budget) -> list[Shape]:
 def _placed(read: _Read, frame: _Frame | None) -> Shape:
     """The shape ``read`` placed in ``frame`` (None: at the top, by its cell anchor)."""
     if frame is None:
-        return Shape(read.client_anchor, read.pib, False, read.name)
+        return Shape(read.client_anchor, read.pib, False, read.name, None, read.kind, read.flags, read.properties)
     if frame.anchor is None and read.client_anchor is not None:  # the outermost group's own shape
-        return Shape(read.client_anchor, read.pib, True, read.name)
+        return Shape(read.client_anchor, read.pib, True, read.name, None, read.kind, read.flags, read.properties)
     within = None
     if frame.space is not None and read.child_anchor is not None:
         left, top, right, bottom = frame.space
@@ -113,13 +119,16 @@ def _placed(read: _Read, frame: _Frame | None) -> Shape:
             cl, ct, cr, cb = read.child_anchor
             within = (across(cl, left, right, x0, x1), across(ct, top, bottom, y0, y1),
                       across(cr, left, right, x0, x1), across(cb, top, bottom, y0, y1))
-    return Shape(frame.anchor, read.pib, True, read.name, within)
+    return Shape(frame.anchor, read.pib, True, read.name, within, read.kind, read.flags, read.properties)
 
 
 def _read(drawing: bytearray, body: int, stop: int, budget: Budget) -> _Read:
     client_anchor, child_anchor, space, pib, name, client = None, None, None, 0, "", False
+    kind, flags, properties = 0, 0, {}
     for child, instance, _, child_body, child_stop in officeart.children(drawing, body, stop, budget):
-        if child == OA_CLIENT_ANCHOR and child_stop - child_body >= 18:
+        if child == officeart.OA_FSP and child_stop - child_body >= 8:
+            kind, flags = instance, struct.unpack_from("<I", drawing, child_body + 4)[0]
+        elif child == OA_CLIENT_ANCHOR and child_stop - child_body >= 18:
             client_anchor = struct.unpack_from("<8H", drawing, child_body + 2)
         elif child in (OA_CHILD_ANCHOR, OA_FSPGR) and child_stop - child_body >= 16:
             box = tuple(float(value) for value in struct.unpack_from("<4i", drawing, child_body))
@@ -130,14 +139,17 @@ def _read(drawing: bytearray, body: int, stop: int, budget: Budget) -> _Read:
                 opid, value = struct.unpack_from("<HI", drawing, child_body + 6 * index)
                 if opid & 0x3FFF == officeart.PROP_PIB and opid & 0x4000:
                     pib = value
-                elif opid & 0x8000:
+                elif not opid & 0x8000:
+                    properties[opid & 0x3FFF] = value
+                else:
                     if opid & 0x3FFF == PROP_NAME and complex_at + value <= child_stop:
                         name = bytes(drawing[complex_at:complex_at + value]).decode("utf-16-le", "replace")
                         name = name.split("\0", 1)[0]
                     complex_at += _complex_size(drawing, complex_at, opid & 0x3FFF, value)
         elif child == officeart.OA_CLIENT_DATA:
             client = True
-    return _Read(client_anchor, child_anchor, space, pib, name, client)  # type: ignore[arg-type]
+    return _Read(client_anchor, child_anchor, space, pib, name, client, kind, flags,  # type: ignore[arg-type]
+                 properties)
 
 
 def _complex_size(drawing: bytearray, at: int, number: int, size: int) -> int:

@@ -132,4 +132,4 @@ def test_lines_in_a_group_libreoffice_s_import_drops_are_named(office, tmp_path)
 def test_the_shapes_of_no_size_libreoffice_writes_for_form_controls_are_not_counted():
     drawing = (f'<xdr:wsDr xmlns:xdr="{XDR}" xmlns:a="a">' + anchored(1, shape_xml(2, "rect"))
                + anchored(4, shape_xml(3, "rect").replace('cx="914400" cy="457200"', 'cx="0" cy="0"')) + "</xdr:wsDr>")
-    assert xlsx._drawn(drawing.encode()) == 1
+    assert xlsx.drawn_shapes(drawing.encode()) == 1

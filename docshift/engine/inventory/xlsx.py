@@ -96,7 +96,7 @@ def read(package: Package, inventory: Inventory) -> None:
         drawings = [part for rel_type, part in sheet_relationships
                     if part and part in package.names and rel_type.endswith("/drawing")]
         actions_at += [f"sheet '{name}'"] * sheet_controls.macros_on_shapes(package, drawings)
-        shapes_at += [f"sheet '{name}'"] * sum(_drawn(b"".join(package.chunks(part))) for part in drawings)
+        shapes_at += [f"sheet '{name}'"] * sum(drawn_shapes(b"".join(package.chunks(part))) for part in drawings)
         for rel_type, part in sheet_relationships:
             if part and part in package.names and rel_type.endswith("/drawing"):
                 pictures |= pictures_in(package, part)
@@ -214,7 +214,7 @@ def _cell_value(kind: bytes, raw: bytes, strings: list[str]) -> Any:
     return float(raw)
 
 
-def _drawn(drawing: bytes) -> int:
+def drawn_shapes(drawing: bytes) -> int:
     """How many drawing shapes (shapes, connectors, groups) a sheet's DrawingML drawing holds, but the shapes of no
     size LibreOffice writes for the form controls it does not keep as controls (``form_controls``)."""
     phantoms = sum(1 for shape in SHAPE.finditer(drawing) if NO_SIZE in shape.group())
