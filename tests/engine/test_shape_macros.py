@@ -6,6 +6,7 @@ import zipfile
 
 from conftest import _soffice_save as soffice
 from test_sheet_controls import CORPUS
+from workbooks import parts_of, with_drawing
 
 from docshift.contract import Macros
 from docshift.engine import convert, inventory, shape_macros
@@ -29,23 +30,7 @@ def workbook_with_shape_macro(tmp_path):
     nothing: saved as .xlsm by LibreOffice, the two written into its first sheet's drawing as Excel writes shapes,
     and saved as .xls again (its VBA project kept)."""
     macro_enabled = soffice(CORPUS / "SimpleMacro.xls", "xlsm:Calc MS Excel 2007 VBA XML", tmp_path / "xlsm")
-    with zipfile.ZipFile(macro_enabled) as package:
-        parts = {name: package.read(name) for name in package.namelist()}
-    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-    sheet = parts["xl/worksheets/sheet1.xml"]
-    assert b"<drawing" not in sheet and "xl/worksheets/_rels/sheet1.xml.rels" not in parts
-    parts["xl/drawings/drawing9.xml"] = DRAWING.encode()
-    parts["xl/worksheets/_rels/sheet1.xml.rels"] = (
-        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
-        f'Id="rId9" Type="{rel}/drawing" Target="../drawings/drawing9.xml"/></Relationships>').encode()
-    parts["xl/worksheets/sheet1.xml"] = sheet.replace(b"</worksheet>", f'<drawing xmlns:r="{rel}" r:id="rId9"/>'
-                                                      '</worksheet>'.encode())
-    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(b"</Types>", (
-        b'<Override PartName="/xl/drawings/drawing9.xml" '
-        b'ContentType="application/vnd.openxmlformats-officedocument.drawing+xml"/></Types>'))
-    with zipfile.ZipFile(tmp_path / "shapes.xlsm", "w") as package:
-        for name, data in parts.items():
-            package.writestr(name, data)
+    with_drawing(parts_of(macro_enabled), DRAWING, tmp_path / "shapes.xlsm", "drawing9.xml")
     return soffice(tmp_path / "shapes.xlsm", "xls", tmp_path / "legacy")
 
 

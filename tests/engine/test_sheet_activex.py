@@ -10,8 +10,9 @@ import olefile
 import openpyxl
 from conftest import _soffice_save as soffice
 from test_sheet_controls import CORPUS, controls_libreoffice_reads
+from workbooks import with_workbook_stream
 
-from docshift.engine import cfb, convert, inventory, sheet_activex
+from docshift.engine import convert, inventory, sheet_activex
 
 CHECK_BOX = "{8BD21D40-EC42-11CE-9E0D-00AA006002F3}"  # Microsoft Forms 2.0's check box
 
@@ -80,13 +81,7 @@ def with_linked_cell(workbook, linked=D2):
 
 def linked_workbook(out, linked=D2):
     """The corpus's WithCheckBoxes.xls written to ``out`` with its check box linked to the cell of ``linked``."""
-    with olefile.OleFileIO(str(CORPUS / "WithCheckBoxes.xls")) as ole:
-        root = cfb.read_storage(ole, "", 64 << 20)
-    for entry in root.children:
-        if entry.name == "Workbook":
-            entry.data = with_linked_cell(entry.data, linked)
-    out.write_bytes(cfb.write(root))
-    return out
+    return with_workbook_stream(CORPUS / "WithCheckBoxes.xls", lambda stream: with_linked_cell(stream, linked), out)
 
 
 def test_an_activex_control_linked_to_a_cell_comes_back_linked_to_it(office, tmp_path):

@@ -5,12 +5,12 @@ import re
 import struct
 import zipfile
 
-import olefile
 import openpyxl
 from conftest import _soffice_save as soffice
 from test_sheet_shapes import XDR, anchored, shape_xml
+from workbooks import parts_of, with_drawing, with_workbook_stream
 
-from docshift.engine import cfb, convert, inventory
+from docshift.engine import convert, inventory
 
 CONNECTOR, LINE, FSP = 32, 20, b"\x0a\xf0"
 
@@ -43,8 +43,6 @@ def workbook_with_lines(tmp_path):
     book = openpyxl.Workbook()
     book.active["A1"] = "lines"
     book.save(tmp_path / "base.xlsx")
-    with zipfile.ZipFile(tmp_path / "base.xlsx") as package:
-        parts = {name: package.read(name) for name in package.namelist()}
     group = ('<xdr:grpSp><xdr:nvGrpSpPr><xdr:cNvPr id="2" name="Group 2"/><xdr:cNvGrpSpPr/></xdr:nvGrpSpPr>'
              '<xdr:grpSpPr><a:xfrm><a:off x="609600" y="381000"/><a:ext cx="1828800" cy="914400"/>'
              '<a:chOff x="609600" y="381000"/><a:chExt cx="1828800" cy="914400"/></a:xfrm></xdr:grpSpPr>'
@@ -52,28 +50,8 @@ def workbook_with_lines(tmp_path):
              + connector(5, 2438400, 381000, 0, 914400, "FF0000", '<a:tailEnd type="triangle"/>') + "</xdr:grpSp>")
     drawing = (f'<xdr:wsDr xmlns:xdr="{XDR}" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
                + anchored(2, group, rows=4) + anchored(9, connector(6, 0, 0, 1828800, 0), rows=0) + "</xdr:wsDr>")
-    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-    parts["xl/drawings/drawing1.xml"] = drawing.encode()
-    parts["xl/worksheets/_rels/sheet1.xml.rels"] = (
-        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
-        f'Id="rId9" Type="{rel}/drawing" Target="../drawings/drawing1.xml"/></Relationships>').encode()
-    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
-        b"</worksheet>", f'<drawing xmlns:r="{rel}" r:id="rId9"/></worksheet>'.encode())
-    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
-        b"</Types>", b'<Override PartName="/xl/drawings/drawing1.xml" '
-                     b'ContentType="application/vnd.openxmlformats-officedocument.drawing+xml"/></Types>')
-    with zipfile.ZipFile(tmp_path / "lines.xlsx", "w") as package:
-        for name, data in parts.items():
-            package.writestr(name, data)
-    saved = soffice(tmp_path / "lines.xlsx", "xls", tmp_path / "legacy")
-    with olefile.OleFileIO(str(saved)) as ole:
-        root = cfb.read_storage(ole, "", 64 << 20)
-    for entry in root.children:
-        if entry.name == "Workbook":
-            entry.data = as_lines(entry.data)
-    out = tmp_path / "lines.xls"
-    out.write_bytes(cfb.write(root))
-    return out
+    made = with_drawing(parts_of(tmp_path / "base.xlsx"), drawing, tmp_path / "lines.xlsx")
+    return with_workbook_stream(soffice(made, "xls", tmp_path / "legacy"), as_lines, tmp_path / "lines.xls")
 
 
 def lines_libreoffice_reads(path, tmp_path):

@@ -5,12 +5,12 @@ the report counts a sheet's links (``hyperlinks``), and docshift puts each lost 
 import struct
 import zipfile
 
-import olefile
 import openpyxl
 from conftest import _soffice_save as soffice
 from openpyxl.worksheet.hyperlink import Hyperlink
+from workbooks import with_workbook_stream
 
-from docshift.engine import cfb, convert, inventory, sheet_links
+from docshift.engine import convert, inventory, sheet_links
 from docshift.engine.inventory.common import Link
 
 HLINK, BOUNDSHEET = 0x01B8, 0x0085
@@ -52,14 +52,7 @@ def workbook_with_links(tmp_path):
     book.create_sheet("Totals")["B2"] = 42
     book.save(tmp_path / "links.xlsx")
     legacy = soffice(tmp_path / "links.xlsx", "xls", tmp_path / "legacy")
-    with olefile.OleFileIO(str(legacy)) as ole:
-        root = cfb.read_storage(ole, "", 64 << 20)
-    for entry in root.children:
-        if entry.name == "Workbook":
-            entry.data = with_links_on_empty_cells(entry.data)
-    out = tmp_path / "links.xls"
-    out.write_bytes(cfb.write(root))
-    return out
+    return with_workbook_stream(legacy, with_links_on_empty_cells, tmp_path / "links.xls")
 
 
 def links_of(path):

@@ -3,11 +3,11 @@ placed where the group puts them, in cells of the sheet (``sheet_drawing.inside`
 in a group can be written where it stands; and the report's count of them (``shapes``)."""
 
 import struct
-import zipfile
 
 import openpyxl
 from conftest import _soffice_save as soffice
 from test_sheet_controls import CORPUS
+from workbooks import parts_of, with_drawing
 
 from docshift.engine import convert, inventory, sheet_drawing, sheet_shapes
 from docshift.engine.inventory import xlsx
@@ -79,8 +79,7 @@ def workbook_with_shapes(tmp_path):
     book = openpyxl.Workbook()
     book.active["A1"] = "shapes"
     book.save(tmp_path / "base.xlsx")
-    with zipfile.ZipFile(tmp_path / "base.xlsx") as package:
-        parts = {name: package.read(name) for name in package.namelist()}
+    parts = parts_of(tmp_path / "base.xlsx")
     line = ('<xdr:cxnSp><xdr:nvCxnSpPr><xdr:cNvPr id="9" name="Line 9"/><xdr:cNvCxnSpPr/></xdr:nvCxnSpPr><xdr:spPr>'
             '<a:xfrm><a:off x="0" y="0"/><a:ext cx="914400" cy="0"/></a:xfrm><a:prstGeom prst="line"><a:avLst/>'
             '</a:prstGeom><a:ln w="12700"><a:solidFill><a:srgbClr val="000000"/></a:solidFill></a:ln></xdr:spPr>'
@@ -94,19 +93,7 @@ def workbook_with_shapes(tmp_path):
                + anchored(8, shape_xml(4, "rect", "A note"))
                + anchored(11, line) + anchored(14, group) + anchored(18, line.replace('"9"', '"19"'), rows=0)
                + "</xdr:wsDr>")
-    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-    parts["xl/drawings/drawing1.xml"] = drawing.encode()
-    parts["xl/worksheets/_rels/sheet1.xml.rels"] = (
-        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
-        f'Id="rId9" Type="{rel}/drawing" Target="../drawings/drawing1.xml"/></Relationships>').encode()
-    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
-        b"</worksheet>", f'<drawing xmlns:r="{rel}" r:id="rId9"/></worksheet>'.encode())
-    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
-        b"</Types>", b'<Override PartName="/xl/drawings/drawing1.xml" '
-                     b'ContentType="application/vnd.openxmlformats-officedocument.drawing+xml"/></Types>')
-    with zipfile.ZipFile(tmp_path / "shapes.xlsx", "w") as package:
-        for name, data in parts.items():
-            package.writestr(name, data)
+    with_drawing(parts, drawing, tmp_path / "shapes.xlsx")
     return soffice(tmp_path / "shapes.xlsx", "xls", tmp_path / "legacy")
 
 

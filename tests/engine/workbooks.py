@@ -1,0 +1,49 @@
+"""What the workbook tests build their files with: an .xlsx's parts given a DrawingML drawing on its first sheet,
+and an .xls written again with its Workbook stream edited (records an export of LibreOffice does not write)."""
+
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import olefile
+
+from docshift.engine import cfb
+
+REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def parts_of(path: Path) -> dict[str, bytes]:
+    """{part name: bytes} of the package at ``path``."""
+    with zipfile.ZipFile(path) as package:
+        return {name: package.read(name) for name in package.namelist()}
+
+
+def with_drawing(parts: dict[str, bytes], drawing: str, out: Path, name: str = "drawing1.xml") -> Path:
+    """The package ``parts`` (of a workbook whose first sheet has no relationships yet) written to ``out``, its first
+    sheet given the DrawingML ``drawing`` as the part ``xl/drawings/<name>``."""
+    assert b"<drawing" not in parts["xl/worksheets/sheet1.xml"] and "xl/worksheets/_rels/sheet1.xml.rels" not in parts
+    parts = dict(parts)
+    parts[f"xl/drawings/{name}"] = drawing.encode()
+    parts["xl/worksheets/_rels/sheet1.xml.rels"] = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
+        f'Id="rId9" Type="{REL}/drawing" Target="../drawings/{name}"/></Relationships>').encode()
+    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
+        b"</worksheet>", f'<drawing xmlns:r="{REL}" r:id="rId9"/></worksheet>'.encode())
+    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+        b"</Types>", f'<Override PartName="/xl/drawings/{name}" '
+                     'ContentType="application/vnd.openxmlformats-officedocument.drawing+xml"/></Types>'.encode())
+    with zipfile.ZipFile(out, "w") as package:
+        for part, data in parts.items():
+            package.writestr(part, data)
+    return out
+
+
+def with_workbook_stream(source: Path, edit: Callable[[bytes], bytes], out: Path) -> Path:
+    """The .xls ``source`` written to ``out`` whole (``cfb.write``), its Workbook stream made ``edit(stream)``."""
+    with olefile.OleFileIO(str(source)) as ole:
+        root = cfb.read_storage(ole, "", 64 << 20)
+    for entry in root.children:
+        if entry.name == "Workbook" and entry.data is not None:
+            entry.data = edit(entry.data)
+    out.write_bytes(cfb.write(root))
+    return out
