@@ -37,7 +37,8 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
     expected, controls = counts.get("embedded_objects"), counts.get("controls")
     return objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
         form_controls.mend(result, source, kind, controls, keep_macros) + \
-        sheet_activex.mend(result, source, kind, controls) + shape_macros.mend(result, source, kind, keep_macros) + \
+        sheet_activex.mend(result, source, kind, controls) + \
+        shape_macros.mend(result, source, kind, counts.get("actions"), keep_macros) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
         slide_comments.mend(result, kind) + \
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \

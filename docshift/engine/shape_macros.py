@@ -26,11 +26,12 @@ SHAPES = {f"{XDR}{SEP}{name}" for name in ("sp", "pic", "cxnSp", "graphicFrame",
 GROUP, NAMED = f"{XDR}{SEP}grpSp", f"{XDR}{SEP}cNvPr"  # a group's element has no macro
 
 
-def mend(result: Path, source: Path, kind: str, macros: bool) -> int:
+def mend(result: Path, source: Path, kind: str, expected: int | None, macros: bool) -> int:
     """Give each shape of ``result`` (LibreOffice's .xlsx of the .xls ``source``) the macro its legacy shape runs,
-    where the result keeps the VBA project (``macros``). Returns how many were given one (0: the file is
+    where the result keeps the VBA project (``macros``); ``expected``: how many shapes of the legacy file run one
+    (the report's ``actions``: nothing is read when none does). Returns how many were given one (0: the file is
     untouched). Never raises for what the files hold."""
-    if kind != "xls" or not macros:
+    if kind != "xls" or not macros or not expected:
         return 0
     return guarded(_mend, result, source, "the shapes' macros of %s stay as LibreOffice wrote them: %r")
 
