@@ -223,13 +223,7 @@ def _sheet(package: Package, part: str, index: int, controls: list[ActiveX], low
             return 0
         edits[vml_part] = merged
     # LibreOffice writes the controls it keeps (check boxes, buttons) in a ``controls`` of its own: these join it
-    end = data.find(b"</controls>")
-    if end >= 0:
-        data = data[:end] + "".join(elements).encode("utf-8") + data[end:]
-    else:
-        data = sheet_objects.insert_before(data, AFTER_CONTROLS,
-                                           ("<controls>" + "".join(elements) + "</controls>").encode("utf-8"))
-    edits[part] = data
+    edits[part] = sheet_objects.append_to(data, "controls", AFTER_CONTROLS, elements)
     sheet_objects.add_relationships(package, vml_rels_part, vml_rels, vml_new_rels, edits, parts)
     sheet_objects.add_relationships(package, rels_part, rels, new_rels, edits, parts)
     added.update(parts)

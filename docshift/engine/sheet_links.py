@@ -63,13 +63,7 @@ def _sheet(package: Package, part: str, index: int, links: list[Link], lower: se
             if value:
                 attributes.append(f'{name}="{ooxml.attribute_value(value)}"')
         elements.append(f'<hyperlink xmlns:r="{NS_R}" ' + " ".join(attributes) + "/>")
-    end = data.find(b"</hyperlinks>")
-    if end >= 0:
-        data = data[:end] + "".join(elements).encode("utf-8") + data[end:]
-    else:
-        data = sheet_objects.insert_before(data, AFTER_LINKS,
-                                           ("<hyperlinks>" + "".join(elements) + "</hyperlinks>").encode("utf-8"))
-    edits[part] = data
+    edits[part] = sheet_objects.append_to(data, "hyperlinks", AFTER_LINKS, elements)
     if new_rels:
         sheet_objects.add_relationships(package, rels_part, rels, new_rels, edits, added)
     return len(elements)

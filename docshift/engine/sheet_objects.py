@@ -324,6 +324,15 @@ def insert_before(data: bytes, before: re.Pattern[bytes], element: bytes) -> byt
     return data[:match.start()] + element + data[match.start():]
 
 
+def append_to(data: bytes, container: str, before: re.Pattern[bytes], elements: list[str]) -> bytes:
+    """The worksheet ``data`` with ``elements`` at the end of its ``container`` (as LibreOffice's own controls or
+    hyperlinks), or in a new one put in right before what ``before`` finds after its cells."""
+    end = data.find(f"</{container}>".encode())
+    if end >= 0:
+        return data[:end] + "".join(elements).encode("utf-8") + data[end:]
+    return insert_before(data, before, f"<{container}>{''.join(elements)}</{container}>".encode())
+
+
 def _relationships(rels: bytes, new: Sequence[tuple[str, ...]]) -> bytes:
     """Relationships part ``rels`` (b"": a new one) with the ``new`` (Id, type, target[, target mode]) ones added."""
     entries = "".join(f'<Relationship Id="{rid}" Type="{kind}" Target="{target}"'
