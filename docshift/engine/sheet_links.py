@@ -8,15 +8,17 @@ its ``display`` text and ``tooltip``. ``mend`` writes each link of the legacy fi
 read them) whose cells meet no link of the result's sheet.
 """
 
+import logging
 import re
-import zipfile
 from pathlib import Path
 
 from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import ERRORS, MAX_EDITED_PART
-from docshift.engine.inventory.common import Link, Unreadable
+from docshift.engine.inventory.common import Link
 from docshift.engine.inventory.package import NS_R, Package
 from docshift.engine.inventory.xls import COLUMNS
+
+log = logging.getLogger("docshift.engine")
 
 REF = re.compile(rb'<hyperlink\b[^>]*?\bref="([A-Z]{1,3})([0-9]{1,7})(?::([A-Z]{1,3})([0-9]{1,7}))?"')
 # what comes after <hyperlinks> in CT_Worksheet's sequence
@@ -35,7 +37,8 @@ def mend(result: Path, kind: str, links: dict[str, list[Link]]) -> int:
         return 0
     try:
         return sheet_objects.into_sheets(result, {name[:31]: found for name, found in links.items()}, _sheet)
-    except (Unreadable, zipfile.BadZipFile, *ERRORS):
+    except ERRORS as error:
+        log.warning("the hyperlinks of %s stay as LibreOffice wrote them: %r", result, error)
         return 0
 
 

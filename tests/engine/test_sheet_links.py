@@ -107,3 +107,12 @@ def test_only_links_whose_cells_meet_none_of_the_result_s_go_in(tmp_path):
     assert 'ref="A10" r:id="rId1" tooltip="a tip" display="A &amp; B"/></hyperlinks><pageMargins/>' in data
     assert 'Target="https://example.org/a?b=1&amp;c=2" TargetMode="External"' in rels
     assert sheet_links.mend(tmp_path / "book.xlsx", "xls", {"Sheet": links}) == 0  # nothing is lacking now
+
+
+def test_a_result_that_does_not_read_is_left_as_it_is(tmp_path, caplog):
+    broken = tmp_path / "broken.xlsx"
+    broken.write_bytes(b"PK\x03\x04 not a package")
+    links = [Link((0, 0), (0, 0), "https://example.org/", "", "", "")]
+    assert sheet_links.mend(broken, "xls", {"Sheet": links}) == 0
+    assert broken.read_bytes() == b"PK\x03\x04 not a package"
+    assert "the hyperlinks of" in caplog.text
