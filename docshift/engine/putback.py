@@ -4,11 +4,11 @@ LibreOffice gives objects on different slides one part, writes no OLE object of 
 whose server it does not know (a packaged file) on a slide or in a text as its picture only (``objects``,
 ``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
 gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
-run in the show and the macros buttons run (``slide_actions``), writes a sheet's form controls as shapes of no size
-(``form_controls``), its ActiveX controls not at all (``sheet_activex``), its shapes without the macros they run
-(``shape_macros``), and it loses a cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group
-(``sheet_lines``). Each mend reads
-only what a file holds: one that holds none of what it puts back costs nothing.
+run in the show and the macros buttons run (``slide_actions``), and when a slide with no transition effect moves on
+(``slide_timings``); it writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX
+controls not at all (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a
+cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``). Each mend
+reads only what a file holds: one that holds none of what it puts back costs nothing.
 """
 
 from pathlib import Path
@@ -24,6 +24,7 @@ from docshift.engine import (
     slide_actions,
     slide_comments,
     slide_sounds,
+    slide_timings,
     word_objects,
 )
 from docshift.engine.inventory.common import Inventory
@@ -43,4 +44,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_comments.mend(result, kind) + \
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \
         sheet_links.mend(result, kind, holds.links) + \
-        sheet_lines.mend(result, source, kind, holds.where.get("shapes", []))
+        sheet_lines.mend(result, source, kind, holds.where.get("shapes", [])) + \
+        slide_timings.mend(result, source, kind, holds.advances)

@@ -238,8 +238,11 @@ def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | Non
     if not sounds:
         return {}, []
     masters = show.master_containers()
-    return sounds, [(*show.transition(located, masters), ppt_sounds.animation_sounds(show.doc, located, show.budget))
-                    for located in show.slide_containers()]
+    slides = []
+    for located in show.slide_containers():
+        transition = show.transition(located, masters)
+        slides.append((transition.sound, transition.loops, ppt_sounds.animation_sounds(show.doc, located, show.budget)))
+    return sounds, slides
 
 
 def _embedded(doc: minidom.Document, rid: str) -> None:

@@ -101,6 +101,9 @@ class Inventory:
     # (``stored.restore``)
     cells_restored: bool = False
     links: dict[str, list[Link]] = field(default_factory=dict)  # an .xls's: {sheet name: the hyperlinks of its cells}
+    # a .ppt's: {slide number: (milliseconds after which it moves on by itself or None, whether a click moves it on)}
+    # of the slides that do not wait for a click alone
+    advances: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

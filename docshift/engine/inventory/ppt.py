@@ -120,16 +120,16 @@ class _Presentation:
         return {slide_id: located for slide_id, located in found if located is not None}
 
     def transition(self, located: tuple[int, int] | None,
-                   masters: dict[int, tuple[int, int]]) -> tuple[int | None, bool]:
-        """(the sound the transition of the slide container ``located`` plays, or None; whether it loops): its own
-        transition's, else that of the master it uses (``masters``: ``master_containers``), else of that master's."""
+                   masters: dict[int, tuple[int, int]]) -> ppt_sounds.Transition:
+        """The :class:`ppt_sounds.Transition` of the slide container ``located``: its own, else that of the master it
+        uses (``masters``: ``master_containers``), else of that master's; a click's and no sound without any."""
         for _ in range(3):
             found = ppt_sounds.transition(self.doc, located, self.budget)
             if found is not None or located is None:
                 break
             master_id = slide_atom(self.doc, located, self.budget)[0]
             located = None if master_id is None else masters.get(master_id)
-        return found or (None, False)
+        return found or ppt_sounds.Transition()
 
     def _listed(self, instance: int) -> list[tuple[int, int]]:
         """(persistIdRef, slideId) of each SlidePersistAtom of the SlideListWithText ``instance`` (0: slides,
@@ -231,7 +231,10 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         if slide_flags & SLIDE_MASTER_BACKGROUND:  # the slide shows its master's background, not its own
             slide_shapes = [shape for shape in slide_shapes if not shape.flags & officeart.FSP_BACKGROUND]
         shapes += slide_shapes
-        played.add(show.transition(located, master_containers)[0])
+        transition = show.transition(located, master_containers)
+        played.add(transition.sound)
+        if transition.after is not None or not transition.click:
+            inventory.advances[slides] = (transition.after, transition.click)
         if sounds - played:
             played.update(ppt_sounds.animation_sounds(doc, located, budget))
         for shape in slide_shapes:

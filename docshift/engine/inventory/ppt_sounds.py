@@ -10,6 +10,7 @@ sound shape shows an ExWAVAudioEmbedded object of the ExObjList, which names the
 import posixpath
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from docshift.engine.inventory import officeart
 from docshift.engine.inventory.common import Budget
@@ -18,6 +19,7 @@ RT_SOUND_COLLECTION, RT_SOUND, RT_SOUND_DATA, RT_CSTRING = 0x07E4, 0x07E6, 0x07E
 RT_SLIDE_INFO, RT_INTERACTIVE_INFO, RT_INTERACTIVE_INFO_ATOM = 0x03F9, 0x0FF2, 0x0FF3
 RT_AUDIO_EMBEDDED, RT_MEDIA_ATOM, RT_AUDIO_EMBEDDED_ATOM = 0x100F, 0x1004, 0x1013
 SOUND, LOOP = 0x0010, 0x0040  # SSSlideInfoAtom's fSound and fLoopSound
+CLICK, AUTO = 0x0001, 0x0400  # and its fManualAdvance and fAutoAdvance
 RT_BINARY_TAG_DATA, RT_VISUAL_SHAPE_ATOM = 0x138B, 0x2AFB
 SOUND_TYPE = 2  # a VisualShapeAtom's refType for a sound (a VisualSoundAtom)
 # InteractiveInfoAtom.action: II_MacroAction, run a macro the MacroNameAtom (a CString of recInstance 2) names;
@@ -61,14 +63,26 @@ def collection(doc: bytes, start: int, end: int, budget: Budget, room: int) -> d
     return sounds
 
 
-def transition(doc: bytes, located: tuple[int, int] | None, budget: Budget) -> tuple[int | None, bool] | None:
-    """(the id of the sound the transition of the slide or master container ``located`` plays, or None; whether it
-    loops); None when the container has no SlideShowSlideInfoAtom: a slide then has its master's transition, as
-    LibreOffice imports it (a deck of the corpus gives 12 of its 91 slides their sound so)."""
+class Transition(NamedTuple):
+    """What a slide's SlideShowSlideInfoAtom says besides its effect: the id of the sound its transition plays (None:
+    none) and whether it loops; after how many milliseconds (its slideTime) the show moves on by itself (None: it
+    waits), and whether a click moves it on."""
+    sound: int | None = None
+    loops: bool = False
+    after: int | None = None
+    click: bool = True
+
+
+def transition(doc: bytes, located: tuple[int, int] | None, budget: Budget) -> Transition | None:
+    """The :class:`Transition` of the slide or master container ``located``; None when it has no
+    SlideShowSlideInfoAtom: a slide then has its master's transition, as LibreOffice imports it (a deck of the
+    corpus gives 12 of its 91 slides their sound so)."""
     for rec_type, _, _, body, stop in officeart.children(doc, *located, budget) if located else ():
         if rec_type == RT_SLIDE_INFO and stop - body >= 12:
-            sound_ref, flags = struct.unpack_from("<I", doc, body + 4)[0], struct.unpack_from("<H", doc, body + 10)[0]
-            return (sound_ref if flags & SOUND else None), bool(flags & LOOP)
+            slide_time, sound_ref = struct.unpack_from("<iI", doc, body)
+            flags = struct.unpack_from("<H", doc, body + 10)[0]
+            return Transition(sound_ref if flags & SOUND else None, bool(flags & LOOP),
+                              max(slide_time, 0) if flags & AUTO else None, bool(flags & CLICK))
     return None
 
 

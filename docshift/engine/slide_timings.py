@@ -1,0 +1,106 @@
+"""When a deck's slides move on in the show, put back into the .pptx where LibreOffice's export drops it.
+
+A slide of a self-running deck (a kiosk, rehearsed timings) moves on by itself after so many milliseconds, and may
+ignore clicks: its SlideShowSlideInfoAtom's slideTime with fAutoAdvance, and fManualAdvance cleared. A .pptx holds
+the same in the slide's ``p:transition`` as ``advTm`` and ``advClick="0"``. LibreOffice 25.2 loads both (its ODF
+says "automatic" and the duration), but its OOXML export writes a ``p:transition`` only for a slide with a
+transition effect: a slide that moves on after 5 s with no effect comes out waiting for a click, and the show
+stops there. Where it does write one, it rounds the time to whole seconds and leaves ``advClick`` out.
+
+``mend`` gives each such slide (``Inventory.advances``, counted with the deck's other slide records) its
+``advTm`` and ``advClick`` as the legacy file has them: on the ``p:transition`` LibreOffice wrote (each of them,
+where it wrote PowerPoint 2010's in ``mc:AlternateContent`` beside a fallback), or on one of its own where the slide
+has none, in the place the schema gives it (after ``p:clrMapOvr``, before ``p:timing`` and ``p:extLst``).
+"""
+
+import zipfile
+from pathlib import Path
+
+from docshift.engine import objects, ooxml
+from docshift.engine.embedding import guarded, part_bytes
+from docshift.engine.inventory.common import Unreadable
+from docshift.engine.inventory.package import NS_P, SEP, Package
+
+TRANSITION = f"{NS_P}{SEP}transition"
+AFTER_TRANSITION = {f"{NS_P}{SEP}timing", f"{NS_P}{SEP}extLst"}  # the slide's children a transition goes before
+
+
+def mend(result: Path, source: Path, kind: str, advances: dict[int, tuple[int | None, bool]]) -> int:
+    """Give the slides of ``result`` (LibreOffice's export of the .ppt ``source``) the ``advances`` the legacy file's
+    slides have ({slide number: (milliseconds or None, whether a click moves it on)}: ``Inventory.advances``).
+    Returns how many slides were given theirs (0: the file is untouched). Never raises for what the file holds."""
+    if kind != "ppt" or not advances:
+        return 0
+    return guarded(lambda result, _: _mend(result, advances), result, source,
+                   "the slides' timings of %s stay as LibreOffice wrote them: %r")
+
+
+def _mend(result: Path, advances: dict[int, tuple[int | None, bool]]) -> int:
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        slides = objects.slide_parts(package)
+        edits = {}
+        for number, (after, click) in sorted(advances.items()):
+            if number > len(slides):
+                break
+            name = slides[number - 1]
+            data = part_bytes(package, name)
+            edited = timed(data, name, after, click)
+            if edited != data:
+                edits[name] = edited
+        if edits:
+            ooxml.rewrite(zf, result, edits)
+    return len(edits)
+
+
+def timed(data: bytes, name: str, after: int | None, click: bool) -> bytes:
+    """The slide part ``name`` (``data``) whose show moves on after ``after`` milliseconds (None: it waits) and on a
+    click if ``click``, every other byte as it was."""
+    wanted = {"advTm": None if after is None else str(after), "advClick": None if click else "0"}
+    transitions, before = _places(data, name)
+    if not transitions:
+        attributes = "".join(f' {key}="{value}"' for key, value in wanted.items() if value is not None)
+        return data[:before] + f'<p:transition xmlns:p="{NS_P}"{attributes}/>'.encode() + data[before:]
+    out, done = [], 0
+    for at in transitions:
+        _, tag_end, present = ooxml.start_tag(data, at, name)
+        for attribute in present:
+            key, value_at = attribute.group(1).decode(), attribute.group().index(attribute.group()[-1:]) + 1
+            start, end = attribute.start() + value_at, attribute.end() - 1  # the value, between its quotes
+            value = wanted.get(key)
+            if value is not None and data[start:end] != value.encode():
+                out += [data[done:start], value.encode()]
+                done = end
+        keys = {attribute.group(1).decode() for attribute in present}
+        added = "".join(f' {key}="{value}"' for key, value in wanted.items() if value is not None and key not in keys)
+        out += [data[done:tag_end.start()], added.encode()]
+        done = tag_end.start()
+    return b"".join([*out, data[done:]])
+
+
+def _places(data: bytes, name: str) -> tuple[list[int], int]:
+    """([where each ``p:transition`` start tag of the slide is], where a transition of its own would go: before the
+    first of its children that follow one, else before its end tag)."""
+    transitions: list[int] = []
+    before: list[int] = []
+    depth = 0
+
+    def start(tag: str, _: dict[str, str]) -> None:
+        nonlocal depth
+        depth += 1
+        if tag == TRANSITION:
+            transitions.append(reader.CurrentByteIndex)
+        elif depth == 2 and tag in AFTER_TRANSITION:
+            before.append(reader.CurrentByteIndex)
+
+    def end(_: str) -> None:
+        nonlocal depth
+        depth -= 1
+        if depth == 0:
+            before.append(reader.CurrentByteIndex)
+
+    reader = ooxml.parser(name, Unreadable, start, end)
+    ooxml.feed(reader, (data,), name, Unreadable)
+    if not before:
+        raise Unreadable(f"{name}: no slide element")
+    return transitions, before[0]
