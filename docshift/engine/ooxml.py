@@ -200,18 +200,27 @@ def edit_tags(data: bytes, name: str, edit: Callable[[str, dict[str, str]], Mapp
     feed(reader, (data,), name, Unreadable)
     out, done = [], 0
     for at, changes in edits:
-        _, end, attributes = start_tag(data, at, name)
-        out.append(data[done:attributes[0].start() if attributes else end.start()])
-        left = dict(changes)
-        for attribute in attributes:
-            written = attribute.group(1).decode()
-            if written not in left:
-                out.append(attribute.group())
-            elif (value := left.pop(written)) is not None:
-                out.append(_attribute(written, value))
-        out.extend(_attribute(key, value) for key, value in left.items() if value is not None)
-        done = end.start()
+        tag, done_at = retagged(data, at, name, changes)
+        out += [data[done:at], tag]
+        done = done_at
     return b"".join([*out, data[done:]])
+
+
+def retagged(data: bytes, at: int, name: str, changes: Mapping[str, str | None]) -> tuple[bytes, int]:
+    """(the start tag at byte ``at`` of part ``name`` (``data``) up to its ``>`` or ``/>``, with each attribute
+    ``changes`` names set to its value or left out (None), the others as they were; where in ``data`` that
+    ``>`` or ``/>`` is)."""
+    _, end, attributes = start_tag(data, at, name)
+    out = [data[at:attributes[0].start() if attributes else end.start()]]
+    left = dict(changes)
+    for attribute in attributes:
+        written = attribute.group(1).decode()
+        if written not in left:
+            out.append(attribute.group())
+        elif (value := left.pop(written)) is not None:
+            out.append(_attribute(written, value))
+    out.extend(_attribute(key, value) for key, value in left.items() if value is not None)
+    return b"".join(out), end.start()
 
 
 def _attribute(name: str, value: str) -> bytes:

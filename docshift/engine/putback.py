@@ -7,8 +7,9 @@ gallery is shut); it writes a comment's text on a slide unescaped (``slide_comme
 run in the show and the macros buttons run (``slide_actions``), and when a slide with no transition effect moves on
 (``slide_timings``); it writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX
 controls not at all (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a
-cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``). Each mend
-reads only what a file holds: one that holds none of what it puts back costs nothing.
+cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import
+forgets how the first sheet shows and which sheet the workbook opens on (``sheet_views``). Each mend reads only what
+a file holds: one that holds none of what it puts back costs nothing.
 """
 
 from pathlib import Path
@@ -21,6 +22,7 @@ from docshift.engine import (
     sheet_lines,
     sheet_links,
     sheet_objects,
+    sheet_views,
     slide_actions,
     slide_comments,
     slide_sounds,
@@ -45,4 +47,4 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \
         sheet_links.mend(result, kind, holds.links) + \
         sheet_lines.mend(result, source, kind, holds.where.get("shapes", [])) + \
-        slide_timings.mend(result, source, kind, holds.advances)
+        slide_timings.mend(result, source, kind, holds.advances) + sheet_views.mend(result, kind, holds.views)

@@ -56,26 +56,14 @@ def _mend(result: Path, advances: dict[int, tuple[int | None, bool]]) -> int:
 def timed(data: bytes, name: str, after: int | None, click: bool) -> bytes:
     """The slide part ``name`` (``data``) whose show moves on after ``after`` milliseconds (None: it waits) and on a
     click if ``click``, every other byte as it was."""
-    wanted = {"advTm": None if after is None else str(after), "advClick": None if click else "0"}
+    wanted = {key: value for key, value in (("advTm", None if after is None else str(after)),
+                                            ("advClick", None if click else "0")) if value is not None}
     transitions, before = _places(data, name)
     if not transitions:
-        attributes = "".join(f' {key}="{value}"' for key, value in wanted.items() if value is not None)
+        attributes = "".join(f' {key}="{value}"' for key, value in wanted.items())
         return data[:before] + f'<p:transition xmlns:p="{NS_P}"{attributes}/>'.encode() + data[before:]
-    out, done = [], 0
-    for at in transitions:
-        _, tag_end, present = ooxml.start_tag(data, at, name)
-        for attribute in present:
-            key, value_at = attribute.group(1).decode(), attribute.group().index(attribute.group()[-1:]) + 1
-            start, end = attribute.start() + value_at, attribute.end() - 1  # the value, between its quotes
-            value = wanted.get(key)
-            if value is not None and data[start:end] != value.encode():
-                out += [data[done:start], value.encode()]
-                done = end
-        keys = {attribute.group(1).decode() for attribute in present}
-        added = "".join(f' {key}="{value}"' for key, value in wanted.items() if value is not None and key not in keys)
-        out += [data[done:tag_end.start()], added.encode()]
-        done = tag_end.start()
-    return b"".join([*out, data[done:]])
+    return ooxml.edit_tags(data, name, lambda tag, attributes: {
+        key: value for key, value in wanted.items() if attributes.get(key) != value} if tag == TRANSITION else None)
 
 
 def _places(data: bytes, name: str) -> tuple[list[int], int]:

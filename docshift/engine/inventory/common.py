@@ -72,6 +72,27 @@ class Link(NamedTuple):
     tip: str
 
 
+class View(NamedTuple):
+    """How a sheet of an .xls shows when the workbook opens, as xlrd reads its WINDOW2, SCL and PANE records: the
+    zoom (percent) of the normal view and of the page break preview, and whether that preview shows; whether it
+    shows gridlines, zero values, row and column headings, formulas in place of their values, its columns from the
+    right; whether its tab is selected, and whether it is the sheet shown; the cell at its top left (row, column,
+    0-based); its frozen panes, (rows, columns, the first row and column of the pane below and right of them, the
+    active pane as PANE's pnnAct numbers it), or None."""
+    zoom: int
+    preview_zoom: int
+    preview: bool
+    grid: bool
+    zeros: bool
+    headings: bool
+    formulas: bool
+    right_to_left: bool
+    selected: bool
+    shown: bool
+    top_left: tuple[int, int]
+    frozen: tuple[int, int, int, int, int] | None
+
+
 @dataclass
 class Inventory:
     """What one file holds: ``counts`` {what: int, or None when unknown}, and what the report compares in detail."""
@@ -104,6 +125,8 @@ class Inventory:
     # a .ppt's: {slide number: (milliseconds after which it moves on by itself or None, whether a click moves it on)}
     # of the slides that do not wait for a click alone
     advances: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
+    # an .xls's: {sheet name: its view}, where a sheet's view is not Excel's default or the sheet shown not the first
+    views: dict[str, View] = field(default_factory=dict)
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

@@ -1,0 +1,105 @@
+"""How a workbook's sheets show when it opens: LibreOffice's import forgets the first sheet's view and the sheet the
+workbook shows; the result gets both back from the .xls, and LibreOffice reads them from it."""
+
+import shutil
+import zipfile
+
+import openpyxl
+import pytest
+from conftest import ROOT
+from conftest import _soffice_save as soffice
+
+from docshift.engine import convert, inventory, sheet_views
+from docshift.engine.inventory.common import View
+from docshift.engine.inventory.package import NS_S
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "xls"
+PLAIN = View(100, 60, False, True, True, True, False, False, False, False, (0, 0), None)
+
+
+def views(path):
+    """(the title of the sheet the workbook at ``path`` shows, {sheet title: (zoom, gridlines, view, frozen pane)})
+    as openpyxl reads them."""
+    book = openpyxl.load_workbook(path)
+    found = {}
+    for sheet in book.worksheets:
+        view, pane = sheet.sheet_view, sheet.sheet_view.pane
+        frozen = pane and (pane.xSplit or 0, pane.ySplit or 0, pane.topLeftCell, pane.activePane, pane.state)
+        found[sheet.title] = (view.zoomScale or 100, view.showGridLines is not False, view.view or "normal", frozen)
+    return book.active.title, found
+
+
+def test_the_source_reads_each_sheet_s_view():
+    """xlrd's WINDOW2, SCL and PANE, sheet by sheet; a workbook that shows its first sheet as Excel shows a new one
+    holds none to put back."""
+    frozen = inventory.of_source(CORPUS / "12561-1.xls", "xls").views
+    assert frozen == {"作業リスト": PLAIN._replace(zoom=75, selected=True, shown=True, frozen=(3, 7, 3, 7, 0))}
+    bare = inventory.of_source(CORPUS / "56450.xls", "xls").views
+    assert bare == {"Sheet": PLAIN._replace(zoom=70, grid=False, selected=True, shown=True)}
+    third = inventory.of_source(CORPUS / "WithTwoCharts.xls", "xls").views
+    assert [name for name, view in third.items() if view.shown] == ["Sheet3"]
+    assert inventory.of_source(CORPUS / "32822.xls", "xls").views == {}
+
+
+@pytest.mark.parametrize("name, shown, expected", [
+    ("12561-1.xls", "作業リスト", {"作業リスト": (75, True, "normal", (7, 3, "H4", "bottomRight", "frozen"))}),
+    ("56450.xls", "Sheet", {"Sheet": (70, False, "normal", None)}),
+    ("36947.xls", "Sheet1", {"Sheet1": (60, True, "pageBreakPreview", None)}),
+    ("WithTwoCharts.xls", "Sheet3", {}),
+])
+def test_the_first_sheet_s_view_and_the_sheet_shown_come_back(office, tmp_path, name, shown, expected):
+    """A plain soffice opens each workbook on its first sheet, at 100 %, with gridlines and no frozen panes;
+    docshift's result shows what the .xls shows (zoom, gridlines, frozen rows and columns, page break preview, the
+    sheet the workbook opens on), and LibreOffice, saving the result again, keeps all of it."""
+    source = tmp_path / name
+    shutil.copy(CORPUS / name, source)
+    plain_shown, plain = views(soffice(source, "xlsx", tmp_path / "plain"))
+    first = next(iter(plain))
+    assert plain_shown == first and plain[first] == (100, True, "normal", None)
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    result_shown, result = views(converted.path)
+    assert result_shown == shown and {title: result[title] for title in expected} == expected
+    assert {title: view for title, view in result.items() if title not in expected} == \
+        {title: view for title, view in plain.items() if title not in expected}  # the other sheets as they were
+    again = soffice(converted.path, "xlsx", tmp_path / "again")
+    again_shown, read = views(again)
+    assert again_shown == shown
+    assert {title: read[title][:2] + read[title][3:] for title in expected if title != "Sheet1"} == \
+        {title: view[:2] + view[3:] for title, view in expected.items() if title != "Sheet1"}
+
+
+def test_a_sheet_view_is_written_where_it_differs_only():
+    """The zoom and gridlines go on the first sheetView's start tag, a frozen pane first inside it (an empty
+    sheetView is opened for it); a pane LibreOffice wrote stays; no zoom of the normal view is added where none was
+    written (zoomScale is the one shown); a view as the .xls has it stays byte for byte."""
+    view = PLAIN._replace(zoom=80, grid=False, selected=True, frozen=(1, 0, 1, 0, 2))
+    empty = f'<worksheet xmlns="{NS_S}"><sheetViews><sheetView workbookViewId="0"/></sheetViews></worksheet>'.encode()
+    assert sheet_views.viewed(empty, "sheet1.xml", view) == empty.replace(
+        b'<sheetView workbookViewId="0"/>',
+        b'<sheetView workbookViewId="0" showGridLines="false" tabSelected="true" zoomScale="80">'
+        + f'<pane xmlns="{NS_S}" ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'.encode()
+        + b"</sheetView>")
+    written = (f'<worksheet xmlns="{NS_S}"><sheetViews><sheetView showGridLines="true" zoomScale="100" '
+               'workbookViewId="0"><pane ySplit="3" state="split"/><selection/></sheetView></sheetViews>'
+               '<sheetData/></worksheet>').encode()
+    assert sheet_views.viewed(written, "sheet1.xml", view) == written.replace(
+        b'showGridLines="true" zoomScale="100"', b'showGridLines="false" zoomScale="80"').replace(
+        b'workbookViewId="0">', b'workbookViewId="0" tabSelected="true">')
+    same = written.replace(b'showGridLines="true" zoomScale="100"', b'showGridLines="0" zoomScale="80" '
+                           b'zoomScaleNormal="80" tabSelected="1"')
+    assert sheet_views.viewed(same, "sheet1.xml", view) == same
+
+
+def test_a_workbook_shown_on_another_sheet_is_opened_there(tmp_path):
+    """``workbookView``'s activeTab names the sheet the .xls shows, and its tab is selected: two parts edited, the
+    first sheet's view left as it was; done once, nothing is left to edit."""
+    result = tmp_path / "book.xlsx"
+    book = openpyxl.Workbook()
+    book.create_sheet("Second")
+    book.save(result)
+    wanted = {"Sheet": PLAIN._replace(selected=False), "Second": PLAIN._replace(selected=True, shown=True)}
+    assert sheet_views.mend(result, "xls", wanted) == 2
+    assert views(result)[0] == "Second"
+    with zipfile.ZipFile(result) as package:
+        assert b'tabSelected="true"' in package.read("xl/worksheets/sheet2.xml")
+    assert sheet_views.mend(result, "xls", wanted) == 0
