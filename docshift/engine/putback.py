@@ -8,8 +8,10 @@ run in the show and the macros buttons run (``slide_actions``), and when a slide
 (``slide_timings``); it writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX
 controls not at all (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a
 cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import
-forgets how the first sheet shows and which sheet the workbook opens on (``sheet_views``). Each mend reads only what
-a file holds: one that holds none of what it puts back costs nothing.
+forgets how the first sheet shows and which sheet the workbook opens on (``sheet_views``), and its export the code
+names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``). Each mend reads only
+what a file holds: one that holds none of what it puts back costs nothing (the code names are read for a workbook
+whose result keeps its VBA project).
 """
 
 from pathlib import Path
@@ -19,6 +21,7 @@ from docshift.engine import (
     objects,
     shape_macros,
     sheet_activex,
+    sheet_codenames,
     sheet_lines,
     sheet_links,
     sheet_objects,
@@ -47,4 +50,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \
         sheet_links.mend(result, kind, holds.links) + \
         sheet_lines.mend(result, source, kind, holds.where.get("shapes", [])) + \
-        slide_timings.mend(result, source, kind, holds.advances) + sheet_views.mend(result, kind, holds.views)
+        slide_timings.mend(result, source, kind, holds.advances) + sheet_views.mend(result, kind, holds.views) + \
+        sheet_codenames.mend(result, source, kind, keep_macros)
