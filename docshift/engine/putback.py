@@ -5,13 +5,14 @@ whose server it does not know (a packaged file) on a slide or in a text as its p
 ``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
 gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
 run in the show and the macros buttons run (``slide_actions``), and when a slide with no transition effect moves on
-(``slide_timings``); it writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX
-controls not at all (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a
-cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import
-forgets how the first sheet shows and which sheet the workbook opens on (``sheet_views``), and its export the code
-names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``). Each mend reads only
-what a file holds: one that holds none of what it puts back costs nothing (the code names are read for a workbook
-whose result keeps its VBA project).
+(``slide_timings``), and writes a link's colour where PowerPoint does not show it (``slide_link_colours``); it
+writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX controls not at all
+(``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a cell's hyperlink
+where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
+first sheet shows and which sheet the workbook opens on (``sheet_views``), and its export the code names that bind
+the VBA project's modules to the workbook and its sheets (``sheet_codenames``). Each mend reads only what a file
+holds: one that holds none of what it puts back costs nothing (the code names are read for a workbook whose result
+keeps its VBA project).
 """
 
 from pathlib import Path
@@ -28,6 +29,7 @@ from docshift.engine import (
     sheet_views,
     slide_actions,
     slide_comments,
+    slide_link_colours,
     slide_sounds,
     slide_timings,
     word_objects,
@@ -51,4 +53,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_links.mend(result, kind, holds.links) + \
         sheet_lines.mend(result, source, kind, holds.where.get("shapes", [])) + \
         slide_timings.mend(result, source, kind, holds.advances) + sheet_views.mend(result, kind, holds.views) + \
-        sheet_codenames.mend(result, source, kind, keep_macros)
+        sheet_codenames.mend(result, source, kind, keep_macros) + \
+        slide_link_colours.mend(result, source, kind, counts.get("hyperlinks"))
