@@ -16,16 +16,14 @@ the sheet of that name (the workbook) has, or on one of its own, first in the sh
 
 import logging
 import re
-import struct
 import zipfile
 from pathlib import Path
 
-from docshift.engine import ooxml, sheet_objects
-from docshift.engine.cfb import CompoundFile
+from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import ERRORS, MAX_EDITED_PART
-from docshift.engine.inventory.common import Budget, Unreadable, stream
+from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_EOF, _string
+from docshift.engine.inventory.xls import _string
 
 log = logging.getLogger("docshift.engine")
 
@@ -56,35 +54,15 @@ def mend(result: Path, source: Path, kind: str, keeps_project: bool) -> int:
 def codenames(source: Path) -> tuple[str | None, dict[str, str]]:
     """(the workbook's code name or None, {sheet name: its code name}) from the CODENAME records of the .xls
     ``source``'s globals and sheets (BIFF8)."""
-    with CompoundFile(source) as ole:
-        data = stream(ole, "Workbook")
-    if data is None:
-        return None, {}
-    budget = Budget()
-    names: list[str] = []
     workbook, sheets = None, {}
-    depth, substream, pos = 0, -1, 0
-    while pos + 4 <= len(data):
-        rec_type, length = struct.unpack_from("<HH", data, pos)
-        body, pos = pos + 4, pos + 4 + length
-        if pos > len(data):
-            break
-        budget.spend()
-        if rec_type in BIFF_BOF:
-            depth += 1
-            substream += depth == 1
-        elif rec_type == BIFF_EOF:
-            depth -= 1
-        elif rec_type == BIFF_BOUNDSHEET and depth == 1 and substream == 0 and length >= 8:
-            names.append(_string(data, body + 6, pos, True, "cp1252"))
-        elif rec_type == BIFF_CODENAME and depth == 1 and length >= 3:
-            name = _string(data, body, pos, True, "cp1252", count_bytes=2)
-            if not name or len(name) > MAX_NAME:
-                continue
-            if substream == 0:
-                workbook = name
-            elif substream - 1 < len(names):
-                sheets[names[substream - 1][:31]] = name
+    for _, sheet, data, body, end in biff.records(source, {BIFF_CODENAME}):
+        name = _string(data, body, end, True, "cp1252", count_bytes=2)
+        if not name or len(name) > MAX_NAME:
+            continue
+        if sheet is None:
+            workbook = name
+        else:
+            sheets[sheet[:31]] = name
     return workbook, sheets
 
 

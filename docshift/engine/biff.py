@@ -1,0 +1,36 @@
+"""The records of an .xls's Workbook stream that the mends read: the workbook globals' and each sheet's own."""
+
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from docshift.engine.cfb import CompoundFile
+from docshift.engine.inventory.common import Budget, stream
+from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_EOF, _string
+
+
+def records(source: Path, types: set[int]) -> Iterator[tuple[int, str | None, bytes, int, int]]:
+    """Each record of ``types`` of the .xls ``source`` (BIFF8) that is the workbook globals' or a sheet's own (not
+    a chart's inside a sheet): (its type; None in the globals, else the sheet's name as its BOUNDSHEET gives it;
+    the stream, and where the record's body starts and ends in it), in the stream's order."""
+    with CompoundFile(source) as ole:
+        data = stream(ole, "Workbook")
+    if data is None:
+        return
+    budget, names = Budget(), []
+    depth, substream, pos = 0, -1, 0
+    while pos + 4 <= len(data):
+        rec_type, length = struct.unpack_from("<HH", data, pos)
+        body, pos = pos + 4, pos + 4 + length
+        if pos > len(data):
+            break
+        budget.spend()
+        if rec_type in BIFF_BOF:
+            depth += 1
+            substream += depth == 1
+        elif rec_type == BIFF_EOF:
+            depth -= 1
+        elif rec_type == BIFF_BOUNDSHEET and depth == 1 and substream == 0 and length >= 8:
+            names.append(_string(data, body + 6, pos, True, "cp1252"))
+        elif rec_type in types and depth == 1 and substream <= len(names):
+            yield rec_type, names[substream - 1] if substream > 0 else None, data, body, pos
