@@ -8,7 +8,7 @@ import logging
 import struct
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from xml.dom import minidom
@@ -110,6 +110,26 @@ def part_bytes(package: Package, name: str) -> bytes:
     if info is None:
         raise Unreadable(f"{name} is missing")
     return ooxml.read(package.zip, info, MAX_EDITED_PART)
+
+
+# an edit of a part: (its bytes, its name) -> (the bytes edited, how many things went in)
+PartEdit = Callable[[bytes, str], tuple[bytes, int]]
+
+
+def edit_parts(result: Path, parts: Callable[[Package], Iterable[tuple[str, PartEdit]]]) -> int:
+    """Each part of the package ``result`` that ``parts(package)`` names given to its edit, and the package written
+    again once with those that changed. Returns how many things went in, summed."""
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        edits, given = {}, 0
+        for name, edit in parts(package):
+            data = part_bytes(package, name)
+            edited, count = edit(data, name)
+            if edited != data:
+                edits[name], given = edited, given + count
+        if edits:
+            ooxml.rewrite(zf, result, edits)
+    return given
 
 
 def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[str],

@@ -16,11 +16,11 @@ the sheet of that name (the workbook) has, or on one of its own, first in the sh
 
 import logging
 import re
-import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, MAX_EDITED_PART
+from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.inventory.xls import _string
@@ -67,22 +67,20 @@ def codenames(source: Path) -> tuple[str | None, dict[str, str]]:
 
 
 def _mend(result: Path, workbook: str | None, sheets: dict[str, str]) -> int:
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
-        edits: dict[str, bytes] = {}
-        parts = [("xl/workbook.xml", workbook, WORKBOOK_PR)] + [
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        named = [("xl/workbook.xml", workbook, WORKBOOK_PR)] + [
             (part, sheets[name], SHEET_PR) for _, name, part in sheet_objects.worksheets(package)
             if name in sheets and part.startswith("xl/worksheets/")]
-        for part, name, element in parts:
-            if name is None or part not in package.names:
-                continue
-            data = ooxml.checked(ooxml.read(zf, package.names[part], MAX_EDITED_PART), part)
-            edited = _named(data, part, element, name)
-            if edited != data:
-                edits[part] = edited
-        if edits:
-            ooxml.rewrite(zf, result, edits)
-    return len(edits)
+        for part, name, element in named:
+            if name is not None and part in package.names:
+                yield part, _naming(element, name)
+
+    return edit_parts(result, parts)
+
+
+def _naming(element: str, name: str) -> PartEdit:
+    """The edit of a part that gives its ``element`` the code name ``name`` (``_named``)."""
+    return lambda data, part: (_named(data, part, element, name), 1)
 
 
 def _named(data: bytes, part: str, element: str, name: str) -> bytes:

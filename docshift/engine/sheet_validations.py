@@ -15,11 +15,11 @@ everything else stays byte for byte.
 import logging
 import re
 import struct
-import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, MAX_EDITED_PART
+from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.inventory.xls import COLUMNS
 
@@ -38,27 +38,24 @@ def mend(result: Path, source: Path, kind: str) -> int:
     the files hold."""
     if kind != "xls":
         return 0
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        sheets = [(name, part) for _, name, part in sheet_objects.worksheets(package)
+                  if package.holds(part, b"<dataValidation ")]
+        validations = ranges_of(source) if sheets else {}
+        for name, part in sheets:
+            if validations.get(name):
+                yield part, _widening(validations[name])
+
     try:
-        with zipfile.ZipFile(result) as zf:
-            package = Package(zf)
-            sheets = [(name, part) for _, name, part in sheet_objects.worksheets(package)
-                      if package.holds(part, b"<dataValidation ")]
-            if not sheets:
-                return 0
-            validations = ranges_of(source)
-            edits, given = {}, 0
-            for name, part in sheets:
-                if validations.get(name):
-                    data = ooxml.checked(ooxml.read(zf, package.names[part], MAX_EDITED_PART), part)
-                    edited, count = widened(data, part, validations[name])
-                    if count:
-                        edits[part], given = edited, given + count
-            if edits:
-                ooxml.rewrite(zf, result, edits)
-        return given
+        return edit_parts(result, parts)
     except ERRORS as error:
         log.warning("the data validations of %s stay as LibreOffice wrote them: %r", source, error)
         return 0
+
+
+def _widening(validations: list[list[Range]]) -> PartEdit:
+    """The edit of a worksheet part that widens its validations cut short of ``validations`` (``widened``)."""
+    return lambda data, part: widened(data, part, validations)
 
 
 def ranges_of(source: Path) -> dict[str, list[list[Range]]]:

@@ -15,12 +15,12 @@ byte.
 """
 
 import logging
-import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from xml.parsers import expat
 
 from docshift.engine import ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, MAX_EDITED_PART
+from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
 from docshift.engine.inventory.common import View
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.inventory.xls import COLUMNS
@@ -50,27 +50,27 @@ def mend(result: Path, kind: str, views: dict[str, View]) -> int:
 
 
 def _mend(result: Path, views: dict[str, View]) -> int:
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         sheets = sheet_objects.worksheets(package)
-        edits = {}
         for _, name, part in sheets:
             if name in views:
-                data = ooxml.checked(ooxml.read(zf, package.names[part], MAX_EDITED_PART), part)
-                edited = viewed(data, part, views[name])
-                if edited != data:
-                    edits[part] = edited
+                yield part, _showing(views[name])
         shown = [index - 1 for index, name, _ in sheets if name in views and views[name].shown]
-        main = "xl/workbook.xml"
-        if shown and main in package.names:
-            data = ooxml.checked(ooxml.read(zf, package.names[main], MAX_EDITED_PART), main)
-            edited = ooxml.edit_tags(data, main, lambda tag, attributes: {"activeTab": str(shown[0])} if (
-                tag == WORKBOOK_VIEW and attributes.get("activeTab", "0") != str(shown[0])) else None)
-            if edited != data:
-                edits[main] = edited
-        if edits:
-            ooxml.rewrite(zf, result, edits)
-    return len(edits)
+        if shown and "xl/workbook.xml" in package.names:
+            yield "xl/workbook.xml", _opening(shown[0])
+
+    return edit_parts(result, parts)
+
+
+def _showing(view: View) -> PartEdit:
+    """The edit of a worksheet part that shows it as ``view`` (``viewed``)."""
+    return lambda data, part: (viewed(data, part, view), 1)
+
+
+def _opening(tab: int) -> PartEdit:
+    """The edit of the workbook part that opens it on its sheet ``tab`` (from 0)."""
+    return lambda data, part: (ooxml.edit_tags(data, part, lambda tag, attributes: {"activeTab": str(tab)} if (
+        tag == WORKBOOK_VIEW and attributes.get("activeTab", "0") != str(tab)) else None), 1)
 
 
 def viewed(data: bytes, part: str, view: View) -> bytes:

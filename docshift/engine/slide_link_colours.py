@@ -9,13 +9,12 @@ blue, barely to be read. ``mend`` gives each hyperlink of a run that has a colou
 PowerPoint shows the colour LibreOffice shows; the rest of the slide is left byte for byte.
 """
 
-import zipfile
 from pathlib import Path
 
 from docshift.engine import objects, ooxml
-from docshift.engine.embedding import guarded, part_bytes
+from docshift.engine.embedding import edit_parts, guarded
 from docshift.engine.inventory.common import Unreadable
-from docshift.engine.inventory.package import NS_A, SEP, Package
+from docshift.engine.inventory.package import NS_A, SEP
 
 FILL, LINK, EXTENSIONS = (f"{NS_A}{SEP}{local}" for local in ("solidFill", "hlinkClick", "extLst"))
 COLOUR_NS = "http://schemas.microsoft.com/office/drawing/2018/hyperlinkcolor"
@@ -34,20 +33,8 @@ def mend(result: Path, source: Path, kind: str, links: int | None) -> int:
 
 
 def _mend(result: Path) -> int:
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
-        edits = {}
-        given = 0
-        for slide in objects.slide_parts(package):
-            if not package.holds(slide, b"hlinkClick"):
-                continue
-            data = part_bytes(package, slide)
-            edited, count = coloured(data, slide)
-            if count:
-                edits[slide], given = edited, given + count
-        if edits:
-            ooxml.rewrite(zf, result, edits)
-    return given
+    return edit_parts(result, lambda package: ((slide, coloured) for slide in objects.slide_parts(package)
+                                               if package.holds(slide, b"hlinkClick")))
 
 
 def coloured(data: bytes, name: str) -> tuple[bytes, int]:

@@ -13,11 +13,11 @@ where it wrote PowerPoint 2010's in ``mc:AlternateContent`` beside a fallback), 
 has none, in the place the schema gives it (after ``p:clrMapOvr``, before ``p:timing`` and ``p:extLst``).
 """
 
-import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import objects, ooxml
-from docshift.engine.embedding import guarded, part_bytes
+from docshift.engine.embedding import PartEdit, edit_parts, guarded
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_P, SEP, Package
 
@@ -36,21 +36,18 @@ def mend(result: Path, source: Path, kind: str, advances: dict[int, tuple[int | 
 
 
 def _mend(result: Path, advances: dict[int, tuple[int | None, bool]]) -> int:
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         slides = objects.slide_parts(package)
-        edits = {}
         for number, (after, click) in sorted(advances.items()):
-            if number > len(slides):
-                break
-            name = slides[number - 1]
-            data = part_bytes(package, name)
-            edited = timed(data, name, after, click)
-            if edited != data:
-                edits[name] = edited
-        if edits:
-            ooxml.rewrite(zf, result, edits)
-    return len(edits)
+            if number <= len(slides):
+                yield slides[number - 1], _timing(after, click)
+
+    return edit_parts(result, parts)
+
+
+def _timing(after: int | None, click: bool) -> PartEdit:
+    """The edit of a slide part that gives it ``timed``'s ``after`` and ``click``."""
+    return lambda data, name: (timed(data, name, after, click), 1)
 
 
 def timed(data: bytes, name: str, after: int | None, click: bool) -> bytes:

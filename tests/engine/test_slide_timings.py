@@ -1,15 +1,14 @@
 """When a deck's slides move on in the show: after so many milliseconds, and whether a click does it. LibreOffice's
 export writes neither for a slide without a transition effect; the result gets both back from the .ppt."""
 
-import re
 import shutil
 import struct
-import zipfile
 from xml.etree import ElementTree
 
 import olefile
 import pytest
 from conftest import _soffice_save as soffice
+from test_transitions import transitions
 
 from docshift.engine import convert, inventory, slide_timings
 from docshift.engine.inventory import officeart, ppt_sounds
@@ -27,7 +26,6 @@ NAMESPACES = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
 PAGES = ['presentation:transition-type="automatic" presentation:duration="PT5S"', "",
          'presentation:transition-type="automatic" presentation:duration="PT4S" smil:type="fade" '
          'smil:subtype="crossfade"']
-TRANSITION = re.compile(rb"<p:transition\b[^>]*>")
 STYLE, PRESENTATION = "urn:oasis:names:tc:opendocument:xmlns:style:1.0", \
     "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"
 DRAW = "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
@@ -48,14 +46,6 @@ def deck(tmp_path_factory):
         f'{styles}</office:automatic-styles><office:body><office:presentation>{pages}</office:presentation>'
         '</office:body></office:document>')
     return soffice(out / "timed.fodp", "ppt:MS PowerPoint 97", out)
-
-
-def transitions(result):
-    """The ``p:transition`` start tags of each slide of the .pptx ``result``, in slide order."""
-    with zipfile.ZipFile(result) as package:
-        slides = sorted((name for name in package.namelist() if re.fullmatch(r"ppt/slides/slide[0-9]+\.xml", name)),
-                        key=lambda name: int(re.search(r"[0-9]+", name).group()))
-        return [TRANSITION.findall(package.read(name)) for name in slides]
 
 
 def read_back(path, outdir):
