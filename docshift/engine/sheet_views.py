@@ -53,13 +53,27 @@ def _mend(result: Path, views: dict[str, View]) -> int:
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         sheets = sheet_objects.worksheets(package)
         for _, name, part in sheets:
-            if name in views:
+            if name in views and _differs(package, part, views[name]):
                 yield part, _showing(views[name])
         shown = [index - 1 for index, name, _ in sheets if name in views and views[name].shown]
         if shown and "xl/workbook.xml" in package.names:
             yield "xl/workbook.xml", _opening(shown[0])
 
     return edit_parts(result, parts)
+
+
+def _differs(package: Package, part: str, view: View) -> bool:
+    """Whether the worksheet ``part`` shows otherwise than ``view``, read up to its first ``sheetView``'s end (a
+    sheet's cells, which follow, are not read): where that does not tell, the whole part will."""
+    head = b""
+    for chunk in package.chunks(part):
+        head += chunk
+        if b"</sheetView>" in head or b"<sheetData" in head:
+            break
+    try:
+        return viewed(head, part, view) != head
+    except ooxml.Unreadable:
+        return True
 
 
 def _showing(view: View) -> PartEdit:
@@ -97,9 +111,11 @@ def viewed(data: bytes, part: str, view: View) -> bytes:
     reader = ooxml.parser(part, ooxml.Unreadable, start, end)
     try:  # a sheetView comes before the cells: the part is read up to the chunk where it ends
         for offset in range(0, len(data), ooxml.CHUNK):
-            reader.Parse(data[offset:offset + ooxml.CHUNK], offset + ooxml.CHUNK >= len(data))
+            reader.Parse(data[offset:offset + ooxml.CHUNK], False)
             if ended:
                 break
+        else:
+            reader.Parse(b"", True)
     except expat.ExpatError as error:
         raise ooxml.Unreadable(f"{part}: {error}") from error
     if not found:
