@@ -73,7 +73,9 @@ def holds(path):
 def elements(path):
     """Counter of (part kind, element name) over the XML parts of a package. A text's picture (``w:drawing``) and
     object (``w:object``) count as one kind, and what is inside them not at all: docshift makes an object of a
-    picture that stands where the legacy file has an object (``word_objects.py``)."""
+    picture that stands where the legacy file has an object (``word_objects.py``). A data table's formula counts
+    once for each cell of its range, as Excel writes one for the range where LibreOffice writes one a cell
+    (``sheet_tables.py``)."""
     found = Counter()
     with zipfile.ZipFile(path) as package:
         for name in package.namelist():
@@ -87,7 +89,8 @@ def elements(path):
                         shown = element.tag in PICTURE_OR_OBJECT
                         if event == "start":
                             if not inside:
-                                found[kind, "picture or object" if shown else tag] += 1
+                                found[kind, "picture or object" if shown else tag] += _cells(element) \
+                                    if tag == "f" and element.get("t") == "dataTable" else 1
                             inside += shown or bool(inside)
                         else:
                             inside -= shown or bool(inside)
@@ -95,6 +98,19 @@ def elements(path):
             except ElementTree.ParseError as error:
                 found[kind, f"{NOT_XML} ({name}: {error})"] += 1
     return found
+
+
+def _cells(formula):
+    """How many cells the range (``ref``) of a data table's formula element covers; 1 where it does not read."""
+    corners = re.fullmatch(r"([A-Z]+)([0-9]+):([A-Z]+)([0-9]+)", formula.get("ref", ""))
+    if corners is None:
+        return 1
+
+    def number(letters):
+        return sum((ord(letter) - 64) * 26 ** power for power, letter in enumerate(reversed(letters)))
+
+    first_column, first_row, last_column, last_row = corners.groups()
+    return (int(last_row) - int(first_row) + 1) * (number(last_column) - number(first_column) + 1)
 
 
 def lacks(plain, ours):

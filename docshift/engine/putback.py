@@ -10,10 +10,10 @@ writes a sheet's form controls as shapes of no size (``form_controls``), its Act
 (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a cell's hyperlink
 where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
 first sheet shows and which sheet the workbook opens on (``sheet_views``), and its export the code names that bind
-the VBA project's modules to the workbook and its sheets (``sheet_codenames``) and cuts a data validation over
-whole columns short (``sheet_validations``). Each mend reads only what a file holds: one that holds none of what it
-puts back costs nothing (the code names are read for a workbook whose result keeps its VBA project, the
-validations' ranges for one whose result holds validations).
+the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data validation over whole
+columns short (``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``). Each
+mend reads only what a file holds: one that holds none of what it puts back costs nothing (the code names are read
+for a workbook whose result keeps its VBA project, the validations' ranges for one whose result holds validations).
 """
 
 from pathlib import Path
@@ -27,6 +27,7 @@ from docshift.engine import (
     sheet_lines,
     sheet_links,
     sheet_objects,
+    sheet_tables,
     sheet_validations,
     sheet_views,
     slide_actions,
@@ -57,4 +58,4 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_timings.mend(result, source, kind, holds.advances) + sheet_views.mend(result, kind, holds.views) + \
         sheet_codenames.mend(result, source, kind, keep_macros) + \
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
-        sheet_validations.mend(result, source, kind)
+        sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind)

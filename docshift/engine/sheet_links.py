@@ -16,7 +16,7 @@ from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import ERRORS, MAX_EDITED_PART
 from docshift.engine.inventory.common import Link
 from docshift.engine.inventory.package import NS_R, Package
-from docshift.engine.inventory.xls import COLUMNS
+from docshift.engine.sheet_objects import cell_name
 
 log = logging.getLogger("docshift.engine")
 
@@ -56,8 +56,8 @@ def _sheet(package: Package, part: str, index: int, links: list[Link], lower: se
     elements = []
     for link in lacking:
         (first_row, last_row), (first_column, last_column) = link.rows, link.columns
-        ref = f"{_cell(first_row, first_column)}" + (
-            f":{_cell(last_row, last_column)}" if (first_row, first_column) != (last_row, last_column) else "")
+        ref = f"{cell_name(first_row, first_column)}" + (
+            f":{cell_name(last_row, last_column)}" if (first_row, first_column) != (last_row, last_column) else "")
         attributes = [f'ref="{ref}"']
         if link.target:
             new_rels.append((rid(), HYPERLINK, sheet_objects.escape(link.target), "External"))
@@ -70,10 +70,6 @@ def _sheet(package: Package, part: str, index: int, links: list[Link], lower: se
     if new_rels:
         sheet_objects.add_relationships(package, rels_part, rels, new_rels, edits, added)
     return len(elements)
-
-
-def _cell(row: int, column: int) -> str:
-    return f"{COLUMNS[min(column, len(COLUMNS) - 1)].decode()}{row + 1}"
 
 
 def _of(link: Link) -> Box:

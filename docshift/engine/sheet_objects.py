@@ -107,6 +107,14 @@ def _mend(result: Path, source: Path) -> int:
     return sum(1 for _, kind in added.values() if kind == OLE_CONTENT_TYPE)
 
 
+COLUMN_NUMBERS = {letters.decode(): number for number, letters in enumerate(xls.COLUMNS)}  # "A": 0 ...
+
+
+def cell_name(row: int, column: int) -> str:
+    """The A1 name of the cell at ``row`` and ``column`` (0-based), within a sheet of Excel 2007's size."""
+    return f"{xls.COLUMNS[min(column, len(xls.COLUMNS) - 1)].decode()}{min(row, 1_048_575) + 1}"
+
+
 def worksheets(package: Package) -> list[tuple[int, str, str]]:
     """(its place among the sheets, from 1; its name; its part) of each sheet of the workbook ``package`` that has
     its part."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.inventory.xls import COLUMNS
+from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_name
 
 log = logging.getLogger("docshift.engine")
 
@@ -29,7 +29,6 @@ BIFF_DV = 0x01BE
 VALIDATION = f"{NS_S}{SEP}dataValidation"
 CELL = re.compile(r"\$?([A-Z]{1,3})\$?([0-9]{1,7})")
 Range = tuple[int, int, int, int]  # first row, first column, last row, last column (0-based)
-COLUMN_NUMBERS = {letters.decode(): number for number, letters in enumerate(COLUMNS)}
 
 
 def mend(result: Path, source: Path, kind: str) -> int:
@@ -133,6 +132,5 @@ def _parsed(sqref: str) -> list[Range] | None:
 
 def _reference(cells: Range) -> str:
     first_row, first_column, last_row, last_column = cells
-    first = f"{COLUMNS[first_column].decode()}{first_row + 1}"
-    last = f"{COLUMNS[last_column].decode()}{last_row + 1}"
+    first, last = cell_name(first_row, first_column), cell_name(last_row, last_column)
     return first if first == last else f"{first}:{last}"

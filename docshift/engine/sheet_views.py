@@ -23,7 +23,7 @@ from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
 from docshift.engine.inventory.common import View
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.inventory.xls import COLUMNS
+from docshift.engine.sheet_objects import cell_name
 
 log = logging.getLogger("docshift.engine")
 
@@ -147,7 +147,7 @@ def _attributes(view: View) -> dict[str, str]:
         "showFormulas": flag[view.formulas], "rightToLeft": flag[view.right_to_left],
         "tabSelected": flag[view.selected], "view": "pageBreakPreview" if view.preview else "normal",
         "zoomScale": str(view.preview_zoom if view.preview else view.zoom), "zoomScaleNormal": str(view.zoom),
-        "topLeftCell": _cell(*view.top_left)}
+        "topLeftCell": cell_name(*view.top_left)}
 
 
 def _pane(rows: int, columns: int, first_row: int, first_column: int, active: int) -> str:
@@ -160,12 +160,8 @@ def _pane(rows: int, columns: int, first_row: int, first_column: int, active: in
     if not rows:
         name = "topRight" if name in ("bottomRight", "topRight") or columns else "topLeft"
     splits = (f' xSplit="{columns}"' if columns else "") + (f' ySplit="{rows}"' if rows else "")
-    return (f'<pane xmlns="{NS_S}"{splits} topLeftCell="{_cell(first_row, first_column)}" activePane="{name}" '
+    return (f'<pane xmlns="{NS_S}"{splits} topLeftCell="{cell_name(first_row, first_column)}" activePane="{name}" '
             'state="frozen"/>')
-
-
-def _cell(row: int, column: int) -> str:
-    return f"{COLUMNS[min(column, len(COLUMNS) - 1)].decode()}{min(row, 1_048_575) + 1}"
 
 
 def _value(attribute: bytes) -> str:
