@@ -48,23 +48,29 @@ def unused_store(table: bytes, pair: Callable[[int], tuple[int, int]]) -> tuple[
     return None if store is None or _picture_bullets(table, *pair(PAIR_PLF_LST)) else store
 
 
-def _bookmark(table: bytes, pair: Callable[[int], tuple[int, int]], name: str) -> tuple[int, int] | None:
-    """The CPs (first, past the last) of the bookmark ``name``, or None."""
+def bookmark_names(table: bytes, pair: Callable[[int], tuple[int, int]]) -> list[str]:
+    """The names of the document's bookmarks (its SttbfBkmk), in order; [] where they do not read (Word 6 and 95
+    write 8-bit names)."""
     fc, lcb = pair(PAIR_STTBF_BKMK)
     if lcb < 6 or fc + 6 > len(table):
-        return None
+        return []
     extended, count, extra = struct.unpack_from("<HHH", table, fc)
     if extended != 0xFFFF:  # names of 8-bit characters: Word 97 and later write UTF-16
-        return None
-    pos, index = fc + 6, None
-    for number in range(count):
+        return []
+    pos, names = fc + 6, list[str]()
+    for _ in range(count):
         if pos + 2 > len(table):
-            return None
+            return names
         size = struct.unpack_from("<H", table, pos)[0]
-        if table[pos + 2:pos + 2 + 2 * size].decode("utf_16_le", "replace") == name:
-            index = number
-            break
+        names.append(table[pos + 2:pos + 2 + 2 * size].decode("utf_16_le", "replace"))
         pos += 2 + 2 * size + extra
+    return names
+
+
+def _bookmark(table: bytes, pair: Callable[[int], tuple[int, int]], name: str) -> tuple[int, int] | None:
+    """The CPs (first, past the last) of the bookmark ``name``, or None."""
+    names = bookmark_names(table, pair)
+    index = names.index(name) if name in names else None
     fc, lcb = pair(PAIR_PLCF_BKF)
     marks = (lcb - 4) // 8 if lcb >= 12 else 0  # n + 1 CPs, then an FBKF of 4 bytes (ibkl, bkc) for each
     if index is None or index >= marks or fc + 8 * marks + 4 > len(table):
