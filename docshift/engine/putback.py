@@ -9,10 +9,11 @@ run in the show and the macros buttons run (``slide_actions``), and when a slide
 writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX controls not at all
 (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a cell's hyperlink
 where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
-first sheet shows and which sheet the workbook opens on (``sheet_views``), and its export the code names that bind
-the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data validation over whole
-columns short (``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a
-text's form fields lose the bookmarks that name them (``form_bookmarks``). Each mend reads only what a file holds:
+first sheet shows, which sheet the workbook opens on (``sheet_views``) and how it calculates (``workbook_calc``),
+and its export the code names that bind the VBA project's modules to the workbook and its sheets
+(``sheet_codenames``), cuts a data validation over whole columns short (``sheet_validations``) and writes a data
+table as a function Excel has not (``sheet_tables``); a text's form fields lose the bookmarks that name them
+(``form_bookmarks``). Each mend reads only what a file holds:
 one that holds none of what it puts back costs nothing (the code names are read for a workbook whose result keeps
 its VBA project, the validations' ranges for one whose result holds validations, the bookmarks' names for a text
 whose result has form fields).
@@ -39,6 +40,7 @@ from docshift.engine import (
     slide_sounds,
     slide_timings,
     word_objects,
+    workbook_calc,
 )
 from docshift.engine.inventory.common import Inventory
 
@@ -62,4 +64,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_codenames.mend(result, source, kind, keep_macros) + \
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
-        form_bookmarks.mend(result, source, kind)
+        form_bookmarks.mend(result, source, kind) + \
+        workbook_calc.mend(result, kind, holds.calculation)

@@ -127,6 +127,8 @@ class Inventory:
     advances: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     # an .xls's: {sheet name: its view}, where a sheet's view is not Excel's default or the sheet shown not the first
     views: dict[str, View] = field(default_factory=dict)
+    # an .xls's: the attributes of calcPr where it calculates by hand or shows R1C1 references ({"calcMode": "manual"})
+    calculation: dict[str, str] = field(default_factory=dict)
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

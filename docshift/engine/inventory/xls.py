@@ -9,7 +9,7 @@ from typing import Any
 
 import olefile
 
-from docshift.engine.inventory import officeart, sheet_controls
+from docshift.engine.inventory import officeart, sheet_controls, xls_views
 from docshift.engine.inventory.common import (
     SHEET_NAME_LIMIT,
     Budget,
@@ -18,7 +18,6 @@ from docshift.engine.inventory.common import (
     Link,
     StoredDate,
     Unreadable,
-    View,
     attempt,
     embedded_objects,
     header_shows,
@@ -52,8 +51,6 @@ DRAWN, OT_LINE = {0x00, 0x01, 0x02, 0x03, 0x04, 0x06, 0x09, 0x1E}, 0x01
 CLICKABLE = DRAWN | {0x05, 0x08}  # and charts and pictures: what a click may run a macro of
 LINES = {20, *range(32, 41)}  # the shape types (MSOSPT) of a line and the connectors: one may have no height
 MAX_CELL_TEXT = 32_767
-# Excel's view of a sheet, but for its tabs' state and the zoom of a page break preview it does not show
-PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (0, 0), None)
 
 
 @dataclass
@@ -75,6 +72,7 @@ class _Workbook:
     names: list[str] = field(default_factory=list)  # the defined names (Lbl records, BIFF8), in order
     supbooks: list[bool] = field(default_factory=list)  # each SUPBOOK: whether it is this workbook's own
     references: list[int] = field(default_factory=list)  # the SUPBOOK of each XTI of the EXTERNSHEET
+    calculation: dict[str, str] = field(default_factory=dict)  # calcPr's attributes, as the first sheet gives them
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -148,7 +146,9 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 book.group += data[body:end]
         elif top in (DT_WORKSHEET, DT_MACRO_SHEET) and len(stack) == 1:
             name = every_sheet[substream] if 0 <= substream < len(every_sheet) else "?"
-            if rec_type == BIFF_NOTE and length >= 6:
+            if rec_type in (xls_views.BIFF_CALCMODE, xls_views.BIFF_REFMODE):
+                xls_views.calculation(rec_type, data, body, length, book.calculation)
+            elif rec_type == BIFF_NOTE and length >= 6:
                 row, column = struct.unpack_from("<HH", data, body)
                 if biff8 or row != 0xFFFF:  # BIFF5 continues long notes in NOTE records of row 0xFFFF
                     book.notes += 1
@@ -230,6 +230,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         inventory.sheets = book.sheets
         counts["sheets"] = len(book.sheets)
     counts["comments"] = book.notes
+    inventory.calculation = {key: value for key, value in book.calculation.items()
+                             if value != {"calcMode": "auto", "refMode": "A1"}[key]}
     inventory.where["comments"] = book.comments_at
     counts["headers_footers"] = len(book.headers)
     inventory.where["headers_footers"] = book.headers
@@ -362,7 +364,7 @@ def _cells(workbook: bytes, inventory: Inventory) -> None:
         inventory.date1904 = bool(book.datemode)
         inventory.counts["cells"] = total
         _links(book, inventory)
-        _views(book.sheets(), inventory)
+        xls_views.read(book.sheets(), inventory)
     except Exception:
         pass
     finally:
@@ -381,18 +383,3 @@ def _links(book: Any, inventory: Inventory) -> None:
     inventory.where["hyperlinks"] = [f"sheet '{name[:SHEET_NAME_LIMIT]}'" for name, links in inventory.links.items()
                                      for _ in links]
     inventory.counts["hyperlinks"] = len(inventory.where["hyperlinks"])
-
-
-def _views(sheets: list[Any], inventory: Inventory) -> None:
-    """The view of each of xlrd's ``sheets``, where any is not Excel's default or the sheet shown is not the first."""
-    views = {sheet.name: View(
-        sheet.cooked_normal_view_mag_factor, sheet.cooked_page_break_preview_mag_factor,
-        bool(sheet.show_in_page_break_preview), bool(sheet.show_grid_lines), bool(sheet.show_zero_values),
-        bool(sheet.show_sheet_headers), bool(sheet.show_formulas), bool(sheet.columns_from_right_to_left),
-        bool(sheet.sheet_selected), bool(sheet.sheet_visible), (sheet.first_visible_rowx, sheet.first_visible_colx),
-        (sheet.horz_split_pos, sheet.vert_split_pos, sheet.horz_split_first_visible, sheet.vert_split_first_visible,
-         sheet.split_active_pane) if sheet.panes_are_frozen and (sheet.horz_split_pos or sheet.vert_split_pos)
-        else None) for sheet in sheets}
-    if any(view._replace(preview_zoom=0, selected=False, shown=False) != PLAIN_VIEW for view in views.values()) or \
-            any(view.shown for view in list(views.values())[1:]):
-        inventory.views = views

@@ -1,0 +1,37 @@
+"""How an .xls shows and calculates when it opens: each sheet's view (``Inventory.views``), as xlrd reads it with the
+cells, and the workbook's calculation settings (``Inventory.calculation``), from the pass over its records."""
+
+import struct
+from typing import Any
+
+from docshift.engine.inventory.common import Inventory, View
+
+# Excel's view of a sheet, but for its tabs' state and the zoom of a page break preview it does not show
+PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (0, 0), None)
+BIFF_CALCMODE, BIFF_REFMODE = 0x000D, 0x000F
+CALC_MODES = {0: "manual", -1: "autoNoTable"}  # CALCMODE's, but automatic (1)
+
+
+def read(sheets: list[Any], inventory: Inventory) -> None:
+    """The view of each of xlrd's ``sheets``, where any is not Excel's default or the sheet shown is not the first."""
+    views = {sheet.name: View(
+        sheet.cooked_normal_view_mag_factor, sheet.cooked_page_break_preview_mag_factor,
+        bool(sheet.show_in_page_break_preview), bool(sheet.show_grid_lines), bool(sheet.show_zero_values),
+        bool(sheet.show_sheet_headers), bool(sheet.show_formulas), bool(sheet.columns_from_right_to_left),
+        bool(sheet.sheet_selected), bool(sheet.sheet_visible), (sheet.first_visible_rowx, sheet.first_visible_colx),
+        (sheet.horz_split_pos, sheet.vert_split_pos, sheet.horz_split_first_visible, sheet.vert_split_first_visible,
+         sheet.split_active_pane) if sheet.panes_are_frozen and (sheet.horz_split_pos or sheet.vert_split_pos)
+        else None) for sheet in sheets}
+    if any(view._replace(preview_zoom=0, selected=False, shown=False) != PLAIN_VIEW for view in views.values()) or \
+            any(view.shown for view in list(views.values())[1:]):
+        inventory.views = views
+
+
+def calculation(rec_type: int, data: bytes, body: int, length: int, found: dict[str, str]) -> None:
+    """Into ``found`` (``calcPr``'s attributes), what a worksheet's CALCMODE or REFMODE record says where Excel's
+    default is not it: calculation by hand (or automatic but for data tables), R1C1 references. The first sheet's
+    say it for the workbook."""
+    if rec_type == BIFF_CALCMODE and length >= 2 and "calcMode" not in found:
+        found["calcMode"] = CALC_MODES.get(struct.unpack_from("<h", data, body)[0], "auto")
+    elif rec_type == BIFF_REFMODE and length >= 2 and "refMode" not in found:
+        found["refMode"] = "A1" if struct.unpack_from("<H", data, body)[0] else "R1C1"
