@@ -11,12 +11,12 @@ Form and ActiveX controls are not shapes here: ``form_controls`` and ``sheet_act
 """
 
 import struct
-import zipfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import cfb, ooxml, sheet_objects, sheet_shapes
-from docshift.engine.embedding import MAX_EDITED_PART, guarded
+from docshift.engine.embedding import PartEdit, edit_parts, guarded
 from docshift.engine.form_controls import FT_MACRO, KINDS, formula, macro_names, sub_records
 from docshift.engine.inventory.package import SEP, Package
 from docshift.engine.inventory.sheet_controls import is_control
@@ -41,19 +41,18 @@ def _mend(result: Path, source: Path) -> int:
         sheets = _source_macros(ole)
     if not any(sheets.values()):
         return 0
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
-        edits: dict[str, bytes] = {}
-        given = 0
+
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         for _, name, part in sheet_objects.worksheets(package):
             for drawing in sheet_objects.drawings_of(package, part) if sheets.get(name) else []:
-                data = ooxml.checked(ooxml.read(zf, package.names[drawing], MAX_EDITED_PART), drawing)
-                edited, count = _given(data, drawing, sheets[name])
-                if count:
-                    edits[drawing], given = edited, given + count
-        if given:
-            ooxml.rewrite(zf, result, edits, {})
-    return given
+                yield drawing, _giving(sheets[name])
+
+    return edit_parts(result, parts)
+
+
+def _giving(macros: dict[str, str]) -> PartEdit:
+    """The edit of a drawing part that gives its shapes ``macros`` ({shape name: macro}, ``_given``)."""
+    return lambda data, part: _given(data, part, macros)
 
 
 def _source_macros(ole: cfb.CompoundFile) -> dict[str, dict[str, str]]:

@@ -13,12 +13,13 @@ given them twice.
 
 import re
 import struct
-import zipfile
 from collections import Counter
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from docshift.engine import cfb, ooxml, sheet_drawing, sheet_objects, sheet_shapes
-from docshift.engine.embedding import MAX_EDITED_PART, guarded
+from docshift.engine.embedding import PartEdit, edit_parts, guarded, part_bytes
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import Package
 from docshift.engine.inventory.xlsx import drawn_shapes
@@ -53,23 +54,31 @@ def _mend(result: Path, source: Path, shown: Counter[str]) -> int:
                  for _, sheet, pairs in sheet_shapes.paired(book, budget)}
     if not any(lines.values()):
         return 0
-    with zipfile.ZipFile(result) as zf:
-        package = Package(zf)
-        edits: dict[str, bytes] = {}
-        written = 0
+
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         for _, name, part in sheet_objects.worksheets(package):
             drawings = sheet_objects.drawings_of(package, part) if lines.get(name) else []
-            if len(drawings) != 1:
-                continue  # a sheet with no drawing of LibreOffice's: its lines would need one of their own
-            drawing = ooxml.checked(ooxml.read(zf, package.names[drawings[0]], MAX_EDITED_PART), drawings[0])
-            if shown[f"sheet '{name}'"] - drawn_shapes(drawing) != len(lines[name]):
-                continue  # it lacks other shapes, or none: which are lines it dropped cannot be told
-            sheet = ooxml.checked(ooxml.read(zf, package.names[part], MAX_EDITED_PART), part)
-            edits[drawings[0]] = _with_lines(drawing, lines[name], *sheet_drawing.geometry(sheet))
-            written += len(lines[name])
-        if edits:
-            ooxml.rewrite(zf, result, edits, {})
-    return written
+            if len(drawings) == 1:  # else a sheet with no drawing of LibreOffice's: its lines would need their own
+                yield drawings[0], _drawing(lines[name], shown[f"sheet '{name}'"], partial(_sheet, package, part))
+
+    return edit_parts(result, parts)
+
+
+def _drawing(lines: list[sheet_shapes.Shape], shown: int, sheet: Callable[[], bytes]) -> PartEdit:
+    """The edit of a sheet's drawing part that draws ``lines`` in it, where it lacks exactly as many of the ``shown``
+    shapes of the legacy sheet: else which are the lines LibreOffice dropped cannot be told. ``sheet()``: the
+    worksheet part, read only then, for its columns' widths and rows' heights."""
+    def draw(data: bytes, part: str) -> tuple[bytes, int]:
+        drawing = ooxml.checked(data, part)
+        if shown - drawn_shapes(drawing) != len(lines):
+            return data, 0
+        return _with_lines(drawing, lines, *sheet_drawing.geometry(sheet())), len(lines)
+
+    return draw
+
+
+def _sheet(package: Package, part: str) -> bytes:
+    return ooxml.checked(part_bytes(package, part), part)
 
 
 def _dropped(shape: sheet_shapes.Shape, record: bytes) -> bool:
