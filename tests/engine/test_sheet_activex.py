@@ -10,7 +10,7 @@ import olefile
 import openpyxl
 from conftest import _soffice_save as soffice
 from test_sheet_controls import CORPUS, controls_libreoffice_reads
-from workbooks import with_workbook_stream
+from workbooks import converted_whole, with_workbook_stream
 
 from docshift.engine import convert, inventory, sheet_activex
 
@@ -24,9 +24,7 @@ def test_an_activex_check_box_comes_back_as_excel_2007_writes_it_and_libreoffice
         assert not any("activeX" in name for name in package.namelist())
     assert inventory.of_result(plain, "xls").counts["controls"] == 0
 
-    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
-    assert converted.fidelity["counts"]["controls"] == {"source": 1, "result": 1}
-    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    converted = converted_whole(office, source, tmp_path / "work", "controls", 1)
     with olefile.OleFileIO(str(source)) as ole:
         saved = ole.openstream("Ctls").read()  # the one control's class id and data
     with zipfile.ZipFile(converted.path) as package:

@@ -8,7 +8,7 @@ import zipfile
 import openpyxl
 from conftest import _soffice_save as soffice
 from test_sheet_shapes import XDR, anchored, shape_xml
-from workbooks import parts_of, with_drawing, with_workbook_stream
+from workbooks import converted_whole, parts_of, with_drawing, with_workbook_stream
 
 from docshift.engine import convert, inventory
 
@@ -68,9 +68,7 @@ def test_lines_libreoffice_s_import_drops_come_back_as_excel_writes_them(office,
     plain = soffice(source, "xlsx", tmp_path / "plain")
     assert inventory.report(held, inventory.of_result(plain, "xls"))["counts"]["shapes"] == {"source": 5, "result": 2}
 
-    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
-    assert converted.fidelity["counts"]["shapes"] == {"source": 5, "result": 5}
-    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    converted = converted_whole(office, source, tmp_path / "work", "shapes", 5)
     with zipfile.ZipFile(converted.path) as package:
         drawing = package.read("xl/drawings/drawing1.xml").decode()
     lines = re.findall(r"<xdr:cxnSp\b.*?</xdr:cxnSp>", drawing)

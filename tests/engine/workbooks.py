@@ -1,5 +1,6 @@
 """What the workbook tests build their files with: an .xlsx's parts given a DrawingML drawing on its first sheet,
-and an .xls written again with its Workbook stream edited (records an export of LibreOffice does not write)."""
+and an .xls written again with its Workbook stream edited (records an export of LibreOffice does not write); and
+the conversion whose report they check."""
 
 import zipfile
 from collections.abc import Callable
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import olefile
 
-from docshift.engine import cfb
+from docshift.engine import cfb, convert
 
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
@@ -47,3 +48,12 @@ def with_workbook_stream(source: Path, edit: Callable[[bytes], bytes], out: Path
             entry.data = edit(entry.data)
     out.write_bytes(cfb.write(root))
     return out
+
+
+def converted_whole(office, source: Path, workdir: Path, what: str, count: int):
+    """The worker's conversion of the .xls ``source``, whose report counts ``count`` of ``what`` on both sides and
+    calls it complete."""
+    converted = convert.convert(office, source, "xls", workdir, 60)
+    assert converted.fidelity["counts"][what] == {"source": count, "result": count}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
+    return converted
