@@ -55,26 +55,26 @@ def timed(data: bytes, name: str, after: int | None, click: bool) -> bytes:
     click if ``click``, every other byte as it was."""
     wanted = {key: value for key, value in (("advTm", None if after is None else str(after)),
                                             ("advClick", None if click else "0")) if value is not None}
-    transitions, before = _places(data, name)
-    if not transitions:
+    has_transition, before = _places(data, name)
+    if not has_transition:
         attributes = "".join(f' {key}="{value}"' for key, value in wanted.items())
         return data[:before] + f'<p:transition xmlns:p="{NS_P}"{attributes}/>'.encode() + data[before:]
     return ooxml.edit_tags(data, name, lambda tag, attributes: {
         key: value for key, value in wanted.items() if attributes.get(key) != value} if tag == TRANSITION else None)
 
 
-def _places(data: bytes, name: str) -> tuple[list[int], int]:
-    """([where each ``p:transition`` start tag of the slide is], where a transition of its own would go: before the
-    first of its children that follow one, else before its end tag)."""
-    transitions: list[int] = []
+def _places(data: bytes, name: str) -> tuple[bool, int]:
+    """(whether the slide has a ``p:transition``, where one of its own would go: before the first of its children
+    that follow one, else before its end tag)."""
+    has_transition = False
     before: list[int] = []
     depth = 0
 
     def start(tag: str, _: dict[str, str]) -> None:
-        nonlocal depth
+        nonlocal depth, has_transition
         depth += 1
         if tag == TRANSITION:
-            transitions.append(reader.CurrentByteIndex)
+            has_transition = True
         elif depth == 2 and tag in AFTER_TRANSITION:
             before.append(reader.CurrentByteIndex)
 
@@ -88,4 +88,4 @@ def _places(data: bytes, name: str) -> tuple[list[int], int]:
     ooxml.feed(reader, (data,), name, Unreadable)
     if not before:
         raise Unreadable(f"{name}: no slide element")
-    return transitions, before[0]
+    return has_transition, before[0]
