@@ -47,6 +47,7 @@ OBJECT_TYPES = {"package": "object", "oleObject": "object"}
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 PICTURE_OR_OBJECT = {WORD + "drawing", WORD + "object"}
 NOT_XML = "not well-formed"
+COLOUR = "srgbClr or sysClr"
 TIMEOUT = 60
 
 
@@ -75,7 +76,8 @@ def elements(path):
     object (``w:object``) count as one kind, and what is inside them not at all: docshift makes an object of a
     picture that stands where the legacy file has an object (``word_objects.py``). A data table's formula counts
     once for each cell of its range, as Excel writes one for the range where LibreOffice writes one a cell
-    (``sheet_tables.py``)."""
+    (``sheet_tables.py``). An RGB colour and a system colour (which names its RGB) count as one kind: the theme a
+    deck's master gets back names the window's colours as PowerPoint saved them (``slide_schemes.py``)."""
     found = Counter()
     with zipfile.ZipFile(path) as package:
         for name in package.namelist():
@@ -86,6 +88,7 @@ def elements(path):
                 with package.open(name) as part:
                     for event, element in ElementTree.iterparse(part, ("start", "end")):
                         tag = element.tag.rsplit("}", 1)[-1]
+                        tag = COLOUR if tag in ("srgbClr", "sysClr") else tag
                         shown = element.tag in PICTURE_OR_OBJECT
                         if event == "start":
                             if not inside:

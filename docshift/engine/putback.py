@@ -5,7 +5,8 @@ whose server it does not know (a packaged file) on a slide or in a text as its p
 ``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
 gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
 run in the show and the macros buttons run (``slide_actions``), and when a slide with no transition effect moves on
-(``slide_timings``), and writes a link's colour where PowerPoint does not show it (``slide_link_colours``); it
+(``slide_timings``), writes a link's colour where PowerPoint does not show it (``slide_link_colours``) and its own
+theme's colours in place of the deck's (``slide_schemes``); it
 writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX controls not at all
 (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a cell's hyperlink
 where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
@@ -37,6 +38,7 @@ from docshift.engine import (
     slide_actions,
     slide_comments,
     slide_link_colours,
+    slide_schemes,
     slide_sounds,
     slide_timings,
     word_objects,
@@ -63,6 +65,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_timings.mend(result, source, kind, holds.advances) + sheet_views.mend(result, kind, holds.views) + \
         sheet_codenames.mend(result, source, kind, keep_macros) + \
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
+        slide_schemes.mend(result, source, kind, holds.palettes) + \
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
         form_bookmarks.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation)

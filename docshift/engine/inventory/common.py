@@ -93,6 +93,20 @@ class View(NamedTuple):
     frozen: tuple[int, int, int, int, int] | None
 
 
+class Palette(NamedTuple):
+    """The theme colours of a .ppt's main master, as PowerPoint gives them to a .pptx: the name of the colour scheme,
+    its twelve colours in ``SCHEME_SLOTS`` order, each (RRGGBB, the system colour it stands for or ""), and whether
+    the background is a dark colour (the master's colour map then reads bg1 as dk2, tx1 as lt1, bg2 as dk1 and tx2
+    as lt2)."""
+    name: str
+    colours: tuple[tuple[str, str], ...]
+    dark: bool
+
+
+SCHEME_SLOTS = ("dk1", "lt1", "dk2", "lt2", "accent1", "accent2", "accent3", "accent4", "accent5", "accent6",
+                "hlink", "folHlink")
+
+
 @dataclass
 class Inventory:
     """What one file holds: ``counts`` {what: int, or None when unknown}, and what the report compares in detail."""
@@ -129,6 +143,8 @@ class Inventory:
     views: dict[str, View] = field(default_factory=dict)
     # an .xls's: the attributes of calcPr where it calculates by hand or shows R1C1 references ({"calcMode": "manual"})
     calculation: dict[str, str] = field(default_factory=dict)
+    # a .ppt's: {slide number: the theme colours of the main master it uses}
+    palettes: dict[int, Palette] = field(default_factory=dict)
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

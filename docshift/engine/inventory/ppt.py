@@ -13,12 +13,13 @@ from typing import Any
 import olefile
 
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import officeart, ppt_persist, ppt_sounds
+from docshift.engine.inventory import officeart, ppt_persist, ppt_schemes, ppt_sounds
 from docshift.engine.inventory.common import (
     CLIP_ART,
     MAX_STREAM,
     Budget,
     Inventory,
+    Palette,
     Unreadable,
     characters,
     stream,
@@ -209,6 +210,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             slide_footers = show.headers_footers(body, stop) or set()
     # the masters: their placeholders (a date, slide number or footer shows only where the master has one)
     masters: dict[int | None, list[Any]] = {}
+    palettes: dict[int | None, Palette | None] = {}  # {main master's id: its theme colours}, as the slides meet them
     master_containers = show.master_containers()
     for slide_id, master_at in master_containers.items():
         master_shapes = show.shapes(master_at)
@@ -254,6 +256,11 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
                 own_footers = show.headers_footers(body, stop)
         master = masters.get(master_id)
         if master is not None:
+            main_id = master[2] if master[2] in masters else master_id  # a title master's main master
+            if isinstance(main_id, int) and main_id not in palettes:
+                palettes[main_id] = ppt_schemes.palette(doc, master_containers[main_id], budget)
+            if (palette := palettes.get(main_id)) is not None:
+                inventory.palettes[slides] = palette
             footers |= (slide_footers if own_footers is None else own_footers) & master[1]
             master[3] = True
             if master[2] in masters:  # a title master uses a main master

@@ -1,0 +1,120 @@
+"""A deck's theme colours in its .pptx, where LibreOffice writes its own.
+
+LibreOffice 25.2 loads a .ppt's colour scheme onto each shape and run as a plain colour, and keeps no theme. Its
+.pptx's theme is "LibreOffice" (accent1 ``18a303``, hyperlinks ``0000ee``), whatever the deck's scheme: a survey
+found it so in each of 173 decks. The slides look the same, since every colour LibreOffice writes is RGB. But
+PowerPoint's colour picker, its variants, and whatever is added in PowerPoint (a shape, a table, a chart, a link)
+take LibreOffice's colours in place of the deck's.
+
+``mend`` writes into each slide master's theme the colours PowerPoint gives the .ppt master its slides use
+(``Inventory.palettes``). On a dark background it also writes the master's colour map as PowerPoint writes it. A
+master whose slides come from masters of different colours, or whose theme another master shares with other colours,
+is left as it is. So is every other byte: the theme's fonts and effects, and the slides.
+"""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from docshift.engine import objects, ooxml
+from docshift.engine.embedding import PartEdit, edit_parts, guarded
+from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, Unreadable
+from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
+
+COLOUR_SCHEME, COLOUR_MAP = f"{NS_A}{SEP}clrScheme", f"{NS_P}{SEP}clrMap"
+RELATION = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+LAYOUT, MASTER, THEME = (RELATION + kind for kind in ("slideLayout", "slideMaster", "theme"))
+LIGHT_MAP = {"bg1": "lt1", "tx1": "dk1", "bg2": "lt2", "tx2": "dk2"}
+DARK_MAP = {"bg1": "dk2", "tx1": "lt1", "bg2": "dk1", "tx2": "lt2"}
+
+
+def mend(result: Path, source: Path, kind: str, palettes: dict[int, Palette]) -> int:
+    """Give the slide masters of ``result`` (LibreOffice's export of the .ppt ``source``) the theme colours of the
+    legacy masters their slides use (``palettes``: {slide number: colours}). Returns how many masters' themes were
+    given theirs (0: the file is untouched). Never raises for what the file holds."""
+    if kind != "ppt" or not palettes:
+        return 0
+    return guarded(lambda result, _: _mend(result, palettes), result, source,
+                   "the theme colours of %s stay as LibreOffice wrote them: %r")
+
+
+def _mend(result: Path, palettes: dict[int, Palette]) -> int:
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        masters: dict[str, set[Palette | None]] = {}  # {master part: the colours of its slides' legacy masters}
+        for number, slide in enumerate(objects.slide_parts(package), 1):
+            layout = _related(package, slide, LAYOUT)
+            master = layout and _related(package, layout, MASTER)
+            if master:
+                masters.setdefault(master, set()).add(palettes.get(number))
+        themes: dict[str, set[Palette | None]] = {}
+        for master, found in masters.items():
+            if theme := _related(package, master, THEME):
+                themes.setdefault(theme, set()).update(found)
+        for theme, found in sorted(themes.items()):
+            palette = next(iter(found))
+            if len(found) == 1 and palette is not None:
+                yield theme, _colours(palette)
+                for master in sorted(master for master in masters if _related(package, master, THEME) == theme):
+                    yield master, _colour_map(palette.dark)
+
+    return edit_parts(result, parts)
+
+
+def _colours(palette: Palette) -> PartEdit:
+    """The edit of a theme part that gives it ``palette``'s colours."""
+    return lambda data, name: (recoloured(data, name, palette), 1)
+
+
+def _colour_map(dark: bool) -> PartEdit:
+    """The edit of a slide master part that gives it the colour map of a ``dark`` background (or a light one)."""
+    return lambda data, name: (mapped(data, name, dark), 0)
+
+
+def _related(package: Package, part: str, kind: str) -> str | None:
+    """The first part of the package that ``part`` relates to by a relationship of type ``kind``."""
+    for rel_type, target in package.relationships(part).values():
+        if rel_type == kind and target in package.names:
+            return target
+    return None
+
+
+def recoloured(data: bytes, name: str, palette: Palette) -> bytes:
+    """The theme part ``name`` (``data``) with its colour scheme (the first ``a:clrScheme``) that of ``palette``,
+    every other byte as it was."""
+    found: list[int] = []  # where the scheme's start tag and its end tag start
+
+    def start(tag: str, _: dict[str, str]) -> None:
+        if tag == COLOUR_SCHEME and not found:
+            found.append(reader.CurrentByteIndex)
+
+    def end(tag: str) -> None:
+        if tag == COLOUR_SCHEME and len(found) == 1:
+            found.append(reader.CurrentByteIndex)
+
+    reader = ooxml.parser(name, Unreadable, start, end)
+    ooxml.feed(reader, (data,), name, Unreadable)
+    if not found:
+        raise Unreadable(f"{name}: no colour scheme")
+    qualified, tag_end, _ = ooxml.start_tag(data, found[0], name)
+    empty = tag_end.group().endswith(b"/>")
+    stop = tag_end.end() if empty else data.index(b">", found[1]) + 1
+    prefix = qualified.decode().rpartition(":")[0]
+    return data[:found[0]] + scheme_xml(prefix + ":" if prefix else "", palette) + data[stop:]
+
+
+def scheme_xml(prefix: str, palette: Palette) -> bytes:
+    """``palette`` as a DrawingML colour scheme whose elements carry ``prefix`` (bound to DrawingML's namespace)."""
+    out = [f'<{prefix}clrScheme name="{ooxml.attribute_value(palette.name)}">']
+    for slot, (rgb, system) in zip(SCHEME_SLOTS, palette.colours, strict=True):
+        colour = f'sysClr val="{ooxml.attribute_value(system)}" lastClr="{rgb.upper()}"' if system \
+            else f'srgbClr val="{rgb.upper()}"'
+        out.append(f"<{prefix}{slot}><{prefix}{colour}/></{prefix}{slot}>")
+    out.append(f"</{prefix}clrScheme>")
+    return "".join(out).encode()
+
+
+def mapped(data: bytes, name: str, dark: bool) -> bytes:
+    """The slide master part ``name`` (``data``) whose colour map reads the background and text colours as a
+    ``dark`` background's (or a light one's), every other byte as it was."""
+    wanted = DARK_MAP if dark else LIGHT_MAP
+    return ooxml.edit_tags(data, name, lambda tag, attributes: {
+        key: value for key, value in wanted.items() if attributes.get(key) != value} if tag == COLOUR_MAP else None)
