@@ -143,6 +143,10 @@ class Inventory:
     views: dict[str, View] = field(default_factory=dict)
     # an .xls's: the attributes of calcPr where it calculates by hand or shows R1C1 references ({"calcMode": "manual"})
     calculation: dict[str, str] = field(default_factory=dict)
+    # an .xls's: the sheets only a macro unhides, and the attributes of fileSharing where it asks to be opened
+    # read-only or has a password to be written
+    very_hidden: list[str] = field(default_factory=list)
+    sharing: dict[str, str] = field(default_factory=dict)
     # a .ppt's: {slide number: the theme colours of the main master it uses}
     palettes: dict[int, Palette] = field(default_factory=dict)
 

@@ -73,6 +73,8 @@ class _Workbook:
     supbooks: list[bool] = field(default_factory=list)  # each SUPBOOK: whether it is this workbook's own
     references: list[int] = field(default_factory=list)  # the SUPBOOK of each XTI of the EXTERNSHEET
     calculation: dict[str, str] = field(default_factory=dict)  # calcPr's attributes, as the first sheet gives them
+    very_hidden: list[str] = field(default_factory=list)  # the sheets Excel's menus do not show, to be unhidden
+    sharing: dict[str, str] = field(default_factory=dict)  # fileSharing's attributes, of a FILESHARING record
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -127,6 +129,11 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 every_sheet.append(name)
                 if data[body + 5] in SHEET_TYPES:
                     book.sheets.append(name)
+                    if data[body + 4] & 0x03 == xls_views.VERY_HIDDEN:
+                        book.very_hidden.append(name)
+            elif rec_type == xls_views.BIFF_FILESHARING and biff8:
+                user = _string(data, body + 4, end, biff8, codepage, 2) if length > 6 else ""
+                book.sharing = xls_views.sharing(data[body:end], user)
             elif rec_type == BIFF_CODEPAGE and length >= 2:
                 number = struct.unpack_from("<H", data, body)[0]
                 codepage = "utf_16_le" if number == 1200 else "cp1252" if number in (0x8000, 0x8001, 1252) \
@@ -232,6 +239,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["comments"] = book.notes
     inventory.calculation = {key: value for key, value in book.calculation.items()
                              if value != {"calcMode": "auto", "refMode": "A1"}[key]}
+    inventory.very_hidden, inventory.sharing = book.very_hidden, book.sharing
     inventory.where["comments"] = book.comments_at
     counts["headers_footers"] = len(book.headers)
     inventory.where["headers_footers"] = book.headers

@@ -1,5 +1,7 @@
 """How an .xls shows and calculates when it opens: each sheet's view (``Inventory.views``), as xlrd reads it with the
-cells, and the workbook's calculation settings (``Inventory.calculation``), from the pass over its records."""
+cells; from the pass over its records, the workbook's calculation settings (``Inventory.calculation``), the sheets it
+keeps out of Excel's menus (``Inventory.very_hidden``) and whether it asks to be opened read-only
+(``Inventory.sharing``)."""
 
 import struct
 from typing import Any
@@ -10,6 +12,7 @@ from docshift.engine.inventory.common import Inventory, View
 PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (0, 0), None)
 BIFF_CALCMODE, BIFF_REFMODE = 0x000D, 0x000F
 CALC_MODES = {0: "manual", -1: "autoNoTable"}  # CALCMODE's, but automatic (1)
+BIFF_FILESHARING, VERY_HIDDEN = 0x005B, 2  # and BOUNDSHEET's hsState of a sheet only a macro unhides
 
 
 def read(sheets: list[Any], inventory: Inventory) -> None:
@@ -35,3 +38,18 @@ def calculation(rec_type: int, data: bytes, body: int, length: int, found: dict[
         found["calcMode"] = CALC_MODES.get(struct.unpack_from("<h", data, body)[0], "auto")
     elif rec_type == BIFF_REFMODE and length >= 2 and "refMode" not in found:
         found["refMode"] = "A1" if struct.unpack_from("<H", data, body)[0] else "R1C1"
+
+
+def sharing(body: bytes, user: str) -> dict[str, str]:
+    """``fileSharing``'s attributes of a FILESHARING record's ``body`` ([MS-XLS] 2.4.118): whether Excel recommends
+    opening the workbook read-only, the hash of the password that lets it be written (its reservation password) and
+    the ``user`` who set it (the XLUnicodeString after them), where they are set."""
+    if len(body) < 4:
+        return {}
+    recommended, password = struct.unpack_from("<HH", body)
+    found = {"readOnlyRecommended": "1"} if recommended else {}
+    if password:
+        found["reservationPassword"] = f"{password:04X}"
+    if user:
+        found["userName"] = user
+    return found

@@ -1,0 +1,107 @@
+"""What a workbook keeps from its user: a sheet only a macro unhides stays very hidden, and the recommendation to open
+it read-only, with its password to modify, stays in the result."""
+
+import re
+import struct
+import zipfile
+
+import openpyxl
+import pytest
+from conftest import _soffice_save as soffice
+from workbooks import with_workbook_stream
+
+from docshift.engine import convert, inventory, workbook_access
+from docshift.engine.inventory.package import NS_S
+from docshift.engine.inventory.xls import BIFF_BOUNDSHEET, BIFF_CODEPAGE
+from docshift.engine.inventory.xls_views import BIFF_FILESHARING
+
+# FILESHARING: read-only recommended, the hash of the password to modify, the user who set it ("Ann", 8-bit)
+SHARING = struct.pack("<HHHB", 1, 0xCC3D, 3, 0) + b"Ann"
+LOAD_READ_ONLY = re.compile(r'config:name="LoadReadonly" config:type="boolean">([a-z]+)<')
+
+
+def shared(stream):
+    """The Workbook ``stream`` with its sheet "Lists" very hidden (its BOUNDSHEET's hsState 2, where LibreOffice
+    writes 1) and a FILESHARING record after its CODEPAGE; each BOUNDSHEET's offset of its sheet moved past it."""
+    data, pos, out = bytes(stream), 0, []
+    while pos + 4 <= len(data):
+        rec_type, length = struct.unpack_from("<HH", data, pos)
+        record = bytearray(data[pos:pos + 4 + length])
+        if rec_type == BIFF_BOUNDSHEET:
+            struct.pack_into("<I", record, 4, struct.unpack_from("<I", record, 4)[0] + 4 + len(SHARING))
+            if b"Lists" in record:
+                record[8] = (record[8] & ~0x03) | 2
+        out.append(bytes(record))
+        if rec_type == BIFF_CODEPAGE:
+            out.append(struct.pack("<HH", BIFF_FILESHARING, len(SHARING)) + SHARING)
+        pos += 4 + length
+    return b"".join(out)
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    """A .xls of three sheets, saved by LibreOffice: "Shown", "Lists" (very hidden) and "Old" (hidden), read-only
+    recommended, with a password to modify."""
+    out = tmp_path_factory.mktemp("access")
+    book = openpyxl.Workbook()
+    book.active.title = "Shown"
+    book.active["A1"] = "see the lists"
+    for name, state in (("Lists", "hidden"), ("Old", "hidden")):
+        sheet = book.create_sheet(name)
+        sheet["A1"] = name
+        sheet.sheet_state = state
+    book.save(out / "book.xlsx")
+    return with_workbook_stream(soffice(out / "book.xlsx", "xls", out), shared, out / "guarded.xls")
+
+
+def workbook(result):
+    with zipfile.ZipFile(result) as package:
+        return package.read("xl/workbook.xml").decode()
+
+
+def states(xml):
+    return dict(re.findall(r'<sheet name="([^"]+)"[^>]*? state="(\w+)"', xml))
+
+
+def test_the_xls_says_what_it_keeps_from_its_user(guarded):
+    holds = inventory.of_source(guarded, "xls")
+    assert holds.very_hidden == ["Lists"]
+    assert holds.sharing == {"readOnlyRecommended": "1", "reservationPassword": "CC3D", "userName": "Ann"}
+
+
+def test_a_very_hidden_sheet_and_read_only_recommendation_are_kept(office, guarded, tmp_path):
+    """A plain soffice's .xlsx makes the very hidden sheet one anyone can unhide and writes no ``fileSharing`` (it
+    marks the workbook final instead, which Excel shows as a bar, and keeps no password to modify); docshift's keeps
+    the sheet very hidden and writes the .xls's ``fileSharing`` after ``fileVersion``. LibreOffice reads from
+    docshift's result that the workbook is to be opened read-only, as it reads it from the .xls."""
+    plain = workbook(soffice(guarded, "xlsx", tmp_path / "plain"))
+    assert states(plain) == {"Shown": "visible", "Lists": "hidden", "Old": "hidden"}
+    assert "fileSharing" not in plain and "CC3D" not in plain
+    converted = convert.convert(office, guarded, "xls", tmp_path / "work", 60)
+    ours = workbook(converted.path)
+    assert states(ours) == {"Shown": "visible", "Lists": "veryHidden", "Old": "hidden"}
+    assert re.search(r'<fileVersion [^>]*/><fileSharing readOnlyRecommended="1" reservationPassword="CC3D" '
+                     r'userName="Ann"/><workbookPr ', ours)
+    assert LOAD_READ_ONLY.findall(soffice(guarded, "fods", tmp_path / "legacy").read_text()) == ["true"]
+    assert LOAD_READ_ONLY.findall(soffice(converted.path, "fods", tmp_path / "read").read_text()) == ["true"]
+
+
+@pytest.mark.parametrize("head", ['<workbook xmlns="{}">', '<x:workbook xmlns:x="{}"><x:fileVersion appName="a>b"/>'])
+def test_file_sharing_goes_in_its_place_in_the_part_s_own_prefix(head, tmp_path):
+    """Without a ``fileVersion`` a ``fileSharing`` goes first in the workbook; after one (whose attribute may hold a
+    ``>``) right after it, in the prefix the part gives SpreadsheetML; one LibreOffice wrote gets only what it
+    lacks; a sheet already very hidden, or nothing to write, leaves the file untouched."""
+    head = head.format(NS_S)
+    prefix = "x:" if head.startswith("<x:") else ""
+    part = f'{head}<{prefix}sheets><{prefix}sheet name="L" state="hidden"/></{prefix}sheets></{prefix}workbook>'
+    result = tmp_path / "book.xlsx"
+    with zipfile.ZipFile(result, "w") as package:
+        package.writestr("xl/workbook.xml", part)
+    assert workbook_access.mend(result, "xls", ["L"], {"readOnlyRecommended": "1"}) == 2
+    assert workbook(result) == part.replace(head, f'{head}<{prefix}fileSharing readOnlyRecommended="1"/>').replace(
+        'state="hidden"', 'state="veryHidden"')
+    before = workbook(result)
+    assert workbook_access.mend(result, "xls", ["L"], {"readOnlyRecommended": "1"}) == 0
+    assert workbook(result) == before
+    assert workbook_access.mend(result, "xls", [], {"readOnlyRecommended": "1", "userName": "B"}) == 1
+    assert workbook(result) == before.replace('readOnlyRecommended="1"/>', 'readOnlyRecommended="1" userName="B"/>')
