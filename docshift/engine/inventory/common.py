@@ -147,6 +147,8 @@ class Inventory:
     # read-only or has a password to be written
     very_hidden: list[str] = field(default_factory=list)
     sharing: dict[str, str] = field(default_factory=dict)
+    # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
+    printing: dict[str, dict[str, str]] = field(default_factory=dict)
     # a .ppt's: {slide number: the theme colours of the main master it uses}
     palettes: dict[int, Palette] = field(default_factory=dict)
 

@@ -1,7 +1,7 @@
 """How an .xls shows and calculates when it opens: each sheet's view (``Inventory.views``), as xlrd reads it with the
 cells; from the pass over its records, the workbook's calculation settings (``Inventory.calculation``), the sheets it
 keeps out of Excel's menus (``Inventory.very_hidden``) and whether it asks to be opened read-only
-(``Inventory.sharing``)."""
+(``Inventory.sharing``), and how its sheets print (``Inventory.printing``)."""
 
 import struct
 from typing import Any
@@ -13,6 +13,9 @@ PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (
 BIFF_CALCMODE, BIFF_REFMODE = 0x000D, 0x000F
 CALC_MODES = {0: "manual", -1: "autoNoTable"}  # CALCMODE's, but automatic (1)
 BIFF_FILESHARING, VERY_HIDDEN = 0x005B, 2  # and BOUNDSHEET's hsState of a sheet only a macro unhides
+BIFF_SETUP = 0x00A1
+NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
+ERRORS = {1: "blank", 2: "dash", 3: "NA"}  # Setup's iErrors: how a cell's error prints, but as shown (0)
 
 
 def read(sheets: list[Any], inventory: Inventory) -> None:
@@ -52,4 +55,16 @@ def sharing(body: bytes, user: str) -> dict[str, str]:
         found["reservationPassword"] = f"{password:04X}"
     if user:
         found["userName"] = user
+    return found
+
+
+def printing(data: bytes, body: int) -> dict[str, str]:
+    """``pageSetup``'s attributes of a sheet's SETUP record at ``body`` ([MS-XLS] 2.4.257) where they are not Excel's
+    default: its comments printed as they show or at the end, in black and white, as a draft, its cells' errors
+    printed blank, as dashes or as #N/A. These flags hold whether or not the printer's fields do (fNoPls)."""
+    flags = struct.unpack_from("<H", data, body + 10)[0]
+    found = {"cellComments": "atEnd" if flags & NOTES_AT_END else "asDisplayed"} if flags & NOTES else {}
+    found.update({key: "true" for key, flag in (("blackAndWhite", NO_COLOUR), ("draft", DRAFT)) if flags & flag})
+    if (errors := flags >> 10 & 0x03) in ERRORS:
+        found["errors"] = ERRORS[errors]
     return found
