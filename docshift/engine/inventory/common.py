@@ -93,6 +93,14 @@ class View(NamedTuple):
     frozen: tuple[int, int, int, int, int] | None
 
 
+class Ignored(NamedTuple):
+    """Cells of an .xls sheet whose errors Excel is not to flag (a FEAT record of ISFFEC2): their ranges (first and
+    last row, first and last column, 0-based) and the checks, as ``ignoredError`` names them
+    (``numberStoredAsText``)."""
+    ranges: tuple[tuple[int, int, int, int], ...]
+    checks: tuple[str, ...]
+
+
 class Palette(NamedTuple):
     """The theme colours of a .ppt's main master, as PowerPoint gives them to a .pptx: the name of the colour scheme,
     its twelve colours in ``SCHEME_SLOTS`` order, each (RRGGBB, the system colour it stands for or ""), and whether
@@ -149,6 +157,7 @@ class Inventory:
     sharing: dict[str, str] = field(default_factory=dict)
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str]] = field(default_factory=dict)
+    ignored: dict[str, list[Ignored]] = field(default_factory=dict)  # an .xls's: {sheet name: errors not to flag}
     # a .ppt's: {slide number: the theme colours of the main master it uses}
     palettes: dict[int, Palette] = field(default_factory=dict)
 

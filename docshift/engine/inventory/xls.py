@@ -14,6 +14,7 @@ from docshift.engine.inventory.common import (
     SHEET_NAME_LIMIT,
     Budget,
     ErrorValue,
+    Ignored,
     Inventory,
     Link,
     StoredDate,
@@ -76,6 +77,7 @@ class _Workbook:
     very_hidden: list[str] = field(default_factory=list)  # the sheets Excel's menus do not show, to be unhidden
     sharing: dict[str, str] = field(default_factory=dict)  # fileSharing's attributes, of a FILESHARING record
     printing: dict[str, dict[str, str]] = field(default_factory=dict)  # {sheet: pageSetup's attributes, of SETUP}
+    ignored: dict[str, list[Ignored]] = field(default_factory=dict)  # {sheet: the errors Excel is not to flag}
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -133,8 +135,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     if data[body + 4] & 0x03 == xls_views.VERY_HIDDEN:
                         book.very_hidden.append(name)
             elif rec_type == xls_views.BIFF_FILESHARING and biff8:
-                user = _string(data, body + 4, end, biff8, codepage, 2) if length > 6 else ""
-                book.sharing = xls_views.sharing(data[body:end], user)
+                book.sharing = xls_views.sharing(data[body:end], _string(data, body + 4, end, True, codepage, 2))
             elif rec_type == BIFF_CODEPAGE and length >= 2:
                 number = struct.unpack_from("<H", data, body)[0]
                 codepage = "utf_16_le" if number == 1200 else "cp1252" if number in (0x8000, 0x8001, 1252) \
@@ -158,6 +159,8 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 xls_views.calculation(rec_type, data, body, length, book.calculation)
             elif rec_type == xls_views.BIFF_SETUP and length >= 12 and (found := xls_views.printing(data, body)):
                 book.printing[name] = found
+            elif rec_type == xls_views.BIFF_FEAT and (ignored := xls_views.ignored(data[body:end])):
+                book.ignored.setdefault(name, []).append(ignored)
             elif rec_type == BIFF_NOTE and length >= 6:
                 row, column = struct.unpack_from("<HH", data, body)
                 if biff8 or row != 0xFFFF:  # BIFF5 continues long notes in NOTE records of row 0xFFFF
@@ -242,7 +245,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["comments"] = book.notes
     inventory.calculation = {key: value for key, value in book.calculation.items()
                              if value != {"calcMode": "auto", "refMode": "A1"}[key]}
-    inventory.very_hidden, inventory.sharing, inventory.printing = book.very_hidden, book.sharing, book.printing
+    inventory.very_hidden, inventory.sharing, inventory.printing, inventory.ignored = \
+        book.very_hidden, book.sharing, book.printing, book.ignored
     inventory.where["comments"] = book.comments_at
     counts["headers_footers"] = len(book.headers)
     inventory.where["headers_footers"] = book.headers

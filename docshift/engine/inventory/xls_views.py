@@ -1,12 +1,13 @@
 """How an .xls shows and calculates when it opens: each sheet's view (``Inventory.views``), as xlrd reads it with the
 cells; from the pass over its records, the workbook's calculation settings (``Inventory.calculation``), the sheets it
 keeps out of Excel's menus (``Inventory.very_hidden``) and whether it asks to be opened read-only
-(``Inventory.sharing``), and how its sheets print (``Inventory.printing``)."""
+(``Inventory.sharing``), how its sheets print (``Inventory.printing``) and which of their cells' errors Excel is not
+to flag (``Inventory.ignored``)."""
 
 import struct
 from typing import Any
 
-from docshift.engine.inventory.common import Inventory, View
+from docshift.engine.inventory.common import Ignored, Inventory, View
 
 # Excel's view of a sheet, but for its tabs' state and the zoom of a page break preview it does not show
 PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (0, 0), None)
@@ -16,6 +17,10 @@ BIFF_FILESHARING, VERY_HIDDEN = 0x005B, 2  # and BOUNDSHEET's hsState of a sheet
 BIFF_SETUP = 0x00A1
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
 ERRORS = {1: "blank", 2: "dash", 3: "NA"}  # Setup's iErrors: how a cell's error prints, but as shown (0)
+BIFF_FEAT, ISFFEC2 = 0x0868, 3  # a shared feature, of the kind that tells which errors not to flag
+# FFErrorCheck's bits, as ignoredError names them
+CHECKS = ("evalError", "emptyCellReference", "numberStoredAsText", "formulaRange", "formula", "twoDigitTextYear",
+          "unlockedFormula", "listDataValidation")
 
 
 def read(sheets: list[Any], inventory: Inventory) -> None:
@@ -68,3 +73,18 @@ def printing(data: bytes, body: int) -> dict[str, str]:
     if (errors := flags >> 10 & 0x03) in ERRORS:
         found["errors"] = ERRORS[errors]
     return found
+
+
+def ignored(body: bytes) -> Ignored | None:
+    """The cells and checks of a FEAT record's ``body`` ([MS-XLS] 2.4.112) that tells Excel not to flag errors
+    (isf ISFFEC2: its Ref8U ranges and the FFErrorCheck of its FeatFormulaErr2); None for another feature."""
+    if len(body) < 27 or struct.unpack_from("<H", body, 12)[0] != ISFFEC2:
+        return None
+    count = struct.unpack_from("<H", body, 19)[0]
+    if len(body) < 27 + 8 * count + 4:
+        return None
+    ranges = tuple((first, last, left, right) for first, last, left, right in
+                   (struct.unpack_from("<4H", body, 27 + 8 * index) for index in range(count)))
+    flags = struct.unpack_from("<I", body, 27 + 8 * count)[0]
+    checks = tuple(name for bit, name in enumerate(CHECKS) if flags >> bit & 1)
+    return Ignored(ranges, checks) if ranges and checks else None

@@ -1,0 +1,95 @@
+"""Cells whose errors a workbook's author told Excel not to flag, put back into the .xlsx.
+
+Excel marks a cell it suspects with a green triangle: a number stored as text, a formula unlike its neighbours'. An
+author who means it (codes with leading zeros, a total row) tells Excel to ignore the error, and an .xls keeps that
+in a FEAT record of the sheet (ISFFEC2: the ranges and the checks). LibreOffice's import does not read it: of 685
+workbooks of the corpus and POI's and LibreOffice's tests, 4 had such records, and in Excel the triangles came back
+on each of their cells.
+
+``mend`` writes each sheet's records (``Inventory.ignored``) as ``ignoredErrors``, one ``ignoredError`` a record,
+in the place the schema gives it: before the first of the sheet's drawing, legacy drawing, objects, controls,
+tables and extensions, or at its end. A sheet that has ``ignoredErrors`` already is left as it is.
+"""
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+from docshift.engine import ooxml, sheet_objects
+from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
+from docshift.engine.inventory.common import Ignored, Unreadable
+from docshift.engine.inventory.package import NS_MC, NS_S, SEP, Package
+
+log = logging.getLogger("docshift.engine")
+
+IGNORED_ERRORS = f"{NS_S}{SEP}ignoredErrors"
+# the worksheet's children that follow ignoredErrors (CT_Worksheet), and the markup-compatibility wrapper
+# LibreOffice writes around its objects and controls
+AFTER = {f"{NS_S}{SEP}{local}" for local in ("smartTags", "drawing", "legacyDrawing", "legacyDrawingHF", "drawingHF",
+                                              "picture", "oleObjects", "controls", "webPublishItems", "tableParts",
+                                              "extLst")} | {f"{NS_MC}{SEP}AlternateContent"}
+
+
+def mend(result: Path, kind: str, ignored: dict[str, list[Ignored]]) -> int:
+    """Give the sheets of ``result`` (LibreOffice's export of an .xls) the errors not to flag of the legacy file's
+    (``ignored``: {sheet name: its records}). Returns how many sheets were given theirs (0: the file is untouched).
+    Never raises for what the file holds."""
+    if kind != "xls" or not ignored:
+        return 0
+
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        for _, name, part in sheet_objects.worksheets(package):
+            if name in ignored:
+                yield part, _ignoring(ignored[name])
+
+    try:
+        return edit_parts(result, parts)
+    except ERRORS as error:
+        log.warning("the errors not to flag of %s stay unwritten: %r", result, error)
+        return 0
+
+
+def _ignoring(records: list[Ignored]) -> PartEdit:
+    """The edit of a worksheet part that gives it ``records``."""
+    return lambda data, name: (ignoring(data, name, records), 1)
+
+
+def ignoring(data: bytes, name: str, records: list[Ignored]) -> bytes:
+    """The worksheet part ``name`` (``data``) with ``records`` as its ``ignoredErrors``, every other byte as it was;
+    as it was where it has them already."""
+    depth, found = 0, False
+    places: list[int] = []  # where the first child that follows ignoredErrors starts, and where the root's end is
+    root: list[int] = []  # where the root starts
+
+    def start(tag: str, _: dict[str, str]) -> None:
+        nonlocal depth, found
+        depth += 1
+        found = found or tag == IGNORED_ERRORS
+        if depth == 1:
+            root.append(reader.CurrentByteIndex)
+        elif depth == 2 and tag in AFTER and not places:
+            places.append(reader.CurrentByteIndex)
+
+    def end(_: str) -> None:
+        nonlocal depth
+        depth -= 1
+        if depth == 0:
+            places.append(reader.CurrentByteIndex)
+
+    reader = ooxml.parser(name, Unreadable, start, end)
+    ooxml.feed(reader, (data,), name, Unreadable)
+    if found or not places:
+        return data
+    qualified = ooxml.start_tag(data, root[0], name)[0].decode()
+    prefix = qualified.rpartition(":")[0] + ":" if ":" in qualified else ""
+    errors = "".join(f'<{prefix}ignoredError sqref="{_sqref(record.ranges)}"'
+                     + "".join(f' {check}="1"' for check in record.checks) + "/>" for record in records)
+    at = places[0]
+    return data[:at] + f"<{prefix}ignoredErrors>{errors}</{prefix}ignoredErrors>".encode() + data[at:]
+
+
+def _sqref(ranges: tuple[tuple[int, int, int, int], ...]) -> str:
+    """The A1 references of ``ranges`` (first and last row, first and last column), one for a cell's."""
+    return " ".join(sheet_objects.cell_name(first, left) if (first, left) == (last, right) else
+                    f"{sheet_objects.cell_name(first, left)}:{sheet_objects.cell_name(last, right)}"
+                    for first, last, left, right in ranges)
