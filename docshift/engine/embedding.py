@@ -8,7 +8,7 @@ import logging
 import struct
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 from xml.dom import minidom
@@ -130,6 +130,47 @@ def edit_parts(result: Path, parts: Callable[[Package], Iterable[tuple[str, Part
         if edits:
             ooxml.rewrite(zf, result, edits)
     return given
+
+
+def edited(result: Path, parts: Callable[[Package], Iterable[tuple[str, PartEdit]]], failure: str,
+           named: Path | None = None) -> int:
+    """``edit_parts(result, parts)``, or 0 where the package or a part does not read as it should: logged with
+    ``failure`` (the file, ``named`` or ``result``; the error). Never raises for what the file holds."""
+    try:
+        return edit_parts(result, parts)
+    except ERRORS as error:
+        log.warning(failure, named or result, error)
+        return 0
+
+
+def child_place(data: bytes, name: str, tag: str, following: Collection[str]) -> tuple[bool, int, int]:
+    """Of part ``name`` (``data``): (whether it holds an element ``tag``; where a child ``tag`` of its root goes: before
+    the first of the root's children whose tag is one of ``following``, else before the root's end tag; where the
+    root's start tag is). A part without a root element raises ``Unreadable``."""
+    present, depth = False, 0
+    root: list[int] = []
+    before: list[int] = []
+
+    def start(found: str, _: dict[str, str]) -> None:
+        nonlocal depth, present
+        depth += 1
+        present = present or found == tag
+        if depth == 1:
+            root.append(reader.CurrentByteIndex)
+        elif depth == 2 and found in following and not before:
+            before.append(reader.CurrentByteIndex)
+
+    def end(_: str) -> None:
+        nonlocal depth
+        depth -= 1
+        if depth == 0:
+            before.append(reader.CurrentByteIndex)
+
+    reader = ooxml.parser(name, Unreadable, start, end)
+    ooxml.feed(reader, (data,), name, Unreadable)
+    if not root or not before:
+        raise Unreadable(f"{name}: no root element")
+    return present, before[0], root[0]
 
 
 def content_types(doc: minidom.Document, added: dict[str, bytes], dropped: set[str],

@@ -11,16 +11,12 @@ in the place the schema gives it: before the first of the sheet's drawing, legac
 tables and extensions, or at its end. A sheet that has ``ignoredErrors`` already is left as it is.
 """
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
-from docshift.engine.inventory.common import Ignored, Unreadable
-from docshift.engine.inventory.package import NS_MC, NS_S, SEP, Package
-
-log = logging.getLogger("docshift.engine")
+from docshift.engine.embedding import PartEdit, child_place
+from docshift.engine.inventory.common import Ignored
+from docshift.engine.inventory.package import NS_MC, NS_S, SEP
 
 IGNORED_ERRORS = f"{NS_S}{SEP}ignoredErrors"
 # the worksheet's children that follow ignoredErrors (CT_Worksheet), and the markup-compatibility wrapper
@@ -36,17 +32,7 @@ def mend(result: Path, kind: str, ignored: dict[str, list[Ignored]]) -> int:
     Never raises for what the file holds."""
     if kind != "xls" or not ignored:
         return 0
-
-    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
-        for _, name, part in sheet_objects.worksheets(package):
-            if name in ignored:
-                yield part, _ignoring(ignored[name])
-
-    try:
-        return edit_parts(result, parts)
-    except ERRORS as error:
-        log.warning("the errors not to flag of %s stay unwritten: %r", result, error)
-        return 0
+    return sheet_objects.edit_sheets(result, ignored, _ignoring, "the errors not to flag of %s stay unwritten: %r")
 
 
 def _ignoring(records: list[Ignored]) -> PartEdit:
@@ -57,34 +43,13 @@ def _ignoring(records: list[Ignored]) -> PartEdit:
 def ignoring(data: bytes, name: str, records: list[Ignored]) -> bytes:
     """The worksheet part ``name`` (``data``) with ``records`` as its ``ignoredErrors``, every other byte as it was;
     as it was where it has them already."""
-    depth, found = 0, False
-    places: list[int] = []  # where the first child that follows ignoredErrors starts, and where the root's end is
-    root: list[int] = []  # where the root starts
-
-    def start(tag: str, _: dict[str, str]) -> None:
-        nonlocal depth, found
-        depth += 1
-        found = found or tag == IGNORED_ERRORS
-        if depth == 1:
-            root.append(reader.CurrentByteIndex)
-        elif depth == 2 and tag in AFTER and not places:
-            places.append(reader.CurrentByteIndex)
-
-    def end(_: str) -> None:
-        nonlocal depth
-        depth -= 1
-        if depth == 0:
-            places.append(reader.CurrentByteIndex)
-
-    reader = ooxml.parser(name, Unreadable, start, end)
-    ooxml.feed(reader, (data,), name, Unreadable)
-    if found or not places:
+    found, at, root = child_place(data, name, IGNORED_ERRORS, AFTER)
+    if found:
         return data
-    qualified = ooxml.start_tag(data, root[0], name)[0].decode()
+    qualified = ooxml.start_tag(data, root, name)[0].decode()
     prefix = qualified.rpartition(":")[0] + ":" if ":" in qualified else ""
     errors = "".join(f'<{prefix}ignoredError sqref="{_sqref(record.ranges)}"'
                      + "".join(f' {check}="1"' for check in record.checks) + "/>" for record in records)
-    at = places[0]
     return data[:at] + f"<{prefix}ignoredErrors>{errors}</{prefix}ignoredErrors>".encode() + data[at:]
 
 

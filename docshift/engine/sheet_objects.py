@@ -33,6 +33,8 @@ from docshift.engine.embedding import (
     MAX_OBJECTS,
     OLE_CONTENT_TYPE,
     OLE_OBJECT,
+    PartEdit,
+    edited,
     free_name,
     prog_id_of,
 )
@@ -125,6 +127,14 @@ def worksheets(package: Package) -> list[tuple[int, str, str]]:
     targets = package.relationships(main, required=True)
     found = [(index, name, targets.get(rid, ("", None))[1]) for index, (name, rid) in enumerate(names, 1)]
     return [(index, name, part) for index, name, part in found if part and part in package.names]
+
+
+def edit_sheets(result: Path, wanted: Mapping[str, T], edit: Callable[[T], PartEdit], failure: str) -> int:
+    """Each sheet of the workbook ``result`` that ``wanted`` names ({sheet name: what it gets}) given the part edit
+    ``edit(what it gets)``; how many sheets changed (``embedding.edited``: ``failure`` logged where one does not
+    read)."""
+    return edited(result, lambda package: [(part, edit(wanted[name])) for _, name, part in worksheets(package)
+                                           if name in wanted], failure)
 
 
 def into_sheets(result: Path, sheets: Mapping[str, list[T]],

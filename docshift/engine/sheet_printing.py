@@ -12,15 +12,11 @@ over its records) where LibreOffice wrote others. A sheet LibreOffice wrote no `
 and so is every other byte.
 """
 
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
-from docshift.engine.inventory.package import NS_S, SEP, Package
-
-log = logging.getLogger("docshift.engine")
+from docshift.engine.embedding import PartEdit
+from docshift.engine.inventory.package import NS_S, SEP
 
 PAGE_SETUP = f"{NS_S}{SEP}pageSetup"
 
@@ -31,17 +27,8 @@ def mend(result: Path, kind: str, printing: dict[str, dict[str, str]]) -> int:
     untouched). Never raises for what the file holds."""
     if kind != "xls" or not printing:
         return 0
-
-    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
-        for _, name, part in sheet_objects.worksheets(package):
-            if name in printing:
-                yield part, _printed(printing[name])
-
-    try:
-        return edit_parts(result, parts)
-    except ERRORS as error:
-        log.warning("the sheets' print settings of %s stay as LibreOffice wrote them: %r", result, error)
-        return 0
+    return sheet_objects.edit_sheets(result, printing, _printed,
+                                     "the sheets' print settings of %s stay as LibreOffice wrote them: %r")
 
 
 def _printed(wanted: dict[str, str]) -> PartEdit:

@@ -12,18 +12,15 @@ ranges are a DV's cut at a row (those below it left out, those across it ended t
 everything else stays byte for byte.
 """
 
-import logging
 import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
+from docshift.engine.embedding import PartEdit, edited
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_name
-
-log = logging.getLogger("docshift.engine")
 
 BIFF_DV = 0x01BE
 VALIDATION = f"{NS_S}{SEP}dataValidation"
@@ -45,11 +42,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
             if validations.get(name):
                 yield part, _widening(validations[name])
 
-    try:
-        return edit_parts(result, parts)
-    except ERRORS as error:
-        log.warning("the data validations of %s stay as LibreOffice wrote them: %r", source, error)
-        return 0
+    return edited(result, parts, "the data validations of %s stay as LibreOffice wrote them: %r", source)
 
 
 def _widening(validations: list[list[Range]]) -> PartEdit:

@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import objects, ooxml
-from docshift.engine.embedding import PartEdit, edit_parts, guarded
-from docshift.engine.inventory.common import Unreadable
+from docshift.engine.embedding import PartEdit, child_place, edit_parts, guarded
 from docshift.engine.inventory.package import NS_P, SEP, Package
 
 TRANSITION = f"{NS_P}{SEP}transition"
@@ -55,37 +54,9 @@ def timed(data: bytes, name: str, after: int | None, click: bool) -> bytes:
     click if ``click``, every other byte as it was."""
     wanted = {key: value for key, value in (("advTm", None if after is None else str(after)),
                                             ("advClick", None if click else "0")) if value is not None}
-    has_transition, before = _places(data, name)
+    has_transition, before, _ = child_place(data, name, TRANSITION, AFTER_TRANSITION)
     if not has_transition:
         attributes = "".join(f' {key}="{value}"' for key, value in wanted.items())
         return data[:before] + f'<p:transition xmlns:p="{NS_P}"{attributes}/>'.encode() + data[before:]
     return ooxml.edit_tags(data, name, lambda tag, attributes: {
         key: value for key, value in wanted.items() if attributes.get(key) != value} if tag == TRANSITION else None)
-
-
-def _places(data: bytes, name: str) -> tuple[bool, int]:
-    """(whether the slide has a ``p:transition``, where one of its own would go: before the first of its children
-    that follow one, else before its end tag)."""
-    has_transition = False
-    before: list[int] = []
-    depth = 0
-
-    def start(tag: str, _: dict[str, str]) -> None:
-        nonlocal depth, has_transition
-        depth += 1
-        if tag == TRANSITION:
-            has_transition = True
-        elif depth == 2 and tag in AFTER_TRANSITION:
-            before.append(reader.CurrentByteIndex)
-
-    def end(_: str) -> None:
-        nonlocal depth
-        depth -= 1
-        if depth == 0:
-            before.append(reader.CurrentByteIndex)
-
-    reader = ooxml.parser(name, Unreadable, start, end)
-    ooxml.feed(reader, (data,), name, Unreadable)
-    if not before:
-        raise Unreadable(f"{name}: no slide element")
-    return has_transition, before[0]

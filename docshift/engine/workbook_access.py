@@ -15,18 +15,15 @@ and its workbook part a ``fileSharing`` with what the .xls sets (``Inventory.sha
 ``fileVersion``, before ``workbookPr``. Every other byte stays as LibreOffice wrote it.
 """
 
-import logging
 from pathlib import Path
 
 from docshift.engine import ooxml
-from docshift.engine.embedding import ERRORS, edit_parts
+from docshift.engine.embedding import edited
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_S, SEP
 
 SHEET, SHARING, VERSION = (f"{NS_S}{SEP}{local}" for local in ("sheet", "fileSharing", "fileVersion"))
 MAIN = "xl/workbook.xml"
-
-log = logging.getLogger("docshift.engine")
 
 
 def mend(result: Path, kind: str, very_hidden: list[str], sharing: dict[str, str]) -> int:
@@ -35,12 +32,9 @@ def mend(result: Path, kind: str, very_hidden: list[str], sharing: dict[str, str
     what the file holds."""
     if kind != "xls" or not (very_hidden or sharing):
         return 0
-    try:
-        return edit_parts(result, lambda package: [(MAIN, lambda data, name: kept(
-            data, name, set(very_hidden), sharing))] if MAIN in package.names else [])
-    except ERRORS as error:
-        log.warning("the sheets' states and sharing of %s stay as LibreOffice wrote them: %r", result, error)
-        return 0
+    return edited(result, lambda package: [(MAIN, lambda data, name: kept(data, name, set(very_hidden), sharing))]
+                  if MAIN in package.names else [],
+                  "the sheets' states and sharing of %s stay as LibreOffice wrote them: %r")
 
 
 def kept(data: bytes, name: str, very_hidden: set[str], sharing: dict[str, str]) -> tuple[bytes, int]:

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 from conftest import _soffice_save as soffice
 from conftest import flat_odf
-from workbooks import with_workbook_stream
+from workbooks import records, with_workbook_stream
 
 from docshift.engine import convert, inventory, sheet_errors
 from docshift.engine.inventory.common import Ignored
@@ -30,12 +30,8 @@ def feature(ranges, checks):
 def not_flagged(stream):
     """The Workbook ``stream`` of one sheet whose A1:A3 and C5 Excel is not to flag as numbers stored as text (a
     FEAT record before the sheet's EOF: the globals' offsets of the sheet stay right)."""
-    data, pos, eofs = bytes(stream), 0, []
-    while pos + 4 <= len(data):
-        rec_type, length = struct.unpack_from("<HH", data, pos)
-        if rec_type == BIFF_EOF:
-            eofs.append(pos)
-        pos += 4 + length
+    data = bytes(stream)
+    eofs = [pos for pos, rec_type, _ in records(data) if rec_type == BIFF_EOF]
     assert len(eofs) == 2
     return data[:eofs[1]] + feature([(0, 2, 0, 0), (4, 4, 2, 2)], NUMBER_AS_TEXT) + data[eofs[1]:]
 

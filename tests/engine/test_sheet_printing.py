@@ -7,8 +7,7 @@ import zipfile
 
 import pytest
 from conftest import _soffice_save as soffice
-from conftest import flat_odf
-from workbooks import with_workbook_stream
+from workbooks import records, two_sheets
 
 from docshift.engine import convert, inventory, sheet_printing
 from docshift.engine.inventory.package import NS_R, NS_S
@@ -20,26 +19,17 @@ BLANK_ERRORS = 1 << 10  # Setup's iErrors 1
 def printed_so(stream):
     """The Workbook ``stream`` whose first sheet's SETUP prints its comments as they show, in black and white, and
     its errors blank; its second sheet's as LibreOffice wrote it."""
-    data, pos, sheets = bytearray(stream), 0, 0
-    while pos + 4 <= len(data):
-        rec_type, length = struct.unpack_from("<HH", data, pos)
-        if rec_type == BIFF_SETUP and length >= 12:
-            sheets += 1
-            if sheets == 1:
-                flags = struct.unpack_from("<H", data, pos + 14)[0]
-                struct.pack_into("<H", data, pos + 14, flags | NOTES | NO_COLOUR | BLANK_ERRORS)
-        pos += 4 + length
-    assert sheets == 2
+    data = bytearray(stream)
+    setups = [pos for pos, rec_type, length in records(stream) if rec_type == BIFF_SETUP and length >= 12]
+    assert len(setups) == 2
+    flags = struct.unpack_from("<H", data, setups[0] + 14)[0]
+    struct.pack_into("<H", data, setups[0] + 14, flags | NOTES | NO_COLOUR | BLANK_ERRORS)
     return bytes(data)
 
 
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory):
-    out = tmp_path_factory.mktemp("printing")
-    sheet = ('<table:table table:name="{}"><table:table-row><table:table-cell office:value-type="float" '
-             'office:value="2"/><table:table-cell table:formula="of:=1/0"/></table:table-row></table:table>')
-    (out / "book.fods").write_text(flat_odf("spreadsheet", sheet.format("Claims") + sheet.format("Notes")))
-    return with_workbook_stream(soffice(out / "book.fods", "xls", out), printed_so, out / "printed.xls")
+    return two_sheets(tmp_path_factory.mktemp("printing"), ("Claims", "Notes"), "of:=1/0", printed_so, "printed.xls")
 
 
 def page_setups(result):

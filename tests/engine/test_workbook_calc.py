@@ -7,8 +7,7 @@ import zipfile
 
 import pytest
 from conftest import _soffice_save as soffice
-from conftest import flat_odf
-from workbooks import with_workbook_stream
+from workbooks import records, two_sheets
 
 from docshift.engine import convert, inventory, workbook_calc
 from docshift.engine.inventory.package import NS_S
@@ -22,23 +21,17 @@ def by_hand(stream):
     """The Workbook ``stream`` whose sheets calculate by hand (CALCMODE 0) and show R1C1 references (REFMODE 0).
     LibreOffice writes no CALCMODE (automatic is the default): each sheet's SAVERECALC, a record of the same size
     whose absence means its default, is made one, so that no offset of the stream moves."""
-    data, pos = bytearray(stream), 0
-    while pos + 4 <= len(data):
-        rec_type, length = struct.unpack_from("<HH", data, pos)
+    data = bytearray(stream)
+    for pos, rec_type, length in records(stream):
         if rec_type in (SAVE_RECALC, BIFF_REFMODE) and length == 2:
             struct.pack_into("<HHH", data, pos, BIFF_CALCMODE if rec_type == SAVE_RECALC else rec_type, 2, 0)
-        pos += 4 + length
     return bytes(data)
 
 
 @pytest.fixture(scope="module")
 def manual(tmp_path_factory):
     """A .xls of two sheets saved by LibreOffice, then made to calculate by hand with R1C1 references."""
-    out = tmp_path_factory.mktemp("calc")
-    sheet = ('<table:table table:name="{}"><table:table-row><table:table-cell office:value-type="float" '
-             'office:value="2"/><table:table-cell table:formula="of:=[.A1]*2"/></table:table-row></table:table>')
-    (out / "book.fods").write_text(flat_odf("spreadsheet", sheet.format("Model") + sheet.format("Inputs")))
-    return with_workbook_stream(soffice(out / "book.fods", "xls", out), by_hand, out / "manual.xls")
+    return two_sheets(tmp_path_factory.mktemp("calc"), ("Model", "Inputs"), "of:=[.A1]*2", by_hand, "manual.xls")
 
 
 def calculation(result):

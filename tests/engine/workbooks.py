@@ -2,6 +2,7 @@
 and an .xls written again with its Workbook stream edited (records an export of LibreOffice does not write); and
 the conversion whose report they check."""
 
+import struct
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,28 @@ def with_workbook_stream(source: Path, edit: Callable[[bytes], bytes], out: Path
             entry.data = edit(entry.data)
     out.write_bytes(cfb.write(root))
     return out
+
+
+def records(stream: bytes) -> list[tuple[int, int, int]]:
+    """(where it starts, its type, its length) of each BIFF record of a Workbook ``stream``, in order."""
+    found, pos = [], 0
+    while pos + 4 <= len(stream):
+        rec_type, length = struct.unpack_from("<HH", stream, pos)
+        found.append((pos, rec_type, length))
+        pos += 4 + length
+    return found
+
+
+def two_sheets(out: Path, names: tuple[str, str], formula: str, edit: Callable[[bytes], bytes], name: str) -> Path:
+    """An .xls of two sheets ``names`` saved by LibreOffice, each a row of 2 and ``formula`` (OpenFormula), then
+    written to ``out / name`` with its Workbook stream made ``edit(stream)``."""
+    from conftest import _soffice_save as soffice
+    from conftest import flat_odf
+
+    sheet = ('<table:table table:name="{}"><table:table-row><table:table-cell office:value-type="float" '
+             f'office:value="2"/><table:table-cell table:formula="{formula}"/></table:table-row></table:table>')
+    (out / "book.fods").write_text(flat_odf("spreadsheet", "".join(sheet.format(sheet_name) for sheet_name in names)))
+    return with_workbook_stream(soffice(out / "book.fods", "xls", out), edit, out / name)
 
 
 def converted_whole(office, source: Path, workdir: Path, what: str, count: int):
