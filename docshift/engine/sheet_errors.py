@@ -48,13 +48,7 @@ def ignoring(data: bytes, name: str, records: list[Ignored]) -> bytes:
         return data
     qualified = ooxml.start_tag(data, root, name)[0].decode()
     prefix = qualified.rpartition(":")[0] + ":" if ":" in qualified else ""
-    errors = "".join(f'<{prefix}ignoredError sqref="{_sqref(record.ranges)}"'
+    errors = "".join(f'<{prefix}ignoredError sqref="{sheet_objects.sqref(record.ranges)}"'
                      + "".join(f' {check}="1"' for check in record.checks) + "/>" for record in records)
     return data[:at] + f"<{prefix}ignoredErrors>{errors}</{prefix}ignoredErrors>".encode() + data[at:]
 
-
-def _sqref(ranges: tuple[tuple[int, int, int, int], ...]) -> str:
-    """The A1 references of ``ranges`` (first and last row, first and last column), one for a cell's."""
-    return " ".join(sheet_objects.cell_name(first, left) if (first, left) == (last, right) else
-                    f"{sheet_objects.cell_name(first, left)}:{sheet_objects.cell_name(last, right)}"
-                    for first, last, left, right in ranges)

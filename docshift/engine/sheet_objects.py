@@ -117,6 +117,13 @@ def cell_name(row: int, column: int) -> str:
     return f"{xls.COLUMNS[min(column, len(xls.COLUMNS) - 1)].decode()}{min(row, 1_048_575) + 1}"
 
 
+def sqref(ranges: Sequence[tuple[int, int, int, int]]) -> str:
+    """The A1 references of ``ranges`` (first and last row, first and last column, 0-based), one for a cell's,
+    separated by spaces."""
+    return " ".join(cell_name(first, left) if (first, left) == (last, right) else
+                    f"{cell_name(first, left)}:{cell_name(last, right)}" for first, last, left, right in ranges)
+
+
 def worksheets(package: Package) -> list[tuple[int, str, str]]:
     """(its place among the sheets, from 1; its name; its part) of each sheet of the workbook ``package`` that has
     its part."""

@@ -101,6 +101,19 @@ class Ignored(NamedTuple):
     checks: tuple[str, ...]
 
 
+class Scale(NamedTuple):
+    """A conditional format of Excel 2007 on an .xls sheet that needs no formula (a CF12 record): its ranges (first
+    and last row, first and last column), its priority, and its rule as a ``cfRule`` writes it: the type
+    ("colorScale", "dataBar", "iconSet"), the attributes of the element of that name, each threshold's ``cfvo``
+    attributes and each ``color``'s."""
+    ranges: tuple[tuple[int, int, int, int], ...]
+    priority: int
+    kind: str
+    attributes: tuple[tuple[str, str], ...]
+    thresholds: tuple[tuple[tuple[str, str], ...], ...]
+    colours: tuple[tuple[tuple[str, str], ...], ...]
+
+
 class Palette(NamedTuple):
     """The theme colours of a .ppt's main master, as PowerPoint gives them to a .pptx: the name of the colour scheme,
     its twelve colours in ``SCHEME_SLOTS`` order, each (RRGGBB, the system colour it stands for or ""), and whether
@@ -158,6 +171,7 @@ class Inventory:
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str]] = field(default_factory=dict)
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)  # an .xls's: {sheet name: errors not to flag}
+    scales: dict[str, list[Scale]] = field(default_factory=dict)  # an .xls's: {sheet name: its formats of Excel 2007}
     # a .ppt's: {slide number: the theme colours of the main master it uses}
     palettes: dict[int, Palette] = field(default_factory=dict)
 

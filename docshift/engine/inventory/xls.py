@@ -14,7 +14,6 @@ from docshift.engine.inventory.common import (
     SHEET_NAME_LIMIT,
     Budget,
     ErrorValue,
-    Ignored,
     Inventory,
     Link,
     StoredDate,
@@ -76,8 +75,7 @@ class _Workbook:
     calculation: dict[str, str] = field(default_factory=dict)  # calcPr's attributes, as the first sheet gives them
     very_hidden: list[str] = field(default_factory=list)  # the sheets Excel's menus do not show, to be unhidden
     sharing: dict[str, str] = field(default_factory=dict)  # fileSharing's attributes, of a FILESHARING record
-    printing: dict[str, dict[str, str]] = field(default_factory=dict)  # {sheet: pageSetup's attributes, of SETUP}
-    ignored: dict[str, list[Ignored]] = field(default_factory=dict)  # {sheet: the errors Excel is not to flag}
+    settings: xls_views.Settings = field(default_factory=xls_views.Settings)  # each sheet's printing, formats...
     encrypted: bool = False
     globals: bool = False                           # BIFF2-4 files hold one sheet and no workbook globals
 
@@ -157,10 +155,8 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             name = every_sheet[substream] if 0 <= substream < len(every_sheet) else "?"
             if rec_type in (xls_views.BIFF_CALCMODE, xls_views.BIFF_REFMODE):
                 xls_views.calculation(rec_type, data, body, length, book.calculation)
-            elif rec_type == xls_views.BIFF_SETUP and length >= 12 and (found := xls_views.printing(data, body)):
-                book.printing[name] = found
-            elif rec_type == xls_views.BIFF_FEAT and (ignored := xls_views.ignored(data[body:end])):
-                book.ignored.setdefault(name, []).append(ignored)
+            elif rec_type in xls_views.SHEET_RECORDS:
+                xls_views.sheet_record(rec_type, data[body:end], name, book.settings)
             elif rec_type == BIFF_NOTE and length >= 6:
                 row, column = struct.unpack_from("<HH", data, body)
                 if biff8 or row != 0xFFFF:  # BIFF5 continues long notes in NOTE records of row 0xFFFF
@@ -245,8 +241,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["comments"] = book.notes
     inventory.calculation = {key: value for key, value in book.calculation.items()
                              if value != {"calcMode": "auto", "refMode": "A1"}[key]}
-    inventory.very_hidden, inventory.sharing, inventory.printing, inventory.ignored = \
-        book.very_hidden, book.sharing, book.printing, book.ignored
+    inventory.very_hidden, inventory.sharing = book.very_hidden, book.sharing
+    book.settings.into(inventory)
     inventory.where["comments"] = book.comments_at
     counts["headers_footers"] = len(book.headers)
     inventory.where["headers_footers"] = book.headers

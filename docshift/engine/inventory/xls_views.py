@@ -1,13 +1,15 @@
 """How an .xls shows and calculates when it opens: each sheet's view (``Inventory.views``), as xlrd reads it with the
 cells; from the pass over its records, the workbook's calculation settings (``Inventory.calculation``), the sheets it
 keeps out of Excel's menus (``Inventory.very_hidden``) and whether it asks to be opened read-only
-(``Inventory.sharing``), how its sheets print (``Inventory.printing``) and which of their cells' errors Excel is not
-to flag (``Inventory.ignored``)."""
+(``Inventory.sharing``), how its sheets print (``Inventory.printing``), which of their cells' errors Excel is not
+to flag (``Inventory.ignored``) and their conditional formats of Excel 2007 (``Inventory.scales``)."""
 
 import struct
+from dataclasses import dataclass, field
 from typing import Any
 
-from docshift.engine.inventory.common import Ignored, Inventory, View
+from docshift.engine.inventory import xls_formats
+from docshift.engine.inventory.common import Ignored, Inventory, Scale, View
 
 # Excel's view of a sheet, but for its tabs' state and the zoom of a page break preview it does not show
 PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (0, 0), None)
@@ -18,9 +20,40 @@ BIFF_SETUP = 0x00A1
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
 ERRORS = {1: "blank", 2: "dash", 3: "NA"}  # Setup's iErrors: how a cell's error prints, but as shown (0)
 BIFF_FEAT, ISFFEC2 = 0x0868, 3  # a shared feature, of the kind that tells which errors not to flag
+SHEET_RECORDS = {BIFF_SETUP, BIFF_FEAT, xls_formats.BIFF_CONDFMT12, xls_formats.BIFF_CF12, xls_formats.BIFF_CONDFMT,
+                 xls_formats.BIFF_CFEX}
 # FFErrorCheck's bits, as ignoredError names them
 CHECKS = ("evalError", "emptyCellReference", "numberStoredAsText", "formulaRange", "formula", "twoDigitTextYear",
           "unlockedFormula", "listDataValidation")
+
+
+@dataclass
+class Settings:
+    """What the records of an .xls's sheets say of how each prints, which errors it does not flag and its conditional
+    formats of Excel 2007 (by sheet name); and, of each sheet, the ranges of the CONDFMT12 record that its CF12 records
+    follow."""
+    printing: dict[str, dict[str, str]] = field(default_factory=dict)
+    ignored: dict[str, list[Ignored]] = field(default_factory=dict)
+    scales: dict[str, list[Scale]] = field(default_factory=dict)
+    ranges: dict[str, tuple[tuple[int, int, int, int], ...]] = field(default_factory=dict)
+
+    def into(self, inventory: Inventory) -> None:
+        inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
+
+
+def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> None:
+    """Into ``settings``, what a sheet's own SETUP, FEAT, CONDFMT12 or CF12 record (``body``) says."""
+    if rec_type == BIFF_SETUP and len(body) >= 12 and (found := printing(body, 0)):
+        settings.printing[sheet] = found
+    elif rec_type == BIFF_FEAT and (ignoring := ignored(body)):
+        settings.ignored.setdefault(sheet, []).append(ignoring)
+    elif rec_type == xls_formats.BIFF_CONDFMT12:
+        settings.ranges[sheet] = xls_formats.ranges(body) if len(body) >= 26 else ()
+    elif rec_type in (xls_formats.BIFF_CONDFMT, xls_formats.BIFF_CFEX):
+        settings.ranges[sheet] = ()
+    elif rec_type == xls_formats.BIFF_CF12 and len(body) > 13 and \
+            (scale := xls_formats.rule(body, settings.ranges.get(sheet, ()))):
+        settings.scales.setdefault(sheet, []).append(scale)
 
 
 def read(sheets: list[Any], inventory: Inventory) -> None:
