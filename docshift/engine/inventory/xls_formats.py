@@ -5,7 +5,7 @@ record for each of its rules (2.4.43), where an older Excel ignores them. LibreO
 CONDFMT and CF records of the classic formats, so these rules are lost: of 685 workbooks of the corpus and POI's and
 LibreOffice's tests, 4 had 45 of them (26 icon sets, 6 data bars, 5 colour scales, 8 of a formula or a value).
 
-A CF12 record's layout, as Excel writes it (checked on each of those records): its FrtRefHeader (12 bytes); ct, cp;
+A CF12 record's layout, as Excel writes it (checked on those records): its FrtRefHeader (12 bytes); ct, cp;
 cce1, cce2; DXFN12 (cbdxf, then cbdxf bytes of formatting, or 2 reserved bytes where it is 0); rgce1, rgce2; the
 active formula (cce and rgce); a byte of flags; ipriority; icfTemplate; cbTemplateParm and as many bytes of template
 parameters; then the rule's own structure: CFGradient (ct 3), CFDatabar (4), CFMultistate (6). Each threshold is a
