@@ -42,7 +42,9 @@ class Settings:
 
 
 def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> None:
-    """Into ``settings``, what a sheet's own SETUP, FEAT, CONDFMT12 or CF12 record (``body``) says."""
+    """Into ``settings``, what a sheet's own SETUP, FEAT, CONDFMT12 or CF12 record (``body``) says; a classic
+    format's CONDFMT or CFEX ends the ranges of the CONDFMT12 before it (a CF12 record after it extends that classic
+    format, which LibreOffice keeps)."""
     if rec_type == BIFF_SETUP and len(body) >= 12 and (found := printing(body, 0)):
         settings.printing[sheet] = found
     elif rec_type == BIFF_FEAT and (ignoring := ignored(body)):
