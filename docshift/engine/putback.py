@@ -14,7 +14,7 @@ first sheet shows, which sheet the workbook opens on (``sheet_views``) and how i
 it unhides what only a macro may and drops the recommendation to open read-only (``workbook_access``), and
 prints comments at the end and sheets in colour where the .xls says otherwise (``sheet_printing``), flags the errors
 its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour scales, data bars and icon sets
-(``sheet_formats``),
+(``sheet_formats``) and where an outline's summaries are (``sheet_outlines``),
 and its export the code names that bind the VBA project's modules to the workbook and its sheets
 (``sheet_codenames``), cuts a data validation over whole columns short (``sheet_validations``) and writes a data
 table as a function Excel has not (``sheet_tables``); a text's form fields lose the bookmarks that name them
@@ -38,6 +38,7 @@ from docshift.engine import (
     sheet_lines,
     sheet_links,
     sheet_objects,
+    sheet_outlines,
     sheet_printing,
     sheet_tables,
     sheet_validations,
@@ -79,4 +80,4 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         workbook_calc.mend(result, kind, holds.calculation) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing) + \
         sheet_printing.mend(result, kind, holds.printing) + sheet_errors.mend(result, kind, holds.ignored) + \
-        sheet_formats.mend(result, kind, holds.scales)
+        sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines)

@@ -172,6 +172,8 @@ class Inventory:
     printing: dict[str, dict[str, str]] = field(default_factory=dict)
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)  # an .xls's: {sheet name: errors not to flag}
     scales: dict[str, list[Scale]] = field(default_factory=dict)  # an .xls's: {sheet name: its formats of Excel 2007}
+    # an .xls's: {sheet name: the attributes of outlinePr} where a sheet's outline is not as Excel's default
+    outlines: dict[str, dict[str, str]] = field(default_factory=dict)
     # a .ppt's: {slide number: the theme colours of the main master it uses}
     palettes: dict[int, Palette] = field(default_factory=dict)
 

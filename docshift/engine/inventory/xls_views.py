@@ -2,7 +2,8 @@
 cells; from the pass over its records, the workbook's calculation settings (``Inventory.calculation``), the sheets it
 keeps out of Excel's menus (``Inventory.very_hidden``) and whether it asks to be opened read-only
 (``Inventory.sharing``), how its sheets print (``Inventory.printing``), which of their cells' errors Excel is not
-to flag (``Inventory.ignored``) and their conditional formats of Excel 2007 (``Inventory.scales``)."""
+to flag (``Inventory.ignored``), their conditional formats of Excel 2007 (``Inventory.scales``) and where their
+outlines' summary rows and columns are (``Inventory.outlines``)."""
 
 import struct
 from dataclasses import dataclass, field
@@ -20,8 +21,9 @@ BIFF_SETUP = 0x00A1
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
 ERRORS = {1: "blank", 2: "dash", 3: "NA"}  # Setup's iErrors: how a cell's error prints, but as shown (0)
 BIFF_FEAT, ISFFEC2 = 0x0868, 3  # a shared feature, of the kind that tells which errors not to flag
+BIFF_WSBOOL, APPLY_STYLES, ROWS_BELOW, COLUMNS_RIGHT = 0x0081, 0x0020, 0x0040, 0x0080  # WsBool's fApplyStyles...
 SHEET_RECORDS = {BIFF_SETUP, BIFF_FEAT, xls_formats.BIFF_CONDFMT12, xls_formats.BIFF_CF12, xls_formats.BIFF_CONDFMT,
-                 xls_formats.BIFF_CFEX}
+                 xls_formats.BIFF_CFEX, BIFF_WSBOOL}
 # FFErrorCheck's bits, as ignoredError names them
 CHECKS = ("evalError", "emptyCellReference", "numberStoredAsText", "formulaRange", "formula", "twoDigitTextYear",
           "unlockedFormula", "listDataValidation")
@@ -29,26 +31,30 @@ CHECKS = ("evalError", "emptyCellReference", "numberStoredAsText", "formulaRange
 
 @dataclass
 class Settings:
-    """What the records of an .xls's sheets say of how each prints, which errors it does not flag and its conditional
-    formats of Excel 2007 (by sheet name); and, of each sheet, the ranges of the CONDFMT12 record that its CF12 records
-    follow."""
+    """What the records of an .xls's sheets say of how each prints, which errors it does not flag, its conditional
+    formats of Excel 2007 and where its outline's summaries are (by sheet name); and, of each sheet, the ranges of the
+    CONDFMT12 record that its CF12 records follow."""
     printing: dict[str, dict[str, str]] = field(default_factory=dict)
+    outlines: dict[str, dict[str, str]] = field(default_factory=dict)
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)
     scales: dict[str, list[Scale]] = field(default_factory=dict)
     ranges: dict[str, tuple[tuple[int, int, int, int], ...]] = field(default_factory=dict)
 
     def into(self, inventory: Inventory) -> None:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
+        inventory.outlines = self.outlines
 
 
 def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> None:
-    """Into ``settings``, what a sheet's own SETUP, FEAT, CONDFMT12 or CF12 record (``body``) says; a classic
+    """Into ``settings``, what a sheet's own SETUP, FEAT, WSBOOL, CONDFMT12 or CF12 record (``body``) says; a classic
     format's CONDFMT or CFEX ends the ranges of the CONDFMT12 before it (a CF12 record after it extends that classic
     format, which LibreOffice keeps)."""
     if rec_type == BIFF_SETUP and len(body) >= 12 and (found := printing(body, 0)):
         settings.printing[sheet] = found
     elif rec_type == BIFF_FEAT and (ignoring := ignored(body)):
         settings.ignored.setdefault(sheet, []).append(ignoring)
+    elif rec_type == BIFF_WSBOOL and len(body) >= 2 and (found := outline(body)):
+        settings.outlines[sheet] = found
     elif rec_type == xls_formats.BIFF_CONDFMT12:
         settings.ranges[sheet] = xls_formats.ranges(body) if len(body) >= 26 else ()
     elif rec_type in (xls_formats.BIFF_CONDFMT, xls_formats.BIFF_CFEX):
@@ -123,3 +129,12 @@ def ignored(body: bytes) -> Ignored | None:
     flags = struct.unpack_from("<I", body, 27 + 8 * count)[0]
     checks = tuple(name for bit, name in enumerate(CHECKS) if flags >> bit & 1)
     return Ignored(ranges, checks) if ranges and checks else None
+
+
+def outline(body: bytes) -> dict[str, str]:
+    """``outlinePr``'s attributes of a sheet's WSBOOL record (``body``, [MS-XLS] 2.4.351) where they are not Excel's
+    default: the summary rows above their details, the summary columns left of theirs, the outline's styles applied."""
+    flags = struct.unpack_from("<H", body)[0]
+    found = {key: "0" for key, flag in (("summaryBelow", ROWS_BELOW), ("summaryRight", COLUMNS_RIGHT))
+             if not flags & flag}
+    return found | ({"applyStyles": "1"} if flags & APPLY_STYLES else {})
