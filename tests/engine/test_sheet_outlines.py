@@ -3,10 +3,9 @@
 
 import re
 import struct
-import zipfile
 
 import pytest
-from workbooks import records, two_sheets
+from workbooks import records, sheets_of, two_sheets
 
 from docshift.engine import convert, inventory, sheet_outlines
 from docshift.engine.inventory.package import NS_S
@@ -31,9 +30,7 @@ def totals(tmp_path_factory):
 
 def sheet_properties(result):
     """The ``sheetPr`` element of each of the two sheets of the .xlsx ``result``."""
-    with zipfile.ZipFile(result) as package:
-        sheets = [package.read(f"xl/worksheets/sheet{n}.xml").decode() for n in (1, 2)]
-    return [re.search(r"<sheetPr\b[^>]*/>|<sheetPr\b[^>]*>.*?</sheetPr>", sheet).group() for sheet in sheets]
+    return [re.search(r"<sheetPr\b[^>]*/>|<sheetPr\b[^>]*>.*?</sheetPr>", sheet).group() for sheet in sheets_of(result)]
 
 
 def test_the_xls_says_where_its_summaries_are(totals):

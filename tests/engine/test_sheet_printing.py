@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 from conftest import _soffice_save as soffice
-from workbooks import records, two_sheets
+from workbooks import records, sheets_of, two_sheets
 
 from docshift.engine import convert, inventory, sheet_printing
 from docshift.engine.inventory.package import NS_R, NS_S
@@ -34,9 +34,8 @@ def printed(tmp_path_factory):
 
 def page_setups(result):
     """[the attributes of each sheet's ``pageSetup``] of the .xlsx ``result``, in its sheets' order."""
-    with zipfile.ZipFile(result) as package:
-        sheets = [package.read(f"xl/worksheets/sheet{n}.xml").decode() for n in (1, 2)]
-    return [dict(re.findall(r'(\w+)="([^"]*)"', re.search(r"<pageSetup [^>]*>", sheet).group())) for sheet in sheets]
+    return [dict(re.findall(r'(\w+)="([^"]*)"', re.search(r"<pageSetup [^>]*>", sheet).group()))
+            for sheet in sheets_of(result)]
 
 
 def test_the_xls_says_how_its_sheets_print(printed):

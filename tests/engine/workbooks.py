@@ -73,6 +73,12 @@ def two_sheets(out: Path, names: tuple[str, str], formula: str, edit: Callable[[
     return with_workbook_stream(soffice(out / "book.fods", "xls", out), edit, out / name)
 
 
+def sheets_of(result: Path, count: int = 2) -> list[str]:
+    """The XML of the first ``count`` worksheet parts of the .xlsx ``result``, in order."""
+    with zipfile.ZipFile(result) as package:
+        return [package.read(f"xl/worksheets/sheet{n}.xml").decode() for n in range(1, count + 1)]
+
+
 def converted_whole(office, source: Path, workdir: Path, what: str, count: int):
     """The worker's conversion of the .xls ``source``, whose report counts ``count`` of ``what`` on both sides and
     calls it complete."""
