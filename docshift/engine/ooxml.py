@@ -309,6 +309,19 @@ def start_tag(data: bytes, at: int, name: str) -> tuple[bytes, re.Match[bytes], 
     return tag.group()[1:], end, attributes
 
 
+def prefix(data: bytes, at: int, name: str) -> str:
+    """The prefix and its colon ("x:"; "" for none) of the start tag at byte ``at``, for an element put beside it."""
+    qualified = start_tag(data, at, name)[0].decode()
+    return qualified.rpartition(":")[0] + ":" if ":" in qualified else ""
+
+
+def element_end(data: bytes, at: int, end_at: int, name: str) -> int:
+    """Where the element whose start tag is at byte ``at`` ends: past its ``/>``, or past its end tag, which expat
+    reported at ``end_at``."""
+    tag_end = start_tag(data, at, name)[1]
+    return tag_end.end() if tag_end.group().endswith(b"/>") else data.index(b">", end_at) + 1
+
+
 def _sheets(package: zipfile.ZipFile) -> list[str]:
     names = []
 

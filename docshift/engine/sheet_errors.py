@@ -46,8 +46,7 @@ def ignoring(data: bytes, name: str, records: list[Ignored]) -> bytes:
     found, at, root = child_place(data, name, IGNORED_ERRORS, AFTER)
     if found:
         return data
-    qualified = ooxml.start_tag(data, root, name)[0].decode()
-    prefix = qualified.rpartition(":")[0] + ":" if ":" in qualified else ""
+    prefix = ooxml.prefix(data, root, name)
     errors = "".join(f'<{prefix}ignoredError sqref="{sheet_objects.sqref(record.ranges)}"'
                      + "".join(f' {check}="1"' for check in record.checks) + "/>" for record in records)
     return data[:at] + f"<{prefix}ignoredErrors>{errors}</{prefix}ignoredErrors>".encode() + data[at:]

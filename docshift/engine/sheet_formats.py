@@ -52,8 +52,7 @@ def formatted(data: bytes, name: str, rules: list[Scale]) -> bytes:
 
     ooxml.stream((data,), name, start)
     _, at, root = child_place(data, name, CONDITIONAL, AFTER)
-    qualified = ooxml.start_tag(data, root, name)[0].decode()
-    prefix = qualified.rpartition(":")[0] + ":" if ":" in qualified else ""
+    prefix = ooxml.prefix(data, root, name)
     first = max(priorities, default=0) + 1
     written = "".join(_rule(prefix, rule, first + rank)
                       for rank, rule in enumerate(sorted(rules, key=lambda rule: rule.priority)))

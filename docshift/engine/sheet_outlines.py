@@ -39,7 +39,8 @@ def _outlining(wanted: dict[str, str]) -> PartEdit:
 def outlined(data: bytes, name: str, wanted: dict[str, str]) -> bytes:
     """The worksheet part ``name`` (``data``) whose ``outlinePr`` has the attributes ``wanted``: its own where it has
     one, else one in its place."""
-    places: dict[str, int] = {}  # where the root, the first of its children, sheetPr, its first child, tabColor start
+    # where the root, the first of its children, sheetPr, its first child and tabColor start; sheetPr, tabColor end
+    places: dict[str, int] = {}
     depth = 0
 
     def start(tag: str, _: dict[str, str]) -> None:
@@ -62,6 +63,8 @@ def outlined(data: bytes, name: str, wanted: dict[str, str]) -> bytes:
         depth -= 1
         if tag == SHEET_PROPERTIES and depth == 1:
             places["sheetPr end"] = reader.CurrentByteIndex
+        elif tag == TAB_COLOUR and depth == 2:
+            places.setdefault("tabColor end", reader.CurrentByteIndex)
 
     reader = ooxml.parser(name, Unreadable, start, end)
     ooxml.feed(reader, (data,), name, Unreadable)
@@ -69,8 +72,7 @@ def outlined(data: bytes, name: str, wanted: dict[str, str]) -> bytes:
         return ooxml.edit_tags(data, name, lambda tag, attributes: {
             key: value for key, value in wanted.items() if attributes.get(key) != value} or None
             if tag == OUTLINE else None)
-    qualified = ooxml.start_tag(data, places["root"], name)[0].decode()
-    prefix = qualified.rpartition(":")[0] + ":" if ":" in qualified else ""
+    prefix = ooxml.prefix(data, places["root"], name)
     attributes = "".join(f' {key}="{ooxml.attribute_value(value)}"' for key, value in sorted(wanted.items()))
     added = f"<{prefix}outlinePr{attributes}/>".encode()
     if "sheetPr" not in places:
@@ -82,9 +84,7 @@ def outlined(data: bytes, name: str, wanted: dict[str, str]) -> bytes:
     if tag_end.group().endswith(b"/>"):  # <sheetPr .../>: opened, given the outline, and closed
         return data[:tag_end.start()] + b">" + added + b"</" + own + b">" + data[tag_end.end():]
     if TAB_COLOUR in places:
-        colour_end = ooxml.start_tag(data, places[TAB_COLOUR], name)[1]
-        at = colour_end.end() if colour_end.group().endswith(b"/>") else \
-            data.index(b">", data.index(b"</", colour_end.end())) + 1
+        at = ooxml.element_end(data, places[TAB_COLOUR], places["tabColor end"], name)
     else:
         at = places.get("inside", places["sheetPr end"])
     return data[:at] + added + data[at:]

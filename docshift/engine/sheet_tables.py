@@ -15,17 +15,14 @@ same MULTIPLE.OPERATIONS as it reads the .xls to. A cell whose arguments do not 
 rectangle, stays as LibreOffice wrote it.
 """
 
-import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import sheet_objects
-from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
+from docshift.engine.embedding import PartEdit, edited
 from docshift.engine.inventory.package import Package
 from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_name
-
-log = logging.getLogger("docshift.engine")
 
 # a cell whose formula is LibreOffice's TABLE(..): its reference, the formula element and its arguments
 TABLE_CELL = re.compile(rb'<c r="([A-Z]{1,3})([0-9]{1,7})"[^>]*>(<f\b[^>]*>TABLE\(([^<()]*)\)</f>)')
@@ -43,11 +40,7 @@ def mend(result: Path, kind: str) -> int:
             if package.holds(part, b">TABLE("):
                 yield part, tabled
 
-    try:
-        return edit_parts(result, parts)
-    except ERRORS as error:
-        log.warning("the data tables of %s stay as LibreOffice wrote them: %r", result, error)
-        return 0
+    return edited(result, parts, "the data tables of %s stay as LibreOffice wrote them: %r")
 
 
 def tabled(data: bytes, part: str) -> tuple[bytes, int]:

@@ -14,18 +14,15 @@ the cells) where LibreOffice wrote something else, a frozen ``pane`` where the s
 byte.
 """
 
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from xml.parsers import expat
 
 from docshift.engine import ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
+from docshift.engine.embedding import PartEdit, edited
 from docshift.engine.inventory.common import View
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.sheet_objects import cell_name
-
-log = logging.getLogger("docshift.engine")
 
 SHEET_VIEW, PANE, WORKBOOK_VIEW = (f"{NS_S}{SEP}{local}" for local in ("sheetView", "pane", "workbookView"))
 PANES = {0: "bottomRight", 1: "topRight", 2: "bottomLeft", 3: "topLeft"}  # by PANE's pnnAct
@@ -42,11 +39,7 @@ def mend(result: Path, kind: str, views: dict[str, View]) -> int:
     (0: the file is untouched). Never raises for what the file holds."""
     if kind != "xls" or not views:
         return 0
-    try:
-        return _mend(result, {name[:31]: view for name, view in views.items()})
-    except ERRORS as error:
-        log.warning("the sheets' views of %s stay as LibreOffice wrote them: %r", result, error)
-        return 0
+    return _mend(result, {name[:31]: view for name, view in views.items()})
 
 
 def _mend(result: Path, views: dict[str, View]) -> int:
@@ -59,7 +52,7 @@ def _mend(result: Path, views: dict[str, View]) -> int:
         if shown and "xl/workbook.xml" in package.names:
             yield "xl/workbook.xml", _opening(shown[0])
 
-    return edit_parts(result, parts)
+    return edited(result, parts, "the sheets' views of %s stay as LibreOffice wrote them: %r")
 
 
 def _differs(package: Package, part: str, view: View) -> bool:

@@ -40,20 +40,23 @@ def mend(result: Path, source: Path, kind: str, palettes: dict[int, Palette]) ->
 def _mend(result: Path, palettes: dict[int, Palette]) -> int:
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         masters: dict[str, set[Palette | None]] = {}  # {master part: the colours of its slides' legacy masters}
+        master_of: dict[str, str | None] = {}  # {layout part: its master part}, each layout's relationships read once
         for number, slide in enumerate(objects.slide_parts(package), 1):
             layout = _related(package, slide, LAYOUT)
-            master = layout and _related(package, layout, MASTER)
-            if master:
+            if layout and layout not in master_of:
+                master_of[layout] = _related(package, layout, MASTER)
+            if layout and (master := master_of[layout]):
                 masters.setdefault(master, set()).add(palettes.get(number))
+        theme_of = {master: _related(package, master, THEME) for master in masters}
         themes: dict[str, set[Palette | None]] = {}
         for master, found in masters.items():
-            if theme := _related(package, master, THEME):
+            if theme := theme_of[master]:
                 themes.setdefault(theme, set()).update(found)
         for theme, found in sorted(themes.items()):
             palette = next(iter(found))
             if len(found) == 1 and palette is not None:
                 yield theme, _colours(palette)
-                for master in sorted(master for master in masters if _related(package, master, THEME) == theme):
+                for master in sorted(master for master, its in theme_of.items() if its == theme):
                     yield master, _colour_map(palette.dark)
 
     return edit_parts(result, parts)
@@ -94,11 +97,8 @@ def recoloured(data: bytes, name: str, palette: Palette) -> bytes:
     ooxml.feed(reader, (data,), name, Unreadable)
     if not found:
         raise Unreadable(f"{name}: no colour scheme")
-    qualified, tag_end, _ = ooxml.start_tag(data, found[0], name)
-    empty = tag_end.group().endswith(b"/>")
-    stop = tag_end.end() if empty else data.index(b">", found[1]) + 1
-    prefix = qualified.decode().rpartition(":")[0]
-    return data[:found[0]] + scheme_xml(prefix + ":" if prefix else "", palette) + data[stop:]
+    stop = ooxml.element_end(data, found[0], found[1], name)
+    return data[:found[0]] + scheme_xml(ooxml.prefix(data, found[0], name), palette) + data[stop:]
 
 
 def scheme_xml(prefix: str, palette: Palette) -> bytes:

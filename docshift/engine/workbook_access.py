@@ -54,15 +54,10 @@ def kept(data: bytes, name: str, very_hidden: set[str], sharing: dict[str, str])
     reader = ooxml.parser(name, Unreadable, start, end)
     ooxml.feed(reader, (data,), name, Unreadable)
     if sharing and SHARING not in found:
-        root, root_end, _ = ooxml.start_tag(data, found["root"], name)
-        if VERSION in found:
-            tag_end = ooxml.start_tag(data, found[VERSION], name)[1]
-            at = tag_end.end() if tag_end.group().endswith(b"/>") else data.index(b">", found["version end"]) + 1
-        else:
-            at = root_end.end()
-        prefix = root.decode().rpartition(":")[0]
+        at = ooxml.element_end(data, found[VERSION], found["version end"], name) if VERSION in found else \
+            ooxml.start_tag(data, found["root"], name)[1].end()
         attributes = "".join(f' {key}="{ooxml.attribute_value(value)}"' for key, value in sorted(sharing.items()))
-        data = data[:at] + f"<{prefix + ':' if prefix else ''}fileSharing{attributes}/>".encode() + data[at:]
+        data = data[:at] + f"<{ooxml.prefix(data, found['root'], name)}fileSharing{attributes}/>".encode() + data[at:]
     given = int(SHARING not in found and bool(sharing))
 
     def edit(tag: str, attributes: dict[str, str]) -> dict[str, str | None] | None:

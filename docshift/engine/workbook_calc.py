@@ -10,14 +10,11 @@ tests, 6 calculated by hand and 3 showed R1C1, and in Excel their results recalc
 read in the pass over its records), where they are not Excel's default; the rest of the part stays byte for byte.
 """
 
-import logging
 from pathlib import Path
 
 from docshift.engine import ooxml
-from docshift.engine.embedding import ERRORS, edit_parts
+from docshift.engine.embedding import edited
 from docshift.engine.inventory.package import NS_S, SEP
-
-log = logging.getLogger("docshift.engine")
 
 CALCULATION = f"{NS_S}{SEP}calcPr"
 MAIN = "xl/workbook.xml"
@@ -36,8 +33,5 @@ def mend(result: Path, kind: str, calculation: dict[str, str]) -> int:
             if tag == CALCULATION else None)
         return edited, 1
 
-    try:
-        return edit_parts(result, lambda package: [(MAIN, calculated)] if MAIN in package.names else [])
-    except ERRORS as error:
-        log.warning("the calculation settings of %s stay as LibreOffice wrote them: %r", result, error)
-        return 0
+    return edited(result, lambda package: [(MAIN, calculated)] if MAIN in package.names else [],
+                  "the calculation settings of %s stay as LibreOffice wrote them: %r")
