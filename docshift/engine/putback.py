@@ -14,11 +14,11 @@ first sheet shows, which sheet the workbook opens on (``sheet_views``) and how i
 it unhides what only a macro may and drops the recommendation to open read-only (``workbook_access``), and
 prints comments at the end and sheets in colour where the .xls says otherwise (``sheet_printing``), flags the errors
 its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour scales, data bars and icon sets
-(``sheet_formats``) and where an outline's summaries are (``sheet_outlines``),
-and its export the code names that bind the VBA project's modules to the workbook and its sheets
-(``sheet_codenames``), cuts a data validation over whole columns short (``sheet_validations``) and writes a data
-table as a function Excel has not (``sheet_tables``); a text's form fields lose the bookmarks that name them
-(``form_bookmarks``). Each mend reads only what a file holds:
+(``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), and sets the number formats of
+some cells to General (``sheet_numbers``), and its export the code names that bind the VBA project's modules to the
+workbook and its sheets (``sheet_codenames``), cuts a data validation over whole columns short
+(``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a text's form fields
+lose the bookmarks that name them (``form_bookmarks``). Each mend reads only what a file holds:
 one that holds none of what it puts back costs nothing (the code names are read for a workbook whose result keeps
 its VBA project, the validations' ranges for one whose result holds validations, the bookmarks' names for a text
 whose result has form fields).
@@ -37,6 +37,7 @@ from docshift.engine import (
     sheet_formats,
     sheet_lines,
     sheet_links,
+    sheet_numbers,
     sheet_objects,
     sheet_outlines,
     sheet_printing,
@@ -80,4 +81,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         workbook_calc.mend(result, kind, holds.calculation) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing) + \
         sheet_printing.mend(result, kind, holds.printing) + sheet_errors.mend(result, kind, holds.ignored) + \
-        sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines)
+        sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
+        sheet_numbers.mend(result, source, kind)

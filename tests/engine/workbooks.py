@@ -61,6 +61,30 @@ def records(stream: bytes) -> list[tuple[int, int, int]]:
     return found
 
 
+def rewritten(stream: bytes, edit: Callable[[int, bytes, int], bytes | None]) -> bytes:
+    """The Workbook ``stream`` with each record for which ``edit(its type, its body, how many records of its type
+    came before it)`` answers bytes written as those bytes (whole records, none or several), each BOUNDSHEET's
+    offset of its sheet moved by what the records before the sheet grew or shrank."""
+    out, moved, seen = [], [], {}
+    for pos, rec_type, length in records(stream):
+        body = stream[pos + 4:pos + 4 + length]
+        made = edit(rec_type, body, seen.get(rec_type, 0))
+        seen[rec_type] = seen.get(rec_type, 0) + 1
+        written = bytearray(stream[pos:pos + 4 + length] if made is None else made)
+        out.append(written)
+        moved.append((pos, len(written) - 4 - length))
+    for written in out:
+        if written[:2] == b"\x85\x00" and len(written) >= 8:  # BOUNDSHEET: lbPlyPos, where its sheet's BOF is
+            offset = struct.unpack_from("<I", written, 4)[0]
+            struct.pack_into("<I", written, 4, offset + sum(size for at, size in moved if at < offset))
+    return b"".join(out)
+
+
+def record(rec_type: int, body: bytes) -> bytes:
+    """A BIFF record of ``rec_type`` holding ``body``."""
+    return struct.pack("<HH", rec_type, len(body)) + body
+
+
 def two_sheets(out: Path, names: tuple[str, str], formula: str, edit: Callable[[bytes], bytes], name: str) -> Path:
     """An .xls of two sheets ``names`` saved by LibreOffice, each a row of 2 and ``formula`` (OpenFormula), then
     written to ``out / name`` with its Workbook stream made ``edit(stream)``."""
