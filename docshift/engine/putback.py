@@ -18,7 +18,8 @@ its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour sc
 some cells to General (``sheet_numbers``), and its export the code names that bind the VBA project's modules to the
 workbook and its sheets (``sheet_codenames``), cuts a data validation over whole columns short
 (``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a text's form fields
-lose the bookmarks that name them (``form_bookmarks``). Each mend reads only what a file holds:
+lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros
+(``form_fields``). Each mend reads only what a file holds:
 one that holds none of what it puts back costs nothing (the code names are read for a workbook whose result keeps
 its VBA project, the validations' ranges for one whose result holds validations, the bookmarks' names for a text
 whose result has form fields).
@@ -29,6 +30,7 @@ from pathlib import Path
 from docshift.engine import (
     form_bookmarks,
     form_controls,
+    form_fields,
     objects,
     shape_macros,
     sheet_activex,
@@ -77,7 +79,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
         slide_schemes.mend(result, source, kind, holds.palettes) + \
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
-        form_bookmarks.mend(result, source, kind) + \
+        form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, keep_macros) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing) + \
         sheet_printing.mend(result, kind, holds.printing) + sheet_errors.mend(result, kind, holds.ignored) + \
