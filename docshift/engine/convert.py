@@ -171,7 +171,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     if "archive" in report:  # a web archive (MHT): what its pages show, as the child that unpacked it read them
         holds = inventory.of_web_archive(kind, report["archive"])
     check_export(result, kind, project)
-    mends = putback.mend(result, source, kind, holds, keep_macros)
+    mends = putback.mend(result, source, kind, holds, keep_macros, macros == Macros.REMOVE)
     if mends:
         check_package(result, kind)
     if ready is not None and kind != "xls":

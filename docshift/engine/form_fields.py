@@ -10,8 +10,8 @@ the corpus and LibreOffice's tests, 4 lost 72 settings that the rest of FFData h
 - the help text F1 shows, and a drop-down's status bar text (``w:helpText``, ``w:statusText``), each the field's
   own text or the name of an AutoText entry;
 - a check box's default state (``w:checkBox/w:default``);
-- the macros run on entering and leaving the field (``w:entryMacro``, ``w:exitMacro``), where the result keeps the
-  VBA project.
+- the macros run on entering and leaving the field (``w:entryMacro``, ``w:exitMacro``): names, of the document's
+  VBA project or of its template's, left out where the caller asked for no macros.
 
 ``mend`` reads the FFData of each form field in the .doc's order and gives each ``w:ffData`` of the result the
 settings of the .doc's next field of its type and name that the result lacks, each where Word writes it. A field of
@@ -59,9 +59,9 @@ class FormField:
     inside: tuple[tuple[str, str], ...]
 
 
-def mend(result: Path, source: Path, kind: str, keep_macros: bool) -> int:
+def mend(result: Path, source: Path, kind: str, macros: bool) -> int:
     """Give each form field of ``result`` (LibreOffice's export of the .doc ``source``) the settings of its FFData
-    that it lacks; the macros it runs where the result keeps the VBA project (``keep_macros``). Returns how many
+    that it lacks; the macros it runs only if ``macros``. Returns how many
     settings went in (0: the file is untouched). Never raises for what the files hold."""
     if kind != "doc":
         return 0
@@ -70,7 +70,7 @@ def mend(result: Path, source: Path, kind: str, keep_macros: bool) -> int:
         texts = sorted((name for name in package.names if TEXT_PARTS.fullmatch(name)
                         and package.holds(name, b"ffData")), key=_story_order)
         fields: dict[tuple[str, str], deque[FormField]] = defaultdict(deque)
-        for found in fields_of(source, keep_macros) if texts else []:
+        for found in fields_of(source, macros) if texts else []:
             fields[(found.kind, found.name)].append(found)
         for name in texts:
             yield name, lambda data, part: completed(data, part, fields)

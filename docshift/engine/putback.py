@@ -59,10 +59,11 @@ from docshift.engine import (
 from docshift.engine.inventory.common import Inventory
 
 
-def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: bool) -> int:
+def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: bool, macros_removed: bool) -> int:
     """Put back into ``result``, LibreOffice's export of the legacy file ``source`` of ``kind``, what it dropped;
     ``holds``: what the legacy file holds (the report's source side), ``keep_macros``: whether the result keeps the
-    VBA project. Returns how many things went in (0: the file is untouched)."""
+    VBA project, ``macros_removed``: whether the caller asked for none (a form field then names no macro, not even
+    one of a template's). Returns how many things went in (0: the file is untouched)."""
     counts = holds.counts
     expected, controls = counts.get("embedded_objects"), counts.get("controls")
     return objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
@@ -79,7 +80,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
         slide_schemes.mend(result, source, kind, holds.palettes) + \
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
-        form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, keep_macros) + \
+        form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, not macros_removed) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing) + \
         sheet_printing.mend(result, kind, holds.printing) + sheet_errors.mend(result, kind, holds.ignored) + \

@@ -9,6 +9,7 @@ from collections import defaultdict, deque
 import pytest
 from conftest import _soffice_save as soffice
 
+from docshift.contract import Macros
 from docshift.engine import convert, form_fields
 from docshift.engine.form_fields import FormField
 from docshift.engine.inventory.package import NS_W
@@ -67,9 +68,9 @@ def test_the_doc_holds_each_field_s_settings(form):
 
 
 def test_a_form_s_settings_are_kept(office, form, tmp_path):
-    """A plain soffice's .docx keeps the text field's status text only; docshift's has the help texts, the
-    default, the format and the drop-down's status text where Word writes them, but not the macros (the .doc has
-    no VBA project to run them), and LibreOffice reads back from it what the form was made with."""
+    """A plain soffice's .docx keeps the text field's status text only; docshift's has the macros (of a template:
+    the .doc has no VBA project), the help texts, the default, the format and the drop-down's status text where Word
+    writes them, and LibreOffice reads back from it what the form was made with."""
     plain = soffice(form, "docx", tmp_path / "plain")
     assert {name: set(values) for name, values in params(plain, tmp_path / "plain-read").items()} == {
         "Applicant": {"Hint"}, "Role": {"Dropdown_ListEntry", "Dropdown_Selected"}}
@@ -77,15 +78,23 @@ def test_a_form_s_settings_are_kept(office, form, tmp_path):
     with zipfile.ZipFile(converted) as package:
         body = package.read("word/document.xml").decode()
     assert re.findall(r"<w:ffData>.*?</w:ffData>", body) == [
-        '<w:ffData><w:name w:val="Applicant"/><w:enabled/><w:calcOnExit w:val="0"/><w:helpText w:type="text" '
+        '<w:ffData><w:name w:val="Applicant"/><w:enabled/><w:calcOnExit w:val="0"/><w:entryMacro w:val="Check"/>'
+        '<w:exitMacro w:val="Done"/><w:helpText w:type="text" '
         'w:val="As on your passport"/><w:statusText w:type="text" w:val="Your full name"/><w:textInput><w:default '
         'w:val="Type your name"/><w:format w:val="UPPERCASE"/></w:textInput></w:ffData>',
         '<w:ffData><w:name w:val="Role"/><w:enabled/><w:helpText w:type="text" w:val="Pick one"/><w:statusText '
         'w:type="text" w:val="Your role in the sale"/><w:ddList><w:result w:val="1"/><w:listEntry w:val="Buyer"/>'
         '<w:listEntry w:val="Seller"/></w:ddList></w:ffData>']
     read = params(converted, tmp_path / "read")
-    assert read["Applicant"] == SOURCE_PARAMS
+    assert read["Applicant"] == {**SOURCE_PARAMS, "EntryMacro": "Check", "ExitMacro": "Done"}
     assert read["Role"]["Help"] == "Pick one" and read["Role"]["Hint"] == "Your role in the sale"
+
+
+def test_a_form_converted_without_macros_names_none(office, form, tmp_path):
+    converted = convert.convert(office, form, "doc", tmp_path / "work", 60, macros=Macros.REMOVE).path
+    with zipfile.ZipFile(converted) as package:
+        body = package.read("word/document.xml").decode()
+    assert "<w:helpText " in body and "Macro" not in body
 
 
 def queue(*fields):
