@@ -143,10 +143,12 @@ def edited(result: Path, parts: Callable[[Package], Iterable[tuple[str, PartEdit
         return 0
 
 
-def child_place(data: bytes, name: str, tag: str, following: Collection[str]) -> tuple[bool, int, int]:
+def child_place(data: bytes, name: str, tag: str, following: Collection[str],
+                preceding: Collection[str] | None = None) -> tuple[bool, int, int]:
     """Of part ``name`` (``data``): (whether it holds an element ``tag``; where a child ``tag`` of its root goes: before
-    the first of the root's children whose tag is one of ``following``, else before the root's end tag; where the
-    root's start tag is). A part without a root element raises ``Unreadable``."""
+    the first of the root's children whose tag is one of ``following`` (or, given ``preceding``, is none of those),
+    else before the root's end tag; where the root's start tag is). A part without a root element raises
+    ``Unreadable``."""
     present, depth = False, 0
     root: list[int] = []
     before: list[int] = []
@@ -157,7 +159,7 @@ def child_place(data: bytes, name: str, tag: str, following: Collection[str]) ->
         present = present or found == tag
         if depth == 1:
             root.append(reader.CurrentByteIndex)
-        elif depth == 2 and found in following and not before:
+        elif depth == 2 and not before and (found in following if preceding is None else found not in preceding):
             before.append(reader.CurrentByteIndex)
 
     def end(_: str) -> None:

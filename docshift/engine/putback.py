@@ -19,7 +19,7 @@ some cells to General (``sheet_numbers``), and its export the code names that bi
 workbook and its sheets (``sheet_codenames``), cuts a data validation over whole columns short
 (``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a text's form fields
 lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros
-(``form_fields``). Each mend reads only what a file holds:
+(``form_fields``), and the text its template (``word_template``). Each mend reads only what a file holds:
 one that holds none of what it puts back costs nothing (the code names are read for a workbook whose result keeps
 its VBA project, the validations' ranges for one whose result holds validations, the bookmarks' names for a text
 whose result has form fields).
@@ -53,6 +53,7 @@ from docshift.engine import (
     slide_sounds,
     slide_timings,
     word_objects,
+    word_template,
     workbook_access,
     workbook_calc,
 )
@@ -81,6 +82,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_schemes.mend(result, source, kind, holds.palettes) + \
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
         form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, not macros_removed) + \
+        word_template.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing) + \
         sheet_printing.mend(result, kind, holds.printing) + sheet_errors.mend(result, kind, holds.ignored) + \

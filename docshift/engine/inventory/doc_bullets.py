@@ -51,20 +51,26 @@ def unused_store(table: bytes, pair: Callable[[int], tuple[int, int]]) -> tuple[
 def bookmark_names(table: bytes, pair: Callable[[int], tuple[int, int]]) -> list[str]:
     """The names of the document's bookmarks (its SttbfBkmk), in order; [] where they do not read (Word 6 and 95
     write 8-bit names)."""
-    fc, lcb = pair(PAIR_STTBF_BKMK)
+    return strings(table, pair, PAIR_STTBF_BKMK)
+
+
+def strings(table: bytes, pair: Callable[[int], tuple[int, int]], index: int) -> list[str]:
+    """The strings of the STTB that FibRgFcLcb97's pair ``index`` places in the table stream, in order; [] where
+    they do not read (Word 6 and 95 write 8-bit ones)."""
+    fc, lcb = pair(index)
     if lcb < 6 or fc + 6 > len(table):
         return []
     extended, count, extra = struct.unpack_from("<HHH", table, fc)
-    if extended != 0xFFFF:  # names of 8-bit characters: Word 97 and later write UTF-16
+    if extended != 0xFFFF:  # strings of 8-bit characters: Word 97 and later write UTF-16
         return []
-    pos, names = fc + 6, list[str]()
+    pos, found = fc + 6, list[str]()
     for _ in range(count):
         if pos + 2 > len(table):
-            return names
+            return found
         size = struct.unpack_from("<H", table, pos)[0]
-        names.append(table[pos + 2:pos + 2 + 2 * size].decode("utf_16_le", "replace"))
+        found.append(table[pos + 2:pos + 2 + 2 * size].decode("utf_16_le", "replace"))
         pos += 2 + 2 * size + extra
-    return names
+    return found
 
 
 def _bookmark(table: bytes, pair: Callable[[int], tuple[int, int]], name: str) -> tuple[int, int] | None:
