@@ -20,6 +20,7 @@ import pptx
 import pytest
 import requests
 import xlrd
+from compound import with_streams
 from conftest import ROOT, encrypted_ooxml, post_file, register
 from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
 from cryptography.hazmat.primitives.ciphers import Cipher
@@ -88,17 +89,6 @@ def with_a_tail(source, target):
     with olefile.OleFileIO(str(source)) as ole:
         tail = ole.openstream("Workbook").read() + b"\0\0"
     return with_streams(source, target, Workbook=tail)
-
-
-def with_streams(source, target, **changed):
-    """``source``'s compound file again (its root storage's streams), with the streams ``changed`` names."""
-    with olefile.OleFileIO(str(source)) as ole:
-        streams = {"/".join(path): ole.openstream(path).read() for path in ole.listdir()}
-    assert all("/" not in name for name in streams)
-    streams.update(changed)
-    target.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry(name, data=data)
-                                                                   for name, data in streams.items()])))
-    return target
 
 
 def protected_file(variants, encrypted_ppt, kind):

@@ -7,9 +7,9 @@ import zipfile
 
 import olefile
 import pytest
+from compound import with_streams
 from conftest import _soffice_save as soffice
 from conftest import flat_odf
-from test_protected import with_streams
 
 from docshift.engine import convert, word_template
 from docshift.engine.inventory.package import NS_W
