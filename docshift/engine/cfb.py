@@ -31,6 +31,9 @@ STORAGE, STREAM, ROOT = 1, 2, 5
 RED, BLACK = 0, 1
 _ENTRY = struct.Struct("<64sHBBIII16sIQQIQ")  # one 128-byte directory entry
 _HEADER = struct.Struct("<8s16sHHHHH6sIIIIIIIII")  # the header before its 109 DIFAT slots
+# a deck saved for PowerPoint 95 and 97: the storage that holds the 97 format's streams, and their names
+DUAL_STORAGE, DUAL_STREAMS = "PP97_DUALSTORAGE", {"current user", "powerpoint document", "pictures"}
+RT_CURRENT_USER = 0x0FF6  # the record a PowerPoint 97 Current User stream starts with
 
 
 class CompoundFile(olefile.OleFileIO):
@@ -39,17 +42,50 @@ class CompoundFile(olefile.OleFileIO):
     Given a name, olefile opens the file itself and records its caller's whole stack (``traceback.extract_stack``,
     to name it in a warning should the file never be closed). A legacy file is opened five or six times in a
     conversion (the pre-check, the VBA check, the inventory, the mends), and those stacks were 3.5% of a worker's
-    CPU in a flood."""
+    CPU in a flood.
+
+    A deck PowerPoint 97 saved for PowerPoint 95 too ("PowerPoint 95 & 97") holds the 95 format's streams at the
+    root and its own in the storage PP97_DUALSTORAGE; LibreOffice reads the latter, and so does this: the root's
+    "Current User", "PowerPoint Document" and "Pictures" are that storage's (``dual``)."""
 
     def __init__(self, path: str | Path) -> None:
         # olefile's __del__ reads this; a file that does not open leaves the object to it before olefile's __init__
         self._we_opened_fp = False
+        self.dual = False
         self._own = open(path, "rb")  # noqa: SIM115  (closed by close)
         try:
             super().__init__(self._own)
+            self.dual = self._dual_storage()
         except BaseException:
             self._own.close()
             raise
+
+    def _dual_storage(self) -> bool:
+        """Whether PP97_DUALSTORAGE holds the deck, the root a PowerPoint 95 one (its Current User no
+        CurrentUserAtom)."""
+        if not all(super(CompoundFile, self).exists([DUAL_STORAGE, name]) for name in ("PowerPoint Document",
+                                                                                      "Current User")):
+            return False
+        head = super().openstream("Current User").read(4) if super().exists("Current User") else b""
+        return len(head) < 4 or struct.unpack_from("<H", head, 2)[0] != RT_CURRENT_USER
+
+    def _path(self, filename: str | list[str]) -> str | list[str]:
+        parts = filename.split("/") if isinstance(filename, str) else list(filename)
+        if self.dual and len(parts) == 1 and parts[0].lower() in DUAL_STREAMS:
+            return [DUAL_STORAGE, parts[0]]
+        return filename
+
+    def openstream(self, filename: str | list[str]) -> olefile.olefile.OleStream:
+        return super().openstream(self._path(filename))
+
+    def exists(self, filename: str | list[str]) -> bool:
+        return super().exists(self._path(filename))
+
+    def get_type(self, filename: str | list[str]) -> int | bool:
+        return super().get_type(self._path(filename))
+
+    def get_size(self, filename: str | list[str]) -> int:
+        return super().get_size(self._path(filename))
 
     def close(self) -> None:
         try:

@@ -13,7 +13,7 @@ stand in the stream, each to the one before it, which is what they were saved as
 import struct
 from pathlib import Path
 
-from docshift.engine.cfb import CompoundFile
+from docshift.engine.cfb import DUAL_STORAGE, CompoundFile
 from docshift.engine.inventory import officeart
 from docshift.engine.inventory.common import Budget
 from docshift.engine.inventory.ppt_persist import RT_USER_EDIT
@@ -30,6 +30,7 @@ def relinked(source: Path) -> dict[str, bytes] | None:
     with CompoundFile(source) as ole:
         document = bytearray(ole.openstream("PowerPoint Document").read())
         current = bytearray(ole.openstream("Current User").read())
+        folder = f"{DUAL_STORAGE}/" if ole.dual else ""
     edits = [body - 8 for rec_type, _, _, body, stop in officeart.children(document, 0, len(document), Budget())
              if rec_type == RT_USER_EDIT and stop - body >= USER_EDIT_SIZE]
     if not edits or len(current) < CURRENT_EDIT + 4:
@@ -39,4 +40,4 @@ def relinked(source: Path) -> dict[str, bytes] | None:
     for before, edit in zip([0, *edits], edits, strict=False):
         struct.pack_into("<I", document, edit + LAST_EDIT, before)
     struct.pack_into("<I", current, CURRENT_EDIT, edits[-1])
-    return {"PowerPoint Document": bytes(document), "Current User": bytes(current)}
+    return {f"{folder}PowerPoint Document": bytes(document), f"{folder}Current User": bytes(current)}

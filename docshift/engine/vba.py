@@ -18,7 +18,7 @@ from xml.dom import minidom
 
 import olefile
 
-from docshift.engine import ooxml
+from docshift.engine import cfb, ooxml
 from docshift.engine.cfb import CompoundFile
 
 # oletools builds its pyparsing grammar at import time with names pyparsing now deprecates
@@ -103,7 +103,10 @@ class _Stream:
     whole stream, several milliseconds for a large .ppt)."""
 
     def __init__(self, ole: olefile.OleFileIO, name: str) -> None:
-        entry = next((kid for kid in ole.root.kids if kid.name.lower() == name.lower()), None)
+        storage = ole.root
+        if getattr(ole, "dual", False) and name.lower() in cfb.DUAL_STREAMS:  # a deck for PowerPoint 95 and 97
+            storage = next(kid for kid in ole.root.kids if kid.name == cfb.DUAL_STORAGE)
+        entry = next((kid for kid in storage.kids if kid.name.lower() == name.lower()), None)
         if entry is None or entry.entry_type != olefile.STGTY_STREAM:
             raise ValueError(f"no stream {name!r}")
         self.ole, self.size = ole, entry.size

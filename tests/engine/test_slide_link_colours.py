@@ -54,3 +54,15 @@ def test_only_a_coloured_run_s_link_is_given_the_text_colour():
     assert edited == slide.replace(b'<a:hlinkClick r:id="rId1"/>',
                                    b'<a:hlinkClick r:id="rId1">' + extension + b"</a:hlinkClick>").replace(
         b'<a:snd r:embed="rId3"/></a:hlinkClick>', b'<a:snd r:embed="rId3"/>' + extension + b"</a:hlinkClick>")
+
+
+def test_a_deck_saved_for_powerpoint_95_and_97_is_read_from_its_97_storage(office, tmp_path):
+    """``bug56240.ppt`` holds a PowerPoint 95 deck at its root and the same deck, as PowerPoint 97 saved it, in
+    PP97_DUALSTORAGE, which LibreOffice converts. Read at the root, nothing of it was known: every count of the
+    report was unknown and no mend that needs a count ran, so its teal links came out in the theme's link colour.
+    Read from the 97 storage, the report counts what the result holds and each link keeps its colour."""
+    converted = convert.convert(office, CORPUS / "bug56240.ppt", "ppt", tmp_path / "work", 60)
+    counts = converted.fidelity["counts"]
+    assert counts["slides"] == {"source": 105, "result": 105}
+    assert counts["hyperlinks"] == {"source": 9, "result": 9}
+    assert links(converted.path) == [("009999", True)] * 9
