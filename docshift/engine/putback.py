@@ -3,8 +3,9 @@
 LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an object
 whose server it does not know (a packaged file) on a slide or in a text as its picture only (``objects``,
 ``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
-gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``); it drops the verbs objects
-run in the show and the macros buttons run (``slide_actions``), and when a slide with no transition effect moves on
+gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``), a table cell's margins
+where PowerPoint does not read them (``slide_cells``); it drops the verbs objects run in the show and the macros
+buttons run (``slide_actions``), and when a slide with no transition effect moves on
 (``slide_timings``), writes a link's colour where PowerPoint does not show it (``slide_link_colours``) and its own
 theme's colours in place of the deck's (``slide_schemes``); it
 writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX controls not at all
@@ -47,6 +48,7 @@ from docshift.engine import (
     sheet_validations,
     sheet_views,
     slide_actions,
+    slide_cells,
     slide_comments,
     slide_link_colours,
     slide_schemes,
@@ -72,7 +74,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_activex.mend(result, source, kind, controls) + \
         shape_macros.mend(result, source, kind, counts.get("actions"), keep_macros) + \
         word_objects.mend(result, source, kind, expected) + slide_sounds.mend(result, source, kind) + \
-        slide_comments.mend(result, kind) + \
+        slide_comments.mend(result, kind) + slide_cells.mend(result, kind) + \
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \
         sheet_links.mend(result, kind, holds.links) + \
         sheet_lines.mend(result, source, kind, holds.where.get("shapes", [])) + \
