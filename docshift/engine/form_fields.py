@@ -98,22 +98,13 @@ def fields_of(source: Path, macros: bool = True) -> list[FormField]:
     for start, _, properties in character_runs(doc, Budget()):
         if properties.get(SPRM_FDATA, b"\0")[:1] == b"\x01" and len(properties.get(SPRM_PIC_LOCATION, b"")) >= 4:
             location = struct.unpack_from("<I", properties[SPRM_PIC_LOCATION])[0]
-            places.setdefault(location, _cp_of(doc.pieces, start))
+            places.setdefault(location, cp if (cp := doc.cp(start)) is not None else 1 << 40)
     found = []
     for location in sorted(places, key=places.__getitem__):
         field = _ffdata(data, location, macros)
         if field is not None:
             found.append(field)
     return found
-
-
-def _cp_of(pieces: list[tuple[int, int, int, bool]], fc: int) -> int:
-    """The CP of the character at ``fc``; past every CP where no piece holds it."""
-    for cp_start, cp_end, start, compressed in pieces:
-        width = 1 if compressed else 2
-        if start <= fc < start + (cp_end - cp_start) * width:
-            return cp_start + (fc - start) // width
-    return 1 << 40
 
 
 def _ffdata(data: bytes, location: int, macros: bool) -> FormField | None:

@@ -28,7 +28,7 @@ from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit, edited, part_bytes
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.inventory.xls import _string
-from docshift.engine.sheet_objects import COLUMN_NUMBERS
+from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_place
 from docshift.errors import ResultUnreadable as Unreadable
 
 BIFF_FORMAT, BIFF_XF = 0x041E, 0x00E0
@@ -129,10 +129,8 @@ def _restyling(wanted: dict[tuple[int, int], Format], general: set[int], styles:
                 return None
             written = attributes.get("s", "0")
             style = int(written) if written.isdigit() else -1
-            letters, digits = _split(attributes.get("r", ""))
-            if style not in general or letters not in COLUMN_NUMBERS or not digits:
-                return None
-            number = wanted.get((int(digits) - 1, COLUMN_NUMBERS[letters]))
+            place = cell_place(attributes.get("r", "")) if style in general else None
+            number = wanted.get(place) if place is not None else None
             if number is None:
                 return None
             given += 1
@@ -150,12 +148,6 @@ def _any_wanted(data: bytes, wanted: dict[tuple[int, int], Format], general: set
     found = re.finditer(rb'<c r="([A-Z]{1,3})([0-9]{1,7})" s="(?:' + styles + rb')"(?: t="n")?/?>', data)
     return any((int(row) - 1, COLUMN_NUMBERS.get(letters.decode(), -1)) in wanted for letters, row in
                (match.groups() for match in found))
-
-
-def _split(reference: str) -> tuple[str, str]:
-    """(the column's letters, the row's digits) of the A1 reference ``reference``."""
-    digits = reference.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    return reference[:len(reference) - len(digits)], digits if digits.isdigit() else ""
 
 
 @dataclass

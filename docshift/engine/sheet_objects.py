@@ -110,6 +110,15 @@ def _mend(result: Path, source: Path) -> int:
 
 
 COLUMN_NUMBERS = {letters.decode(): number for number, letters in enumerate(xls.COLUMNS)}  # "A": 0 ...
+CELL = re.compile(r"\$?([A-Z]{1,3})\$?([0-9]{1,7})")  # an A1 reference, absolute or not
+
+
+def cell_place(reference: str) -> tuple[int, int] | None:
+    """(row, column), 0-based, of the A1 reference ``reference`` ("B2", "$B$2"); None where it is none."""
+    match = CELL.fullmatch(reference)
+    if match is None or match.group(1) not in COLUMN_NUMBERS:
+        return None
+    return int(match.group(2)) - 1, COLUMN_NUMBERS[match.group(1)]
 
 
 def cell_name(row: int, column: int) -> str:

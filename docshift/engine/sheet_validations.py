@@ -12,7 +12,6 @@ ranges are a DV's cut at a row (those below it left out, those across it ended t
 everything else stays byte for byte.
 """
 
-import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +19,10 @@ from pathlib import Path
 from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit, edited
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_name
+from docshift.engine.sheet_objects import cell_name, cell_place
 
 BIFF_DV = 0x01BE
 VALIDATION = f"{NS_S}{SEP}dataValidation"
-CELL = re.compile(r"\$?([A-Z]{1,3})\$?([0-9]{1,7})")
 Range = tuple[int, int, int, int]  # first row, first column, last row, last column (0-based)
 
 
@@ -115,10 +113,10 @@ def _parsed(sqref: str) -> list[Range] | None:
     for reference in sqref.split():
         corners: list[tuple[int, int]] = []
         for cell in reference.split(":"):
-            match = CELL.fullmatch(cell)
-            if match is None or match.group(1) not in COLUMN_NUMBERS or len(corners) == 2:
+            place = cell_place(cell)
+            if place is None or len(corners) == 2:
                 return None
-            corners.append((int(match.group(2)) - 1, COLUMN_NUMBERS[match.group(1)]))
+            corners.append(place)
         ranges.append((*corners[0], *corners[-1]))
     return sorted(ranges)
 

@@ -69,12 +69,13 @@ class _Word:
                 parts.append(self.word[offset:offset + 2 * (high - low)].decode("utf_16_le", "replace"))
         return "".join(parts)
 
-    def live(self, fc: int) -> bool:
-        """Is the byte offset ``fc`` of the WordDocument stream inside a piece of the text?"""
+    def cp(self, fc: int) -> int | None:
+        """The CP of the character at byte offset ``fc`` of the WordDocument stream; None outside the text's pieces."""
         for cp_start, cp_end, start, compressed in self.pieces:
-            if start <= fc < start + (cp_end - cp_start) * (1 if compressed else 2):
-                return True
-        return False
+            width = 1 if compressed else 2
+            if start <= fc < start + (cp_end - cp_start) * width:
+                return cp_start + (fc - start) // width
+        return None
 
 
 def _fib(word: bytes, table_of: Callable[[str], bytes | None]) -> _Word:
