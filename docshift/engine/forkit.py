@@ -270,10 +270,11 @@ class Forkit:
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
                task_id: str | None = None, parts: bool | Callable[[], bool] = True,
                password: str | None = None, sent: Callable[[], object] | None = None,
-               crashed: bool = False) -> dict[str, Any]:
+               crashed: bool = False, shadows: bool | Callable[[], bool] = False) -> dict[str, Any]:
         """A fresh child of LibreOffice loads ``source`` and exports it into ``target``; returns what it found in the
         document (its embedded objects and charts only if ``parts``). ``parts`` may be a function, asked once
-        LibreOffice has loaded the file: the worker decides from what it reads of the source meanwhile.
+        LibreOffice has loaded the file: the worker decides from what it reads of the source meanwhile; so may
+        ``shadows``, whether to read a presentation's shadowed text (``uno/shadows.py``).
         ``password``: the Password load property of a protected source. ``sent()`` is called once the child has
         the file. ``crashed``: a child crashed on this file before, and this one works around what is known to
         crash LibreOffice: it loads a text with no view, so no layout (``uno/bridge.py``), and gives each master of
@@ -281,7 +282,8 @@ class Forkit:
         if not self.running:
             self.start()
         request = {"name": Path(source).name, "target_name": Path(target).name, "filter": export_filter,
-                   "password": password, "parts": parts if isinstance(parts, bool) else "ask", "crashed": crashed}
+                   "password": password, "parts": parts if isinstance(parts, bool) else "ask", "crashed": crashed,
+                   "shadows": shadows if isinstance(shadows, bool) else "ask"}
         began = time.monotonic()
         with open(source, "rb") as given, \
                 open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as result:
@@ -290,8 +292,8 @@ class Forkit:
             sent()
         try:
             answer = job.read(timeout + GRACE_SECONDS)
-            if "loaded" in answer and not isinstance(parts, bool):  # it waits to hear whether to walk
-                job.send({"parts": _decided(parts)})
+            if "loaded" in answer:  # it waits to hear whether to walk
+                job.send({"parts": _decided(parts), "shadows": _decided(shadows)})
                 answer = job.read(began + timeout + GRACE_SECONDS - time.monotonic())
             if not answer.get("ok"):
                 # a file that failed may have filled the sandbox's scratch space, which LibreOffice's files hold
@@ -350,9 +352,10 @@ class Forkit:
                 done.set_exception(error)
 
 
-def _decided(parts: Callable[[], bool]) -> bool:
-    """What ``parts()`` says; True (walk) when it fails: whoever made it hears of that from its own reading."""
+def _decided(walk: bool | Callable[[], bool]) -> bool:
+    """What ``walk`` (or ``walk()``) says; True (walk) when it fails: whoever made it hears of that from its own
+    reading."""
     try:
-        return bool(parts())
+        return walk if isinstance(walk, bool) else bool(walk())
     except Exception:
         return True

@@ -6,8 +6,8 @@ whose server it does not know (a packaged file) on a slide or in a text as its p
 gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``), a table cell's margins
 where PowerPoint does not read them (``slide_cells``); it drops the verbs objects run in the show and the macros
 buttons run (``slide_actions``), and when a slide with no transition effect moves on
-(``slide_timings``), writes a link's colour where PowerPoint does not show it (``slide_link_colours``) and its own
-theme's colours in place of the deck's (``slide_schemes``); it
+(``slide_timings``), writes a link's colour where PowerPoint does not show it (``slide_link_colours``), its own
+theme's colours in place of the deck's (``slide_schemes``) and no text's shadow (``text_shadows``); it
 writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX controls not at all
 (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a cell's hyperlink
 where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
@@ -27,6 +27,7 @@ whose result has form fields).
 """
 
 from pathlib import Path
+from typing import Any
 
 from docshift.engine import (
     form_bookmarks,
@@ -54,6 +55,7 @@ from docshift.engine import (
     slide_schemes,
     slide_sounds,
     slide_timings,
+    text_shadows,
     word_objects,
     word_template,
     workbook_access,
@@ -62,11 +64,13 @@ from docshift.engine import (
 from docshift.engine.inventory.common import Inventory
 
 
-def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: bool, macros_removed: bool) -> int:
+def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: bool, macros_removed: bool,
+         loaded: dict[str, Any] | None = None) -> int:
     """Put back into ``result``, LibreOffice's export of the legacy file ``source`` of ``kind``, what it dropped;
     ``holds``: what the legacy file holds (the report's source side), ``keep_macros``: whether the result keeps the
     VBA project, ``macros_removed``: whether the caller asked for none (a form field then names no macro, not even
-    one of a template's). Returns how many things went in (0: the file is untouched)."""
+    one of a template's), ``loaded``: what LibreOffice loaded of it, as the bridge read it (a deck's shadowed text).
+    Returns how many things went in (0: the file is untouched)."""
     counts = holds.counts
     expected, controls = counts.get("embedded_objects"), counts.get("controls")
     return objects.mend(result, source, kind, expected) + sheet_objects.mend(result, source, kind) + \
@@ -82,6 +86,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_codenames.mend(result, source, kind, keep_macros) + \
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
         slide_schemes.mend(result, source, kind, holds.palettes) + \
+        text_shadows.mend(result, kind, (loaded or {}).get("shadowed"), holds.palettes) + \
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
         form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, not macros_removed) + \
         word_template.mend(result, source, kind) + \

@@ -88,7 +88,7 @@ def test_the_suite_s_deck_crashes_libreoffice_s_export_as_it_comes(office, deck,
 
 
 def test_the_retry_after_a_crash_gives_each_master_a_theme_and_keeps_every_master(office, deck, tmp_path):
-    result, report = _export(office, deck, tmp_path, "pptx", FILTER, 60, None, lambda: True, None, None,
+    result, report = _export(office, deck, tmp_path, "pptx", FILTER, 60, None, {"parts": True}, None, None,
                              lambda: None)
     assert result.parent.name == "attempt-2"  # the first child crashed; the second stored it
     assert report["masters_given_own_themes"] == len(MASTERS)

@@ -176,6 +176,8 @@ class Inventory:
     outlines: dict[str, dict[str, str]] = field(default_factory=dict)
     # a .ppt's: {slide number: the theme colours of the main master it uses}
     palettes: dict[int, Palette] = field(default_factory=dict)
+    # a .ppt's: whether any text's formatting turns a text shadow on (None: unknown)
+    shadows: bool | None = None
 
     def facts(self) -> dict[str, Any] | None:
         """Of a result's inventory: the facts that the output check compares (``ooxml.facts``), read from the same

@@ -84,6 +84,7 @@ class Shape:
     anchor: bytes = b""
     client: bool = False
     kind: int = 0  # its FSP's shape type (MSOSPT): 20 a line, 32-40 a connector, 75 a picture frame, ...
+    shadowed: bool = False  # in PowerPoint: its text's formatting turns a text shadow on (``ppt_text_styles``)
 
 
 def shapes(data: bytes | bytearray, start: int, end: int, budget: Budget,

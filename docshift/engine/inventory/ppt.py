@@ -13,7 +13,7 @@ from typing import Any
 import olefile
 
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import officeart, ppt_persist, ppt_schemes, ppt_sounds
+from docshift.engine.inventory import officeart, ppt_persist, ppt_schemes, ppt_sounds, ppt_text_styles
 from docshift.engine.inventory.common import (
     CLIP_ART,
     MAX_STREAM,
@@ -31,7 +31,7 @@ RT_EXOBJ_LIST, RT_EXEMBED, RT_EXOLEOBJ_ATOM, RT_CSTRING, RT_EXOBJ_REF = 0x0409, 
 RT_TEXT_HEADER, RT_TEXT_CHARS, RT_TEXT_BYTES, RT_PLACEHOLDER, RT_COMMENT10 = 0x0F9F, 0x0FA0, 0x0FA8, 0x0BC3, 0x2EE0
 RT_HEADERS_FOOTERS, RT_HEADERS_FOOTERS_ATOM, RT_BINARY_TAG_DATA = 0x0FD9, 0x0FDA, 0x138B
 COMMENT_PATH = (0x1388, 0x138A, RT_BINARY_TAG_DATA)  # ProgTags -> ProgBinaryTag -> BinaryTagDataBlob -> Comment10
-RT_EXOLEOBJ_STG = 0x1011
+RT_EXOLEOBJ_STG, RT_ENVIRONMENT = 0x1011, 0x03F2
 MAX_INFLATED = 64 << 20  # of an object's storage, to see that it inflates
 # fields in text: each stands on a "*" of the text atom (slide number, dates, header, footer)
 RT_FIELDS = {0x0FD8, 0x0FF7, 0x0FF8, 0x0FF9, 0x0FFA, 0x1015}
@@ -57,8 +57,23 @@ def _text(data: bytes | bytearray, start: int, end: int, budget: Budget) -> str:
     return text.replace("*", "", fields) if fields else text
 
 
+def _shadowed(data: bytes | bytearray, start: int, end: int, budget: Budget) -> bool:
+    """Whether the text records among ``data[start:end]`` (not descending) turn a text shadow on: a text's runs, a
+    master's styles, the deck's default character formatting."""
+    length = 0
+    for rec_type, instance, _, body, stop in officeart.children(data, start, end, budget):
+        if rec_type in (RT_TEXT_CHARS, RT_TEXT_BYTES):
+            length = (stop - body) // (2 if rec_type == RT_TEXT_CHARS else 1)
+        elif rec_type == RT_TEXT_HEADER:
+            length = 0
+        elif ppt_text_styles.shadowed(data, rec_type, instance, body, stop, length):
+            return True
+    return False
+
+
 def _client(shape: officeart.Shape, data: bytes | bytearray, start: int, end: int, budget: Budget) -> None:
     """A shape's PowerPoint records: its text, placeholder type, OLE object reference and interactions."""
+    shape.shadowed = _shadowed(data, start, end, budget)
     for rec_type, instance, _, body, stop in officeart.children(data, start, end, budget):
         if rec_type == RT_PLACEHOLDER and stop - body >= 5:
             shape.placeholder = data[body + 4]
@@ -190,7 +205,10 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     sounds: set[int] = set()
     played: set[int | None] = set()  # the sounds the slides play: transitions, clicks, animations, sound shapes
     slide_footers: set[str] = set()
+    shadowed = False  # whether any text's formatting turns a shadow on
     for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
+        if rec_type in (RT_SLIDE_LIST, RT_ENVIRONMENT):
+            shadowed = shadowed or _shadowed(doc, body, stop, budget)
         if rec_type == RT_SLIDE_LIST and instance in lists:
             entries = lists[instance]
             for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
@@ -217,6 +235,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         placeholders = {MASTER_PLACEHOLDERS[shape.placeholder] for shape in master_shapes
                         if shape.placeholder in MASTER_PLACEHOLDERS}
         masters[slide_id] = [master_shapes, placeholders, slide_atom(doc, master_at, budget)[0], False]
+        shadowed = shadowed or _shadowed(doc, *master_at, budget) or any(shape.shadowed for shape in master_shapes)
     text: Counter[str] = Counter()
     shapes: list[officeart.Shape] = []
     footers: set[str] = set()
@@ -233,6 +252,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         if slide_flags & SLIDE_MASTER_BACKGROUND:  # the slide shows its master's background, not its own
             slide_shapes = [shape for shape in slide_shapes if not shape.flags & officeart.FSP_BACKGROUND]
         shapes += slide_shapes
+        shadowed = shadowed or any(shape.shadowed for shape in slide_shapes)
         transition = show.transition(located, master_containers)
         played.add(transition.sound)
         if transition.after is not None or not transition.click:
@@ -269,6 +289,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
                                                       only=COMMENT_PATH):
             comments += rec_type == RT_COMMENT10
     counts["slides"] = slides
+    inventory.shadows = shadowed
     inventory.text = text
     counts["characters"] = text.total()
     counts["comments"] = comments

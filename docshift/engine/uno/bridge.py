@@ -5,13 +5,15 @@ it once LibreOfficeKit runs there, where pyuno reaches that process's own office
 answers its one request with JSON lines on stdout (the job's socket):
 
     {"name": the source's file name, "filter": export filter name, "parts": true | false | "ask",
+     "shadows": true | false | "ask" (a presentation's shadowed text, ``shadows.py``; false when not given),
      "password": the Password load property of a protected source (optional), "crashed": true on the retry of a
      file whose child crashed (a text is loaded with no view, a presentation's masters get themes: ``masters.py``)}
     -> {"ok": true, "facts": report} | {"ok": false, "error": "load_failed" | "store_failed" | "crashed", "detail": ...,
                                         "full": whether the scratch space was full as the store failed}
 
-With ``"parts": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the child waits for
-``{"parts": true | false}`` (whether to count the loaded parts, ``facts``) before it goes on.
+With ``"parts": "ask"`` or ``"shadows": "ask"``, a file that loads is answered ``{"loaded": true}`` first, and the
+child waits for ``{"parts": true | false, "shadows": true | false}`` (whether to count the loaded parts, ``facts``,
+and to read the shadowed text) before it goes on.
 
 LibreOffice decides what the file is: its deep type detection names the type and, through the type's import filter,
 the document family (an MHT page is unpacked first: ``webarchive.py``). The report says:
@@ -19,7 +21,8 @@ the document family (an MHT page is unpacked first: ``webarchive.py``). The repo
     {"type": LibreOffice's type name ("" when detection aborted, "web_archive" for MHT), "media_type": the type's,
      "family": "writer" | "calc" | "impress" | "draw" | "other",
      "outcome": "converted" | "refused" | "not_loaded",
-     "loaded": facts of the source (the worker reads the OOXML's own from its XML: ``ooxml.py``)}
+     "loaded": facts of the source (the worker reads the OOXML's own from its XML: ``ooxml.py``), with its
+               "shadowed" text when asked}
 
 ``refused``: plain text, or a family other than the one the export filter writes; such a file is never loaded (random
 bytes loaded as text can kill soffice). ``not_loaded``: detection aborted (an encrypted OOXML package) or the import
@@ -43,6 +46,7 @@ import counts
 import excelsheet
 import masters
 import selftest
+import shadows
 import uno
 import webarchive
 from com.sun.star.beans import PropertyValue
@@ -303,14 +307,19 @@ def _convert(office, source, stored, result_fd, request, archive=None):
     if document is None:  # the import filter said no: password-protected or damaged
         return {"ok": True, "facts": report}
     try:
-        walk = request.get("parts", True)
-        if walk == "ask":  # the worker decides from the legacy file's records, which it read while this loaded
+        walk, shadowed = request.get("parts", True), request.get("shadows", False)
+        if "ask" in (walk, shadowed):  # the worker decides from the legacy file's records, read while this loaded
             step = "waiting for the worker"
             reply(loaded=True)
-            walk = json.loads(sys.stdin.readline())["parts"]
+            decided = json.loads(sys.stdin.readline())
+            walk, shadowed = decided["parts"], decided.get("shadows", False)
         step = "reading the source"
         report["loaded"] = facts(document, walk=walk is not False)
         took("facts")
+        if shadowed and hasattr(document, "getMasterPages"):
+            step = "reading the shadowed text"
+            report["loaded"]["shadowed"] = shadows.shadowed(document)
+            took("shadows")
         if request.get("crashed") and hasattr(document, "getMasterPages"):  # a presentation whose export crashed
             step = "giving each master a theme of its own"
             report["masters_given_own_themes"] = masters.separate(document)
