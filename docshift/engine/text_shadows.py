@@ -13,6 +13,7 @@ about so). A shape of the result is found by its text; a run is shadowed when ea
 so. Everything else stays byte for byte.
 """
 
+import hashlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -112,20 +113,24 @@ def _visible(text: str) -> str:
     return "".join(text.split())
 
 
+def digest(visible: str) -> str:
+    """What stands for a shape's visible characters in the child's answer (``uno/shadows.py``, ``digest``)."""
+    return hashlib.sha1(visible.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def shadowed_runs(data: bytes, name: str, shapes: list[Any], colour: str) -> tuple[bytes, int]:
     """(the slide or master part ``name`` (``data``) with a shadow in each run of ``shapes`` that was loaded
-    shadowed; how many runs and paragraph ends got one). Each of ``shapes`` is ``[ordinal, text, True]`` or
-    ``[ordinal, text, [[portion, shadowed], ...]]``: the shape of the part that is the ``ordinal``-th with text,
-    where that one has its ``text``; else the first other with its text."""
+    shadowed; how many runs and paragraph ends got one). Each of ``shapes`` is ``[ordinal, digest, True]`` or
+    ``[ordinal, digest, [[visible characters, shadowed], ...]]``: the shape of the part that is the ``ordinal``-th
+    with text, where that one's visible characters have the ``digest``; else the first other that has."""
     found = _read(data, name)
-    texts = [_visible(shape.text()) for shape in found]
+    digests = [digest(_visible(shape.text())) for shape in found]
     used: set[int] = set()
     marked: list[_Properties] = []
-    for ordinal, text, portions in shapes:
-        wanted = _visible(text)
+    for ordinal, wanted, portions in shapes:
         order = [ordinal] + [index for index in range(len(found)) if index != ordinal]
         at = next((index for index in order if 0 <= index < len(found) and index not in used
-                   and texts[index] == wanted), None)
+                   and digests[index] == wanted), None)
         if at is not None:
             used.add(at)
             marked += _marked(found[at], portions)
@@ -144,7 +149,7 @@ def _marked(shape: _Shape, portions: Any) -> list[_Properties]:
     if portions is True:
         return [properties for items, end in shape.paragraphs
                 for properties in [*(item.properties for item in items), end] if properties is not None]
-    flags = [shadow for part, shadow in portions for _ in _visible(part)]
+    flags = [bool(shadow) for count, shadow in portions for _ in range(count)]
     if len(flags) != len(_visible(shape.text())):
         return []
     marked, at = [], 0

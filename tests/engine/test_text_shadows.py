@@ -163,7 +163,8 @@ def test_runs_are_found_by_their_shape_s_place_and_text():
              '<p:sp><p:txBody><a:p><a:r><a:rPr><a:latin typeface="X"/></a:rPr><a:t>one </a:t></a:r>'
              '<a:r><a:rPr sz="4000"><a:effectLst><a:glow rad="1"/></a:effectLst></a:rPr><a:t>two</a:t></a:r>'
              '<a:endParaRPr sz="4000"/></a:p></p:txBody></p:sp></p:sld>').encode()
-    shapes = [[1, "Same", True], [2, "one two", [["one ", True], ["two", True]]], [7, "absent", True]]
+    shapes = [[1, text_shadows.digest("Same"), True], [2, text_shadows.digest("onetwo"), [[3, True], [3, True]]],
+              [7, text_shadows.digest("absent"), True]]
     written, given = text_shadows.shadowed_runs(slide, "ppt/slides/slide1.xml", shapes, "123456")
     shadow = ('<a:effectLst><a:outerShdw dist="{}" dir="2700000" algn="tl" rotWithShape="0"><a:srgbClr '
               'val="123456"/></a:outerShdw></a:effectLst>')
@@ -172,3 +173,17 @@ def test_runs_are_found_by_their_shape_s_place_and_text():
         '<a:rPr sz="2000"/>', f'<a:rPr sz="2000">{shadow.format(17961)}</a:rPr>').replace(
         '<a:rPr><a:latin', f'<a:rPr>{shadow.format(16164)}<a:latin').replace(
         '<a:endParaRPr sz="4000"/>', f'<a:endParaRPr sz="4000">{shadow.format(35921)}</a:endParaRPr>')
+
+
+def test_the_child_names_shadowed_text_without_sending_it(office, deck, tmp_path):
+    """The child's answer stands for each shape's text by a digest and counts a mixed shape's characters: a deck's
+    whole text could be more than an answer may hold."""
+    loaded = office.export(deck, tmp_path / "result.pptx", "Impress Office Open XML", 60, parts=False,
+                           shadows=True)["loaded"]["shadowed"]
+    assert loaded["complete"] is True and loaded["masters"] >= 1
+    assert loaded["pages"] == [
+        ["slide", 0, [[0, text_shadows.digest("Plainstartshadowedmiddleplainend"), [[10, False], [14, True],
+                                                                                     [8, False]]],
+                      [1, text_shadows.digest("Wholetitlesecondline"), True],
+                      [3, text_shadows.digest("Inagroup"), True]]],
+        ["slide", 1, [[1, text_shadows.digest("Wholetitlesecondline"), True]]]]

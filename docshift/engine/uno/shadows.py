@@ -9,32 +9,42 @@ A shape's whole text is read through one cursor first: its state says whether ev
 Only a shape whose text mixes shadowed and plain characters is walked paragraph by paragraph, portion by portion.
 """
 
+import hashlib
+
 from com.sun.star.beans.PropertyState import AMBIGUOUS_VALUE
 
 GROUP = "com.sun.star.drawing.GroupShape"
 SHADOWED = "CharShadowed"
-# past this many shapes on the slides and masters, the walk stops and says what it found so far (and that it stopped)
-SHAPE_LIMIT = 5000
+# past this many shapes and text portions read, the walk stops and says what it found so far (and that it stopped)
+WALK_LIMIT = 20000
 
 
 def shadowed(document):
     """``{"pages": [[kind, index, shapes]], "complete": bool, "masters": int}``: for each slide ("slide") and
-    master ("master") with shadowed text, its index among its kind and its shapes with any: ``[ordinal, text,
+    master ("master") with shadowed text, its index among its kind and its shapes with any: ``[ordinal, digest,
     portions]``, the shape's place among the page's shapes with text (a group's inside it where it stands; a
-    table's cells are not read), its whole text, and ``True`` (all of it shadowed) or its text's portions in order,
-    as ``[text, shadowed]`` (neighbours alike joined, and whitespace with its neighbour). ``complete`` is False past
-    ``SHAPE_LIMIT`` shapes; ``masters`` counts the masters."""
-    budget = [SHAPE_LIMIT]
+    table's cells are not read), the ``digest`` of its text's visible characters, and ``True`` (all of it shadowed)
+    or its portions in order, as ``[visible characters, shadowed]`` (neighbours alike joined). ``complete`` is False
+    past ``WALK_LIMIT`` shapes and portions; ``masters`` counts the masters. The text itself is not sent: a deck's
+    whole text would be more than an answer may hold."""
+    budget = [WALK_LIMIT]
     found = []
     masters = document.getMasterPages()
     for kind, pages in (("slide", document.getDrawPages()), ("master", masters)):
         for index in range(pages.getCount()):
             shapes = []
-            if not _walk(pages.getByIndex(index), shapes, budget, [0]):
-                return {"pages": found, "complete": False, "masters": masters.getCount()}
+            whole = _walk(pages.getByIndex(index), shapes, budget, [0])
             if shapes:
                 found.append([kind, index, shapes])
+            if not whole:
+                return {"pages": found, "complete": False, "masters": masters.getCount()}
     return {"pages": found, "complete": True, "masters": masters.getCount()}
+
+
+def digest(visible):
+    """What stands for a shape's visible characters (its text without whitespace) in the answer; the worker makes
+    the same of the result's (``text_shadows.digest``)."""
+    return hashlib.sha1(visible.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _walk(group, shapes, budget, ordinal):
@@ -49,35 +59,40 @@ def _walk(group, shapes, budget, ordinal):
             if not _walk(shape, shapes, budget, ordinal):
                 return False
         elif hasattr(shape, "createTextCursor"):  # a table shape has none: its text is its cells'
-            entry = _shape(shape)
+            entry = _shape(shape, budget)
             if entry is not None:
                 ordinal[0] += 1
                 if entry[1] is not False:
                     shapes.append([ordinal[0] - 1, *entry])
-    return True
+    return budget[0] >= 0
 
 
-def _shape(shape):
-    """``[text, portions]`` of a shape with text (``portions`` False where none is shadowed), None without text."""
+def _shape(shape, budget):
+    """``[digest, portions]`` of a shape with text (``portions`` False where none is shadowed), None without
+    text."""
     cursor = shape.createTextCursor()
     cursor.gotoEnd(True)
-    text = cursor.getString()
-    if not text.strip():
+    visible = "".join(cursor.getString().split())
+    if not visible:
         return None
     if cursor.getPropertyState(SHADOWED) != AMBIGUOUS_VALUE:
-        return [text, bool(cursor.getPropertyValue(SHADOWED))]
-    portions = []  # [text, shadowed] of the shape's portions, neighbours alike joined, paragraphs run together
+        return [digest(visible), bool(cursor.getPropertyValue(SHADOWED))]
+    portions = []  # [visible characters, shadowed] of the shape's portions in order, neighbours alike joined
     paragraphs = shape.getText().createEnumeration()
-    while paragraphs.hasMoreElements():
+    while paragraphs.hasMoreElements() and budget[0] >= 0:
         each = paragraphs.nextElement().createEnumeration()
-        while each.hasMoreElements():
+        while each.hasMoreElements() and budget[0] >= 0:
+            budget[0] -= 1
             portion = each.nextElement()
-            part, shadow = portion.getString(), bool(portion.getPropertyValue(SHADOWED))
-            if portions and (portions[-1][1] == shadow or not part.strip()):
-                portions[-1][0] += part
-            elif portions and not portions[-1][0].strip():
-                portions[-1] = [portions[-1][0] + part, shadow]
+            count = len("".join(portion.getString().split()))
+            shadow = bool(portion.getPropertyValue(SHADOWED)) if count else None
+            if shadow is None:
+                continue
+            if portions and portions[-1][1] == shadow:
+                portions[-1][0] += count
             else:
-                portions.append([part, shadow])
+                portions.append([count, shadow])
+    if budget[0] < 0:
+        return None
     # mixed only where no character shows: an empty paragraph's mark, a direction mark (3 corpus decks)
-    return [text, portions if any(shadow for part, shadow in portions if part.strip()) else False]
+    return [digest(visible), portions if any(shadow for _, shadow in portions) else False]
