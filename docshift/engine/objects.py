@@ -217,13 +217,12 @@ def _layout_objects(package: Package, slides: list[str]) -> dict[str, tuple[Foun
     return layouts
 
 
-def slide_parts(package: Package, listed: str = "sldId") -> list[str]:
-    """The slide parts of the presentation ``package``, in the order of its slide list (``listed="sldMasterId"``:
-    the slide masters, in the order of theirs)."""
+def slide_parts(package: Package) -> list[str]:
+    """The slide parts of the presentation ``package``, in the order of its slide list."""
     main = "ppt/presentation.xml"
     slide_ids: list[str] = []
     package.parse(main, lambda tag, attrs: slide_ids.append(attrs.get(f"{NS_R}{SEP}id", ""))
-                  if tag == f"{NS_P}{SEP}{listed}" else None)
+                  if tag == f"{NS_P}{SEP}sldId" else None)
     main_rels = package.relationships(main, required=True)
     parts = (main_rels.get(rid, ("", None))[1] for rid in slide_ids)
     return [part for part in parts if part and part in package.names]

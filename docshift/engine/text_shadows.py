@@ -1,20 +1,23 @@
 """A .ppt's text shadows, which LibreOffice's PPTX export drops.
 
 LibreOffice 25.2 loads a shadowed run of a .ppt (``CharShadowed``: its own formatting or its master's style's) and
-writes every run's ``a:rPr`` an empty ``a:effectLst``: no shadow, and none that a style could give either. 20 of the
-corpus's 112 decks lose shadowed text this way, on 86 of ``pp40only``'s 87 slides. The child that converted the deck
+writes every run's ``a:rPr`` an empty ``a:effectLst``: no shadow, and none that a style could give either. 15 of the
+corpus's 133 decks lose shadowed text this way, on 86 of ``pp40only``'s 87 slides. The child that converted the deck
 reads which text LibreOffice loaded shadowed (``uno/shadows.py``, only where the .ppt's formatting turns a shadow on:
 ``inventory/ppt_text_styles.py``), and this mend writes the shadow into those runs of the result.
 
 The shadow is the one PowerPoint 97-2003 draws under text: hard (no blur), below and to the right, in the colour
-scheme's shadow colour, which PowerPoint's theme of a .ppt keeps as bg2 (``inventory/ppt_schemes.py``). Its offset
-grows with the text, a twentieth of the font size each way (LibreOffice draws a shadowed character of the .ppt
-about so). A shape of the result is found by its text; a run is shadowed when each of its characters was loaded
-so. Everything else stays byte for byte.
+scheme's shadow colour, which PowerPoint's theme of a .ppt keeps as bg2 (``inventory/ppt_schemes.py``; grey where
+the scheme does not read). Its offset grows with the text, a twentieth of the font size each way (LibreOffice draws
+a shadowed character of the .ppt about so). A slide's shape is found by its place among the slide's shapes with
+text and by its text; a master's, in the slide masters and layouts, by its text (LibreOffice writes a master's shapes
+into the one or the others). A run is shadowed when each of its visible characters was loaded so. Everything else
+stays byte for byte.
 """
 
 import hashlib
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,7 @@ ITEMS = {RUN, FIELD, BREAK}
 AFTER_EFFECTS = {f"{NS_A}{SEP}{local}" for local in (
     "highlight", "uLnTx", "uLn", "uFillTx", "uFill", "latin", "ea", "cs", "sym", "hlinkClick", "hlinkMouseOver",
     "rtl", "extLst")}
+MASTER_PARTS = re.compile(r"ppt/(slideMasters|slideLayouts)/[^/]+\.xml")
 GREY = "808080"  # the shadow colour of a deck whose scheme is not known
 DEFAULT_SIZE = 1800  # hundredths of a point: a run that names no size
 DIRECTION = 2700000  # 45 degrees, in 60000ths: below and to the right
@@ -81,19 +85,15 @@ def mend(result: Path, kind: str, shadowed: dict[str, Any] | None, palettes: dic
         for (page_kind, index), shapes in sorted(pages.items()):
             if page_kind == "slide" and index < len(slides):
                 yield slides[index], _edit(shapes, _colour(palettes.get(index + 1)))
-        on_masters = {index: shapes for (page_kind, index), shapes in pages.items() if page_kind == "master"}
-        if not on_masters:
-            return
+        on_masters = [shape for (page_kind, _), shapes in sorted(pages.items()) if page_kind == "master"
+                      for shape in shapes]
         colours = {_colour(palette) for palette in palettes.values()}
         colour = colours.pop() if len(colours) == 1 else GREY
-        masters = objects.slide_parts(package, "sldMasterId")
-        if len(masters) == shadowed.get("masters"):  # LibreOffice wrote each master: the same order
-            for index, shapes in sorted(on_masters.items()):
-                yield masters[index], _edit(shapes, colour)
-        else:  # it wrote one of each set it found alike: each master part is searched for each shape's text
-            every = [shape for _, shapes in sorted(on_masters.items()) for shape in shapes]
-            for master in masters:
-                yield master, _edit(every, colour)
+        # LibreOffice writes a master's shapes into its slide master or, as often, into each of its layouts: each
+        # of those parts is searched for each shape's text
+        for name in sorted(package.names) if on_masters else ():
+            if MASTER_PARTS.fullmatch(name):
+                yield name, _edit(on_masters, colour)
 
     return edited(result, parts, "the text shadows of %s stay as LibreOffice wrote them: %r")
 

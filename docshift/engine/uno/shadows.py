@@ -20,25 +20,23 @@ WALK_LIMIT = 20000
 
 
 def shadowed(document):
-    """``{"pages": [[kind, index, shapes]], "complete": bool, "masters": int}``: for each slide ("slide") and
-    master ("master") with shadowed text, its index among its kind and its shapes with any: ``[ordinal, digest,
-    portions]``, the shape's place among the page's shapes with text (a group's inside it where it stands; a
-    table's cells are not read), the ``digest`` of its text's visible characters, and ``True`` (all of it shadowed)
-    or its portions in order, as ``[visible characters, shadowed]`` (neighbours alike joined). ``complete`` is False
-    past ``WALK_LIMIT`` shapes and portions; ``masters`` counts the masters. The text itself is not sent: a deck's
-    whole text would be more than an answer may hold."""
+    """``{"pages": [[kind, index, shapes]], "complete": bool}``: for each slide ("slide") and master ("master") with
+    shadowed text, its index among its kind and its shapes with any: ``[ordinal, digest, portions]``, the shape's place
+    among the page's shapes with text (a group's inside it where it stands; a table's cells are not read), the
+    ``digest`` of its text's visible characters, and ``True`` (all of it shadowed) or its portions in order, as
+    ``[visible characters, shadowed]`` (neighbours alike joined). ``complete`` is False past ``WALK_LIMIT`` shapes and
+    portions. The text itself is not sent: a deck's whole text would be more than an answer may hold."""
     budget = [WALK_LIMIT]
     found = []
-    masters = document.getMasterPages()
-    for kind, pages in (("slide", document.getDrawPages()), ("master", masters)):
+    for kind, pages in (("slide", document.getDrawPages()), ("master", document.getMasterPages())):
         for index in range(pages.getCount()):
             shapes = []
             whole = _walk(pages.getByIndex(index), shapes, budget, [0])
             if shapes:
                 found.append([kind, index, shapes])
             if not whole:
-                return {"pages": found, "complete": False, "masters": masters.getCount()}
-    return {"pages": found, "complete": True, "masters": masters.getCount()}
+                return {"pages": found, "complete": False}
+    return {"pages": found, "complete": True}
 
 
 def digest(visible):
