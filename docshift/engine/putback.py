@@ -13,7 +13,8 @@ writes a sheet's form controls as shapes of no size (``form_controls``), its Act
 where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
 first sheet shows, which sheet the workbook opens on (``sheet_views``) and how it calculates (``workbook_calc``),
 it unhides what only a macro may and drops the recommendation to open read-only (``workbook_access``), and
-prints comments at the end and sheets in colour where the .xls says otherwise (``sheet_printing``), flags the errors
+prints comments at the end and sheets in colour where the .xls says otherwise, and other margins
+(``sheet_printing``), flags the errors
 its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour scales, data bars and icon sets
 (``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), and sets the number formats of
 some cells to General (``sheet_numbers``), and its export the code names that bind the VBA project's modules to the
@@ -92,6 +93,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         word_template.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing) + \
-        sheet_printing.mend(result, kind, holds.printing) + sheet_errors.mend(result, kind, holds.ignored) + \
+        sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
+        sheet_errors.mend(result, kind, holds.ignored) + \
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
         sheet_numbers.mend(result, source, kind)

@@ -7,9 +7,15 @@ printed as they show, ``blackAndWhite="false"`` and errors as shown. Of 685 work
 LibreOffice's tests, 49 sheets printed their comments where they show and 11 in black and white; one printed errors
 blank.
 
+The same record holds how far the header and footer are from the page's edge, and the sheet's margin records its
+margins. LibreOffice's model has a header or footer area, not a distance: its export writes 0.512" for the header of
+a sheet without one, and makes a bottom margin no smaller than the footer's distance (the margins of 1,039 sheets of
+420 of those workbooks came out otherwise than the .xls has them, a header on 0.25" printed at 0.512").
+
 ``mend`` gives each such sheet's ``pageSetup`` the attributes the .xls has (``Inventory.printing``, from the pass
-over its records) where LibreOffice wrote others. A sheet LibreOffice wrote no ``pageSetup`` for is left as it is,
-and so is every other byte.
+over its records) where LibreOffice wrote others, and its ``pageMargins`` each margin the .xls's records give
+(``Inventory.margins``) that LibreOffice wrote otherwise. A sheet LibreOffice wrote no such element for is left as it
+is, and so is every other byte.
 """
 
 from pathlib import Path
@@ -18,21 +24,43 @@ from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit
 from docshift.engine.inventory.package import NS_S, SEP
 
-PAGE_SETUP = f"{NS_S}{SEP}pageSetup"
+PAGE_SETUP, PAGE_MARGINS = f"{NS_S}{SEP}pageSetup", f"{NS_S}{SEP}pageMargins"
+MARGIN_TOLERANCE = 0.001  # inches: LibreOffice keeps margins in hundredths of a millimetre
+LARGEST_MARGIN = 49.0  # inches, Excel's
 
 
-def mend(result: Path, kind: str, printing: dict[str, dict[str, str]]) -> int:
+def mend(result: Path, kind: str, printing: dict[str, dict[str, str]],
+         margins: dict[str, dict[str, float]] | None = None) -> int:
     """Give the sheets of ``result`` (LibreOffice's export of an .xls) the ``printing`` settings ({sheet name:
-    ``pageSetup``'s attributes}) of the legacy file's. Returns how many sheets were given theirs (0: the file is
-    untouched). Never raises for what the file holds."""
-    if kind != "xls" or not printing:
+    ``pageSetup``'s attributes}) and ``margins`` ({sheet name: {margin: inches}}) of the legacy file's. Returns how
+    many sheets were given theirs (0: the file is untouched). Never raises for what the file holds."""
+    margins = margins or {}
+    wanted = {sheet: (printing.get(sheet, {}), {margin: inches for margin, inches in margins.get(sheet, {}).items()
+                                                if 0.0 <= inches <= LARGEST_MARGIN})
+              for sheet in {*printing, *margins}}
+    if kind != "xls" or not wanted:
         return 0
-    return sheet_objects.edit_sheets(result, printing, _printed,
+    return sheet_objects.edit_sheets(result, wanted, _printed,
                                      "the sheets' print settings of %s stay as LibreOffice wrote them: %r")
 
 
-def _printed(wanted: dict[str, str]) -> PartEdit:
-    """The edit of a worksheet part that gives its ``pageSetup`` the attributes ``wanted``."""
-    return lambda data, name: (ooxml.edit_tags(data, name, lambda tag, attributes: {
-        key: value for key, value in wanted.items() if attributes.get(key) != value} or None
-        if tag == PAGE_SETUP else None), 1)
+def _printed(wanted: tuple[dict[str, str], dict[str, float]]) -> PartEdit:
+    """The edit of a worksheet part that gives its ``pageSetup`` and ``pageMargins`` the attributes ``wanted``."""
+    setup, margins = wanted
+
+    def edit(tag: str, attributes: dict[str, str]) -> dict[str, str] | None:
+        if tag == PAGE_SETUP:
+            return {key: value for key, value in setup.items() if attributes.get(key) != value} or None
+        if tag == PAGE_MARGINS:
+            return {margin: f"{inches:.15g}" for margin, inches in margins.items()
+                    if not _near(attributes.get(margin), inches)} or None
+        return None
+
+    return lambda data, name: (ooxml.edit_tags(data, name, edit), 1)
+
+
+def _near(written: str | None, inches: float) -> bool:
+    try:
+        return written is not None and abs(float(written) - inches) <= MARGIN_TOLERANCE
+    except ValueError:
+        return False

@@ -170,6 +170,8 @@ class Inventory:
     sharing: dict[str, str] = field(default_factory=dict)
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str]] = field(default_factory=dict)
+    # an .xls's: {sheet name: its margins, in inches, as pageMargins names them} where its records give them
+    margins: dict[str, dict[str, float]] = field(default_factory=dict)
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)  # an .xls's: {sheet name: errors not to flag}
     scales: dict[str, list[Scale]] = field(default_factory=dict)  # an .xls's: {sheet name: its formats of Excel 2007}
     # an .xls's: {sheet name: the attributes of outlinePr} where a sheet's outline is not as Excel's default

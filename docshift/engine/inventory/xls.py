@@ -155,7 +155,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             name = every_sheet[substream] if 0 <= substream < len(every_sheet) else "?"
             if rec_type in (xls_views.BIFF_CALCMODE, xls_views.BIFF_REFMODE):
                 xls_views.calculation(rec_type, data, body, length, book.calculation)
-            elif rec_type in xls_views.SHEET_RECORDS:
+            elif rec_type in xls_views.SHEET_RECORDS and not in_view:  # a custom view has a SETUP of its own
                 xls_views.sheet_record(rec_type, data[body:end], name, book.settings)
             elif rec_type == BIFF_NOTE and length >= 6:
                 row, column = struct.unpack_from("<HH", data, body)

@@ -18,12 +18,14 @@ BIFF_CALCMODE, BIFF_REFMODE = 0x000D, 0x000F
 CALC_MODES = {0: "manual", -1: "autoNoTable"}  # CALCMODE's, but automatic (1)
 BIFF_FILESHARING, VERY_HIDDEN = 0x005B, 2  # and BOUNDSHEET's hsState of a sheet only a macro unhides
 BIFF_SETUP = 0x00A1
+# a sheet's margins (an Xnum of inches each): pageMargins' attribute
+MARGINS = {0x0026: "left", 0x0027: "right", 0x0028: "top", 0x0029: "bottom"}
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
 ERRORS = {1: "blank", 2: "dash", 3: "NA"}  # Setup's iErrors: how a cell's error prints, but as shown (0)
 BIFF_FEAT, ISFFEC2 = 0x0868, 3  # a shared feature, of the kind that tells which errors not to flag
 BIFF_WSBOOL, APPLY_STYLES, ROWS_BELOW, COLUMNS_RIGHT = 0x0081, 0x0020, 0x0040, 0x0080  # WsBool's fApplyStyles...
 SHEET_RECORDS = {BIFF_SETUP, BIFF_FEAT, xls_formats.BIFF_CONDFMT12, xls_formats.BIFF_CF12, xls_formats.BIFF_CONDFMT,
-                 xls_formats.BIFF_CFEX, BIFF_WSBOOL}
+                 xls_formats.BIFF_CFEX, BIFF_WSBOOL, *MARGINS}
 # FFErrorCheck's bits, as ignoredError names them
 CHECKS = ("evalError", "emptyCellReference", "numberStoredAsText", "formulaRange", "formula", "twoDigitTextYear",
           "unlockedFormula", "listDataValidation")
@@ -31,10 +33,11 @@ CHECKS = ("evalError", "emptyCellReference", "numberStoredAsText", "formulaRange
 
 @dataclass
 class Settings:
-    """What the records of an .xls's sheets say of how each prints, which errors it does not flag, its conditional
-    formats of Excel 2007 and where its outline's summaries are (by sheet name); and, of each sheet, the ranges of the
-    CONDFMT12 record that its CF12 records follow."""
+    """What the records of an .xls's sheets say of how each prints and its margins, which errors it does not flag,
+    its conditional formats of Excel 2007 and where its outline's summaries are (by sheet name); and, of each sheet,
+    the ranges of the CONDFMT12 record that its CF12 records follow."""
     printing: dict[str, dict[str, str]] = field(default_factory=dict)
+    margins: dict[str, dict[str, float]] = field(default_factory=dict)
     outlines: dict[str, dict[str, str]] = field(default_factory=dict)
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)
     scales: dict[str, list[Scale]] = field(default_factory=dict)
@@ -42,15 +45,21 @@ class Settings:
 
     def into(self, inventory: Inventory) -> None:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
-        inventory.outlines = self.outlines
+        inventory.outlines, inventory.margins = self.outlines, self.margins
 
 
 def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> None:
     """Into ``settings``, what a sheet's own SETUP, FEAT, WSBOOL, CONDFMT12 or CF12 record (``body``) says; a classic
     format's CONDFMT or CFEX ends the ranges of the CONDFMT12 before it (a CF12 record after it extends that classic
     format, which LibreOffice keeps)."""
-    if rec_type == BIFF_SETUP and len(body) >= 12 and (found := printing(body, 0)):
-        settings.printing[sheet] = found
+    if rec_type == BIFF_SETUP and len(body) >= 12:
+        if found := printing(body, 0):
+            settings.printing[sheet] = found
+        if len(body) >= 32:  # numHdr and numFtr, whether or not the printer's fields hold (fNoPls)
+            header, footer = struct.unpack_from("<dd", body, 16)
+            settings.margins.setdefault(sheet, {}).update(header=header, footer=footer)
+    elif rec_type in MARGINS and len(body) >= 8:
+        settings.margins.setdefault(sheet, {})[MARGINS[rec_type]] = struct.unpack_from("<d", body)[0]
     elif rec_type == BIFF_FEAT and (ignoring := ignored(body)):
         settings.ignored.setdefault(sheet, []).append(ignoring)
     elif rec_type == BIFF_WSBOOL and len(body) >= 2 and (found := outline(body)):
