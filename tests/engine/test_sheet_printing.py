@@ -11,7 +11,14 @@ from workbooks import record, records, rewritten, sheets_of, two_sheets, with_wo
 
 from docshift.engine import convert, inventory, sheet_printing
 from docshift.engine.inventory.package import NS_R, NS_S
-from docshift.engine.inventory.xls_views import BIFF_SETUP, MARGINS, NO_COLOUR, NOTES
+from docshift.engine.inventory.xls_views import (
+    BIFF_SETUP,
+    MARGINS,
+    NO_COLOUR,
+    NO_PRINTER_SETTINGS,
+    NOTES,
+    PRINTER_SETTINGS,
+)
 
 BLANK_ERRORS = 1 << 10  # Setup's iErrors 1
 BIFF_HEADER, BIFF_FOOTER, USER_VIEW_BEGIN, USER_VIEW_END = 0x0014, 0x0015, 0x01AA, 0x01AB
@@ -114,6 +121,30 @@ def test_margins_as_written_stay(tmp_path):
     with zipfile.ZipFile(result) as package:
         assert '<pageMargins left="0.7875" right="0.7875" top="1.05277777777778" bottom="1.05277777777778" ' \
             'header="0.3" footer="0.7875"/>' in package.read("xl/worksheets/sheet1.xml").decode()
+
+
+def unset_so(stream):
+    """The Workbook ``stream`` whose first sheet's SETUP leaves the paper to the printer (fNoPls), its paper size
+    (A3) and scale (50%) fields what an old Excel left there; its second sheet's as LibreOffice wrote it."""
+    data = bytearray(stream)
+    setup = next(pos for pos, rec_type, length in records(stream) if rec_type == BIFF_SETUP and length >= 12)
+    struct.pack_into("<HH", data, setup + 4, 8, 50)
+    flags = struct.unpack_from("<H", data, setup + 14)[0]
+    struct.pack_into("<H", data, setup + 14, flags | NO_PRINTER_SETTINGS)
+    return bytes(data)
+
+
+def test_a_sheet_that_leaves_the_paper_to_the_printer_names_none(office, tmp_path):
+    """A plain soffice's .xlsx names a paper size (its locale's) for a sheet whose .xls leaves the paper, the scale,
+    the resolutions and the copies to the printer; docshift's names none of them, as an .xlsx says "the printer's",
+    and keeps the second sheet's as LibreOffice wrote them."""
+    unset = two_sheets(tmp_path, ("Claims", "Notes"), "of:=1+1", unset_so, "unset.xls")
+    assert inventory.of_source(unset, "xls").printing["Claims"] == dict.fromkeys(PRINTER_SETTINGS)
+    plain = page_setups(soffice(unset, "xlsx", tmp_path / "plain"))
+    assert "paperSize" in plain[0]
+    converted = page_setups(convert.convert(office, unset, "xls", tmp_path / "work", 60).path)
+    assert converted[0] == {key: value for key, value in plain[0].items() if key not in PRINTER_SETTINGS}
+    assert converted[1] == plain[1]
 
 
 def page_setups(result):

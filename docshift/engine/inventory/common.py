@@ -169,7 +169,7 @@ class Inventory:
     very_hidden: list[str] = field(default_factory=list)
     sharing: dict[str, str] = field(default_factory=dict)
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
-    printing: dict[str, dict[str, str]] = field(default_factory=dict)
+    printing: dict[str, dict[str, str | None]] = field(default_factory=dict)
     # an .xls's: {sheet name: its margins, in inches, as pageMargins names them} where its records give them
     margins: dict[str, dict[str, float]] = field(default_factory=dict)
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)  # an .xls's: {sheet name: errors not to flag}

@@ -21,6 +21,8 @@ BIFF_SETUP = 0x00A1
 # a sheet's margins (an Xnum of inches each): pageMargins' attribute
 MARGINS = {0x0026: "left", 0x0027: "right", 0x0028: "top", 0x0029: "bottom"}
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
+# Setup's fNoPls: its paper size, scale, resolutions and copies are the printer's, as pageSetup says by leaving them out
+NO_PRINTER_SETTINGS, PRINTER_SETTINGS = 0x0004, ("paperSize", "scale", "horizontalDpi", "verticalDpi", "copies")
 ERRORS = {1: "blank", 2: "dash", 3: "NA"}  # Setup's iErrors: how a cell's error prints, but as shown (0)
 BIFF_FEAT, ISFFEC2 = 0x0868, 3  # a shared feature, of the kind that tells which errors not to flag
 BIFF_WSBOOL, APPLY_STYLES, ROWS_BELOW, COLUMNS_RIGHT = 0x0081, 0x0020, 0x0040, 0x0080  # WsBool's fApplyStyles...
@@ -36,7 +38,7 @@ class Settings:
     """What the records of an .xls's sheets say of how each prints and its margins, which errors it does not flag,
     its conditional formats of Excel 2007 and where its outline's summaries are (by sheet name); and, of each sheet,
     the ranges of the CONDFMT12 record that its CF12 records follow."""
-    printing: dict[str, dict[str, str]] = field(default_factory=dict)
+    printing: dict[str, dict[str, str | None]] = field(default_factory=dict)
     margins: dict[str, dict[str, float]] = field(default_factory=dict)
     outlines: dict[str, dict[str, str]] = field(default_factory=dict)
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)
@@ -53,8 +55,8 @@ def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> 
     format's CONDFMT or CFEX ends the ranges of the CONDFMT12 before it (a CF12 record after it extends that classic
     format, which LibreOffice keeps)."""
     if rec_type == BIFF_SETUP and len(body) >= 12:
-        if found := printing(body, 0):
-            settings.printing[sheet] = found
+        if setup := printing(body, 0):
+            settings.printing[sheet] = setup
         if len(body) >= 32:  # numHdr and numFtr, whether or not the printer's fields hold (fNoPls)
             header, footer = struct.unpack_from("<dd", body, 16)
             settings.margins.setdefault(sheet, {}).update(header=header, footer=footer)
@@ -113,15 +115,19 @@ def sharing(body: bytes, user: str) -> dict[str, str]:
     return found
 
 
-def printing(data: bytes, body: int) -> dict[str, str]:
+def printing(data: bytes, body: int) -> dict[str, str | None]:
     """``pageSetup``'s attributes of a sheet's SETUP record at ``body`` ([MS-XLS] 2.4.257) where they are not Excel's
     default: its comments printed as they show or at the end, in black and white, as a draft, its cells' errors
-    printed blank, as dashes or as #N/A. These flags hold whether or not the printer's fields do (fNoPls)."""
+    printed blank, as dashes or as #N/A (these flags hold whether or not the printer's fields do); and, where the
+    printer's fields do not hold (fNoPls: the paper is the printer's), None for each attribute that would name them."""
     flags = struct.unpack_from("<H", data, body + 10)[0]
-    found = {"cellComments": "atEnd" if flags & NOTES_AT_END else "asDisplayed"} if flags & NOTES else {}
+    found: dict[str, str | None] = {"cellComments": "atEnd" if flags & NOTES_AT_END else "asDisplayed"} \
+        if flags & NOTES else {}
     found.update({key: "true" for key, flag in (("blackAndWhite", NO_COLOUR), ("draft", DRAFT)) if flags & flag})
     if (errors := flags >> 10 & 0x03) in ERRORS:
         found["errors"] = ERRORS[errors]
+    if flags & NO_PRINTER_SETTINGS:
+        found.update(dict.fromkeys(PRINTER_SETTINGS))
     return found
 
 
