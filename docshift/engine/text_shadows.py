@@ -44,12 +44,10 @@ DIRECTION = 2700000  # 45 degrees, in 60000ths: below and to the right
 
 @dataclass
 class _Properties:
-    """A run's ``a:rPr`` (or a paragraph's ``a:endParaRPr``) as read: where it starts, whether it is empty, where its
-    end tag is, its size, and where its ``a:effectLst`` starts and ends (and whether that holds anything) or where
-    one would go."""
+    """A run's ``a:rPr`` (or a paragraph's ``a:endParaRPr``) as read: where it starts, its size, and where its
+    ``a:effectLst`` starts and ends (and whether that holds anything) or where one would go."""
     start: int
     size: int = DEFAULT_SIZE
-    end: int = -1
     effects: tuple[int, int] | None = None
     effects_empty: bool = True
     insert_at: int = -1
@@ -57,10 +55,10 @@ class _Properties:
 
 @dataclass
 class _Item:
-    """A run, field or line break of a paragraph: its text, and its properties if it has any."""
+    """A run, field or line break of a paragraph: its text, and its properties if it has any (a run without any is
+    left as it is: LibreOffice writes them for each)."""
     text: str = ""
     properties: _Properties | None = None
-    start: int = -1  # where its start tag is: a run without properties gets them right after it
 
 
 @dataclass
@@ -215,7 +213,7 @@ def _read(data: bytes, name: str) -> list[_Shape]:
             items = []
             shape.paragraphs.append((items, None))
         elif items is not None and tag in ITEMS and stack[-2] == PARAGRAPH:
-            item = _Item("\n" if tag == BREAK else "", start=at)
+            item = _Item("\n" if tag == BREAK else "")
             items.append(item)
         elif items is not None and ((tag == PROPERTIES and item is not None and stack[-2] in ITEMS) or
                                     (tag == END_PROPERTIES and stack[-2] == PARAGRAPH)):
@@ -235,7 +233,6 @@ def _read(data: bytes, name: str) -> list[_Shape]:
             if len(stack) == depth + 1 and tag == EFFECTS and properties.effects is not None:
                 properties.effects = (properties.effects[0], ooxml.element_end(data, properties.effects[0], at, name))
             elif len(stack) == depth:
-                properties.end = at
                 if properties.insert_at < 0:
                     properties.insert_at = at
                 properties = None
