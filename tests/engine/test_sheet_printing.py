@@ -103,19 +103,29 @@ def test_a_custom_view_s_page_setup_is_not_the_sheet_s(margined, tmp_path):
     assert "Claims" not in viewed.printing
 
 
+def workbook(path, sheets):
+    """A workbook package at ``path`` of ``sheets`` ({name: its worksheet's children}, in order), and no more."""
+    names = list(sheets)
+    with zipfile.ZipFile(path, "w") as package:
+        listed = "".join(f'<sheet name="{name}" r:id="rId{number}"/>' for number, name in enumerate(names, 1))
+        package.writestr("xl/workbook.xml",
+                         f'<workbook xmlns="{NS_S}" xmlns:r="{NS_R}"><sheets>{listed}</sheets></workbook>')
+        package.writestr("xl/_rels/workbook.xml.rels", '<Relationships xmlns="http://schemas.openxmlformats.org/'
+                         'package/2006/relationships">' + "".join(
+                             f'<Relationship Id="rId{number}" Target="worksheets/sheet{number}.xml"/>'
+                             for number in range(1, len(names) + 1)) + "</Relationships>")
+        for number, name in enumerate(names, 1):
+            package.writestr(f"xl/worksheets/sheet{number}.xml",
+                             f'<worksheet xmlns="{NS_S}">{sheets[name]}</worksheet>' if sheets[name]
+                             else f'<worksheet xmlns="{NS_S}"/>')
+    return path
+
+
 def test_margins_as_written_stay(tmp_path):
     """A margin within a thousandth of an inch of the .xls's stays as LibreOffice wrote it; one outside Excel's range
     is not written."""
-    result = tmp_path / "book.xlsx"
-    with zipfile.ZipFile(result, "w") as package:
-        package.writestr("xl/workbook.xml", f'<workbook xmlns="{NS_S}" xmlns:r="{NS_R}"><sheets>'
-                         '<sheet name="A" r:id="rId1"/></sheets></workbook>')
-        package.writestr("xl/_rels/workbook.xml.rels", '<Relationships xmlns="http://schemas.openxmlformats.org/'
-                         'package/2006/relationships"><Relationship Id="rId1" Target="worksheets/sheet1.xml"/>'
-                         '</Relationships>')
-        package.writestr("xl/worksheets/sheet1.xml", f'<worksheet xmlns="{NS_S}"><pageMargins left="0.7875" '
-                         'right="0.7875" top="1.05277777777778" bottom="1.05277777777778" header="0.7875" '
-                         'footer="0.7875"/></worksheet>')
+    result = workbook(tmp_path / "book.xlsx", {"A": '<pageMargins left="0.7875" right="0.7875" top="1.05277777777778" '
+                                                    'bottom="1.05277777777778" header="0.7875" footer="0.7875"/>'})
     assert sheet_printing.mend(result, "xls", {}, {"A": {"left": 0.7874, "top": -1.0, "bottom": 60.0}}) == 0
     assert sheet_printing.mend(result, "xls", {}, {"A": {"left": 0.7874, "header": 0.3}}) == 1
     with zipfile.ZipFile(result) as package:
@@ -170,16 +180,7 @@ def test_a_sheet_prints_as_the_xls_says(office, printed, tmp_path):
 
 def test_only_what_differs_is_written(tmp_path):
     """Attributes already as wanted stay byte for byte; a sheet without ``pageSetup`` is left as it is."""
-    result = tmp_path / "book.xlsx"
-    with zipfile.ZipFile(result, "w") as package:
-        package.writestr("xl/workbook.xml", f'<workbook xmlns="{NS_S}" xmlns:r="{NS_R}"><sheets>'
-                         '<sheet name="A" r:id="rId1"/><sheet name="B" r:id="rId2"/></sheets></workbook>')
-        package.writestr("xl/_rels/workbook.xml.rels", '<Relationships xmlns="http://schemas.openxmlformats.org/'
-                         'package/2006/relationships"><Relationship Id="rId1" Target="worksheets/sheet1.xml"/>'
-                         '<Relationship Id="rId2" Target="worksheets/sheet2.xml"/></Relationships>')
-        package.writestr("xl/worksheets/sheet1.xml", f'<worksheet xmlns="{NS_S}"><pageSetup draft="true" '
-                         'cellComments="atEnd"/></worksheet>')
-        package.writestr("xl/worksheets/sheet2.xml", f'<worksheet xmlns="{NS_S}"/>')
+    result = workbook(tmp_path / "book.xlsx", {"A": '<pageSetup draft="true" cellComments="atEnd"/>', "B": ""})
     assert sheet_printing.mend(result, "xls", {"A": {"draft": "true"}, "B": {"draft": "true"}}) == 0
     assert sheet_printing.mend(result, "xls", {"A": {"draft": "true", "cellComments": "asDisplayed"}}) == 1
     with zipfile.ZipFile(result) as package:
