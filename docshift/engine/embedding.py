@@ -143,6 +143,16 @@ def edited(result: Path, parts: Callable[[Package], Iterable[tuple[str, PartEdit
         return 0
 
 
+def spliced(data: bytes, edits: Iterable[tuple[int, int, bytes]]) -> bytes:
+    """``data`` with each of ``edits`` ((from, to, the bytes there), none overlapping) made, every other byte as it
+    was; of an insertion (from = to) and a replacement at one place, the insertion goes first."""
+    out, done = [], 0
+    for start, end, written in sorted(edits, key=lambda edit: (edit[0], edit[1] > edit[0])):
+        out += [data[done:start], written]
+        done = max(done, end)
+    return b"".join([*out, data[done:]])
+
+
 def child_place(data: bytes, name: str, tag: str, following: Collection[str],
                 preceding: Collection[str] | None = None) -> tuple[bool, int, int]:
     """Of part ``name`` (``data``): (whether it holds an element ``tag``; where a child ``tag`` of its root goes: before

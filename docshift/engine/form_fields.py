@@ -27,7 +27,7 @@ from pathlib import Path
 
 from docshift.engine import ooxml
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.embedding import PartEdit, edit_parts, guarded
+from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
 from docshift.engine.inventory.common import Budget, Unreadable, stream
 from docshift.engine.inventory.doc import SPRM_FDATA, SPRM_PIC_LOCATION, _fib, character_runs
 from docshift.engine.inventory.package import NS_W, SEP, Package
@@ -240,11 +240,7 @@ used is taken from it."""
             if empty:
                 inserts += [(tag_end.start(), tag_end.end(), b">"),
                             (tag_end.end(), tag_end.end(), f"</{prefix}{form.kind}>".encode())]
-    out, done = [], 0
-    for start_at, end_at, text in sorted(inserts, key=lambda item: (item[0], item[1] > item[0])):
-        out += [data[done:start_at], text]
-        done = max(done, end_at)
-    return b"".join([*out, data[done:]]), given
+    return spliced(data, inserts), given
 
 
 def _before(order: tuple[str, ...], element: str, children: dict[str, int], end: int) -> int:

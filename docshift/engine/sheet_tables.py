@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import sheet_objects
-from docshift.engine.embedding import PartEdit, edited
+from docshift.engine.embedding import PartEdit, edited, spliced
 from docshift.engine.inventory.package import Package
 from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_name
 
@@ -56,11 +56,7 @@ def tabled(data: bytes, part: str) -> tuple[bytes, int]:
     replaced: list[tuple[int, int, bytes]] = []
     for key, cells in tables.items():
         replaced += _table(key, cells)
-    out, done = [], 0
-    for start, end, element in sorted(replaced):
-        out += [data[done:start], element]
-        done = end
-    return b"".join([*out, data[done:]]), sum(1 for _, _, element in replaced if element)
+    return spliced(data, replaced), sum(1 for _, _, element in replaced if element)
 
 
 def _table_of(place: tuple[int, int], arguments: list[str]) -> tuple[str, ...] | None:

@@ -31,6 +31,7 @@ from docshift.engine.embedding import (
     part_bytes,
     read_part,
     relate,
+    spliced,
 )
 from docshift.engine.inventory import officeart, ppt_sounds
 from docshift.engine.inventory.common import Unreadable
@@ -219,11 +220,7 @@ def _with_transition_sound(data: bytes, name: str, rid: str, sound: str, loop: b
     if not found:
         place = root.get("before", root["end"])
         edits.append((place, place, f"<{p}:transition{declarations}><{p}:sndAc>{played}</{p}:transition>"))
-    out, done = [], 0
-    for start_at, end_at, written in edits:
-        out += [data[done:start_at], written.encode()]
-        done = end_at
-    return b"".join([*out, data[done:]])
+    return spliced(data, [(start, end, written.encode()) for start, end, written in edits])
 
 
 def _source_sounds(source: Path) -> tuple[dict[int, Sound], list[tuple[int | None, bool, list[int]]]]:

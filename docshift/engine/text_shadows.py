@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from docshift.engine import objects, ooxml
-from docshift.engine.embedding import PartEdit, edited
+from docshift.engine.embedding import PartEdit, edited, spliced
 from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
 
@@ -72,8 +72,8 @@ class _Shape:
 
 def mend(result: Path, kind: str, shadowed: dict[str, Any] | None, palettes: dict[int, Palette]) -> int:
     """Write the shadows of the text LibreOffice loaded shadowed (``shadowed``, as the bridge read it) into the
-    .pptx ``result``, in the shadow colour of each slide's scheme (``palettes``). Returns how many runs got one (0:
-    the file is untouched). Never raises for what the file holds."""
+    .pptx ``result``, in the shadow colour of each slide's scheme (``palettes``). Returns how many runs and paragraph
+    ends got one (0: the file is untouched). Never raises for what the file holds."""
     if kind != "ppt" or not shadowed or not shadowed.get("pages"):
         return 0
     pages: dict[tuple[str, int], list[Any]] = {(kind, index): shapes for kind, index, shapes in shadowed["pages"]}
@@ -134,11 +134,7 @@ def shadowed_runs(data: bytes, name: str, shapes: list[Any], colour: str) -> tup
             marked += _marked(found[at], portions)
     # an effect list that holds an effect already is not LibreOffice's empty one: it stays
     marked = [properties for properties in marked if properties.effects_empty]
-    out, done = [], 0
-    for start_at, end_at, text in sorted(_shadow(data, name, properties, colour) for properties in marked):
-        out += [data[done:start_at], text]
-        done = end_at
-    return b"".join([*out, data[done:]]), len(marked)
+    return spliced(data, [_shadow(data, name, properties, colour) for properties in marked]), len(marked)
 
 
 def _marked(shape: _Shape, portions: Any) -> list[_Properties]:
