@@ -33,6 +33,7 @@ from typing import Any
 from xml.parsers import expat
 from xml.sax.saxutils import escape
 
+from docshift.engine import zipcopy
 from docshift.errors import ResultUnreadable as Unreadable
 from docshift.formats import FORMATS
 
@@ -134,21 +135,22 @@ def copy(package: zipfile.ZipFile, info: zipfile.ZipInfo, out: zipfile.ZipFile) 
 def rewrite(src: zipfile.ZipFile, path: str | Path, edits: Mapping[str, bytes],
             added: Mapping[str, bytes] | None = None, dropped: Collection[str] = ()) -> None:
     """The package ``src`` (open on ``path``) written again over ``path``: ``edits`` in place of the parts they name,
-    ``added`` parts after the rest, ``dropped`` ones left out, every other part copied as it was (``copy``). A new
-    file next to it is moved over it atomically, so a failure leaves the package as it was."""
+    ``added`` parts after the rest, ``dropped`` ones left out, every other part copied as it is stored (``zipcopy``;
+    inflated and deflated again, ``copy``, where ``zipcopy`` does not write). A new file next to it is moved over it
+    atomically, so a failure leaves the package as it was."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=".rewrite-", suffix=path.suffix, dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
-            for info in src.infolist():
-                if info.filename in dropped:
-                    continue
-                if info.filename in edits:
-                    out.writestr(entry(info), edits[info.filename])
-                else:
-                    copy(src, info, out)
-            for name, data in (added or {}).items():
-                out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
+        with os.fdopen(fd, "wb") as raw:
+            if not zipcopy.write(src, path, raw, edits, added or {}, dropped):
+                with zipfile.ZipFile(raw, "w") as out:
+                    for info in (info for info in src.infolist() if info.filename not in dropped):
+                        if info.filename in edits:
+                            out.writestr(entry(info), edits[info.filename])
+                        else:
+                            copy(src, info, out)
+                    for name, data in (added or {}).items():
+                        out.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
         shutil.copymode(path, tmp)  # mkstemp makes it 0600; the package keeps its own mode
         os.replace(tmp, path)
     except BaseException:
