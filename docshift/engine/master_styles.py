@@ -15,6 +15,7 @@ default (a size, a fill, a font) goes into a style only where every paragraph an
 Everything else stays byte for byte.
 """
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ TEXT_STYLES, EXTENSIONS = f"{NS_P}{SEP}txStyles", f"{NS_P}{SEP}extLst"
 PARAGRAPH, PARAGRAPH_PROPERTIES, END_PROPERTIES, PROPERTIES = (
     f"{NS_A}{SEP}{local}" for local in ("p", "pPr", "endParaRPr", "rPr"))
 RUN, FIELD, BREAK = (f"{NS_A}{SEP}{local}" for local in ("r", "fld", "br"))
+PLACEHOLDER_TAG = re.compile(rb"<(?:\w+:)?ph[\s/>]")  # a part without one is not read
 TITLES = {"title", "ctrTitle"}
 NOT_BODIES = TITLES | {"dt", "ftr", "sldNum", "hdr", "sldImg"}  # a placeholder of another type inherits the body's
 # a paragraph's properties' children, in the schema's order: the element or elements of each place, and the one
@@ -107,7 +109,7 @@ def mend(result: Path, kind: str) -> int:
             read = {master: (data, _read(data, master))}
             for name in inheriting:
                 part = part_bytes(package, name)
-                read[name] = (part, _read(part, name))
+                read[name] = (part, _read(part, name) if PLACEHOLDER_TAG.search(part) else [])
             # the prompts of each style: the master's, else (where LibreOffice wrote the master page's shapes into
             # the layouts) its first layout's that has them
             styles: dict[tuple[str, int], _Level] = {}
