@@ -24,7 +24,7 @@ MEMBERS = 0xFFFF
 VERSION = 20  # 2.0: deflated, folders
 UTF8 = 0x800  # general purpose bit 11: the name is UTF-8
 LOCAL, CENTRAL, END = b"PK\x03\x04", b"PK\x01\x02", b"PK\x05\x06"
-HEADER = 30  # a local file header's fixed part
+HEADER, CENTRAL_HEADER, END_RECORD = 30, 46, 22  # the fixed parts of a local and a central header, the end record
 KINDS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
 PERMISSIONS = 0o600 << 16  # rw-------, as zipfile gives a member that has none
 
@@ -39,9 +39,13 @@ def write(src: zipfile.ZipFile, path: Path, out: BinaryIO, edits: Mapping[str, b
             info.flag_bits & 1 or info.compress_type not in KINDS or info.header_offset >= LIMIT
             or not 1980 <= info.date_time[0] <= 2107 for info in kept):
         return False
-    # the largest the package could be: a stored copy of each new part, and each kept one as it is
-    largest = sum(len(edits[info.filename]) if info.filename in edits else info.compress_size for info in kept) + \
-        sum(len(data) for data in added.values()) + (len(kept) + len(added)) * 2 * (HEADER + 16 + 1024)
+    # the largest the package could be: each kept part as it is stored, each new one deflated at its worst (5 bytes
+    # more a 16 KB block), the two headers of each, and the directory's end
+    news = [*(edits[info.filename] for info in kept if info.filename in edits), *added.values()]
+    largest = sum(info.compress_size for info in kept if info.filename not in edits) + \
+        sum(len(data) + len(data) // 16384 * 5 + 16 for data in news) + \
+        sum(HEADER + CENTRAL_HEADER + 2 * len(name.encode()) for name in [*(info.filename for info in kept), *added]) \
+        + END_RECORD
     if largest >= LIMIT:
         return False
     now = time.localtime(time.time())[:6]

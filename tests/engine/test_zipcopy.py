@@ -54,11 +54,13 @@ def test_unchanged_members_keep_their_stored_bytes(tmp_path):
         assert (after[name].compress_size, after[name].CRC) == (before[name].compress_size, before[name].CRC)
 
 
-def test_a_package_it_cannot_write_plainly_goes_through_zipfile(tmp_path, monkeypatch):
-    """Past what it writes (here, as if five members were too many), ``zipcopy`` writes nothing and zipfile writes
-    the same package, each part deflated again."""
+@pytest.mark.parametrize("limit", [("MEMBERS", 5), ("LIMIT", 2000)])
+def test_a_package_it_cannot_write_plainly_goes_through_zipfile(tmp_path, monkeypatch, limit):
+    """Past what it writes (here, as if five members were too many, or a package of 2,000 bytes too large),
+    ``zipcopy`` writes nothing and zipfile writes the same package, each part deflated again."""
     path = package(tmp_path / "result.docx")
-    monkeypatch.setattr(zipcopy, "MEMBERS", 5)
+    assert path.stat().st_size > 2000
+    monkeypatch.setattr(zipcopy, *limit)
     with zipfile.ZipFile(path) as src, (tmp_path / "out").open("wb") as out:
         assert zipcopy.write(src, path, out, {}, {"a.xml": b"<a/>"}, ()) is False
         assert out.tell() == 0
