@@ -48,6 +48,7 @@ WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 PICTURE_OR_OBJECT = {WORD + "drawing", WORD + "object"}
 NOT_XML = "not well-formed"
 COLOUR = "srgbClr or sysClr"
+TEXT_STYLES = "{http://schemas.openxmlformats.org/presentationml/2006/main}txStyles"
 TIMEOUT = 60
 
 
@@ -77,16 +78,21 @@ def elements(path):
     picture that stands where the legacy file has an object (``word_objects.py``). A data table's formula counts
     once for each cell of its range, as Excel writes one for the range where LibreOffice writes one a cell
     (``sheet_tables.py``). An RGB colour and a system colour (which names its RGB) count as one kind: the theme a
-    deck's master gets back names the window's colours as PowerPoint saved them (``slide_schemes.py``)."""
+    deck's master gets back names the window's colours as PowerPoint saved them (``slide_schemes.py``). A slide
+    master's text styles count not at all: only docshift writes them (``master_styles.py``), and what is in them
+    would stand in for what the master's own paragraphs lack."""
     found = Counter()
     with zipfile.ZipFile(path) as package:
         for name in package.namelist():
             if not name.endswith(".xml") or EMBEDDED.match(name):
                 continue
-            kind, inside = NUMBERED.sub("", name), 0
+            kind, inside, styles = NUMBERED.sub("", name), 0, 0
             try:
                 with package.open(name) as part:
                     for event, element in ElementTree.iterparse(part, ("start", "end")):
+                        if element.tag == TEXT_STYLES or styles:
+                            styles += 1 if event == "start" else -1
+                            continue
                         tag = element.tag.rsplit("}", 1)[-1]
                         tag = COLOUR if tag in ("srgbClr", "sysClr") else tag
                         shown = element.tag in PICTURE_OR_OBJECT
