@@ -18,8 +18,9 @@ prints comments at the end and sheets in colour where the .xls says otherwise, a
 (``sheet_printing``), flags the errors
 its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour scales, data bars and icon sets
 (``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), and sets the number formats of
-some cells to General (``sheet_numbers``), and its export the code names that bind the VBA project's modules to the
-workbook and its sheets (``sheet_codenames``), cuts a data validation over whole columns short
+some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback (``sheet_fonts``),
+and its export the code names that bind the VBA project's modules to the workbook and its sheets
+(``sheet_codenames``), cuts a data validation over whole columns short
 (``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a text's form fields
 lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros
 (``form_fields``), and the text its template (``word_template``). Each mend reads only what a file holds:
@@ -41,6 +42,7 @@ from docshift.engine import (
     sheet_activex,
     sheet_codenames,
     sheet_errors,
+    sheet_fonts,
     sheet_formats,
     sheet_lines,
     sheet_links,
@@ -99,4 +101,4 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
         sheet_errors.mend(result, kind, holds.ignored) + \
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
-        sheet_numbers.mend(result, source, kind)
+        sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind)
