@@ -24,9 +24,8 @@ from docshift.engine import ooxml
 from docshift.engine.embedding import PartEdit, child_place, edited, part_bytes, spliced
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
+from docshift.engine.slide_schemes import LAYOUT, MASTER
 
-SLIDE_MASTER = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/slideMaster"
-SLIDE_LAYOUT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/slideLayout"
 SHAPE, PLACEHOLDER, BODY = (f"{NS_P}{SEP}{local}" for local in ("sp", "ph", "txBody"))
 TEXT_STYLES, EXTENSIONS = f"{NS_P}{SEP}txStyles", f"{NS_P}{SEP}extLst"
 PARAGRAPH, PARAGRAPH_PROPERTIES, END_PROPERTIES, PROPERTIES = (
@@ -149,15 +148,11 @@ def _families(package: Package) -> dict[str, list[str]]:
     families: dict[str, list[str]] = {name: [] for name in package.matching(r"ppt/slideMasters/[^/]+\.xml")}
     master_of: dict[str, str] = {}
     for layout in package.matching(r"ppt/slideLayouts/[^/]+\.xml"):
-        master = next((target for kind, target in package.relationships(layout).values()
-                       if kind == SLIDE_MASTER and target in families), None)
-        if master is not None:
+        if (master := package.related(layout, MASTER)) in families:
             families[master].append(layout)
             master_of[layout] = master
     for slide in package.matching(r"ppt/slides/[^/]+\.xml"):
-        used = next((target for kind, target in package.relationships(slide).values()
-                     if kind == SLIDE_LAYOUT and target in master_of), None)
-        if used is not None:
+        if (used := package.related(slide, LAYOUT)) in master_of:
             families[master_of[used]].append(slide)
     return families
 

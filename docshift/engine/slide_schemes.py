@@ -42,12 +42,12 @@ def _mend(result: Path, palettes: dict[int, Palette]) -> int:
         masters: dict[str, set[Palette | None]] = {}  # {master part: the colours of its slides' legacy masters}
         master_of: dict[str, str | None] = {}  # {layout part: its master part}, each layout's relationships read once
         for number, slide in enumerate(objects.slide_parts(package), 1):
-            layout = _related(package, slide, LAYOUT)
+            layout = package.related(slide, LAYOUT)
             if layout and layout not in master_of:
-                master_of[layout] = _related(package, layout, MASTER)
+                master_of[layout] = package.related(layout, MASTER)
             if layout and (master := master_of[layout]):
                 masters.setdefault(master, set()).add(palettes.get(number))
-        theme_of = {master: _related(package, master, THEME) for master in masters}
+        theme_of = {master: package.related(master, THEME) for master in masters}
         themes: dict[str, set[Palette | None]] = {}
         for master, found in masters.items():
             if theme := theme_of[master]:
@@ -70,14 +70,6 @@ def _colours(palette: Palette) -> PartEdit:
 def _colour_map(dark: bool) -> PartEdit:
     """The edit of a slide master part that gives it the colour map of a ``dark`` background (or a light one)."""
     return lambda data, name: (mapped(data, name, dark), 0)
-
-
-def _related(package: Package, part: str, kind: str) -> str | None:
-    """The first part of the package that ``part`` relates to by a relationship of type ``kind``."""
-    for rel_type, target in package.relationships(part).values():
-        if rel_type == kind and target in package.names:
-            return target
-    return None
 
 
 def recoloured(data: bytes, name: str, palette: Palette) -> bytes:

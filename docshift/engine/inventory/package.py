@@ -115,6 +115,13 @@ class Package:
         self.parse(rels_name, start)
         return found
 
+    def related(self, name: str, kind: str) -> str | None:
+        """The first part of the package that part ``name`` relates to by a relationship of type ``kind``."""
+        for rel_type, target in self.relationships(name).values():
+            if rel_type == kind and target in self.names:
+                return target
+        return None
+
     def matching(self, pattern: str) -> list[str]:
         return sorted(name for name in self.names if re.fullmatch(pattern, name))
 
