@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import biff, ooxml
-from docshift.engine.embedding import PartEdit, edited, guarded, spliced
+from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.inventory.xls import _string
@@ -36,15 +36,13 @@ def mend(result: Path, source: Path, kind: str) -> int:
     if kind != "xls":
         return 0
 
-    def mending(result: Path, source: Path) -> int:
-        def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
-            if STYLES in package.names and package.holds(STYLES, *(f'"{name}"'.encode() for name in FALLBACKS)):
-                names = font_names(source)
-                yield STYLES, lambda data, name: renamed(data, name, names)
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        if STYLES in package.names and package.holds(STYLES, *(f'"{name}"'.encode() for name in FALLBACKS)):
+            names = font_names(source)
+            yield STYLES, lambda data, name: renamed(data, name, names)
 
-        return edited(result, parts, "the fonts of %s stay as LibreOffice wrote them: %r")
-
-    return guarded(mending, result, source, "the fonts of %s stay as LibreOffice wrote them: %r")
+    return guarded(lambda result, _: edit_parts(result, parts), result, source,
+                   "the fonts of %s stay as LibreOffice wrote them: %r")
 
 
 def font_names(source: Path) -> set[str]:
