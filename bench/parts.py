@@ -49,6 +49,8 @@ PICTURE_OR_OBJECT = {WORD + "drawing", WORD + "object"}
 NOT_XML = "not well-formed"
 COLOUR = "srgbClr or sysClr"
 TEXT_STYLES = "{http://schemas.openxmlformats.org/presentationml/2006/main}txStyles"
+# the formulas LibreOffice makes of TRUE, FALSE and errors typed into an .xls's cells
+TYPED = {"", "TRUE()", "FALSE()", "NA()"}
 TIMEOUT = 60
 
 
@@ -80,7 +82,8 @@ def elements(path):
     (``sheet_tables.py``). An RGB colour and a system colour (which names its RGB) count as one kind: the theme a
     deck's master gets back names the window's colours as PowerPoint saved them (``slide_schemes.py``). A slide
     master's text styles count not at all: only docshift writes them (``master_styles.py``), and what is in them
-    would stand in for what the master's own paragraphs lack."""
+    would stand in for what the master's own paragraphs lack. Nor does a cell's formula that LibreOffice makes of a
+    typed value (``TYPED``): docshift's result holds the value alone (``sheet_constants.py``)."""
     found = Counter()
     with zipfile.ZipFile(path) as package:
         for name in package.namelist():
@@ -97,12 +100,13 @@ def elements(path):
                         tag = COLOUR if tag in ("srgbClr", "sysClr") else tag
                         shown = element.tag in PICTURE_OR_OBJECT
                         if event == "start":
-                            if not inside:
-                                found[kind, "picture or object" if shown else tag] += _cells(element) \
-                                    if tag == "f" and element.get("t") == "dataTable" else 1
+                            if not inside and tag != "f":
+                                found[kind, "picture or object" if shown else tag] += 1
                             inside += shown or bool(inside)
                         else:
                             inside -= shown or bool(inside)
+                            if tag == "f" and not inside and (element.get("t") or (element.text or "") not in TYPED):
+                                found[kind, tag] += _cells(element) if element.get("t") == "dataTable" else 1
                             element.clear()
             except ElementTree.ParseError as error:
                 found[kind, f"{NOT_XML} ({name}: {error})"] += 1

@@ -41,6 +41,7 @@ from docshift.engine import (
     shape_macros,
     sheet_activex,
     sheet_codenames,
+    sheet_constants,
     sheet_errors,
     sheet_fonts,
     sheet_formats,
@@ -101,4 +102,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
         sheet_errors.mend(result, kind, holds.ignored) + \
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
-        sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind)
+        sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind) + \
+        sheet_constants.mend(result, source, kind, holds.cells)

@@ -1,0 +1,103 @@
+"""TRUE, FALSE and errors typed into an .xls's cells, which LibreOffice's .xlsx export writes as formulas.
+
+An .xls holds a boolean or an error typed into a cell (or pasted there as a value) as a BOOLERR record. LibreOffice
+25.2's import makes each a formula cell: TRUE() or FALSE(), NA() for #N/A, and a formula of no text for any other
+error. Its export writes that formula beside the value: ``<c t="e"><f aca="false"></f><v>#DIV/0!</v></c>``. So a
+value became a formula, and an error other than #N/A a formula with nothing in it, which calculates to another
+error: LibreOffice reading the result back shows Err:520 in each such cell, and openpyxl reads "=" (Excel writes a
+typed value alone: ``<c t="e"><v>#DIV/0!</v></c>``). Of 685 workbooks of the corpus and POI's and LibreOffice's
+tests, 30 held such errors (5,339 cells) and 30 such booleans (1,795 cells). A plain ``soffice`` does the same.
+
+``mend`` takes the formula out of each cell that holds a BOOLERR in the .xls where the formula is the one
+LibreOffice made of its value, so that the cell holds the value alone; and out of any other error cell whose formula
+has no text (a formula whose cached result is an error and whose expression LibreOffice did not read): its cached
+value stays. A formula the .xls holds (``=TRUE()``, ``=NA()``) stays. Every other byte stays as LibreOffice wrote it.
+"""
+
+import re
+import struct
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from docshift.engine import biff, sheet_objects
+from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
+from docshift.engine.inventory.common import ErrorValue
+from docshift.engine.inventory.package import Package
+
+BIFF_BOOLERR = 0x0205
+NA = 0x2A  # the error code of #N/A
+SHEET_NAME_LIMIT = 31
+# a cell whose formula LibreOffice made of a typed value, as it writes one: its reference and attributes, the formula
+MADE = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"([^>]*)>(<f aca="false">(TRUE\(\)|FALSE\(\)|NA\(\)|)</f>)')
+# which typed value each such formula stands for: (whether it is an error, its value), and its cell's type
+VALUES = {b"TRUE()": ((False, 1), b'"b"'), b"FALSE()": ((False, 0), b'"b"'), b"NA()": ((True, NA), b'"e"')}
+CELL_TYPE = re.compile(rb'\st=("[a-z]+")')
+Constants = dict[str, dict[bytes, tuple[bool, int]]]  # {sheet name: {b"B2": (whether an error, its value)}}
+
+
+def mend(result: Path, source: Path, kind: str, cells: Mapping[str, Mapping[bytes, Any]] | None) -> int:
+    """Take out of the .xlsx ``result`` (LibreOffice's export of the .xls ``source``) the formulas LibreOffice made
+    of typed booleans and errors, and the formulas of no text. ``cells``: the .xls's cells as the inventory read them
+    ({sheet: {b"B2": value}}; None where they could not be read): only a sheet holding a boolean or an error is
+    looked at. Returns how many cells changed (0: the file is untouched). Never raises for what the files hold."""
+    if kind != "xls":
+        return 0
+    if cells is None:
+        sheets = None
+    else:
+        sheets = {name[:SHEET_NAME_LIMIT] for name, found in cells.items()
+                  if any(value.__class__ is bool or value.__class__ is ErrorValue for value in found.values())}
+        if not sheets:
+            return 0
+    return guarded(lambda result, source: _mend(result, source, sheets), result, source,
+                   "the typed values of %s stay formulas: %r")
+
+
+def _mend(result: Path, source: Path, sheets: set[str] | None) -> int:
+    typed: list[Constants] = []  # the .xls's BOOLERR cells, read once a sheet has a formula they may explain
+
+    def constants() -> Constants:
+        if not typed:
+            typed.append(constants_of(source))
+        return typed[0]
+
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        for _, name, part in sheet_objects.worksheets(package):
+            if sheets is None or name[:SHEET_NAME_LIMIT] in sheets:
+                yield part, _valuing(name[:SHEET_NAME_LIMIT], constants)
+
+    return edit_parts(result, parts)
+
+
+def constants_of(source: Path) -> Constants:
+    """The BOOLERR cells of each sheet of the .xls ``source`` (BIFF8)."""
+    found: Constants = {}
+    for _, sheet, data, body, end in biff.records(source, {BIFF_BOOLERR}):
+        if sheet is not None and end - body >= 8:
+            row, column = struct.unpack_from("<HH", data, body)
+            found.setdefault(sheet[:SHEET_NAME_LIMIT], {})[sheet_objects.cell_name(row, column).encode()] = (
+                bool(data[body + 7]), data[body + 6])
+    return found
+
+
+def _valuing(sheet: str, constants: Callable[[], Constants]) -> PartEdit:
+    """The edit of sheet ``sheet``'s part that takes out the formulas LibreOffice made (``constants()``: the .xls's
+    BOOLERR cells, read when first asked for)."""
+    def edit(data: bytes, name: str) -> tuple[bytes, int]:
+        cuts = []
+        for match in MADE.finditer(data):
+            kind = CELL_TYPE.search(match.group(2))
+            text = match.group(4)
+            if kind is None:
+                continue
+            if not text:
+                if kind.group(1) != b'"e"':
+                    continue
+            else:
+                value, cell_type = VALUES[text]
+                if kind.group(1) != cell_type or constants().get(sheet, {}).get(match.group(1)) != value:
+                    continue
+            cuts.append((match.start(3), match.end(3), b""))
+        return spliced(data, cuts), len(cuts)
+    return edit

@@ -1,0 +1,141 @@
+"""TRUE, FALSE and errors typed into an .xls's cells (``docshift/engine/sheet_constants.py``).
+
+The suite's workbook is written by xlwt: typed booleans and each of Excel's seven errors (BOOLERR records), formulas
+whose results are a boolean or an error (``=TRUE``, ``=NA()``, ``=1/0``), a number and a text.
+"""
+
+import re
+import zipfile
+
+import openpyxl
+import pytest
+import xlwt
+from conftest import _soffice_save as soffice
+
+from docshift.engine import convert, sheet_constants
+from docshift.engine.inventory.common import ErrorValue
+
+ERRORS = {0x2A: "#N/A", 0x07: "#DIV/0!", 0x17: "#REF!", 0x0F: "#VALUE!", 0x00: "#NULL!", 0x1D: "#NAME?",
+          0x24: "#NUM!"}
+TYPED = ["TRUE", "FALSE", *ERRORS.values()]
+FORMULAS = ["=TRUE()", "=NA()", "=1/0"]
+FORMULA = re.compile(rb'<f aca="false">[^<]*</f>')
+
+
+@pytest.fixture(scope="module")
+def workbook(tmp_path_factory):
+    """The .xls: row 1 TRUE and FALSE typed, row 2 the seven errors typed, row 3 the three formulas, row 4 a number
+    and a text."""
+    path = tmp_path_factory.mktemp("constants") / "typed.xls"
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Typed")
+    sheet.write(0, 0, True)
+    sheet.write(0, 1, False)
+    for column, code in enumerate(ERRORS):
+        sheet.row(1).set_cell_error(column, code)
+    for column, formula in enumerate(("TRUE", "NA()", "1/0")):
+        sheet.write(2, column, xlwt.Formula(formula))
+    sheet.write(3, 0, 42)
+    sheet.write(3, 1, "text")
+    book.save(str(path))
+    return path
+
+
+def sheet_part(result):
+    with zipfile.ZipFile(result) as package:
+        return package.read("xl/worksheets/sheet1.xml")
+
+
+def cells_of(sheet):
+    return re.search(rb"<sheetData>.*</sheetData>", sheet, re.DOTALL).group(0)
+
+
+def read_back(result, outdir):
+    """The workbook's first sheet as LibreOffice reads ``result`` (its values calculated again): rows of texts."""
+    outdir.mkdir()
+    copy = outdir / "back.xlsx"
+    copy.write_bytes(result.read_bytes())
+    return [line.split(",") for line in soffice(copy, "csv", outdir).read_text().splitlines()]
+
+
+def test_typed_values_stay_values_and_formulas_stay_formulas(office, workbook, tmp_path):
+    """A plain soffice writes each typed value as a formula: TRUE(), FALSE(), NA(), and a formula of no text for
+    the six other errors, which LibreOffice reading the result back calculates to Err:520. docshift's result holds
+    each typed value alone, and each formula of the .xls as it was; the sheet's cells are the plain one's with the
+    typed values' formulas taken out, byte for byte (other mends write the sheet's print settings)."""
+    plain = soffice(workbook, "xlsx", tmp_path / "plain")
+    plain_sheet = sheet_part(plain)
+    made = FORMULA.findall(plain_sheet)
+    assert made[:9] == [b'<f aca="false">TRUE()</f>', b'<f aca="false">FALSE()</f>', b'<f aca="false">NA()</f>',
+                        *[b'<f aca="false"></f>'] * 6]
+    assert read_back(plain, tmp_path / "plain-back")[1][1:] == ["Err:520"] * 6
+
+    result = convert.convert(office, workbook, "xls", tmp_path / "work", 60).path
+    ours = sheet_part(result)
+    assert FORMULA.findall(ours) == made[9:] == [b'<f aca="false">TRUE()</f>', b'<f aca="false">NA()</f>',
+                                                 b'<f aca="false">1/0</f>']
+    assert cells_of(ours) == cells_of(FORMULA.sub(b"", plain_sheet, count=9))  # the typed values' come first
+    back = read_back(result, tmp_path / "back")
+    assert back[0][:2] + back[1][:7] == TYPED
+    assert back[2][:3] == ["TRUE", "#N/A", "#DIV/0!"] and back[3][:2] == ["42", "text"]
+
+    cells = openpyxl.load_workbook(result)["Typed"]
+    assert [cells.cell(1, column).value for column in (1, 2)] == [True, False]
+    assert [cells.cell(2, column).value for column in range(1, 8)] == list(ERRORS.values())
+    assert [cells.cell(3, column).value for column in range(1, 4)] == FORMULAS
+
+
+SHEET = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">'
+         '<c r="A1" s="1" t="b"><f aca="false">TRUE()</f><v>1</v></c>'
+         '<c r="B1" t="b"><f aca="false">FALSE()</f><v>0</v></c>'
+         '<c r="C1" s="2" t="e"><f aca="false">NA()</f><v>#N/A</v></c>'
+         '<c r="D1" s="2" t="e"><f aca="false"></f><v>#REF!</v></c>'
+         '<c r="E1" s="2" t="n"><f aca="false"></f><v>0</v></c>'
+         '</row></sheetData></worksheet>')
+
+
+def test_a_formula_goes_only_where_the_xls_typed_its_value():
+    """TRUE(), FALSE() and NA() go where the .xls has a BOOLERR of that value, and only there; a formula of no text
+    goes from an error cell whatever the .xls holds there, and stays in a cell of another type. The .xls's cells
+    are read only where a sheet has such a formula."""
+    data = SHEET.encode()
+    asked = []
+
+    def typed(cells):
+        def constants():
+            asked.append(1)
+            return {"Typed": cells}
+        return sheet_constants._valuing("Typed", constants)
+
+    everything = {b"A1": (False, 1), b"B1": (False, 0), b"C1": (True, 0x2A)}
+    written, count = typed(everything)(data, "xl/worksheets/sheet1.xml")
+    assert count == 4 and FORMULA.findall(written) == [b'<f aca="false"></f>']  # E1's, a number cell
+    assert written == data.replace(b'<f aca="false">TRUE()</f>', b"").replace(b'<f aca="false">FALSE()</f>', b"") \
+        .replace(b'<f aca="false">NA()</f>', b"").replace(b'<f aca="false"></f><v>#REF!', b"<v>#REF!")
+    # formulas of the .xls (no BOOLERR there), or a BOOLERR of another value: kept
+    written, count = typed({b"A1": (False, 0), b"C1": (True, 0x07)})(data, "xl/worksheets/sheet1.xml")
+    assert count == 1 and b"TRUE()" in written and b"FALSE()" in written and b"NA()" in written
+    assert b'<f aca="false"></f><v>#REF!' not in written
+    asked.clear()
+    plain = data.replace(b'<f aca="false">TRUE()</f>', b"").replace(b'<f aca="false">FALSE()</f>', b"") \
+        .replace(b'<f aca="false">NA()</f>', b"").replace(b'<f aca="false"></f>', b"")
+    assert typed(everything)(plain, "xl/worksheets/sheet1.xml") == (plain, 0) and not asked
+
+
+def test_the_typed_cells_of_the_xls_are_read(workbook):
+    """The BOOLERR records of each sheet: (whether an error, its value) by cell."""
+    found = sheet_constants.constants_of(workbook)
+    assert found == {"Typed": {b"A1": (False, 1), b"B1": (False, 0),
+                               **{f"{column}2".encode(): (True, code) for column, code in zip("ABCDEFG", ERRORS)}}}
+
+
+def test_a_workbook_without_typed_values_or_errors_is_left_unread(tmp_path, caplog):
+    """Where the inventory's cells hold no boolean and no error, no file is read: a missing one goes unnoticed. Where
+    they hold one, the files are read, and a missing one is logged, never raised."""
+    missing = tmp_path / "missing.xlsx"
+    assert sheet_constants.mend(missing, tmp_path / "missing.xls", "xls", {"Sheet1": {b"A1": 1.0, b"A2": "x"}}) == 0
+    assert sheet_constants.mend(missing, tmp_path / "missing.doc", "doc", None) == 0
+    assert not caplog.records
+    assert sheet_constants.mend(missing, tmp_path / "missing.xls", "xls", {"Sheet1": {b"A1": ErrorValue("#N/A")}}) \
+        == 0
+    assert [record.getMessage().startswith("the typed values of") for record in caplog.records] == [True]
