@@ -141,12 +141,13 @@ def stored_workbook(path, dtd, part):
 
 @pytest.mark.parametrize("prefix", ["", "x:"], ids=["libreoffice-layout", "prefixed"])
 def test_the_cells_an_array_formula_fills_are_formula_cells(tmp_path, prefix):
-    """Only an array formula's first cell has an ``<f>``; the others of its range hold its result too, and a
-    single-cell array adds nothing. Both the regular expression and expat read it so."""
+    """Only an array formula's or a data table's first cell has an ``<f>``; the others of its range hold its
+    results too, and a single-cell array adds nothing. Both the regular expression and expat read it so."""
     namespace = S.replace("xmlns=", f"xmlns:{prefix[:-1]}=") if prefix else S
     x = prefix
     rows = (f'<{x}row r="1"><{x}c r="B1"><{x}f t="array" ref="B1:C2">ROW(A1:B2)</{x}f><{x}v>1</{x}v></{x}c>'
             f'<{x}c r="C1"><{x}v>1</{x}v></{x}c><{x}c r="D1"><{x}f t="array" ref="D1:D1">1</{x}f><{x}v>1</{x}v></{x}c>'
+            f'<{x}c r="E1"><{x}f t="dataTable" ref="E1:E2" dt2D="0" dtr="0" r1="A1"/><{x}v>3</{x}v></{x}c>'
             f'</{x}row><{x}row r="2"><{x}c r="B2"><{x}v>2</{x}v></{x}c><{x}c r="C2"><{x}v>2</{x}v></{x}c>'
             f'<{x}c r="D2"><{x}v>2</{x}v></{x}c><{x}c r="E2"><{x}v>2</{x}v></{x}c></{x}row>')
     parts = {"xl/workbook.xml": f'<?xml version="1.0"?><workbook {S} {SHEET_ID}><sheets>'
@@ -157,7 +158,7 @@ def test_the_cells_an_array_formula_fills_are_formula_cells(tmp_path, prefix):
                                          f'</{x}sheetData></{x}worksheet>')
     held = inventory.of_result(package(tmp_path / "other.xlsx", parts), "xls")
     assert held.cells["Sheet1"][b"C2"] == 2.0
-    assert held.formulas["Sheet1"] == {b"B1", b"C1", b"B2", b"C2", b"D1"}
+    assert held.formulas["Sheet1"] == {b"B1", b"C1", b"B2", b"C2", b"D1", b"E1", b"E2"}
 
 
 @pytest.mark.parametrize("dtd", sorted(DTDS))

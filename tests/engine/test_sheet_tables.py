@@ -5,6 +5,7 @@ import re
 import struct
 import zipfile
 
+import openpyxl
 import pytest
 from conftest import _soffice_save as soffice
 from workbooks import with_workbook_stream
@@ -29,6 +30,8 @@ ROWS = [
 # each TABLE record's flags and input cells (rwInpRw, colInpRw, rwInpCol, colInpCol) as Excel writes them: LibreOffice
 # 25.2's own .xls export writes other cells there (it reads the one input as A3, not B3)
 EXCEL_TABLES = [(0x0000, (2, 1, 0, 0)), (0x000C, (9, 1, 8, 1))]
+# (row, column), 0-based, of the tables' cells: D3:D5 and D9:E11
+TABLE_CELLS = [(row, 3) for row in (2, 3, 4)] + [(row, column) for row in (8, 9, 10) for column in (3, 4)]
 
 
 def cell(value):
@@ -90,6 +93,28 @@ def test_a_data_table_is_written_as_excel_writes_one(office, loan, tmp_path):
     assert result["D9"] == '<f t="dataTable" ref="D9:E11" dt2D="1" dtr="1" r1="B10" r2="B9"/>'
     assert not any("TABLE(" in formula for formula in result.values()) and len(result) == 4  # and the two PMTs
     assert OPERATIONS.findall(soffice(converted.path, "fods", tmp_path / "read").read_text()) == legacy
+
+
+def test_each_cell_of_a_data_table_keeps_the_result_excel_stored(office, loan, tmp_path):
+    """LibreOffice calculates a data table again; where its result differs from what Excel stored (a function it
+    computes otherwise, an add-in's), the stored value goes back into the cell. Only a table's first cell keeps an
+    ``<f>``: the others are the table's cells all the same, and get theirs too."""
+    def stored(stream):  # each FORMULA record of a table's cell stores (row + 1) * 10 + column as its result
+        data, pos = bytearray(stream), 0
+        while pos + 4 <= len(data):
+            rec_type, length = struct.unpack_from("<HH", data, pos)
+            row, column = struct.unpack_from("<HH", data, pos + 4) if length >= 4 else (0, 0)
+            if rec_type == 0x0006 and (row, column) in TABLE_CELLS:
+                struct.pack_into("<d", data, pos + 10, (row + 1) * 10.0 + column)
+            pos += 4 + length
+        return bytes(data)
+
+    source = with_workbook_stream(loan, stored, tmp_path / "stored.xls")
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert converted.fidelity["complete"], converted.fidelity["lost"]
+    cells = openpyxl.load_workbook(converted.path, data_only=True)["Loan"]
+    assert {(row, column): cells.cell(row + 1, column + 1).value for row, column in TABLE_CELLS} == \
+        {(row, column): (row + 1) * 10.0 + column for row, column in TABLE_CELLS}
 
 
 def test_only_a_whole_rectangle_of_one_table_is_written():

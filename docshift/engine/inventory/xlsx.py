@@ -33,9 +33,9 @@ INLINE_TEXT = re.compile(rb"<t(?:\s[^>]*)?>([^<]*)</t>")
 PHONETIC = re.compile(rb"<rPh\b.*?</rPh>", re.S)
 SHARED_STRING = re.compile(rb"<si>(.*?)</si>|<si/>", re.S)
 HEADER_FOOTER = re.compile(rb"<odd(Header|Footer)>([^<]*)</odd(?:Header|Footer)>")
-ARRAY_RANGE = re.compile(rb'\bt="array"[^>]*\bref="([A-Z]{1,3})([0-9]{1,7}):([A-Z]{1,3})([0-9]{1,7})"')
+ARRAY_RANGE = re.compile(rb'\bt="(?:array|dataTable)"[^>]*\bref="([A-Z]{1,3})([0-9]{1,7}):([A-Z]{1,3})([0-9]{1,7})"')
 CELL_REF = re.compile(rb"([A-Z]{1,3})([0-9]{1,7})")
-ARRAY_LOOKS = 1_000_000  # cells looked at for the ranges of a sheet's array formulas, at most
+ARRAY_LOOKS = 1_000_000  # cells looked at for the ranges of a sheet's array formulas and data tables, at most
 DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(NS_S.encode()) + rb"\"")
 ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
 CONTROL = b"<control"
@@ -278,9 +278,10 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
 
 
 def _array_cells(arrays: list[tuple[bytes, ...]], cells: dict[bytes, Any]) -> set[bytes]:
-    """The cells of ``cells`` inside the ranges of array formulas (``(first column, row, last column, row)``):
-    each holds that formula's result, and only the range's first cell has an ``<f>``. Each range is looked at
-    cell by cell where it is smaller than the sheet, else the sheet's cells are; ARRAY_LOOKS in all."""
+    """The cells of ``cells`` inside the ranges of array formulas and data tables (``(first column, row, last
+    column, row)``): each holds a result of that formula, and only the range's first cell has an ``<f>``. Each
+    range is looked at cell by cell where it is smaller than the sheet, else the sheet's cells are; ARRAY_LOOKS in
+    all."""
     ranges = [(column_number(left), int(top), column_number(right), int(bottom)) for left, top, right, bottom in arrays]
     ranges = [bounds for bounds in ranges if bounds[0] != bounds[2] or bounds[1] != bounds[3]]
     if not ranges:
@@ -324,7 +325,7 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
             state["in"], state["v"] = "v", []
         elif tag == f:
             state["f"] = True
-            if attributes.get("t") == "array":
+            if attributes.get("t") in ("array", "dataTable"):
                 state["arrays"] += ARRAY_RANGE.findall(f't="array" ref="{attributes.get("ref", "")}"'.encode())
         elif tag == t and state["ref"] is not None:
             state["in"] = "t"
