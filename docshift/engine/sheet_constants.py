@@ -22,12 +22,11 @@ from typing import Any
 
 from docshift.engine import biff, sheet_objects
 from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
-from docshift.engine.inventory.common import ErrorValue
+from docshift.engine.inventory.common import SHEET_NAME_LIMIT, ErrorValue
 from docshift.engine.inventory.package import Package
 
 BIFF_BOOLERR = 0x0205
 NA = 0x2A  # the error code of #N/A
-SHEET_NAME_LIMIT = 31
 # a cell whose formula LibreOffice made of a typed value, as it writes one: its reference and attributes, the formula
 MADE = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"([^>]*)>(<f aca="false">(TRUE\(\)|FALSE\(\)|NA\(\)|)</f>)')
 # which typed value each such formula stands for: (whether it is an error, its value), and its cell's type
@@ -87,17 +86,15 @@ def _valuing(sheet: str, constants: Callable[[], Constants]) -> PartEdit:
     def edit(data: bytes, name: str) -> tuple[bytes, int]:
         cuts = []
         for match in MADE.finditer(data):
-            kind = CELL_TYPE.search(match.group(2))
-            text = match.group(4)
-            if kind is None:
+            typed, text = CELL_TYPE.search(match.group(2)), match.group(4)
+            if typed is None:
                 continue
-            if not text:
-                if kind.group(1) != b'"e"':
-                    continue
-            else:
+            if text:  # made of a BOOLERR of this value, or the .xls's own formula
                 value, cell_type = VALUES[text]
-                if kind.group(1) != cell_type or constants().get(sheet, {}).get(match.group(1)) != value:
-                    continue
-            cuts.append((match.start(3), match.end(3), b""))
+                made = typed.group(1) == cell_type and constants().get(sheet, {}).get(match.group(1)) == value
+            else:  # no formula at all, whatever the .xls holds there
+                made = typed.group(1) == b'"e"'
+            if made:
+                cuts.append((match.start(3), match.end(3), b""))
         return spliced(data, cuts), len(cuts)
     return edit
