@@ -1,23 +1,21 @@
-"""What an OOXML result holds, read from its XML as a stream: the facts that the output checks
-compare with what LibreOffice loaded from the source.
+"""What an OOXML result holds, read from its XML as a stream: the facts that the output checks compare with what
+LibreOffice loaded from the source.
 
-Loading the result again in LibreOffice told the same and cost as much as the conversion
-itself; the parts that carry the facts are read here instead, a chunk at a time, with nothing
-kept but the facts:
+Loading the result again in LibreOffice told the same and cost as much as the conversion itself; the parts that carry
+the facts are read here instead, a chunk at a time, with nothing kept but the facts:
 
-- ``.xlsx``: every sheet's name, in order, from ``xl/workbook.xml`` (chart sheets included);
+- ``.xlsx``: every sheet's name, in order, from ``xl/workbook.xml`` (chart sheets included; ``xstring``);
 - ``.pptx``: the slides of ``ppt/presentation.xml``'s slide list whose part is in the package;
-- ``.docx``: the characters of ``word/document.xml``'s text, counted per character, whitespace
-  left out: ``w:t`` and ``w:delText`` (LibreOffice keeps tracked deletions in its text), and the
-  characters that OOXML writes as elements (symbols, soft and non-breaking hyphens); and apart, those
-  of them in fields' results (``FieldResults``).
+- ``.docx``: the characters of ``word/document.xml``'s text, counted per character, whitespace left out: ``w:t`` and
+  ``w:delText`` (LibreOffice keeps tracked deletions in its text), and the characters that OOXML writes as elements
+  (symbols, soft and non-breaking hyphens); and apart, those of them in fields' results (``FieldResults``).
 
-A part that is missing, not well-formed XML, or declares a DTD (entity expansion) makes the
-result ``None``: it would not open. The package's directory has already been checked for its
-size (``convert.check_package``), and a member is never inflated past the size it declares.
+A part that is missing, not well-formed XML, or declares a DTD (entity expansion) makes the result ``None``: it would
+not open. The package's directory has already been checked for its size (``convert.check_package``), and a member is
+never inflated past the size it declares.
 
-Every other reader of a result's XML goes through ``stream`` too (``checked``, ``parse``), and whoever copies or
-reads a whole member does it with ``copy`` and ``read``: a chunk at a time, within what it declares.
+Every other reader of a result's XML goes through ``stream`` too (``checked``, ``parse``), and whoever copies or reads
+a whole member does it with ``copy`` and ``read``: a chunk at a time, within what it declares.
 """
 
 import os
@@ -55,6 +53,8 @@ ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
 TAG_END = re.compile(rb"\s*/?>")
 # what a value written into XML escapes besides & < >: in an attribute, the whitespace a reader would make a space
 TEXT_REFERENCES = {"\r": "&#13;"}
+# a character an ST_Xstring (a sheet's name, a cell's text) escapes: _x001C_ a control character, _x005F_ a "_"
+XSTRING_ESCAPE = re.compile(r"_x([0-9A-Fa-f]{4})_")
 ATTRIBUTE_REFERENCES = {'"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
 
 
@@ -275,12 +275,7 @@ def parser(name: str, unreadable: type[Exception], start: Callable[[str, dict[st
 
     made.StartDoctypeDeclHandler = no_dtd
     made.EntityDeclHandler = no_dtd
-    if start:
-        made.StartElementHandler = start
-    if end:
-        made.EndElementHandler = end
-    if text:
-        made.CharacterDataHandler = text
+    made.StartElementHandler, made.EndElementHandler, made.CharacterDataHandler = start, end, text
     made.buffer_text = True
     return made
 
@@ -324,12 +319,17 @@ def element_end(data: bytes, at: int, end_at: int, name: str) -> int:
     return tag_end.end() if tag_end.group().endswith(b"/>") else data.index(b">", end_at) + 1
 
 
+def xstring(text: str) -> str:
+    """The text of an OOXML ``ST_Xstring`` as written, its ``_xHHHH_`` escapes resolved."""
+    return XSTRING_ESCAPE.sub(lambda found: chr(int(found.group(1), 16)), text) if "_x" in text else text
+
+
 def _sheets(package: zipfile.ZipFile) -> list[str]:
     names = []
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{SPREADSHEET}{SEPARATOR}sheet":
-            names.append(attributes.get("name", ""))
+            names.append(xstring(attributes.get("name", "")))
 
     parse(package, FORMATS["xls"].main_part, start)
     return names

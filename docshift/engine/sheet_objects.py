@@ -138,7 +138,8 @@ def worksheets(package: Package) -> list[tuple[int, str, str]]:
     its part."""
     main = "xl/workbook.xml"
     names: list[tuple[str, str]] = []
-    package.parse(main, lambda tag, attrs: names.append((attrs.get("name", ""), attrs.get(f"{NS_R}{SEP}id", "")))
+    package.parse(main, lambda tag, attrs: names.append((ooxml.xstring(attrs.get("name", "")),
+                                                         attrs.get(f"{NS_R}{SEP}id", "")))
                   if tag == f"{NS_S}{SEP}sheet" else None)
     targets = package.relationships(main, required=True)
     found = [(index, name, targets.get(rid, ("", None))[1]) for index, (name, rid) in enumerate(names, 1)]

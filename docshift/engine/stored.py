@@ -122,7 +122,7 @@ def _sheet_parts(package: zipfile.ZipFile) -> dict[str | None, str]:
 
     def sheet(tag: str, attributes: dict[str, str]) -> None:
         if tag == SHEET:
-            sheets.append((attributes.get("name"), attributes.get(RELATIONSHIP)))
+            sheets.append((ooxml.xstring(attributes.get("name", "")), attributes.get(RELATIONSHIP)))
 
     def relationship(tag: str, attributes: dict[str, str]) -> None:
         if tag == PACKAGE_RELATIONSHIP:

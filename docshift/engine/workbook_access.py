@@ -62,7 +62,8 @@ def kept(data: bytes, name: str, very_hidden: set[str], sharing: dict[str, str])
 
     def edit(tag: str, attributes: dict[str, str]) -> dict[str, str | None] | None:
         nonlocal given
-        if tag == SHEET and attributes.get("name") in very_hidden and attributes.get("state") != "veryHidden":
+        if (tag == SHEET and ooxml.xstring(attributes.get("name", "")) in very_hidden
+                and attributes.get("state") != "veryHidden"):
             given += 1
             return {"state": "veryHidden"}
         if tag == SHARING and SHARING in found and (changes := {

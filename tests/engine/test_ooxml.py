@@ -45,8 +45,10 @@ def document(body):
 
 
 def test_sheets_in_order_with_chart_sheets_and_escaped_names(tmp_path):
-    xlsx = package(tmp_path / "a.xlsx", {"xl/workbook.xml": workbook("Data", "Chart1", "R&amp;D &lt;2024&gt;")})
-    assert facts(xlsx, "xls") == {"sheets": ["Data", "Chart1", "R&D <2024>"]}
+    """XML's escapes and OOXML's ``_xHHHH_`` ones (a control character; ``_x005F_`` an underscore) resolved."""
+    xlsx = package(tmp_path / "a.xlsx", {"xl/workbook.xml": workbook(
+        "Data", "Chart1", "R&amp;D &lt;2024&gt;", "c_x001C_d", "a_x005F_x0041_b", "_x00zz_")})
+    assert facts(xlsx, "xls") == {"sheets": ["Data", "Chart1", "R&D <2024>", "c\x1cd", "a_x0041_b", "_x00zz_"]}
 
 
 def test_sheets_of_another_namespace_are_not_counted(tmp_path):

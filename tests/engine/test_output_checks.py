@@ -236,3 +236,28 @@ def test_a_link_the_source_holds_is_kept(office, linked_doc, tmp_path):
     with zipfile.ZipFile(result) as package:
         rels = package.read("word/_rels/document.xml.rels").decode()
     assert 'TargetMode="External"' in rels and f"127.0.0.1:{port}" in rels
+
+
+def test_sheet_names_that_ooxml_escapes_pass_and_their_sheets_are_mended(office, tmp_path):
+    """A sheet name with a control character, or with a literal ``_x0041_``, is written with OOXML's ``_xHHHH_``
+    escapes (``_x001C_``; ``_x005F_`` for the underscore). The check reads them resolved, so the result is not
+    refused for a loss it does not have, and the mends that find a sheet by its .xls name find it: the TRUE
+    typed into the first sheet stays a value (``sheet_constants``)."""
+    import xlwt
+
+    from docshift.engine import ooxml
+    from docshift.engine.convert import convert
+
+    names = ["a_x0041_b", "c\x1cd", "plain"]
+    book = xlwt.Workbook()
+    for name in names:
+        book.add_sheet(name).write(0, 0, True)
+    book.save(str(tmp_path / "escaped.xls"))
+    converted = convert(office, tmp_path / "escaped.xls", "xls", tmp_path / "work", 60)
+    with zipfile.ZipFile(converted.path) as package:
+        listed = package.read("xl/workbook.xml").decode().lower()
+        sheets = [package.read(f"xl/worksheets/sheet{n}.xml") for n in (1, 2, 3)]
+    assert 'name="a_x005f_x0041_b"' in listed and 'name="c_x001c_d"' in listed
+    assert ooxml.facts(converted.path, "xls") == {"sheets": names}
+    assert [b"TRUE()" in sheet for sheet in sheets] == [False, False, False]
+    assert converted.fidelity["complete"], converted.fidelity["lost"]

@@ -9,6 +9,7 @@ import html
 import re
 from typing import Any
 
+from docshift.engine import ooxml
 from docshift.engine.inventory import sheet_controls
 from docshift.engine.inventory.common import (
     CHUNK,
@@ -37,7 +38,6 @@ ARRAY_RANGE = re.compile(rb'\bt="(?:array|dataTable)"[^>]*\bref="([A-Z]{1,3})([0
 CELL_REF = re.compile(rb"([A-Z]{1,3})([0-9]{1,7})")
 ARRAY_LOOKS = 1_000_000  # cells looked at for the ranges of a sheet's array formulas and data tables, at most
 DEFAULT_NAMESPACE = re.compile(rb"<(worksheet|sst)\s[^>]*xmlns=\"" + re.escape(NS_S.encode()) + rb"\"")
-ESCAPED_CHARACTER = re.compile(r"_x([0-9A-Fa-f]{4})_")
 CONTROL = b"<control"
 HYPERLINK = re.compile(rb"<hyperlink\b")
 DRAWN = re.compile(rb"<xdr:(?:sp|cxnSp|grpSp)[\s>]")
@@ -57,7 +57,7 @@ def read(package: Package, inventory: Inventory) -> None:
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         if tag == f"{NS_S}{SEP}sheet":
-            sheets.append((attributes.get("name", ""), attributes.get(f"{NS_R}{SEP}id")))
+            sheets.append((ooxml.xstring(attributes.get("name", "")), attributes.get(f"{NS_R}{SEP}id")))
         elif tag == f"{NS_S}{SEP}workbookPr":
             flags["date1904"] = attributes.get("date1904", "false").lower() in ("1", "true")
 
@@ -134,9 +134,7 @@ def _unescape(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if "&" in text:
         text = html.unescape(text)
-    if "_x" in text:
-        text = ESCAPED_CHARACTER.sub(lambda m: chr(int(m.group(1), 16)), text)
-    return text
+    return ooxml.xstring(text)
 
 
 def _shared_strings(package: Package, relationships: dict[str | None, tuple[str, str | None]]) -> list[str]:
@@ -195,7 +193,7 @@ def _shared_strings_expat(package: Package, name: str) -> list[str]:
             strings[-1].append(data)
 
     package.parse(name, start, end, text)
-    return [ESCAPED_CHARACTER.sub(lambda m: chr(int(m.group(1), 16)), "".join(parts)) for parts in strings]
+    return [ooxml.xstring("".join(parts)) for parts in strings]
 
 
 def _cell_value(kind: bytes, raw: bytes, strings: list[str]) -> Any:
