@@ -84,12 +84,16 @@ def _names_a_place(target: str) -> bool:
 
 def _written_in(target: str, written: _SourceText) -> bool:
     """Whether the legacy file writes ``target``, or a distinctive part of it (a host, folder or file name:
-    legacy files write paths in their own encodings, and LibreOffice rewrites them), in either encoding."""
-    for _ in range(3):  # LibreOffice escapes a '%' of the source again: "%2525" is a '%'
-        target = unquote(target)
-    target = target.lower().replace("\\", "/")
-    parts = [part for part in re.split(r"[/:]+", target) if part not in ("file", "http", "https", "..", ".")]
-    # the whole target comes last: where it is written, so is each of its parts, and a part is found sooner (a
+    legacy files write paths in their own encodings, and LibreOffice rewrites them), in either encoding.
+    LibreOffice escapes a '%' of the source again ("%2525" is a '%'), and a source that LibreOffice wrote holds a
+    path's '%' and '#' escaped once already ("%25", "%23"): each decoding of the target is looked for."""
+    decodings = [target]
+    for _ in range(3):
+        decodings.append(unquote(decodings[-1]))
+    targets = [decoded.lower().replace("\\", "/") for decoded in reversed(decodings)]
+    parts = [part for target in targets for part in re.split(r"[/:]+", target)
+             if part not in ("file", "http", "https", "..", ".")]
+    # the whole targets come last: where one is written, so is each of its parts, and a part is found sooner (a
     # search that finds nothing reads the whole file, and a workbook may link hundreds of others)
-    forms = dict.fromkeys([*parts, *(part.rsplit(".", 1)[0] for part in parts), target])
+    forms = dict.fromkeys([*parts, *(part.rsplit(".", 1)[0] for part in parts), *targets])
     return any(len(form) >= SHORTEST_TARGET and written.holds(form) for form in forms)

@@ -261,3 +261,25 @@ def test_sheet_names_that_ooxml_escapes_pass_and_their_sheets_are_mended(office,
     assert ooxml.facts(converted.path, "xls") == {"sheets": names}
     assert [b"TRUE()" in sheet for sheet in sheets] == [False, False, False]
     assert converted.fidelity["complete"], converted.fidelity["lost"]
+
+
+def test_an_external_workbook_in_a_source_libreoffice_wrote_is_explained(office, tmp_path):
+    """An .xls that LibreOffice wrote holds an external workbook's path with its '#' and '%' escaped once
+    ("Kosten%231", "Plan%25"), and its .xlsx escapes that '%' again ("Kosten%2525231"). Each decoding of the
+    target is looked for, so the link is explained and kept, where the fully decoded path ("Kosten#1") alone was
+    not in the source and the workbook was refused as output_invalid."""
+    from conftest import _soffice_save, flat_odf
+
+    from docshift.engine.convert import convert
+
+    cell = ("<table:table table:name=\"Sheet1\"><table:table-row><table:table-cell table:formula=\"of:=['file:///"
+            "srv/share/Kosten%25231/Plan%2525(9712).xls'#$Sheet1.A1]\" office:value-type=\"float\" office:value=\"7\">"
+            "<text:p>7</text:p></table:table-cell></table:table-row></table:table>")
+    formulas = 'xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" '  # the namespace of the formula's "of:"
+    (tmp_path / "linked.fods").write_text(flat_odf("spreadsheet", cell).replace("xmlns:", formulas + "xmlns:", 1))
+    source = _soffice_save(tmp_path / "linked.fods", "xls", tmp_path)
+    assert b"Kosten%231\x03Plan%25(9712).xls" in source.read_bytes()
+    result = convert(office, source, "xls", tmp_path / "work", 60).path
+    with zipfile.ZipFile(result) as package:
+        rels = package.read("xl/externalLinks/_rels/externalLink1.xml.rels").decode()
+    assert '/srv/share/Kosten%2525231/Plan%252525(9712).xls" TargetMode="External"' in rels
