@@ -923,6 +923,26 @@ def test_an_excel_95_workbook_of_a_code_page_python_does_not_know_is_read_whole(
     assert held.counts["headers_footers"] == 1 and held.where["headers_footers"] == ["sheet 'Sheet' header"]
 
 
+def test_an_excel_95_workbook_that_says_utf_16_reads_as_libreoffice_reads_it(tmp_path):
+    """CODEPAGE 1200 (UTF-16) is BIFF8's; Gnumeric writes it into its Excel 95 workbooks too, whose strings are
+    8-bit. LibreOffice reads them in Windows-1252, and so does the inventory: its sheet, its cell's text and its
+    header, where UTF-16 made "Sheet" into two Chinese characters and the report called the sheet missing."""
+    from docshift.engine import cfb
+
+    text = "price 100\u20ac"
+    source = tmp_path / "gnumeric.xls"
+    stream = _biff5_without_code_page(text, code_page=1200, header="&CTitle")
+    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Book", data=stream)])))
+    held = inventory.of_source(source, "xls")
+    assert held.sheets == ["Sheet"] and held.cells["Sheet"][b"A1"] == text
+    assert held.where["headers_footers"] == ["sheet 'Sheet' header"]
+    _soffice([source], "xlsx", tmp_path / "result")
+    result = inventory.of_result(tmp_path / "result" / "gnumeric.xlsx", "xls")
+    assert result.sheets == ["Sheet"] and result.cells["Sheet"][b"A1"] == text
+    fidelity = inventory.report(held, result)
+    assert fidelity["complete"] is True, fidelity["lost"]
+
+
 def test_a_compound_file_that_does_not_open_leaves_nothing_to_close(tmp_path):
     """A path that does not open raises; the half-made reader, collected later, raises nothing from olefile's
     destructor (CI saw one fail an unrelated test as an unraisable exception)."""

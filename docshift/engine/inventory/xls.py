@@ -136,8 +136,9 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 book.sharing = xls_views.sharing(data[body:end], _string(data, body + 4, end, True, codepage, 2))
             elif rec_type == BIFF_CODEPAGE and length >= 2:
                 number = struct.unpack_from("<H", data, body)[0]
-                codepage = "utf_16_le" if number == 1200 else "cp1252" if number in (0x8000, 0x8001, 1252) \
-                    else f"cp{number}"
+                # 1200 (UTF-16) is BIFF8's own; an earlier workbook that says it (Gnumeric's Excel 95 files) has
+                # its 8-bit strings read as Windows-1252 by LibreOffice, as every other unknown one
+                codepage = "cp1252" if number in (1200, 0x8000, 0x8001, 1252) else f"cp{number}"
             elif rec_type == BIFF_FILEPASS:
                 book.encrypted = True
             elif rec_type == BIFF_NAME and length >= 15 and biff8:  # Lbl: its name's length at 3, the name at 14
@@ -342,10 +343,13 @@ def _cells(workbook: bytes, inventory: Inventory) -> None:
     sector chain that loops for ever (a fuzzed workbook grew the worker to 8 GB), and reads the file a second time."""
     import xlrd
     try:
-        book = xlrd.open_workbook(file_contents=workbook, logfile=_Discard(), ragged_rows=True)
-        if book.biff_version < 80 and book.codepage is None:
-            # before BIFF8 a string's bytes are in the CODEPAGE record's code page; without one Excel takes the
-            # system's, Windows-1252 in the West, as LibreOffice does (xlrd takes Latin-1: 0x80-0x9F differ)
+        try:
+            book = xlrd.open_workbook(file_contents=workbook, logfile=_Discard(), ragged_rows=True)
+            windows = book.biff_version < 80 and book.codepage in (None, 1200)
+        except UnicodeDecodeError:  # 8-bit strings read as BIFF8's UTF-16, which an Excel 95 file may declare
+            windows = True
+        if windows:  # before BIFF8 a string's bytes are in the CODEPAGE record's code page; without one (or with
+            # UTF-16's) Excel in the West and LibreOffice take Windows-1252 (xlrd Latin-1: 0x80-0x9F differ)
             book = xlrd.open_workbook(file_contents=workbook, logfile=_Discard(), ragged_rows=True,
                                       encoding_override="cp1252")
     except Exception:  # encrypted, damaged, not BIFF: the cells are unknown
