@@ -8,10 +8,16 @@ error: LibreOffice reading the result back shows Err:520 in each such cell, and 
 typed value alone: ``<c t="e"><v>#DIV/0!</v></c>``). Of 685 workbooks of the corpus and POI's and LibreOffice's
 tests, 30 held such errors (5,339 cells) and 30 such booleans (1,795 cells). A plain ``soffice`` does the same.
 
+LibreOffice does not read an .xls formula that is one error constant either, other than ``=#N/A``: ``=#DIV/0!``
+(a PtgErr token alone, as LibreOffice's own .xls export writes a formula whose expression it lost) comes out as a
+formula of no text, with #N/A for its value, where the .xls stored #DIV/0!.
+
 ``mend`` takes the formula out of each cell that holds a BOOLERR in the .xls where the formula is the one
-LibreOffice made of its value, so that the cell holds the value alone; and out of any other error cell whose formula
-has no text (a formula whose cached result is an error and whose expression LibreOffice did not read): its cached
-value stays. A formula the .xls holds (``=TRUE()``, ``=NA()``) stays. Every other byte stays as LibreOffice wrote it.
+LibreOffice made of its value, so that the cell holds the value alone. A formula of no text where the .xls holds an
+error constant's formula gets that constant back as its text (``stored.py`` then writes the .xls's stored value).
+Any other error cell's formula of no text (a formula whose expression LibreOffice did not read) comes out: its
+cached value stays. A formula the .xls holds (``=TRUE()``, ``=NA()``) stays. Every other byte stays as LibreOffice
+wrote it.
 """
 
 import re
@@ -24,15 +30,18 @@ from docshift.engine import biff, sheet_objects
 from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
 from docshift.engine.inventory.common import SHEET_NAME_LIMIT, ErrorValue
 from docshift.engine.inventory.package import Package
+from docshift.engine.inventory.xls import XL_ERRORS
 
-BIFF_BOOLERR = 0x0205
+BIFF_BOOLERR, BIFF_FORMULA = 0x0205, 0x0006
+PTG_ERR = 0x1C  # a formula token: one error constant
 NA = 0x2A  # the error code of #N/A
+BOOLEAN, ERROR, ERROR_FORMULA = "boolean", "error", "error formula"  # a BOOLERR's two kinds; a formula =#DIV/0!
 # a cell whose formula LibreOffice made of a typed value, as it writes one: its reference and attributes, the formula
 MADE = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"([^>]*)>(<f aca="false">(TRUE\(\)|FALSE\(\)|NA\(\)|)</f>)')
 # which typed value each such formula stands for: (whether it is an error, its value), and its cell's type
-VALUES = {b"TRUE()": ((False, 1), b'"b"'), b"FALSE()": ((False, 0), b'"b"'), b"NA()": ((True, NA), b'"e"')}
+VALUES = {b"TRUE()": ((BOOLEAN, 1), b'"b"'), b"FALSE()": ((BOOLEAN, 0), b'"b"'), b"NA()": ((ERROR, NA), b'"e"')}
 CELL_TYPE = re.compile(rb'\st=("[a-z]+")')
-Constants = dict[str, dict[bytes, tuple[bool, int]]]  # {sheet name: {b"B2": (whether an error, its value)}}
+Constants = dict[str, dict[bytes, tuple[str, int]]]  # {sheet name: {b"B2": (BOOLEAN, ERROR or ERROR_FORMULA, value)}}
 
 
 def mend(result: Path, source: Path, kind: str, cells: Mapping[str, Mapping[bytes, Any]] | None) -> int:
@@ -70,31 +79,39 @@ def _mend(result: Path, source: Path, sheets: set[str] | None) -> int:
 
 
 def constants_of(source: Path) -> Constants:
-    """The BOOLERR cells of each sheet of the .xls ``source`` (BIFF8)."""
+    """The BOOLERR cells of each sheet of the .xls ``source`` (BIFF8), and its formulas of one error constant."""
     found: Constants = {}
-    for _, sheet, data, body, end in biff.records(source, {BIFF_BOOLERR}):
-        if sheet is not None and end - body >= 8:
-            row, column = struct.unpack_from("<HH", data, body)
-            found.setdefault(sheet[:SHEET_NAME_LIMIT], {})[sheet_objects.cell_name(row, column).encode()] = (
-                bool(data[body + 7]), data[body + 6])
+    for record, sheet, data, body, end in biff.records(source, {BIFF_BOOLERR, BIFF_FORMULA}):
+        if sheet is None or end - body < 8:
+            continue
+        if record == BIFF_BOOLERR:
+            value = (ERROR if data[body + 7] else BOOLEAN, data[body + 6])
+        elif end - body >= 24 and data[body + 20:body + 23] == bytes((2, 0, PTG_ERR)):  # 2 bytes of tokens: PtgErr
+            value = (ERROR_FORMULA, data[body + 23])
+        else:
+            continue
+        row, column = struct.unpack_from("<HH", data, body)
+        found.setdefault(sheet[:SHEET_NAME_LIMIT], {})[sheet_objects.cell_name(row, column).encode()] = value
     return found
 
 
 def _valuing(sheet: str, constants: Callable[[], Constants]) -> PartEdit:
-    """The edit of sheet ``sheet``'s part that takes out the formulas LibreOffice made (``constants()``: the .xls's
-    BOOLERR cells, read when first asked for)."""
+    """The edit of sheet ``sheet``'s part that takes out the formulas LibreOffice made, and gives an error constant's
+    formula its text (``constants()``: the .xls's BOOLERR cells and such formulas, read when first asked for)."""
     def edit(data: bytes, name: str) -> tuple[bytes, int]:
         cuts = []
         for match in MADE.finditer(data):
             typed, text = CELL_TYPE.search(match.group(2)), match.group(4)
             if typed is None:
                 continue
+            held = constants().get(sheet, {}).get(match.group(1)) if text or typed.group(1) == b'"e"' else None
             if text:  # made of a BOOLERR of this value, or the .xls's own formula
                 value, cell_type = VALUES[text]
-                made = typed.group(1) == cell_type and constants().get(sheet, {}).get(match.group(1)) == value
-            else:  # no formula at all, whatever the .xls holds there
-                made = typed.group(1) == b'"e"'
-            if made:
+                if typed.group(1) == cell_type and held == value:
+                    cuts.append((match.start(3), match.end(3), b""))
+            elif held is not None and held[0] == ERROR_FORMULA and held[1] in XL_ERRORS:  # =#DIV/0!: its text
+                cuts.append((match.start(4), match.end(4), XL_ERRORS[held[1]].encode()))
+            elif typed.group(1) == b'"e"':  # no formula at all, whatever else the .xls holds there
                 cuts.append((match.start(3), match.end(3), b""))
         return spliced(data, cuts), len(cuts)
     return edit

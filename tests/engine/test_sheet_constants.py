@@ -20,6 +20,7 @@ ERRORS = {0x2A: "#N/A", 0x07: "#DIV/0!", 0x17: "#REF!", 0x0F: "#VALUE!", 0x00: "
 TYPED = ["TRUE", "FALSE", *ERRORS.values()]
 FORMULAS = ["=TRUE()", "=NA()", "=1/0"]
 FORMULA = re.compile(rb'<f aca="false">[^<]*</f>')
+BOOLEAN, ERROR, ERROR_FORMULA = sheet_constants.BOOLEAN, sheet_constants.ERROR, sheet_constants.ERROR_FORMULA
 
 
 @pytest.fixture(scope="module")
@@ -91,13 +92,14 @@ SHEET = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006
          '<c r="C1" s="2" t="e"><f aca="false">NA()</f><v>#N/A</v></c>'
          '<c r="D1" s="2" t="e"><f aca="false"></f><v>#REF!</v></c>'
          '<c r="E1" s="2" t="n"><f aca="false"></f><v>0</v></c>'
+         '<c r="F1" s="2" t="e"><f aca="false"></f><v>#N/A</v></c>'
          '</row></sheetData></worksheet>')
 
 
 def test_a_formula_goes_only_where_the_xls_typed_its_value():
     """TRUE(), FALSE() and NA() go where the .xls has a BOOLERR of that value, and only there; a formula of no text
-    goes from an error cell whatever the .xls holds there, and stays in a cell of another type. The .xls's cells
-    are read only where a sheet has such a formula."""
+    gets its text where the .xls holds a formula of one error constant, goes from any other error cell, and stays
+    in a cell of another type. The .xls's cells are read only where a sheet has such a formula."""
     data = SHEET.encode()
     asked = []
 
@@ -107,15 +109,16 @@ def test_a_formula_goes_only_where_the_xls_typed_its_value():
             return {"Typed": cells}
         return sheet_constants._valuing("Typed", constants)
 
-    everything = {b"A1": (False, 1), b"B1": (False, 0), b"C1": (True, 0x2A)}
+    everything = {b"A1": (BOOLEAN, 1), b"B1": (BOOLEAN, 0), b"C1": (ERROR, 0x2A), b"F1": (ERROR_FORMULA, 0x07)}
     written, count = typed(everything)(data, "xl/worksheets/sheet1.xml")
-    assert count == 4 and FORMULA.findall(written) == [b'<f aca="false"></f>']  # E1's, a number cell
+    assert count == 5 and FORMULA.findall(written) == [b'<f aca="false"></f>', b'<f aca="false">#DIV/0!</f>']
     assert written == data.replace(b'<f aca="false">TRUE()</f>', b"").replace(b'<f aca="false">FALSE()</f>', b"") \
-        .replace(b'<f aca="false">NA()</f>', b"").replace(b'<f aca="false"></f><v>#REF!', b"<v>#REF!")
-    # formulas of the .xls (no BOOLERR there), or a BOOLERR of another value: kept
-    written, count = typed({b"A1": (False, 0), b"C1": (True, 0x07)})(data, "xl/worksheets/sheet1.xml")
-    assert count == 1 and b"TRUE()" in written and b"FALSE()" in written and b"NA()" in written
-    assert b'<f aca="false"></f><v>#REF!' not in written
+        .replace(b'<f aca="false">NA()</f>', b"").replace(b'<f aca="false"></f><v>#REF!', b"<v>#REF!") \
+        .replace(b'<f aca="false"></f><v>#N/A', b'<f aca="false">#DIV/0!</f><v>#N/A')  # stored.py writes its value
+    # formulas of the .xls (no BOOLERR there: =#N/A is an error formula), or a BOOLERR of another value: kept
+    written, count = typed({b"A1": (BOOLEAN, 0), b"C1": (ERROR_FORMULA, 0x2A)})(data, "xl/worksheets/sheet1.xml")
+    assert count == 2 and b"TRUE()" in written and b"FALSE()" in written and b"NA()" in written
+    assert b'<f aca="false"></f><v>#' not in written
     asked.clear()
     plain = data.replace(b'<f aca="false">TRUE()</f>', b"").replace(b'<f aca="false">FALSE()</f>', b"") \
         .replace(b'<f aca="false">NA()</f>', b"").replace(b'<f aca="false"></f>', b"")
@@ -125,8 +128,8 @@ def test_a_formula_goes_only_where_the_xls_typed_its_value():
 def test_the_typed_cells_of_the_xls_are_read(workbook):
     """The BOOLERR records of each sheet: (whether an error, its value) by cell."""
     found = sheet_constants.constants_of(workbook)
-    assert found == {"Typed": {b"A1": (False, 1), b"B1": (False, 0),
-                               **{f"{column}2".encode(): (True, code) for column, code in zip("ABCDEFG", ERRORS)}}}
+    assert found == {"Typed": {b"A1": (BOOLEAN, 1), b"B1": (BOOLEAN, 0),
+                               **{f"{column}2".encode(): (ERROR, code) for column, code in zip("ABCDEFG", ERRORS)}}}
 
 
 def test_a_workbook_without_typed_values_or_errors_is_left_unread(tmp_path, caplog):
@@ -139,3 +142,57 @@ def test_a_workbook_without_typed_values_or_errors_is_left_unread(tmp_path, capl
     assert sheet_constants.mend(missing, tmp_path / "missing.xls", "xls", {"Sheet1": {b"A1": ErrorValue("#N/A")}}) \
         == 0
     assert [record.getMessage().startswith("the typed values of") for record in caplog.records] == [True]
+
+
+@pytest.fixture(scope="module")
+def error_formulas(tmp_path_factory):
+    """An .xls whose A1 is the formula =#DIV/0! and B1 =#REF! (one PtgErr token each, the .xls's stored result
+    that error), C1 =#N/A and D1 =1/0. xlwt writes =1/0 in each; its tokens are then replaced."""
+    import struct
+
+    import olefile
+
+    from docshift.engine import cfb
+
+    folder = tmp_path_factory.mktemp("error-formulas")
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Errors")
+    for column in range(4):
+        sheet.write(0, column, xlwt.Formula("1/0"))
+    book.save(str(folder / "written.xls"))
+    with olefile.OleFileIO(str(folder / "written.xls")) as ole:
+        data = ole.openstream("Workbook").read()
+    out, pos, codes = [], 0, {0: 0x07, 1: 0x17, 2: 0x2A}
+    while pos + 4 <= len(data):
+        kind, length = struct.unpack_from("<HH", data, pos)
+        body = data[pos + 4:pos + 4 + length]
+        column = struct.unpack_from("<H", body, 2)[0] if kind == 0x0006 else None
+        if column in codes:  # its result an error (2, 0, code), then its token: PtgErr and the code
+            body = body[:6] + bytes((2, 0, codes[column], 0, 0, 0, 0xFF, 0xFF)) + body[14:20] + \
+                bytes((2, 0, 0x1C, codes[column]))
+        out.append(struct.pack("<HH", kind, len(body)) + body)
+        pos += 4 + length
+    path = folder / "errors.xls"
+    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=b"".join(out))])))
+    return path
+
+
+def test_a_formula_of_one_error_constant_keeps_its_text_and_its_stored_value(office, error_formulas, tmp_path):
+    """LibreOffice 25.2 reads =#N/A as NA(), but any other formula of one error constant as a formula of no text
+    whose value is #N/A, where the .xls stored #DIV/0! or #REF!: a plain soffice's result holds those. docshift's
+    holds each formula with its text and the stored error, as LibreOffice and openpyxl read it back; the report is
+    complete."""
+    assert sheet_constants.constants_of(error_formulas) == {"Errors": {
+        b"A1": (ERROR_FORMULA, 0x07), b"B1": (ERROR_FORMULA, 0x17), b"C1": (ERROR_FORMULA, 0x2A)}}
+    plain = FORMULA.findall(sheet_part(soffice(error_formulas, "xlsx", tmp_path / "plain")))
+    assert plain == [b'<f aca="false"></f>', b'<f aca="false"></f>', b'<f aca="false">NA()</f>',
+                     b'<f aca="false">1/0</f>']
+
+    converted = convert.convert(office, error_formulas, "xls", tmp_path / "work", 60)
+    cells = re.findall(rb'<c r="[A-D]1"[^>]*>(.*?)</c>', sheet_part(converted.path))
+    assert cells == [b'<f aca="false">#DIV/0!</f><v>#DIV/0!</v>', b'<f aca="false">#REF!</f><v>#REF!</v>',
+                     b'<f aca="false">NA()</f><v>#N/A</v>', b'<f aca="false">1/0</f><v>#DIV/0!</v>']
+    assert read_back(converted.path, tmp_path / "back")[0][:4] == ["#DIV/0!", "#REF!", "#N/A", "#DIV/0!"]
+    row = openpyxl.load_workbook(converted.path)["Errors"][1]
+    assert [cell.value for cell in row[:4]] == ["=#DIV/0!", "=#REF!", "=NA()", "=1/0"]
+    assert converted.fidelity["complete"], converted.fidelity["lost"]
