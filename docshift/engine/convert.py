@@ -189,8 +189,10 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # the parts that the inventory read are not read again; where it could not tell, the check reads them itself
     check_content(loaded, held.facts() or ooxml.facts(result, kind), source)
     # what the legacy file itself holds, not what LibreOffice loaded: a part dropped on load shows too
-    if kind == "xls" and stored.restore(result, holds, held):
-        held = inventory.of_result(result, kind)
+    if kind == "xls":
+        holds = stored.settled(source, holds, held)  # less what Excel calculates again as it opens the file
+        if stored.restore(result, holds, held):
+            held = inventory.of_result(result, kind)
     fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == Macros.REMOVE,
                                 loaded=loaded.get("parts"))
     if salvaged is not None:

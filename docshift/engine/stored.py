@@ -9,20 +9,35 @@ cell's value in the result differs from what Excel stored (calls of VBA user-def
 functions, add-in functions, stale results, functions LibreOffice computes otherwise), the
 stored value is written into that cell's ``<v>``, its formula kept. Readers of cached values
 then see what the source showed.
+
+A stored result is not what Excel shows where the writer never calculated it and Excel calculates
+it as it opens the file: every formula of a sheet with an UNCALCED record (Apache POI's forced
+recalculation), and a 0 stored for a FORMULA record marked to be calculated always
+(``fAlwaysCalc``): writers that never calculate, such as Perl's Spreadsheet::WriteExcel, mark
+every formula so and store 0. (Excel marks volatile formulas and LibreOffice its data tables so
+too, with the results they calculated: those stay.) ``settled`` leaves those cells out of the
+source's inventory: LibreOffice's result stays, and the report does not compare them.
 """
 
+import dataclasses
+import logging
 import math
 import posixpath
 import re
+import struct
 import zipfile
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from docshift.engine import inventory, ooxml
-from docshift.engine.inventory.common import MAX_PART, column_number
+import olefile
+
+from docshift.engine import biff, inventory, ooxml, sheet_objects
+from docshift.engine.embedding import ERRORS
+from docshift.engine.inventory.common import MAX_PART, Unreadable, column_number
 from docshift.engine.inventory.xls import NOT_A_NUMBER  # the error Excel shows for a number it cannot hold
 
+log = logging.getLogger(__name__)
 SHEET = f"{ooxml.SPREADSHEET}{ooxml.SEPARATOR}sheet"
 RELATIONSHIP = f"{ooxml.RELATIONSHIPS}{ooxml.SEPARATOR}id"
 PACKAGE_RELATIONSHIP = f"{ooxml.PACKAGE_RELATIONSHIPS}{ooxml.SEPARATOR}Relationship"
@@ -33,6 +48,45 @@ VALUE = re.compile(rb"<v>.*?</v>|<v/>|<is>.*?</is>", re.DOTALL)
 ROW = re.compile(rb'<row r="([0-9]+)"([^>]*?)(?:/>|>(.*?)</row>)', re.DOTALL)
 REF = re.compile(rb"([A-Z]+)([0-9]+)")
 SHEET_DATA_EMPTY = re.compile(rb"<sheetData\s*/>")
+
+
+BIFF_FORMULA, BIFF_UNCALCED = 0x0006, 0x005E
+ALWAYS_CALCULATED = 0x0001  # a FORMULA record's fAlwaysCalc
+
+
+def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory) -> inventory.Inventory:
+    """The inventory of the .xls at ``path`` without the formula cells that LibreOffice calculated otherwise and
+    whose stored result no program calculated, which Excel calculates as it opens the file (``source`` itself where
+    there are none). The file's records are read only where a formula's result differs."""
+    found = differing(source, result)
+    if not found:
+        return source
+    again: dict[str, set[bytes]] = {}
+    if not olefile.isOleFile(str(path)):
+        return source
+    try:
+        for record, sheet, data, body, end in biff.records(path, {BIFF_FORMULA, BIFF_UNCALCED}):
+            wanted = found.get((sheet or "")[:inventory.SHEET_NAME_LIMIT])
+            if wanted is None:
+                continue
+            if record == BIFF_UNCALCED:
+                again.setdefault(sheet[:inventory.SHEET_NAME_LIMIT], set()).update(wanted)  # type: ignore[index]
+            elif end - body >= 16 and struct.unpack_from("<H", data, body + 14)[0] & ALWAYS_CALCULATED:
+                row, column = struct.unpack_from("<HH", data, body)
+                ref = sheet_objects.cell_name(row, column).encode()
+                if ref in wanted and type(wanted[ref]) is float and wanted[ref] == 0:  # a writer's placeholder
+                    again.setdefault(sheet[:inventory.SHEET_NAME_LIMIT], set()).add(ref)  # type: ignore[index]
+    except Unreadable:
+        return source
+    except ERRORS as error:
+        log.warning("the formulas of %s that Excel calculates on load are unknown: %r", path, error)
+        return source
+    if not again:
+        return source
+    cells = {sheet: {ref: value for ref, value in held.items()
+                     if ref not in again.get(sheet[:inventory.SHEET_NAME_LIMIT], ())}
+             for sheet, held in (source.cells or {}).items()}
+    return dataclasses.replace(source, cells=cells)
 
 
 def differing(source: inventory.Inventory, result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:

@@ -287,6 +287,58 @@ def test_formula_results_are_the_stored_ones(office, source, tmp_path):
     theirs.vba_archive.close()  # openpyxl leaves its in-memory zip open: closed at collection, it warns
 
 
+def calculated_on_load(path):
+    """An .xls as writers that never calculate leave one. Sheet "Calc": A1 2, B1 3, C1 =A1*B1 stored 0 and marked
+    to be calculated always and on load (Spreadsheet::WriteExcel marks every formula so), D1 =A1+B1 with a stale
+    result of 99 that Excel stored, unmarked. Sheet "Forced": A1 4, B1 =A1*10 stored 0, and an UNCALCED record
+    (Apache POI's forced recalculation)."""
+    import xlwt
+
+    book = xlwt.Workbook()
+    calc, forced = book.add_sheet("Calc"), book.add_sheet("Forced")
+    calc.write(0, 0, 2)
+    calc.write(0, 1, 3)
+    calc.write(0, 2, xlwt.Formula("A1*B1"))
+    calc.write(0, 3, xlwt.Formula("A1+B1"))
+    forced.write(0, 0, 4)
+    forced.write(0, 1, xlwt.Formula("A1*10"))
+    book.save(str(path))
+    with olefile.OleFileIO(str(path)) as ole:
+        data = ole.openstream("Workbook").read()
+    out, pos, sheets = [], 0, 0  # sheets: the BOF records so far, the globals' the first
+    while pos + 4 <= len(data):
+        kind, length = struct.unpack_from("<HH", data, pos)
+        body = data[pos + 4:pos + 4 + length]
+        if kind == 0x0006:  # a FORMULA: its stored result, then its flags
+            stored, flags = (99.0, 0) if (sheets, body[2]) == (2, 3) else (0.0, 3 if sheets == 2 else 0)
+            body = body[:6] + struct.pack("<dH", stored, flags) + body[16:]
+        out.append(struct.pack("<HH", kind, len(body)) + body)
+        if kind == 0x0809:
+            sheets += 1
+            if sheets == 3:  # the last sheet's BOF: UNCALCED right after it moves no sheet's offset
+                out.append(struct.pack("<HHH", 0x005E, 2, 0))
+        pos += 4 + length
+    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=b"".join(out))])))
+    return path
+
+
+def test_formulas_excel_calculates_on_load_keep_libreoffices_results(office, tmp_path):
+    """A stored result is what Excel shows unless no program calculated it and Excel does as it opens the file:
+    a 0 stored for a FORMULA marked to be calculated always, every formula of a sheet with an UNCALCED record.
+    There LibreOffice's results stay, as in a plain soffice's result (6 and 40, where the .xls stored 0), and the
+    report does not compare them; a stale result the .xls stored for an unmarked formula is still what the result
+    holds (99, where LibreOffice gives 5)."""
+    source = calculated_on_load(tmp_path / "recalculated.xls")
+    plain = openpyxl.load_workbook(soffice(source, "xlsx", tmp_path / "plain"), data_only=True)
+    assert [plain["Calc"][ref].value for ref in ("C1", "D1")] == [6, 5] and plain["Forced"]["B1"].value == 40
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    theirs = openpyxl.load_workbook(converted.path, data_only=True)
+    assert [theirs["Calc"][ref].value for ref in ("C1", "D1")] == [6, 99] and theirs["Forced"]["B1"].value == 40
+    assert converted.fidelity["complete"], converted.fidelity["lost"]
+    formulas = openpyxl.load_workbook(converted.path)
+    assert [formulas["Calc"]["C1"].value, formulas["Forced"]["B1"].value] == ["=A1*B1", "=A1*10"]
+
+
 def test_an_array_formula_keeps_the_results_stored_in_each_of_its_cells(office, tmp_path):
     """An array formula's result fills a range; only its first cell has an ``<f>`` in the .xlsx, the others only
     a ``<v>``. Those keep what Excel stored too (POI's ``Trend.xls``: 19 cells of a TREND were #VALUE!)."""
