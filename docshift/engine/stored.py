@@ -13,9 +13,10 @@ then see what the source showed.
 A stored result is not what Excel shows where the writer never calculated it and Excel calculates
 it as it opens the file: every formula of a sheet with an UNCALCED record (Apache POI's forced
 recalculation), and a 0 stored for a FORMULA record marked to be calculated always
-(``fAlwaysCalc``): writers that never calculate, such as Perl's Spreadsheet::WriteExcel, mark
-every formula so and store 0. (Excel marks volatile formulas and LibreOffice its data tables so
-too, with the results they calculated: those stay.) ``settled`` leaves those cells out of the
+(``fAlwaysCalc``) or on load (the bit beside it): writers that do not calculate mark every formula
+so and store 0, Perl's Spreadsheet::WriteExcel both bits, Apache POI the second where it was not
+asked to evaluate. (Excel marks volatile formulas and LibreOffice its data tables so too, with the
+results they calculated: those stay.) ``settled`` leaves those cells out of the
 source's inventory: LibreOffice's result stays, and the report does not compare them.
 """
 
@@ -51,7 +52,7 @@ SHEET_DATA_EMPTY = re.compile(rb"<sheetData\s*/>")
 
 
 BIFF_FORMULA, BIFF_UNCALCED = 0x0006, 0x005E
-ALWAYS_CALCULATED = 0x0001  # a FORMULA record's fAlwaysCalc
+CALCULATED_ON_LOAD = 0x0003  # a FORMULA record's fAlwaysCalc, and the bit beside it (Apache POI's mark)
 
 
 def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory) -> inventory.Inventory:
@@ -71,10 +72,10 @@ def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory
                 continue
             if record == BIFF_UNCALCED:
                 again.setdefault(sheet[:inventory.SHEET_NAME_LIMIT], set()).update(wanted)  # type: ignore[index]
-            elif end - body >= 16 and struct.unpack_from("<H", data, body + 14)[0] & ALWAYS_CALCULATED:
+            elif end - body >= 16 and struct.unpack_from("<H", data, body + 14)[0] & CALCULATED_ON_LOAD:
                 row, column = struct.unpack_from("<HH", data, body)
                 ref = sheet_objects.cell_name(row, column).encode()
-                if ref in wanted and type(wanted[ref]) is float and wanted[ref] == 0:  # a writer's placeholder
+                if ref in wanted and isinstance(wanted[ref], float) and wanted[ref] == 0:  # a placeholder, dated or not
                     again.setdefault(sheet[:inventory.SHEET_NAME_LIMIT], set()).add(ref)  # type: ignore[index]
     except Unreadable:
         return source
