@@ -12,12 +12,14 @@ then see what the source showed.
 
 A stored result is not what Excel shows where the writer never calculated it and Excel calculates
 it as it opens the file: every formula of a sheet with an UNCALCED record (Apache POI's forced
-recalculation), and a 0 stored for a FORMULA record marked to be calculated always
-(``fAlwaysCalc``) or on load (the bit beside it): writers that do not calculate mark every formula
-so and store 0, Perl's Spreadsheet::WriteExcel both bits, Apache POI the second where it was not
-asked to evaluate. (Excel marks volatile formulas and LibreOffice its data tables so too, with the
-results they calculated: those stay.) ``settled`` leaves those cells out of the
-source's inventory: LibreOffice's result stays, and the report does not compare them.
+recalculation), and a FORMULA record marked to be calculated always (``fAlwaysCalc``) or on load
+(the bit beside it) whose stored result is a placeholder: writers without a calculation engine mark
+every formula so and store 0 (Perl's Spreadsheet::WriteExcel; Apache POI where it was not asked to
+evaluate) or 4 (JExcelAPI), and write no RECALCID record, which Excel and LibreOffice write. So a
+marked formula's result is a placeholder in a file without a RECALCID, and a 0 in any file. (Excel
+marks volatile formulas and LibreOffice its data tables so too, with the results they calculated:
+those stay.) ``settled`` leaves those cells out of the source's inventory: LibreOffice's result
+stays, and the report does not compare them.
 """
 
 import dataclasses
@@ -51,7 +53,7 @@ REF = re.compile(rb"([A-Z]+)([0-9]+)")
 SHEET_DATA_EMPTY = re.compile(rb"<sheetData\s*/>")
 
 
-BIFF_FORMULA, BIFF_UNCALCED = 0x0006, 0x005E
+BIFF_FORMULA, BIFF_UNCALCED, BIFF_RECALCID = 0x0006, 0x005E, 0x01C1
 CALCULATED_ON_LOAD = 0x0003  # a FORMULA record's fAlwaysCalc, and the bit beside it (Apache POI's mark)
 
 
@@ -63,10 +65,12 @@ def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory
     if not found:
         return source
     again: dict[str, set[bytes]] = {}
+    engine = False  # whether a calculation engine wrote the file (its RECALCID, in the globals)
     if not olefile.isOleFile(str(path)):
         return source
     try:
-        for record, sheet, data, body, end in biff.records(path, {BIFF_FORMULA, BIFF_UNCALCED}):
+        for record, sheet, data, body, end in biff.records(path, {BIFF_FORMULA, BIFF_UNCALCED, BIFF_RECALCID}):
+            engine = engine or record == BIFF_RECALCID
             wanted = found.get((sheet or "")[:inventory.SHEET_NAME_LIMIT])
             if wanted is None:
                 continue
@@ -75,7 +79,7 @@ def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory
             elif end - body >= 16 and struct.unpack_from("<H", data, body + 14)[0] & CALCULATED_ON_LOAD:
                 row, column = struct.unpack_from("<HH", data, body)
                 ref = sheet_objects.cell_name(row, column).encode()
-                if ref in wanted and isinstance(wanted[ref], float) and wanted[ref] == 0:  # a placeholder, dated or not
+                if ref in wanted and (not engine or (isinstance(wanted[ref], float) and wanted[ref] == 0)):
                     again.setdefault(sheet[:inventory.SHEET_NAME_LIMIT], set()).add(ref)  # type: ignore[index]
     except Unreadable:
         return source

@@ -291,7 +291,9 @@ def calculated_on_load(path):
     """An .xls as writers that do not calculate leave one. Sheet "Calc": A1 2, B1 3, C1 =A1*B1 stored 0 and marked
     to be calculated always and on load (Spreadsheet::WriteExcel marks every formula so), D1 =A1+B1 with a stale
     result of 99 that Excel stored, unmarked, E1 =A1*10 stored 0 and marked to be calculated on load (Apache POI's
-    mark). Sheet "Forced": A1 4, B1 =A1*10 stored 0, and an UNCALCED record (POI's forced recalculation)."""
+    mark), F1 =A1+1 stored 4 and marked so (JExcelAPI's placeholder; xlwt writes no RECALCID record, as a program
+    without a calculation engine writes none). Sheet "Forced": A1 4, B1 =A1*10 stored 0, and an UNCALCED record
+    (POI's forced recalculation)."""
     import xlwt
 
     book = xlwt.Workbook()
@@ -301,6 +303,7 @@ def calculated_on_load(path):
     calc.write(0, 2, xlwt.Formula("A1*B1"))
     calc.write(0, 3, xlwt.Formula("A1+B1"))
     calc.write(0, 4, xlwt.Formula("A1*10"))
+    calc.write(0, 5, xlwt.Formula("A1+1"))
     forced.write(0, 0, 4)
     forced.write(0, 1, xlwt.Formula("A1*10"))
     book.save(str(path))
@@ -311,7 +314,8 @@ def calculated_on_load(path):
         kind, length = struct.unpack_from("<HH", data, pos)
         body = data[pos + 4:pos + 4 + length]
         if kind == 0x0006:  # a FORMULA: its stored result, then its flags
-            stored, flags = {(2, 2): (0.0, 3), (2, 3): (99.0, 0), (2, 4): (0.0, 2)}.get((sheets, body[2]), (0.0, 0))
+            stored, flags = {(2, 2): (0.0, 3), (2, 3): (99.0, 0), (2, 4): (0.0, 2), (2, 5): (4.0, 2)}.get(
+                (sheets, body[2]), (0.0, 0))
             body = body[:6] + struct.pack("<dH", stored, flags) + body[16:]
         out.append(struct.pack("<HH", kind, len(body)) + body)
         if kind == 0x0809:
@@ -325,16 +329,18 @@ def calculated_on_load(path):
 
 def test_formulas_excel_calculates_on_load_keep_libreoffices_results(office, tmp_path):
     """A stored result is what Excel shows unless no program calculated it and Excel does as it opens the file:
-    a 0 stored for a FORMULA marked to be calculated always or on load, every formula of a sheet with an UNCALCED
-    record. There LibreOffice's results stay, as in a plain soffice's result (6, 20 and 40, where the .xls stored
-    0), and the report does not compare them; a stale result the .xls stored for an unmarked formula is still what
-    the result holds (99, where LibreOffice gives 5)."""
+    a placeholder stored for a FORMULA marked to be calculated always or on load by a writer without a calculation
+    engine, every formula of a sheet with an UNCALCED record. There LibreOffice's results stay, as in a plain
+    soffice's result (6, 20, 3 and 40, where the .xls stored 0 or 4), and the report does not compare them; a
+    stale result the .xls stored for an unmarked formula is still what the result holds (99, where LibreOffice
+    gives 5)."""
     source = calculated_on_load(tmp_path / "recalculated.xls")
     plain = openpyxl.load_workbook(soffice(source, "xlsx", tmp_path / "plain"), data_only=True)
-    assert [plain["Calc"][ref].value for ref in ("C1", "D1", "E1")] == [6, 5, 20] and plain["Forced"]["B1"].value == 40
+    assert [plain["Calc"][ref].value for ref in ("C1", "D1", "E1", "F1")] == [6, 5, 20, 3]
+    assert plain["Forced"]["B1"].value == 40
     converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
     theirs = openpyxl.load_workbook(converted.path, data_only=True)
-    assert [theirs["Calc"][ref].value for ref in ("C1", "D1", "E1")] == [6, 99, 20]
+    assert [theirs["Calc"][ref].value for ref in ("C1", "D1", "E1", "F1")] == [6, 99, 20, 3]
     assert theirs["Forced"]["B1"].value == 40
     assert converted.fidelity["complete"], converted.fidelity["lost"]
     formulas = openpyxl.load_workbook(converted.path)
