@@ -91,7 +91,10 @@ def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory
     cells = {sheet: {ref: value for ref, value in held.items()
                      if ref not in again.get(sheet[:inventory.SHEET_NAME_LIMIT], ())}
              for sheet, held in (source.cells or {}).items()}
-    return dataclasses.replace(source, cells=cells)
+    counts, compared = dict(source.counts), source.counts.get("cells")
+    if compared is not None:  # the cells the report compares
+        counts["cells"] = compared - sum(map(len, (source.cells or {}).values())) + sum(map(len, cells.values()))
+    return dataclasses.replace(source, cells=cells, counts=counts)
 
 
 def differing(source: inventory.Inventory, result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:

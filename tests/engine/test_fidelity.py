@@ -343,6 +343,7 @@ def test_formulas_excel_calculates_on_load_keep_libreoffices_results(office, tmp
     assert [theirs["Calc"][ref].value for ref in ("C1", "D1", "E1", "F1")] == [6, 99, 20, 3]
     assert theirs["Forced"]["B1"].value == 40
     assert converted.fidelity["complete"], converted.fidelity["lost"]
+    assert converted.fidelity["counts"]["cells"] == {"source": 4, "result": 4}  # A1, B1, D1 of Calc; A1 of Forced
     formulas = openpyxl.load_workbook(converted.path)
     assert [formulas["Calc"]["C1"].value, formulas["Forced"]["B1"].value] == ["=A1*B1", "=A1*10"]
 
