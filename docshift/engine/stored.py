@@ -62,25 +62,24 @@ def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory
     whose stored result no program calculated, which Excel calculates as it opens the file (``source`` itself where
     there are none). The file's records are read only where a formula's result differs."""
     found = differing(source, result)
-    if not found:
+    if not found or not olefile.isOleFile(str(path)):
         return source
     again: dict[str, set[bytes]] = {}
     engine = False  # whether a calculation engine wrote the file (its RECALCID, in the globals)
-    if not olefile.isOleFile(str(path)):
-        return source
     try:
         for record, sheet, data, body, end in biff.records(path, {BIFF_FORMULA, BIFF_UNCALCED, BIFF_RECALCID}):
             engine = engine or record == BIFF_RECALCID
-            wanted = found.get((sheet or "")[:inventory.SHEET_NAME_LIMIT])
+            name = (sheet or "")[:inventory.SHEET_NAME_LIMIT]
+            wanted = found.get(name) if sheet is not None else None
             if wanted is None:
                 continue
             if record == BIFF_UNCALCED:
-                again.setdefault(sheet[:inventory.SHEET_NAME_LIMIT], set()).update(wanted)  # type: ignore[index]
+                again.setdefault(name, set()).update(wanted)
             elif end - body >= 16 and struct.unpack_from("<H", data, body + 14)[0] & CALCULATED_ON_LOAD:
                 row, column = struct.unpack_from("<HH", data, body)
                 ref = sheet_objects.cell_name(row, column).encode()
                 if ref in wanted and (not engine or (isinstance(wanted[ref], float) and wanted[ref] == 0)):
-                    again.setdefault(sheet[:inventory.SHEET_NAME_LIMIT], set()).add(ref)  # type: ignore[index]
+                    again.setdefault(name, set()).add(ref)
     except Unreadable:
         return source
     except ERRORS as error:
