@@ -15,20 +15,23 @@ formula of no text, with #N/A for its value, where the .xls stored #DIV/0!.
 ``mend`` takes the formula out of each cell that holds a BOOLERR in the .xls where the formula is the one
 LibreOffice made of its value, so that the cell holds the value alone. A formula of no text where the .xls holds an
 error constant's formula gets that constant back as its text (``stored.py`` then writes the .xls's stored value).
-Any other error cell's formula of no text (a formula whose expression LibreOffice did not read) comes out: its
-cached value stays. A formula the .xls holds (``=TRUE()``, ``=NA()``) stays. Every other byte stays as LibreOffice
-wrote it.
+Any other formula of no text (an .xls formula whose expression LibreOffice did not read, a reference to a name or
+a sheet that is not there) comes out too, and the cell gets the value the .xls stored for it, where LibreOffice
+wrote an error of its own (#NAME?, #N/A) or another value. A formula the .xls holds (``=TRUE()``, ``=NA()``) stays.
+Every other byte stays as LibreOffice wrote it.
 """
 
+import html
 import re
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from docshift.engine import biff, sheet_objects
+from docshift.engine import biff, sheet_objects, stored
 from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
 from docshift.engine.inventory.common import SHEET_NAME_LIMIT, ErrorValue
+from docshift.engine.inventory.fidelity import same_value
 from docshift.engine.inventory.package import Package
 from docshift.engine.inventory.xls import XL_ERRORS
 
@@ -41,6 +44,7 @@ MADE = re.compile(rb'<c r="([A-Z]{1,3}[0-9]{1,7})"([^>]*)>(<f aca="false">(TRUE\
 # which typed value each such formula stands for: (whether it is an error, its value), and its cell's type
 VALUES = {b"TRUE()": ((BOOLEAN, 1), b'"b"'), b"FALSE()": ((BOOLEAN, 0), b'"b"'), b"NA()": ((ERROR, NA), b'"e"')}
 CELL_TYPE = re.compile(rb'\st=("[a-z]+")')
+VALUE = re.compile(rb"<v>([^<]*)</v>|<v/>")  # the value LibreOffice wrote after a formula
 Constants = dict[str, dict[bytes, tuple[str, int]]]  # {sheet name: {b"B2": (BOOLEAN, ERROR or ERROR_FORMULA, value)}}
 
 
@@ -58,11 +62,12 @@ def mend(result: Path, source: Path, kind: str, cells: Mapping[str, Mapping[byte
                   if any(value.__class__ is bool or value.__class__ is ErrorValue for value in found.values())}
         if not sheets:
             return 0
-    return guarded(lambda result, source: _mend(result, source, sheets), result, source,
+    held = {name[:SHEET_NAME_LIMIT]: found for name, found in (cells or {}).items()}
+    return guarded(lambda result, source: _mend(result, source, sheets, held), result, source,
                    "the typed values of %s stay formulas: %r")
 
 
-def _mend(result: Path, source: Path, sheets: set[str] | None) -> int:
+def _mend(result: Path, source: Path, sheets: set[str] | None, cells: Mapping[str, Mapping[bytes, Any]]) -> int:
     typed: list[Constants] = []  # the .xls's BOOLERR cells, read once a sheet has a formula they may explain
 
     def constants() -> Constants:
@@ -73,7 +78,7 @@ def _mend(result: Path, source: Path, sheets: set[str] | None) -> int:
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         for _, name, part in sheet_objects.worksheets(package):
             if sheets is None or name[:SHEET_NAME_LIMIT] in sheets:
-                yield part, _valuing(name[:SHEET_NAME_LIMIT], constants)
+                yield part, _valuing(name[:SHEET_NAME_LIMIT], constants, cells.get(name[:SHEET_NAME_LIMIT], {}))
 
     return edit_parts(result, parts)
 
@@ -95,9 +100,11 @@ def constants_of(source: Path) -> Constants:
     return found
 
 
-def _valuing(sheet: str, constants: Callable[[], Constants]) -> PartEdit:
-    """The edit of sheet ``sheet``'s part that takes out the formulas LibreOffice made, and gives an error constant's
-    formula its text (``constants()``: the .xls's BOOLERR cells and such formulas, read when first asked for)."""
+def _valuing(sheet: str, constants: Callable[[], Constants], stored_values: Mapping[bytes, Any]) -> PartEdit:
+    """The edit of sheet ``sheet``'s part that takes out the formulas LibreOffice made, gives an error constant's
+    formula its text, and makes a formula of no text the value the .xls stored (``constants()``: the .xls's BOOLERR
+    cells and such formulas, read when first asked for; ``stored_values``: the sheet's cells as the inventory read
+    them)."""
     def edit(data: bytes, name: str) -> tuple[bytes, int]:
         cuts = []
         for match in MADE.finditer(data):
@@ -111,7 +118,39 @@ def _valuing(sheet: str, constants: Callable[[], Constants]) -> PartEdit:
                     cuts.append((match.start(3), match.end(3), b""))
             elif held is not None and held[0] == ERROR_FORMULA and held[1] in XL_ERRORS:  # =#DIV/0!: its text
                 cuts.append((match.start(4), match.end(4), XL_ERRORS[held[1]].encode()))
-            elif typed.group(1) == b'"e"':  # no formula at all, whatever else the .xls holds there
-                cuts.append((match.start(3), match.end(3), b""))
+            else:  # no formula at all, whatever else the .xls holds there: its stored value, where known
+                cuts.append(_stored(data, match, typed, stored_values.get(match.group(1))))
         return spliced(data, cuts), len(cuts)
     return edit
+
+
+def _stored(data: bytes, match: re.Match[bytes], typed: re.Match[bytes], value: Any) -> tuple[int, int, bytes]:
+    """The edit of a cell whose formula has no text: the formula out, and the value the .xls stored in place of the
+    one LibreOffice wrote, unless that is unknown or the same."""
+    written = VALUE.match(data, match.end(3))
+    if value is None or written is None or _same(written.group(1) or b"", typed.group(1), value):
+        return match.start(3), match.end(3), b""
+    kind, text = stored.typed(value)
+    if kind == b"str":  # a value alone, no formula's result
+        kind, content = b"inlineStr", b'<is><t xml:space="preserve">' + text + b"</t></is>"
+    else:
+        content = b"<v>" + text + b"</v>"
+    attributes = match.group(2)[:typed.start()] + (b' t="%s"' % kind if kind else b"") + match.group(2)[typed.end():]
+    return match.start(2), written.end(), attributes + b">" + content
+
+
+def _same(raw: bytes, cell_type: bytes, value: Any) -> bool:
+    """Whether the value LibreOffice wrote (``raw``, of the cell's type) is ``value``."""
+    theirs: Any
+    if cell_type == b'"e"':
+        theirs = ErrorValue(raw.decode("utf-8", "replace"))
+    elif cell_type == b'"b"':
+        theirs = raw == b"1"
+    elif cell_type == b'"str"':
+        theirs = html.unescape(raw.decode("utf-8", "replace"))
+    else:
+        try:
+            theirs = float(raw)
+        except ValueError:
+            return False
+    return same_value(value, theirs)

@@ -210,7 +210,7 @@ def _rewrite(data: bytes, cells: dict[bytes, Any]) -> tuple[bytes, int]:
         held.add(ref)
         if ref not in cells:
             return match.group(0)
-        kind, text = _typed(cells[ref])
+        kind, text = typed(cells[ref])
         attributes = TYPE.sub(b"", match.group(2)) + (b' t="%s"' % kind if kind else b"")
         content = (VALUE.sub(b"", match.group(4)) if match.group(4) else b"") + b"<v>" + text + b"</v>"
         changed += 1
@@ -227,7 +227,7 @@ def _insert(data: bytes, cells: dict[bytes, Any]) -> bytes:
     by_row: dict[int, list[tuple[int, bytes]]] = {}
     for ref, value in cells.items():
         letters, number = REF.fullmatch(ref).groups()  # type: ignore[union-attr]  # refs the inventory made
-        kind, text = _typed(value)
+        kind, text = typed(value)
         cell = b'<c r="' + ref + b'"' + (b' t="%s"' % kind if kind else b"") + b"><v>" + text + b"</v></c>"
         by_row.setdefault(int(number), []).append((column_number(letters), cell))
 
@@ -255,7 +255,7 @@ def _new_row(number: int, cells: list[tuple[int, bytes]]) -> bytes:
         b"</row>"
 
 
-def _typed(value: Any) -> tuple[bytes, bytes]:
+def typed(value: Any) -> tuple[bytes, bytes]:
     """(the ``t`` attribute, or b"" for a number; the ``<v>`` text) of a stored value."""
     if isinstance(value, inventory.ErrorValue):
         return b"e", escape(str(value)).encode()

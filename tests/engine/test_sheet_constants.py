@@ -21,6 +21,7 @@ TYPED = ["TRUE", "FALSE", *ERRORS.values()]
 FORMULAS = ["=TRUE()", "=NA()", "=1/0"]
 FORMULA = re.compile(rb'<f aca="false">[^<]*</f>')
 BOOLEAN, ERROR, ERROR_FORMULA = sheet_constants.BOOLEAN, sheet_constants.ERROR, sheet_constants.ERROR_FORMULA
+CELL_TYPE = re.compile(rb'\st="([a-z]+)"')
 
 
 @pytest.fixture(scope="module")
@@ -98,27 +99,34 @@ SHEET = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006
 
 def test_a_formula_goes_only_where_the_xls_typed_its_value():
     """TRUE(), FALSE() and NA() go where the .xls has a BOOLERR of that value, and only there; a formula of no text
-    gets its text where the .xls holds a formula of one error constant, goes from any other error cell, and stays
-    in a cell of another type. The .xls's cells are read only where a sheet has such a formula."""
+    gets its text where the .xls holds a formula of one error constant, and goes from any other cell, which then
+    holds the value the .xls stored (where the inventory read one). The .xls's cells are read only where a sheet
+    has such a formula."""
     data = SHEET.encode()
     asked = []
 
-    def typed(cells):
+    def typed(cells, stored=None):
         def constants():
             asked.append(1)
             return {"Typed": cells}
-        return sheet_constants._valuing("Typed", constants)
+        return sheet_constants._valuing("Typed", constants, stored or {})
 
     everything = {b"A1": (BOOLEAN, 1), b"B1": (BOOLEAN, 0), b"C1": (ERROR, 0x2A), b"F1": (ERROR_FORMULA, 0x07)}
     written, count = typed(everything)(data, "xl/worksheets/sheet1.xml")
-    assert count == 5 and FORMULA.findall(written) == [b'<f aca="false"></f>', b'<f aca="false">#DIV/0!</f>']
+    assert count == 6 and FORMULA.findall(written) == [b'<f aca="false">#DIV/0!</f>']
     assert written == data.replace(b'<f aca="false">TRUE()</f>', b"").replace(b'<f aca="false">FALSE()</f>', b"") \
         .replace(b'<f aca="false">NA()</f>', b"").replace(b'<f aca="false"></f><v>#REF!', b"<v>#REF!") \
+        .replace(b'<f aca="false"></f><v>0', b"<v>0") \
         .replace(b'<f aca="false"></f><v>#N/A', b'<f aca="false">#DIV/0!</f><v>#N/A')  # stored.py writes its value
     # formulas of the .xls (no BOOLERR there: =#N/A is an error formula), or a BOOLERR of another value: kept
     written, count = typed({b"A1": (BOOLEAN, 0), b"C1": (ERROR_FORMULA, 0x2A)})(data, "xl/worksheets/sheet1.xml")
-    assert count == 2 and b"TRUE()" in written and b"FALSE()" in written and b"NA()" in written
-    assert b'<f aca="false"></f><v>#' not in written
+    assert count == 3 and b"TRUE()" in written and b"FALSE()" in written and b"NA()" in written
+    assert b'<f aca="false"></f>' not in written
+    # the values the .xls stored where LibreOffice wrote others; one it wrote as stored keeps its bytes
+    written, _ = typed({}, {b"D1": ErrorValue("#REF!"), b"E1": 7.5, b"F1": "a & b"})(
+        data, "xl/worksheets/sheet1.xml")
+    assert b'<c r="D1" s="2" t="e"><v>#REF!</v></c>' in written and b'<c r="E1" s="2"><v>7.5</v></c>' in written
+    assert b'<c r="F1" s="2" t="inlineStr"><is><t xml:space="preserve">a &amp; b</t></is></c>' in written
     asked.clear()
     plain = data.replace(b'<f aca="false">TRUE()</f>', b"").replace(b'<f aca="false">FALSE()</f>', b"") \
         .replace(b'<f aca="false">NA()</f>', b"").replace(b'<f aca="false"></f>', b"")
@@ -195,4 +203,58 @@ def test_a_formula_of_one_error_constant_keeps_its_text_and_its_stored_value(off
     assert read_back(converted.path, tmp_path / "back")[0][:4] == ["#DIV/0!", "#REF!", "#N/A", "#DIV/0!"]
     row = openpyxl.load_workbook(converted.path)["Errors"][1]
     assert [cell.value for cell in row[:4]] == ["=#DIV/0!", "=#REF!", "=NA()", "=1/0"]
+    assert converted.fidelity["complete"], converted.fidelity["lost"]
+
+
+@pytest.fixture(scope="module")
+def unread_formulas(tmp_path_factory):
+    """An .xls with formulas LibreOffice does not read: A1 a reference through a sheet index the workbook does not
+    have (stored 10), B1 a name it does not have (stored 12), C1 a token that is none (stored TRUE); and A2 a TRUE
+    typed. xlwt writes =1/0 in each of the three; its tokens and results are then replaced."""
+    import struct
+
+    import olefile
+
+    from docshift.engine import cfb
+
+    folder = tmp_path_factory.mktemp("unread-formulas")
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Unread")
+    for column in range(3):
+        sheet.write(0, column, xlwt.Formula("1/0"))
+    sheet.write(1, 0, True)
+    book.save(str(folder / "written.xls"))
+    with olefile.OleFileIO(str(folder / "written.xls")) as ole:
+        data = ole.openstream("Workbook").read()
+    replaced = {0: (struct.pack("<d", 10.0), bytes((0x3A,)) + struct.pack("<HHH", 7, 0, 0)),
+                1: (struct.pack("<d", 12.0), bytes((0x23,)) + struct.pack("<I", 40)),
+                2: (bytes((1, 0, 1, 0, 0, 0, 0xFF, 0xFF)), bytes((0xFF,)))}
+    out, pos = [], 0
+    while pos + 4 <= len(data):
+        kind, length = struct.unpack_from("<HH", data, pos)
+        body = data[pos + 4:pos + 4 + length]
+        if kind == 0x0006:
+            result, tokens = replaced[struct.unpack_from("<H", body, 2)[0]]
+            body = body[:6] + result + b"\0\0" + body[16:20] + struct.pack("<H", len(tokens)) + tokens
+        out.append(struct.pack("<HH", kind, len(body)) + body)
+        pos += 4 + length
+    path = folder / "unread.xls"
+    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=b"".join(out))])))
+    return path
+
+
+def test_a_formula_libreoffice_does_not_read_leaves_the_value_the_xls_stored(office, unread_formulas, tmp_path):
+    """LibreOffice writes each such formula with no text, and #NAME? or #N/A for two of the three values the .xls
+    stored: a plain soffice's result holds those, which LibreOffice reads back as Err:520. docshift's holds each
+    value the .xls stored, alone, as LibreOffice and openpyxl read it back; the report is complete."""
+    plain = sheet_part(soffice(unread_formulas, "xlsx", tmp_path / "plain"))
+    assert re.findall(rb'<c r="[A-C]1"[^>]*>(.*?)</c>', plain) == [
+        b'<f aca="false"></f><v>#NAME?</v>', b'<f aca="false"></f><v>12</v>', b'<f aca="false"></f><v>#N/A</v>']
+
+    converted = convert.convert(office, unread_formulas, "xls", tmp_path / "work", 60)
+    cells = re.findall(rb'<c r="[A-C]1"([^>]*)>(.*?)</c>', sheet_part(converted.path))
+    assert [(CELL_TYPE.findall(attributes), content) for attributes, content in cells] == [
+        ([], b"<v>10</v>"), ([b"n"], b"<v>12</v>"), ([b"b"], b"<v>1</v>")]
+    assert read_back(converted.path, tmp_path / "back")[0][:3] == ["10", "12", "TRUE"]
+    assert [cell.value for cell in openpyxl.load_workbook(converted.path)["Unread"][1][:3]] == [10, 12, True]
     assert converted.fidelity["complete"], converted.fidelity["lost"]
