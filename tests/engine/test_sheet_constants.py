@@ -152,37 +152,46 @@ def test_a_workbook_without_typed_values_or_errors_is_left_unread(tmp_path, capl
     assert [record.getMessage().startswith("the typed values of") for record in caplog.records] == [True]
 
 
-@pytest.fixture(scope="module")
-def error_formulas(tmp_path_factory):
-    """An .xls whose A1 is the formula =#DIV/0! and B1 =#REF! (one PtgErr token each, the .xls's stored result
-    that error), C1 =#N/A and D1 =1/0. xlwt writes =1/0 in each; its tokens are then replaced."""
+def with_formulas(path, sheet_name, replaced, typed_true=False):
+    """An .xls at ``path`` whose first row's cells are formulas with the stored results and tokens ``replaced``
+    gives them ({column: (the result's 8 bytes, the tokens)}): xlwt writes =1/0 in each, and each FORMULA record is
+    then written again. ``typed_true``: A2 holds a TRUE typed."""
     import struct
 
     import olefile
 
     from docshift.engine import cfb
 
-    folder = tmp_path_factory.mktemp("error-formulas")
     book = xlwt.Workbook()
-    sheet = book.add_sheet("Errors")
-    for column in range(4):
+    sheet = book.add_sheet(sheet_name)
+    for column in replaced:
         sheet.write(0, column, xlwt.Formula("1/0"))
-    book.save(str(folder / "written.xls"))
-    with olefile.OleFileIO(str(folder / "written.xls")) as ole:
+    if typed_true:
+        sheet.write(1, 0, True)
+    book.save(str(path))
+    with olefile.OleFileIO(str(path)) as ole:
         data = ole.openstream("Workbook").read()
-    out, pos, codes = [], 0, {0: 0x07, 1: 0x17, 2: 0x2A}
+    out, pos = [], 0
     while pos + 4 <= len(data):
         kind, length = struct.unpack_from("<HH", data, pos)
         body = data[pos + 4:pos + 4 + length]
-        column = struct.unpack_from("<H", body, 2)[0] if kind == 0x0006 else None
-        if column in codes:  # its result an error (2, 0, code), then its token: PtgErr and the code
-            body = body[:6] + bytes((2, 0, codes[column], 0, 0, 0, 0xFF, 0xFF)) + body[14:20] + \
-                bytes((2, 0, 0x1C, codes[column]))
+        if kind == 0x0006:  # row, column, format; the stored result; its flags; then the tokens' size and tokens
+            result, tokens = replaced[struct.unpack_from("<H", body, 2)[0]]
+            body = body[:6] + result + b"\0\0" + body[16:20] + struct.pack("<H", len(tokens)) + tokens
         out.append(struct.pack("<HH", kind, len(body)) + body)
         pos += 4 + length
-    path = folder / "errors.xls"
     path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=b"".join(out))])))
     return path
+
+
+@pytest.fixture(scope="module")
+def error_formulas(tmp_path_factory):
+    """An .xls whose A1 is the formula =#DIV/0! and B1 =#REF! (one PtgErr token each, the .xls's stored result
+    that error), C1 =#N/A and D1 =1/0."""
+    error = {code: (bytes((2, 0, code, 0, 0, 0, 0xFF, 0xFF)), bytes((0x1C, code))) for code in (0x07, 0x17, 0x2A)}
+    one_by_zero = (bytes((2, 0, 0x07, 0, 0, 0, 0xFF, 0xFF)), bytes((0x1E, 1, 0, 0x1E, 0, 0, 0x06)))
+    return with_formulas(tmp_path_factory.mktemp("error-formulas") / "errors.xls", "Errors",
+                         {0: error[0x07], 1: error[0x17], 2: error[0x2A], 3: one_by_zero})
 
 
 def test_a_formula_of_one_error_constant_keeps_its_text_and_its_stored_value(office, error_formulas, tmp_path):
@@ -210,37 +219,13 @@ def test_a_formula_of_one_error_constant_keeps_its_text_and_its_stored_value(off
 def unread_formulas(tmp_path_factory):
     """An .xls with formulas LibreOffice does not read: A1 a reference through a sheet index the workbook does not
     have (stored 10), B1 a name it does not have (stored 12), C1 a token that is none (stored TRUE); and A2 a TRUE
-    typed. xlwt writes =1/0 in each of the three; its tokens and results are then replaced."""
+    typed."""
     import struct
 
-    import olefile
-
-    from docshift.engine import cfb
-
-    folder = tmp_path_factory.mktemp("unread-formulas")
-    book = xlwt.Workbook()
-    sheet = book.add_sheet("Unread")
-    for column in range(3):
-        sheet.write(0, column, xlwt.Formula("1/0"))
-    sheet.write(1, 0, True)
-    book.save(str(folder / "written.xls"))
-    with olefile.OleFileIO(str(folder / "written.xls")) as ole:
-        data = ole.openstream("Workbook").read()
-    replaced = {0: (struct.pack("<d", 10.0), bytes((0x3A,)) + struct.pack("<HHH", 7, 0, 0)),
-                1: (struct.pack("<d", 12.0), bytes((0x23,)) + struct.pack("<I", 40)),
-                2: (bytes((1, 0, 1, 0, 0, 0, 0xFF, 0xFF)), bytes((0xFF,)))}
-    out, pos = [], 0
-    while pos + 4 <= len(data):
-        kind, length = struct.unpack_from("<HH", data, pos)
-        body = data[pos + 4:pos + 4 + length]
-        if kind == 0x0006:
-            result, tokens = replaced[struct.unpack_from("<H", body, 2)[0]]
-            body = body[:6] + result + b"\0\0" + body[16:20] + struct.pack("<H", len(tokens)) + tokens
-        out.append(struct.pack("<HH", kind, len(body)) + body)
-        pos += 4 + length
-    path = folder / "unread.xls"
-    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=b"".join(out))])))
-    return path
+    return with_formulas(tmp_path_factory.mktemp("unread-formulas") / "unread.xls", "Unread", {
+        0: (struct.pack("<d", 10.0), bytes((0x3A,)) + struct.pack("<HHH", 7, 0, 0)),
+        1: (struct.pack("<d", 12.0), bytes((0x23,)) + struct.pack("<I", 40)),
+        2: (bytes((1, 0, 1, 0, 0, 0, 0xFF, 0xFF)), bytes((0xFF,)))}, typed_true=True)
 
 
 def test_a_formula_libreoffice_does_not_read_leaves_the_value_the_xls_stored(office, unread_formulas, tmp_path):
