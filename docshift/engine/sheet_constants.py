@@ -21,7 +21,6 @@ wrote an error of its own (#NAME?, #N/A) or another value. A formula the .xls ho
 Every other byte stays as LibreOffice wrote it.
 """
 
-import html
 import re
 import struct
 from collections.abc import Callable, Iterator, Mapping
@@ -30,6 +29,7 @@ from typing import Any
 
 from docshift.engine import biff, sheet_objects, stored
 from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
+from docshift.engine.inventory import xlsx
 from docshift.engine.inventory.common import SHEET_NAME_LIMIT, ErrorValue
 from docshift.engine.inventory.fidelity import same_value
 from docshift.engine.inventory.package import Package
@@ -140,17 +140,9 @@ def _stored(data: bytes, match: re.Match[bytes], typed: re.Match[bytes], value: 
 
 
 def _same(raw: bytes, cell_type: bytes, value: Any) -> bool:
-    """Whether the value LibreOffice wrote (``raw``, of the cell's type) is ``value``."""
-    theirs: Any
-    if cell_type == b'"e"':
-        theirs = ErrorValue(raw.decode("utf-8", "replace"))
-    elif cell_type == b'"b"':
-        theirs = raw == b"1"
-    elif cell_type == b'"str"':
-        theirs = html.unescape(raw.decode("utf-8", "replace"))
-    else:
-        try:
-            theirs = float(raw)
-        except ValueError:
-            return False
-    return same_value(value, theirs)
+    """Whether the value LibreOffice wrote (``raw``, of the cell's type, quoted) is ``value``."""
+    try:
+        theirs = xlsx.cell_value(cell_type.strip(b'"'), raw, [])
+    except ValueError:  # a number cell of no number
+        return False
+    return theirs is not None and same_value(value, theirs)

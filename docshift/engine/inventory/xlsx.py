@@ -196,7 +196,7 @@ def _shared_strings_expat(package: Package, name: str) -> list[str]:
     return [ooxml.xstring("".join(parts)) for parts in strings]
 
 
-def _cell_value(kind: bytes, raw: bytes, strings: list[str]) -> Any:
+def cell_value(kind: bytes, raw: bytes, strings: list[str]) -> Any:
     """The value of a result cell from its ``t`` and the text of its ``<v>``, or None when it has none."""
     if kind == b"s":
         index = int(raw)
@@ -258,7 +258,7 @@ def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
                 elif kind == b"inlineStr":
                     value = _string_item(inline)
                 else:
-                    value = _cell_value(kind, raw, strings)
+                    value = cell_value(kind, raw, strings)
             except (ValueError, IndexError):
                 continue
             cells[ref] = value
@@ -343,7 +343,7 @@ def _sheet_expat(package: Package, name: str, strings: list[str]) -> Sheet:
                     if state["t"] in (b"str", b"e", b"d"):
                         value = raw if state["t"] != b"e" else ErrorValue(raw)
                     else:
-                        value = _cell_value(state["t"], raw.encode(), strings)
+                        value = cell_value(state["t"], raw.encode(), strings)
             except ValueError:
                 value = None
             if value is not None and state["ref"]:
