@@ -190,8 +190,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     check_content(loaded, held.facts() or ooxml.facts(result, kind), source)
     # what the legacy file itself holds, not what LibreOffice loaded: a part dropped on load shows too
     if kind == "xls":
-        holds = stored.settled(source, holds, held)  # less what Excel calculates again as it opens the file
-        if stored.restore(result, holds, held):
+        holds, differ = stored.settled(source, holds, held)  # less what Excel calculates again as it opens the file
+        if stored.restore(result, holds, held, differ):
             held = inventory.of_result(result, kind)
     fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == Macros.REMOVE,
                                 loaded=loaded.get("parts"))

@@ -57,13 +57,15 @@ BIFF_FORMULA, BIFF_UNCALCED, BIFF_RECALCID = 0x0006, 0x005E, 0x01C1
 CALCULATED_ON_LOAD = 0x0003  # a FORMULA record's fAlwaysCalc, and the bit beside it (Apache POI's mark)
 
 
-def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory) -> inventory.Inventory:
-    """The inventory of the .xls at ``path`` without the formula cells that LibreOffice calculated otherwise and
-    whose stored result no program calculated, which Excel calculates as it opens the file (``source`` itself where
-    there are none). The file's records are read only where a formula's result differs."""
+def settled(path: Path, source: inventory.Inventory,
+            result: inventory.Inventory) -> tuple[inventory.Inventory, dict[str, dict[bytes, Any]]]:
+    """(the inventory of the .xls at ``path`` without the formula cells that LibreOffice calculated otherwise and
+    whose stored result no program calculated, which Excel calculates as it opens the file, ``source`` itself where
+    there are none; the cells of :func:`differing` left, for ``restore``). The file's records are read only where
+    a formula's result differs."""
     found = differing(source, result)
     if not found or not olefile.isOleFile(str(path)):
-        return source
+        return source, found
     again: dict[str, set[bytes]] = {}
     engine = False  # whether a calculation engine wrote the file (its RECALCID, in the globals)
     try:
@@ -81,19 +83,22 @@ def settled(path: Path, source: inventory.Inventory, result: inventory.Inventory
                 if ref in wanted and (not engine or (isinstance(wanted[ref], float) and wanted[ref] == 0)):
                     again.setdefault(name, set()).add(ref)
     except Unreadable:
-        return source
+        return source, found
     except ERRORS as error:
         log.warning("the formulas of %s that Excel calculates on load are unknown: %r", path, error)
-        return source
+        return source, found
     if not again:
-        return source
+        return source, found
     cells = {sheet: {ref: value for ref, value in held.items()
                      if ref not in again.get(sheet[:inventory.SHEET_NAME_LIMIT], ())}
              for sheet, held in (source.cells or {}).items()}
     counts, compared = dict(source.counts), source.counts.get("cells")
     if compared is not None:  # the cells the report compares
         counts["cells"] = compared - sum(map(len, (source.cells or {}).values())) + sum(map(len, cells.values()))
-    return dataclasses.replace(source, cells=cells, counts=counts)
+    left = {sheet: {ref: value for ref, value in wanted.items() if ref not in again.get(sheet, ())}
+            for sheet, wanted in found.items()}
+    return dataclasses.replace(source, cells=cells, counts=counts), {sheet: kept for sheet, kept in left.items()
+                                                                     if kept}
 
 
 def differing(source: inventory.Inventory, result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:
@@ -149,12 +154,14 @@ def not_numbers(result: inventory.Inventory) -> dict[str, dict[bytes, Any]]:
     return found
 
 
-def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inventory) -> int:
-    """Write the stored values of :func:`differing` cells, and #NUM! in :func:`not_numbers` cells, into the .xlsx at
-    ``path``; returns how many were written. The package is rewritten beside itself and replaced at once; parts
-    without such cells are copied byte for byte."""
+def restore(path: str | Path, source: inventory.Inventory, result: inventory.Inventory,
+            found: dict[str, dict[bytes, Any]] | None = None) -> int:
+    """Write the stored values of :func:`differing` cells (``found``, where ``settled`` has them), and #NUM! in
+    :func:`not_numbers` cells, into the .xlsx at ``path``; returns how many were written. The package is rewritten
+    beside itself and replaced at once; parts without such cells are copied byte for byte."""
     wanted = not_numbers(result)
-    for sheet, cells in [*differing(source, result).items(), *missing(source, result).items()]:
+    found = differing(source, result) if found is None else found
+    for sheet, cells in [*found.items(), *missing(source, result).items()]:
         wanted.setdefault(sheet, {}).update(cells)
     if not wanted:
         return 0

@@ -110,7 +110,7 @@ def check_fidelity(path, result, cold_result, fidelity):
     if modules:
         assert set(vba.modules(result)) == set(modules), "every VBA module is kept"
     if kind == "xls":  # less the formulas whose stored results no program calculated (``stored.settled``)
-        source = stored.settled(path, source, ours)
+        source = stored.settled(path, source, ours)[0]
     independent = inventory.report(source, ours)
     assert fidelity == independent
     if source.counts.get("cells"):
