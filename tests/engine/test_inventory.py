@@ -326,6 +326,32 @@ def test_pictures_as_other_programs_write_them_are_counted(corpus, tmp_path):
         assert fidelity["complete"] is True, (name, fidelity["lost"])
 
 
+def _bstore_entry(uid, picture):
+    """An FBSE record of a PNG held in the entry itself: its 36 bytes, then the BLIP record."""
+    blip = struct.pack("<HHI", 0x6E0 << 4, 0xF01E, 17 + len(picture)) + uid + b"\xff" + picture
+    body = struct.pack("<BB16sHIIIBBBB", 6, 6, uid, 0xFF, len(blip), 1, 0, 0, 0, 0, 0) + blip
+    return struct.pack("<HHI", (6 << 4) | 2, 0xF007, len(body)) + body
+
+
+def test_a_picture_written_twice_with_no_uid_is_one_picture():
+    """JExcelAPI leaves a BStore entry's uid empty and writes a picture shown twice as two entries; LibreOffice
+    keeps one media part for both, and the report called the result one picture short. Entries with no uid are
+    told apart by the pictures they hold; entries with a uid, by it."""
+    from docshift.engine.inventory import officeart
+    from docshift.engine.inventory.common import Budget
+
+    empty, red, blue = bytes(16), b"\x89PNG red" * 8, b"\x89PNG blue" * 8
+    entries = b"".join(_bstore_entry(empty, picture) for picture in (red, red, blue))
+    entries += b"".join(_bstore_entry(uid, red) for uid in (b"a" * 16, b"b" * 16))
+    data = struct.pack("<HHI", 0x000F | (5 << 4), officeart.OA_BSTORE, len(entries)) + entries
+    bstore = officeart.bstore(data, 0, len(data), Budget())
+    assert len(bstore) == 5
+    shapes = [officeart.Shape(pibs=[pib]) for pib in range(1, 6)]
+    assert len(officeart.pictures(shapes[:2], bstore)) == 1  # one red, written twice
+    assert len(officeart.pictures(shapes[:3], bstore)) == 2
+    assert len(officeart.pictures(shapes[3:], bstore)) == 2  # their uids tell them apart, as Excel writes them
+
+
 # --- corpus files, counts checked by hand -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, expected", [

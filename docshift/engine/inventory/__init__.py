@@ -28,7 +28,8 @@ The kinds of each file type are ``KINDS``; what each one counts:
   ``result`` is how many of the source's characters the result holds, and ``TEXT_TOLERANCE_CHARACTERS`` +
   ``TEXT_TOLERANCE_RATIO`` of them may be missing without a loss (fields LibreOffice computes at load: dates,
   page and slide numbers; the same allowance as the output check of ``convert.py``).
-- ``images``: distinct pictures the user placed. Source: the BLIPs (told apart by their MD4 uid) that OfficeArt
+- ``images``: distinct pictures the user placed. Source: the BLIPs (told apart by their MD4 uid, or by their bytes
+  where the writer left the uid empty) that OfficeArt
   shapes show with ``pib`` or a picture/texture ``fillBlip``, leaving out deleted shapes, OLE shapes (their
   preview), the own background of a slide that shows its master's, and masters no slide uses; in a .doc also the
   inline pictures (CHPX runs with sprmCPicLocation on a 0x01 of the text, not OLE previews, not form data); in

@@ -1,6 +1,7 @@
 """OfficeArt ([MS-ODRAW]), shared by the three formats: its records and the walks over them, the BStore of
 pictures, the shapes and the pictures they show."""
 
+import hashlib
 import struct
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -63,6 +64,10 @@ def bstore(data: bytes | bytearray, start: int, end: int, budget: Budget) -> lis
     for rec_type, _, _, body, stop, _ in walk(data, start, end, budget):
         if rec_type == OA_FBSE and stop - body >= 36:
             uid = bytes(data[body + 2:body + 18])
+            if not any(uid) and stop - body > 36:
+                # JExcelAPI leaves every uid empty and writes a picture shown twice as two entries, which
+                # LibreOffice keeps as one media part: such entries are told apart by the pictures they hold
+                uid = hashlib.blake2b(data[body + 36:stop], digest_size=16).digest()
             size, _, delay = struct.unpack_from("<III", data, body + 20)
             entries.append((uid, delay, size, stop - body > 36))
     return entries
