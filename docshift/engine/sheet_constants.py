@@ -86,7 +86,7 @@ def _mend(result: Path, source: Path, sheets: set[str] | None, cells: Mapping[st
 def constants_of(source: Path) -> Constants:
     """The BOOLERR cells of each sheet of the .xls ``source`` (BIFF8), and its formulas of one error constant."""
     found: Constants = {}
-    for record, sheet, data, body, end in biff.records(source, {BIFF_BOOLERR, BIFF_FORMULA}):
+    for record, sheet, data, body, end in biff.records(source, {BIFF_BOOLERR, BIFF_FORMULA}, before_biff8=True):
         if sheet is None or end - body < 8:
             continue
         if record == BIFF_BOOLERR:

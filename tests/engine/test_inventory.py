@@ -18,6 +18,7 @@ from datetime import datetime
 import olefile
 import pytest
 from conftest import ROOT, SOFFICE_PROFILE
+from workbooks import excel_95, excel_95_file
 
 from docshift.engine import cfb, inventory, vba, vbaproject
 from docshift.engine.inventory.common import characters
@@ -868,41 +869,11 @@ def test_a_cr_lf_in_a_cell_is_its_line_break_and_a_lone_cr_is_not(doubtful):
 
 
 
-def _biff5_without_code_page(text, code_page=None, header=None):
-    """An Excel 95 workbook stream, as programs other than Excel write one: no CODEPAGE record (or ``code_page``),
-    one sheet whose A1 is ``text`` in Windows-1252 (5 FONTs and 17 XFs: what LibreOffice's BIFF5 import wants),
-    and its ``header``, if any."""
-    import struct
-
-    def record(kind, data=b""):
-        return struct.pack("<HH", kind, len(data)) + data
-
-    def bof(kind):
-        return record(0x0809, struct.pack("<HHHH", 0x0500, kind, 0x0DBB, 0x07CC))
-
-    font = record(0x0031, struct.pack("<HHHHHBBBB", 200, 0, 0x7FFF, 400, 0, 0, 0, 0, 0) + b"\x05Arial")
-    xfs = b"".join(record(0x00E0, struct.pack("<HHHBBII", 0, 0, 0xFFF5 if n < 16 else 1, 0x20, 0, 0, 0))
-                   for n in range(17))
-    encoded = text.encode("cp1252")
-    sheet = bof(0x0010) + record(0x0200, struct.pack("<HHHHH", 0, 1, 0, 1, 0))
-    sheet += record(0x0204, struct.pack("<HHHH", 0, 0, 16, len(encoded)) + encoded)
-    if header is not None:
-        sheet += record(0x0014, bytes([len(header)]) + header.encode("cp1252"))
-    sheet += record(0x000A)
-    globals_ = bof(0x0005) + (record(0x0042, struct.pack("<H", code_page)) if code_page else b"") + font * 5 + xfs
-    sheet_at = len(globals_) + 4 + 7 + len(b"Sheet") + 4  # after the BOUNDSHEET and the EOF
-    return globals_ + record(0x0085, struct.pack("<IBBB", sheet_at, 0, 0, 5) + b"Sheet") + record(0x000A) + sheet
-
-
 def test_an_excel_95_workbook_without_a_code_page_reads_as_windows_1252(tmp_path):
     """Before BIFF8 a cell's text is bytes in the CODEPAGE record's code page; a workbook without one is read in
     Windows-1252, as Excel in the West and LibreOffice read it: 0x80 is a euro sign, not a control character."""
-    from docshift.engine import cfb
-
     text = "price 100\u20ac \u2039net\u203a"
-    source = tmp_path / "euro.xls"
-    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Book",
-                                                                             data=_biff5_without_code_page(text))])))
+    source = excel_95_file(tmp_path / "euro.xls", excel_95(text))
     held = inventory.of_source(source, "xls")
     assert held.cells["Sheet"][b"A1"] == text
     _soffice([source], "xlsx", tmp_path / "result")
@@ -939,11 +910,7 @@ def test_a_sheet_header_of_codes_alone_shows_nothing(tmp_path):
 
 def test_an_excel_95_workbook_of_a_code_page_python_does_not_know_is_read_whole(tmp_path):
     """Its sheet names and headers are read as Windows-1252: an unknown CODEPAGE leaves no part unknown."""
-    from docshift.engine import cfb
-
-    source = tmp_path / "odd.xls"
-    stream = _biff5_without_code_page("plain", code_page=12345, header="&CTitle")
-    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Book", data=stream)])))
+    source = excel_95_file(tmp_path / "odd.xls", excel_95("plain", code_page=12345, header="&CTitle"))
     held = inventory.of_source(source, "xls")
     assert held.sheets == ["Sheet"]
     assert held.counts["headers_footers"] == 1 and held.where["headers_footers"] == ["sheet 'Sheet' header"]
@@ -953,12 +920,8 @@ def test_an_excel_95_workbook_that_says_utf_16_reads_as_libreoffice_reads_it(tmp
     """CODEPAGE 1200 (UTF-16) is BIFF8's; Gnumeric writes it into its Excel 95 workbooks too, whose strings are
     8-bit. LibreOffice reads them in Windows-1252, and so does the inventory: its sheet, its cell's text and its
     header, where UTF-16 made "Sheet" into two Chinese characters and the report called the sheet missing."""
-    from docshift.engine import cfb
-
     text = "price 100\u20ac"
-    source = tmp_path / "gnumeric.xls"
-    stream = _biff5_without_code_page(text, code_page=1200, header="&CTitle")
-    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Book", data=stream)])))
+    source = excel_95_file(tmp_path / "gnumeric.xls", excel_95(text, code_page=1200, header="&CTitle"))
     held = inventory.of_source(source, "xls")
     assert held.sheets == ["Sheet"] and held.cells["Sheet"][b"A1"] == text
     assert held.where["headers_footers"] == ["sheet 'Sheet' header"]

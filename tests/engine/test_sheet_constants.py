@@ -5,12 +5,14 @@ whose results are a boolean or an error (``=TRUE``, ``=NA()``, ``=1/0``), a numb
 """
 
 import re
+import struct
 import zipfile
 
 import openpyxl
 import pytest
 import xlwt
 from conftest import _soffice_save as soffice
+from workbooks import excel_95, excel_95_file, record
 
 from docshift.engine import convert, sheet_constants
 from docshift.engine.inventory.common import ErrorValue
@@ -85,6 +87,26 @@ def test_typed_values_stay_values_and_formulas_stay_formulas(office, workbook, t
     assert [cells.cell(1, column).value for column in (1, 2)] == [True, False]
     assert [cells.cell(2, column).value for column in range(1, 8)] == list(ERRORS.values())
     assert [cells.cell(3, column).value for column in range(1, 4)] == FORMULAS
+
+
+def test_typed_values_of_an_excel_95_workbook_stay_values(office, tmp_path):
+    """Excel 95 holds typed values in the same BOOLERR records, in its Book stream, and LibreOffice makes the same
+    formulas of them: they were left in, as only a BIFF8 Workbook stream was read."""
+    typed = ((1, 1, 0), (2, 0, 0), (3, 0x07, 1), (4, 0x2A, 1))  # B1 TRUE, C1 FALSE, D1 #DIV/0!, E1 #N/A
+    cells = b"".join(record(0x0205, struct.pack("<HHHBB", 0, column, 16, value, error))
+                     for column, value, error in typed)
+    source = excel_95_file(tmp_path / "typed95.xls", excel_95("typed", cells=cells))
+    assert sheet_constants.constants_of(source) == {"Sheet": {b"B1": (BOOLEAN, 1), b"C1": (BOOLEAN, 0),
+                                                              b"D1": (ERROR, 0x07), b"E1": (ERROR, 0x2A)}}
+    plain = sheet_part(soffice(source, "xlsx", tmp_path / "plain"))
+    assert FORMULA.findall(plain) == [b'<f aca="false">TRUE()</f>', b'<f aca="false">FALSE()</f>',
+                                      b'<f aca="false"></f>', b'<f aca="false">NA()</f>']
+    result = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert FORMULA.findall(sheet_part(result.path)) == []
+    assert cells_of(sheet_part(result.path)) == cells_of(FORMULA.sub(b"", plain))
+    row = openpyxl.load_workbook(result.path)["Sheet"][1]
+    assert [cell.value for cell in row] == ["typed", True, False, "#DIV/0!", "#N/A"]
+    assert result.fidelity["complete"] is True, result.fidelity["lost"]
 
 
 SHEET = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">'

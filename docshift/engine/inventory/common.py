@@ -297,3 +297,10 @@ def header_shows(text: str) -> bool:
     """Does a sheet's header or footer text show anything (text, a field such as &P, a picture's &G), beyond
     the codes that place and format it ("&L&C&R" shows nothing)? "&&" is an ampersand."""
     return bool(FORMAT_CODES.sub("", text.replace("&&", "\x00")).strip())
+
+
+def code_page(number: int) -> str:
+    """The codec of a CODEPAGE record's number. 1200 (UTF-16) is BIFF8's own; an earlier workbook that says it
+    (Gnumeric's Excel 95 files) has its 8-bit strings read as Windows-1252 by LibreOffice, as every other unknown
+    one."""
+    return "cp1252" if number in (1200, 0x8000, 0x8001, 1252) else f"cp{number}"

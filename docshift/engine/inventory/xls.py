@@ -19,6 +19,7 @@ from docshift.engine.inventory.common import (
     StoredDate,
     Unreadable,
     attempt,
+    code_page,
     embedded_objects,
     header_shows,
     place,
@@ -135,10 +136,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             elif rec_type == xls_views.BIFF_FILESHARING and biff8:
                 book.sharing = xls_views.sharing(data[body:end], _string(data, body + 4, end, True, codepage, 2))
             elif rec_type == BIFF_CODEPAGE and length >= 2:
-                number = struct.unpack_from("<H", data, body)[0]
-                # 1200 (UTF-16) is BIFF8's own; an earlier workbook that says it (Gnumeric's Excel 95 files) has
-                # its 8-bit strings read as Windows-1252 by LibreOffice, as every other unknown one
-                codepage = "cp1252" if number in (1200, 0x8000, 0x8001, 1252) else f"cp{number}"
+                codepage = code_page(struct.unpack_from("<H", data, body)[0])
             elif rec_type == BIFF_FILEPASS:
                 book.encrypted = True
             elif rec_type == BIFF_NAME and length >= 15 and biff8:  # Lbl: its name's length at 3, the name at 14
