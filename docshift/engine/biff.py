@@ -4,6 +4,8 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
+import olefile
+
 from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory.common import Budget, code_page, stream
 from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_CODEPAGE, BIFF_EOF, _string
@@ -15,6 +17,8 @@ def records(source: Path, types: set[int],
     layout the two share) that is the workbook globals' or a sheet's own (not a chart's inside a sheet): (its type;
     None in the globals, else the sheet's name as its BOUNDSHEET gives it; the stream, and where the record's body
     starts and ends in it), in the stream's order."""
+    if not olefile.isOleFile(str(source)):  # a BIFF2-4 stream alone, SpreadsheetML, HTML: no records to read
+        return
     with CompoundFile(source) as ole:
         data = stream(ole, "Workbook")
         if data is None and before_biff8:
