@@ -283,3 +283,37 @@ def test_an_external_workbook_in_a_source_libreoffice_wrote_is_explained(office,
     with zipfile.ZipFile(result) as package:
         rels = package.read("xl/externalLinks/_rels/externalLink1.xml.rels").decode()
     assert '/srv/share/Kosten%2525231/Plan%252525(9712).xls" TargetMode="External"' in rels
+
+
+def test_a_workbook_with_a_scenario_converts_and_keeps_it(office, tmp_path):
+    """Excel's Scenario Manager keeps a sheet's scenarios in SCENARIO records; LibreOffice loads each as a sheet of
+    its own, and its .xlsx export writes it as the sheet's ``scenarios``, as OOXML holds them. The check compared
+    the loaded sheets with the result's and refused the workbook as output_invalid, where a plain soffice converts
+    it: a scenario is no sheet of what was loaded."""
+    from conftest import _soffice_save, flat_odf
+
+    from docshift.engine.convert import convert
+
+    def row(*cells):
+        return "<table:table-row>" + "".join(cells) + "</table:table-row>"
+
+    def number(value):
+        return f'<table:table-cell office:value-type="float" office:value="{value}"><text:p>{value}</text:p>' \
+               "</table:table-cell>"
+
+    model = ('<table:table table:name="Model">' + row(number(10)) + row(number(100)) + "</table:table>")
+    scenario = ('<table:table table:name="Best case"><table:scenario table:display-border="true" '
+                'table:copy-back="true" table:copy-styles="true" table:copy-formulas="true" table:is-active="false" '
+                'table:scenario-ranges="Model.A1:Model.A2" table:comment="optimistic"/>'
+                + row(number(12)) + row(number(150)) + "</table:table>")
+    (tmp_path / "scenario.fods").write_text(flat_odf("spreadsheet", model + scenario))
+    source = _soffice_save(tmp_path / "scenario.fods", "xls", tmp_path)
+    assert b"\xaf\x00" in source.read_bytes() and b"Best case" in source.read_bytes()  # its SCENARIO record
+    converted = convert(office, source, "xls", tmp_path / "work", 60)
+    with zipfile.ZipFile(converted.path) as result:
+        assert b"<sheet " in result.read("xl/workbook.xml") and b'name="Best case"' not in \
+            result.read("xl/workbook.xml")
+        scenarios = result.read("xl/worksheets/sheet1.xml")
+    assert b'<scenario name="Best case"' in scenarios and b'<inputCells r="A1" val="12"/>' in scenarios
+    assert converted.fidelity["counts"]["sheets"] == {"source": 1, "result": 1}
+    assert converted.fidelity["complete"] is True, converted.fidelity["lost"]
