@@ -84,7 +84,8 @@ def _mend(result: Path, source: Path, sheets: set[str] | None, cells: Mapping[st
 
 
 def constants_of(source: Path) -> Constants:
-    """The BOOLERR cells of each sheet of the .xls ``source`` (BIFF8), and its formulas of one error constant."""
+    """The BOOLERR cells of each sheet of the .xls ``source`` (BIFF8, or Excel 95's BIFF5, whose two records are
+    laid out alike), and its formulas of one error constant."""
     found: Constants = {}
     for record, sheet, data, body, end in biff.records(source, {BIFF_BOOLERR, BIFF_FORMULA}, before_biff8=True):
         if sheet is None or end - body < 8:

@@ -29,11 +29,10 @@ The kinds of each file type are ``KINDS``; what each one counts:
   ``TEXT_TOLERANCE_RATIO`` of them may be missing without a loss (fields LibreOffice computes at load: dates,
   page and slide numbers; the same allowance as the output check of ``convert.py``).
 - ``images``: distinct pictures the user placed. Source: the BLIPs (told apart by their MD4 uid, or by their bytes
-  where the writer left the uid empty) that OfficeArt
-  shapes show with ``pib`` or a picture/texture ``fillBlip``, leaving out deleted shapes, OLE shapes (their
-  preview), the own background of a slide that shows its master's, and masters no slide uses; in a .doc also the
-  inline pictures (CHPX runs with sprmCPicLocation on a 0x01 of the text, not OLE previews, not form data); in
-  an RTF file named .doc its picture groups that show (``rtf``).
+  where the writer left the uid empty) that OfficeArt shapes show with ``pib`` or a picture/texture ``fillBlip``,
+  leaving out deleted shapes, OLE shapes (their preview), the own background of a slide that shows its master's,
+  and masters no slide uses; in a .doc also the inline pictures (CHPX runs with sprmCPicLocation on a 0x01 of the
+  text, not OLE previews, not form data); in an RTF file named .doc its picture groups that show (``rtf``).
   Result: distinct media parts referenced by ``a:blip``, ``v:imagedata`` or ``v:fill`` from content parts, outside
   OLE objects, controls and ``mc:Fallback`` renderings, and the picture bullets a list level uses (a .doc holds them
   as inline pictures in hidden text); charts' parts are not read.
