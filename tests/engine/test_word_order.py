@@ -1,0 +1,138 @@
+"""A text's properties in the order of their schema: LibreOffice's DOCX export writes a list level's number format
+after its style, a section's properties first among a paragraph's, a paragraph mark's tracked insertion after its
+formatting and a form's protection at the end of the settings; docshift's result has each child in its place, and
+nothing else changed."""
+
+import re
+import zipfile
+
+import pytest
+from conftest import _soffice_save as soffice
+from lxml import etree
+
+from docshift.engine import convert, word_order
+
+# a heading numbered by the outline, a page style that changes (a section break), a paragraph whose mark was
+# inserted with changes tracked and that is bold and larger, and a protected section (a form's protection)
+TEXT = """<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+ xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+ xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" xmlns:dc="http://purl.org/dc/elements/1.1/"
+ xmlns:config="urn:oasis:names:tc:opendocument:xmlns:config:1.0" office:version="1.2"
+ office:mimetype="application/vnd.oasis.opendocument.text">
+<office:settings><config:config-item-set config:name="ooo:configuration-settings"><config:config-item
+ config:name="ProtectForm" config:type="boolean">true</config:config-item></config:config-item-set></office:settings>
+<office:styles><style:style style:name="Heading_20_1" style:display-name="Heading 1" style:family="paragraph"
+ style:default-outline-level="1"/><text:outline-style style:name="Outline"><text:outline-level-style text:level="1"
+ style:num-format="1" style:num-suffix="."/></text:outline-style></office:styles>
+<office:automatic-styles>
+<style:page-layout style:name="pm1"><style:page-layout-properties fo:page-width="21cm" fo:page-height="29.7cm"/>
+</style:page-layout>
+<style:page-layout style:name="pm2"><style:page-layout-properties fo:page-width="29.7cm" fo:page-height="21cm"
+ style:print-orientation="landscape"/></style:page-layout>
+<style:style style:name="P1" style:family="paragraph"><style:paragraph-properties fo:text-align="center"/></style:style>
+<style:style style:name="P2" style:family="paragraph" style:master-page-name="Wide"/>
+<style:style style:name="P3" style:family="paragraph"><style:text-properties fo:font-size="14pt"
+ fo:font-weight="bold"/></style:style>
+</office:automatic-styles>
+<office:master-styles><style:master-page style:name="Standard" style:page-layout-name="pm1"/>
+<style:master-page style:name="Wide" style:page-layout-name="pm2"/></office:master-styles>
+<office:body><office:text><text:tracked-changes><text:changed-region text:id="ct1"><text:insertion><office:change-info>
+<dc:creator>Editor</dc:creator><dc:date>2020-01-02T03:04:00</dc:date></office:change-info></text:insertion>
+</text:changed-region></text:tracked-changes>
+<text:h text:style-name="Heading_20_1" text:outline-level="1">Introduction</text:h>
+<text:p text:style-name="P1">A portrait page, centred.</text:p><text:p text:style-name="P2">A landscape page.</text:p>
+<text:section text:name="Form" text:protected="true"><text:p>A form.</text:p></text:section>
+<text:p text:style-name="P3"><text:change-start text:change-id="ct1"/>An inserted paragraph.</text:p>
+<text:p text:style-name="P3">The next one.<text:change-end text:change-id="ct1"/></text:p>
+</office:text></office:body></office:document>"""
+PARTS = ("word/document.xml", "word/numbering.xml", "word/settings.xml")
+
+
+def parts_of(path):
+    with zipfile.ZipFile(path) as package:
+        return {name: package.read(name).decode() for name in PARTS}
+
+
+def unordered(xml):
+    """The element tree of ``xml`` with each element's children in a set order: two parts equal so differ in
+    their children's order at most."""
+    def canonical(element):
+        return (element.tag, tuple(sorted(element.attrib.items())), element.text or "",
+                tuple(sorted(canonical(child) for child in element)))
+    return canonical(etree.fromstring(xml.encode()))
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory):
+    out = tmp_path_factory.mktemp("order")
+    (out / "text.fodt").write_text(TEXT)
+    return soffice(out / "text.fodt", "doc", out)
+
+
+def test_children_go_where_the_schema_puts_them(office, text, tmp_path):
+    plain = parts_of(soffice(text, "docx:MS Word 2007 XML", tmp_path / "plain"))  # the filter docshift uses
+    # LibreOffice's order: each of the four out of the schema's
+    assert re.search(r"<w:lvl [^>]*><w:start [^>]*/><w:pStyle [^>]*/><w:numFmt ", plain["word/numbering.xml"])
+    assert re.search(r"<w:pPr><w:sectPr>.*?</w:sectPr><w:pStyle ", plain["word/document.xml"])
+    assert re.search(r"<w:rPr><w:b/><w:sz [^>]*/><w:ins [^>]*></w:ins></w:rPr>", plain["word/document.xml"])
+    assert re.search(r"<w:compat>.*</w:compat><w:documentProtection [^>]*/></w:settings>", plain["word/settings.xml"])
+
+    converted = convert.convert(office, text, "doc", tmp_path / "work", 60)
+    ordered = parts_of(converted.path)
+    assert re.search(r"<w:lvl [^>]*><w:start [^>]*/><w:numFmt [^>]*/><w:pStyle ", ordered["word/numbering.xml"])
+    section = re.search(r"<w:pPr>(<w:pStyle [^>]*/>.*?)<w:sectPr>.*?</w:sectPr></w:pPr>", ordered["word/document.xml"])
+    assert section and "<w:sectPr>" not in section.group(1) and section.group(1).endswith("<w:rPr></w:rPr>")
+    assert re.search(r"<w:rPr><w:ins [^>]*></w:ins><w:b/><w:sz [^>]*/></w:rPr>", ordered["word/document.xml"])
+    assert re.search(r"<w:documentProtection [^>]*/><w:defaultTabStop ", ordered["word/settings.xml"])
+    for name in PARTS:  # nothing else changed: the same elements, attributes and text, and the same length
+        assert unordered(ordered[name]) == unordered(plain[name]), name
+        assert len(ordered[name]) == len(plain[name]), name
+    assert converted.fidelity["complete"] is True
+
+
+W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+SECTION = '<w:sectPr><w:pgSz w:w="11906" w:h="16838"/></w:sectPr>'
+
+
+def test_an_element_put_in_order_keeps_its_children_s_own_order_put_right():
+    """A paragraph's properties and, inside them, its mark's: both put in order, the inner one inside the outer."""
+    data = (f'<w:document {W}><w:body><w:p><w:pPr>{SECTION}<w:pStyle w:val="Normal"/><w:rPr><w:b/>'
+            '<w:del w:id="1" w:author="A" w:date="2020-01-01T00:00:00Z"/></w:rPr></w:pPr></w:p></w:body></w:document>')
+    edited, count = word_order.ordered(data.encode(), "word/document.xml")
+    assert count == 2
+    assert edited.decode() == data.replace(SECTION, "").replace(
+        '<w:b/><w:del w:id="1" w:author="A" w:date="2020-01-01T00:00:00Z"/></w:rPr>',
+        f'<w:del w:id="1" w:author="A" w:date="2020-01-01T00:00:00Z"/><w:b/></w:rPr>{SECTION}')
+
+
+def test_what_lies_between_children_stays_and_a_run_s_formatting_keeps_its_order():
+    """Whitespace between children stays in its place; a run's formatting is a choice, in any order, and is not
+    sorted."""
+    data = (f'<w:document {W}><w:body><w:p><w:pPr>\n  {SECTION}\n  <w:jc w:val="center"/>\n  <w:rPr><w:sz w:val="28"/>'
+            '<w:b/></w:rPr>\n</w:pPr></w:p></w:body></w:document>')
+    edited, count = word_order.ordered(data.encode(), "word/document.xml")
+    assert count == 1
+    assert edited.decode() == data.replace(f"\n  {SECTION}\n  <w:jc w:val=\"center\"/>\n  <w:rPr><w:sz w:val=\"28\"/>"
+                                           "<w:b/></w:rPr>\n", "\n  <w:jc w:val=\"center\"/>\n  <w:rPr><w:sz "
+                                           f"w:val=\"28\"/><w:b/></w:rPr>\n  {SECTION}\n")
+
+
+def test_an_element_holding_a_child_of_no_known_place_is_left_as_it_is():
+    unknown = (f'<w:document {W} xmlns:x="urn:example"><w:body><w:p><w:pPr>{SECTION}<w:pStyle w:val="Normal"/>'
+               '<x:extra/></w:pPr></w:p></w:body></w:document>').encode()
+    assert word_order.ordered(unknown, "word/document.xml") == (unknown, 0)
+    settings = f'<w:settings {W}><w:defaultTabStop w:val="720"/><w:documentProtection w:edit="forms"/></w:settings>'
+    edited, count = word_order.ordered(settings.encode(), "word/settings.xml")
+    assert (edited.decode(), count) == (f'<w:settings {W}><w:documentProtection w:edit="forms"/><w:defaultTabStop '
+                                        'w:val="720"/></w:settings>', 1)
+
+
+def test_only_a_part_whose_bytes_show_a_child_out_of_order_is_parsed():
+    data = f'<w:document {W}><w:body><w:p><w:pPr><w:pStyle w:val="Normal"/></w:pPr></w:p></w:body></w:document>'
+    assert word_order.ordered(data.encode(), "word/document.xml") == (data.encode(), 0)
+    broken = b"<w:document><w:pPr><w:pStyle/>"  # not well-formed, which only a parse would find
+    assert word_order.ordered(broken, "word/document.xml") == (broken, 0)
+    with pytest.raises(word_order.Unreadable):
+        word_order.ordered(broken + b"<w:sectPr></w:sectPr><w:jc/>", "word/document.xml")
