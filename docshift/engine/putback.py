@@ -24,10 +24,10 @@ and its export the code names that bind the VBA project's modules to the workboo
 (``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a text's form fields
 lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros
 (``form_fields``), and the text its template (``word_template``); and it writes some of a text's properties out
-of their schema's order (``word_order``, which runs last). Each mend reads only what a file holds:
-one that holds none of what it puts back costs nothing (the code names are read for a workbook whose result keeps
-its VBA project, the validations' ranges for one whose result holds validations, the bookmarks' names for a text
-whose result has form fields).
+of their schema's order and dates that are none (``word_schema``, which runs last). Each mend reads only what a
+file holds: one that holds none of what it puts back costs nothing (the code names are read for a workbook whose
+result keeps its VBA project, the validations' ranges for one whose result holds validations, the bookmarks' names
+for a text whose result has form fields).
 """
 
 from pathlib import Path
@@ -64,7 +64,7 @@ from docshift.engine import (
     slide_timings,
     text_shadows,
     word_objects,
-    word_order,
+    word_schema,
     word_template,
     workbook_access,
     workbook_calc,
@@ -106,4 +106,4 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
         sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
-        word_order.mend(result, kind)  # last: what the mends before it wrote is put in order too
+        word_schema.mend(result, kind)  # last: it puts what the mends wrote in order too

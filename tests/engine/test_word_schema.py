@@ -1,7 +1,7 @@
-"""A text's properties in the order of their schema: LibreOffice's DOCX export writes a list level's number format
-after its style, a section's properties first among a paragraph's, a paragraph mark's tracked insertion after its
-formatting and a form's protection at the end of the settings; docshift's result has each child in its place, and
-nothing else changed."""
+"""A text's XML as its schema has it: LibreOffice's DOCX export writes a list level's number format after its
+style, a section's properties first among a paragraph's, a paragraph mark's tracked insertion after its formatting
+and a form's protection at the end of the settings, and a comment of no date with a date that is none; docshift's
+result has each child in its place and no such date, and nothing else changed."""
 
 import re
 import zipfile
@@ -10,10 +10,11 @@ import pytest
 from conftest import _soffice_save as soffice
 from lxml import etree
 
-from docshift.engine import convert, word_order
+from docshift.engine import convert, word_schema
 
 # a heading numbered by the outline, a page style that changes (a section break), a paragraph whose mark was
-# inserted with changes tracked and that is bold and larger, and a protected section (a form's protection)
+# inserted with changes tracked and that is bold and larger, a protected section (a form's protection), and a
+# comment of no date (as Word 97 keeps them)
 TEXT = """<?xml version="1.0" encoding="UTF-8"?>
 <office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
  xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"
@@ -41,13 +42,15 @@ TEXT = """<?xml version="1.0" encoding="UTF-8"?>
 <office:body><office:text><text:tracked-changes><text:changed-region text:id="ct1"><text:insertion><office:change-info>
 <dc:creator>Editor</dc:creator><dc:date>2020-01-02T03:04:00</dc:date></office:change-info></text:insertion>
 </text:changed-region></text:tracked-changes>
-<text:h text:style-name="Heading_20_1" text:outline-level="1">Introduction</text:h>
+<text:h text:style-name="Heading_20_1" text:outline-level="1">Introduction<office:annotation><dc:creator>Reviewer
+</dc:creator><text:p>Is this the title?</text:p></office:annotation></text:h>
 <text:p text:style-name="P1">A portrait page, centred.</text:p><text:p text:style-name="P2">A landscape page.</text:p>
 <text:section text:name="Form" text:protected="true"><text:p>A form.</text:p></text:section>
 <text:p text:style-name="P3"><text:change-start text:change-id="ct1"/>An inserted paragraph.</text:p>
 <text:p text:style-name="P3">The next one.<text:change-end text:change-id="ct1"/></text:p>
 </office:text></office:body></office:document>"""
-PARTS = ("word/document.xml", "word/numbering.xml", "word/settings.xml")
+PARTS = ("word/document.xml", "word/numbering.xml", "word/settings.xml", "word/comments.xml")
+NO_DATE = ' w:date="0-00-00T00:00:00Z"'
 
 
 def parts_of(path):
@@ -78,6 +81,7 @@ def test_children_go_where_the_schema_puts_them(office, text, tmp_path):
     assert re.search(r"<w:pPr><w:sectPr>.*?</w:sectPr><w:pStyle ", plain["word/document.xml"])
     assert re.search(r"<w:rPr><w:b/><w:sz [^>]*/><w:ins [^>]*></w:ins></w:rPr>", plain["word/document.xml"])
     assert re.search(r"<w:compat>.*</w:compat><w:documentProtection [^>]*/></w:settings>", plain["word/settings.xml"])
+    assert re.search(f"<w:comment [^>]*{NO_DATE}", plain["word/comments.xml"])
 
     converted = convert.convert(office, text, "doc", tmp_path / "work", 60)
     ordered = parts_of(converted.path)
@@ -86,9 +90,11 @@ def test_children_go_where_the_schema_puts_them(office, text, tmp_path):
     assert section and "<w:sectPr>" not in section.group(1) and section.group(1).endswith("<w:rPr></w:rPr>")
     assert re.search(r"<w:rPr><w:ins [^>]*></w:ins><w:b/><w:sz [^>]*/></w:rPr>", ordered["word/document.xml"])
     assert re.search(r"<w:documentProtection [^>]*/><w:defaultTabStop ", ordered["word/settings.xml"])
+    assert "w:date" not in ordered["word/comments.xml"] and re.search(r"<w:comment [^>]*w:author=",
+                                                                      ordered["word/comments.xml"])
     for name in PARTS:  # nothing else changed: the same elements, attributes and text, and the same length
-        assert unordered(ordered[name]) == unordered(plain[name]), name
-        assert len(ordered[name]) == len(plain[name]), name
+        assert unordered(ordered[name]) == unordered(plain[name].replace(NO_DATE, "")), name
+        assert len(ordered[name]) == len(plain[name].replace(NO_DATE, "")), name
     assert converted.fidelity["complete"] is True
 
 
@@ -100,7 +106,7 @@ def test_an_element_put_in_order_keeps_its_children_s_own_order_put_right():
     """A paragraph's properties and, inside them, its mark's: both put in order, the inner one inside the outer."""
     data = (f'<w:document {W}><w:body><w:p><w:pPr>{SECTION}<w:pStyle w:val="Normal"/><w:rPr><w:b/>'
             '<w:del w:id="1" w:author="A" w:date="2020-01-01T00:00:00Z"/></w:rPr></w:pPr></w:p></w:body></w:document>')
-    edited, count = word_order.ordered(data.encode(), "word/document.xml")
+    edited, count = word_schema.ordered(data.encode(), "word/document.xml")
     assert count == 2
     assert edited.decode() == data.replace(SECTION, "").replace(
         '<w:b/><w:del w:id="1" w:author="A" w:date="2020-01-01T00:00:00Z"/></w:rPr>',
@@ -112,7 +118,7 @@ def test_what_lies_between_children_stays_and_a_run_s_formatting_keeps_its_order
     sorted."""
     data = (f'<w:document {W}><w:body><w:p><w:pPr>\n  {SECTION}\n  <w:jc w:val="center"/>\n  <w:rPr><w:sz w:val="28"/>'
             '<w:b/></w:rPr>\n</w:pPr></w:p></w:body></w:document>')
-    edited, count = word_order.ordered(data.encode(), "word/document.xml")
+    edited, count = word_schema.ordered(data.encode(), "word/document.xml")
     assert count == 1
     assert edited.decode() == data.replace(f"\n  {SECTION}\n  <w:jc w:val=\"center\"/>\n  <w:rPr><w:sz w:val=\"28\"/>"
                                            "<w:b/></w:rPr>\n", "\n  <w:jc w:val=\"center\"/>\n  <w:rPr><w:sz "
@@ -122,17 +128,37 @@ def test_what_lies_between_children_stays_and_a_run_s_formatting_keeps_its_order
 def test_an_element_holding_a_child_of_no_known_place_is_left_as_it_is():
     unknown = (f'<w:document {W} xmlns:x="urn:example"><w:body><w:p><w:pPr>{SECTION}<w:pStyle w:val="Normal"/>'
                '<x:extra/></w:pPr></w:p></w:body></w:document>').encode()
-    assert word_order.ordered(unknown, "word/document.xml") == (unknown, 0)
+    assert word_schema.ordered(unknown, "word/document.xml") == (unknown, 0)
     settings = f'<w:settings {W}><w:defaultTabStop w:val="720"/><w:documentProtection w:edit="forms"/></w:settings>'
-    edited, count = word_order.ordered(settings.encode(), "word/settings.xml")
+    edited, count = word_schema.ordered(settings.encode(), "word/settings.xml")
     assert (edited.decode(), count) == (f'<w:settings {W}><w:documentProtection w:edit="forms"/><w:defaultTabStop '
                                         'w:val="720"/></w:settings>', 1)
 
 
 def test_only_a_part_whose_bytes_show_a_child_out_of_order_is_parsed():
     data = f'<w:document {W}><w:body><w:p><w:pPr><w:pStyle w:val="Normal"/></w:pPr></w:p></w:body></w:document>'
-    assert word_order.ordered(data.encode(), "word/document.xml") == (data.encode(), 0)
+    assert word_schema.ordered(data.encode(), "word/document.xml") == (data.encode(), 0)
+    assert word_schema.valid(data.encode(), "word/document.xml") == (data.encode(), 0)
     broken = b"<w:document><w:pPr><w:pStyle/>"  # not well-formed, which only a parse would find
-    assert word_order.ordered(broken, "word/document.xml") == (broken, 0)
-    with pytest.raises(word_order.Unreadable):
-        word_order.ordered(broken + b"<w:sectPr></w:sectPr><w:jc/>", "word/document.xml")
+    assert word_schema.ordered(broken, "word/document.xml") == (broken, 0)
+    with pytest.raises(word_schema.Unreadable):
+        word_schema.ordered(broken + b"<w:sectPr></w:sectPr><w:jc/>", "word/document.xml")
+
+
+@pytest.mark.parametrize(("date", "kept"), [
+    ("0-00-00T00:00:00Z", False), ("", False), ("2020-13", False), ("2020-01-02T03:04:00Z", True),
+    ("2020-01-02T03:04:00", True), ("2020-01-02T03:04:00.5+01:00", True)])
+def test_a_date_that_is_none_is_left_out(date, kept):
+    data = f'<w:comments {W}><w:comment w:id="0" w:author="A" w:date="{date}" w:initials="A"/></w:comments>'
+    edited, count = word_schema.valid(data.encode(), "word/comments.xml")
+    assert (edited.decode(), count) == ((data, 0) if kept else (data.replace(f' w:date="{date}"', ""), 1))
+
+
+def test_a_legal_level_s_format_goes_before_its_legal_numbering():
+    """LibreOffice writes a level with legal numbering (Word's "Legal style numbering") as start, isLgl, numFmt."""
+    level = ('<w:lvl w:ilvl="1"><w:start w:val="1"/><w:isLgl/><w:numFmt w:val="decimalZero"/><w:lvlText w:val="%1.%2"/>'
+             '</w:lvl>')
+    data = f'<w:numbering {W}><w:abstractNum w:abstractNumId="1">{level}</w:abstractNum></w:numbering>'
+    edited, count = word_schema.valid(data.encode(), "word/numbering.xml")
+    assert (edited.decode(), count) == (data.replace('<w:isLgl/><w:numFmt w:val="decimalZero"/>',
+                                                     '<w:numFmt w:val="decimalZero"/><w:isLgl/>'), 1)

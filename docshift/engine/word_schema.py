@@ -1,21 +1,25 @@
-"""A text's properties written in the order of their schema.
+"""A text's XML as its schema has it: properties in their order, no date that is none.
 
 WordprocessingML gives the children of most property elements as a sequence: each child has its place. LibreOffice
 25.2's DOCX export writes some of them out of it (a plain ``soffice --convert-to`` the same), each seen in the
 corpus's 58 .doc files:
 
-- a list level's number format after its paragraph style (``<w:lvl><w:start/><w:pStyle/><w:numFmt/>``), in every
-  level of a list bound to heading styles: 21 of the 58;
+- a list level's number format after its paragraph style or its legal numbering (``<w:lvl><w:start/><w:pStyle/>
+  <w:numFmt/>``), in every level of a list bound to heading styles: 21 of the 58;
 - a section's properties first in the properties of the paragraph that ends it (``<w:pPr><w:sectPr>...``), where
   they come after the paragraph's own and its mark's: 5;
 - a paragraph mark's tracked insertion or deletion after its formatting, where they come first (``w:rPr``): 1;
 - the protection of a form after the compatibility settings at the end of the settings, where it comes near their
   start (``w:documentProtection``): 1.
 
+It also writes a tracked change or a comment whose .doc gives it no date (Word 97 keeps none for a comment) with
+the date ``0-00-00T00:00:00Z``, which is no date at all; the schema makes ``w:date`` optional.
+
 Word for Windows reads such a part; a reader that follows the schema (the Open XML SDK's validator) refuses it, and
 Word for the web is reported to open such a file as damaged. ``mend`` moves each child of those elements to its
-place, its bytes as they were and the bytes between them where they were: nothing is added, removed or changed. An
-element holding a child the tables below do not know (another namespace's, an extension) is left as it is.
+place, its bytes as they were and the bytes between them where they were, and leaves out each ``w:date`` that is
+not a date: nothing else is added, removed or changed. An element holding a child the tables below do not know
+(another namespace's, an extension) is left in the order it has.
 """
 
 import re
@@ -34,8 +38,10 @@ PARTS = r"word/(?:document|header\d*|footer\d*|footnotes|endnotes|comments|numbe
 # what LibreOffice writes out of order, as its bytes show it: a part without any of these is not parsed
 SUSPECT = re.compile(rb"</w:sectPr>\s*<w:(?!pPrChange[\s/>])"  # a sibling after a paragraph's section
                      rb"|/>\s*<w:(?:ins|del|moveFrom|moveTo)\s"  # a mark's change after its formatting
-                     rb"|<w:pStyle\s[^>]*/>\s*<w:(?:start|numFmt|lvlRestart)[\s/>]"  # a level's format after its style
+                     rb"|<w:(?:pStyle|isLgl)\b[^>]*/>\s*<w:(?:start|numFmt|lvlRestart)[\s/>]"  # a level's format late
                      rb"|<w:(?:documentProtection|writeProtection)[\s/>]")  # anywhere in the settings
+# a date attribute whose value is no xsd:dateTime (LibreOffice's "0-00-00T00:00:00Z"), with the space before it
+NO_DATE = re.compile(rb'\sw:date="(?!-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")[^"]*"')
 
 # CT_PPrBase, the paragraph's own properties
 PARAGRAPH = ["pStyle", "keepNext", "keepLines", "pageBreakBefore", "framePr", "widowControl", "numPr",
@@ -104,16 +110,25 @@ class _Open:
 
 
 def mend(result: Path, kind: str) -> int:
-    """Put the children of the properties of the .docx ``result`` in their schema's order. Returns how many elements
-    were put in order (0: the file is untouched). Never raises for what the file holds."""
+    """Put the children of the properties of the .docx ``result`` in their schema's order and leave out its dates
+    that are none. Returns how many elements were put in order or lost a date (0: the file is untouched). Never
+    raises for what the file holds."""
     if kind != "doc":
         return 0
 
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         for name in package.matching(PARTS):
-            yield name, ordered
+            yield name, valid
 
-    return edited(result, parts, "the properties of %s stay in LibreOffice's order: %r")
+    return edited(result, parts, "the XML of %s stays as LibreOffice wrote it: %r")
+
+
+def valid(data: bytes, name: str) -> tuple[bytes, int]:
+    """Part ``name`` (``data``) put in order (``ordered``) without its dates that are none, and how many elements
+    changed."""
+    data, count = ordered(data, name)
+    data, dates = NO_DATE.subn(b"", data)
+    return data, count + dates
 
 
 def ordered(data: bytes, name: str) -> tuple[bytes, int]:
