@@ -1,4 +1,4 @@
-"""A text's XML as its schema has it: properties in their order, no date that is none.
+"""A text's XML as its schema has it: properties in their order, dates that are dates, shape types that are numbers.
 
 WordprocessingML gives the children of most property elements as a sequence: each child has its place. LibreOffice
 25.2's DOCX export writes some of them out of it (a plain ``soffice --convert-to`` the same), each seen in the
@@ -13,13 +13,15 @@ corpus's 58 .doc files:
   start (``w:documentProtection``): 1.
 
 It also writes a tracked change or a comment whose .doc gives it no date (Word 97 keeps none for a comment) with
-the date ``0-00-00T00:00:00Z``, which is no date at all; the schema makes ``w:date`` optional.
+the date ``0-00-00T00:00:00Z``, which is no date at all (the schema makes ``w:date`` optional), and the shape type
+of an embedded object's picture as its relationship's id (``<v:shapetype o:spt="ole_rId2" path="m@4@5l@4@11@9@11
+@9@5xe"``), where VML has a number: that path is a picture frame's, shape type 75, as Word writes it (4 of the 58).
 
 Word for Windows reads such a part; a reader that follows the schema (the Open XML SDK's validator) refuses it, and
 Word for the web is reported to open such a file as damaged. ``mend`` moves each child of those elements to its
-place, its bytes as they were and the bytes between them where they were, and leaves out each ``w:date`` that is
-not a date: nothing else is added, removed or changed. An element holding a child the tables below do not know
-(another namespace's, an extension) is left in the order it has.
+place, its bytes as they were and the bytes between them where they were, leaves out each ``w:date`` that is not
+a date and numbers those shape types: nothing else is added, removed or changed. An element holding a child the
+tables below do not know (another namespace's, an extension) is left in the order it has.
 """
 
 import re
@@ -41,6 +43,8 @@ SUSPECT = re.compile(rb"</w:sectPr>\s*<w:(?!pPrChange[\s/>])"  # a sibling after
                      rb"|<w:(?:pStyle|isLgl)\b[^>]*/>\s*<w:(?:start|numFmt|lvlRestart)[\s/>]"  # a level's format late
                      rb"|<w:(?:documentProtection|writeProtection)[\s/>]")  # anywhere in the settings
 # a date attribute whose value is no xsd:dateTime (LibreOffice's "0-00-00T00:00:00Z"), with the space before it
+# an object's picture's shape type that LibreOffice names for the object's relationship: a picture frame
+OBJECT_SHAPE_TYPE = re.compile(rb'(<v:shapetype\s[^>]*?\bo:spt=")ole_[^"]*"')
 NO_DATE = re.compile(rb'\sw:date="(?!-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")[^"]*"')
 
 # CT_PPrBase, the paragraph's own properties
@@ -110,9 +114,9 @@ class _Open:
 
 
 def mend(result: Path, kind: str) -> int:
-    """Put the children of the properties of the .docx ``result`` in their schema's order and leave out its dates
-    that are none. Returns how many elements were put in order or lost a date (0: the file is untouched). Never
-    raises for what the file holds."""
+    """Put the children of the properties of the .docx ``result`` in their schema's order, leave out its dates
+    that are none and number its objects' shape types. Returns how many elements changed (0: the file is
+    untouched). Never raises for what the file holds."""
     if kind != "doc":
         return 0
 
@@ -124,11 +128,12 @@ def mend(result: Path, kind: str) -> int:
 
 
 def valid(data: bytes, name: str) -> tuple[bytes, int]:
-    """Part ``name`` (``data``) put in order (``ordered``) without its dates that are none, and how many elements
-    changed."""
+    """Part ``name`` (``data``) put in order (``ordered``) without its dates that are none, its objects' pictures
+    typed as picture frames, and how many elements changed."""
     data, count = ordered(data, name)
     data, dates = NO_DATE.subn(b"", data)
-    return data, count + dates
+    data, types = OBJECT_SHAPE_TYPE.subn(rb'\g<1>75"', data)
+    return data, count + dates + types
 
 
 def ordered(data: bytes, name: str) -> tuple[bytes, int]:

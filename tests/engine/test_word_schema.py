@@ -20,7 +20,10 @@ TEXT = """<?xml version="1.0" encoding="UTF-8"?>
  xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"
  xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"
  xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0" xmlns:dc="http://purl.org/dc/elements/1.1/"
- xmlns:config="urn:oasis:names:tc:opendocument:xmlns:config:1.0" office:version="1.2"
+ xmlns:config="urn:oasis:names:tc:opendocument:xmlns:config:1.0"
+ xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
+ xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0"
+ xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" office:version="1.2"
  office:mimetype="application/vnd.oasis.opendocument.text">
 <office:settings><config:config-item-set config:name="ooo:configuration-settings"><config:config-item
  config:name="ProtectForm" config:type="boolean">true</config:config-item></config:config-item-set></office:settings>
@@ -44,13 +47,22 @@ TEXT = """<?xml version="1.0" encoding="UTF-8"?>
 </text:changed-region></text:tracked-changes>
 <text:h text:style-name="Heading_20_1" text:outline-level="1">Introduction<office:annotation><dc:creator>Reviewer
 </dc:creator><text:p>Is this the title?</text:p></office:annotation></text:h>
-<text:p text:style-name="P1">A portrait page, centred.</text:p><text:p text:style-name="P2">A landscape page.</text:p>
+<text:p text:style-name="P1">A portrait page, centred.</text:p>
+<text:p text:style-name="P2">A landscape page.</text:p>
 <text:section text:name="Form" text:protected="true"><text:p>A form.</text:p></text:section>
 <text:p text:style-name="P3"><text:change-start text:change-id="ct1"/>An inserted paragraph.</text:p>
 <text:p text:style-name="P3">The next one.<text:change-end text:change-id="ct1"/></text:p>
 </office:text></office:body></office:document>"""
+# an embedded workbook
+OBJECT = """<text:p>An object: <draw:frame draw:name="Sheet" text:anchor-type="as-char" svg:width="6cm"
+ svg:height="2cm"><draw:object><office:document office:version="1.2"
+ office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body>
+<office:spreadsheet><table:table table:name="Inner"><table:table-row><table:table-cell office:value-type="string">
+<text:p>inside</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body>
+</office:document></draw:object></draw:frame></text:p>"""
 PARTS = ("word/document.xml", "word/numbering.xml", "word/settings.xml", "word/comments.xml")
 NO_DATE = ' w:date="0-00-00T00:00:00Z"'
+SHAPE_TYPE = re.compile(r'(<v:shapetype [^>]*o:spt=")ole_rId[0-9]+"')
 
 
 def parts_of(path):
@@ -71,7 +83,7 @@ def unordered(xml):
 def text(tmp_path_factory):
     out = tmp_path_factory.mktemp("order")
     (out / "text.fodt").write_text(TEXT)
-    return soffice(out / "text.fodt", "doc", out)
+    return soffice(out / "text.fodt", "doc:MS Word 97", out, "OpenDocument Text Flat XML")
 
 
 def test_children_go_where_the_schema_puts_them(office, text, tmp_path):
@@ -96,6 +108,17 @@ def test_children_go_where_the_schema_puts_them(office, text, tmp_path):
         assert unordered(ordered[name]) == unordered(plain[name].replace(NO_DATE, "")), name
         assert len(ordered[name]) == len(plain[name].replace(NO_DATE, "")), name
     assert converted.fidelity["complete"] is True
+
+
+def test_an_embedded_object_s_picture_is_a_picture_frame(office, tmp_path):
+    """LibreOffice types an object's picture by its relationship's id, which is no VML shape type."""
+    (tmp_path / "object.fodt").write_text(TEXT.replace("<text:p>A form.</text:p>", f"<text:p>A form.</text:p>{OBJECT}"))
+    source = soffice(tmp_path / "object.fodt", "doc:MS Word 97", tmp_path, "OpenDocument Text Flat XML")
+    plain = parts_of(soffice(source, "docx:MS Word 2007 XML", tmp_path / "plain"))["word/document.xml"]
+    assert SHAPE_TYPE.search(plain)
+    converted = parts_of(convert.convert(office, source, "doc", tmp_path / "work", 60).path)["word/document.xml"]
+    assert not SHAPE_TYPE.search(converted)
+    assert re.search(r'<v:shapetype [^>]*o:spt="75" o:preferrelative="t" path="m@4@5l@4@11@9@11@9@5xe"', converted)
 
 
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
@@ -162,3 +185,14 @@ def test_a_legal_level_s_format_goes_before_its_legal_numbering():
     edited, count = word_schema.valid(data.encode(), "word/numbering.xml")
     assert (edited.decode(), count) == (data.replace('<w:isLgl/><w:numFmt w:val="decimalZero"/>',
                                                      '<w:numFmt w:val="decimalZero"/><w:isLgl/>'), 1)
+
+
+def test_an_object_s_picture_is_typed_as_a_picture_frame():
+    shape = ('<v:shapetype id="_x0000_tole_rId12" coordsize="21600,21600" o:spt="{}" o:preferrelative="t" '
+             'path="m@4@5l@4@11@9@11@9@5xe" filled="f" stroked="f"/>')
+    data = (f'<w:document {W} xmlns:v="urn:schemas-microsoft-com:vml" '
+            f'xmlns:o="urn:schemas-microsoft-com:office:office"><w:body><w:p><w:r><w:object>{shape}</w:object></w:r>'
+            '</w:p></w:body></w:document>')
+    edited, count = word_schema.valid(data.format("ole_rId12").encode(), "word/document.xml")
+    assert (edited.decode(), count) == (data.format("75"), 1)
+    assert word_schema.valid(data.format("75").encode(), "word/document.xml") == (data.format("75").encode(), 0)
