@@ -237,8 +237,15 @@ def _styles(data: bytes, found: list[_Paragraph]) -> dict[tuple[str, int], _Leve
             {key: value for key, value in paragraph.attributes.items() if key in PARAGRAPH_DEFAULTS},
             {PLACE[local]: data[slice(*place)] for local, place in paragraph.children.items()
              if PLACE.get(local, -1) in STYLED_PLACES},
-            {key: value for key, value in run.attributes.items() if key in (*RUN_DEFAULTS, "sz")}, run_children)
+            {key: value for key, value in run.attributes.items()
+             if key in RUN_DEFAULTS or (key == "sz" and _size(value))}, run_children)
     return styles
+
+
+def _size(value: str) -> bool:
+    """Whether ``value`` is a size a style may hold (ST_TextFontSize: 1 to 4,000 points, in hundredths): LibreOffice
+    writes a damaged deck's larger ones as they are, and a style holds none of them."""
+    return value.isdigit() and 100 <= int(value) <= 400000
 
 
 def _settle(styles: dict[tuple[str, int], _Level], inheriting: list[_Paragraph]) -> None:

@@ -223,3 +223,17 @@ def test_a_bulleted_paragraph_without_margins_keeps_the_style_from_naming_them()
         styles = master_styles._styles(master, found)
         master_styles._settle(styles, found + master_styles._read(slide, "s"))
         assert styles[("body", 0)].attributes == left
+
+
+@pytest.mark.parametrize(("size", "styled"), [("668200", False), ("99", False), ("100", True), ("400000", True)])
+def test_a_style_holds_no_size_the_schema_does_not_allow(size, styled):
+    """LibreOffice writes a damaged deck's prompt at 6,682 points (LibreOffice's ``hang-18.ppt``), past the 4,000
+    of ST_TextFontSize: the size stays the prompt's own and goes into no style."""
+    master = (f'<p:sldMaster xmlns:p="{P}" xmlns:a="{A}"><p:cSld><p:spTree><p:sp><p:nvSpPr><p:nvPr>'
+              '<p:ph type="body"/></p:nvPr></p:nvSpPr><p:txBody><a:p><a:pPr marL="300"/><a:r><a:rPr '
+              f'sz="{size}" b="1"/><a:t>Click</a:t></a:r></a:p></p:txBody></p:sp></p:spTree></p:cSld><p:clrMap/>'
+              '</p:sldMaster>').encode()
+    found = master_styles._read(master, "m")
+    styles = master_styles._styles(master, found)
+    master_styles._settle(styles, found)
+    assert styles[("body", 0)].run_attributes == ({"sz": size, "b": "1"} if styled else {"b": "1"})
