@@ -135,14 +135,17 @@ def compatible(root, known):
 def errors(schema, known, data, name):
     """The errors of part ``name`` (``data``): {(part kind, path, message)}; none where the schemas do not define
     its root's namespace."""
-    root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
+    kind = re.sub(r"\d+(?=\.xml$)", "N", name)
+    try:
+        root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
+    except etree.XMLSyntaxError:
+        return {(kind, "", "not well-formed")}
     if etree.QName(root).namespace not in known:
         return set()
     root = compatible(root, known)
     prefixes = {prefix: namespace for element in root.iter(etree.Element)
                 for prefix, namespace in element.nsmap.items() if prefix}
     short = PREFIXES | {namespace: prefix for prefix, namespace in prefixes.items()}
-    kind = re.sub(r"\d+(?=\.xml$)", "N", name)
     found = set()
     for _ in range(ROUNDS):
         if schema.validate(root):
