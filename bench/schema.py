@@ -156,16 +156,17 @@ def errors(schema, known, data, name):
             key = (kind, INDEX.sub("", entry.path or ""), VALUE.sub("<v>", message))
             new = new or key not in found
             found.add(key)
-            try:
-                nodes = root.getroottree().xpath(entry.path, namespaces=prefixes) if entry.path else []
-            except etree.XPathError:
-                nodes = []
             # an element out of place goes, where the path names one (a part's default namespace makes its paths
             # "/*/*", which name many): the rest of its parent's content is checked next round; an element whose
             # own attribute or content erred stays, its error hiding none
-            for node in nodes if len(nodes) == 1 and UNEXPECTED in entry.message else []:
-                if isinstance(node, etree._Element) and node.getparent() is not None:
-                    node.getparent().remove(node)
+            if UNEXPECTED not in entry.message or not entry.path or "*" in entry.path:
+                continue
+            try:
+                nodes = root.getroottree().xpath(entry.path, namespaces=prefixes)
+            except etree.XPathError:
+                continue
+            if len(nodes) == 1 and isinstance(nodes[0], etree._Element) and nodes[0].getparent() is not None:
+                nodes[0].getparent().remove(nodes[0])
         if not new:
             break
     return found
