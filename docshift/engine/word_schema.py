@@ -37,12 +37,15 @@ from docshift.engine.inventory.package import NS_W, SEP, Package
 NS_M = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 NS_SL = "http://schemas.openxmlformats.org/schemaLibrary/2006/main"
 PARTS = r"word/(?:document|header\d*|footer\d*|footnotes|endnotes|comments|numbering|settings|styles)\.xml"
-# what LibreOffice writes out of order, as its bytes show it: a part without any of these is not parsed
-SUSPECT = re.compile(rb"</w:sectPr>\s*<w:(?!pPrChange[\s/>])"  # a sibling after a paragraph's section
-                     rb"|/>\s*<w:(?:ins|del|moveFrom|moveTo)\s"  # a mark's change after its formatting
-                     rb"|<w:(?:pStyle|isLgl)\b[^>]*/>\s*<w:(?:start|numFmt|lvlRestart)[\s/>]"  # a level's format late
-                     rb"|<w:(?:documentProtection|writeProtection)[\s/>]")  # anywhere in the settings
-# a date attribute whose value is no xsd:dateTime (LibreOffice's "0-00-00T00:00:00Z"), with the space before it
+# what LibreOffice writes out of order, as its bytes show it: (a string a part holding it must hold, found fast, and
+# the pattern that tells); a part without any of these is not parsed
+SUSPECTS = [
+    (b"</w:sectPr>", re.compile(rb"</w:sectPr>\s*<w:(?!pPrChange[\s/>])")),  # a sibling after a paragraph's section
+    *((f"<w:{change}".encode(), re.compile(rf"/>\s*<w:{change}\s".encode()))  # a mark's change after its formatting
+      for change in ("ins", "del", "moveFrom", "moveTo")),
+    *((f"<w:{first}".encode(), re.compile(rf"<w:{first}\b[^>]*/>\s*<w:(?:start|numFmt|lvlRestart)[\s/>]".encode()))
+      for first in ("pStyle", "isLgl")),  # a level's format after its style or its legal numbering
+    (b"Protection", re.compile(rb"<w:(?:documentProtection|writeProtection)[\s/>]"))]  # anywhere in the settings
 # an object's picture's shape type that LibreOffice names for the object's relationship: a picture frame
 OBJECT_SHAPE_TYPE = re.compile(rb'(<v:shapetype\s[^>]*?\bo:spt=")ole_[^"]*"')
 NO_DATE = re.compile(rb'\sw:date="(?!-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")[^"]*"')
@@ -131,15 +134,15 @@ def valid(data: bytes, name: str) -> tuple[bytes, int]:
     """Part ``name`` (``data``) put in order (``ordered``) without its dates that are none, its objects' pictures
     typed as picture frames, and how many elements changed."""
     data, count = ordered(data, name)
-    data, dates = NO_DATE.subn(b"", data)
-    data, types = OBJECT_SHAPE_TYPE.subn(rb'\g<1>75"', data)
+    data, dates = NO_DATE.subn(b"", data) if b'w:date="' in data else (data, 0)
+    data, types = OBJECT_SHAPE_TYPE.subn(rb'\g<1>75"', data) if b'o:spt="ole_' in data else (data, 0)
     return data, count + dates + types
 
 
 def ordered(data: bytes, name: str) -> tuple[bytes, int]:
     """Part ``name`` (``data``) with the children of each element of ``ORDERS`` in their order, and how many
     elements were put in order."""
-    if not SUSPECT.search(data):
+    if not any(marker in data and pattern.search(data) for marker, pattern in SUSPECTS):
         return data, 0
     stack: list[_Open] = []
     edits: list[tuple[int, int, bytes]] = []  # none overlapping; an element put in order holds its children's
