@@ -156,6 +156,9 @@ def test_an_element_holding_a_child_of_no_known_place_is_left_as_it_is():
     edited, count = word_schema.ordered(settings.encode(), "word/settings.xml")
     assert (edited.decode(), count) == (f'<w:settings {W}><w:documentProtection w:edit="forms"/><w:defaultTabStop '
                                         'w:val="720"/></w:settings>', 1)
+    caps = f'<w:settings {W}><w:doNotHyphenateCaps/><w:hyphenationZone w:val="360"/></w:settings>'
+    assert word_schema.valid(caps.encode(), "word/settings.xml") == (
+        f'<w:settings {W}><w:hyphenationZone w:val="360"/><w:doNotHyphenateCaps/></w:settings>'.encode(), 1)
 
 
 def test_only_a_part_whose_bytes_show_a_child_out_of_order_is_parsed():
