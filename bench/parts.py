@@ -26,16 +26,12 @@ compared (``bench/corpus.py`` judges those).
 import argparse
 import hashlib
 import re
-import tempfile
 import xml.etree.ElementTree as ElementTree
 import zipfile
 from collections import Counter
 from pathlib import Path
 
 import reference
-
-from docshift.engine import Engine, Forkit
-from docshift.errors import ConversionFailed
 
 HERE = Path(__file__).resolve().parent
 MEDIA = re.compile(r"(word|xl|ppt)/media/")
@@ -151,36 +147,21 @@ def main():
     corpus = HERE.parent.parent / "shared" / "corpus"
     parser.add_argument("folders", nargs="*", type=Path, default=[corpus / kind for kind in ("doc", "xls", "ppt")])
     args = parser.parse_args()
-    files = [path for folder in args.folders for path in sorted(folder.iterdir())
-             if path.suffix.lower() in (".doc", ".xls", ".ppt")]
-    cold = reference.Cold(files, TIMEOUT)
-    work = Path(tempfile.mkdtemp(prefix="parts-"))
-    engine = Engine(Forkit(work / "engine", name="parts"))
-    engine.start()
     tally, short = Counter(), Counter()
-    try:
-        for number, path in enumerate(files):
-            kind = reference.kind(path)
-            plain_content, plain = cold.result(path)
-            try:
-                ours = engine.convert(path, kind, work / f"job-{number}", TIMEOUT).path
-            except ConversionFailed as failure:
-                ours, code = None, failure.code
-            if plain_content is None or ours is None:
-                tally["plain only" if ours is None and plain_content else "not compared"] += 1
-                if ours is None and plain_content:
-                    print(f"{path.parent.name}/{path.name}: converted by the plain soffice only; docshift: {code}",
-                          flush=True)
-                continue
-            tally["compared"] += 1
-            found = lacks(plain, ours)
-            if found:
-                tally["holding less"] += 1
-                short.update(entry.split(":")[0] if ":" in entry else "media" for entry in found)
-                print(f"{path.parent.name}/{path.name}: {'; '.join(found)}", flush=True)
-    finally:
-        engine.close()
-        cold.close()
+    files = reference.legacy_files(args.folders)
+    for path, _, plain_content, plain, ours, code in reference.both(files, "parts", TIMEOUT):
+        if plain_content is None or ours is None:
+            tally["plain only" if ours is None and plain_content else "not compared"] += 1
+            if ours is None and plain_content:
+                print(f"{path.parent.name}/{path.name}: converted by the plain soffice only; docshift: {code}",
+                      flush=True)
+            continue
+        tally["compared"] += 1
+        found = lacks(plain, ours)
+        if found:
+            tally["holding less"] += 1
+            short.update(entry.split(":")[0] if ":" in entry else "media" for entry in found)
+            print(f"{path.parent.name}/{path.name}: {'; '.join(found)}", flush=True)
     print(f"\n{len(files)} files: {dict(tally)}")
     print(f"what docshift's results hold less of, in how many files: {dict(short)}")
 

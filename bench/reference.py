@@ -125,3 +125,33 @@ class Cold:
     def close(self):
         self.pool.shutdown(cancel_futures=True)
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def legacy_files(folders):
+    """The .doc, .xls and .ppt files of ``folders``, in order."""
+    return [path for folder in folders for path in sorted(Path(folder).iterdir())
+            if path.suffix.lower() in (".doc", ".xls", ".ppt")]
+
+
+def both(files, name, timeout):
+    """Each of ``files`` converted by a cold ``soffice`` and by the worker's engine (a fresh child of the
+    preinitialised parent in its sandbox, the mends, the checks): (path, kind, the plain result's content or None,
+    the plain result, docshift's result or None, docshift's error code or None)."""
+    from docshift.engine import Engine, Forkit
+    from docshift.errors import ConversionFailed
+
+    cold = Cold(files, timeout)
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    engine = Engine(Forkit(work / "engine", name=name))
+    engine.start()
+    try:
+        for number, path in enumerate(files):
+            plain_content, plain = cold.result(path)
+            try:
+                ours, code = engine.convert(path, kind(path), work / f"job-{number}", timeout).path, None
+            except ConversionFailed as failure:
+                ours, code = None, failure.code
+            yield path, kind(path), plain_content, plain, ours, code
+    finally:
+        engine.close()
+        cold.close()

@@ -37,9 +37,6 @@ from pathlib import Path
 import reference
 from lxml import etree
 
-from docshift.engine import Engine, Forkit
-from docshift.errors import ConversionFailed
-
 HERE = Path(__file__).resolve().parent
 CACHE = HERE.parent / ".cache" / "ooxml-schemas"
 MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
@@ -190,38 +187,23 @@ def main():
     parser.add_argument("--schemas", type=Path, default=CACHE, help="where the schemas are (fetched if missing)")
     args = parser.parse_args()
     schema, known = load(args.schemas)
-    files = [path for folder in args.folders for path in sorted(folder.iterdir())
-             if path.suffix.lower() in (".doc", ".xls", ".ppt")]
-    cold = reference.Cold(files, TIMEOUT)
-    work = Path(tempfile.mkdtemp(prefix="schema-"))
-    engine = Engine(Forkit(work / "engine", name="schema"))
-    engine.start()
     invalid, plain_kinds, added, removed, office = defaultdict(Counter), Counter(), Counter(), Counter(), Counter()
-    try:
-        for number, path in enumerate(files):
-            kind = reference.kind(path)
-            plain_content, plain = cold.result(path)
-            try:
-                ours = engine.convert(path, kind, work / f"job-{number}", TIMEOUT).path
-            except ConversionFailed:
-                ours = None
-            if plain_content is None or ours is None:
-                invalid[kind]["not compared"] += 1
-                continue
-            theirs, mine = package_errors(schema, known, plain), package_errors(schema, known, ours)
-            office.update({"plain": any(OFFICE.search(key[2]) for key in theirs),
-                           "docshift": any(OFFICE.search(key[2]) for key in mine)})
-            theirs = {key for key in theirs if not OFFICE.search(key[2])}
-            mine = {key for key in mine if not OFFICE.search(key[2])}
-            invalid[kind].update({"compared": 1, "plain invalid": bool(theirs), "docshift invalid": bool(mine)})
-            plain_kinds.update(theirs)
-            added.update(mine - theirs)
-            removed.update(theirs - mine)
-            for key in sorted(mine - theirs):
-                print(f"{path.parent.name}/{path.name}: docshift only: {' | '.join(key)}", flush=True)
-    finally:
-        engine.close()
-        cold.close()
+    files = reference.legacy_files(args.folders)
+    for path, kind, plain_content, plain, ours, _ in reference.both(files, "schema", TIMEOUT):
+        if plain_content is None or ours is None:
+            invalid[kind]["not compared"] += 1
+            continue
+        theirs, mine = package_errors(schema, known, plain), package_errors(schema, known, ours)
+        office.update({"plain": int(any(OFFICE.search(key[2]) for key in theirs)),
+                       "docshift": int(any(OFFICE.search(key[2]) for key in mine))})
+        theirs = {key for key in theirs if not OFFICE.search(key[2])}
+        mine = {key for key in mine if not OFFICE.search(key[2])}
+        invalid[kind].update({"compared": 1, "plain invalid": int(bool(theirs)), "docshift invalid": int(bool(mine))})
+        plain_kinds.update(theirs)
+        added.update(mine - theirs)
+        removed.update(theirs - mine)
+        for key in sorted(mine - theirs):
+            print(f"{path.parent.name}/{path.name}: docshift only: {' | '.join(key)}", flush=True)
     for kind, tally in invalid.items():
         print(f"{kind}: {dict(tally)}")
     print(f"results holding Office's own reading of the schemas (xml:space, dateCompatibility, buSzPct): "
