@@ -24,18 +24,14 @@ from docshift.engine.inventory.common import stream
 from docshift.engine.inventory.doc import _fib
 from docshift.engine.inventory.doc_bullets import strings
 from docshift.engine.inventory.package import NS_W, SEP, Package
+from docshift.engine.word_schema import SETTINGS as SETTINGS_ORDER
 
 PAIR_STTBF_ASSOC, ASSOC_DOT = 32, 1  # FibRgFcLcb97's fcSttbfAssoc; SttbfAssoc's ibstAssocDot
 RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 SETTINGS, ATTACHED = f"{RELATIONSHIPS}/settings", f"{RELATIONSHIPS}/attachedTemplate"
 ATTACHED_TEMPLATE = f"{NS_W}{SEP}attachedTemplate"
 # the children of CT_Settings before attachedTemplate, in the schema's order
-PRECEDING = frozenset(f"{NS_W}{SEP}{local}" for local in (
-    "writeProtection", "view", "zoom", "removePersonalInformation", "removeDateAndTime", "doNotDisplayPageBoundaries",
-    "displayBackgroundShape", "printPostScriptOverText", "printFractionalCharacterWidth", "printFormsData",
-    "embedTrueTypeFonts", "embedSystemFonts", "saveSubsetFonts", "saveFormsData", "mirrorMargins",
-    "alignBordersAndEdges", "bordersDoNotSurroundHeader", "bordersDoNotSurroundFooter", "gutterAtTop",
-    "hideSpellingErrors", "hideGrammaticalErrors", "activeWritingStyle", "proofState", "formsDesign"))
+PRECEDING = frozenset(f"{NS_W}{SEP}{local}" for local in SETTINGS_ORDER[:SETTINGS_ORDER.index("attachedTemplate")])
 
 
 def mend(result: Path, source: Path, kind: str) -> int:
