@@ -140,13 +140,14 @@ def errors(schema, known, data, name):
     if etree.QName(root).namespace not in known:
         return set()
     root = compatible(root, known)
+    found = set()
+    if schema.validate(root):
+        return found
+    # the prefixes of the messages and of the paths, read only for a part that has errors (a sheet's cells are many)
     prefixes = {prefix: namespace for element in root.iter(etree.Element)
                 for prefix, namespace in element.nsmap.items() if prefix}
     short = PREFIXES | {namespace: prefix for prefix, namespace in prefixes.items()}
-    found = set()
     for _ in range(ROUNDS):
-        if schema.validate(root):
-            break
         new = False
         for entry in schema.error_log:
             message = NAMESPACE.sub(lambda uri: short.get(uri.group(1), uri.group(1)) + ":", entry.message)
@@ -164,7 +165,7 @@ def errors(schema, known, data, name):
                 continue
             if len(nodes) == 1 and isinstance(nodes[0], etree._Element) and nodes[0].getparent() is not None:
                 nodes[0].getparent().remove(nodes[0])
-        if not new:
+        if not new or schema.validate(root):
             break
     return found
 
