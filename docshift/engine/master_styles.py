@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docshift.engine import ooxml
-from docshift.engine.embedding import PartEdit, child_place, edited, part_bytes, spliced
+from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
 from docshift.engine.slide_schemes import LAYOUT, MASTER
@@ -101,11 +101,13 @@ def mend(result: Path, kind: str) -> int:
 
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         for master, inheriting in _families(package).items():
-            data = part_bytes(package, master)
-            present, place, root = child_place(data, master, TEXT_STYLES, {EXTENSIONS})
-            if present:
+            data, outline = part_bytes(package, master), _Outline()
+            read = {master: (data, _read(data, master, outline))}
+            if outline.present:
                 continue
-            read = {master: (data, _read(data, master))}
+            if outline.root < 0 or outline.place < 0:
+                raise Unreadable(f"{master}: no root element")
+            place, root = outline.place, outline.root
             for name in inheriting:
                 part = part_bytes(package, name)
                 read[name] = (part, _read(part, name) if PLACEHOLDER_TAG.search(part) else [])
@@ -157,8 +159,18 @@ def _families(package: Package) -> dict[str, list[str]]:
     return families
 
 
-def _read(data: bytes, name: str) -> list[_Paragraph]:
-    """The paragraphs of the title and body placeholders of the part ``name`` (``data``), in document order."""
+@dataclass
+class _Outline:
+    """Of a master, as ``_read`` found it: whether it holds text styles, where they go (before its extensions, else
+    before its root's end tag) and where its root's start tag is (-1: not found)."""
+    present: bool = False
+    place: int = -1
+    root: int = -1
+
+
+def _read(data: bytes, name: str, outline: _Outline | None = None) -> list[_Paragraph]:
+    """The paragraphs of the title and body placeholders of the part ``name`` (``data``), in document order; the
+    part's ``outline`` filled in, if given."""
     paragraphs: list[_Paragraph] = []
     stack: list[str] = []
     style: str | None = None  # of the placeholder being read, and where it starts
@@ -172,6 +184,12 @@ def _read(data: bytes, name: str) -> list[_Paragraph]:
         nonlocal style, shape, paragraph, properties, children, depth
         at = reader.CurrentByteIndex
         stack.append(tag)
+        if outline is not None:
+            outline.present = outline.present or tag == TEXT_STYLES
+            if len(stack) == 1:
+                outline.root = at
+            elif len(stack) == 2 and tag == EXTENSIONS and outline.place < 0:
+                outline.place = at
         if tag == SHAPE:
             style, shape = None, at
         elif tag == PLACEHOLDER and SHAPE in stack:
@@ -197,6 +215,8 @@ def _read(data: bytes, name: str) -> list[_Paragraph]:
     def end(tag: str) -> None:
         nonlocal style, paragraph, properties, children, depth
         at = reader.CurrentByteIndex
+        if outline is not None and len(stack) == 1 and outline.place < 0:
+            outline.place = at
         if children is not None and len(stack) == depth + 1:
             local = tag.rpartition(SEP)[2]
             began, ended = children[local]
