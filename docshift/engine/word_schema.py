@@ -26,6 +26,7 @@ tables below do not know (another namespace's, an extension) is left in the orde
 """
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,9 @@ SUSPECTS = [
 SETTINGS_PART = "word/settings.xml"  # a few hundred bytes, always parsed: LibreOffice writes a caps rule early too
 # an object's picture's shape type that LibreOffice names for the object's relationship: a picture frame
 OBJECT_SHAPE_TYPE = re.compile(rb'(<v:shapetype\s[^>]*?\bo:spt=")ole_[^"]*"')
+# the start and end tags of the elements a pattern's match is looked for in (1: an end tag; 2: an empty one)
+CONTAINER_TAG = re.compile(rb"<(/?)w:(?:pPr|lvl)(?=[\s/>])(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>")
+ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")  # the first element's start tag
 NO_DATE = re.compile(rb'\sw:date="(?!-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")[^"]*"')
 
 # CT_PPrBase, the paragraph's own properties
@@ -143,9 +147,65 @@ def valid(data: bytes, name: str) -> tuple[bytes, int]:
 
 def ordered(data: bytes, name: str) -> tuple[bytes, int]:
     """Part ``name`` (``data``) with the children of each element of ``ORDERS`` in their order, and how many
-    elements were put in order."""
-    if name != SETTINGS_PART and not any(marker in data and pattern.search(data) for marker, pattern in SUSPECTS):
+    elements were put in order. Only the paragraph properties and list levels the ``SUSPECTS`` are found in are
+    parsed, each on its own (``_fragments``), except in the settings, or where the part's tags do not nest as its
+    fragments would need: then the whole part is."""
+    if name == SETTINGS_PART:
+        return _ordered(data, name)
+    hits = [found.start() for marker, pattern in SUSPECTS if marker in data for found in pattern.finditer(data)]
+    if not hits:
         return data, 0
+    try:
+        return _fragments(data, name, hits)
+    except Unreadable:  # a prefix declared between the root and a fragment, or tags that do not nest
+        return _ordered(data, name)
+
+
+def _fragments(data: bytes, name: str, hits: list[int]) -> tuple[bytes, int]:
+    """``ordered``, the outermost ``w:pPr`` and ``w:lvl`` elements that hold one of ``hits`` parsed together inside
+    the part's root start tag (which declares LibreOffice's prefixes), and nothing else parsed."""
+    spans = _containers(data, name)
+    starts = [lo for lo, _ in spans]
+    chosen = sorted({spans[index] for hit in hits if (index := bisect_right(starts, hit) - 1) >= 0
+                     and hit < spans[index][1]})
+    root = ROOT_TAG.search(data)
+    if root is None:
+        raise Unreadable(f"{name}: no root element")
+    head, tail = root.group(), f"</{root.group(1).decode('ascii')}>".encode()
+    written, count = _ordered(b"".join([head, *(data[lo:hi] for lo, hi in chosen), tail]), name)
+    if not count:
+        return data, 0
+    edits, at = [], len(head)  # putting children in order keeps each element's length: each is where it was
+    for lo, hi in chosen:
+        if written[at:at + hi - lo] != data[lo:hi]:
+            edits.append((lo, hi, written[at:at + hi - lo]))
+        at += hi - lo
+    return spliced(data, edits), count
+
+
+def _containers(data: bytes, name: str) -> list[tuple[int, int]]:
+    """The spans of the outermost ``w:pPr`` and ``w:lvl`` elements of part ``name`` (``data``) that have children,
+    from their tags alone; ``Unreadable`` where those do not nest."""
+    spans: list[tuple[int, int]] = []
+    depth, opened = 0, 0
+    for tag in CONTAINER_TAG.finditer(data):
+        if tag.group(1):
+            depth -= 1
+            if depth < 0:
+                raise Unreadable(f"{name}: an end tag with no start")
+            if depth == 0:
+                spans.append((opened, tag.end()))
+        elif not tag.group(2):
+            if depth == 0:
+                opened = tag.start()
+            depth += 1
+    if depth:
+        raise Unreadable(f"{name}: a start tag with no end")
+    return spans
+
+
+def _ordered(data: bytes, name: str) -> tuple[bytes, int]:
+    """``ordered``, the whole part parsed."""
     stack: list[_Open] = []
     edits: list[tuple[int, int, bytes]] = []  # none overlapping; an element put in order holds its children's
     count = 0

@@ -171,6 +171,34 @@ def test_only_a_part_whose_bytes_show_a_child_out_of_order_is_parsed():
         word_schema.ordered(broken + b"<w:sectPr></w:sectPr><w:jc/>", "word/document.xml")
 
 
+def test_only_the_properties_a_pattern_is_found_in_are_parsed():
+    """In a large part, the paragraph properties that show a child out of order are parsed on their own: the rest of
+    the part is not (here, a run that no parser would take passes untouched), and what is put in order is the same
+    as when the whole part is parsed."""
+    paragraph = f'<w:p><w:pPr>{SECTION}<w:jc w:val="center"/></w:pPr><w:r><w:t>a</w:t></w:r></w:p>'
+    data = (f"<w:document {W}><w:body>{paragraph}<w:p><w:r><w:t>&undefined;</w:t></w:r></w:p>{paragraph}</w:body>"
+            "</w:document>")
+    edited, count = word_schema.ordered(data.encode(), "word/document.xml")
+    assert count == 2
+    put_right = f'<w:jc w:val="center"/>{SECTION}'
+    assert edited.decode() == data.replace(f'{SECTION}<w:jc w:val="center"/>', put_right)
+    whole = data.replace("&undefined;", "b").encode()
+    assert word_schema.ordered(whole, "word/document.xml") == word_schema._ordered(whole, "word/document.xml")
+
+
+def test_a_part_whose_properties_cannot_be_read_alone_is_parsed_whole():
+    """A prefix declared between the root and the properties, or tags that do not nest: the whole part is parsed."""
+    inner = (f'<w:document {W}><w:body><x:sdt xmlns:x="urn:example"><w:p><w:pPr>{SECTION}<x:y/>'
+             '</w:pPr></w:p></x:sdt></w:body></w:document>').encode()
+    assert word_schema.ordered(inner, "word/document.xml") == (inner, 0)  # read whole: x:y has no known place
+    declared = inner.replace(b"<x:y/>", b'<w:jc w:val="left"/>')
+    edited, count = word_schema.ordered(declared, "word/document.xml")
+    assert (count, edited) == (1, declared.replace(f'{SECTION}<w:jc w:val="left"/>'.encode(),
+                                                   f'<w:jc w:val="left"/>{SECTION}'.encode()))
+    with pytest.raises(word_schema.Unreadable):
+        word_schema.ordered(f'<w:document {W}><w:pPr>{SECTION}<w:jc/></w:pPr></w:pPr>'.encode(), "word/document.xml")
+
+
 @pytest.mark.parametrize(("date", "kept"), [
     ("0-00-00T00:00:00Z", False), ("", False), ("2020-13", False), ("2020-01-02T03:04:00Z", True),
     ("2020-01-02T03:04:00", True), ("2020-01-02T03:04:00.5+01:00", True)])
@@ -199,3 +227,4 @@ def test_an_object_s_picture_is_typed_as_a_picture_frame():
     edited, count = word_schema.valid(data.format("ole_rId12").encode(), "word/document.xml")
     assert (edited.decode(), count) == (data.format("75"), 1)
     assert word_schema.valid(data.format("75").encode(), "word/document.xml") == (data.format("75").encode(), 0)
+
