@@ -24,6 +24,7 @@ from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.inventory.xls import _string
+from docshift.engine.sheet_skeleton import without_cells, without_names
 
 log = logging.getLogger("docshift.engine")
 
@@ -80,7 +81,10 @@ def _mend(result: Path, workbook: str | None, sheets: dict[str, str]) -> int:
 
 def _naming(element: str, name: str) -> PartEdit:
     """The edit of a part that gives its ``element`` the code name ``name`` (``_named``)."""
-    return lambda data, part: (_named(data, part, element, name), 1)
+    def named(data: bytes, part: str) -> tuple[bytes, int]:
+        return _named(data, part, element, name), 1
+
+    return without_names(named) if element == WORKBOOK_PR else without_cells(named)
 
 
 def _named(data: bytes, part: str, element: str, name: str) -> bytes:

@@ -17,6 +17,7 @@ from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit, child_place
 from docshift.engine.inventory.common import Ignored
 from docshift.engine.inventory.package import NS_MC, NS_S, SEP
+from docshift.engine.sheet_skeleton import without_cells
 
 IGNORED_ERRORS = f"{NS_S}{SEP}ignoredErrors"
 # the worksheet's children that follow ignoredErrors (CT_Worksheet), and the markup-compatibility wrapper
@@ -37,7 +38,7 @@ def mend(result: Path, kind: str, ignored: dict[str, list[Ignored]]) -> int:
 
 def _ignoring(records: list[Ignored]) -> PartEdit:
     """The edit of a worksheet part that gives it ``records``."""
-    return lambda data, name: (ignoring(data, name, records), 1)
+    return without_cells(lambda data, name: (ignoring(data, name, records), 1))
 
 
 def ignoring(data: bytes, name: str, records: list[Ignored]) -> bytes:

@@ -15,6 +15,7 @@ from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit, child_place
 from docshift.engine.inventory.common import Scale
 from docshift.engine.inventory.package import NS_MC, NS_S, SEP
+from docshift.engine.sheet_skeleton import without_cells
 
 CONDITIONAL, RULE = f"{NS_S}{SEP}conditionalFormatting", f"{NS_S}{SEP}cfRule"
 # the worksheet's children that follow its conditional formats (CT_Worksheet), and the markup-compatibility wrapper
@@ -38,7 +39,7 @@ def mend(result: Path, kind: str, scales: dict[str, list[Scale]]) -> int:
 
 def _formatting(rules: list[Scale]) -> PartEdit:
     """The edit of a worksheet part that gives it ``rules``."""
-    return lambda data, name: (formatted(data, name, rules), 1)
+    return without_cells(lambda data, name: (formatted(data, name, rules), 1))
 
 
 def formatted(data: bytes, name: str, rules: list[Scale]) -> bytes:

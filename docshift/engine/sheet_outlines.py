@@ -17,6 +17,7 @@ from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_S, SEP
+from docshift.engine.sheet_skeleton import without_cells
 
 SHEET_PROPERTIES, TAB_COLOUR, OUTLINE = (f"{NS_S}{SEP}{local}" for local in ("sheetPr", "tabColor", "outlinePr"))
 
@@ -33,7 +34,7 @@ def mend(result: Path, kind: str, outlines: dict[str, dict[str, str]]) -> int:
 
 def _outlining(wanted: dict[str, str]) -> PartEdit:
     """The edit of a worksheet part that gives it the outline settings ``wanted``."""
-    return lambda data, name: (outlined(data, name, wanted), 1)
+    return without_cells(lambda data, name: (outlined(data, name, wanted), 1))
 
 
 def outlined(data: bytes, name: str, wanted: dict[str, str]) -> bytes:

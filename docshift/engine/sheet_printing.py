@@ -27,6 +27,7 @@ from pathlib import Path
 from docshift.engine import ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit
 from docshift.engine.inventory.package import NS_S, SEP
+from docshift.engine.sheet_skeleton import without_cells
 
 PAGE_SETUP, PAGE_MARGINS = f"{NS_S}{SEP}pageSetup", f"{NS_S}{SEP}pageMargins"
 MARGIN_TOLERANCE = 0.001  # inches: LibreOffice keeps margins in hundredths of a millimetre
@@ -61,7 +62,7 @@ def _printed(wanted: tuple[dict[str, str | None], dict[str, float]]) -> PartEdit
                     if not _near(attributes.get(margin), inches)} or None
         return None
 
-    return lambda data, name: (ooxml.edit_tags(data, name, edit), 1)
+    return without_cells(lambda data, name: (ooxml.edit_tags(data, name, edit), 1))
 
 
 def _near(written: str | None, inches: float) -> bool:

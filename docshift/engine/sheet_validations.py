@@ -20,6 +20,7 @@ from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit, edited
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.sheet_objects import cell_name, cell_place
+from docshift.engine.sheet_skeleton import without_cells
 
 BIFF_DV = 0x01BE
 VALIDATION = f"{NS_S}{SEP}dataValidation"
@@ -45,7 +46,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
 
 def _widening(validations: list[list[Range]]) -> PartEdit:
     """The edit of a worksheet part that widens its validations cut short of ``validations`` (``widened``)."""
-    return lambda data, part: widened(data, part, validations)
+    return without_cells(lambda data, part: widened(data, part, validations))
 
 
 def ranges_of(source: Path) -> dict[str, list[list[Range]]]:

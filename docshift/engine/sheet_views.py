@@ -23,6 +23,7 @@ from docshift.engine.embedding import PartEdit, edited
 from docshift.engine.inventory.common import View
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.sheet_objects import cell_name
+from docshift.engine.sheet_skeleton import without_cells, without_names
 
 SHEET_VIEW, PANE, WORKBOOK_VIEW = (f"{NS_S}{SEP}{local}" for local in ("sheetView", "pane", "workbookView"))
 PANES = {0: "bottomRight", 1: "topRight", 2: "bottomLeft", 3: "topLeft"}  # by PANE's pnnAct
@@ -71,13 +72,13 @@ def _differs(package: Package, part: str, view: View) -> bool:
 
 def _showing(view: View) -> PartEdit:
     """The edit of a worksheet part that shows it as ``view`` (``viewed``)."""
-    return lambda data, part: (viewed(data, part, view), 1)
+    return without_cells(lambda data, part: (viewed(data, part, view), 1))
 
 
 def _opening(tab: int) -> PartEdit:
     """The edit of the workbook part that opens it on its sheet ``tab`` (from 0)."""
-    return lambda data, part: (ooxml.edit_tags(data, part, lambda tag, attributes: {"activeTab": str(tab)} if (
-        tag == WORKBOOK_VIEW and attributes.get("activeTab", "0") != str(tab)) else None), 1)
+    return without_names(lambda data, part: (ooxml.edit_tags(data, part, lambda tag, attributes: {
+        "activeTab": str(tab)} if tag == WORKBOOK_VIEW and attributes.get("activeTab", "0") != str(tab) else None), 1))
 
 
 def viewed(data: bytes, part: str, view: View) -> bytes:
