@@ -280,12 +280,12 @@ def parser(name: str, unreadable: type[Exception], start: Callable[[str, dict[st
     return made
 
 
-def feed(reader: Any, chunks: Iterable[bytes], name: str, unreadable: type[Exception]) -> None:
-    """The byte ``chunks`` of part ``name`` through ``reader``; XML that is not well-formed raises ``unreadable``."""
+def feed(reader: Any, chunks: Iterable[bytes], name: str, unreadable: type[Exception], final: bool = True) -> None:
+    """Part ``name``'s ``chunks`` through ``reader`` (not ``final``: its start); bad XML raises ``unreadable``."""
     try:
         for chunk in chunks:
             reader.Parse(chunk, False)
-        reader.Parse(b"", True)
+        reader.Parse(b"", final)
     except expat.ExpatError as error:
         raise unreadable(f"{name}: {error}") from error
 

@@ -111,6 +111,7 @@ def _mend(result: Path, source: Path) -> int:
 
 COLUMN_NUMBERS = {letters.decode(): number for number, letters in enumerate(xls.COLUMNS)}  # "A": 0 ...
 CELL = re.compile(r"\$?([A-Z]{1,3})\$?([0-9]{1,7})")  # an A1 reference, absolute or not
+SHEETS_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?sheets>")  # the end of a workbook's list of sheets
 
 
 def cell_place(reference: str) -> tuple[int, int] | None:
@@ -138,9 +139,11 @@ def worksheets(package: Package) -> list[tuple[int, str, str]]:
     its part."""
     main = "xl/workbook.xml"
     names: list[tuple[str, str]] = []
-    package.parse(main, lambda tag, attrs: names.append((ooxml.xstring(attrs.get("name", "")),
-                                                         attrs.get(f"{NS_R}{SEP}id", "")))
-                  if tag == f"{NS_S}{SEP}sheet" else None)
+    reader = ooxml.parser(main, Unreadable, lambda tag, attrs: names.append((
+        ooxml.xstring(attrs.get("name", "")), attrs.get(f"{NS_R}{SEP}id", ""))) if tag == f"{NS_S}{SEP}sheet" else None)
+    data = b"".join(package.chunks(main))
+    listed = SHEETS_END.search(data)  # what follows the list (thousands of defined names in some) is not read
+    ooxml.feed(reader, (data[:listed.end()],) if listed else (data,), main, Unreadable, final=listed is None)
     targets = package.relationships(main, required=True)
     found = [(index, name, targets.get(rid, ("", None))[1]) for index, (name, rid) in enumerate(names, 1)]
     return [(index, name, part) for index, name, part in found if part and part in package.names]

@@ -1,9 +1,14 @@
 """The mends of what lies around a sheet's cells and a workbook's defined names edit the part without them: the edit
-never sees a row or a name, and what it wrote comes back with them, every other byte as it was."""
+never sees a row or a name, and what it wrote comes back with them, every other byte as it was. A workbook's sheets
+are read from its list of sheets, not from the names after it."""
+
+import io
+import zipfile
 
 import pytest
 
-from docshift.engine import ooxml
+from docshift.engine import ooxml, sheet_objects
+from docshift.engine.inventory.package import Package
 from docshift.engine.sheet_skeleton import without_cells, without_names
 
 S = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
@@ -48,3 +53,22 @@ def test_the_workbook_s_names_are_left_out_of_its_edit():
     edited, _ = without_names(opening)(WORKBOOK.encode(), "xl/workbook.xml")
     assert edited.decode() == WORKBOOK.replace('activeTab="0"', 'activeTab="2"')
 
+
+def test_a_workbook_s_sheets_are_read_from_its_list_alone():
+    """What follows the list of sheets is not parsed: here it is not even well-formed."""
+    rels = ('<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
+            'Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
+            'Target="worksheets/sheet1.xml"/></Relationships>')
+    for workbook, listed in ((WORKBOOK.replace("</definedNames>", "</definedName>"), True), (WORKBOOK, True),
+                             (WORKBOOK.replace("</sheets>", ""), False)):
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as package:
+            package.writestr("xl/workbook.xml", workbook)
+            package.writestr("xl/_rels/workbook.xml.rels", rels)
+            package.writestr("xl/worksheets/sheet1.xml", SHEET)
+        with zipfile.ZipFile(buffer) as package:
+            if listed:
+                assert sheet_objects.worksheets(Package(package)) == [(1, "One", "xl/worksheets/sheet1.xml")]
+            else:
+                with pytest.raises(sheet_objects.Unreadable):
+                    sheet_objects.worksheets(Package(package))
