@@ -58,7 +58,8 @@ RUN_CHILDREN = ["fill", "latin", "ea", "cs"]
 
 @dataclass
 class _Properties:
-    """An ``a:rPr`` or ``a:endParaRPr``: where it starts, its attributes, its children's bytes by kind."""
+    """An ``a:rPr`` or ``a:endParaRPr``: where it starts, its attributes, where each of its children starts and
+    where expat saw it end (``_bytes``), by kind."""
     start: int
     attributes: dict[str, str]
     children: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -220,8 +221,8 @@ def _read(data: bytes, name: str, outline: _Outline | None = None) -> list[_Para
         if children is not None and len(stack) == depth + 1:
             local = tag.rpartition(SEP)[2]
             began, ended = children[local]
-            if ended < 0:
-                children[local] = (began, ooxml.element_end(data, began, at, name))
+            if ended < 0:  # where the element's bytes end is found only for those a style takes (``_bytes``)
+                children[local] = (began, at)
         elif children is not None and len(stack) == depth:
             if paragraph is not None and properties is None and \
                     not ooxml.start_tag(data, paragraph.properties, name)[1].group().endswith(b"/>"):
@@ -250,16 +251,22 @@ def _styles(data: bytes, found: list[_Paragraph]) -> dict[tuple[str, int], _Leve
                 or paragraph.properties < 0:
             continue
         run = runs[0]
-        run_children = {kind: data[slice(*run.children[local])] for kind, local in (
+        run_children = {kind: _bytes(data, run.children[local]) for kind, local in (
             ("fill", next((local for local in run.children if local in FILLS), "")),
             *((local, local) for local in RUN_CHILDREN[1:])) if local in run.children}
         styles[key] = _Level(
             {key: value for key, value in paragraph.attributes.items() if key in PARAGRAPH_DEFAULTS},
-            {PLACE[local]: data[slice(*place)] for local, place in paragraph.children.items()
+            {PLACE[local]: _bytes(data, place) for local, place in paragraph.children.items()
              if PLACE.get(local, -1) in STYLED_PLACES},
             {key: value for key, value in run.attributes.items()
              if key in RUN_DEFAULTS or (key == "sz" and _size(value))}, run_children)
     return styles
+
+
+def _bytes(data: bytes, place: tuple[int, int]) -> bytes:
+    """The bytes of the element of a master's ``data`` that starts at ``place[0]`` and that expat saw end at
+    ``place[1]``."""
+    return data[place[0]:ooxml.element_end(data, place[0], place[1], "the master")]
 
 
 def _size(value: str) -> bool:
