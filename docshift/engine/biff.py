@@ -1,14 +1,33 @@
-"""The records of an .xls's Workbook stream that the mends read: the workbook globals' and each sheet's own."""
+"""The records of an .xls's Workbook stream that the mends read: the workbook globals' and each sheet's own.
 
+Six mends and the stored results' check each read some records of the same file. The stream is read and its
+records indexed by type once (``_indexed``, kept for the last few files), and each reader then visits only the
+records of its types, in the stream's order.
+"""
+
+import functools
+import heapq
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import olefile
 
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory.common import Budget, code_page, stream
+from docshift.engine.inventory.common import Budget, Unreadable, code_page, stream
 from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_CODEPAGE, BIFF_EOF, _string
+
+Record = tuple[int, int, str | None, int, int]  # its place in the stream, type, sheet, body's start and end
+INDEXED = 2  # files whose records are kept indexed: a conversion's, and the one beside it on the other core
+
+
+@dataclass
+class _Index:
+    """A Workbook stream and its records by type; ``cut``: the record budget ran out before the stream's end."""
+    data: bytes = b""
+    by_type: dict[int, list[Record]] = field(default_factory=dict)
+    cut: bool = False
 
 
 def records(source: Path, types: set[int],
@@ -16,19 +35,32 @@ def records(source: Path, types: set[int],
     """Each record of ``types`` of the .xls ``source`` (BIFF8; BIFF5 too where ``before_biff8``, for records whose
     layout the two share) that is the workbook globals' or a sheet's own (not a chart's inside a sheet): (its type;
     None in the globals, else the sheet's name as its BOUNDSHEET gives it; the stream, and where the record's body
-    starts and ends in it), in the stream's order."""
-    if not olefile.isOleFile(str(source)):  # a BIFF2-4 stream alone, SpreadsheetML, HTML: no records to read
-        return
-    with CompoundFile(source) as ole:
+    starts and ends in it), in the stream's order. Past the record budget, ``Unreadable``."""
+    status = source.stat()
+    index = _indexed(str(source), status.st_size, status.st_mtime_ns, before_biff8)
+    for _, rec_type, sheet, body, end in heapq.merge(*(index.by_type.get(kind, ()) for kind in types)):
+        yield rec_type, sheet, index.data, body, end
+    if index.cut:
+        raise Unreadable("record budget exceeded")
+
+
+@functools.lru_cache(maxsize=INDEXED)
+def _indexed(source: str, _size: int, _modified: int, before_biff8: bool) -> _Index:
+    """The records of the .xls at ``source`` (as it is at that size and time) by type, those of nested substreams
+    (charts in a sheet) left out."""
+    if not olefile.isOleFile(source):  # a BIFF2-4 stream alone, SpreadsheetML, HTML: no records to read
+        return _Index()
+    with CompoundFile(Path(source)) as ole:
         data = stream(ole, "Workbook")
         if data is None and before_biff8:
             data = stream(ole, "Book")
     if data is None or len(data) < 8 or struct.unpack_from("<H", data, 0)[0] not in BIFF_BOF:
-        return
+        return _Index()
     first, _, version = struct.unpack_from("<HHH", data, 0)
     biff8 = first == 0x0809 and version == 0x0600
     if not (biff8 or before_biff8):
-        return
+        return _Index()
+    index = _Index(data)
     budget, names, codepage = Budget(), [], "cp1252"
     depth, substream, pos = 0, -1, 0
     while pos + 4 <= len(data):
@@ -36,7 +68,11 @@ def records(source: Path, types: set[int],
         body, pos = pos + 4, pos + 4 + length
         if pos > len(data):
             break
-        budget.spend()
+        try:
+            budget.spend()
+        except Unreadable:
+            index.cut = True
+            break
         if rec_type in BIFF_BOF:
             depth += 1
             substream += depth == 1
@@ -46,5 +82,7 @@ def records(source: Path, types: set[int],
             names.append(_string(data, body + 6, pos, biff8, codepage))
         elif rec_type == BIFF_CODEPAGE and depth == 1 and substream == 0 and length >= 2:
             codepage = code_page(struct.unpack_from("<H", data, body)[0])
-        elif rec_type in types and depth == 1 and substream <= len(names):
-            yield rec_type, names[substream - 1] if substream > 0 else None, data, body, pos
+        elif depth == 1 and substream <= len(names):
+            index.by_type.setdefault(rec_type, []).append(
+                (body, rec_type, names[substream - 1] if substream > 0 else None, body, pos))
+    return index
