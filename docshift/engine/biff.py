@@ -5,9 +5,13 @@ records indexed by type once (``_indexed``, kept for the last few files), and ea
 records of its types, in the stream's order.
 """
 
+from __future__ import annotations
+
 import functools
 import heapq
+import itertools
 import struct
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +22,17 @@ from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory.common import Budget, Unreadable, code_page, stream
 from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_CODEPAGE, BIFF_EOF, _string
 
-Record = tuple[int, int, str | None, int, int]  # its place in the stream, type, sheet, body's start and end
 INDEXED = 2  # files whose records are kept indexed: a conversion's, and the one beside it on the other core
 
 
 @dataclass
 class _Index:
-    """A Workbook stream and its records by type; ``cut``: the record budget ran out before the stream's end."""
+    """A Workbook stream, its sheets' names and its records by type: where each one's body starts and ends and its
+    sheet (0: the globals, n: the nth name), 12 bytes a record; ``cut``: the record budget ran out before the
+    stream's end."""
     data: bytes = b""
-    by_type: dict[int, list[Record]] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    by_type: dict[int, tuple[array[int], array[int], array[int]]] = field(default_factory=dict)
     cut: bool = False
 
 
@@ -38,8 +44,10 @@ def records(source: Path, types: set[int],
     starts and ends in it), in the stream's order. Past the record budget, ``Unreadable``."""
     status = source.stat()
     index = _indexed(str(source), status.st_size, status.st_mtime_ns, before_biff8)
-    for _, rec_type, sheet, body, end in heapq.merge(*(index.by_type.get(kind, ()) for kind in types)):
-        yield rec_type, sheet, index.data, body, end
+    kinds = [(kind, index.by_type[kind]) for kind in types if kind in index.by_type]
+    for body, rec_type, sheet, end in heapq.merge(*(zip(bodies, itertools.repeat(kind), sheets, ends)
+                                                    for kind, (bodies, ends, sheets) in kinds)):
+        yield rec_type, index.names[sheet - 1] if sheet else None, index.data, body, end
     if index.cut:
         raise Unreadable("record budget exceeded")
 
@@ -61,7 +69,7 @@ def _indexed(source: str, _size: int, _modified: int, before_biff8: bool) -> _In
     if not (biff8 or before_biff8):
         return _Index()
     index = _Index(data)
-    budget, names, codepage = Budget(), [], "cp1252"
+    budget, names, codepage = Budget(), index.names, "cp1252"
     depth, substream, pos = 0, -1, 0
     while pos + 4 <= len(data):
         rec_type, length = struct.unpack_from("<HH", data, pos)
@@ -83,6 +91,8 @@ def _indexed(source: str, _size: int, _modified: int, before_biff8: bool) -> _In
         elif rec_type == BIFF_CODEPAGE and depth == 1 and substream == 0 and length >= 2:
             codepage = code_page(struct.unpack_from("<H", data, body)[0])
         elif depth == 1 and substream <= len(names):
-            index.by_type.setdefault(rec_type, []).append(
-                (body, rec_type, names[substream - 1] if substream > 0 else None, body, pos))
+            bodies, ends, sheets = index.by_type.setdefault(rec_type, (array("I"), array("I"), array("I")))
+            bodies.append(body)
+            ends.append(pos)
+            sheets.append(max(substream, 0))
     return index
