@@ -189,7 +189,7 @@ def _fragments(data: bytes, name: str, hits: list[int]) -> tuple[bytes, int]:
     root = ROOT_TAG.search(data)
     if root is None:
         raise Unreadable(f"{name}: no root element")
-    head, tail = root.group(), f"</{root.group(1).decode('ascii')}>".encode()
+    head, tail = root.group(), b"</" + root.group(1) + b">"
     written, count = _ordered(b"".join([head, *(data[lo:hi] for lo, hi in chosen), tail]), name)
     if not count:
         return data, 0

@@ -197,6 +197,9 @@ def test_a_part_whose_properties_cannot_be_read_alone_is_parsed_whole():
                                                    f'<w:jc w:val="left"/>{SECTION}'.encode()))
     with pytest.raises(word_schema.Unreadable):
         word_schema.ordered(f'<w:document {W}><w:pPr>{SECTION}<w:jc/></w:pPr></w:pPr>'.encode(), "word/document.xml")
+    named = f'<w:dökument {W}><w:p><w:pPr>{SECTION}<w:jc w:val="left"/></w:pPr></w:p></w:dökument>'.encode()
+    assert word_schema.ordered(named, "word/document.xml") == (named.replace(
+        f'{SECTION}<w:jc w:val="left"/>'.encode(), f'<w:jc w:val="left"/>{SECTION}'.encode()), 1)
 
 
 @pytest.mark.parametrize(("date", "kept"), [
