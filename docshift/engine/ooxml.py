@@ -45,12 +45,12 @@ HYPERLINK = f"{RELATIONSHIPS}/hyperlink"
 PACKAGE_RELATIONSHIPS = "http://schemas.openxmlformats.org/package/2006/relationships"
 # characters a .docx writes as an element of their own, not inside w:t
 WORD_CHARACTERS = {f"{WORD}{SEPARATOR}softHyphen": "\u00ad", f"{WORD}{SEPARATOR}noBreakHyphen": "\u2011"}
-FIELD_CHAR, FIELD_SIMPLE = f"{WORD}{SEPARATOR}fldChar", f"{WORD}{SEPARATOR}fldSimple"
-FIELD_CHAR_TYPE = f"{WORD}{SEPARATOR}fldCharType"
+FIELD_CHAR, FIELD_SIMPLE, FIELD_CHAR_TYPE = (f"{WORD}{SEPARATOR}{x}" for x in ("fldChar", "fldSimple", "fldCharType"))
 # a start tag's name, each of its attributes and its end, as a part that expat has read whole writes them
 TAG_NAME = re.compile(rb"<[^\s/>]+")
 ATTRIBUTE = re.compile(rb"""\s+([^\s=/>]+)\s*=\s*(?:"[^"]*"|'[^']*')""")
 TAG_END = re.compile(rb"\s*/?>")
+IN_TAG = rb"(?:[^>\"']|\"[^\"]*\"|'[^']*')"  # in a pattern: a byte of a tag, or a quoted value whole
 # what a value written into XML escapes besides & < >: in an attribute, the whitespace a reader would make a space
 TEXT_REFERENCES = {"\r": "&#13;"}
 # a character an ST_Xstring (a sheet's name, a cell's text) escapes: _x001C_ a control character, _x005F_ a "_"

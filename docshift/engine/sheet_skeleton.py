@@ -11,12 +11,13 @@ edit that does not leave the element's one end tag gets the whole part instead.
 
 import re
 
+from docshift.engine import ooxml
 from docshift.engine.embedding import PartEdit
 
 
 def _start_tag(local: bytes) -> re.Pattern[bytes]:
     """The start tag of an element named ``local`` (1: its qualified name; 2: "/" where it is empty)."""
-    return re.compile(rb"<((?:[A-Za-z_][\w.-]*:)?" + local + rb")(?=[\s/>])(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>")
+    return re.compile(rb"<((?:[A-Za-z_][\w.-]*:)?" + local + rb")(?=[\s/>])" + ooxml.IN_TAG + rb"*?(/?)>")
 
 
 # nothing before these in their parts (a worksheet's sheetPr, dimension, sheetViews, sheetFormatPr and cols; a

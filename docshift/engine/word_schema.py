@@ -25,8 +25,8 @@ Word for Windows reads such a part; a reader that follows the schema (the Open X
 Word for the web is reported to open such a file as damaged. ``mend`` moves each child of those elements to its
 place, its bytes as they were and the bytes between them where they were, leaves out each ``w:date`` that is not
 a date, numbers those shape types and gives those changes their empty formatting: nothing else is added, removed or
-changed. An element holding a child the
-tables below do not know (another namespace's, an extension) is left in the order it has.
+changed. An element holding a child the tables below do not know (another namespace's, an extension) is left in the
+order it has.
 """
 
 import re
@@ -56,13 +56,13 @@ SETTINGS_PART = "word/settings.xml"  # a few hundred bytes, always parsed: Libre
 # an object's picture's shape type that LibreOffice names for the object's relationship: a picture frame
 OBJECT_SHAPE_TYPE = re.compile(rb'(<v:shapetype\s[^>]*?\bo:spt=")ole_[^"]*"')
 # the start and end tags of the elements a pattern's match is looked for in (1: an end tag; 2: an empty one)
-CONTAINER_TAG = re.compile(rb"<(/?)w:(?:pPr|lvl)(?=[\s/>])(?:[^>\"']|\"[^\"]*\"|'[^']*')*?(/?)>")
-ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")  # the first element's start tag
+CONTAINER_TAG = re.compile(rb"<(/?)w:(?:pPr|lvl)(?=[\s/>])" + ooxml.IN_TAG + rb"*?(/?)>")
+ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)" + ooxml.IN_TAG + rb"*>")  # the first element's start tag
 # a tracked change of formatting that names none of the formatting it had (LibreOffice writes one so where the .doc
 # gives a run's change no properties: tdf120711.doc), and the element the schema requires inside it: none then
 CHANGE_HOLDS = {b"rPrChange": b"rPr", b"pPrChange": b"pPr", b"tblPrChange": b"tblPr", b"trPrChange": b"trPr",
                 b"tcPrChange": b"tcPr", b"tblPrExChange": b"tblPrEx"}
-EMPTY_CHANGE = re.compile(rb"<w:(" + b"|".join(CHANGE_HOLDS) + rb")(?=[\s/>])((?:[^>\"']|\"[^\"]*\"|'[^']*')*?)"
+EMPTY_CHANGE = re.compile(rb"<w:(" + b"|".join(CHANGE_HOLDS) + rb")(?=[\s/>])(" + ooxml.IN_TAG + rb"*?)"
                           rb"(?:/>|>(\s*)</w:\1>)")
 NO_DATE = re.compile(rb'\sw:date="(?!-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")[^"]*"')
 
@@ -186,6 +186,8 @@ def _fragments(data: bytes, name: str, hits: list[int]) -> tuple[bytes, int]:
     starts = [lo for lo, _ in spans]
     chosen = sorted({spans[index] for hit in hits if (index := bisect_right(starts, hit) - 1) >= 0
                      and hit < spans[index][1]})
+    if not chosen:  # each match lies outside any properties and level (runs inserted after an empty element)
+        return data, 0
     root = ROOT_TAG.search(data)
     if root is None:
         raise Unreadable(f"{name}: no root element")
