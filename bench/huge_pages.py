@@ -91,6 +91,34 @@ def huge(parent):
     return found["AnonHugePages"] >> 10, found["Rss"] >> 10
 
 
+def paired(engines, files, passes):
+    """Each of ``files`` converted by each of ``engines`` ({side: Engine}) in turn, the order alternating, ``passes``
+    times: ({side: the parent's memory in 2 MB pages and its RSS}, {side: [[parent CPU, children's CPU, children's
+    minor faults, seconds] of each file]}, {side: [each file's fidelity report]})."""
+    watcher = Memory()
+    for engine in engines.values():
+        watcher.watch(engine.office)
+    parents = {side: watcher.parent_of[engine.office] for side, engine in engines.items()}
+    memory = {side: huge(parent) for side, parent in parents.items()}
+    sides = list(engines)
+    spent, reports = {side: [] for side in sides}, {side: [] for side in sides}
+    for round_ in range(passes):
+        for n, path in enumerate(files):
+            for side in sides if (n + round_) % 2 == 0 else sides[::-1]:
+                parent = parents[side]
+                settle(parent)
+                before = counts(parent)
+                out = engines[side].office.tasks_dir / f"job-{round_}-{n}"
+                began = time.perf_counter()
+                reports[side].append(engines[side].convert(path, path.suffix[1:].lower(), out, 120).fidelity)
+                took = time.perf_counter() - began
+                shutil.rmtree(out, ignore_errors=True)
+                settle(parent)
+                after = counts(parent)
+                spent[side].append([a - b for a, b in zip(after, before, strict=True)] + [took])
+    return memory, spent, reports
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=48)
@@ -102,28 +130,10 @@ def main():
     if args.folios:
         FOLIOS.write_text(args.folios)
     work = Path(tempfile.mkdtemp(prefix="huge-pages-"))
-    engines, spent, reports = {}, {side: [] for side in SIDES}, {side: [] for side in SIDES}
+    engines = {}
     try:
         engines = {side: started(work, side) for side in SIDES}
-        watcher = Memory()
-        for engine in engines.values():
-            watcher.watch(engine.office)
-        parents = {side: watcher.parent_of[engine.office] for side, engine in engines.items()}
-        memory = {side: huge(parent) for side, parent in parents.items()}
-        for round_ in range(args.passes):
-            for n, path in enumerate(files):
-                for side in SIDES if (n + round_) % 2 == 0 else SIDES[::-1]:
-                    parent = parents[side]
-                    settle(parent)
-                    before = counts(parent)
-                    out = engines[side].office.tasks_dir / f"job-{round_}-{n}"
-                    began = time.perf_counter()
-                    reports[side].append(engines[side].convert(path, path.suffix[1:].lower(), out, 120).fidelity)
-                    took = time.perf_counter() - began
-                    shutil.rmtree(out, ignore_errors=True)
-                    settle(parent)
-                    after = counts(parent)
-                    spent[side].append([a - b for a, b in zip(after, before, strict=True)] + [took])
+        memory, spent, reports = paired(engines, files, args.passes)
     finally:
         for engine in engines.values():
             engine.close()
