@@ -48,6 +48,7 @@ log = logging.getLogger("docshift.office")
 PARENT = Path(__file__).resolve().parent / "uno" / "forkit.py"
 UNO_PYTHON = "/usr/bin/python3"  # LibreOffice's Python: Debian's python3 with python3-uno
 START_TIMEOUT = SELF_TEST_TIMEOUT = 60
+LEARNERS = 1  # the children of each self-test file the parent learns from (``uno/written.py``)
 STATUS_WAIT = 2  # seconds a parent that ended before it was ready is given to be reaped, for its exit status
 START_ATTEMPTS = 3  # a parent that fails its start or self-test this many times in a row is reported broken
 # LibreOffice's standing with the kernel's OOM killer: above the worker's (0), so it goes first
@@ -60,14 +61,18 @@ class Forkit:
     def __init__(self, base_dir: str | Path, name: str = "office", sandboxed: bool = True,
                  limits: sandbox.Limits | None = None, memory_limit_mb: int = 8192,
                  profile_settings: str = PROFILE_SETTINGS,
-                 on_start: Callable[[str, str | None], object] | None = None, ready: int = 2) -> None:
+                 on_start: Callable[[str, str | None], object] | None = None, ready: int = 2,
+                 learners: int = LEARNERS) -> None:
         """A parent keeping its profile's seed in ``<base_dir>/office/<own>`` and the tasks' files in
         ``<base_dir>/tasks/<own>``, ``own`` being ``<host>.<pid>.<name>``. It runs in the sandbox (or not), under
         ``limits`` and an address-space cap of ``memory_limit_mb``, each its children's too. ``on_start(state,
         detail)`` hears of every start: "ok", or "broken" and why. ``ready``: how many children wait, started,
-        for a file (as many as the threads that share it: none of them waits for a fork)."""
+        for a file (as many as the threads that share it: none of them waits for a fork). ``learners``: the children
+        of each self-test file that show which pages of the parent a child writes, for the others to copy before
+        their file comes (``uno/written.py``); none, and no child copies any."""
         self.base_dir, self.name, self.sandboxed = Path(base_dir), name, sandboxed
         self.profile_settings, self.on_start, self.ready = profile_settings, on_start, max(1, ready)
+        self.learners = max(0, learners)
         self.limits, self.memory_limit = (limits or sandbox.Limits()).sharing(self.ready), memory_limit_mb << 20
         self.own = owned(name)
         self.profile = self.base_dir / "office" / self.own
@@ -142,12 +147,12 @@ class Forkit:
         if self.sandboxed:
             argv = sandbox.command(self.job_dir, self.profile, PARENT.parent,
                                    [UNO_PYTHON, f"{sandbox.CODE}/{PARENT.name}", Path(sandbox.PROFILE).as_uri(),
-                                    str(passed), str(self.ready)], env, self.limits)
+                                    str(passed), str(self.ready), str(self.learners)], env, self.limits)
             env = {}
         else:
             log.warning("%s: LibreOffice runs without its sandbox (DOCSHIFT_SANDBOX=off)", self.name)
             argv = network_namespace() + [UNO_PYTHON, str(PARENT), self.profile.as_uri(), str(passed),
-                                          str(self.ready)]
+                                          str(self.ready), str(self.learners)]
             env.update(PATH="/usr/bin:/bin", LANG="C.UTF-8")
         # the worker's environment (secret key, S3 and AWS credentials) stays out either way
         try:

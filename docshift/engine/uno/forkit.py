@@ -35,6 +35,9 @@ temp dir of its own, removed when it ends, and it is killed at the request's ``s
 files go where this process's LibreOffice made its temp dir: a child removes those it still holds open when it
 exits, and this process removes whatever else children left there each time none is at work. The sandbox's limits
 (address space, CPU seconds, file size, processes) hold for each child as for this process.
+
+After the self-test, and before the first child, learners convert the self-test's files once more and show which of
+this process's pages a child writes; every child copies those while it waits for its file (``written.py``).
 """
 
 import collections
@@ -52,6 +55,7 @@ import tempfile
 import time
 
 import process
+import written
 from mainloop import MainLoopFork
 
 PROGRAM = os.path.dirname(os.path.realpath(shutil.which("soffice") or "/usr/lib/libreoffice/program/soffice"))
@@ -64,6 +68,7 @@ SET_ACTIVE = "_ZN10comphelper14LibreOfficeKit9setActiveEb"  # comphelper::LibreO
 def main():
     profile, control = sys.argv[1], socket.socket(fileno=int(sys.argv[2]))
     ready = max(1, int(sys.argv[3])) if len(sys.argv) > 3 else 1
+    learners = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     process.yield_the_cpu()  # first: a process that is not dumpable may no longer write its /proc/self/autogroup
     # not dumpable, and its children after it: a child taken over by a document can neither read nor write the
     # memory of this process (``/proc/<pid>/mem``), which every later child is forked from
@@ -95,7 +100,7 @@ def main():
     woken, wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake)
     signal.signal(signal.SIGCHLD, lambda number, frame: None)
-    forkit = Forkit(office, bridge, control, woken, office_tmp, ready)
+    forkit = Forkit(office, bridge, control, woken, office_tmp, ready, learners)
     control.send(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     try:
         forkit.serve()
@@ -109,13 +114,14 @@ class Forkit:
     """The children: those that wait for a file (``waiting``: a file never waits for a fork), and every one with
     its deadline (None while it waits) and temp dir (``children``)."""
 
-    def __init__(self, office, bridge, control, woken, office_tmp, ready):
-        self.bridge, self.control, self.woken, self.ready = bridge, control, woken, ready
+    def __init__(self, office, bridge, control, woken, office_tmp, ready, learners):
+        self.bridge, self.control, self.woken, self.ready, self.learners = bridge, control, woken, ready, learners
         self.office_tmp, self.warm = office_tmp, False
         self.children = {}  # pid -> [its deadline (None while it waits), its temp dir]
         self.waiting = collections.deque()  # (pid, the socket its file comes on)
         self.kept = set()  # what is in LibreOffice's temp dir once this process is warm: its own
         self.main_loop = MainLoopFork(office)
+        self.written = written.Written(os.path.dirname(office_tmp))  # what children copy before their file comes
 
     def fill(self, ready):
         """Fork children until ``ready`` wait for a file."""
@@ -134,7 +140,7 @@ class Forkit:
         """In the child: nothing of its siblings' or of the worker's stays open, only its own socket."""
         for other in inherited:
             other.close()
-        child(self.bridge, sock, self.scratch(pid), self.office_tmp)  # never returns
+        child(self.bridge, sock, self.scratch(pid), self.office_tmp, self.written.copy)  # never returns
 
     def scratch(self, pid):
         """A child's own temp dir, named after it (its pid in the sandbox)."""
@@ -199,16 +205,24 @@ class Forkit:
         directory = os.path.join(self.office_tmp, "selftest")
         try:
             answer = self.bridge.self_test(directory, request["kinds"])
+            self.warm = bool(answer.get("ok"))
+            if self.warm:  # before the first fork: large pages for the heaps that forks copy and children grow
+                process.prepare_for_forks()
+                self.learn([(os.path.join(directory, name), ooxml) for _, _, name, ooxml in request["kinds"]])
         except Exception as error:
             answer = {"ok": False, "detail": f"{type(error).__name__}: {error}"}
+            self.warm = False
         finally:
             shutil.rmtree(directory, ignore_errors=True)
-        self.warm = bool(answer.get("ok"))
-        if self.warm:  # before the first fork: large pages for the heaps that forks copy and children grow
-            process.prepare_for_forks()
         self.kept = set(self.left())
         with contextlib.suppress(OSError):
             os.write(job, (json.dumps(answer) + "\n").encode())
+
+    def learn(self, files):
+        """Children that convert the self-test's own ``files`` [(path, OOXML filter)], ``learners`` times each, and
+        show which pages of this process a child writes (``written.py``)."""
+        self.written.learn(self.main_loop.fork, functools.partial(learner, self.bridge), files * self.learners,
+                           self.scratch)
 
     def reap(self):
         """Forget the children that ended, and their temp dirs; once none is at work, what they left in
@@ -270,20 +284,35 @@ def own_fonts(profile):
         os.makedirs(os.path.join("embeddedfonts", kind), 0o700, exist_ok=True)
 
 
-def child(bridge, sock, scratch, office_tmp):
-    """In a child just forked, holding LibreOffice's lock on its main thread: wait on ``sock`` for one file,
-    convert it, answer on the job socket that came with it, and exit."""
+def own_scratch(scratch):
+    """A child's temp dir, its working directory, with its own embedded fonts (``own_fonts``)."""
+    os.umask(0o077)
+    os.mkdir(scratch, 0o700)
+    os.environ["TMPDIR"] = tempfile.tempdir = scratch
+    os.chdir(scratch)
+    for kind in ("fromdocs", "fromsystem"):
+        os.makedirs(os.path.join("embeddedfonts", kind), 0o700)
+
+
+def learner(bridge, path, ooxml, scratch):
+    """A learner's conversion (``written.py``): the self-test's file at ``path``, its result thrown away."""
+    own_scratch(scratch)
+    with open(path, "rb") as given, open(os.devnull, "wb") as stored:
+        bridge.convert({"name": os.path.basename(path), "filter": ooxml, "parts": True,
+                        "target_name": os.path.basename(path) + "x"}, given.fileno(), stored.fileno())
+
+
+def child(bridge, sock, scratch, office_tmp, copy):
+    """In a child just forked, holding LibreOffice's lock on its main thread: copy the pages children write
+    (``written.py``), wait on ``sock`` for one file, convert it, answer on the job socket that came with it,
+    and exit."""
     status = 70
     try:
         name(b"forkit-ready")
-        os.umask(0o077)
-        os.mkdir(scratch, 0o700)
-        os.environ["TMPDIR"] = tempfile.tempdir = scratch
-        os.chdir(scratch)
-        for kind in ("fromdocs", "fromsystem"):  # its own embedded fonts (``own_fonts``)
-            os.makedirs(os.path.join("embeddedfonts", kind), 0o700)
+        own_scratch(scratch)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        copy()
         message, fds, _, _ = socket.recv_fds(sock, MAX_REQUEST, 4)
         sock.close()
         if not message or len(fds) < 2:

@@ -1,0 +1,132 @@
+"""The pages of the engine's parent that its children write, copied by each child while it waits for its file.
+
+A child's first write to a page it shares with its parent copies the page, in a fault of its own (4 us here), on
+the way of the file's conversion, which a warm LibreOffice, writing pages it owns, does not pay. Over the corpus's
+small files a child writes about 2,100 of the parent's pages (reference counts, caches), and most are the same from
+file to file. So before the first customer's child, the parent forks ``learners`` children of each self-test file:
+each converts that file, then lists the pages of the parent's private writable mappings it holds alone, which are
+those it wrote (``/proc/self/pagemap``). The pages that half of them wrote (about 1,400, in some 700 runs) are what
+every later child copies while it waits (``MADV_POPULATE_WRITE``, since Linux 5.14: 2.7 us a page), before its file
+comes. Of them a child converting a corpus file writes about 1,300 anyway.
+
+A child given a customer's file cannot list its pages: the page map of a process that is not dumpable is closed to
+it, and a child made dumpable even for a moment could be opened by a sibling (``/proc/<pid>/mem``) and read later.
+The learners hold nothing of anyone's: they are forked before any customer's child, one at a time, and convert
+only the self-test's own files. The parent counts only pages of its own mappings.
+"""
+
+import array
+import bisect
+import collections
+import contextlib
+import ctypes
+import functools
+import os
+import shutil
+import signal
+import time
+
+MADV_POPULATE_WRITE = 23
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PRESENT_EXCLUSIVE = (1 << 63) | (1 << 56)  # a page map entry: present, and mapped by this process alone
+PR_SET_DUMPABLE = 4
+LEARN_SECONDS = 10  # for all the learners: the worker waits a minute for the self-test's answer, which follows
+
+
+class Written:
+    """In the parent, what its learners wrote; in a child, the runs of pages it copies (``copy``)."""
+
+    def __init__(self, directory):
+        self.directory = directory  # where a learner leaves its list, named after it
+        self.mappings = []  # (first page, end page) of each private writable mapping of the parent, when it learns
+        self.counts, self.learned = collections.Counter(), 0
+        self.runs = []  # (address, bytes) to copy
+
+    def learn(self, fork, convert, files, scratch):
+        """A learner for each of ``files`` [(path, OOXML filter)], forked with ``fork(become_child)`` (which returns
+        its pid, or None) one at a time; ``convert(path, filter, scratch dir)`` is its conversion, ``scratch(pid)``
+        its temp dir. The pages half of them wrote are copied by every child forked after. Learners still at work
+        after ``LEARN_SECONDS`` in all are killed, and those after them not forked."""
+        with open("/proc/self/maps") as lines:
+            for line in lines:
+                fields = line.split()
+                if fields[1] == "rw-p":
+                    self.mappings.append(tuple(int(bound, 16) // PAGE for bound in fields[0].split("-")))
+        deadline = time.monotonic() + LEARN_SECONDS
+        for path, ooxml in files:
+            pid = fork(functools.partial(self.learner, convert, path, ooxml, scratch))
+            if pid is None:
+                break
+            while os.waitpid(pid, os.WNOHANG)[0] == 0:
+                if time.monotonic() > deadline:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.002)
+            shutil.rmtree(scratch(pid), ignore_errors=True)
+            self.count(pid)
+            if time.monotonic() > deadline:
+                break
+        self.runs = runs(sorted(page for page, votes in self.counts.items() if 2 * votes >= self.learned))
+
+    def learner(self, convert, path, ooxml, scratch, pid):
+        """In a learner just forked: convert the file, list the pages written, exit."""
+        status = 70
+        try:
+            ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its page map opens to it: it holds no one's file
+            convert(path, ooxml, scratch(pid))
+            pages = array.array("Q")
+            with open("/proc/self/pagemap", "rb") as pagemap:
+                for first, end in self.mappings:
+                    pagemap.seek(first * 8)
+                    entries = array.array("Q", pagemap.read((end - first) * 8))
+                    pages.extend(first + index for index, entry in enumerate(entries)
+                                 if entry & PRESENT_EXCLUSIVE == PRESENT_EXCLUSIVE)
+            with open(self.path(os.getpid()), "wb") as out:
+                pages.tofile(out)
+            status = 0
+        finally:
+            os._exit(status)
+
+    def path(self, pid):
+        return os.path.join(self.directory, f"written-{pid}")
+
+    def count(self, pid):
+        """The pages learner ``pid`` listed, counted where they lie in the parent's mappings."""
+        path = self.path(pid)
+        try:
+            with open(path, "rb") as listed:
+                data = listed.read()
+        except OSError:
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if len(data) % 8:
+            return
+        starts = [first for first, _ in self.mappings]
+        self.counts.update({page for page in array.array("Q", data)
+                            if (at := bisect.bisect_right(starts, page) - 1) >= 0 and page < self.mappings[at][1]})
+        self.learned += 1
+
+    def copy(self):
+        """In a child waiting for its file: the pages most children write, copied now (a kernel before 5.14
+        refuses it, and nothing is copied)."""
+        if not self.runs:
+            return
+        libc = ctypes.CDLL(None)
+        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        for address, size in self.runs:
+            libc.madvise(address, size, MADV_POPULATE_WRITE)
+
+
+def runs(pages):
+    """(address, bytes) of each run of consecutive ``pages`` (sorted page numbers)."""
+    found = []
+    for page in pages:
+        if found and found[-1][1] == page:
+            found[-1][1] = page + 1
+        else:
+            found.append([page, page + 1])
+    return [(first * PAGE, (end - first) * PAGE) for first, end in found]

@@ -1,0 +1,171 @@
+"""What a child copies before its file comes: the parent's pages that children write (``engine/uno/written.py``).
+
+The learning and the copying are tried with real forks of this process and its real page map, on a private mapping
+whose pages each learner writes as the test says; the engine's own waiting child is then looked at from the host."""
+
+import ctypes
+import importlib.util
+import json
+import mmap
+import os
+import signal
+import time
+
+import pytest
+from conftest import ROOT, office_pids
+
+from docshift.engine.forkit import Forkit
+
+spec = importlib.util.spec_from_file_location("written", ROOT / "docshift" / "engine" / "uno" / "written.py")
+written = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(written)
+PAGE = written.PAGE
+PAGES = 16
+# the pages of the block each learner writes: pages 4-7 by two of them, 10-11 by two, the rest by one or none
+PLAN = {"a": range(8), "b": range(4, 12), "c": range(10, 14)}
+WRITTEN_BY_TWO = {4, 5, 6, 7, 10, 11}
+
+
+@pytest.fixture
+def block():
+    """A private anonymous mapping of ``PAGES`` pages, each written once (present in this process)."""
+    mapped = mmap.mmap(-1, PAGES * PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for page in range(PAGES):
+        mapped[page * PAGE] = 1
+    yield mapped, ctypes.addressof(ctypes.c_char.from_buffer(mapped))
+    mapped.close()
+
+
+def fork(become_child):
+    pid = os.fork()
+    if pid == 0:
+        become_child(os.getpid())  # never returns
+    return pid
+
+
+def alone(address):
+    """The block's pages this process holds alone (copied, or written since a fork)."""
+    with open("/proc/self/pagemap", "rb") as pagemap:
+        pagemap.seek(address // PAGE * 8)
+        entries = [int.from_bytes(pagemap.read(8), "little") for _ in range(PAGES)]
+    return {page for page, entry in enumerate(entries)
+            if entry & written.PRESENT_EXCLUSIVE == written.PRESENT_EXCLUSIVE}
+
+
+def in_runs(runs, address):
+    return {(start - address) // PAGE + n for start, size in runs for n in range(size // PAGE)
+            if address <= start < address + PAGES * PAGE}
+
+
+def learned(block, tmp_path):
+    mapped = block[0]
+
+    def convert(name, _, scratch):
+        for page in PLAN[name]:
+            mapped[page * PAGE] = 2
+
+    found = written.Written(str(tmp_path))
+    found.learn(fork, convert, [(name, "filter") for name in PLAN], lambda pid: str(tmp_path / f"child-{pid}"))
+    return found
+
+
+def test_the_pages_half_the_learners_wrote_are_what_children_copy(block, tmp_path):
+    found = learned(block, tmp_path)
+    assert found.learned == 3
+    assert in_runs(found.runs, block[1]) == WRITTEN_BY_TWO
+    assert not list(tmp_path.iterdir()), "a learner's list or temp dir was left behind"
+    assert block[0][4 * PAGE] == 1, "a learner's write reached the parent"
+
+
+def test_a_waiting_child_holds_its_copies_before_it_writes_and_they_read_the_same(block, tmp_path):
+    found = learned(block, tmp_path)
+    mapped, address = block
+    told, tell = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            before = alone(address)
+            found.copy()
+            os.write(tell, json.dumps([sorted(before), sorted(alone(address)), mapped[4 * PAGE]]).encode())
+        finally:
+            os._exit(0)
+    os.close(tell)
+    before, after, value = json.loads(os.read(told, 65536))
+    os.waitpid(pid, 0)
+    assert before == [] and set(after) == WRITTEN_BY_TWO and value == 1
+
+
+def test_a_list_is_counted_only_where_the_parent_has_writable_pages(block, tmp_path):
+    """A learner's list names pages: those outside the parent's private writable mappings, or a list cut short,
+    count for nothing."""
+    found = learned(block, tmp_path)
+    address = block[1]
+    first = address // PAGE
+    assert found.mappings and not any(start <= 1 < end for start, end in found.mappings)
+    (tmp_path / "written-1").write_bytes(b"".join(page.to_bytes(8, "little") for page in (1, 2, first + 15)))
+    (tmp_path / "written-2").write_bytes(b"\0" * 7)
+    found.count(1)
+    found.count(2)
+    assert found.counts[first + 15] == 1 and 1 not in found.counts and 2 not in found.counts
+    assert found.learned == 4 and not list(tmp_path.iterdir())
+
+
+def private_dirty(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        return next(int(line.split()[1]) for line in rollup if line.startswith("Private_Dirty:")) << 10
+
+
+def waiting_child(office):
+    found = office_pids(office.process.pid)
+    for pid in found[1:]:
+        with open(f"/proc/{pid}/comm") as comm:
+            if comm.read().strip() == "forkit-ready":
+                return pid
+    raise AssertionError(f"no child waits below {found}")
+
+
+@pytest.mark.slow
+def test_the_engines_waiting_child_has_copied_what_children_write(office, legacy, tmp_path):
+    """The service's engine learns at its start, and its waiting child holds a private copy of about a thousand of
+    the parent's pages more than the waiting child of an engine with no learners; a file converts the same on both."""
+    bare = Forkit(tmp_path / "bare", name="bare", learners=0)
+    bare.start()
+    try:
+        for engine in (office, bare):  # a child that converted a file is gone, and its successor waits
+            engine.export(legacy["xls"], tmp_path / f"{engine.name}.xlsx", "Calc Office Open XML", 60)
+        copied, plain = (private_dirty(waiting_child(engine)) for engine in (office, bare))
+        assert copied - plain > 2 << 20, (copied >> 10, plain >> 10)
+        facts = [engine.export(legacy["ppt"], tmp_path / f"{engine.name}.pptx", "Impress Office Open XML", 60)
+                 for engine in (office, bare)]
+        for found in facts:
+            found.pop("pid", None)
+            found.pop("seconds", None)
+        assert facts[0] == facts[1]
+    finally:
+        bare.close()
+
+
+def test_learners_past_their_time_are_killed_and_no_more_are_forked(block, tmp_path, monkeypatch):
+    """A learner that never ends holds up the parent's start only ``LEARN_SECONDS``: it is killed, the learners after
+    it are not forked, and what the others listed still counts."""
+    monkeypatch.setattr(written, "LEARN_SECONDS", 0.5)
+    mapped, address = block
+    forked = []
+
+    def convert(name, _, scratch):
+        if name == "hangs":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        for page in PLAN["a"]:
+            mapped[page * PAGE] = 2
+
+    def counted(become_child):
+        forked.append(fork(become_child))
+        return forked[-1]
+
+    found = written.Written(str(tmp_path))
+    began = time.monotonic()
+    found.learn(counted, convert, [("a", None), ("hangs", None), ("a", None)], lambda pid: str(tmp_path / f"c{pid}"))
+    assert time.monotonic() - began < 5 and len(forked) == 2 and found.learned == 1
+    assert in_runs(found.runs, address) == set(PLAN["a"])
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forked[1], os.WNOHANG)
