@@ -43,17 +43,20 @@ def main():
             engines[side] = Engine(Forkit(Path(tempfile.mkdtemp(dir=work)), name=f"copies-{learners}", **options))
             engines[side].start()
         starts = {side: engine.office.timings.get("self_test", 0.0) for side, engine in engines.items()}
+        pages = {side: engine.office.pages for side, engine in engines.items()}
         _, spent, reports = paired(engines, files, args.passes)
     finally:
         for engine in engines.values():
             engine.close()
         shutil.rmtree(work, ignore_errors=True)
     print(f"# Pages copied before the file comes: {len(files)} files x {args.passes} passes, the two engines in turn\n")
-    print("| engine | conversion median (mean) | parent CPU per file | children's CPU per file | children's minor "
-          "faults per file | self-test at start |\n|---|---|---|---|---|---|")
+    print("| engine | pages a child copies, maps (learners) | conversion median (mean) | parent CPU per file | "
+          "children's CPU per file | children's minor faults per file | self-test at start |\n"
+          "|---|---|---|---|---|---|---|")
     for side in SIDES:
         rows = spent[side]
-        print(f"| {side} | {statistics.median(r[3] for r in rows) * 1000:.1f} ms "
+        print(f"| {side} | {pages[side]['copied']:,}, {pages[side]['mapped']:,} ({pages[side]['learners']}) "
+              f"| {statistics.median(r[3] for r in rows) * 1000:.1f} ms "
               f"({statistics.mean(r[3] for r in rows) * 1000:.1f}) | {statistics.mean(r[0] for r in rows) * 1000:.1f} "
               f"ms | {statistics.mean(r[1] for r in rows) * 1000:.1f} ms | {statistics.mean(r[2] for r in rows):,.0f} "
               f"| {starts[side]:.2f} s |")

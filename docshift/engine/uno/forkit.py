@@ -37,7 +37,8 @@ exits, and this process removes whatever else children left there each time none
 (address space, CPU seconds, file size, processes) hold for each child as for this process.
 
 After the self-test, and before the first child, learners convert the self-test's files once more and show which of
-this process's pages a child writes; every child copies those while it waits for its file (``written.py``).
+this process's pages a child writes and reads; every child copies or maps those while it waits for its file
+(``written.py``).
 """
 
 import collections
@@ -209,6 +210,7 @@ class Forkit:
             if self.warm:  # before the first fork: large pages for the heaps that forks copy and children grow
                 process.prepare_for_forks()
                 self.learn([(os.path.join(directory, name), ooxml) for _, _, name, ooxml in request["kinds"]])
+                answer["pages"] = self.written.summary()
         except Exception as error:
             answer = {"ok": False, "detail": f"{type(error).__name__}: {error}"}
             self.warm = False

@@ -1,13 +1,17 @@
-"""The pages of the engine's parent that its children write, copied by each child while it waits for its file.
+"""The pages of the engine's parent that its children write or read, copied or mapped by each child while it waits
+for its file.
 
 A child's first write to a page it shares with its parent copies the page, in a fault of its own (4 us here), on
 the way of the file's conversion, which a warm LibreOffice, writing pages it owns, does not pay. Over the corpus's
 small files a child writes about 2,100 of the parent's pages (reference counts, caches), and most are the same from
-file to file. So before the first customer's child, the parent forks ``learners`` children of each self-test file:
-each converts that file, then lists the pages of the parent's private writable mappings it holds alone, which are
-those it wrote (``/proc/self/pagemap``). The pages that half of them wrote (about 1,400, in some 700 runs) are what
-every later child copies while it waits (``MADV_POPULATE_WRITE``, since Linux 5.14: 2.7 us a page), before its file
-comes. Of them a child converting a corpus file writes about 1,300 anyway.
+file to file. Its first read of a library's code or constants is a fault too, which maps the pages around: a fork
+copies no entries of such mappings, so each child maps them again. So before the first customer's child, the parent
+forks ``learners`` children of each self-test file: each converts that file, then lists the pages of the parent's
+private writable mappings it holds alone, which are those it wrote, and the pages of its read-only mappings it has
+mapped (``/proc/self/pagemap``). The pages that half of them wrote (about 1,370) every later child copies while it
+waits (``MADV_POPULATE_WRITE``, since Linux 5.14: 2.7 us a page), and those half of them mapped (about 14,600) it maps
+(``MADV_POPULATE_READ``), before its file comes. Of the pages copied, a child converting a corpus file writes about
+1,200 anyway.
 
 A child given a customer's file cannot list its pages: the page map of a process that is not dumpable is closed to
 it, and a child made dumpable even for a moment could be opened by a sibling (``/proc/<pid>/mem``) and read later.
@@ -26,9 +30,12 @@ import shutil
 import signal
 import time
 
-MADV_POPULATE_WRITE = 23
+MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23
 PAGE = os.sysconf("SC_PAGE_SIZE")
-PRESENT_EXCLUSIVE = (1 << 63) | (1 << 56)  # a page map entry: present, and mapped by this process alone
+PRESENT, EXCLUSIVE = 1 << 63, 1 << 56  # a page map entry's flags: present; mapped by this process alone
+READ = 1 << 63  # a listed page's flag: one of a read-only mapping, which the learner mapped (read or ran)
+# the mappings of the parent whose pages learners list, by their permissions: the flag of such a page in a list
+LISTED = {"rw-p": 0, "r--p": READ, "r-xp": READ}
 PR_SET_DUMPABLE = 4
 LEARN_SECONDS = 10  # for all the learners: the worker waits a minute for the self-test's answer, which follows
 
@@ -38,9 +45,9 @@ class Written:
 
     def __init__(self, directory):
         self.directory = directory  # where a learner leaves its list, named after it
-        self.mappings = []  # (first page, end page) of each private writable mapping of the parent, when it learns
+        self.mappings = []  # (first page, end page, flag) of each private mapping of the parent, when it learns
         self.counts, self.learned = collections.Counter(), 0
-        self.runs = []  # (address, bytes) to copy
+        self.runs = []  # (address, bytes, advice) to copy (written) or map (read)
 
     def learn(self, fork, convert, files, scratch):
         """A learner for each of ``files`` [(path, OOXML filter)], forked with ``fork(become_child)`` (which returns
@@ -50,8 +57,9 @@ class Written:
         with open("/proc/self/maps") as lines:
             for line in lines:
                 fields = line.split()
-                if fields[1] == "rw-p":
-                    self.mappings.append(tuple(int(bound, 16) // PAGE for bound in fields[0].split("-")))
+                if fields[1] in LISTED:
+                    self.mappings.append((*(int(bound, 16) // PAGE for bound in fields[0].split("-")),
+                                          LISTED[fields[1]]))
         deadline = time.monotonic() + LEARN_SECONDS
         for path, ooxml in files:
             pid = fork(functools.partial(self.learner, convert, path, ooxml, scratch))
@@ -68,7 +76,16 @@ class Written:
             self.count(pid)
             if time.monotonic() > deadline:
                 break
-        self.runs = runs(sorted(page for page, votes in self.counts.items() if 2 * votes >= self.learned))
+        chosen = sorted(page for page, votes in self.counts.items() if 2 * votes >= self.learned)
+        self.runs = [(address, size, MADV_POPULATE_READ if flag else MADV_POPULATE_WRITE) for flag in (0, READ)
+                     for address, size in runs([page & ~READ for page in chosen if page & READ == flag])]
+
+    def summary(self):
+        """How many learners were heard, and how many pages a child copies and maps."""
+        pages = {MADV_POPULATE_WRITE: 0, MADV_POPULATE_READ: 0}
+        for _, size, advice in self.runs:
+            pages[advice] += size // PAGE
+        return {"learners": self.learned, "copied": pages[MADV_POPULATE_WRITE], "mapped": pages[MADV_POPULATE_READ]}
 
     def learner(self, convert, path, ooxml, scratch, pid):
         """In a learner just forked: convert the file, list the pages written, exit."""
@@ -78,11 +95,12 @@ class Written:
             convert(path, ooxml, scratch(pid))
             pages = array.array("Q")
             with open("/proc/self/pagemap", "rb") as pagemap:
-                for first, end in self.mappings:
+                for first, end, flag in self.mappings:
+                    wanted = PRESENT if flag else PRESENT | EXCLUSIVE
                     pagemap.seek(first * 8)
                     entries = array.array("Q", pagemap.read((end - first) * 8))
-                    pages.extend(first + index for index, entry in enumerate(entries)
-                                 if entry & PRESENT_EXCLUSIVE == PRESENT_EXCLUSIVE)
+                    pages.extend((first + index) | flag for index, entry in enumerate(entries)
+                                 if entry & wanted == wanted)
             with open(self.path(os.getpid()), "wb") as out:
                 pages.tofile(out)
             status = 0
@@ -105,9 +123,10 @@ class Written:
                 os.unlink(path)
         if len(data) % 8:
             return
-        starts = [first for first, _ in self.mappings]
+        starts = [first for first, _, _ in self.mappings]
         self.counts.update({page for page in array.array("Q", data)
-                            if (at := bisect.bisect_right(starts, page) - 1) >= 0 and page < self.mappings[at][1]})
+                            if (at := bisect.bisect_right(starts, page & ~READ) - 1) >= 0
+                            and page & ~READ < self.mappings[at][1] and page & READ == self.mappings[at][2]})
         self.learned += 1
 
     def copy(self):
@@ -117,8 +136,8 @@ class Written:
             return
         libc = ctypes.CDLL(None)
         libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        for address, size in self.runs:
-            libc.madvise(address, size, MADV_POPULATE_WRITE)
+        for address, size, advice in self.runs:
+            libc.madvise(address, size, advice)
 
 
 def runs(pages):
