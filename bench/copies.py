@@ -50,12 +50,13 @@ def main():
             engine.close()
         shutil.rmtree(work, ignore_errors=True)
     print(f"# Pages copied before the file comes: {len(files)} files x {args.passes} passes, the two engines in turn\n")
-    print("| engine | pages a child copies, maps (learners) | conversion median (mean) | parent CPU per file | "
+    print("| engine | pages a child copies, maps, grows (learners) | conversion median (mean) | parent CPU per file | "
           "children's CPU per file | children's minor faults per file | self-test at start |\n"
           "|---|---|---|---|---|---|---|")
     for side in SIDES:
         rows = spent[side]
-        print(f"| {side} | {pages[side]['copied']:,}, {pages[side]['mapped']:,} ({pages[side]['learners']}) "
+        print(f"| {side} | {pages[side]['copied']:,}, {pages[side]['mapped']:,}, {pages[side]['grown']:,} "
+              f"({pages[side]['learners']}) "
               f"| {statistics.median(r[3] for r in rows) * 1000:.1f} ms "
               f"({statistics.mean(r[3] for r in rows) * 1000:.1f}) | {statistics.mean(r[0] for r in rows) * 1000:.1f} "
               f"ms | {statistics.mean(r[1] for r in rows) * 1000:.1f} ms | {statistics.mean(r[2] for r in rows):,.0f} "

@@ -53,9 +53,9 @@ def alone(address, wanted=written.PRESENT | written.EXCLUSIVE, pages=PAGES):
     return {page for page, entry in enumerate(entries) if entry & wanted == wanted}
 
 
-def in_runs(runs, address, advice=written.MADV_POPULATE_WRITE, pages=PAGES):
-    """The pages of the mapping at ``address`` that ``runs`` give ``advice``."""
-    return {(start - address) // PAGE + n for start, size, given in runs if given == advice
+def in_runs(runs, address, flag=0, pages=PAGES):
+    """The pages of the mapping at ``address`` in those of ``runs`` of ``flag`` (0: written, READ, GROWN)."""
+    return {(start - address) // PAGE + n for start, size, given in runs if given == flag
             for n in range(size // PAGE) if address <= start < address + pages * PAGE}
 
 
@@ -140,7 +140,7 @@ def test_the_engines_waiting_child_has_copied_what_children_write(office, legacy
             engine.export(legacy["xls"], tmp_path / f"{engine.name}.xlsx", "Calc Office Open XML", 60)
         copied, plain = (private_dirty(waiting_child(engine)) for engine in (office, bare))
         assert office.pages["learners"] == 3 and office.pages["copied"] > 500 and office.pages["mapped"] > 500
-        assert bare.pages == {"learners": 0, "copied": 0, "mapped": 0}
+        assert bare.pages == {"learners": 0, "copied": 0, "mapped": 0, "grown": 0}
         assert copied - plain > 2 << 20, (copied >> 10, plain >> 10)
         facts = [engine.export(legacy["ppt"], tmp_path / f"{engine.name}.pptx", "Impress Office Open XML", 60)
                  for engine in (office, bare)]
@@ -205,7 +205,7 @@ def test_a_child_maps_the_pages_of_read_only_mappings_learners_read_before_its_f
         (tmp_path / "lists").mkdir()
         found = written.Written(str(tmp_path / "lists"))
         found.learn(fork, convert, [(name, "filter") for name in read], lambda pid: str(tmp_path / f"c{pid}"))
-        chosen = in_runs(found.runs, address, written.MADV_POPULATE_READ, pages)
+        chosen = in_runs(found.runs, address, written.READ, pages)
         seen = collections.Counter(page for name in read
                                    for page in json.loads((tmp_path / f"seen-{name}").read_text()))
         assert {48, 88} <= chosen == {page for page, learners in seen.items() if learners >= 2}
@@ -225,3 +225,49 @@ def test_a_child_maps_the_pages_of_read_only_mappings_learners_read_before_its_f
         assert before == [] and set(after) == chosen
     finally:
         mapped.close()
+
+
+def test_a_child_opens_and_writes_the_reserve_learners_grew_their_heap_into_but_no_guard(tmp_path):
+    """A heap grows into a reserve its allocator opens as it goes (a malloc arena's, ``---p``): a child opens and
+    writes, before its file, the pages half the learners grew into, which read as zeros. A page a learner opened and
+    closed again (a guard) is never opened."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    reserve = libc.mmap(None, PAGES * PAGE, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    grow = {"a": range(6), "b": range(8), "c": range(2)}  # pages 0-5 by two or three learners, 6-7 by one
+
+    def convert(name, _, scratch):
+        assert libc.mprotect(reserve, len(grow[name]) * PAGE, 3) == 0
+        ctypes.memset(reserve, 7, len(grow[name]) * PAGE)
+        guard = reserve + 12 * PAGE  # opened, written, closed again
+        assert libc.mprotect(guard, PAGE, 3) == 0
+        ctypes.memset(guard, 7, PAGE)
+        assert libc.mprotect(guard, PAGE, 0) == 0
+
+    try:
+        (tmp_path / "lists").mkdir()
+        found = written.Written(str(tmp_path / "lists"))
+        found.learn(fork, convert, [(name, "filter") for name in grow], lambda pid: str(tmp_path / f"c{pid}"))
+        assert in_runs(found.runs, reserve, written.GROWN) == set(range(6))
+        assert found.summary()["grown"] == 6
+        told, tell = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                found.copy()
+                held = sorted(alone(reserve))
+                zeros = ctypes.string_at(reserve, 6 * PAGE) == bytes(6 * PAGE)
+                with open("/proc/self/maps") as lines:
+                    modes = {int(line.split("-")[0], 16): line.split()[1] for line in lines}
+                os.write(tell, json.dumps([held, zeros, modes.get(reserve), modes.get(reserve + 6 * PAGE)]).encode())
+            finally:
+                os._exit(0)
+        os.close(tell)
+        held, zeros, opened, rest = json.loads(os.read(told, 65536))
+        os.waitpid(pid, 0)
+        assert held == list(range(6)) and zeros and (opened, rest) == ("rw-p", "---p")
+    finally:
+        libc.munmap(reserve, PAGES * PAGE)

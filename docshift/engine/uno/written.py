@@ -1,17 +1,20 @@
-"""The pages of the engine's parent that its children write or read, copied or mapped by each child while it waits
-for its file.
+"""The pages of the engine's parent that its children write or read, and the heap they grow, copied, mapped or
+grown by each child while it waits for its file.
 
 A child's first write to a page it shares with its parent copies the page, in a fault of its own (4 us here), on
 the way of the file's conversion, which a warm LibreOffice, writing pages it owns, does not pay. Over the corpus's
 small files a child writes about 2,100 of the parent's pages (reference counts, caches), and most are the same from
 file to file. Its first read of a library's code or constants is a fault too, which maps the pages around: a fork
-copies no entries of such mappings, so each child maps them again. So before the first customer's child, the parent
-forks ``learners`` children of each self-test file: each converts that file, then lists the pages of the parent's
-private writable mappings it holds alone, which are those it wrote, and the pages of its read-only mappings it has
-mapped (``/proc/self/pagemap``). The pages that half of them wrote (about 1,370) every later child copies while it
-waits (``MADV_POPULATE_WRITE``, since Linux 5.14: 2.7 us a page), and those half of them mapped (about 14,600) it maps
-(``MADV_POPULATE_READ``), before its file comes. Of the pages copied, a child converting a corpus file writes about
-1,200 anyway.
+copies no entries of such mappings, so each child maps them again. And the heap a conversion grows (the reserve of
+its thread's malloc arena, opened as it goes) is new memory, a fault each page or folio. So before the first
+customer's child, the parent forks ``learners`` children of each self-test file: each converts that file, then lists
+the pages of the parent's private writable mappings it holds alone, which are those it wrote, the pages of its
+read-only mappings it has mapped, and the pages of the parent's reserves it opened and wrote (``/proc/self/pagemap``).
+What half of them did, every later child does while it waits, before its file comes: it copies those pages written
+(about 1,400; ``MADV_POPULATE_WRITE``, since Linux 5.14: 2.7 us a page), maps those read (about 14,600;
+``MADV_POPULATE_READ``) and opens and writes those grown into (about 2,300, 9 MB; malloc, opening its reserve as it
+grows, finds them open). Of the pages copied, a child converting a corpus file writes about 1,200 anyway, and every
+file's heap grows further than a self-test file's.
 
 A child given a customer's file cannot list its pages: the page map of a process that is not dumpable is closed to
 it, and a child made dumpable even for a moment could be opened by a sibling (``/proc/<pid>/mem``) and read later.
@@ -33,9 +36,13 @@ import time
 MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PRESENT, EXCLUSIVE = 1 << 63, 1 << 56  # a page map entry's flags: present; mapped by this process alone
-READ = 1 << 63  # a listed page's flag: one of a read-only mapping, which the learner mapped (read or ran)
+# a listed page's flag: one of a read-only mapping, which the learner mapped (read or ran); one of a reserve the
+# parent had not opened yet (a malloc arena's), into which the learner's heap grew
+READ, GROWN = 1 << 63, 1 << 62
 # the mappings of the parent whose pages learners list, by their permissions: the flag of such a page in a list
-LISTED = {"rw-p": 0, "r--p": READ, "r-xp": READ}
+LISTED = {"rw-p": 0, "r--p": READ, "r-xp": READ, "---p": GROWN}
+PROT_READ_WRITE = 3
+FLAGS = READ | GROWN
 PR_SET_DUMPABLE = 4
 LEARN_SECONDS = 10  # for all the learners: the worker waits a minute for the self-test's answer, which follows
 
@@ -54,12 +61,8 @@ class Written:
         its pid, or None) one at a time; ``convert(path, filter, scratch dir)`` is its conversion, ``scratch(pid)``
         its temp dir. The pages half of them wrote are copied by every child forked after. Learners still at work
         after ``LEARN_SECONDS`` in all are killed, and those after them not forked."""
-        with open("/proc/self/maps") as lines:
-            for line in lines:
-                fields = line.split()
-                if fields[1] in LISTED:
-                    self.mappings.append((*(int(bound, 16) // PAGE for bound in fields[0].split("-")),
-                                          LISTED[fields[1]]))
+        self.mappings = [(first, end, LISTED[permissions]) for first, end, permissions in maps()
+                         if permissions in LISTED]
         deadline = time.monotonic() + LEARN_SECONDS
         for path, ooxml in files:
             pid = fork(functools.partial(self.learner, convert, path, ooxml, scratch))
@@ -77,15 +80,15 @@ class Written:
             if time.monotonic() > deadline:
                 break
         chosen = sorted(page for page, votes in self.counts.items() if 2 * votes >= self.learned)
-        self.runs = [(address, size, MADV_POPULATE_READ if flag else MADV_POPULATE_WRITE) for flag in (0, READ)
-                     for address, size in runs([page & ~READ for page in chosen if page & READ == flag])]
+        self.runs = [(address, size, flag) for flag in (0, READ, GROWN)
+                     for address, size in runs([page & ~FLAGS for page in chosen if page & FLAGS == flag])]
 
     def summary(self):
         """How many learners were heard, and how many pages a child copies and maps."""
-        pages = {MADV_POPULATE_WRITE: 0, MADV_POPULATE_READ: 0}
-        for _, size, advice in self.runs:
-            pages[advice] += size // PAGE
-        return {"learners": self.learned, "copied": pages[MADV_POPULATE_WRITE], "mapped": pages[MADV_POPULATE_READ]}
+        pages = dict.fromkeys((0, READ, GROWN), 0)
+        for _, size, flag in self.runs:
+            pages[flag] += size // PAGE
+        return {"learners": self.learned, "copied": pages[0], "mapped": pages[READ], "grown": pages[GROWN]}
 
     def learner(self, convert, path, ooxml, scratch, pid):
         """In a learner just forked: convert the file, list the pages written, exit."""
@@ -94,9 +97,14 @@ class Written:
             ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its page map opens to it: it holds no one's file
             convert(path, ooxml, scratch(pid))
             pages = array.array("Q")
+            # of a reserve, only what the learner opened for writing and still has so: never a guard it closed
+            opened = [(first, end) for first, end, permissions in maps() if permissions == "rw-p"]
+            spans = [(first, end, flag) for first, end, flag in self.mappings if flag != GROWN]
+            spans += [(max(first, start), min(end, stop), GROWN) for first, end, flag in self.mappings if flag == GROWN
+                      for start, stop in opened if max(first, start) < min(end, stop)]
             with open("/proc/self/pagemap", "rb") as pagemap:
-                for first, end, flag in self.mappings:
-                    wanted = PRESENT if flag else PRESENT | EXCLUSIVE
+                for first, end, flag in spans:
+                    wanted = PRESENT if flag == READ else PRESENT | EXCLUSIVE
                     pagemap.seek(first * 8)
                     entries = array.array("Q", pagemap.read((end - first) * 8))
                     pages.extend((first + index) | flag for index, entry in enumerate(entries)
@@ -125,19 +133,30 @@ class Written:
             return
         starts = [first for first, _, _ in self.mappings]
         self.counts.update({page for page in array.array("Q", data)
-                            if (at := bisect.bisect_right(starts, page & ~READ) - 1) >= 0
-                            and page & ~READ < self.mappings[at][1] and page & READ == self.mappings[at][2]})
+                            if (at := bisect.bisect_right(starts, page & ~FLAGS) - 1) >= 0
+                            and page & ~FLAGS < self.mappings[at][1] and page & FLAGS == self.mappings[at][2]})
         self.learned += 1
 
     def copy(self):
-        """In a child waiting for its file: the pages most children write, copied now (a kernel before 5.14
-        refuses it, and nothing is copied)."""
+        """In a child waiting for its file: the pages most children write, copied, those they read, mapped, and
+        the heap they grow, opened and written, now (a kernel before 5.14 refuses it, and nothing is done). malloc
+        opens its arena's reserve again as it grows into it, which changes nothing there now."""
         if not self.runs:
             return
         libc = ctypes.CDLL(None)
-        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        for address, size, advice in self.runs:
-            libc.madvise(address, size, advice)
+        libc.madvise.argtypes = libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        for address, size, flag in self.runs:
+            if flag == GROWN and libc.mprotect(address, size, PROT_READ_WRITE) != 0:
+                continue
+            libc.madvise(address, size, MADV_POPULATE_READ if flag == READ else MADV_POPULATE_WRITE)
+
+
+def maps():
+    """(first page, end page, permissions) of each mapping of this process."""
+    with open("/proc/self/maps") as lines:
+        for line in lines:
+            bounds, permissions = line.split()[:2]
+            yield (*(int(bound, 16) // PAGE for bound in bounds.split("-")), permissions)
 
 
 def runs(pages):
