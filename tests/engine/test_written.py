@@ -271,3 +271,60 @@ def test_a_child_opens_and_writes_the_reserve_learners_grew_their_heap_into_but_
         assert held == list(range(6)) and zeros and (opened, rest) == ("rw-p", "---p")
     finally:
         libc.munmap(reserve, PAGES * PAGE)
+
+
+def huge_kb(address):
+    """The kB of 2 MB pages in this process's mapping that holds ``address`` (``/proc/self/smaps``)."""
+    inside = False
+    with open("/proc/self/smaps") as lines:
+        for line in lines:
+            if "-" in line.split()[0] and len(line.split()) >= 5:
+                start, end = (int(bound, 16) for bound in line.split()[0].split("-"))
+                inside = start <= address < end
+            elif inside and line.startswith("AnonHugePages:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_a_child_opens_a_grown_reserve_a_step_at_a_time_as_malloc_does_never_in_a_2_mb_page(tmp_path):
+    """Opened and written at once, 6 MB of a reserve marked for large pages comes in 2 MB pages, each zeroed whole
+    and costlier to free; a heap opened a step at a time never gets one. A child opens what learners grew into a
+    step at a time too."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mprotect.argtypes = libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size, grown = 16 << 20, 6 << 20
+    reserves = [libc.mmap(None, size, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0) for _ in range(2)]
+    starts = [(reserve + (2 << 20) - 1) & ~((2 << 20) - 1) for reserve in reserves]  # 2 MB aligned inside each
+    for reserve in reserves:
+        libc.madvise(reserve, size, 14)  # MADV_HUGEPAGE, as the parent marks its heaps' reserves
+    try:
+        assert libc.mprotect(starts[1], grown, 3) == 0 and libc.madvise(starts[1], grown, 23) == 0
+        if huge_kb(starts[1]) == 0:
+            pytest.skip("this kernel gives no 2 MB pages to a mapping that asks")
+
+        def convert(name, _, scratch):
+            assert libc.mprotect(starts[0], grown, 3) == 0
+            ctypes.memset(starts[0], 7, grown)
+
+        (tmp_path / "lists").mkdir()
+        found = written.Written(str(tmp_path / "lists"))
+        found.learn(fork, convert, [(name, "filter") for name in "ab"], lambda pid: str(tmp_path / f"c{pid}"))
+        assert found.summary()["grown"] >= grown // PAGE
+        told, tell = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                found.copy()
+                os.write(tell, json.dumps([len(alone(starts[0], pages=grown // PAGE)), huge_kb(starts[0])]).encode())
+            finally:
+                os._exit(0)
+        os.close(tell)
+        held, huge = json.loads(os.read(told, 65536))
+        os.waitpid(pid, 0)
+        assert held == grown // PAGE and huge == 0
+    finally:
+        for reserve in reserves:
+            libc.munmap(reserve, size)

@@ -42,6 +42,7 @@ READ, GROWN = 1 << 63, 1 << 62
 # the mappings of the parent whose pages learners list, by their permissions: the flag of such a page in a list
 LISTED = {"rw-p": 0, "r--p": READ, "r-xp": READ, "---p": GROWN}
 PROT_READ_WRITE = 3
+GROWTH_STEP = 64 << 10  # how much of a reserve a child opens at a time
 FLAGS = READ | GROWN
 PR_SET_DUMPABLE = 4
 LEARN_SECONDS = 10  # for all the learners: the worker waits a minute for the self-test's answer, which follows
@@ -146,9 +147,18 @@ class Written:
         libc = ctypes.CDLL(None)
         libc.madvise.argtypes = libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         for address, size, flag in self.runs:
-            if flag == GROWN and libc.mprotect(address, size, PROT_READ_WRITE) != 0:
+            if flag != GROWN:
+                libc.madvise(address, size, MADV_POPULATE_READ if flag == READ else MADV_POPULATE_WRITE)
                 continue
-            libc.madvise(address, size, MADV_POPULATE_READ if flag == READ else MADV_POPULATE_WRITE)
+            # opened as malloc opens it, a step at a time: its folios are what a growing heap gets, never a 2 MB
+            # page a step could not fill (zeroed whole, and costlier to free)
+            end = address + size
+            while address < end:
+                step = min(end, (address // GROWTH_STEP + 1) * GROWTH_STEP) - address
+                if libc.mprotect(address, step, PROT_READ_WRITE) != 0:
+                    break
+                libc.madvise(address, step, MADV_POPULATE_WRITE)
+                address += step
 
 
 def maps():
