@@ -15,17 +15,54 @@ the same from both.
 """
 
 import argparse
+import functools
 import shutil
 import statistics
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from huge_pages import HERE, TICK, paired
+from huge_pages import HERE, TICK, counts, paired, settle
 from service import pick
+from warm import Memory
 
 from docshift.engine import Engine, Forkit
 
 SIDES = {"copies nothing": 0, "copies what children write": None}  # learners: none, or the service's default
+
+
+def convert(engine, job):
+    path, out = job
+    return engine.convert(path, path.suffix[1:].lower(), out, 120)
+
+
+def floods(engines, files, rounds):
+    """{side: [(files/s, CPU seconds a file of the parent and its reaped children)]}: all ``files`` converted two at
+    a time on one engine, then on the other, the order alternating each round. A child's CPU counts once it is
+    reaped: what the children left waiting did counts in the next round."""
+    watcher = Memory()
+    for engine in engines.values():
+        watcher.watch(engine.office)
+    parents = {side: watcher.parent_of[engine.office] for side, engine in engines.items()}
+    found = {side: [] for side in engines}
+    sides = list(engines)
+    for round_ in range(rounds):
+        for side in sides if round_ % 2 == 0 else sides[::-1]:
+            settle(parents[side])
+            before = counts(parents[side])
+            began = time.perf_counter()
+            engine = engines[side]
+            jobs = [(path, engine.office.tasks_dir / f"flood-{round_}-{n}") for n, path in enumerate(files)]
+            with ThreadPoolExecutor(2) as pool:
+                list(pool.map(functools.partial(convert, engine), jobs))
+            took = time.perf_counter() - began
+            settle(parents[side])
+            after = counts(parents[side])
+            found[side].append((len(files) / took, (after[0] + after[1] - before[0] - before[1]) / len(files)))
+            shutil.rmtree(engines[side].office.tasks_dir, ignore_errors=True)
+            engines[side].office.tasks_dir.mkdir(parents=True, exist_ok=True)
+    return found
 
 
 def main():
@@ -33,6 +70,7 @@ def main():
     parser.add_argument("--files", type=int, default=48)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=HERE.parent.parent / "shared" / "corpus")
+    parser.add_argument("--floods", type=int, default=4, help="rounds of all the files two at a time on each engine")
     args = parser.parse_args()
     files = pick(args.corpus, args.files)
     work = Path(tempfile.mkdtemp(prefix="copies-"))
@@ -45,17 +83,18 @@ def main():
         starts = {side: engine.office.timings.get("self_test", 0.0) for side, engine in engines.items()}
         pages = {side: engine.office.pages for side, engine in engines.items()}
         _, spent, reports = paired(engines, files, args.passes)
+        flooded = floods(engines, files, args.floods)
     finally:
         for engine in engines.values():
             engine.close()
         shutil.rmtree(work, ignore_errors=True)
     print(f"# Pages copied before the file comes: {len(files)} files x {args.passes} passes, the two engines in turn\n")
-    print("| engine | pages a child copies, maps, grows (learners) | conversion median (mean) | parent CPU per file | "
+    print("| engine | pages a child copies, grows (learners) | conversion median (mean) | parent CPU per file | "
           "children's CPU per file | children's minor faults per file | self-test at start |\n"
           "|---|---|---|---|---|---|---|")
     for side in SIDES:
         rows = spent[side]
-        print(f"| {side} | {pages[side]['copied']:,}, {pages[side]['mapped']:,}, {pages[side]['grown']:,} "
+        print(f"| {side} | {pages[side]['copied']:,}, {pages[side]['grown']:,} "
               f"({pages[side]['learners']}) "
               f"| {statistics.median(r[3] for r in rows) * 1000:.1f} ms "
               f"({statistics.mean(r[3] for r in rows) * 1000:.1f}) | {statistics.mean(r[0] for r in rows) * 1000:.1f} "
@@ -69,6 +108,11 @@ def main():
               f"{statistics.stdev(saved) / len(saved) ** 0.5 * 1000:.1f} ms), median "
               f"{statistics.median(saved) * 1000:.1f} ms; less in {sum(s > 0 for s in saved)} of {len(saved)} pairs, "
               f"more in {sum(s < 0 for s in saved)}")
+    print(f"\n## The files two at a time on each engine in turn ({args.floods} rounds, the order alternating)\n\n"
+          "| engine | files/s, each round | parent and children's CPU per file, each round |\n|---|---|---|")
+    for side in SIDES:
+        print(f"| {side} | {', '.join(f'{rate:.2f}' for rate, _ in flooded[side])} | "
+              f"{', '.join(f'{cpu * 1000:.1f} ms' for _, cpu in flooded[side])} |")
     same = sum(a == b for a, b in zip(*(reports[side] for side in SIDES), strict=True))
     print(f"- fidelity reports the same from both engines: {same} of {len(without)} conversions "
           f"(CPU is counted in {1000 / TICK:.0f} ms ticks)")

@@ -81,7 +81,7 @@ class Forkit:
         self.process: subprocess.Popen[bytes] | None = None
         self.starts, self.children = 0, 0
         self.timings: dict[str, float] = {}  # seconds of its last start: "launch", "self_test"
-        self.pages: dict[str, int] = {}  # of its last start: "learners", the pages a child "copied", "mapped", "grown"
+        self.pages: dict[str, int] = {}  # of its last start: "learners", the pages a child "copied" and "grown"
         self.broken: str | None = None  # why the last start gave up, while it stands
         self.room = sandbox.Room()  # its children's memory: a retry after an OOM kill runs alone
         self.watch = memory.Watch(name)  # and the service's limit: a child grown into it is killed first
@@ -175,9 +175,9 @@ class Forkit:
             raise OfficeCrashed(f"the self-test failed: {answer.get('detail', answer)}")
         self.timings = {"launch": launched - began, "self_test": time.monotonic() - launched}
         self.pages = {what: int(answer.get("pages", {}).get(what, 0))
-                      for what in ("learners", "copied", "mapped", "grown")}
+                      for what in ("learners", "copied", "grown")}
         log.info("%s started %s in %.2f s, self-test %.2f s (parent pid %s in the sandbox); from %d learners, each "
-                 "child copies %d pages, maps %d and grows its heap by %d before its file", self.name,
+                 "child copies %d pages and grows its heap by %d before its file", self.name,
                  "in its sandbox" if self.sandboxed else "WITHOUT a sandbox", self.timings["launch"],
                  self.timings["self_test"], ready.get("pid"), *self.pages.values())
 

@@ -3,7 +3,6 @@
 The learning and the copying are tried with real forks of this process and its real page map, on a private mapping
 whose pages each learner writes as the test says; the engine's own waiting child is then looked at from the host."""
 
-import collections
 import ctypes
 import importlib.util
 import json
@@ -44,17 +43,17 @@ def fork(become_child):
     return pid
 
 
-def alone(address, wanted=written.PRESENT | written.EXCLUSIVE, pages=PAGES):
-    """The pages of the mapping at ``address`` this process holds alone (copied, or written since a fork); or,
-    ``wanted`` PRESENT, those it has mapped."""
+def alone(address, pages=PAGES):
+    """The pages of the mapping at ``address`` this process holds alone (copied, or written since a fork)."""
     with open("/proc/self/pagemap", "rb") as pagemap:
         pagemap.seek(address // PAGE * 8)
         entries = [int.from_bytes(pagemap.read(8), "little") for _ in range(pages)]
+    wanted = written.PRESENT | written.EXCLUSIVE
     return {page for page, entry in enumerate(entries) if entry & wanted == wanted}
 
 
 def in_runs(runs, address, flag=0, pages=PAGES):
-    """The pages of the mapping at ``address`` in those of ``runs`` of ``flag`` (0: written, READ, GROWN)."""
+    """The pages of the mapping at ``address`` in those of ``runs`` of ``flag`` (0: written, or GROWN)."""
     return {(start - address) // PAGE + n for start, size, given in runs if given == flag
             for n in range(size // PAGE) if address <= start < address + pages * PAGE}
 
@@ -99,18 +98,18 @@ def test_a_waiting_child_holds_its_copies_before_it_writes_and_they_read_the_sam
 
 def test_a_list_is_counted_only_where_the_parent_has_writable_pages(block, tmp_path):
     """A learner's list names pages: those outside the parent's private mappings, a page of a writable mapping
-    listed as read (or the other way round), or a list cut short, count for nothing."""
+    listed as grown (or the other way round), or a list cut short, count for nothing."""
     found = learned(block, tmp_path)
     address = block[1]
     first = address // PAGE
     assert found.mappings and not any(start <= 1 < end for start, end, _ in found.mappings)
-    listed = (1, 2, first + 15, (first + 14) | written.READ)
+    listed = (1, 2, first + 15, (first + 14) | written.GROWN)
     (tmp_path / "written-1").write_bytes(b"".join(page.to_bytes(8, "little") for page in listed))
     (tmp_path / "written-2").write_bytes(b"\0" * 7)
     found.count(1)
     found.count(2)
     assert found.counts[first + 15] == 1 and 1 not in found.counts and 2 not in found.counts
-    assert (first + 14) | written.READ not in found.counts
+    assert (first + 14) | written.GROWN not in found.counts
     assert found.learned == 4 and not list(tmp_path.iterdir())
 
 
@@ -139,8 +138,8 @@ def test_the_engines_waiting_child_has_copied_what_children_write(office, legacy
         for engine in (office, bare):  # a child that converted a file is gone, and its successor waits
             engine.export(legacy["xls"], tmp_path / f"{engine.name}.xlsx", "Calc Office Open XML", 60)
         copied, plain = (private_dirty(waiting_child(engine)) for engine in (office, bare))
-        assert office.pages["learners"] == 3 and office.pages["copied"] > 500 and office.pages["mapped"] > 500
-        assert bare.pages == {"learners": 0, "copied": 0, "mapped": 0, "grown": 0}
+        assert office.pages["learners"] == 3 and office.pages["copied"] > 500 and office.pages["grown"] > 500
+        assert bare.pages == {"learners": 0, "copied": 0, "grown": 0}
         assert copied - plain > 2 << 20, (copied >> 10, plain >> 10)
         facts = [engine.export(legacy["ppt"], tmp_path / f"{engine.name}.pptx", "Impress Office Open XML", 60)
                  for engine in (office, bare)]
@@ -177,54 +176,6 @@ def test_learners_past_their_time_are_killed_and_no_more_are_forked(block, tmp_p
     with pytest.raises(ChildProcessError):
         os.waitpid(forked[1], os.WNOHANG)
 
-
-
-def mapped_at(path):
-    """Where ``path`` is mapped in this process (``/proc/self/maps``)."""
-    with open("/proc/self/maps") as lines:
-        return next(int(line.split("-")[0], 16) for line in lines if line.rstrip().endswith(str(path)))
-
-
-def test_a_child_maps_the_pages_of_read_only_mappings_learners_read_before_its_file(tmp_path):
-    """Pages of a read-only mapping (a library's code, its constants) are not copied but mapped: a child maps those
-    half the learners mapped, before its file comes. A read maps the pages around the page read too (the kernel's
-    fault-around, a large folio whole): each learner notes what it had mapped, for the test's own count."""
-    read = {"a": (8, 48), "b": (48, 88), "c": (88, 128)}  # 48 and 88 by two learners each
-    path, pages = tmp_path / "library.so", 144
-    path.write_bytes(os.urandom(pages * PAGE))
-    with open(path, "rb") as opened:
-        mapped = mmap.mmap(opened.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
-    try:
-        address = mapped_at(path)
-
-        def convert(name, _, scratch):
-            for page in read[name]:
-                assert mapped[page * PAGE] is not None
-            (tmp_path / f"seen-{name}").write_text(json.dumps(sorted(alone(address, written.PRESENT, pages))))
-
-        (tmp_path / "lists").mkdir()
-        found = written.Written(str(tmp_path / "lists"))
-        found.learn(fork, convert, [(name, "filter") for name in read], lambda pid: str(tmp_path / f"c{pid}"))
-        chosen = in_runs(found.runs, address, written.READ, pages)
-        seen = collections.Counter(page for name in read
-                                   for page in json.loads((tmp_path / f"seen-{name}").read_text()))
-        assert {48, 88} <= chosen == {page for page, learners in seen.items() if learners >= 2}
-        assert alone(address, written.PRESENT, pages) == set(), "the test itself mapped the file's pages"
-        told, tell = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                before = alone(address, written.PRESENT, pages)
-                found.copy()
-                os.write(tell, json.dumps([sorted(before), sorted(alone(address, written.PRESENT, pages))]).encode())
-            finally:
-                os._exit(0)
-        os.close(tell)
-        before, after = json.loads(os.read(told, 65536))
-        os.waitpid(pid, 0)
-        assert before == [] and set(after) == chosen
-    finally:
-        mapped.close()
 
 
 def test_a_child_opens_and_writes_the_reserve_learners_grew_their_heap_into_but_no_guard(tmp_path):

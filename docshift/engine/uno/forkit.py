@@ -37,8 +37,8 @@ exits, and this process removes whatever else children left there each time none
 (address space, CPU seconds, file size, processes) hold for each child as for this process.
 
 After the self-test, and before the first child, learners convert the self-test's files once more and show which of
-this process's pages a child writes and reads; every child copies or maps those while it waits for its file
-(``written.py``).
+this process's pages a child writes and how far its heap grows; every child copies those pages and grows its heap so
+far while it waits for its file (``written.py``).
 """
 
 import collections

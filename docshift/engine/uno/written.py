@@ -1,20 +1,19 @@
-"""The pages of the engine's parent that its children write or read, and the heap they grow, copied, mapped or
-grown by each child while it waits for its file.
+"""The pages of the engine's parent that its children write, and the heap they grow, copied and grown by each child
+while it waits for its file.
 
 A child's first write to a page it shares with its parent copies the page, in a fault of its own (4 us here), on
 the way of the file's conversion, which a warm LibreOffice, writing pages it owns, does not pay. Over the corpus's
 small files a child writes about 2,100 of the parent's pages (reference counts, caches), and most are the same from
-file to file. Its first read of a library's code or constants is a fault too, which maps the pages around: a fork
-copies no entries of such mappings, so each child maps them again. And the heap a conversion grows (the reserve of
-its thread's malloc arena, opened as it goes) is new memory, a fault each page or folio. So before the first
-customer's child, the parent forks ``learners`` children of each self-test file: each converts that file, then lists
-the pages of the parent's private writable mappings it holds alone, which are those it wrote, the pages of its
-read-only mappings it has mapped, and the pages of the parent's reserves it opened and wrote (``/proc/self/pagemap``).
-What half of them did, every later child does while it waits, before its file comes: it copies those pages written
-(about 1,400; ``MADV_POPULATE_WRITE``, since Linux 5.14: 2.7 us a page), maps those read (about 14,600;
-``MADV_POPULATE_READ``) and opens and writes those grown into (about 2,300, 9 MB; malloc, opening its reserve as it
-grows, finds them open). Of the pages copied, a child converting a corpus file writes about 1,200 anyway, and every
-file's heap grows further than a self-test file's.
+file to file. And the heap a conversion grows (the reserve of its thread's malloc arena, opened as it goes) is new
+memory, a fault each page or folio. So before the first customer's child, the parent forks ``learners`` children of
+each self-test file: each converts that file, then lists the pages of the parent's private writable mappings it
+holds alone, which are those it wrote, and the pages of the parent's reserves it opened and wrote
+(``/proc/self/pagemap``). What half of them did, every later child does while it waits, before its file comes: it
+copies those pages written (about 1,400; ``MADV_POPULATE_WRITE``, since Linux 5.14: 2.7 us a page) and opens and
+writes those grown into (about 2,300, 9 MB, 64 KB at a time as malloc opens it). Of the pages copied, a child
+converting a corpus file writes about 1,200 anyway, and every file's heap grows further than a self-test file's.
+Mapping the libraries' pages the learners ran as well (``MADV_POPULATE_READ``, about 14,000) took 2 ms more off a
+file one at a time, but cost 2.4-2.6 ms more CPU a file two at a time (``bench/copies.py``): not done.
 
 A child given a customer's file cannot list its pages: the page map of a process that is not dumpable is closed to
 it, and a child made dumpable even for a moment could be opened by a sibling (``/proc/<pid>/mem``) and read later.
@@ -33,17 +32,16 @@ import shutil
 import signal
 import time
 
-MADV_POPULATE_READ, MADV_POPULATE_WRITE = 22, 23
+MADV_POPULATE_WRITE = 23
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PRESENT, EXCLUSIVE = 1 << 63, 1 << 56  # a page map entry's flags: present; mapped by this process alone
-# a listed page's flag: one of a read-only mapping, which the learner mapped (read or ran); one of a reserve the
-# parent had not opened yet (a malloc arena's), into which the learner's heap grew
-READ, GROWN = 1 << 63, 1 << 62
+# a listed page's flag: one of a reserve the parent had not opened yet (a malloc arena's), into which the learner's
+# heap grew
+GROWN = 1 << 62
 # the mappings of the parent whose pages learners list, by their permissions: the flag of such a page in a list
-LISTED = {"rw-p": 0, "r--p": READ, "r-xp": READ, "---p": GROWN}
+LISTED = {"rw-p": 0, "---p": GROWN}
 PROT_READ_WRITE = 3
 GROWTH_STEP = 64 << 10  # how much of a reserve a child opens at a time
-FLAGS = READ | GROWN
 PR_SET_DUMPABLE = 4
 LEARN_SECONDS = 10  # for all the learners: the worker waits a minute for the self-test's answer, which follows
 
@@ -55,7 +53,7 @@ class Written:
         self.directory = directory  # where a learner leaves its list, named after it
         self.mappings = []  # (first page, end page, flag) of each private mapping of the parent, when it learns
         self.counts, self.learned = collections.Counter(), 0
-        self.runs = []  # (address, bytes, advice) to copy (written) or map (read)
+        self.runs = []  # (address, bytes, flag) to copy (0) or to open and write (GROWN)
 
     def learn(self, fork, convert, files, scratch):
         """A learner for each of ``files`` [(path, OOXML filter)], forked with ``fork(become_child)`` (which returns
@@ -81,15 +79,15 @@ class Written:
             if time.monotonic() > deadline:
                 break
         chosen = sorted(page for page, votes in self.counts.items() if 2 * votes >= self.learned)
-        self.runs = [(address, size, flag) for flag in (0, READ, GROWN)
-                     for address, size in runs([page & ~FLAGS for page in chosen if page & FLAGS == flag])]
+        self.runs = [(address, size, flag) for flag in (0, GROWN)
+                     for address, size in runs([page & ~GROWN for page in chosen if page & GROWN == flag])]
 
     def summary(self):
-        """How many learners were heard, and how many pages a child copies and maps."""
-        pages = dict.fromkeys((0, READ, GROWN), 0)
+        """How many learners were heard, and how many pages a child copies and grows into."""
+        pages = dict.fromkeys((0, GROWN), 0)
         for _, size, flag in self.runs:
             pages[flag] += size // PAGE
-        return {"learners": self.learned, "copied": pages[0], "mapped": pages[READ], "grown": pages[GROWN]}
+        return {"learners": self.learned, "copied": pages[0], "grown": pages[GROWN]}
 
     def learner(self, convert, path, ooxml, scratch, pid):
         """In a learner just forked: convert the file, list the pages written, exit."""
@@ -105,11 +103,10 @@ class Written:
                       for start, stop in opened if max(first, start) < min(end, stop)]
             with open("/proc/self/pagemap", "rb") as pagemap:
                 for first, end, flag in spans:
-                    wanted = PRESENT if flag == READ else PRESENT | EXCLUSIVE
                     pagemap.seek(first * 8)
                     entries = array.array("Q", pagemap.read((end - first) * 8))
                     pages.extend((first + index) | flag for index, entry in enumerate(entries)
-                                 if entry & wanted == wanted)
+                                 if entry & (PRESENT | EXCLUSIVE) == PRESENT | EXCLUSIVE)
             with open(self.path(os.getpid()), "wb") as out:
                 pages.tofile(out)
             status = 0
@@ -134,13 +131,13 @@ class Written:
             return
         starts = [first for first, _, _ in self.mappings]
         self.counts.update({page for page in array.array("Q", data)
-                            if (at := bisect.bisect_right(starts, page & ~FLAGS) - 1) >= 0
-                            and page & ~FLAGS < self.mappings[at][1] and page & FLAGS == self.mappings[at][2]})
+                            if (at := bisect.bisect_right(starts, page & ~GROWN) - 1) >= 0
+                            and page & ~GROWN < self.mappings[at][1] and page & GROWN == self.mappings[at][2]})
         self.learned += 1
 
     def copy(self):
-        """In a child waiting for its file: the pages most children write, copied, those they read, mapped, and
-        the heap they grow, opened and written, now (a kernel before 5.14 refuses it, and nothing is done). malloc
+        """In a child waiting for its file: the pages most children write, copied, and the heap they grow, opened
+        and written, now (a kernel before 5.14 refuses it, and nothing is done). malloc
         opens its arena's reserve again as it grows into it, which changes nothing there now."""
         if not self.runs:
             return
@@ -148,7 +145,7 @@ class Written:
         libc.madvise.argtypes = libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         for address, size, flag in self.runs:
             if flag != GROWN:
-                libc.madvise(address, size, MADV_POPULATE_READ if flag == READ else MADV_POPULATE_WRITE)
+                libc.madvise(address, size, MADV_POPULATE_WRITE)
                 continue
             # opened as malloc opens it, a step at a time: its folios are what a growing heap gets, never a 2 MB
             # page a step could not fill (zeroed whole, and costlier to free)
