@@ -9,7 +9,9 @@ import json
 import mmap
 import os
 import signal
+import sys
 import time
+import types
 
 import pytest
 from conftest import ROOT, office_pids
@@ -279,3 +281,27 @@ def test_a_child_opens_a_grown_reserve_a_step_at_a_time_as_malloc_does_never_in_
     finally:
         for reserve in reserves:
             libc.munmap(reserve, size)
+
+
+def test_a_parent_whose_learning_fails_forks_children_that_copy_nothing(tmp_path, capsys):
+    """Learning saves time and nothing else: a parent whose learners cannot even be forked says so on its stderr
+    (the worker's log) and goes on, its children copying nothing."""
+    folder = ROOT / "docshift" / "engine" / "uno"
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location("forkit_parent", folder / "forkit.py")
+        parent = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(parent)
+    finally:
+        sys.path.remove(str(folder))
+
+    def fork(become_child):
+        raise OSError("no more processes")
+
+    forkit = object.__new__(parent.Forkit)  # the parent's own state, less LibreOffice: only learning is tried
+    forkit.bridge, forkit.learners, forkit.office_tmp = None, 1, str(tmp_path / "office")
+    forkit.main_loop = types.SimpleNamespace(fork=fork)
+    forkit.written = written.Written(str(tmp_path))
+    forkit.learn([("selftest.doc", "filter")])
+    assert forkit.written.runs == [] and forkit.written.summary()["learners"] == 0
+    assert "learning which pages children write failed: OSError: no more processes" in capsys.readouterr().err

@@ -222,9 +222,14 @@ class Forkit:
 
     def learn(self, files):
         """Children that convert the self-test's own ``files`` [(path, OOXML filter)], ``learners`` times each, and
-        show which pages of this process a child writes (``written.py``)."""
-        self.written.learn(self.main_loop.fork, functools.partial(learner, self.bridge), files * self.learners,
-                           self.scratch)
+        show which pages of this process a child writes (``written.py``). What it saves is time: where learning
+        fails, children convert as they would without it."""
+        try:
+            self.written.learn(self.main_loop.fork, functools.partial(learner, self.bridge), files * self.learners,
+                               self.scratch)
+        except Exception as error:
+            self.written.runs = []
+            print(f"learning which pages children write failed: {type(error).__name__}: {error}", file=sys.stderr)
 
     def reap(self):
         """Forget the children that ended, and their temp dirs; once none is at work, what they left in

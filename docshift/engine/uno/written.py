@@ -137,8 +137,8 @@ class Written:
 
     def copy(self):
         """In a child waiting for its file: the pages most children write, copied, and the heap they grow, opened
-        and written, now (a kernel before 5.14 refuses it, and nothing is done). malloc
-        opens its arena's reserve again as it grows into it, which changes nothing there now."""
+        and written, now (a kernel before 5.14 refuses it, and nothing is done). malloc opens its arena's reserve
+        again as it grows into it, which changes nothing there now."""
         if not self.runs:
             return
         libc = ctypes.CDLL(None)
