@@ -18,9 +18,14 @@ from conftest import ROOT, office_pids
 
 from docshift.engine.forkit import Forkit
 
-spec = importlib.util.spec_from_file_location("written", ROOT / "docshift" / "engine" / "uno" / "written.py")
-written = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(written)
+UNO = ROOT / "docshift" / "engine" / "uno"
+sys.path.insert(0, str(UNO))  # written.py imports process.py beside it, as the parent does
+try:
+    spec = importlib.util.spec_from_file_location("written", UNO / "written.py")
+    written = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(written)
+finally:
+    sys.path.remove(str(UNO))
 PAGE = written.PAGE
 PAGES = 16
 # the pages of the block each learner writes: pages 4-7 by two of them, 10-11 by two, the rest by one or none

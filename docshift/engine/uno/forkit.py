@@ -60,7 +60,6 @@ import written
 from mainloop import MainLoopFork
 
 PROGRAM = os.path.dirname(os.path.realpath(shutil.which("soffice") or "/usr/lib/libreoffice/program/soffice"))
-PR_SET_DUMPABLE = 4
 PR_SET_NAME = 15
 MAX_REQUEST = 1 << 16
 SET_ACTIVE = "_ZN10comphelper14LibreOfficeKit9setActiveEb"  # comphelper::LibreOfficeKit::setActive(bool)
@@ -73,7 +72,7 @@ def main():
     process.yield_the_cpu()  # first: a process that is not dumpable may no longer write its /proc/self/autogroup
     # not dumpable, and its children after it: a child taken over by a document can neither read nor write the
     # memory of this process (``/proc/<pid>/mem``), which every later child is forked from
-    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    ctypes.CDLL(None).prctl(process.PR_SET_DUMPABLE, 0, 0, 0, 0)
     # lok_preinit loads the configuration of the profile this names, not of its own argument (without it the
     # settings of $HOME's default profile were in force: macros and links as LibreOffice's defaults have them)
     os.environ["UserInstallation"] = profile  # noqa: SIM112  (LibreOffice's bootstrap name, as it spells it)

@@ -23,6 +23,7 @@ import random
 import time
 
 MADV_HUGEPAGE = 14
+PR_SET_DUMPABLE = 4
 MADV_COLLAPSE = 25
 HUGE = 1 << 21  # a PMD-mapped huge page, x86-64's
 

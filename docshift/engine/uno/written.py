@@ -32,6 +32,8 @@ import shutil
 import signal
 import time
 
+import process
+
 MADV_POPULATE_WRITE = 23
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PRESENT, EXCLUSIVE = 1 << 63, 1 << 56  # a page map entry's flags: present; mapped by this process alone
@@ -42,7 +44,6 @@ GROWN = 1 << 62
 LISTED = {"rw-p": 0, "---p": GROWN}
 PROT_READ_WRITE = 3
 GROWTH_STEP = 64 << 10  # how much of a reserve a child opens at a time
-PR_SET_DUMPABLE = 4
 LEARN_SECONDS = 10  # for all the learners: the worker waits a minute for the self-test's answer, which follows
 
 
@@ -93,7 +94,7 @@ class Written:
         """In a learner just forked: convert the file, list the pages written, exit."""
         status = 70
         try:
-            ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its page map opens to it: it holds no one's file
+            ctypes.CDLL(None).prctl(process.PR_SET_DUMPABLE, 1, 0, 0, 0)  # its page map opens: it holds no one's file
             convert(path, ooxml, scratch(pid))
             pages = array.array("Q")
             # of a reserve, only what the learner opened for writing and still has so: never a guard it closed
