@@ -153,10 +153,23 @@ def _gevent_patched() -> bool:
     return monkey is not None and monkey.is_module_patched("threading")
 
 
-def connection_class() -> type[sqlite3.Connection]:
+def connection_class(synced: bool = True) -> type[sqlite3.Connection]:
     """For a connection of another library (the huey queue's, which handles sqlite3's own errors):
-    ``CooperativeConnection`` where gevent has patched this process, else sqlite3's own."""
-    return CooperativeConnection if _gevent_patched() else sqlite3.Connection
+    ``CooperativeConnection`` where gevent has patched this process, else sqlite3's own. Not ``synced``: its commits
+    do not wait for the disk (``synchronous = NORMAL``; huey's own choice is the disk's sync or none at all). In WAL
+    mode a power cut may then lose the last commits, never the file: for what another record can send again (the
+    SQLite queue's messages). Each enqueue and dequeue spares a sync: 0.2-0.8 ms on this VM's disk."""
+    base = CooperativeConnection if _gevent_patched() else sqlite3.Connection
+    return base if synced else _UNSYNCED.setdefault(base, type("Unsynced" + base.__name__, (base,), {
+        "__init__": _unsynced_init}))
+
+
+_UNSYNCED: dict[type[sqlite3.Connection], type[sqlite3.Connection]] = {}
+
+
+def _unsynced_init(self: sqlite3.Connection, *args: Any, **kwargs: Any) -> None:
+    sqlite3.Connection.__init__(self, *args, **kwargs)
+    self.execute("PRAGMA synchronous = NORMAL")
 
 
 class Pool:

@@ -75,8 +75,10 @@ def _huey(config: Settings, name: str | None, ttl: float | None = None) -> Any:
         return RedisHuey(name, url=config.queue_url, results=False, blocking=True, read_timeout=1,
                          serializer=serializer)
     from docshift.storage import connection
-    return SqliteHuey(name, filename=config.queue_database, results=False, factory=connection.connection_class(),
-                      serializer=serializer, storage_class=WakingSqliteStorage)
+    # unsynced: a message only says that a task waits; the record is its row, which the sweep sends a lost one for
+    return SqliteHuey(name, filename=config.queue_database, results=False,
+                      factory=connection.connection_class(synced=False), serializer=serializer,
+                      storage_class=WakingSqliteStorage)
 
 
 class Doorbell:

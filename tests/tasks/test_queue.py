@@ -138,6 +138,20 @@ def test_a_message_not_sealed_with_the_key_is_dropped_and_logged_and_the_consume
     assert consumer.sender.pending() == 0  # dropped, not left for the next reader
 
 
+def test_the_queue_commits_without_a_sync_and_the_tasks_database_with_one(tmp_path):
+    """A message is a hint the sweep sends again; a task's row is the record: only the row waits for the disk."""
+    from docshift.storage import connection
+
+    queue = queues.Queue(Settings(queue_database=str(tmp_path / "queue.db"), queue_key=KEY))
+    queue.enqueue("tsk_hint")
+    with queue.huey.storage.db() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # where NORMAL never corrupts the file
+    assert queue.pending() == 1
+    tasks_db = connection.connect(str(tmp_path / "docshift.db"))
+    assert tasks_db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
 def test_the_doorbell_rings_for_its_file_only(tmp_path):
     bell = queues.Doorbell.open(tmp_path / "queue.db.bell")
     seen = bell.count
