@@ -78,9 +78,9 @@ class Engine:
         """Convert the legacy file ``source`` of ``kind`` in a LibreOffice process of its own; returns the checked
         result, :class:`Converted`. A protected source opens with ``password`` (``protection.py``), and its result
         is protected by the same password unless ``protect`` is false; the checks and the fidelity report read it
-        before. ``ready(path, extension)`` hears when the result file is final before its checks end (never for a
-        result protected after them). Raises ConversionFailed with the task's error code, or a ServiceFault
-        (EngineBroken)."""
+        before. ``ready(path, extension)`` hears when the result file is written whole, and again if it is written
+        again, before its checks end (never for a result protected after them). Raises ConversionFailed with the
+        task's error code, or a ServiceFault (EngineBroken)."""
         file_limit = self.office.limits.scratch_mb << 20
         if kind == "xls" and precheck.workbook_default_password(source):
             # Excel opens it without asking: a password sent with it is not its own, and the result is not protected

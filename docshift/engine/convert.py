@@ -88,8 +88,9 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     ``Macros.REMOVE``. A crash of LibreOffice is retried once on a fresh process; a second one fails.
     A protected source comes ``opened`` with its password (``protection.open_source``): LibreOffice loads it with
     its Password load property, or its decrypted copy, and what is read of the legacy file here is read of that copy.
-    ``ready(path, extension)`` hears when a text's or a deck's result file is final, before it is checked and counted
-    (a workbook's stored values may still go in after its checks): its upload may start while they run.
+    ``ready(path, extension)`` hears when the result file is written whole, before it is checked and counted: its
+    upload may start while they run. It hears again if the file is written again (a workbook's stored values go in
+    after its checks); the file it heard of last is the result.
     """
     started = time.monotonic()
     loads = opened.loads(source) if opened is not None else [(source, None)]
@@ -179,10 +180,10 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         holds = inventory.of_web_archive(kind, report["archive"])
     check_export(result, kind, project)
     mends = putback.mend(result, source, kind, holds, keep_macros, macros == Macros.REMOVE, report["loaded"])
+    if ready is not None:
+        ready(result, target.extension)  # a check that fails below discards what went up
     if mends:
         check_package(result, kind)
-    if ready is not None and kind != "xls":
-        ready(result, target.extension)  # nothing below writes to this file
     check_explained(result, source, kind)
     loaded = report["loaded"]
     held = inventory.of_result(result, kind)
@@ -192,6 +193,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     if kind == "xls":
         holds, differ = stored.settled(source, holds, held)  # less what Excel calculates again as it opens the file
         if stored.restore(result, holds, held, differ):
+            if ready is not None:
+                ready(result, target.extension)  # written again: it goes up again
             held = inventory.of_result(result, kind)
     fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == Macros.REMOVE,
                                 loaded=loaded.get("parts"))

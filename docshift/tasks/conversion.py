@@ -208,9 +208,11 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
 
 
 class _Upload:
-    """A run's result upload on a thread of its own, from the moment the engine says the file is final (``start``)
-    while it checks and counts what the file holds. ``finish`` waits for it; ``discard`` (the conversion failed after
-    all, or broke) stops it and removes what it may have stored. Waits out an outage until ``deadline`` (the run's)."""
+    """A run's result upload on a thread of its own, from the moment the engine says the file is written whole
+    (``start``) while it checks and counts what the file holds. Told again (a workbook's stored values went in), it
+    puts the file again once the earlier put has ended: the last put is what the store keeps. ``finish`` waits for
+    it; ``discard`` (the conversion failed after all, or broke) stops it and removes what it may have stored. Waits
+    out an outage until ``deadline`` (the run's)."""
 
     def __init__(self, objects: RunStore, task_id: str, deadline: float) -> None:
         self.objects, self.task_id = objects, task_id
@@ -220,7 +222,14 @@ class _Upload:
         self.error: BaseException | None = None
 
     def start(self, path: Path, extension: str) -> None:
+        earlier = self.thread
+
         def run() -> None:
+            if earlier is not None:  # its file was replaced: what it stores (whatever it read) is put over
+                earlier.join()
+            self.error = None
+            if self.cancelled.is_set():
+                return
             try:
                 self.patiently(self.objects.put_result, self.task_id, path, extension)
             except BaseException as error:

@@ -5,17 +5,20 @@ import os
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
-from conftest import input_stored, overridden, post_file, register
+from conftest import ROOT, input_stored, overridden, post_file, register
 from msoffcrypto.format.ooxml import OOXMLFile
 
 from docshift.accounts import keys
 from docshift.contract import TaskErrorCode
-from docshift.engine import Engine
+from docshift.engine import Engine, inventory
 from docshift.errors import ConversionFailed
 from docshift.storage import accounts, tasks
+from docshift.storage.s3 import result_key
 from docshift.tasks import conversion, maintenance
+from docshift.tasks.leases import RunStore
 from docshift.web.context import get_db, get_store
 
 
@@ -119,6 +122,74 @@ def test_a_refused_result_does_not_wait_out_a_store_outage_for_its_upload(office
     assert engine.uploads_begun == 1
     assert (outcome, task.error_code) == ("FAILED", "output_invalid")
     assert time.monotonic() - began < 30
+
+
+class Told(Engine):
+    """The real engine, counting how often it told the run that the result file was written whole (``ready``)."""
+
+    told = 0
+
+    def convert(self, *args, ready=None, **kwargs):
+        def counted(path, extension):
+            self.told += 1
+            ready(path, extension)
+
+        return super().convert(*args, ready=counted if ready else None, **kwargs)
+
+
+def test_a_workbook_whose_stored_values_go_in_after_its_checks_is_stored_with_them(office, app, submit, tmp_path):
+    """A call of a VBA function: LibreOffice's export holds #VALUE!, and the value Excel stored goes in after the checks
+    have read it. Its upload began before that, and the file goes up again: the store keeps the one with the value."""
+    source = ROOT.parent / "shared" / "corpus" / "xls" / "27852.xls"
+    task_id = submit(source.read_bytes(), "udf.xls")
+    engine = Told(office)
+    with app.app_context():
+        outcome = conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], engine,
+                                      maintenance.worker_name())
+        task = tasks.get_task(get_db(), task_id)
+        store = get_store()
+        kept = store.client.get_object(store.bucket, task.result_key).read()
+    assert outcome == "SUCCEEDED" and engine.told == 2
+    (tmp_path / "kept.xlsm").write_bytes(kept)
+    cells = inventory.report(inventory.of_source(source, "xls"),
+                             inventory.of_result(tmp_path / "kept.xlsm", "xls"))["counts"]["cells"]
+    assert len(kept) == task.result_size and cells["result"] == cells["source"]
+
+
+class SlowFirstPut(RunStore):
+    """The run's real store, whose first put of a result reads the file at once and sends it a while later."""
+
+    puts = ended = 0
+
+    def put_result(self, task_id, path, extension):
+        self.puts += 1
+        if self.puts == 1:
+            held = Path(path).with_name("read-at-once")
+            held.write_bytes(Path(path).read_bytes())
+            time.sleep(0.5)
+            path = held
+        super().put_result(task_id, path, extension)
+        self.ended += 1
+
+
+def test_an_upload_told_again_puts_the_new_file_after_the_first_put_ends(app, submit, tmp_path):
+    task_id = submit(b"\xd0\xcf\x11\xe0" + b"\0" * 100, "letter.doc")
+    result = tmp_path / "result.docx"
+    result.write_bytes(b"as LibreOffice wrote it")
+    with app.app_context():
+        task, _ = tasks.claim_next(get_db(), "test")
+        objects = SlowFirstPut(get_store(), get_db(), task)
+        upload = conversion._Upload(objects, task_id, time.monotonic() + 60)
+        upload.start(result, "docx")
+        written = tmp_path / "written"
+        written.write_bytes(b"with what went in after the checks")
+        os.replace(written, result)
+        upload.start(result, "docx")
+        assert upload.finish()
+        assert objects.ended == 2  # no put is left to land after the run has counted its result
+        store = get_store()
+        kept = store.client.get_object(store.bucket, result_key(task_id, tasks.lease_of(task))).read()
+    assert objects.puts == 2 and kept == b"with what went in after the checks"
 
 
 @pytest.mark.parametrize("name,content", [
