@@ -1,8 +1,8 @@
 """The records of an .xls's Workbook stream that the mends read: the workbook globals' and each sheet's own.
 
 Six mends and the stored results' check each read some records of the same file. The stream is read and its
-records indexed by type once (``_indexed``, kept for the last few files), and each reader then visits only the
-records of its types, in the stream's order.
+records indexed by type once (``_indexed``, kept for the last few files; ``index`` does it ahead, while LibreOffice
+converts the file), and each reader then visits only the records of its types, in the stream's order.
 """
 
 from __future__ import annotations
@@ -50,6 +50,13 @@ def records(source: Path, types: set[int],
         yield rec_type, index.names[sheet - 1] if sheet else None, index.data, body, end
     if index.cut:
         raise Unreadable("record budget exceeded")
+
+
+def index(source: Path) -> None:
+    """Index the records of the .xls ``source`` now, for the readers to come (``records``): the conversion's
+    worker reads them after LibreOffice's export, and indexes them while LibreOffice converts."""
+    status = source.stat()
+    _indexed(str(source), status.st_size, status.st_mtime_ns, False)
 
 
 @functools.lru_cache(maxsize=INDEXED)

@@ -9,6 +9,7 @@ own messages go to the log, never to the client.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import (
+    biff,
     inventory,
     mended,
     ooxml,
@@ -110,7 +112,9 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # What the legacy file itself holds, read on a thread of its own while LibreOffice loads the file: neither
     # waits for the other (it is a quarter of the worker's CPU beside LibreOffice: 0.85 of 3.3 s over the corpus).
     # It starts once the child has the file: started before, it held the GIL the hand-over waited for (4.8 ms).
-    reading = _Later(inventory.of_source, source, kind, carries_macros)
+    # A workbook's records, which the mends read after the export (each of the corpus's), are indexed next.
+    reading = _Later(inventory.of_source, source, kind, carries_macros,
+                     after=(lambda: biff.index(source)) if kind == "xls" else None)
 
     def holdings() -> inventory.Inventory:
         """What the legacy file holds; unknown once its reading has run ``INVENTORY_SECONDS``."""
@@ -267,11 +271,13 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
 
 class _Later(Future[T]):
     """``function(*args)`` run on a thread of its own from the first ``start()`` on; its result, or what it
-    raised, in this Future. ``result()`` starts it if nothing did."""
+    raised, in this Future. ``result()`` starts it if nothing did. ``after()`` runs next on the same thread, once
+    the result is set: work whose result is kept elsewhere (a cache), which may fail unheard."""
 
-    def __init__(self, function: Callable[..., T], *args: Any) -> None:
+    def __init__(self, function: Callable[..., T], *args: Any, after: Callable[[], object] | None = None) -> None:
         super().__init__()
         self._run: Callable[[], T] | None = lambda: function(*args)
+        self._after = after
         self._began: float | None = None
         self.abandoned = False  # a caller stopped waiting for it
 
@@ -290,6 +296,9 @@ class _Later(Future[T]):
                 self.set_result(run())
             except BaseException as error:
                 self.set_exception(error)
+            if self._after is not None and not self.abandoned:
+                with contextlib.suppress(Exception):  # what reads it later meets the same error, and says so
+                    self._after()
 
         threading.Thread(target=body, daemon=True, name="source-inventory").start()
 

@@ -2,6 +2,7 @@
 file written again at the same path is read again."""
 
 import struct
+import threading
 
 import xlwt
 
@@ -45,3 +46,28 @@ def test_a_file_that_is_no_compound_file_has_no_records(tmp_path):
     path = tmp_path / "a.xls"
     path.write_text("<html><table><tr><td>1</td></tr></table></html>")
     assert cells(path, {NUMBER}) == []
+
+
+def test_a_workbook_s_records_are_indexed_while_libreoffice_converts_it(office, tmp_path, monkeypatch):
+    """The mends read the records after the export, on the way of the result: they find them indexed already."""
+    from docshift.engine import convert
+
+    path = tmp_path / "numbers.xls"
+    workbook(path, {"One": [(0, 0, 1.5), (0, 1, "A1*2")]})
+    built, cached = [], biff._indexed
+
+    def indexed(*args):
+        misses = cached.cache_info().misses
+        found = cached(*args)
+        if cached.cache_info().misses > misses:
+            built.append(threading.current_thread().name)
+        return found
+
+    cached.cache_clear()
+    monkeypatch.setattr(biff, "_indexed", indexed)
+    read = []
+    monkeypatch.setattr(biff, "records", lambda *args, real=biff.records, **kwargs: (
+        read.append(threading.current_thread().name), real(*args, **kwargs))[1])
+    convert.convert(office, path, "xls", tmp_path / "work", 60)
+    assert built == ["source-inventory"]
+    assert "MainThread" in read  # the mends and checks read them, on the run's own thread
