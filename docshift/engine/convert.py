@@ -9,18 +9,15 @@ own messages go to the log, never to the client.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import (
@@ -37,6 +34,7 @@ from docshift.engine import (
     vba,
     vbaproject,
 )
+from docshift.engine.later import Later
 from docshift.errors import ConversionFailed, LoadFailed, OfficeCrashed, OfficeTimeout
 from docshift.formats import FORMATS, detected_format
 
@@ -45,7 +43,6 @@ if TYPE_CHECKING:
     from docshift.engine.protection import Opened
 
 log = logging.getLogger("docshift.engine")
-T = TypeVar("T")
 
 # Excel keeps at most 31 characters of a sheet name; LibreOffice's export cuts longer ones
 SHEET_NAME_LIMIT = 31
@@ -113,8 +110,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # waits for the other (it is a quarter of the worker's CPU beside LibreOffice: 0.85 of 3.3 s over the corpus).
     # It starts once the child has the file: started before, it held the GIL the hand-over waited for (4.8 ms).
     # A workbook's records, which the mends read after the export (each of the corpus's), are indexed next.
-    reading = _Later(inventory.of_source, source, kind, carries_macros,
-                     after=(lambda: biff.index(source)) if kind == "xls" else None)
+    reading = Later(inventory.of_source, source, kind, carries_macros,
+                    after=(lambda: biff.index(source)) if kind == "xls" else None)
 
     def holdings() -> inventory.Inventory:
         """What the legacy file holds; unknown once its reading has run ``INVENTORY_SECONDS``."""
@@ -267,44 +264,6 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             crashes += 1
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, crashes, error)
     raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
-
-
-class _Later(Future[T]):
-    """``function(*args)`` run on a thread of its own from the first ``start()`` on; its result, or what it
-    raised, in this Future. ``result()`` starts it if nothing did. ``after()`` runs next on the same thread, once
-    the result is set: work whose result is kept elsewhere (a cache), which may fail unheard."""
-
-    def __init__(self, function: Callable[..., T], *args: Any, after: Callable[[], object] | None = None) -> None:
-        super().__init__()
-        self._run: Callable[[], T] | None = lambda: function(*args)
-        self._after = after
-        self._began: float | None = None
-        self.abandoned = False  # a caller stopped waiting for it
-
-    def elapsed(self) -> float:
-        """Seconds since it started (0 before)."""
-        return 0.0 if self._began is None else time.monotonic() - self._began
-
-    def start(self) -> None:
-        run, self._run = self._run, None
-        if run is None:
-            return
-        self._began = time.monotonic()
-
-        def body() -> None:
-            try:
-                self.set_result(run())
-            except BaseException as error:
-                self.set_exception(error)
-            if self._after is not None and not self.abandoned:
-                with contextlib.suppress(Exception):  # what reads it later meets the same error, and says so
-                    self._after()
-
-        threading.Thread(target=body, daemon=True, name="source-inventory").start()
-
-    def result(self, timeout: float | None = None) -> T:
-        self.start()
-        return super().result(timeout)
 
 
 def not_loaded(source: Path, opened: Opened | None = None, damaged: bool = False) -> ConversionFailed:
