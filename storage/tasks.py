@@ -111,7 +111,10 @@ def create_task(db: Database, task: Row, max_unfinished: int | None = None) -> R
         with transaction(db):
             if max_unfinished is not None and unfinished_count(db, task["account_id"]) >= max_unfinished:
                 raise TooManyUnfinished(task["account_id"])
-            db.table("conversions").insert(task)
+            # one statement: sqlite-utils' insert reads the schema twice and wraps it in a savepoint, three more
+            # trips off gevent's hub for the web
+            db.execute(f"INSERT INTO conversions ({', '.join(task)}) VALUES ({', '.join(f':{c}' for c in task)})",
+                       task)
     except sqlite3.IntegrityError as error:
         if task.get("idempotency_key") and "conversions.account_id" in str(error):
             raise IdempotencyKeyTaken() from error
