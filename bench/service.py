@@ -12,7 +12,9 @@ one run, it prints:
    before, so that each is met for the first time), and many / one (target >= 0.9). Twice: one, many, one, many.
 2. Median overhead per file, one file at a time: submit -> SUCCEEDED polled every 5 ms, less one plain warm
    LibreOffice's time for the file (``plain_warm.py``: load and store and nothing else); median and p90
-   (target median <= 30 ms). These plain times also order the flood, longest first.
+   (target median <= 30 ms). Then where it went, from each task's own timestamps (read from the service's
+   database): the submission until its row, the queue, the run less the plain time, and the poll that saw it.
+   These plain times also order the flood, longest first.
 3. A flood of two accounts (file i is account i % 2's), longest first, against two plain warm LibreOffices taking
    the same files from one queue, longest first; twice, alternating who goes first; service / plain
    (target >= 0.9).
@@ -38,11 +40,13 @@ import os
 import queue
 import random
 import signal
+import sqlite3
 import statistics
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 import requests
@@ -113,11 +117,15 @@ class Client:
             done = sum(f.result() for f in fetched)
         return time.perf_counter() - started, done
 
-    def latency(self, key, path):
-        """Seconds from the submission until a poll every 5 ms sees SUCCEEDED (None if it did not)."""
-        started = time.perf_counter()
+    def latency(self, key, path, seen=None):
+        """Seconds from the submission until a poll every 5 ms sees SUCCEEDED (None if it did not); ``seen`` (a
+        dict) gets {task id: (submitted, seen)} on the wall clock, which the task's own timestamps are on."""
+        started, wall = time.perf_counter(), time.time()
         body = self.wait(key, self.submit(key, path), 0.005)
-        return time.perf_counter() - started if body["status"] == "SUCCEEDED" else None
+        took = time.perf_counter() - started
+        if seen is not None:
+            seen[body["task_id"]] = (wall, wall + took)
+        return took if body["status"] == "SUCCEEDED" else None
 
 
 def plain_flood(plains, files):
@@ -279,23 +287,49 @@ def turns(client, files, one, many, args):
     return totals["one"] / totals["many"]
 
 
-def overhead(client, key, plain, files):
+def overhead(client, key, plain, files, database):
     """Section 2: each file one at a time through the service and through a plain warm LibreOffice, taking turns
-    going first. Returns {file: plain seconds} and [service - plain seconds]."""
+    going first; then where the time went, from the tasks' own timestamps in the service's ``database``. Returns
+    {file: plain seconds} and [service - plain seconds]."""
     print("\n## 2. Overhead per file, one at a time: submit -> SUCCEEDED (polled every 5 ms) less one plain warm "
           "LibreOffice's time")
-    plain_times, extra = {}, []
+    plain_times, extra, seen, ran = {}, [], {}, {}
     for n, path in enumerate(files):
+        before = set(seen)
         if n % 2:
-            ours, plain_times[path] = client.latency(key, path), plain.convert(path)
+            ours, plain_times[path] = client.latency(key, path, seen), plain.convert(path)
         else:
-            plain_times[path], ours = plain.convert(path), client.latency(key, path)
+            plain_times[path], ours = plain.convert(path), client.latency(key, path, seen)
         if ours is not None and plain_times[path] is not None:
             extra.append(ours - plain_times[path])
+            ran.update((task, plain_times[path]) for task in set(seen) - before)
     kept = [plain_times[p] for p in files if plain_times[p] is not None]
     print(f"- {len(extra)}/{len(files)} files converted by both; plain warm median {statistics.median(kept):.3f} s")
     print(f"- overhead median {statistics.median(extra) * 1000:.1f} ms, p90 {quantile(extra, 0.9) * 1000:.1f} ms")
+    stages(database, seen, ran)
     return plain_times, extra
+
+
+def stages(database, seen, ran):
+    """Medians of where each file's time went, from its task's row: the submission until the row's creation
+    (``created_at``, stamped before the upload is stored), the queue (until a run claims it: ``started_at``), the
+    run (until SUCCEEDED is counted: ``finished_at``) less the plain LibreOffice's time for the file, and until a
+    poll saw it."""
+    def moment(text):
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as conn:
+        rows = {task: conn.execute("SELECT created_at, started_at, finished_at FROM conversions WHERE id = ?",
+                                   [task]).fetchone() for task in ran}
+    parts = {"submitted -> row": [], "row -> claimed": [], "claimed -> counted, less plain": [],
+             "counted -> seen": []}
+    for task, (created, started, finished) in ((task, map(moment, row)) for task, row in rows.items() if row):
+        submitted, saw = seen[task]
+        for part, seconds in zip(parts, (created - submitted, started - created, finished - started - ran[task],
+                                         saw - finished)):
+            parts[part].append(seconds)
+    print("- where it went, medians: " + ", ".join(f"{part} {statistics.median(values) * 1000:.1f} ms"
+                                                   for part, values in parts.items() if values))
 
 
 def floods(client, instance, keys, plains, files, args):
@@ -398,7 +432,7 @@ def main():
                 print(f"\n| two accounts' flood / {args.plain} plain warm LibreOffices, all rounds | {ratio:.2f}x |")
                 return
             ratio_turns = turns(client, files, one, many, args)
-            plain_times, extra = overhead(client, one, plains[0], files)
+            plain_times, extra = overhead(client, one, plains[0], files, instance.database)
             longest_first = sorted(files, key=lambda p: plain_times[p] or 0, reverse=True)
             ratio_flood, memory = floods(client, instance, flood_keys, plains, longest_first, args)
             print("\n| figure | measured | target |\n|---|---|---|")

@@ -64,6 +64,7 @@ class Instance:
         for name in ("DOCSHIFT_S3_ENDPOINT", "DOCSHIFT_S3_ACCESS_KEY", "DOCSHIFT_S3_SECRET_KEY",
                      "PROMETHEUS_MULTIPROC_DIR"):
             self.env.pop(name, None)
+        self.database = self.env.get("DOCSHIFT_DATABASE") or str(Path(data_dir) / "docshift.db")  # the tasks' rows
         Path(data_dir).parent.mkdir(parents=True, exist_ok=True)
         self.log = open(Path(data_dir).parent / "instance.log", "wb")  # noqa: SIM115 - closed by __exit__
         self.process = None
