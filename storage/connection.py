@@ -5,6 +5,7 @@ locked past the busy timeout, raises ``DatabaseUnavailable`` from the statement 
 caller ever sees the driver's exception. Times are stored as ISO 8601 text (:func:`iso`).
 """
 
+import functools
 import os
 import random
 import secrets
@@ -160,16 +161,17 @@ def connection_class(synced: bool = True) -> type[sqlite3.Connection]:
     mode a power cut may then lose the last commits, never the file: for what another record can send again (the
     SQLite queue's messages). Each enqueue and dequeue spares a sync: 0.2-0.8 ms on this VM's disk."""
     base = CooperativeConnection if _gevent_patched() else sqlite3.Connection
-    return base if synced else _UNSYNCED.setdefault(base, type("Unsynced" + base.__name__, (base,), {
-        "__init__": _unsynced_init}))
+    return base if synced else _unsynced(base)
 
 
-_UNSYNCED: dict[type[sqlite3.Connection], type[sqlite3.Connection]] = {}
+@functools.cache
+def _unsynced(base: type[sqlite3.Connection]) -> type[sqlite3.Connection]:
+    class Unsynced(base):  # type: ignore[valid-type,misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.execute("PRAGMA synchronous = NORMAL")
 
-
-def _unsynced_init(self: sqlite3.Connection, *args: Any, **kwargs: Any) -> None:
-    sqlite3.Connection.__init__(self, *args, **kwargs)
-    self.execute("PRAGMA synchronous = NORMAL")
+    return Unsynced
 
 
 class Pool:
