@@ -1,6 +1,7 @@
 """Real traffic: fair order between accounts, the cap on unfinished work, leases, and the
 service's own duties under a backlog, against real huey consumers, SQLite, S3 and LibreOffice."""
 
+import os
 import random
 import time
 from dataclasses import replace
@@ -191,6 +192,24 @@ def _as_pid_one(code):
     done = subprocess.run(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc",
                            sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     return done.stdout.strip()
+
+
+def test_a_forked_child_names_itself_not_as_its_parent():
+    """The name is read once per process: a child forked after its parent asked has its own pid and start."""
+    parent = maintenance.worker_name()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(writer, maintenance.worker_name().encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    os.waitpid(pid, 0)
+    child = os.read(reader, 4096).decode()
+    os.close(reader)
+    assert maintenance.worker_name() == parent
+    assert child.split(":")[:2] == [maintenance.HOST, str(pid)] and child != parent
 
 
 def test_a_restarted_container_takes_back_its_predecessors_tasks_at_once(app, client, account):
