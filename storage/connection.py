@@ -274,20 +274,29 @@ def ping(db: Database) -> None:
 
 
 @contextmanager
-def transaction(db: Database) -> Iterator[Database]:
+def transaction(db: Database, synced: bool = True) -> Iterator[Database]:
     """A write transaction that takes the lock up front (no upgrade deadlocks). Inside another,
-    it is part of that one, which commits or rolls back the whole."""
+    it is part of that one, which commits or rolls back the whole. Not ``synced``: its commit does not wait
+    for the disk (``synchronous = NORMAL``: in WAL mode a power cut may lose it, never the file), for a write
+    that the service does again where it is lost; the connection's next synced commit makes it durable too."""
     if db.conn.in_transaction:
         yield db
         return
+    level = None if synced else db.conn.execute("PRAGMA synchronous").fetchone()[0]
     with _one_writer(db):
-        db.conn.execute("BEGIN IMMEDIATE")
+        if level is not None:
+            db.conn.execute("PRAGMA synchronous = NORMAL")
         try:
-            yield db
-        except BaseException:
-            db.conn.execute("ROLLBACK")
-            raise
-        db.conn.execute("COMMIT")
+            db.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.conn.execute("ROLLBACK")
+                raise
+            db.conn.execute("COMMIT")
+        finally:
+            if level is not None:
+                db.conn.execute(f"PRAGMA synchronous = {int(level)}")
 
 
 _cooperative_writer: AbstractContextManager[Any] | None = None

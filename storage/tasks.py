@@ -162,8 +162,11 @@ def claim_next(db: Database, worker: str | None, slots: Slots | None = None) -> 
     lease: the task's ``worker`` and ``attempts`` name its holder, and only that holder may finish it.
 
     Given ``slots``, the last free slot is kept back from an account whose conversions run long
-    (``held_back``), so that another account's file starts at once rather than behind the timeout."""
-    with transaction(db):
+    (``held_back``), so that another account's file starts at once rather than behind the timeout.
+
+    The claim's commit does not wait for the disk (0.7 ms of a file's path, median): a claim a power cut loses
+    leaves the task QUEUED, and one it keeps is a run whose worker is gone, which recovery queues again."""
+    with transaction(db, synced=False):
         held: list[str] = []
         while True:
             row = db.execute(FAIREST, [json.dumps(held)]).fetchone()
@@ -228,8 +231,9 @@ def note_run(db: Database, task: Task, long_seconds: float, at: datetime | None 
 
 
 def start_processing(db: Database, task_id: str, worker: str | None = None) -> tuple[Task, Row] | None:
-    """QUEUED -> PROCESSING of this task, held by ``worker``; returns the task and its account, or None."""
-    with transaction(db):
+    """QUEUED -> PROCESSING of this task, held by ``worker``; returns the task and its account, or None. Its commit
+    waits for no disk, as a claim's (``claim_next``)."""
+    with transaction(db, synced=False):
         if not _claim(db, task_id, worker):
             return None
     return _claimed(db, task_id)

@@ -173,3 +173,23 @@ def test_the_coordinator_gives_up_a_node_s_run_whatever_job_holds_it(db):
     run = tasks.to_preempt(db, SLOTS, tasks.JOBS)
     assert (run.id, run.worker) == (youngest_long, "job:2c3d")
     assert preempted(db, SLOTS, "worker") is None  # no one-box worker's run
+
+
+def test_a_claim_commits_without_a_sync_and_a_success_with_one(db):
+    """A claim a power cut loses leaves its task QUEUED, as recovery would: only the success, which is counted,
+    waits for the disk. The level each commit ran at, as SQLite was told it."""
+    from docshift.accounts import billing
+
+    task_id = add(db, "acc_other", "QUEUED")
+    said = []
+    db.conn.set_trace_callback(said.append)
+    task, _ = tasks.claim_next(db, "worker")
+    claim = said[:]
+    said.clear()
+    tasks.mark_succeeded(db, task_id, 10, 1800, billing.rule({"starter": 10}), lease=tasks.lease_of(task))
+    db.conn.set_trace_callback(None)
+    assert claim.index("PRAGMA synchronous = NORMAL") < claim.index("BEGIN IMMEDIATE") < claim.index("COMMIT") \
+        < claim.index("PRAGMA synchronous = 2")
+    assert "COMMIT" in said and not any(statement.startswith("PRAGMA synchronous") for statement in said)
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again, for every other commit
+    assert tasks.get_task(db, task_id).status == "SUCCEEDED"
