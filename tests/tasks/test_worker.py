@@ -32,11 +32,12 @@ def submit(app, client, account):
     return submit
 
 
-def run(app, office, task_id, **config):
+def run(app, office, task_id, engine=None, **config):
     """The worker's step (``run_next``): the fairest waiting task, here the only one, ``task_id``, claimed and
-    converted; returns the status it came to (None when nothing waits) and the task's row."""
+    converted (by ``engine``, else a real one on ``office``); returns the status it came to (None when nothing waits)
+    and the task's row."""
     with app.app_context():
-        outcome = conversion.run_next(get_db(), get_store(), overridden(app, config), Engine(office),
+        outcome = conversion.run_next(get_db(), get_store(), overridden(app, config), engine or Engine(office),
                                       maintenance.worker_name())
         return outcome, tasks.get_task(get_db(), task_id)
 
@@ -143,10 +144,8 @@ def test_a_workbook_whose_stored_values_go_in_after_its_checks_is_stored_with_th
     source = ROOT.parent / "shared" / "corpus" / "xls" / "27852.xls"
     task_id = submit(source.read_bytes(), "udf.xls")
     engine = Told(office)
+    outcome, task = run(app, office, task_id, engine)
     with app.app_context():
-        outcome = conversion.run_next(get_db(), get_store(), app.config["DOCSHIFT"], engine,
-                                      maintenance.worker_name())
-        task = tasks.get_task(get_db(), task_id)
         store = get_store()
         kept = store.client.get_object(store.bucket, task.result_key).read()
     assert outcome == "SUCCEEDED" and engine.told == 2
