@@ -816,14 +816,16 @@ def long_files_keep_a_slot_free(service, slow_xls, doc):
         assert order[n][0] >= max(finished for _, finished in order[:n]), f"A held both slots: {order}"
 
 
-def a_first_burst_gives_a_slot_back(service, charts_xls, doc):
+def a_first_burst_gives_a_slot_back(service, charts_xls, doc, running=None):
     """On two slots, where a run counts as long past the service's timeout / 12 (set so that ``charts_xls`` runs
     longer): account A's first two files take both slots before anything is known of them, and B's file comes while
-    they run. One of A's runs is stopped and goes back to the queue, B's file takes its slot, and A's file converts
-    later, its attempt not used. Returns nothing; asserts."""
+    they run (``running(task ids)`` says they do; by default, their rows are PROCESSING). One of A's runs is stopped
+    and goes back to the queue, B's file takes its slot, and A's file converts later, its attempt not used. Returns
+    nothing; asserts."""
     heavy, other = service.register("burst"), service.register("other")
     backlog = [service.submit(heavy, charts_xls, f"charts-{n}.xls").json()["task_id"] for n in range(2)]
-    wait_for(lambda: all(service.rows()[t]["status"] == "PROCESSING" for t in backlog), 60, "both of A's runs")
+    running = running or (lambda tasks: all(service.rows()[t]["status"] == "PROCESSING" for t in tasks))
+    wait_for(lambda: running(backlog), 60, "both of A's runs")
     mine = service.submit(other, doc).json()["task_id"]
     assert service.wait(other, mine)["status"] == "SUCCEEDED"
     assert [service.wait(heavy, t, timeout=120)["status"] for t in backlog] == ["SUCCEEDED"] * 2

@@ -91,7 +91,14 @@ def test_on_nodes_a_first_burst_of_long_files_gives_a_slot_to_another_account_s_
     try:
         cluster.start_node("slot-a")  # one slot each
         cluster.start_node("slot-b")
-        a_first_burst_gives_a_slot_back(cluster.coordinator, charts_xls, legacy["doc"])
+        config = cluster.config()
+        registry = Registry(config, Jobs(config))
+
+        def on_nodes(backlog):  # a node has each job in hand, not only the coordinator's claim: the stop kills it
+            rows = cluster.rows()
+            return all(rows[t]["status"] == "PROCESSING" and registry.runner(rows[t]["worker"]) for t in backlog)
+
+        a_first_burst_gives_a_slot_back(cluster.coordinator, charts_xls, legacy["doc"], running=on_nodes)
         assert "its node is asked to stop it" in cluster.log()
         assert "stopped as the coordinator asked" in cluster.log("slot-a") + cluster.log("slot-b")
     finally:
