@@ -19,13 +19,21 @@ from conftest import ROOT, office_pids
 from docshift.engine.forkit import Forkit
 
 UNO = ROOT / "docshift" / "engine" / "uno"
-sys.path.insert(0, str(UNO))  # written.py imports process.py beside it, as the parent does
-try:
-    spec = importlib.util.spec_from_file_location("written", UNO / "written.py")
-    written = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(written)
-finally:
-    sys.path.remove(str(UNO))
+
+
+def uno_module(name, file):
+    """A module of the sandbox's parent, loaded as the parent loads it: with the modules beside it importable."""
+    sys.path.insert(0, str(UNO))
+    try:
+        spec = importlib.util.spec_from_file_location(name, UNO / file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(UNO))
+    return module
+
+
+written = uno_module("written", "written.py")
 PAGE = written.PAGE
 PAGES = 16
 # the pages of the block each learner writes: pages 4-7 by two of them, 10-11 by two, the rest by one or none
@@ -291,14 +299,7 @@ def test_a_child_opens_a_grown_reserve_a_step_at_a_time_as_malloc_does_never_in_
 def test_a_parent_whose_learning_fails_forks_children_that_copy_nothing(tmp_path, capsys):
     """Learning saves time and nothing else: a parent whose learners cannot even be forked says so on its stderr
     (the worker's log) and goes on, its children copying nothing."""
-    folder = ROOT / "docshift" / "engine" / "uno"
-    sys.path.insert(0, str(folder))
-    try:
-        spec = importlib.util.spec_from_file_location("forkit_parent", folder / "forkit.py")
-        parent = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(parent)
-    finally:
-        sys.path.remove(str(folder))
+    parent = uno_module("forkit_parent", "forkit.py")
 
     def fork(become_child):
         raise OSError("no more processes")
