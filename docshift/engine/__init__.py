@@ -67,9 +67,11 @@ class Engine:
 
     @contextmanager
     def workspace(self, task_id: str) -> Iterator[Path]:
-        """A directory of the worker's own for one task's files, which no sandbox sees; removed afterwards."""
+        """A directory of the worker's own for one task's files, which no sandbox sees; removed afterwards. A run
+        whose outcome is recorded never fails for what stays behind: the parent's close removes the folder."""
         self.office.tasks_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=self.office.tasks_dir) as directory:
+        with tempfile.TemporaryDirectory(prefix=f"{task_id}-", dir=self.office.tasks_dir,
+                                         ignore_cleanup_errors=True) as directory:
             yield Path(directory)
 
     def convert(self, source: Path, kind: str, workdir: str | Path, timeout: float, task_id: str | None = None,

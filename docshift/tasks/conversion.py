@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -126,13 +127,14 @@ def _run(task: Task, account: Row, conn: Database, objects: ObjectStore, config:
     if account["status"] != "active":
         outcome = Outcome(Verdict.FAILED, code=TaskErrorCode.SUBSCRIPTION_INACTIVE,
                           message=accounts.INACTIVE_MESSAGE)
-    else:
+        return apply_outcome(conn, objects, config, task, outcome)
+    with ExitStack() as after:  # the run's workspace goes once its outcome is recorded, not on the client's wait
         outcome = convert_task(task.id, task.source_type, RunStore(objects, conn, task), config, engine,
                                task.macros, task.source_filename,
-                               password=document_password(config, task), protection=task.protection)
+                               password=document_password(config, task), protection=task.protection, after=after)
         if faults is not None:
             faults.observe(outcome)
-    return apply_outcome(conn, objects, config, task, outcome)
+        return apply_outcome(conn, objects, config, task, outcome)
 
 
 def document_password(config: Settings, task: Task) -> str | None:
@@ -147,17 +149,21 @@ def document_password(config: Settings, task: Task) -> str | None:
 
 def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: Settings, engine: Engine,
                  macros: Macros = Macros.KEEP, filename: str | None = None,
-                 password: str | None = None, protection: Protection = Protection.KEEP) -> Outcome:
+                 password: str | None = None, protection: Protection = Protection.KEEP,
+                 after: ExitStack | None = None) -> Outcome:
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
-    ``password`` opens a protected source; its result is protected by it again unless ``protection`` is REMOVE."""
+    ``password`` opens a protected source; its result is protected by it again unless ``protection`` is REMOVE.
+    The run's workspace is removed as ``after`` closes, if given (once the caller has recorded the outcome), else
+    before this returns."""
     patiently = Patience(config.outage_patience_seconds)
     restarts = engine.restarts
     try:
         # the engine's workspace: no sandbox sees it, and LibreOffice gets copies
-        with engine.workspace(task_id) as tmp:
+        with ExitStack() as own:
+            tmp = (own if after is None else after).enter_context(engine.workspace(task_id))
             # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
             source = tmp / source_name(filename, kind)
             patiently(objects.fetch_input, task_id, source)

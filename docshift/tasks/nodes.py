@@ -31,6 +31,7 @@ import logging
 import secrets
 import signal
 import threading
+from contextlib import ExitStack
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -202,13 +203,14 @@ class Node:
             except RedisError as error:  # the job is in hand: converted, and the next beat writes its run
                 log.warning("job %s: its run is not written yet (%r); the next beat writes it", holder, error)
             objects = JobStore(job, lambda: self.registry.revoked(holder))
-            outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.conversions.engine(),
-                                   Macros(job["macros"]), job["filename"],
-                                   password=job.get("password"),
-                                   protection=Protection(job.get("protection", Protection.KEEP)))
-            self.conversions.faults.observe(outcome)
-            self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
-                               **asdict(outcome)})
+            with ExitStack() as after:  # the job's workspace goes once its outcome is reported
+                outcome = convert_task(job["task_id"], job["kind"], objects, self.config, self.conversions.engine(),
+                                       Macros(job["macros"]), job["filename"],
+                                       password=job.get("password"),
+                                       protection=Protection(job.get("protection", Protection.KEEP)), after=after)
+                self.conversions.faults.observe(outcome)
+                self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
+                                   **asdict(outcome)})
         finally:
             with self._running_lock:  # a beat never says again what is done
                 self._running.pop(holder, None)

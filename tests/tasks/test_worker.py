@@ -67,6 +67,32 @@ def test_success_deletes_the_input_and_keeps_the_result(office, app, submit, leg
     assert task.input_deleted
 
 
+class Watched(Engine):
+    """The real engine, which notes each run's workspace."""
+
+    def convert(self, source, kind, workdir, *args, **kwargs):
+        self.workspaces.append(Path(workdir))
+        return super().convert(source, kind, workdir, *args, **kwargs)
+
+
+def test_a_runs_workspace_goes_once_its_success_is_recorded_not_on_the_way_to_it(office, app, submit, legacy,
+                                                                                 monkeypatch):
+    task_id = submit(legacy["doc"].read_bytes(), "letter.doc")
+    engine, there = Watched(office), []
+    engine.workspaces = []
+    record = conversion.apply_outcome
+
+    def recorded(conn, objects, config, task, outcome):
+        there.append([path.is_dir() for path in engine.workspaces])
+        return record(conn, objects, config, task, outcome)
+
+    monkeypatch.setattr(conversion, "apply_outcome", recorded)
+    outcome, task = run(app, office, task_id, engine)
+    assert outcome == "SUCCEEDED" and task.status == "SUCCEEDED"
+    assert there == [[True]]  # still there while the success was recorded
+    assert not engine.workspaces[0].exists()
+
+
 class RefusedOnceFinal(Engine):
     """The real engine, whose checks refuse a text's result once it is final, as they refuse one that lost content:
     by then its upload has begun (``ready``)."""
