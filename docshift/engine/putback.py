@@ -24,7 +24,8 @@ and its export the code names that bind the VBA project's modules to the workboo
 (``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a text's form fields
 lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros
 (``form_fields``), and the text its template (``word_template``); and it writes some of a text's properties out
-of their schema's order, dates that are none and shape types that are names (``word_schema``, which runs last).
+of their schema's order, dates that are none, shape types that are names and VML attributes VML has not
+(``word_schema``, which runs last).
 Each mend reads only what a file holds: one that holds none of what it puts back costs nothing (the code names are
 read for a workbook whose result keeps its VBA project, the validations' ranges for one whose result holds
 validations, the bookmarks' names for a text whose result has form fields).

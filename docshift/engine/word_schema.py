@@ -1,4 +1,5 @@
-"""A text's XML as its schema has it: properties in their order, dates that are dates, shape types that are numbers.
+"""A text's XML as its schema has it: properties in their order, dates that are dates, shape types that are numbers,
+no attribute VML has not.
 
 WordprocessingML gives the children of most property elements as a sequence: each child has its place. LibreOffice
 25.2's DOCX export writes some of them out of it (a plain ``soffice --convert-to`` the same), each seen in the
@@ -19,14 +20,17 @@ of an embedded object's picture as its relationship's id (``<v:shapetype o:spt="
 @9@5xe"``), where VML has a number: that path is a picture frame's, shape type 75, as Word writes it (4 of the 58).
 A tracked change of a run's formatting whose .doc names no formatting it had comes out as ``<w:rPrChange .../>``,
 where the schema requires the formatting it had inside (1 of 528 other texts, 7 changes): Word writes an empty
-``<w:rPr/>`` there, which says the same.
+``<w:rPr/>`` there, which says the same. In the VML it writes as each drawing's fallback (read by Word 2007; Word
+2010 and later read the DrawingML beside it), a shape's name goes into ``ID``, an attribute VML has not, beside VML's
+own ``id`` (``<v:rect id="shape_0" ID="Freeform 83"``: every named shape), and an arc has a ``path``, which only a
+shape and a shape type have (24 of the 528 other texts held no other error).
 
 Word for Windows reads such a part; a reader that follows the schema (the Open XML SDK's validator) refuses it, and
 Word for the web is reported to open such a file as damaged. ``mend`` moves each child of those elements to its
 place, its bytes as they were and the bytes between them where they were, leaves out each ``w:date`` that is not
-a date, numbers those shape types and gives those changes their empty formatting: nothing else is added, removed or
-changed. An element holding a child the tables below do not know (another namespace's, an extension) is left in the
-order it has.
+a date, numbers those shape types, gives those changes their empty formatting and leaves out those VML attributes
+(the DrawingML's ``wp:docPr`` keeps the shape's name): nothing else is added, removed or changed. An element
+holding a child the tables below do not know (another namespace's, an extension) is left in the order it has.
 """
 
 import re
@@ -65,6 +69,12 @@ CHANGE_HOLDS = {b"rPrChange": b"rPr", b"pPrChange": b"pPr", b"tblPrChange": b"tb
 EMPTY_CHANGE = re.compile(rb"<w:(" + b"|".join(CHANGE_HOLDS) + rb")(?=[\s/>])(" + ooxml.IN_TAG + rb"*?)"
                           rb"(?:/>|>(\s*)</w:\1>)")
 NO_DATE = re.compile(rb'\sw:date="(?!-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")[^"]*"')
+# in a drawing's VML (the fallback of its DrawingML, which Word 2010 and later read): a shape's name in an attribute
+# VML has not, ``ID`` (LibreOffice writes it beside VML's own ``id``; the DrawingML's ``wp:docPr`` keeps the name),
+# and a path on an arc, whose angles give its geometry; a tag holds each at most once
+QUOTED = rb"""(?:"[^"]*"|'[^']*')"""
+VML_NAME = re.compile(rb"(<v:[A-Za-z]+\s" + ooxml.IN_TAG + rb"*?)\sID=" + QUOTED)
+ARC_PATH = re.compile(rb"(<v:arc\s" + ooxml.IN_TAG + rb"*?)\spath=" + QUOTED)
 
 # CT_PPrBase, the paragraph's own properties
 PARAGRAPH = ["pStyle", "keepNext", "keepLines", "pageBreakBefore", "framePr", "widowControl", "numPr",
@@ -134,8 +144,8 @@ class _Open:
 
 def mend(result: Path, kind: str) -> int:
     """Put the children of the properties of the .docx ``result`` in their schema's order, leave out its dates
-    that are none and number its objects' shape types. Returns how many elements changed (0: the file is
-    untouched). Never raises for what the file holds."""
+    that are none and its VML's attributes VML has not, and number its objects' shape types. Returns how many
+    elements changed (0: the file is untouched). Never raises for what the file holds."""
     if kind != "doc":
         return 0
 
@@ -148,13 +158,15 @@ def mend(result: Path, kind: str) -> int:
 
 def valid(data: bytes, name: str) -> tuple[bytes, int]:
     """Part ``name`` (``data``) put in order (``ordered``) without its dates that are none, its objects' pictures
-    typed as picture frames, its empty tracked changes of formatting given what they had (nothing), and how many
-    elements changed."""
+    typed as picture frames, its empty tracked changes of formatting given what they had (nothing), without the VML
+    attributes VML has not, and how many elements changed."""
     data, count = ordered(data, name)
     data, dates = NO_DATE.subn(b"", data) if b'w:date="' in data else (data, 0)
     data, types = OBJECT_SHAPE_TYPE.subn(rb'\g<1>75"', data) if b'o:spt="ole_' in data else (data, 0)
     data, changes = EMPTY_CHANGE.subn(_held, data) if b"PrChange" in data or b"PrExChange" in data else (data, 0)
-    return data, count + dates + types + changes
+    data, names = VML_NAME.subn(rb"\1", data) if b"ID=" in data else (data, 0)
+    data, paths = ARC_PATH.subn(rb"\1", data) if b"<v:arc" in data else (data, 0)
+    return data, count + dates + types + changes + names + paths
 
 
 def _held(change: re.Match[bytes]) -> bytes:

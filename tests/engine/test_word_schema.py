@@ -70,6 +70,11 @@ def parts_of(path):
         return {name: package.read(name).decode() for name in PARTS}
 
 
+def document_of(path):
+    with zipfile.ZipFile(path) as package:
+        return package.read("word/document.xml").decode()
+
+
 def unordered(xml):
     """The element tree of ``xml`` with each element's children in a set order: two parts equal so differ in
     their children's order at most."""
@@ -119,6 +124,34 @@ def test_an_embedded_object_s_picture_is_a_picture_frame(office, tmp_path):
     converted = parts_of(convert.convert(office, source, "doc", tmp_path / "work", 60).path)["word/document.xml"]
     assert not SHAPE_TYPE.search(converted)
     assert re.search(r'<v:shapetype [^>]*o:spt="75" o:preferrelative="t" path="m@4@5l@4@11@9@11@9@5xe"', converted)
+
+
+# a rectangle, an arc and an ellipse, each named as Word names a shape
+SHAPES = """<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+ xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
+ xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2"
+ office:mimetype="application/vnd.oasis.opendocument.text"><office:body><office:text><text:p>Shapes:
+<draw:rect draw:name="Freeform 83" text:anchor-type="paragraph" svg:x="1cm" svg:y="1cm" svg:width="3cm"
+ svg:height="2cm"/><draw:circle draw:name="Arc 7" draw:kind="arc" draw:start-angle="0" draw:end-angle="90"
+ text:anchor-type="paragraph" svg:x="5cm" svg:y="1cm" svg:width="3cm" svg:height="3cm"/><draw:ellipse
+ draw:name="Oval 2" text:anchor-type="paragraph" svg:x="9cm" svg:y="1cm" svg:width="2cm" svg:height="2cm"/>
+</text:p></office:text></office:body></office:document>"""
+VML_NAME = re.compile(r'(<v:[a-z]+ [^>]*?) ID="[^"]*"')
+
+
+def test_a_shape_s_vml_holds_no_name_attribute_vml_has_not(office, tmp_path):
+    """LibreOffice writes a shape's name into its VML as ``ID``, beside VML's own ``id``; the DrawingML that Word 2010
+    and later read keeps the name (``wp:docPr``), and nothing else of the part changes."""
+    (tmp_path / "shapes.fodt").write_text(SHAPES)
+    source = soffice(tmp_path / "shapes.fodt", "doc:MS Word 97", tmp_path, "OpenDocument Text Flat XML")
+    plain = document_of(soffice(source, "docx:MS Word 2007 XML", tmp_path / "plain"))
+    assert {found.group(1) for found in re.finditer(r'<v:[a-z]+ [^>]*? ID="([^"]*)"', plain)} == {
+        "Freeform 83", "Arc 7", "Oval 2"}
+    converted = document_of(convert.convert(office, source, "doc", tmp_path / "work", 60).path)
+    assert converted == VML_NAME.sub(r"\1", plain)
+    assert re.findall(r'<wp:docPr [^>]*name="([^"]*)"', converted) == ["Freeform 83", "Arc 7", "Oval 2"]
 
 
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
@@ -245,3 +278,15 @@ def test_a_change_of_formatting_holds_the_formatting_it_had(change, held):
     edited, count = word_schema.valid(data.encode(), "word/document.xml")
     assert (edited.decode(), count) == ((data, 0) if held is None else (data.replace(change, held), 1))
 
+
+def test_vml_attributes_its_schema_has_not_are_left_out_and_no_other():
+    """A shape's ``ID`` (VML has ``id``), and a ``path`` on an arc (a shape's or a shape type's stays); what a quoted
+    value holds, and an attribute of another namespace's element, are not attributes of a VML element."""
+    vml = 'xmlns:v="urn:schemas-microsoft-com:vml"'
+    data = (f'<w:document {W} {vml}><w:body><w:p><w:r><w:pict><v:rect id="shape_0" ID="Freeform 83" filled="t">'
+            '<v:fill/></v:rect><v:arc id="a" ID=\'Arc 1\' path="m0,0l1,1e" startangle="0" endangle="90"/>'
+            '<v:shape id="s" path="m0,0l1,1e" alt=\'say ID="no" path="no"\'/><w:ID ID="kept"/></w:pict></w:r>'
+            '</w:p></w:body></w:document>')
+    edited, count = word_schema.valid(data.encode(), "word/document.xml")
+    assert (edited.decode(), count) == (data.replace(' ID="Freeform 83"', "").replace(
+        ' ID=\'Arc 1\' path="m0,0l1,1e"', ""), 3)
