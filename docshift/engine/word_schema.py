@@ -22,8 +22,8 @@ A tracked change of a run's formatting whose .doc names no formatting it had com
 where the schema requires the formatting it had inside (1 of 528 other texts, 7 changes): Word writes an empty
 ``<w:rPr/>`` there, which says the same. In the VML it writes as each drawing's fallback (read by Word 2007; Word
 2010 and later read the DrawingML beside it), a shape's name goes into ``ID``, an attribute VML has not, beside VML's
-own ``id`` (``<v:rect id="shape_0" ID="Freeform 83"``: every named shape), and an arc has a ``path``, which only a
-shape and a shape type have (24 of the 528 other texts held no other error).
+own ``id`` (``<v:rect id="shape_0" ID="Freeform 83"``: every named shape), and an arc, a rectangle or an oval may
+have a ``path``, which only a free shape and a shape type have (24 of the 528 other texts held no other error).
 
 Word for Windows reads such a part; a reader that follows the schema (the Open XML SDK's validator) refuses it, and
 Word for the web is reported to open such a file as damaged. ``mend`` moves each child of those elements to its
@@ -71,10 +71,11 @@ EMPTY_CHANGE = re.compile(rb"<w:(" + b"|".join(CHANGE_HOLDS) + rb")(?=[\s/>])(" 
 NO_DATE = re.compile(rb'\sw:date="(?!-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")[^"]*"')
 # in a drawing's VML (the fallback of its DrawingML, which Word 2010 and later read): a shape's name in an attribute
 # VML has not, ``ID`` (LibreOffice writes it beside VML's own ``id``; the DrawingML's ``wp:docPr`` keeps the name),
-# and a path on an arc, whose angles give its geometry; a tag holds each at most once
+# and a path on a shape of a set kind (an arc, a rectangle, an oval), which its kind and size draw: only a free shape
+# and a shape type have one; a tag holds each at most once
 QUOTED = rb"""(?:"[^"]*"|'[^']*')"""
-VML_NAME = re.compile(rb"(<v:[A-Za-z]+\s" + ooxml.IN_TAG + rb"*?)\sID=" + QUOTED)
-ARC_PATH = re.compile(rb"(<v:arc\s" + ooxml.IN_TAG + rb"*?)\spath=" + QUOTED)
+VML_NAME = re.compile(rb"(<v:[A-Za-z]+(?=\s)" + ooxml.IN_TAG + rb"*?)\sID=" + QUOTED)
+VML_PATH = re.compile(rb"(<v:(?!shape(?:type)?\s)[A-Za-z]+(?=\s)" + ooxml.IN_TAG + rb"*?)\spath=" + QUOTED)
 
 # CT_PPrBase, the paragraph's own properties
 PARAGRAPH = ["pStyle", "keepNext", "keepLines", "pageBreakBefore", "framePr", "widowControl", "numPr",
@@ -165,7 +166,7 @@ def valid(data: bytes, name: str) -> tuple[bytes, int]:
     data, types = OBJECT_SHAPE_TYPE.subn(rb'\g<1>75"', data) if b'o:spt="ole_' in data else (data, 0)
     data, changes = EMPTY_CHANGE.subn(_held, data) if b"PrChange" in data or b"PrExChange" in data else (data, 0)
     data, names = VML_NAME.subn(rb"\1", data) if b"ID=" in data else (data, 0)
-    data, paths = ARC_PATH.subn(rb"\1", data) if b"<v:arc" in data else (data, 0)
+    data, paths = VML_PATH.subn(rb"\1", data) if b"path=" in data else (data, 0)
     return data, count + dates + types + changes + names + paths
 
 
