@@ -149,37 +149,36 @@ def document_password(config: Settings, task: Task) -> str | None:
 
 def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: Settings, engine: Engine,
                  macros: Macros = Macros.KEEP, filename: str | None = None,
-                 password: str | None = None, protection: Protection = Protection.KEEP,
-                 after: ExitStack | None = None) -> Outcome:
+                 password: str | None = None, protection: Protection = Protection.KEEP, *,
+                 after: ExitStack) -> Outcome:
     """Fetch the input, convert it, store the result: the part of a task that needs no database
     (a conversion node runs only this). Never raises for the file's sake: returns an Outcome.
     LibreOffice gets the file under the customer's ``filename``, made safe (``source_name``).
 
     ``password`` opens a protected source; its result is protected by it again unless ``protection`` is REMOVE.
-    The run's workspace is removed as ``after`` closes, if given (once the caller has recorded the outcome), else
-    before this returns."""
+    The run's workspace is removed as the caller's ``after`` closes: once the outcome is recorded, off the client's
+    wait."""
     patiently = Patience(config.outage_patience_seconds)
     restarts = engine.restarts
     try:
         # the engine's workspace: no sandbox sees it, and LibreOffice gets copies
-        with ExitStack() as own:
-            tmp = (own if after is None else after).enter_context(engine.workspace(task_id))
-            # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
-            source = tmp / source_name(filename, kind)
-            patiently(objects.fetch_input, task_id, source)
-            # one box: the result goes up while the engine checks and counts it (a node's link cannot take it back)
-            upload = _Upload(objects, task_id, patiently.deadline) if isinstance(objects, RunStore) else None
-            try:
-                converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros,
-                                           password=password, protect=protection != Protection.REMOVE,
-                                           ready=upload.start if upload else None)
-                if upload is None or not upload.finish():
-                    patiently(objects.put_result, task_id, converted.path, converted.extension)
-            except BaseException:
-                if upload is not None:
-                    upload.discard()
-                raise
-            size = converted.path.stat().st_size
+        tmp = after.enter_context(engine.workspace(task_id))
+        # what LibreOffice derives from the name (a FILENAME field, a sheet) shows the customer's
+        source = tmp / source_name(filename, kind)
+        patiently(objects.fetch_input, task_id, source)
+        # one box: the result goes up while the engine checks and counts it (a node's link cannot take it back)
+        upload = _Upload(objects, task_id, patiently.deadline) if isinstance(objects, RunStore) else None
+        try:
+            converted = engine.convert(source, kind, tmp, config.conversion_timeout, task_id, macros,
+                                       password=password, protect=protection != Protection.REMOVE,
+                                       ready=upload.start if upload else None)
+            if upload is None or not upload.finish():
+                patiently(objects.put_result, task_id, converted.path, converted.extension)
+        except BaseException:
+            if upload is not None:
+                upload.discard()
+            raise
+        size = converted.path.stat().st_size
         outcome = Outcome(Verdict.SUCCEEDED, size=size, detected_format=converted.detected_format,
                           extension=converted.extension, fidelity=converted.fidelity)
     except InputMissing:

@@ -70,6 +70,10 @@ def test_success_deletes_the_input_and_keeps_the_result(office, app, submit, leg
 class Watched(Engine):
     """The real engine, which notes each run's workspace."""
 
+    def __init__(self, office):
+        super().__init__(office)
+        self.workspaces = []
+
     def convert(self, source, kind, workdir, *args, **kwargs):
         self.workspaces.append(Path(workdir))
         return super().convert(source, kind, workdir, *args, **kwargs)
@@ -79,7 +83,6 @@ def test_a_runs_workspace_goes_once_its_success_is_recorded_not_on_the_way_to_it
                                                                                  monkeypatch):
     task_id = submit(legacy["doc"].read_bytes(), "letter.doc")
     engine, there = Watched(office), []
-    engine.workspaces = []
     record = conversion.apply_outcome
 
     def recorded(conn, objects, config, task, outcome):
