@@ -4,6 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DOCSHIFT_PORT ?= 8000
 export DOCSHIFT_DATA_DIR ?= var
+# what `make run`'s key command needs to carry when they are not the defaults: the link's port, and the data dir
+# whose secret signs it
+KEY_SETTINGS := $(if $(filter-out 8000,$(DOCSHIFT_PORT)),DOCSHIFT_PORT=$(DOCSHIFT_PORT) )$(if $(filter-out \
+	var,$(DOCSHIFT_DATA_DIR)),DOCSHIFT_DATA_DIR=$(DOCSHIFT_DATA_DIR) )
 # LibreOffice 25.2 from Debian's bookworm-backports by default (faster, and it fixes 7.4's broken
 # .xlsx of some files: see the README); LIBREOFFICE=stable keeps Debian 12's own 7.4.
 LIBREOFFICE ?= backports
@@ -34,7 +38,7 @@ run: install pages
 	@rm -rf "$(DOCSHIFT_DATA_DIR)/metrics"  # per-process metric files of an earlier run
 	@echo
 	@echo "docshift API:      http://127.0.0.1:$(DOCSHIFT_PORT)/v1/   (health: /healthz)"
-	@echo "get an API key:    $(BIN)/flask --app app marketplace issue-token --customer me --plan starter"
+	@echo "get an API key:    $(KEY_SETTINGS)$(BIN)/flask --app app marketplace issue-token --customer me --plan starter"
 	@echo "                   then open the printed link and press its button (curl: see the README)"
 	@echo "stop:              Ctrl-C"
 	@echo

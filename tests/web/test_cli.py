@@ -74,3 +74,20 @@ def test_a_link_for_an_existing_account_shows_the_plan_it_registers(app, client)
     done = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token},
                        headers={"Accept": "application/json"})
     assert done.get_json()["plan"] == "starter"
+
+
+def test_the_key_command_make_run_prints_signs_for_its_port_and_data_dir(tmp_path):
+    """``make run`` prints the command that gets a key; run in another shell, which may not have the port and the data
+    dir make was given, it printed a link to port 8000, signed with another data dir's secret."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHIFT_")}
+    shown = subprocess.run(["make", "-s", "-n", "run", "DOCSHIFT_PORT=8123", f"DOCSHIFT_DATA_DIR={tmp_path}"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    line = next(line for line in shown.splitlines() if "get an API key:" in line)
+    command = line.split("get an API key:", 1)[1].strip().rstrip('"')
+    issued = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert issued.returncode == 0, issued.stderr
+    assert issued.stdout.strip().splitlines()[-1].startswith("http://127.0.0.1:8123/marketplace/register?token=")
+    assert (tmp_path / "secret_key").exists()
