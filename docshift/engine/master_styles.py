@@ -15,12 +15,11 @@ default (a size, a fill, a font) goes into a style only where every paragraph an
 Everything else stays byte for byte.
 """
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docshift.engine import ooxml
+from docshift.engine import ooxml, placeholders
 from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
@@ -31,7 +30,7 @@ TEXT_STYLES, EXTENSIONS = f"{NS_P}{SEP}txStyles", f"{NS_P}{SEP}extLst"
 PARAGRAPH, PARAGRAPH_PROPERTIES, END_PROPERTIES, PROPERTIES = (
     f"{NS_A}{SEP}{local}" for local in ("p", "pPr", "endParaRPr", "rPr"))
 RUN, FIELD, BREAK = (f"{NS_A}{SEP}{local}" for local in ("r", "fld", "br"))
-PLACEHOLDER_TAG = re.compile(rb"<(?:\w+:)?ph[\s/>]")  # a part without one is not read
+PLACEHOLDER_TAG = placeholders.PLACEHOLDER_TAG  # a part without one is not read
 TITLES = {"title", "ctrTitle"}
 NOT_BODIES = TITLES | {"dt", "ftr", "sldNum", "hdr", "sldImg"}  # a placeholder of another type inherits the body's
 # a paragraph's properties' children, in the schema's order: the element or elements of each place, and the one
@@ -171,8 +170,24 @@ class _Outline:
 
 def _read(data: bytes, name: str, outline: _Outline | None = None) -> list[_Paragraph]:
     """The paragraphs of the title and body placeholders of the part ``name`` (``data``), in document order; the
-    part's ``outline`` filled in, if given."""
-    paragraphs: list[_Paragraph] = []
+    part's ``outline`` filled in, if given. Of a slide or layout only the shapes that hold a placeholder are parsed,
+    where their tags find them all (``placeholders``); otherwise, or where one does not parse so, the whole part."""
+    alone = None if outline is not None else placeholders.documents(data)
+    if alone is not None:
+        paragraphs: list[_Paragraph] = []
+        try:
+            for document, shift in alone:
+                _parse(data, name, document, shift, paragraphs)
+            return paragraphs
+        except Unreadable:
+            pass
+    return _parse(data, name, data, 0, [], outline)
+
+
+def _parse(data: bytes, name: str, document: bytes, shift: int, paragraphs: list[_Paragraph],
+           outline: _Outline | None = None) -> list[_Paragraph]:
+    """``_read``'s parse of ``document``, whose byte ``n`` is byte ``n + shift`` of the part ``data``: its
+    paragraphs appended to ``paragraphs``."""
     stack: list[str] = []
     style: str | None = None  # of the placeholder being read, and where it starts
     shape = -1
@@ -183,7 +198,7 @@ def _read(data: bytes, name: str, outline: _Outline | None = None) -> list[_Para
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         nonlocal style, shape, paragraph, properties, children, depth
-        at = reader.CurrentByteIndex
+        at = reader.CurrentByteIndex + shift
         stack.append(tag)
         if outline is not None:
             outline.present = outline.present or tag == TEXT_STYLES
@@ -215,7 +230,7 @@ def _read(data: bytes, name: str, outline: _Outline | None = None) -> list[_Para
 
     def end(tag: str) -> None:
         nonlocal style, paragraph, properties, children, depth
-        at = reader.CurrentByteIndex
+        at = reader.CurrentByteIndex + shift
         if outline is not None and len(stack) == 1 and outline.place < 0:
             outline.place = at
         if children is not None and len(stack) == depth + 1:
@@ -235,7 +250,7 @@ def _read(data: bytes, name: str, outline: _Outline | None = None) -> list[_Para
         stack.pop()
 
     reader = ooxml.parser(name, Unreadable, start, end)
-    ooxml.feed(reader, (data,), name, Unreadable)
+    ooxml.feed(reader, (document,), name, Unreadable)
     return paragraphs
 
 
