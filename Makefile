@@ -7,7 +7,7 @@ export DOCSHIFT_DATA_DIR ?= var
 # what `make run`'s key command needs to carry when they are not the defaults: the link's port, and the data dir
 # whose secret signs it
 KEY_SETTINGS := $(if $(filter-out 8000,$(DOCSHIFT_PORT)),DOCSHIFT_PORT=$(DOCSHIFT_PORT) )$(if $(filter-out \
-	var,$(DOCSHIFT_DATA_DIR)),DOCSHIFT_DATA_DIR=$(DOCSHIFT_DATA_DIR) )
+	var,$(DOCSHIFT_DATA_DIR)),DOCSHIFT_DATA_DIR='$(DOCSHIFT_DATA_DIR)' )
 # LibreOffice 25.2 from Debian's bookworm-backports by default (faster, and it fixes 7.4's broken
 # .xlsx of some files: see the README); LIBREOFFICE=stable keeps Debian 12's own 7.4.
 LIBREOFFICE ?= backports

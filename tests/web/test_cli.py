@@ -80,8 +80,10 @@ def test_a_link_for_an_existing_account_shows_the_plan_it_registers(app, client)
 
 def test_the_key_command_make_run_prints_signs_for_its_port_and_data_dir(tmp_path):
     """``make run`` prints the command that gets a key; run in another shell, which may not have the port and the data
-    dir make was given, it printed a link to port 8000, signed with another data dir's secret."""
+    dir make was given, it printed a link to port 8000, signed with another data dir's secret. A data dir's name may
+    hold a space."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCSHIFT_")}
+    tmp_path = tmp_path / "data dir"
     shown = subprocess.run(["make", "-s", "-n", "run", "DOCSHIFT_PORT=8123", f"DOCSHIFT_DATA_DIR={tmp_path}"],
                            cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
     line = next(line for line in shown.splitlines() if "get an API key:" in line)
