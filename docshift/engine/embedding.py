@@ -5,6 +5,7 @@ the ProgID an object's storage names.
 """
 
 import logging
+import re
 import struct
 import zipfile
 import zlib
@@ -30,6 +31,7 @@ REL_NS = ooxml.PACKAGE_RELATIONSHIPS
 MAX_OBJECT = 64 << 20
 MAX_OBJECTS = 256 << 20
 MAX_EDITED_PART = 16 << 20  # slides, their relationships and [Content_Types].xml: kilobytes in real files
+ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)" + ooxml.IN_TAG + rb"*>")  # a part's first element's start tag
 # the ProgIDs of the objects Office documents embed most, by the CLSID of their storage
 PROG_IDS = {f"{clsid}-0000-0000-C000-000000000046": prog_id for clsid, prog_id in (
     ("00020810", "Excel.Sheet.5"), ("00020811", "Excel.Chart.5"), ("00020820", "Excel.Sheet.8"),
@@ -141,6 +143,13 @@ def edited(result: Path, parts: Callable[[Package], Iterable[tuple[str, PartEdit
     except ERRORS as error:
         log.warning(failure, named or result, error)
         return 0
+
+
+def root_frame(data: bytes) -> tuple[bytes, bytes] | None:
+    """The start tag of the part ``data``'s root element, which declares LibreOffice's prefixes, and its end tag: a
+    fragment of the part between them parses as it does in place; None where no root is found."""
+    root = ROOT_TAG.search(data)
+    return None if root is None else (root.group(), b"</" + root.group(1) + b">")
 
 
 def spliced(data: bytes, edits: Iterable[tuple[int, int, bytes]]) -> bytes:

@@ -10,14 +10,13 @@ by its tags, and parsed inside a copy of the root's start tag, where its prefixe
 import re
 from collections.abc import Iterator
 
-from docshift.engine import ooxml
+from docshift.engine.embedding import root_frame
 from docshift.engine.inventory.package import NS_P
 
 SHAPE_TAG = re.compile(rb"<p:sp(?=[\s/>])")  # a shape's start tag, as LibreOffice prefixes it
 SHAPE_END = b"</p:sp>"  # a shape holds no shape
 PLACEHOLDER_TAG = re.compile(rb"<(?:\w+:)?ph[\s/>]")  # under any prefix
 PLACEHOLDER = re.compile(rb"<p:ph[\s/>]")  # under PresentationML's, where ``documents`` has found it is ``p``
-ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)" + ooxml.IN_TAG + rb"*>")  # the first element's start tag
 # each binding of a prefix (and any text that reads like one, which can only make ``documents`` refuse a part)
 NAMESPACE = re.compile(rb"""xmlns(?::([\w.-]+))?\s*=\s*["']([^"']*)["']""")
 
@@ -31,10 +30,10 @@ def documents(data: bytes) -> list[tuple[bytes, int]] | None:
     for prefix, uri in NAMESPACE.findall(data):
         if not prefix or bound.setdefault(prefix, uri) != uri:
             return None
-    root = ROOT_TAG.search(data)
-    if root is None or bound.get(b"p") != NS_P.encode() or data.count(NS_P.encode()) != 1:
+    frame = root_frame(data)
+    if frame is None or bound.get(b"p") != NS_P.encode() or data.count(NS_P.encode()) != 1:
         return None
-    head, tail = root.group(), b"</" + root.group(1) + b">"
+    head, tail = frame
     found = []
     for shape in _shapes(data):
         if shape is None:

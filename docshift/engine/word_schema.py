@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docshift.engine import ooxml
-from docshift.engine.embedding import PartEdit, edited, spliced
+from docshift.engine.embedding import PartEdit, edited, root_frame, spliced
 from docshift.engine.inventory.common import Unreadable
 from docshift.engine.inventory.package import NS_W, SEP, Package
 
@@ -61,7 +61,6 @@ SETTINGS_PART = "word/settings.xml"  # a few hundred bytes, always parsed: Libre
 OBJECT_SHAPE_TYPE = re.compile(rb'(<v:shapetype\s[^>]*?\bo:spt=")ole_[^"]*"')
 # the start and end tags of the elements a pattern's match is looked for in (1: an end tag; 2: an empty one)
 CONTAINER_TAG = re.compile(rb"<(/?)w:(?:pPr|lvl)(?=[\s/>])" + ooxml.IN_TAG + rb"*?(/?)>")
-ROOT_TAG = re.compile(rb"<([A-Za-z_][\w.:-]*)" + ooxml.IN_TAG + rb"*>")  # the first element's start tag
 # a tracked change of formatting that names none of the formatting it had (LibreOffice writes one so where the .doc
 # gives a run's change no properties: tdf120711.doc), and the element the schema requires inside it: none then
 CHANGE_HOLDS = {b"rPrChange": b"rPr", b"pPrChange": b"pPr", b"tblPrChange": b"tblPr", b"trPrChange": b"trPr",
@@ -201,10 +200,10 @@ def _fragments(data: bytes, name: str, hits: list[int]) -> tuple[bytes, int]:
                      and hit < spans[index][1]})
     if not chosen:  # each match lies outside any properties and level (runs inserted after an empty element)
         return data, 0
-    root = ROOT_TAG.search(data)
-    if root is None:
+    frame = root_frame(data)
+    if frame is None:
         raise Unreadable(f"{name}: no root element")
-    head, tail = root.group(), b"</" + root.group(1) + b">"
+    head, tail = frame
     written, count = _ordered(b"".join([head, *(data[lo:hi] for lo, hi in chosen), tail]), name)
     if not count:
         return data, 0

@@ -13,7 +13,7 @@ import pytest
 from conftest import _soffice_save as soffice
 from lxml import etree
 
-from docshift.engine import convert, master_styles
+from docshift.engine import convert, master_styles, placeholders
 
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 P = "http://schemas.openxmlformats.org/presentationml/2006/main"
@@ -237,3 +237,19 @@ def test_a_style_holds_no_size_the_schema_does_not_allow(size, styled):
     styles = master_styles._styles(master, found)
     master_styles._settle(styles, found)
     assert styles[("body", 0)].run_attributes == ({"sz": size, "b": "1"} if styled else {"b": "1"})
+
+
+def test_libreoffice_s_slides_are_read_by_their_placeholder_shapes_as_whole(deck, tmp_path):
+    """LibreOffice's own slides and layouts take the fast path (``placeholders``: their placeholder shapes parsed
+    alone) and give the paragraphs, at the bytes, that parsing each part whole gives."""
+    plain = soffice(deck, "pptx", tmp_path / "plain")
+    with zipfile.ZipFile(plain) as package:
+        names = [name for name in package.namelist() if re.fullmatch(r"ppt/(slides|slideLayouts)/[^/]+\.xml", name)]
+        read = {name: package.read(name) for name in names}
+    shapes = 0
+    for name, data in read.items():
+        alone = placeholders.documents(data)
+        assert alone is not None, name
+        shapes += len(alone)
+        assert master_styles._read(data, name) == master_styles._parse(data, name, data, 0, []), name
+    assert shapes and any(master_styles._read(data, name) for name, data in read.items())
