@@ -3,6 +3,7 @@ volume and filer (HTTP and gRPC) run in a network namespace of their own, out of
 any local client."""
 
 import contextlib
+import os
 import signal
 import socket
 from pathlib import Path
@@ -58,6 +59,22 @@ def test_weed_runs_in_its_own_network_namespace(s3):
     assert (weeds[0] / "ns" / "net").readlink() != Path("/proc/self/ns/net").readlink()
     # its log goes to stderr, relayed: no glog file grows in its private /tmp, which is memory
     assert [path.name for path in (weeds[0] / "root" / "tmp").iterdir() if path.name.startswith("weed.")] == []
+
+
+def test_weed_runs_with_a_go_processor_for_every_four_cores(s3):
+    """On one box weed shares the cores with LibreOffice: a put's hops inside it wake one Go processor, not all."""
+    weeds = _weeds(s3["data_dir"])
+    environ = dict(item.split(b"=", 1) for item in (weeds[0] / "environ").read_bytes().split(b"\0") if b"=" in item)
+    assert environ[b"GOMAXPROCS"] == str(max(1, (os.cpu_count() or 1) // 4)).encode()
+
+
+def test_an_operators_gomaxprocs_is_kept():
+    from docshift.storage.seaweed import environment
+
+    assert environment({"PATH": "/bin"}, 2) == {"PATH": "/bin", "GOMAXPROCS": "1"}
+    assert environment({}, 16)["GOMAXPROCS"] == "4"
+    assert environment({}, None)["GOMAXPROCS"] == "1"
+    assert environment({"GOMAXPROCS": "3"}, 2) == {"GOMAXPROCS": "3"}
 
 
 def _weeds(data_dir):
