@@ -41,10 +41,22 @@ def test_one_box_keeps_an_upload_in_the_spool_and_never_in_the_bucket(s3, tmp_pa
     assert bucket_inputs(store) == []
     store.fetch_input("tsk_one", tmp_path / "fetched")
     assert (tmp_path / "fetched").read_bytes() == b"a legacy file"
+    # one file system: the run's file is the spool's, not a copy, and outlives the spool's name
+    assert (tmp_path / "fetched").stat().st_ino == spooled.stat().st_ino
     store.delete_input("tsk_one")
     assert not spooled.exists()
+    assert (tmp_path / "fetched").read_bytes() == b"a legacy file"
     with pytest.raises(InputMissing):
         store.fetch_input("tsk_one", tmp_path / "again")
+
+
+def test_a_fetch_onto_a_file_that_is_there_copies_the_upload_over_it(s3, tmp_path):
+    store = store_for(s3, tmp_path / "data", "spool-copied")
+    store.put_input("tsk_over", b"the upload")
+    (tmp_path / "fetched").write_bytes(b"a file left by an earlier try")
+    store.fetch_input("tsk_over", tmp_path / "fetched")
+    assert (tmp_path / "fetched").read_bytes() == b"the upload"
+    assert (tmp_path / "fetched").stat().st_ino != (tmp_path / "data" / "inputs" / "tsk_over").stat().st_ino
 
 
 def test_an_upload_left_in_the_bucket_before_the_spool_is_still_run_and_removed(s3, tmp_path):
