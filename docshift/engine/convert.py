@@ -23,7 +23,6 @@ from docshift.contract import Macros, TaskErrorCode
 from docshift.engine import (
     biff,
     inventory,
-    known_type,
     mended,
     ooxml,
     ppt_links,
@@ -140,9 +139,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     walks: dict[str, bool | Callable[[], bool]] = {"parts": parts, "shadows": kind == "ppt" and shadows}
 
     for tried, (loaded_file, password) in enumerate(loads, 1):
-        known = known_type.of(loaded_file, kind) if password is None else None  # else detection names its type
         result, report = _export(office, loaded_file, Path(workdir) / f"load-{tried}", target.extension,
-                                 target.export_filter, timeout, task_id, walks, password, opened, reading.start, known)
+                                 target.export_filter, timeout, task_id, walks, password, opened, reading.start)
         if report["outcome"] != "not_loaded":
             break
         if tried < len(loads):  # Excel's 128-bit "strong" provider: LibreOffice's import returns nothing
@@ -208,17 +206,16 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
 
 def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_filter: str, timeout: float,
             task_id: str | None, walks: dict[str, bool | Callable[[], bool]], password: str | None,
-            opened: Opened | None, sent: Callable[[], object],
-            known: tuple[str, str] | None = None) -> tuple[Path, dict[str, Any]]:
-    """LibreOffice's export of ``source`` (with the ``password`` load property, if any; of the ``known`` type and
-    filter, if given) into a file under ``workdir``: (that file, LibreOffice's report). A crash is retried once on a
-    fresh LibreOffice, beside the others: a crash alone would hold up every other file of the worker for as long as
-    its file takes to crash. A store that failed, or a file that found the sandbox's scratch space full (its
-    neighbours' too, each with a share), is tried again alone (``sandbox.Room``). A child killed for the service's
-    memory limit (by the kernel's OOM killer, or by the engine's watch just before it: ``memory.py``) did not crash
-    on the file: it is tried again alone, and only if it runs out of memory alone does the file fail. A child that
-    ended because its parent died (killed) did not crash on the file either: it is tried again on a parent started
-    again, ``PARENT_LOSSES`` times at most, and only past that does a loss count as a crash."""
+            opened: Opened | None, sent: Callable[[], object]) -> tuple[Path, dict[str, Any]]:
+    """LibreOffice's export of ``source`` (with the ``password`` load property, if any) into a file under
+    ``workdir``: (that file, LibreOffice's report). A crash is retried once on a fresh LibreOffice, beside the
+    others: a crash alone would hold up every other file of the worker for as long as its file takes to crash. A
+    store that failed, or a file that found the sandbox's scratch space full (its neighbours' too, each with a
+    share), is tried again alone (``sandbox.Room``). A child killed for the service's memory limit (by the kernel's
+    OOM killer, or by the engine's watch just before it: ``memory.py``) did not crash on the file: it is tried again
+    alone, and only if it runs out of memory alone does the file fail. A child that ended because its parent died
+    (killed) did not crash on the file either: it is tried again on a parent started again, ``PARENT_LOSSES`` times
+    at most, and only past that does a loss count as a crash."""
     crashes = losses = 0
     alone = by_itself = False
     while crashes < 2:
@@ -230,7 +227,7 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             waits = office.room.alone(timeout) if alone else office.room.shared(timeout * sandbox.LONG_RUN_SHARE)
             with waits as by_itself:
                 return result, office.export(source, result, export_filter, timeout, task_id, **walks,
-                                             password=password, sent=sent, crashed=crashes > 0, known=known)
+                                             password=password, sent=sent, crashed=crashes > 0)
         except OfficeTimeout as error:
             raise ConversionFailed(TaskErrorCode.CONVERSION_TIMEOUT,
                                    f"The conversion took longer than {timeout:g} s.") from error

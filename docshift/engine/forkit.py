@@ -279,8 +279,7 @@ class Forkit:
     def export(self, source: str | Path, target: str | Path, export_filter: str, timeout: float,
                task_id: str | None = None, parts: bool | Callable[[], bool] = True,
                password: str | None = None, sent: Callable[[], object] | None = None,
-               crashed: bool = False, shadows: bool | Callable[[], bool] = False,
-               known: tuple[str, str] | None = None) -> dict[str, Any]:
+               crashed: bool = False, shadows: bool | Callable[[], bool] = False) -> dict[str, Any]:
         """A fresh child of LibreOffice loads ``source`` and exports it into ``target``; returns what it found in the
         document (its embedded objects and charts only if ``parts``). ``parts`` may be a function, asked once
         LibreOffice has loaded the file: the worker decides from what it reads of the source meanwhile; so may
@@ -288,13 +287,12 @@ class Forkit:
         ``password``: the Password load property of a protected source. ``sent()`` is called once the child has
         the file. ``crashed``: a child crashed on this file before, and this one works around what is known to
         crash LibreOffice: it loads a text with no view, so no layout (``uno/bridge.py``), and gives each master of
-        a presentation a theme of its own (``uno/masters.py``). ``known``: the file's LibreOffice type and import
-        filter where ``known_type`` knows them; the child then skips its deep type detection."""
+        a presentation a theme of its own (``uno/masters.py``)."""
         if not self.running:
             self.start()
         request = {"name": Path(source).name, "target_name": Path(target).name, "filter": export_filter,
                    "password": password, "parts": parts if isinstance(parts, bool) else "ask", "crashed": crashed,
-                   "shadows": shadows if isinstance(shadows, bool) else "ask", "known": known}
+                   "shadows": shadows if isinstance(shadows, bool) else "ask"}
         began = time.monotonic()
         with open(source, "rb") as given, \
                 open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600), "wb") as result:

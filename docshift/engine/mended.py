@@ -96,7 +96,7 @@ def _headers_lost(holds: Inventory, result: Path | None) -> bool:
 
 
 def _salvaged(kind: str, loaded: Path, workdir: Path) -> Copy | None:
-    read = readable(loaded)
+    read = _readable(loaded)
     if read is None:
         return None
     root, left_out, damaged = read
@@ -124,11 +124,11 @@ def damaged(path: Path) -> bool:
         return False
     if head != olefile.MAGIC:
         return len(olefile.MAGIC) // 2 <= len(head) < len(olefile.MAGIC) and olefile.MAGIC.startswith(head)
-    read = readable(path)
+    read = _readable(path)
     return read is None or read[2]
 
 
-def readable(path: Path) -> tuple[cfb.Entry, list[str], bool] | None:
+def _readable(path: Path) -> tuple[cfb.Entry, list[str], bool] | None:
     """(the storage tree of every stream of ``path`` that reads whole, the paths of those that do not, whether the
     file is damaged), or None when olefile cannot open it as a compound file. The streams read add up to twice the
     file's size at most: a damaged file's chains may cross, and one that loops is not followed past that."""

@@ -157,12 +157,6 @@ class LibreOffice:
         return {"type": type_name, "family": family, "media_type": self.media_type(type_name)}, False, \
             found.get("FilterName", "")
 
-    def known(self, type_name, import_filter):
-        """The report's type, family and media type of a file whose type the worker knows (``known_type.py``):
-        what deep detection names it, without asking."""
-        return {"type": type_name, "family": self.family(type_name, import_filter),
-                "media_type": self.media_type(type_name)}, False, import_filter
-
     def media_type(self, type_name):
         """The type's media type (a registry lookup of two calls over the bridge, made once per type)."""
         if type_name not in self.media_types:
@@ -290,9 +284,7 @@ def _convert(office, source, stored, result_fd, request, archive=None):
         seconds[name], began = round(now - began, 4), now
 
     step = "detecting the type"
-    known = request.get("known")
-    detected, aborted, import_filter = office.known(*known) if known and not archive else \
-        office.detect(archive.page if archive else source)
+    detected, aborted, import_filter = office.detect(archive.page if archive else source)
     if archive and archive.mht:
         detected.update(type=webarchive.TYPE, archive=archive.facts())
     took("detect")
