@@ -66,8 +66,7 @@ def environment(environ: Mapping[str, str], cores: int | None) -> dict[str, str]
     """weed's environment: ``environ`` with Go's ``GOMAXPROCS`` at a quarter of the ``cores`` (at least one), unless
     the operator set it. On one box the store shares the cores with LibreOffice, and serves a put or a link at a
     time: with as many Go processors as cores, each of a put's hops inside weed (S3, filer, master, volume) woke an
-    idle one. On 2 cores, one processor took 0.5-1.1 ms off a 30 KB put (``bench/service.py``'s flood: 15% less of
-    weed's CPU a file)."""
+    idle one. On 2 cores, one processor took 0.5-1.1 ms off a 30 KB put."""
     if environ.get("GOMAXPROCS"):
         return dict(environ)
     return {**environ, "GOMAXPROCS": str(max(1, (cores or 1) // 4))}
