@@ -106,10 +106,14 @@ def is_unfinished(db: Database, task_id: str) -> bool:
 def create_task(db: Database, task: Row, max_unfinished: int | None = None) -> Row:
     """Commit a new QUEUED task row. Raises IdempotencyKeyTaken if its key is already used, and
     TooManyUnfinished (committing nothing) if the account already has ``max_unfinished`` tasks
-    QUEUED or PROCESSING: counted in the same transaction, so racing requests cannot overrun it."""
+    QUEUED or PROCESSING: counted in the same transaction, so racing requests cannot overrun it. The key
+    goes first: an identical request that committed while this one came is its answer even at the cap."""
     try:
         with transaction(db):
             if max_unfinished is not None and unfinished_count(db, task["account_id"]) >= max_unfinished:
+                key = task.get("idempotency_key")
+                if key and task_by_idempotency_key(db, task["account_id"], key) is not None:
+                    raise IdempotencyKeyTaken()
                 raise TooManyUnfinished(task["account_id"])
             # one statement: sqlite-utils' insert reads the schema twice and wraps it in a savepoint, three more
             # trips off gevent's hub for the web

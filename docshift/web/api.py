@@ -104,7 +104,9 @@ def submit() -> ResponseReturnValue:
         if existing:
             return _replay(existing, payload)
 
-    if tasks.unfinished_count(conn, account["id"]) >= cap:  # reached while the body came: nothing is stored
+    # reached while the body came: nothing is stored. A keyed request leaves the cap to its row's transaction, where
+    # an identical request that committed meanwhile is its answer, not a 429
+    if not idempotency_key and tasks.unfinished_count(conn, account["id"]) >= cap:
         raise _too_many(cap)
     try:
         task = storage.submit_task(conn, get_store(), account_id=account["id"], filename=filename,

@@ -6,7 +6,9 @@ before it sends (or the web waits for) its body."""
 import json
 import select
 import socket
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -102,3 +104,23 @@ def test_a_replay_at_the_cap_is_still_answered(web):
     other = requests.post(f"{web.base_url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
                           files={"file": ("b.doc", b"another")}, timeout=30)
     assert other.status_code == 429 and other.json()["code"] == "too_many_tasks", other.text
+
+
+def test_identical_requests_racing_to_the_cap_all_get_the_one_task(web):
+    """Ten identical keyed requests at once, with room for one task: one makes it, and the nine others, which
+    may find the cap reached before they find the task, are each answered with it, never a 429."""
+    for attempt in range(3):
+        key = web.register(f"capped-race-{attempt}")
+        auth = {"Authorization": f"Bearer {key}", "Idempotency-Key": f"the-same-request-{attempt}"}
+        start = threading.Barrier(10)
+
+        def send(auth, start):
+            start.wait()
+            return requests.post(f"{web.base_url}/v1/conversions", headers=auth,
+                                 files={"file": ("a.doc", b"the same bytes")}, timeout=30)
+
+        with ThreadPoolExecutor(10) as pool:
+            answers = list(pool.map(send, [auth] * 10, [start] * 10))
+        assert [a.status_code for a in answers] == [202] * 10, [a.text for a in answers if a.status_code != 202]
+        assert len({a.json()["task_id"] for a in answers}) == 1
+        assert sum(not a.json()["idempotent_replay"] for a in answers) == 1
