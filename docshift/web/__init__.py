@@ -112,43 +112,64 @@ class _Deadline:
     """A request body (``wsgi.input``) read by a deadline: a read past it, or one still waiting for
     bytes when it comes, raises InvalidRequest (400; no OSError, which werkzeug's body stream would
     take for a client gone). The read timeout bounds each pause only; this bounds the whole body, so
-    a client sending a byte now and then cannot hold a connection."""
+    a client sending a byte now and then cannot hold a connection.
 
-    def __init__(self, stream: IO[bytes], seconds: float) -> None:
-        self.stream, self.seconds = stream, seconds
+    A body that ends before its Content-Length (the client closed its side), one that stops coming
+    for the socket's read timeout, and chunks gunicorn cannot read are InvalidRequest too, saying so.
+    gunicorn marks its input terminated, so werkzeug reads it to its end unchecked: a form complete
+    before the cut was taken as sent, and a cut one as a form without its file part."""
+
+    def __init__(self, stream: IO[bytes], seconds: float, length: int | None = None) -> None:
+        self.stream, self.seconds, self.length, self.received = stream, seconds, length, 0
         self.deadline = time.monotonic() + seconds
         # under gunicorn's gevent workers a read waiting on the socket is interrupted at the deadline
         monkey = sys.modules.get("gevent.monkey")
         self.timeout = sys.modules["gevent"].Timeout if monkey and monkey.is_module_patched("socket") else None
 
     def read(self, *args: Any) -> bytes:
-        return self._by_deadline(self.stream.read, *args)
+        return self._whole(self._by_deadline(self.stream.read, *args), args)
 
     def readline(self, *args: Any) -> bytes:
-        return self._by_deadline(self.stream.readline, *args)
+        return self._whole(self._by_deadline(self.stream.readline, *args), args)
 
-    def readlines(self, *args: Any) -> list[bytes]:
-        return self._by_deadline(self.stream.readlines, *args)
+    def readlines(self, *_: Any) -> list[bytes]:
+        return list(self)
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.readline, b"")
+
+    def _whole(self, data: bytes, args: tuple[Any, ...]) -> bytes:
+        self.received += len(data)
+        asked = args[0] if args and args[0] is not None else -1
+        if not data and asked != 0 and self.length is not None and self.received < self.length:
+            raise InvalidRequest(f"The request body was cut off: it ended after {self.received} of the "
+                                 f"{self.length} bytes its Content-Length gives. Send it again, whole.")
+        return data
 
     def _by_deadline(self, read: Callable[..., Any], *args: Any) -> Any:
         left = self.deadline - time.monotonic()
         late = InvalidRequest(f"The request did not arrive within {self.seconds:g} seconds; send it again, faster.")
         if left <= 0:
             raise late
-        if self.timeout is None:
-            return read(*args)
-        with self.timeout(left, late):
-            return read(*args)
+        try:
+            if self.timeout is None:
+                return read(*args)
+            with self.timeout(left, late):
+                return read(*args)
+        except TimeoutError:  # the socket's read timeout: nothing came for that long
+            raise InvalidRequest(f"The request body stopped coming after {self.received} bytes; send it "
+                                 "again.") from None
+        except problems.BROKEN_BODY:  # a chunk gunicorn cannot read, or the connection closed mid-chunk
+            raise InvalidRequest(problems.BROKEN) from None
 
 
 def _by_deadline(app: Flask, wsgi_app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
     """``wsgi_app`` with each request's body read by DOCSHIFT_REQUEST_SECONDS from when its headers are
     in (gunicorn gives the headers its keepalive, 5 s)."""
     def by_deadline(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        environ["wsgi.input"] = _Deadline(environ["wsgi.input"], app.config["DOCSHIFT"].request_seconds)
+        length = environ.get("CONTENT_LENGTH")
+        environ["wsgi.input"] = _Deadline(environ["wsgi.input"], app.config["DOCSHIFT"].request_seconds,
+                                          int(length) if length and length.isdigit() else None)
         return wsgi_app(environ, start_response)
     return by_deadline
 

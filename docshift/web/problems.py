@@ -36,6 +36,7 @@ except ImportError:  # another WSGI server
 # the socket's read timeout (READ_TIMEOUT) while the app reads a body that stopped coming;
 # the store and the database report their own timeouts as StorageUnavailable
 BROKEN_BODY += (TimeoutError,)
+BROKEN = "The request body is malformed or was cut off."
 
 
 # the HTTP status of each problem code: the one place that maps the API's errors onto HTTP
@@ -124,6 +125,6 @@ def register(app: Flask) -> None:
     def unexpected(error: Exception) -> Response:
         if isinstance(error, BROKEN_BODY):
             log.info("malformed request body on %s %s: %r", request.method, request.path, error)
-            return problem(InvalidRequest("The request body is malformed or was cut off."))
+            return problem(InvalidRequest(BROKEN))
         log.exception("unhandled error on %s %s", request.method, request.path)
         return problem(ApiError("The server failed to handle this request; it has been logged."))

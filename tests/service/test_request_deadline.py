@@ -124,3 +124,38 @@ def test_identical_requests_racing_to_the_cap_all_get_the_one_task(web):
         assert [a.status_code for a in answers] == [202] * 10, [a.text for a in answers if a.status_code != 202]
         assert len({a.json()["task_id"] for a in answers}) == 1
         assert sum(not a.json()["idempotent_replay"] for a in answers) == 1
+
+
+WHOLE_PART = PART_HEAD + b"\xd0\xcf\x11\xe0 the file" + b"\r\n--b--\r\n"
+
+
+@pytest.mark.parametrize("sent, declared", [(WHOLE_PART, len(WHOLE_PART) + 1000),  # the form whole, the body not
+                                            (WHOLE_PART[:60], len(WHOLE_PART))])  # half the form
+def test_a_body_that_ends_before_its_content_length_is_refused_as_cut_off(web, sent, declared):
+    """The client sends less than its Content-Length says, then closes its side: an incomplete message, refused as
+    such whether or not the form in it looked whole, and nothing is stored (the account's one place stays free)."""
+    key = web.register(f"cut-{len(sent)}")
+    with socket.create_connection(("127.0.0.1", web.port), timeout=30) as conn:
+        conn.sendall(upload_head(key, declared) + sent)
+        conn.shutdown(socket.SHUT_WR)
+        reply = read_until_closed(conn)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/problem+json" in head.lower(), reply[:300]
+    problem = json.loads(body)
+    assert problem["code"] == "invalid_request" and "cut off" in problem["detail"], problem
+    after = requests.post(f"{web.base_url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                          files={"file": ("a.doc", b"whole")}, timeout=30)
+    assert after.status_code == 202, after.text
+
+
+def test_a_chunked_body_cut_between_its_chunks_is_refused_as_cut_off(web):
+    key = web.register("cut-chunked")
+    head = (f"POST /v1/conversions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+            "Content-Type: multipart/form-data; boundary=b\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", web.port), timeout=30) as conn:
+        conn.sendall(head + b"%x\r\n" % 60 + WHOLE_PART[:60] + b"\r\n")  # one chunk, and never the last
+        conn.shutdown(socket.SHUT_WR)
+        reply = read_until_closed(conn)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/problem+json" in head.lower(), reply[:300]
+    assert json.loads(body)["detail"] == "The request body is malformed or was cut off.", body
