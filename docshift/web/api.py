@@ -33,6 +33,7 @@ from docshift.storage.connection import Row
 from docshift.storage.tasks import Task
 from docshift.web import schemas
 from docshift.web.context import get_db, get_queue, get_settings, get_store
+from docshift.web.forms import sent_filename
 from docshift.web.problems import upload_limit
 
 log = logging.getLogger("docshift.api")
@@ -80,7 +81,8 @@ def submit() -> ResponseReturnValue:
             idempotency_key and tasks.task_by_idempotency_key(get_db(), g.account["id"], idempotency_key)):
         raise _too_many(cap)
     upload = _single_file()
-    filename = clean_filename(upload.filename or "")
+    sent = sent_filename(upload)
+    filename = clean_filename(sent)
     found = formats.by_filename(filename)
     if found is None:
         raise UnsupportedFileType("The file name must end in .doc, .xls or .ppt.")
@@ -97,7 +99,7 @@ def submit() -> ResponseReturnValue:
     # and of the name the one sent, not the one kept: cleaning and shortening can make two names one
     payload = {"source_sha256": digest, "source_filename": filename, "macros": macros, "protection": protection,
                "password_digest": passwords.digest(get_settings(), password),
-               "filename_digest": hashlib.sha256((upload.filename or "").encode("utf-8", "surrogatepass")).hexdigest()}
+               "filename_digest": hashlib.sha256(sent.encode("utf-8", "surrogatepass")).hexdigest()}
 
     if idempotency_key:
         existing = tasks.task_by_idempotency_key(conn, account["id"], idempotency_key)

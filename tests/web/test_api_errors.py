@@ -248,3 +248,19 @@ def test_database_unavailable_is_503_everywhere(app, client, account, tmp_path):
         response = getattr(client, method)(path, headers=bearer(account))
         assert_problem(response, 503, "service_unavailable")
         assert "database" in response.get_json()["detail"]
+
+
+@pytest.mark.parametrize("disposition,kept", [
+    (b'filename="C:\\Users\\ann\\report.doc"', "report.doc"),  # a Windows path whole, as browsers and urllib3 send
+    (b'filename="C:\\\\Users\\\\ann\\\\report.doc"', "report.doc"),  # the same, its backslashes escaped
+    (b'filename="say \\"hi\\".doc"', 'say "hi".doc'),  # escaped quotes stay quotes
+    (b'filename="a.doc"; filename*=UTF-8\'\'%C3%A9t%C3%A9.doc', "\u00e9t\u00e9.doc"),  # filename* wins
+])
+def test_the_name_kept_is_the_last_component_of_the_name_sent(client, account, disposition, kept):
+    body = (b'--b\r\nContent-Disposition: form-data; name="file"; ' + disposition + b"\r\n\r\n"
+            + b"\xd0\xcf\x11\xe0 a file\r\n--b--\r\n")
+    response = client.post("/v1/conversions", headers=bearer(account), data=body,
+                           content_type="multipart/form-data; boundary=b")
+    assert response.status_code == 202, response.get_data(as_text=True)
+    task = client.get(f"/v1/conversions/{response.get_json()['task_id']}", headers=bearer(account)).get_json()
+    assert task["source_filename"] == kept
