@@ -80,6 +80,7 @@ def submit() -> ResponseReturnValue:
     if tasks.unfinished_count(get_db(), g.account["id"]) >= cap and not (
             idempotency_key and tasks.task_by_idempotency_key(get_db(), g.account["id"], idempotency_key)):
         raise _too_many(cap)
+    _plain_body()
     upload = _single_file()
     sent = sent_filename(upload)
     filename = clean_filename(sent)
@@ -172,6 +173,16 @@ def _document_password() -> str | None:
         return passwords.from_header(raw)
     except ValueError:
         raise InvalidRequest(passwords.RULE) from None
+
+
+def _plain_body() -> None:
+    """A body coded in a way it would have to be undone (gzip) is refused before it is read: read as it is, it held
+    no form part, and the client was told to send one."""
+    codings = [coding.strip().lower() for header in ("Content-Encoding", "Transfer-Encoding")
+               for coding in request.headers.get(header, "").split(",") if coding.strip()]
+    if coded := [coding for coding in codings if coding not in ("identity", "chunked")]:
+        raise InvalidRequest(f"The body is sent {', '.join(coded)}-coded: send it as it is, with a Content-Length "
+                             "or in chunks.")
 
 
 def _single_file() -> Any:

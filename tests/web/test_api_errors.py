@@ -1,5 +1,6 @@
 """Every documented error: status, problem+json body with its code, nothing leaked."""
 
+import gzip
 import io
 import socket
 from dataclasses import replace
@@ -264,3 +265,14 @@ def test_the_name_kept_is_the_last_component_of_the_name_sent(client, account, d
     assert response.status_code == 202, response.get_data(as_text=True)
     task = client.get(f"/v1/conversions/{response.get_json()['task_id']}", headers=bearer(account)).get_json()
     assert task["source_filename"] == kept
+
+
+@pytest.mark.parametrize("header,value", [("Content-Encoding", "gzip"), ("Transfer-Encoding", "gzip, chunked")])
+def test_a_compressed_body_is_refused_as_such(client, account, header, value):
+    """The service reads a body as it came: a gzipped one held no form part, and was answered as a form without
+    its file."""
+    body = gzip.compress(b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.doc"\r\n\r\nx\r\n--b--\r\n')
+    response = client.post("/v1/conversions", headers={**bearer(account), header: value}, data=body,
+                           content_type="multipart/form-data; boundary=b")
+    problem = assert_problem(response, 400, "invalid_request")
+    assert "gzip" in problem["detail"], problem
