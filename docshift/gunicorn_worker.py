@@ -4,7 +4,8 @@ A request that gunicorn's HTTP parser refuses never reaches the app: a request l
 limits, a header value with a line break or a control byte in it, a Content-Length that is no number, a broken
 chunk. gunicorn answers those with an HTML page, and logs the refused bytes with them, which may be the tail of a
 ``Document-Password`` or an API key that a client split across lines. Here they are 400 ``invalid_request`` as
-problem+json, as the app answers every error, and the log names the kind of refusal, never what was sent.
+problem+json, as the app answers every error, and the log names the kind of refusal, never what was sent. So is
+a request that repeats a header the API reads as one value (``SINGLE``), which WSGI would hand the app joined.
 
 ``gunicorn_conf`` names these classes; gunicorn's master imports them before it forks, as it imports its own
 gevent worker: nothing of the app is imported here.
@@ -59,11 +60,28 @@ def answer(error: ApiError, status: int) -> bytes:
             f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1") + body
 
 
+# the headers the API reads as one value each. WSGI joins a repeated header's values with commas, which a password or
+# an idempotency key may hold: two Document-Password headers of the right password were one wrong one
+SINGLE = frozenset({"AUTHORIZATION", "CONTENT-TYPE", "DOCUMENT-PASSWORD", "IDEMPOTENCY-KEY"})
+
+
+def repeated(headers: list[tuple[str, str]]) -> list[str]:
+    """Those of ``SINGLE`` that ``headers`` (gunicorn's list of a request's, in order) hold more than once."""
+    names = [name.upper() for name, _ in headers]
+    return sorted({name for name in names if name in SINGLE and names.count(name) > 1})
+
+
 class ProblemWorker(GeventWorker):
-    """gunicorn's gevent worker, answering what its parser refuses as the API answers errors."""
+    """gunicorn's gevent worker, answering what its parser refuses as the API answers errors, and refusing a
+    request that repeats a header the API reads as one value, before the app sees it joined."""
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
+        if twice := repeated(req.headers):
+            raise InvalidRequest(f"Send each of these headers once: {', '.join(name.title() for name in twice)}.")
+        return super().handle_request(listener_name, req, sock, addr)
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
-        detail = refusal(exc, self.cfg)
+        detail = exc.detail if isinstance(exc, InvalidRequest) else refusal(exc, self.cfg)
         if detail is None:
             self.log.exception("Error handling request")
             reply = answer(ApiError(), 500)

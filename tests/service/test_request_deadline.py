@@ -159,3 +159,22 @@ def test_a_chunked_body_cut_between_its_chunks_is_refused_as_cut_off(web):
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400") and b"application/problem+json" in head.lower(), reply[:300]
     assert json.loads(body)["detail"] == "The request body is malformed or was cut off.", body
+
+
+@pytest.mark.parametrize("header", ["Idempotency-Key", "Document-Password"])
+def test_a_header_read_as_one_value_sent_twice_is_refused(web, header):
+    """WSGI joins a repeated header's values with a comma: two passwords would be tried as one, two keys kept as
+    one. Refused before the app reads anything, and nothing is stored (the account's one place stays free)."""
+    key = web.register(f"twice-{header.lower()}")
+    head = upload_head(key, len(WHOLE_PART)).replace(b"\r\n\r\n", f"\r\n{header}: first-value\r\n"
+                                                                     f"{header}: other-value\r\n\r\n".encode())
+    with socket.create_connection(("127.0.0.1", web.port), timeout=30) as conn:
+        conn.sendall(head + WHOLE_PART)
+        reply = read_until_closed(conn)
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/problem+json" in head.lower(), reply[:300]
+    problem = json.loads(body)
+    assert problem["code"] == "invalid_request" and header in problem["detail"], problem
+    after = requests.post(f"{web.base_url}/v1/conversions", headers={"Authorization": f"Bearer {key}"},
+                          files={"file": ("a.doc", b"once")}, timeout=30)
+    assert after.status_code == 202, after.text
