@@ -67,7 +67,7 @@ def set_account(db: Database, account_id: str, **changes: Any) -> Row:
 def _end_queued(db: Database, account_id: str) -> None:
     """An account no longer active: its tasks still waiting end FAILED ``subscription_inactive`` with it, unbilled.
     Left to their claim, which reads the account then, an account made active again in between had them converted
-    and billed. (A task already converting finishes; its input goes at the worker's next sweep.)"""
+    and billed. (A task already converting ends the same way when it finishes: ``tasks.mark_succeeded``.)"""
     db.execute("UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ?, "
                "sealed_password = NULL WHERE account_id = ? AND status = 'QUEUED'",
                [TaskErrorCode.SUBSCRIPTION_INACTIVE.value, INACTIVE_MESSAGE, iso(now()), account_id])

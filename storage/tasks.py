@@ -16,11 +16,13 @@ from typing import Any, cast
 
 from sqlite_utils import Database
 
-from docshift.contract import BillingClass, Macros, Protection, Status
+from docshift.contract import BillingClass, Macros, Protection, Status, TaskErrorCode
 from docshift.errors import IdempotencyKeyTaken, TooManyUnfinished
 from docshift.storage import periods
 from docshift.storage.connection import Row, first, iso, now, select, transaction
 from docshift.storage.s3 import Lease, result_key
+
+INACTIVE_WHILE_CONVERTING = "The subscription became inactive while the file converted; not billed."
 
 # the accounts' billing rule, as ``mark_succeeded`` calls it: (account, its current period) -> class
 BillingRule = Callable[[Row, Row], BillingClass]
@@ -304,6 +306,10 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
     ``OVERAGE``, and that is what is counted. Returns None (and counts nothing) if the task was
     not PROCESSING, or not held by ``lease`` when one is given. The row keeps the key its lease
     stored the result under (``s3.result_key``).
+
+    An account no longer active (deactivated while the file converted) gets no success and no bill: the task ends
+    FAILED ``subscription_inactive``, as its tasks still waiting did, and None is returned (``ended_inactive``
+    tells the caller why). Its customer could not have fetched the result, nor been shown it.
     """
     with transaction(db):
         # taken once the write lock is held: no earlier than anything metered before this commits
@@ -314,6 +320,11 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
         if lease is not None and lease_of(task) != tuple(lease):
             return None
         account = _account(db, task.account_id)
+        if account["status"] != "active":
+            db.execute("UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ?, "
+                       "sealed_password = NULL WHERE id = ?",
+                       [TaskErrorCode.SUBSCRIPTION_INACTIVE.value, INACTIVE_WHILE_CONVERTING, iso(at), task_id])
+            return None
         period = periods.current_period(db, account, at)
         billing = bill(account, period)
         periods.count(db, period, billing)
@@ -329,6 +340,12 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
         db.execute(f"UPDATE conversions SET {', '.join(f'{column} = :{column}' for column in changes)} WHERE id = :id",
                    {**changes, "id": task_id})
     return billing
+
+
+def ended_inactive(db: Database, task_id: str) -> bool:
+    """Whether ``mark_succeeded`` ended the task FAILED because its account was no longer active."""
+    task = get_task(db, task_id)
+    return task is not None and task.status == Status.FAILED and task.error_message == INACTIVE_WHILE_CONVERTING
 
 
 def mark_failed(db: Database, task_id: str, code: str, message: str, lease: Sequence[Any] | None = None,

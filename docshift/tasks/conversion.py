@@ -38,7 +38,7 @@ from docshift.formats import source_name
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, accounts, liveness, tasks
 from docshift.storage.connection import Row
-from docshift.storage.s3 import LONGEST_CALL
+from docshift.storage.s3 import LONGEST_CALL, result_key
 from docshift.storage.tasks import Task
 from docshift.tasks.faults import Faults, diagnose
 from docshift.tasks.leases import JobStore, RunStore
@@ -288,6 +288,11 @@ def apply_outcome(conn: Database, objects: ObjectStore, config: Settings, task: 
         billed = patiently(tasks.mark_succeeded, conn, task_id, outcome.size, config.result_retention_seconds,
                            billing.rule(config.plan_quotas), lease=lease, detected_format=outcome.detected_format,
                            result_extension=outcome.extension, fidelity=outcome.fidelity)
+        if billed is None and patiently(tasks.ended_inactive, conn, task_id):
+            log.info("task %s: its account became inactive while it converted; failed, not billed", task_id)
+            _quietly(objects.delete_result, result_key(task_id, lease))
+            drop_input(conn, objects, task_id)
+            return Status.FAILED
         if billed is None:
             log.warning("task %s: lease %s lost before the result was recorded; not counted here", task_id, lease)
             return None

@@ -15,7 +15,7 @@ from docshift.accounts import keys
 from docshift.contract import TaskErrorCode
 from docshift.engine import Engine, inventory
 from docshift.errors import ConversionFailed
-from docshift.storage import accounts, tasks
+from docshift.storage import accounts, connection, periods, tasks
 from docshift.storage.s3 import result_key
 from docshift.tasks import conversion, maintenance
 from docshift.tasks.leases import RunStore
@@ -334,3 +334,31 @@ def test_a_workers_threads_share_one_libreoffice_parent_and_the_last_to_stop_clo
     assert first.office.running and first.office.process.pid == parent, "one thread stopped: the other's stays"
     worker.thread_stopping()
     assert not first.office.running, "the last thread to stop closes it"
+
+
+def test_an_account_deactivated_while_its_file_converts_is_not_billed(office, app, submit, legacy, account):
+    """The file converts; its account goes inactive before the success is recorded. Its customer can no longer
+    fetch the result, nor see the task: the task ends FAILED subscription_inactive, as its waiting ones do, nothing
+    is counted, and neither the result nor the input stays in the store."""
+    task_id = submit(legacy["doc"].read_bytes(), "letter.doc")
+    with app.app_context():
+        account_id = accounts.account_for_key(get_db(), keys.digest(account))["id"]
+
+    class DeactivatedMeanwhile(Engine):
+        def convert(self, *args, **kwargs):
+            converted = super().convert(*args, **kwargs)
+            with app.app_context():  # as `flask marketplace deactivate` would, from another process
+                accounts.set_account(get_db(), account_id, status="inactive")
+            return converted
+
+    outcome, task = run(app, office, task_id, engine=DeactivatedMeanwhile(office))
+    assert outcome == "FAILED"
+    assert (task.status, task.error_code, task.billing_class) == ("FAILED", "subscription_inactive", None)
+    with app.app_context():
+        conn = get_db()
+        with connection.transaction(conn):
+            row = accounts.account_for_key(conn, keys.digest(account))
+            period = periods.current_period(conn, row, connection.now())
+        assert (period["included_used"], period["overage_used"]) == (0, 0)
+        assert get_store().result_size(result_key(task_id, tasks.lease_of(task))) is None
+        assert not input_stored(get_store(), task_id)
