@@ -95,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
                               "'*<TAB>password' for every file (or DOCSHIFT_DOCUMENT_PASSWORD for all)")
     convert.add_argument("--protection", choices=("keep", "remove"),
                          help="a protected file's result keeps its password (keep, the service's default) or not")
+    convert.add_argument("--overwrite", action="store_true",
+                         help="replace files already in --out where results go (by default a file that no run of this "
+                              "--out wrote is kept, and its source not sent)")
     convert.set_defaults(run=run_convert)
     usage = commands.add_parser("usage", help="show the plan's usage this period")
     usage.add_argument("--json", action="store_true", help="print the raw JSON")

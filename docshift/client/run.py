@@ -32,6 +32,7 @@ from docshift.client.report import Row, write
 from docshift.client.tree import Source, State, collisions, walk
 from docshift.contract import ProblemCode, Status, TaskErrorCode
 from docshift.errors import ClientProblem as Problem
+from docshift.formats import by_filename, target_name
 
 # codes that stop the whole run: every other file would meet them too
 STOPPING = CONFIG_CODES | (TRANSIENT_CODES - {ProblemCode.INTERNAL_ERROR}) | {INTERRUPTED}
@@ -44,9 +45,10 @@ REPLAYED_RESUBMISSION = ("replayed: sent again by an earlier run, its first resu
 
 
 def convert_one(client: Client, source: Source, state: State, out_dir: Path, timeout: float,
-                password: str | None = None, protection: str | None = None) -> Row:
+                password: str | None = None, protection: str | None = None, overwrite: bool = False) -> Row:
     """Convert one source, or take its outcome from the state file; a Problem in STOPPING propagates.
-    ``password`` (Document-Password) and ``protection`` go with it when given."""
+    ``password`` (Document-Password) and ``protection`` go with it when given. A file already where its result goes
+    that no run of this --out wrote for it is not overwritten, and the source not sent, unless ``overwrite``."""
     row = Row(source.shown, source.kind)
     if client.stop.is_set():
         raise Problem(INTERRUPTED, "Stopped before this file was read.")
@@ -69,6 +71,13 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
         _fill(row, earlier, out_dir)
         row.earlier = True
         return row
+    origin = os.path.abspath(source.path)
+    taken = None if overwrite else _taken(source, origin, state, out_dir)
+    if taken is not None:
+        row.status, row.error, row.note = Status.FAILED, "result_exists", "not sent"
+        row.message = (f"{taken} is there already, and no earlier run wrote it for this file: not overwritten, and "
+                       "the file not sent. Move it away, convert into another --out, or give --overwrite.")
+        return row
     generation = earlier.get("generation", 0) if earlier else 0
     resent = earlier.get("resent", "") if earlier else ""  # why the last generation was sent: "", or a failure's code
     try:
@@ -81,7 +90,9 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
             row.replayed = bool(submitted.get("idempotent_replay"))  # of the task the row ends with
             task = client.wait(submitted, timeout)
             target = out_dir / source.rel.parent / local_name(task.get("result_filename"), source.rel.name)
-            if task["status"] == Status.SUCCEEDED:
+            if task["status"] == Status.SUCCEEDED:  # the result's name is this file's before it is written
+                state.put({"rel": str(source.rel), "sha256": sha256, "generation": generation, "resent": resent,
+                           "source": origin, "result": _under(target, out_dir)})
                 task = _download(client, task, target)
             if task["status"] == Status.EXPIRED and _fetched(target, task):
                 task["status"] = Status.SUCCEEDED  # a run killed between its download and its record
@@ -90,7 +101,8 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
                 break
             generation += 1  # recorded before it is sent: a run killed now re-attaches to the new task
             resent = not_the_files or ""
-            state.put({"rel": str(source.rel), "sha256": sha256, "generation": generation, "resent": resent})
+            state.put({"rel": str(source.rel), "sha256": sha256, "generation": generation, "resent": resent,
+                       "source": origin})
     except Problem as problem:
         if problem.code in STOPPING:
             raise
@@ -104,18 +116,38 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
         row.status, row.error, row.message = Status.FAILED, "cannot_write", str(error.strerror or error)
         return row
     fidelity, failure = task.get("fidelity") or {}, task.get("error") or {}
-    record = {"rel": str(source.rel), "sha256": sha256, "generation": generation, "status": task["status"],
+    record = {"rel": str(source.rel), "source": origin, "sha256": sha256, "generation": generation,
+              "status": task["status"],
               "task_id": task["task_id"], "billing_class": task.get("billing_class", ""),
               "complete": fidelity.get("complete"), "lost": fidelity.get("lost") or [],
               "error": failure.get("code", ""), "message": failure.get("message", ""),
               "detected_format": task.get("detected_format", ""),
               "resent": resent, "note": _note(generation, resent, row.replayed)}
     if task["status"] == Status.SUCCEEDED:
-        record.update(result=str(PurePosixPath(*target.relative_to(out_dir).parts)), result_size=target.stat().st_size)
+        record.update(result=_under(target, out_dir), result_size=target.stat().st_size)
     if task["status"] == Status.SUCCEEDED or (task["status"] == Status.FAILED and record["error"] not in NOT_THE_FILE):
         state.put(record)  # EXPIRED twice over is not the file's outcome either: a later run tries again
     _fill(row, record, out_dir)
     return row
+
+
+def _taken(source: Source, origin: str, state: State, out_dir: Path) -> Path | None:
+    """A file where ``source``'s result goes (as either of its types: ``.docx`` or ``.docm``) that no run of this
+    --out wrote for it: the user's own, or the result of a file of the same path under another folder (runs of two
+    folders into one --out). A result this file had before it was edited is its own."""
+    found = by_filename(source.rel.name)
+    record = state.records.get(str(source.rel))
+    for extension in sorted({found.result(False).extension, found.result(True).extension} if found else ()):
+        target = out_dir / source.rel.parent / (target_name(source.rel.name, extension) or "")
+        if target.exists() and not (record is not None and record.get("source", origin) == origin
+                                    and record.get("result") == _under(target, out_dir)):
+            return target
+    return None
+
+
+def _under(target: Path, out_dir: Path) -> str:
+    """``target``'s path under --out, as the state file keeps it."""
+    return str(PurePosixPath(*target.relative_to(out_dir).parts))
 
 
 def _note(generation: int, resent: str, replayed: bool) -> str:
@@ -228,7 +260,7 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
     try:
         futures = {
             pool.submit(convert_one, client, source, state, out_dir, args.timeout, args.passwords.of(source.rel),
-                        args.protection): source for source in rows}
+                        args.protection, args.overwrite): source for source in rows}
         for future in as_completed(futures):
             try:
                 row = rows[futures[future]] = future.result()

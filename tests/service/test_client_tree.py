@@ -609,3 +609,42 @@ def test_a_service_lost_mid_run_is_said_once_and_the_run_resumes(live, legacy, t
     monkeypatch.setenv("DOCSHIFT_URL", live.base_url)
     assert client.main(command(root, out)[1:]) == 0
     assert sorted(map(len, tasks_of(live, key).values())) == [1, 1, 1] and usage(live, key)["included_used"] == 3
+
+
+def test_a_file_in_the_way_of_a_result_is_not_overwritten_unless_asked(live, legacy, tmp_path, monkeypatch, capsys):
+    """The user's own file where a result would go, or another folder's result of a file of the same path, is kept:
+    its source is not sent (not charged) and fails ``result_exists``; a run's own results are its to replace, and
+    ``--overwrite`` replaces the others."""
+    key = live.register(f"in-the-way-{random.randrange(10**9)}")
+    monkeypatch.setenv("DOCSHIFT_URL", live.base_url)
+    monkeypatch.setenv("DOCSHIFT_API_KEY", key)
+    first, second, out = tmp_path / "first", tmp_path / "second", tmp_path / "out"
+    for root, text in ((first, legacy["doc"]), (second, LOSSY_DOC)):  # two texts of one name
+        root.mkdir()
+        shutil.copyfile(text, root / "report.doc")
+    shutil.copyfile(legacy["xls"], first / "mine.xls")
+    out.mkdir()
+    (out / "mine.xlsx").write_bytes(b"the user's own workbook")
+
+    def used():
+        return requests.get(f"{live.base_url}/v1/account/usage", headers={"Authorization": f"Bearer {key}"},
+                            timeout=30).json()["included_used"]
+
+    assert client.main(["convert", str(first), "--out", str(out)]) == 1
+    said = capsys.readouterr()
+    assert "result_exists" in said.out + said.err and (out / "mine.xlsx").read_bytes() == b"the user's own workbook"
+    assert used() == 1  # report.doc only: mine.xls was not sent
+    kept = (out / "report.docx").read_bytes()
+
+    assert client.main(["convert", str(second), "--out", str(out)]) == 1  # another folder's report.doc
+    said = capsys.readouterr()
+    assert "result_exists" in said.out + said.err and (out / "report.docx").read_bytes() == kept
+    assert used() == 1
+
+    assert client.main(["convert", str(first / "report.doc"), "--out", str(out)]) == 0  # its own: done earlier
+    assert summary_counts(capsys.readouterr().out)["done earlier"] == 1
+    shutil.copyfile(LOSSY_DOC, first / "report.doc")  # edited: converted again, over its own earlier result
+    assert client.main(["convert", str(first / "report.doc"), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert client.main(["convert", str(first / "mine.xls"), "--out", str(out), "--overwrite"]) == 0
+    assert (out / "mine.xlsx").read_bytes()[:2] == b"PK"
