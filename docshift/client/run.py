@@ -39,6 +39,7 @@ STOPPING = CONFIG_CODES | (TRANSIENT_CODES - {ProblemCode.INTERNAL_ERROR}) | {IN
 # a FAILED task that says nothing about the file itself: not recorded as the file's outcome
 NOT_THE_FILE = {TaskErrorCode.SUBSCRIPTION_INACTIVE, TaskErrorCode.INPUT_MISSING}
 NEEDS_PASSWORD = {TaskErrorCode.ENCRYPTED_DOCUMENT, TaskErrorCode.WRONG_PASSWORD}
+CFB_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
 RESUBMITTED = "resubmitted: the earlier result expired before it was downloaded (charged again)"
 REPLAYED_RESUBMISSION = ("replayed: sent again by an earlier run, its first result having expired before it was "
                          "downloaded (not charged again)")
@@ -67,6 +68,8 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
     earlier = state.get(source.rel, sha256)
     # a file that needed a password is sent again once one is given: the same one replays its failure, unbilled
     retry = password is not None and earlier is not None and earlier.get("error") in NEEDS_PASSWORD
+    # and one whose result kept its source's password is converted again when the run asks for none
+    retry = retry or (protection == "remove" and earlier is not None and bool(earlier.get("protected")))
     if earlier and "status" in earlier and _result_kept(earlier, out_dir) and not retry:
         _fill(row, earlier, out_dir)
         row.earlier = True
@@ -124,7 +127,7 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
               "detected_format": task.get("detected_format", ""),
               "resent": resent, "note": _note(generation, resent, row.replayed)}
     if task["status"] == Status.SUCCEEDED:
-        record.update(result=_under(target, out_dir), result_size=target.stat().st_size)
+        record.update(result=_under(target, out_dir), result_size=target.stat().st_size, protected=_protected(target))
     if task["status"] == Status.SUCCEEDED or (task["status"] == Status.FAILED and record["error"] not in NOT_THE_FILE):
         state.put(record)  # EXPIRED twice over is not the file's outcome either: a later run tries again
     _fill(row, record, out_dir)
@@ -143,6 +146,12 @@ def _taken(source: Source, origin: str, state: State, out_dir: Path) -> Path | N
                                     and record.get("result") == _under(target, out_dir)):
             return target
     return None
+
+
+def _protected(result: Path) -> bool:
+    """Whether a result is protected by a password: an encrypted OOXML package is a compound file, not a zip."""
+    with open(result, "rb") as f:
+        return f.read(8) == CFB_MAGIC
 
 
 def _under(target: Path, out_dir: Path) -> str:

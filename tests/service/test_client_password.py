@@ -96,6 +96,11 @@ def test_a_tree_with_protected_files_converts_with_a_password_file(live, tree, t
 
     third, _ = run(live, key, tree, out, "--password-file", str(passwords))  # resumed again: nothing is sent
     assert third.returncode == 0 and "3 done earlier" in third.stdout, third.stdout + third.stderr
+    # asked again for results without the password: the two whose results kept it are converted again, into place
+    unprotected, _ = run(live, key, tree, out, "--password-file", str(passwords), "--protection", "remove")
+    assert unprotected.returncode == 0 and "1 done earlier" in unprotected.stdout, unprotected.stdout
+    assert docx.Document(out / "private/locked.docx").paragraphs
+    assert openpyxl.load_workbook(out / "finance/locked.xlsx").sheetnames
 
     plain = tmp_path / "plain"
     removed, _ = run(live, key, tree, plain, "--protection", "remove", env={"DOCSHIFT_DOCUMENT_PASSWORD": PASSWORD})
