@@ -152,6 +152,11 @@ def main(argv: list[str] | None = None) -> int | str | None:
     except KeyboardInterrupt:
         print("docshift: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # what read the output went (`| head`): the run stops; what is done is kept
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush says nothing
+        print("docshift: the output's reader closed it; stopped. Run the same command again to resume.",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -648,3 +648,21 @@ def test_a_file_in_the_way_of_a_result_is_not_overwritten_unless_asked(live, leg
     capsys.readouterr()
     assert client.main(["convert", str(first / "mine.xls"), "--out", str(out), "--overwrite"]) == 0
     assert (out / "mine.xlsx").read_bytes()[:2] == b"PK"
+
+
+def test_output_closed_by_its_reader_stops_the_run_in_one_line(live, legacy, tmp_path):
+    """`docshift convert ... | head -1`: the run stops at its next line, says so in one line, no traceback."""
+    key = live.register(f"piped-{random.randrange(10**9)}")
+    root = tmp_path / "inbox"
+    root.mkdir()
+    for n in range(6):
+        shutil.copyfile(legacy["doc"], root / f"letter-{n}.doc")
+    process = subprocess.Popen([str(DOCSHIFT), "convert", str(root), "--out", str(tmp_path / "out"), "--parallel", "1"],
+                               env=environment(live, key), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = process.stdout.readline()
+    process.stdout.close()  # as `head -1` does
+    with process.stderr:
+        stderr = process.stderr.read().decode()
+    assert process.wait(120) == 1
+    assert b"letter-" in first and "Traceback" not in stderr, stderr
+    assert "Run the same command again to resume" in stderr, stderr
