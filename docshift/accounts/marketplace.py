@@ -73,8 +73,10 @@ class LocalMarketplace:
         self.token_id(token)
         try:
             data = self.serializer.loads(token, max_age=self.max_age)
-        except (BadSignature, SignatureExpired) as error:
-            raise RegistrationTokenInvalid(str(error)) from error
+        except SignatureExpired as error:
+            raise RegistrationTokenInvalid("registration token expired") from error
+        except BadSignature as error:  # its text quotes the signature expected, which the log must not hold
+            raise RegistrationTokenInvalid("registration token's signature does not match") from error
         return Customer(customer_id=data["customer"], plan=data["plan"])
 
     def notifications(self) -> list[Notification]:

@@ -131,7 +131,7 @@ def register() -> ResponseReturnValue:
     log.info("account %s registered, new key %s", account["id"], keys.hint(api_key))
 
     if _wants_json():
-        response = jsonify(account_id=account["id"], plan=account["plan"], api_key=api_key)
+        response = jsonify(account_id=account["id"], plan=account["plan"], status=account["status"], api_key=api_key)
     else:
         response = current_app.make_response(
             render_template("registered.html", account=account, api_key=api_key))
@@ -188,5 +188,7 @@ def _refused(refused: RegistrationRefused) -> ResponseReturnValue:
 
 
 def _wants_json() -> bool:
-    best = request.accept_mimetypes.best_match(["text/html", "application/json"])
-    return best == "application/json" and request.accept_mimetypes[best] > request.accept_mimetypes["text/html"]
+    """A client that prefers JSON (the key, or a problem document) to the HTML page."""
+    best = request.accept_mimetypes.best_match(["text/html", "application/json", "application/problem+json"])
+    return best in ("application/json", "application/problem+json") and \
+        request.accept_mimetypes[best] > request.accept_mimetypes["text/html"]

@@ -53,7 +53,8 @@ def test_marketplace_form_post_and_json(app, client):
                            headers={"Accept": "application/json"})
     body = response.get_json()
     assert response.status_code == 200 and response.headers["Cache-Control"] == "no-store"
-    assert set(body) == {"account_id", "plan", "api_key"} and body["plan"] == "team"
+    assert set(body) == {"account_id", "plan", "status", "api_key"} and (body["plan"], body["status"]) == ("team",
+                                                                                                      "active")
     assert body["api_key"].startswith("dsk_")
 
 
@@ -391,3 +392,37 @@ def test_a_1_mib_registration_form_is_refused_at_once_by_gunicorn(s3, tmp_path):
         assert took < 3, took
     finally:
         service.stop()
+
+
+def test_a_key_for_an_inactive_subscription_says_so(app, client):
+    """A customer who cancelled and opens a setup link again gets a key, which is refused until the subscription is
+    active again: the page and the JSON say so, not only the 403 that follows."""
+    from docshift.storage import accounts
+    from docshift.web.context import get_db
+
+    first = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app, "leaver")},
+                        headers={"Accept": "application/json"}).get_json()
+    with app.app_context():
+        accounts.set_account(get_db(), first["account_id"], status="inactive")
+    again = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app, "leaver")},
+                        headers={"Accept": "application/json"}).get_json()
+    assert again["status"] == "inactive"
+    page = client.post("/marketplace/register", data={"x-amzn-marketplace-token": token(app, "leaver")})
+    assert "The subscription is inactive" in page.get_data(as_text=True)
+    assert client.get("/v1/account/usage", headers={"Authorization": f"Bearer {key_in(page)}"}).status_code == 403
+
+
+def test_a_refusal_asked_as_a_problem_document_is_one(app, client):
+    response = client.post("/marketplace/register", data={"x-amzn-marketplace-token": "garbage"},
+                           headers={"Accept": "application/problem+json"})
+    assert response.status_code == 400 and response.mimetype == "application/problem+json"
+    assert response.get_json()["code"] == "invalid_request"
+
+
+def test_a_tampered_token_leaves_no_part_of_the_real_one_in_the_log(app, client, caplog):
+    good = token(app, "tampered")
+    payload, signature = good.rsplit(".", 1)
+    tampered = payload[:-1] + ("A" if payload[-1] != "A" else "B") + "." + signature
+    with caplog.at_level("INFO", logger="docshift"):
+        assert client.post("/marketplace/register", data={"x-amzn-marketplace-token": tampered}).status_code == 400
+    assert "registration refused" in caplog.text and signature not in caplog.text
