@@ -242,6 +242,11 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
         print(f"docshift: {first.shown} and {second.shown} would both become {second.rel.with_suffix('')}.* "
               f"in {out_dir}; convert them into different --out folders.", file=sys.stderr)
         return 2
+    # a line of the password file that names no file of this run, as one that gives the path as the run shows it (it
+    # takes the path under the folder given) does, would leave its file to fail for want of the password
+    for unmatched in sorted(set(args.passwords.named) - {str(source.rel) for source in found.sources}):
+        print(f"docshift: the password file names {unmatched}, which is no file of this run: its lines give a file's "
+              "path under the folder converted (archive/a/b.doc is a/b.doc when archive is given).", file=sys.stderr)
     csv_path = Path(args.report) if args.report else None
     if csv_path is not None and csv_path.suffix.lower() in (".html", ".htm"):
         print(f"docshift: --report names the CSV file; its HTML page goes beside it ({csv_path.with_suffix('.csv')} "

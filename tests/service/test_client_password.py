@@ -158,3 +158,16 @@ def test_a_password_no_header_can_carry_is_refused_without_showing_it(tmp_path, 
     with pytest.raises(ValueError, match="DOCSHIFT_DOCUMENT_PASSWORD: a password") as refused:
         load(None)
     assert "hun" not in str(refused.value)
+
+
+def test_a_password_line_naming_no_file_of_the_run_is_said(live, tree, tmp_path):
+    """A line that gives the path as the run shows it (under the folder's parent), not under the folder converted,
+    matches nothing: the run says so at its start, naming the path, never the password."""
+    key = live.register(f"passwords-unmatched-{random.randrange(10**9)}")
+    passwords = tmp_path / "passwords.tsv"
+    passwords.write_text(f"archive/private/locked.doc\t{PASSWORD}\n")
+    done, _ = run(live, key, tree, tmp_path / "out", "--password-file", str(passwords))
+    assert done.returncode == 1
+    assert "names archive/private/locked.doc, which is no file of this run" in done.stderr, done.stderr
+    assert "private/locked.doc: FAILED encrypted_document" in done.stderr
+    assert PASSWORD not in done.stdout + done.stderr
