@@ -321,9 +321,7 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
             return None
         account = _account(db, task.account_id)
         if account["status"] != "active":
-            db.execute("UPDATE conversions SET status = 'FAILED', error_code = ?, error_message = ?, finished_at = ?, "
-                       "sealed_password = NULL WHERE id = ?",
-                       [TaskErrorCode.SUBSCRIPTION_INACTIVE.value, INACTIVE_WHILE_CONVERTING, iso(at), task_id])
+            mark_failed(db, task_id, TaskErrorCode.SUBSCRIPTION_INACTIVE.value, INACTIVE_WHILE_CONVERTING, lease)
             return None
         period = periods.current_period(db, account, at)
         billing = bill(account, period)
