@@ -54,8 +54,18 @@ class Rate(ProgressColumn):
             return Text("- files/s, ETA -", style="progress.data.speed")
         rate = task.completed / elapsed
         left = int((task.remaining or 0) / rate)
-        return Text(f"{rate:.2g} files/s, ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}",
+        return Text(f"{rate_text(rate)}, ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}",
                     style="progress.data.speed")
+
+
+def rate_text(rate: float) -> str:
+    """A rate as people read one: ``120 files/s`` (not ``1.2e+02``), ``3.4 files/s``, ``0.25 files/s``, and a
+    file every so many minutes as ``2.5 files/min``."""
+    if rate >= 10:
+        return f"{rate:.0f} files/s"
+    if rate >= 0.1:
+        return f"{rate:.2g} files/s"
+    return f"{rate * 60:.2g} files/min"
 
 
 class Bar:

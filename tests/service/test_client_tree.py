@@ -490,7 +490,7 @@ def test_ctrl_c_on_a_terminal_stops_cleanly_and_says_how_to_resume(live, legacy,
     screen = b"".join(shown).decode(errors="replace")
     # rich's bar: its label, done/total, failures, rate and ETA
     assert "converting" in screen and "1/3" in screen and "0 failed" in screen, screen
-    assert re.search(r"[\d.]+ files/s, ETA \d+:\d\d:\d\d", screen), screen
+    assert re.search(r"[\d.]+ files/(s|min), ETA \d+:\d\d:\d\d", screen), screen
     said = (tmp_path / "stderr").read_text()
     assert "interrupted; what is done is kept. To resume, run the same command again: docshift convert " in said
     assert str(root) in said and "Traceback" not in said and key not in said + screen
@@ -666,3 +666,15 @@ def test_output_closed_by_its_reader_stops_the_run_in_one_line(live, legacy, tmp
     assert process.wait(120) == 1
     assert b"letter-" in first and "Traceback" not in stderr, stderr
     assert "Run the same command again to resume" in stderr, stderr
+
+
+def test_the_rate_reads_as_a_number_of_files():
+    """A resumed run, whose files are mostly done already, counts them at hundreds a second: not ``1.2e+02``."""
+    from docshift.client.progress import rate_text
+
+    assert rate_text(123.4) == "123 files/s"
+    assert rate_text(4321.0) == "4321 files/s"
+    assert rate_text(3.44) == "3.4 files/s"
+    assert rate_text(0.25) == "0.25 files/s"
+    assert rate_text(0.04) == "2.4 files/min"
+    assert not any("e" in rate_text(rate).split()[0] for rate in (1e-4, 0.099, 9.99, 99.9, 1e6))
