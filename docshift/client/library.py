@@ -117,7 +117,7 @@ class Client:
                 # the account's cap on unfinished tasks: wait as told, then go on with this file
                 if problem.code != ProblemCode.TOO_MANY_TASKS or time.monotonic() > deadline:
                     raise
-                self._pause(problem.retry_after if problem.retry_after is not None else 2)
+                self._pause(problem.retry_after if problem.retry_after is not None else 2, deadline)
 
     def wait(self, task: dict[str, Any] | str, timeout: float = WAIT) -> dict[str, Any]:
         """Poll a task (a submission, a task, or its id) as ``Retry-After`` says until it is SUCCEEDED,
@@ -132,7 +132,7 @@ class Client:
                 return body
             if time.monotonic() > deadline:
                 raise Problem(TIMED_OUT, f"Task {body['task_id']} is still {body['status']} after {timeout:g} s.")
-            self._pause(retry_after(headers, 2))  # type: ignore[arg-type]  # never None with a default
+            self._pause(retry_after(headers, 2), deadline)  # type: ignore[arg-type]  # never None with a default
 
     def download(self, task: dict[str, Any], target: str | Path) -> Path:
         """GET a SUCCEEDED task's ``download_url`` (no Authorization) into ``target``: a folder, where the file
@@ -159,7 +159,9 @@ class Client:
             path = self.download(task, Path(out_dir))
         return Conversion(task, path, bool(submitted.get("idempotent_replay")))
 
-    def _pause(self, seconds: float) -> None:
-        pause(seconds, self.stop)
+    def _pause(self, seconds: float, deadline: float) -> None:
+        """Wait as the service advised, but not past the caller's deadline: a timeout shorter than its
+        ``Retry-After`` still ends on time, after one more look."""
+        pause(max(0.0, min(seconds, deadline - time.monotonic())), self.stop)
         if self.stop.is_set():
             raise Problem(INTERRUPTED, "Stopped.")

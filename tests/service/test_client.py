@@ -3,6 +3,7 @@
 import json
 import random
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
 
@@ -12,6 +13,7 @@ import requests
 from docshift import client
 from docshift.accounts import keys
 from docshift.contract import TaskErrorCode
+from docshift.errors import ClientProblem
 from docshift.storage import connection
 
 
@@ -290,3 +292,52 @@ def test_the_key_goes_only_to_the_configured_host(live, key, legacy, tmp_path, m
 
 def test_every_code_of_a_failed_task_has_a_hint():
     assert set(client.FAILURE_HINTS) == set(TaskErrorCode)
+
+
+class Busy(BaseHTTPRequestHandler):
+    """A service under load: each task is still running and each new one over the account's cap, both with a
+    ``Retry-After`` of half a minute."""
+
+    def answer(self, status, body, content_type="application/json"):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Retry-After", "30")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.startswith("/v1/conversions/"):
+            self.answer(200, {"task_id": self.path.rpartition("/")[2], "status": "RUNNING"})
+        else:
+            self.answer(404, {"type": "about:blank", "title": "Not Found", "status": 404, "code": "not_found",
+                              "detail": "no such page"}, "application/problem+json")
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.answer(429, {"type": "about:blank", "title": "Too Many Requests", "status": 429,
+                          "code": "too_many_tasks", "detail": "the account has too many unfinished tasks"},
+                    "application/problem+json")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_timeout_shorter_than_retry_after_ends_on_time(tmp_path):
+    """``--timeout 1`` gives up after about a second, not after the service's ``Retry-After``."""
+    busy = serve(Busy)
+    source = tmp_path / "letter.doc"
+    source.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(504))
+    try:
+        service = client.Client(f"http://127.0.0.1:{busy.server_port}", "dsk_unused")
+        for attempt in (lambda: service.wait("tsk_" + "a" * 24, timeout=1),
+                        lambda: service.submit(source, busy_wait=1)):
+            started = time.monotonic()
+            with pytest.raises(ClientProblem) as raised:
+                attempt()
+            assert raised.value.code in ("timed_out", "too_many_tasks")
+            assert time.monotonic() - started < 10  # the Retry-After is 30 s
+    finally:
+        busy.shutdown()
+        busy.server_close()
