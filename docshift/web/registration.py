@@ -10,6 +10,7 @@ attacker's posting their token to sign the visitor in to their account) only sho
 confirmation page: the key comes from its button, a same-origin POST.
 """
 
+import io
 import logging
 import secrets
 from urllib.parse import urlsplit
@@ -56,10 +57,19 @@ def _nonce() -> None:
 
 @bp.before_request
 def _small_forms() -> ResponseReturnValue | None:
-    # werkzeug then stops a body without a Content-Length at the limit too, with a 413
     request.max_content_length = request.max_form_memory_size = FORM_LIMIT
-    if request.content_length is not None and request.content_length > FORM_LIMIT:
+    if request.content_length is not None:
+        return _too_large() if request.content_length > FORM_LIMIT else None
+    if "wsgi.input_terminated" not in request.environ:
+        return None  # werkzeug reads no body of unknown length then
+    # A chunked body: werkzeug would parse a form of its first FORM_LIMIT bytes and drop the rest without a word
+    # (a token after them read as missing). Read one byte more than the limit, and give it the body read.
+    body, stream = b"", request.environ["wsgi.input"]
+    while len(body) <= FORM_LIMIT and (piece := stream.read(FORM_LIMIT + 1 - len(body))):
+        body += piece
+    if len(body) > FORM_LIMIT:
         return _too_large()
+    request.environ.update({"wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))})
     return None
 
 

@@ -17,6 +17,7 @@ from conftest import register
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
 from docshift.accounts import keys, marketplace
+from docshift.web.registration import FORM_LIMIT
 
 
 def token(app, customer="buyer-1", plan="team"):
@@ -390,6 +391,40 @@ def test_a_1_mib_registration_form_is_refused_at_once_by_gunicorn(s3, tmp_path):
         assert reply.startswith(b"HTTP/1.1 413"), reply
         assert b"application/problem+json" in reply and b"registration form" in reply
         assert took < 3, took
+    finally:
+        service.stop()
+
+
+@pytest.mark.parametrize(("note", "answer"), [(200 * 1024, b"HTTP/1.1 413"), (6000, b"HTTP/1.1 400")])
+def test_a_chunked_registration_form_is_read_whole_or_refused_by_gunicorn(s3, tmp_path, note, answer):
+    """The real web, a chunked form whose token comes last: of 200 KB, too large (413), not "token missing"; of
+    6 KB, read whole (its token is refused as invalid, not missing)."""
+    from conftest import Service
+
+    form = b"note=" + b"n" * note + b"&x-amzn-marketplace-token=abc"
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(piece), piece) for piece in
+                      (form[start:start + 16384] for start in range(0, len(form), 16384))) + b"0\r\n\r\n"
+    service = Service(tmp_path / "svc", s3["env"])
+    service.start_web()
+    try:
+        service.wait_healthy_web()
+        with socket.create_connection(("127.0.0.1", service.port), timeout=10) as conn:
+            conn.sendall(f"POST /marketplace/register HTTP/1.1\r\nHost: 127.0.0.1:{service.port}\r\n"
+                         "Accept: application/json\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                         "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n".encode())
+            try:
+                conn.sendall(chunks)
+            except OSError:  # the answer may come, and the connection close, before the whole body is sent
+                pass
+            reply = b""
+            try:
+                while chunk := conn.recv(65536):
+                    reply += chunk
+            except ConnectionResetError:  # closed with the rest of the body unread: the answer came first
+                pass
+        assert reply.startswith(answer), reply[:300]
+        assert b"application/problem+json" in reply
+        assert (b"registration form is too large" if note > FORM_LIMIT else b"token invalid or expired") in reply
     finally:
         service.stop()
 
