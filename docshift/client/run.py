@@ -216,11 +216,10 @@ def describe(row: Row) -> str:
     """The row as the one line printed when it is done."""
     if row.status == Status.SUCCEEDED:
         notes = [f"task {row.task_id}", row.billing_class]
-        if row.earlier:
+        if row.earlier:  # the note (a resubmission's, and its charge) was an earlier run's: the report keeps it
             notes.append("done earlier: not sent again")
-        elif row.replayed:
-            notes.append("replayed: not charged again")
-        notes.append(row.note)
+        else:
+            notes += ["replayed: not charged again" if row.replayed else "", row.note]
         lost = f"; lost: {'; '.join(str(x.get('detail')) for x in row.lost)}" if row.complete is False else ""
         return f"{row.source} -> {row.result} ({', '.join(n for n in notes if n)}){lost}"
     if not row.task_id:  # the client's own refusal, or the service's answer to the submission
@@ -339,6 +338,7 @@ def summary(rows: list[Row], skipped: int) -> str:
     parts.append(f"{skipped} skipped (not .doc/.xls/.ppt)")
     free = [f"{n} {what}" for n, what in ((sum(r.earlier for r in rows), "done earlier"),
                                           (sum(r.replayed and not r.earlier for r in rows), "replayed"),
-                                          (sum(bool(r.note.startswith("resubmitted")) for r in rows), "resubmitted"))
+                                          (sum(r.note.startswith("resubmitted") and not r.earlier for r in rows),
+                                           "resubmitted"))
             if n]
     return ", ".join(parts) + (f"; {', '.join(free)}" if free else "")

@@ -348,7 +348,10 @@ def test_a_result_that_expired_before_download_is_submitted_again(live, legacy, 
 
     # the resubmission is the file's outcome now: a later run sends nothing and still says how it went
     assert client.main(command(root, out)[1:]) == 0
-    assert summary_counts(capsys.readouterr().out)["done earlier"] == 1
+    printed = capsys.readouterr().out
+    counts = summary_counts(printed)
+    assert counts["done earlier"] == 1 and "resubmitted" not in counts, counts  # not this run's resubmission
+    assert "charged again" not in printed and "done earlier: not sent again" in printed
     assert len(tasks_of(live, key)["letter.doc"]) == 2
     with open(out / "report.csv", newline="") as f:
         assert next(csv.DictReader(f))["note"] == row["note"]
