@@ -259,6 +259,10 @@ def _finish(config: Settings) -> Settings:
         derived["s3_public_url"] = f"{'https' if config.s3_secure else 'http'}://{endpoint}"
     derived["plan_quotas"] = {**PLANS, **config.plan_quotas}
     derived["queue_key"] = _queue_key(config, derived["secret_key"])
+    if config.workers == 0 and not on_redis(config):
+        raise BadSetting(f"{PREFIX}WORKERS is 0, which leaves the conversions to nodes, and nodes take them only from "
+                         f"the queue on Redis ({PREFIX}QUEUE_URL): on the SQLite queue every file would wait forever. "
+                         "Give it 1 or more, or unset it (one a core)")
     derived["request_seconds"] = config.request_seconds or float(max(
         MIN_REQUEST_SECONDS, math.ceil(config.max_upload_bytes / SLOW_CLIENT_BYTES_PER_SECOND)))
     derived["office_scratch_limit_mb"] = config.office_scratch_limit_mb or max(

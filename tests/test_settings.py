@@ -94,6 +94,16 @@ def test_a_silence_no_longer_than_the_beat_is_refused(tmp_path, beat, silence):
         settings.load({"DATA_DIR": str(tmp_path), beat: 10, silence: 10})
 
 
+def test_no_workers_is_refused_where_no_node_could_convert(tmp_path):
+    """DOCSHIFT_WORKERS=0 leaves the conversions to nodes: on the SQLite queue, which no node reads, every file would
+    stay QUEUED. On Redis it is a coordinator that converts nothing itself."""
+    with pytest.raises(BadSetting, match=r"DOCSHIFT_WORKERS is 0.*QUEUE_URL"):
+        settings.load({"DATA_DIR": str(tmp_path), "WORKERS": 0})
+    config = settings.load({"DATA_DIR": str(tmp_path), "WORKERS": 0, "QUEUE_URL": "redis://127.0.0.1:6379/0",
+                            "QUEUE_KEY": "k" * 40})
+    assert config.workers == 0
+
+
 def test_healthz_calls_the_worker_gone_after_the_silence_the_settings_give(s3, tmp_path):
     from docshift.storage import connection, liveness
     from docshift.web import create_app
