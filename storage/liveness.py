@@ -27,6 +27,11 @@ def report_engine(db: Database, worker: str, sandbox: str, state: str, detail: s
                           "updated_at": iso(now())}, pk="worker")
 
 
+def forget_engine(db: Database, worker: str) -> None:
+    """A worker process stopping: its report goes with it (its successor's is the one to show)."""
+    db.execute("DELETE FROM engines WHERE worker = ?", [worker])
+
+
 def engine_reports(db: Database, since: datetime) -> list[Row]:
     """The engine rows of worker processes that reported after ``since``."""
     return select(db, "SELECT * FROM engines WHERE updated_at >= ? ORDER BY worker", [iso(since)])

@@ -8,7 +8,8 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -29,6 +30,7 @@ from docshift.tasks.queue import Jobs, Queue, on_redis
 from docshift.tasks.registry import Registry
 from docshift.tasks.shared import Conversions, PerThread
 
+DUTIES_STOP_SECONDS = 5.0  # a duty running when the worker stops is waited for this long
 log = logging.getLogger("docshift.worker")
 # what a worker process does on its own schedule: (name, every seconds, action)
 Duty = tuple[str, float, Callable[[], object]]
@@ -102,10 +104,12 @@ class OneBox:
         check_sandbox(self.config)
         clear_leftovers(self.config.data_dir)
         prepare(self.local, self.config, self.report_engine, self.queue)
-        Duties(duties(self.local, self.config, self.sweep) + [("preempt", 1.0, self.preempt)]).start()
+        running = Duties(duties(self.local, self.config, self.sweep) + [("preempt", 1.0, self.preempt)])
+        running.start()
         self.queue.huey.on_startup()(self.conversions.thread_started)
         self.queue.huey.on_shutdown()(self.conversions.thread_stopping)
-        self.queue.consumer(self.config.workers).run()
+        with forgotten_on_exit(self.local, running):
+            self.queue.consumer(self.config.workers).run()
 
 
 class Coordinating:
@@ -146,11 +150,13 @@ class Coordinating:
             ("preempt", 1.0, self.coordinator.preempt),
             # the probe nodes check their queue key against, written again should Redis restart empty
             ("probe", self.config.node_heartbeat_seconds, self.coordinator.registry.announce)]
-        Duties(duties(self.local, self.config, self.sweep) + extra).start()
+        running = Duties(duties(self.local, self.config, self.sweep) + extra)
+        running.start()
         if self.conversions is not None:
             Node(self.config, self.conversions, self.config.workers).start()
         # its threads only claim, dispatch and apply
-        self.queue.consumer(2).run()
+        with forgotten_on_exit(self.local, running):
+            self.queue.consumer(2).run()
 
 
 class Converting:
@@ -174,6 +180,19 @@ class Converting:
 
 def report_engine(local: PerThread, config: Settings, state: str, detail: str | None) -> None:
     liveness.report_engine(local.connection(), maintenance.worker_name(), _on_off(config.sandbox), state, detail)
+
+
+@contextmanager
+def forgotten_on_exit(local: PerThread, running: "Duties") -> Iterator[None]:
+    """Run the consumer; when it stops, stop the duties (a sweep reports the engine) and take this process's engine
+    report away: /healthz must not show a stopped worker's sandbox and engine for its silence (a restart with
+    another DOCSHIFT_SANDBOX showed the old)."""
+    try:
+        yield
+    finally:
+        running.stopping.set()
+        running.join(DUTIES_STOP_SECONDS)
+        liveness.forget_engine(local.connection(), maintenance.worker_name())
 
 
 def prepare(local: PerThread, config: Settings, report: Callable[[], object], queue: Queue | None = None,

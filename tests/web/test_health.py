@@ -35,6 +35,24 @@ def test_store_down_and_no_worker(app, client):
     assert checks["engine"] == "no report" and checks["sandbox"] == "unknown"
 
 
+def test_a_stopped_worker_takes_its_report_with_it(s3, tmp_path):
+    """A worker run with DOCSHIFT_SANDBOX=off, then stopped (to start it again with its sandbox): /healthz says at
+    once that no worker reports, not "sandbox off" and "engine ok" for the silence that follows."""
+    from conftest import Service, stop_process_group
+
+    service = Service(tmp_path / "svc", s3["env"], SANDBOX="off")
+    try:
+        service.start(workers=1)
+        checks = requests.get(f"{service.base_url}/healthz", timeout=5).json()["checks"]
+        assert (checks["engine"], checks["sandbox"]) == ("ok", "off")
+        stop_process_group(service.processes.pop("worker"))
+        response = requests.get(f"{service.base_url}/healthz", timeout=5)
+        checks = response.json()["checks"]
+        assert (checks["engine"], checks["sandbox"]) == ("no report", "unknown") and response.status_code == 503
+    finally:
+        service.stop()
+
+
 def test_a_store_that_hangs_is_reported_to_the_requests_that_do_not_wait(app, monkeypatch):
     """The store accepts connections and never answers (weed stopped by SIGSTOP). One request from beyond
     loopback reads the checks and waits on the store's ping, for minutes with its client's retries; the others
