@@ -55,9 +55,15 @@ def issue_token(customer: str, plan: str) -> None:
         plan = existing["plan"]
         click.echo(f"{customer} has an account already, on plan {plan}: the link gives it a new key on that plan "
                    "(set-plan changes the plan)")
-    click.echo(f"registration link for {customer} ({plan}), valid "
-               f"{configured.registration_token_max_age // settings.HOUR} h:")
+    click.echo(f"registration link for {customer} ({plan}), valid {lasting(configured.registration_token_max_age)}:")
     click.echo(f"{base.rstrip('/')}/marketplace/register?token={token}")
+
+
+def lasting(seconds: float) -> str:
+    """A validity as the operator set it: ``24 h``, ``1 h 30 min``, ``60 s`` (not ``0 h``)."""
+    whole = round(seconds)
+    parts = [(whole // settings.HOUR, "h"), (whole % settings.HOUR // 60, "min"), (whole % 60, "s")]
+    return " ".join(f"{amount} {unit}" for amount, unit in parts if amount) or "0 s"
 
 
 def _account(customer: str) -> Row:

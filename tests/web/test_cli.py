@@ -92,3 +92,16 @@ def test_the_key_command_make_run_prints_signs_for_its_port_and_data_dir(tmp_pat
     assert issued.returncode == 0, issued.stderr
     assert issued.stdout.strip().splitlines()[-1].startswith("http://127.0.0.1:8123/marketplace/register?token=")
     assert (tmp_path / "secret_key").exists()
+
+
+@pytest.mark.parametrize(("seconds", "shown"),
+                         [(86400, "24 h"), (5400, "1 h 30 min"), (60, "1 min"), (90, "1 min 30 s")])
+def test_issue_token_says_how_long_the_link_lasts(app, seconds, shown):
+    """A link valid for a minute was said to be valid "0 h"."""
+    from dataclasses import replace
+
+    app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], registration_token_max_age=seconds)
+    issued = app.test_cli_runner().invoke(args=["marketplace", "issue-token", "--customer", f"lasting-{seconds}",
+                                                "--plan", "starter"])
+    assert issued.exit_code == 0, issued.output
+    assert f"valid {shown}:" in issued.output
