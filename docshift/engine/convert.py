@@ -177,6 +177,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     if not result.exists() or result.stat().st_size == 0:
         raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice produced no output.")
     holds = holdings()
+    if found == "wordperfect":  # WordPerfect 4.2 has no header: LibreOffice may take DOS text for one
+        holds = inventory.of_guessed_wordperfect(source, holds)
     if "archive" in report:  # a web archive (MHT): what its pages show, as the child that unpacked it read them
         holds = inventory.of_web_archive(kind, report["archive"])
     check_export(result, kind, project)

@@ -69,7 +69,7 @@ from typing import Any
 
 from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import doc, docx, ppt, ppt_links, pptx, rtf, spreadsheetml, xls, xlsx
+from docshift.engine.inventory import doc, docx, ppt, ppt_links, pptx, rtf, spreadsheetml, wp42, xls, xlsx
 from docshift.engine.inventory.common import (
     KINDS,
     LABELS,
@@ -84,7 +84,7 @@ from docshift.engine.inventory.fidelity import normal_code, report, same_value
 from docshift.engine.inventory.package import Package, has_vba_part
 
 __all__ = ["KINDS", "LABELS", "SHEET_NAME_LIMIT", "ErrorValue", "Inventory", "StoredDate", "normal_code",
-           "of_result", "of_source", "report", "same_value", "unknown"]
+           "of_guessed_wordperfect", "of_result", "of_source", "report", "same_value", "unknown"]
 
 
 # the formats a legacy name may hold that are no compound file and whose counts are read: (recognise, read)
@@ -128,6 +128,18 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
     if inventory.macros or carries_macros:
         inventory.project = vbaproject.of_source(path, kind)
     return inventory
+
+
+def of_guessed_wordperfect(path: str | Path, found: Inventory) -> Inventory:
+    """``found`` (the legacy file's inventory, all unknown for a file that is no compound file) with the text of a
+    file LibreOffice took for a WordPerfect 4.2 document counted (``wp42``), where it is 8-bit text."""
+    if found.text is not None:
+        return found
+    try:
+        wp42.read(path, found)
+    except Exception:  # unreadable: its counts stay unknown
+        pass
+    return found
 
 
 def of_web_archive(kind: str, found: Any) -> Inventory:

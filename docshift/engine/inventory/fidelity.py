@@ -212,10 +212,13 @@ def _text_report(source: Inventory, result: Inventory, have: int | None,
     allowed = TEXT_TOLERANCE_CHARACTERS + int(TEXT_TOLERANCE_RATIO * have)
     if count <= allowed:
         return found, []
-    sample = "".join(char for char, _ in missing.most_common(10))
-    return found, [{"what": "characters", "count": count,
-                    "detail": f"{count} of {have} characters of the text are missing (more than the {allowed} "
-                              f"allowed for fields computed at load); most missing: {sample!r}"}]
+    sample = "".join(char for char, _ in missing.most_common(10) if char != FOLDED)
+    detail = (f"{count} of {have} characters of the text are missing (more than the {allowed} allowed for fields "
+              "computed at load)") + (f"; most missing: {sample!r}" if sample else "")
+    if missing[FOLDED]:  # characters beyond ASCII of a source whose code page is not known
+        detail += f"; {missing[FOLDED]} of them beyond ASCII"
+    detail += "".join(f": {place}" for place in source.where.get("characters", []))
+    return found, [{"what": "characters", "count": count, "detail": detail}]
 
 
 def unsymbol(counted: Counter[str]) -> Counter[str]:
