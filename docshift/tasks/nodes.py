@@ -31,6 +31,7 @@ import logging
 import secrets
 import signal
 import threading
+import time
 from contextlib import ExitStack
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,7 @@ log = logging.getLogger("docshift.nodes")
 
 OUTCOME_FIELDS = messages.outcome_fields(Outcome)
 STOP_CHECK_SECONDS = 0.5  # how often a node that converts reads the coordinator's requests to stop its runs
+REPORT_RETRY_SECONDS, REPORT_RETRY_MAX_SECONDS = 0.25, 5.0  # an outcome not sent: tried again, twice as late
 
 
 class Coordinator:
@@ -192,8 +194,8 @@ class Node:
             return
         if self.registry.to_stop([holder]):  # its slot went to another account's file while it waited here
             log.info("job %s of task %s was asked to stop before it started; skipped", holder, job["task_id"])
-            self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
-                               **asdict(Outcome(Verdict.RETRY, preempted=True))})
+            self.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
+                         **asdict(Outcome(Verdict.RETRY, preempted=True))})
             return
         with self._running_lock:
             self._running[holder] = job["task_id"]
@@ -209,12 +211,34 @@ class Node:
                                        password=job.get("password"),
                                        protection=Protection(job.get("protection", Protection.KEEP)), after=after)
                 self.conversions.faults.observe(outcome)
-                self.queue.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
-                                   **asdict(outcome)})
+                self.report({"task_id": job["task_id"], "holder": holder, "attempt": job["attempt"],
+                             **asdict(outcome)})
         finally:
             with self._running_lock:  # a beat never says again what is done
                 self._running.pop(holder, None)
+            try:
                 self.registry.done(holder)
+            except RedisError as error:  # its outcome went, or the coordinator takes it back: the entry is spent
+                log.warning("job %s: its run is not cleared (%r)", holder, error)
+
+    def report(self, outcome: dict[str, Any]) -> None:
+        """Send a job's outcome to the coordinator; while Redis does not answer, again and again, for as long as the
+        job's lease lasts. Lost, a failure's outcome left its task PROCESSING, and its slot taken, until the lease
+        ran out (27 minutes): the node beat on, so the coordinator never took the job back."""
+        deadline = time.monotonic() + max_run_seconds(self.config)
+        delay = REPORT_RETRY_SECONDS
+        while True:
+            try:
+                self.queue.report(outcome)
+                return
+            except RedisError as error:
+                if time.monotonic() + delay > deadline:  # the coordinator has taken it back by now
+                    log.error("outcome of task %s not sent: %r", outcome["task_id"], error)
+                    return
+                log.warning("outcome of task %s not sent yet (%r); again in %.1f s", outcome["task_id"], error,
+                            delay)
+                time.sleep(delay)
+                delay = min(delay * 2, REPORT_RETRY_MAX_SECONDS)
 
     def start(self) -> None:
         """Beat, then take jobs on ``slots`` threads until ``stop``."""

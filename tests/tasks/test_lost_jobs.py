@@ -374,3 +374,29 @@ def test_a_node_run_waits_out_redis_down_before_it_stores_its_result(own_redis, 
         assert Patience(60)(registry.revoked, "job:0123456789abcdef") is False
     finally:
         back.join()
+
+
+@pytest.mark.slow
+def test_an_outcome_sent_while_redis_is_down_goes_when_it_is_back(tmp_path, own_redis):
+    """A node whose run ended (a failure: only a success waited for Redis before) while Redis did not answer: its
+    outcome was dropped, and the task stayed PROCESSING, its slot taken, until its lease ran out. The node now sends
+    it again until Redis takes it."""
+    from docshift import settings
+    from docshift.tasks.nodes import Node
+    from docshift.tasks.queue import Queue
+
+    config = settings.load({"DATA_DIR": str(tmp_path / "node"), "QUEUE_URL": own_redis.url,
+                            "QUEUE_KEY": secrets.token_hex(32)})
+    node = Node(config, None, 1)
+    outcome = {"task_id": "tsk_" + "a" * 24, "holder": "h", "attempt": 1, "status": "FAILED",
+               "code": "encrypted_document", "message": "The file is password-protected."}
+    own_redis.process.kill()
+    own_redis.process.wait()
+    sending = threading.Thread(target=node.report, args=(outcome,))
+    sending.start()
+    time.sleep(1.5)
+    assert sending.is_alive()  # still trying
+    own_redis.start()
+    sending.join(30)
+    assert not sending.is_alive()
+    assert Queue(config).pending() == 1  # the outcome, waiting for the coordinator
