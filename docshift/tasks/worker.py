@@ -128,11 +128,24 @@ class Coordinating:
         return self.coordinator.dispatch()
 
     def report_engine(self) -> None:
-        if self.conversions is None:
-            nodes = len(self.coordinator.registry.alive())
-            report_engine(self.local, self.config, "ok", f"conversions run on nodes ({nodes} alive)")
-        else:
+        """For /healthz: this process's own conversions, or with none, whether a node takes jobs. Files wait in
+        either case, and /healthz says why (as for a full disk on one box), not "ok" with no node to convert."""
+        if self.conversions is not None:
             report_engine(self.local, self.config, *self.conversions.health())
+            return
+        try:
+            alive = self.coordinator.registry.alive()
+        except RedisError as error:
+            report_engine(self.local, self.config, "broken", f"the queue's Redis does not answer ({error}); files "
+                                                             "wait in the database, and go once it does")
+            return
+        slots = sum(alive.values())
+        if slots:
+            report_engine(self.local, self.config, "ok", f"conversions run on nodes ({len(alive)} alive, {slots} "
+                                                         "slots)")
+        else:
+            report_engine(self.local, self.config, "broken", f"no conversion node takes jobs ({len(alive)} alive, "
+                                                             "none with a slot); files wait until one does")
 
     def sweep(self) -> None:
         maintenance.sweep_once(self.local.connection(), self.local.store(), self.config,
@@ -149,7 +162,9 @@ class Coordinating:
             ("dispatch", 1.0, self.coordinator.dispatch),
             ("preempt", 1.0, self.coordinator.preempt),
             # the probe nodes check their queue key against, written again should Redis restart empty
-            ("probe", self.config.node_heartbeat_seconds, self.coordinator.registry.announce)]
+            ("probe", self.config.node_heartbeat_seconds, self.coordinator.registry.announce),
+            # nodes come and go at their beat: /healthz says so as soon
+            ("nodes", self.config.node_heartbeat_seconds, self.report_engine)]
         running = Duties(duties(self.local, self.config, self.sweep) + extra)
         running.start()
         if self.conversions is not None:

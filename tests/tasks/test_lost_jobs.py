@@ -17,6 +17,7 @@ from datetime import timedelta
 
 import pytest
 import redis
+import requests
 from conftest import ROOT, Cluster, free_port_block, post_file, stop_process_group, wait_for
 from cryptography.fernet import Fernet
 
@@ -400,3 +401,21 @@ def test_an_outcome_sent_while_redis_is_down_goes_when_it_is_back(tmp_path, own_
     sending.join(30)
     assert not sending.is_alive()
     assert Queue(config).pending() == 1  # the outcome, waiting for the coordinator
+
+
+@pytest.mark.slow
+def test_healthz_says_when_the_queue_s_redis_does_not_answer(s3, tmp_path, own_redis, legacy):
+    cluster = Cluster(tmp_path, s3["env"], own_redis.url).start()
+    try:
+        cluster.start_node("node")
+        healthz = f"{cluster.coordinator.base_url}/healthz"
+        wait_for(lambda: requests.get(healthz, timeout=5).status_code == 200, 60, "a node taking jobs")
+        own_redis.process.kill()
+        own_redis.process.wait()
+        wait_for(lambda: "the queue's Redis does not answer" in requests.get(healthz, timeout=5).json()["checks"][
+            "engine"], 30, "/healthz naming Redis")
+        assert requests.get(healthz, timeout=5).status_code == 503
+        own_redis.start()
+        wait_for(lambda: requests.get(healthz, timeout=5).status_code == 200, 60, "/healthz ok again")
+    finally:
+        cluster.stop()

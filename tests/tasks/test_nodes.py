@@ -106,12 +106,18 @@ def test_on_nodes_a_first_burst_of_long_files_gives_a_slot_to_another_account_s_
 
 
 def test_a_node_started_later_picks_up_work_at_once(cluster, legacy):
+    """Until a node takes jobs, files wait and /healthz says why (it said "ok" with no node alive)."""
     key = cluster.coordinator.register("late-node")
     task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
     time.sleep(3)
     assert cluster.coordinator.wait_status(key, task_id) == "QUEUED"  # the coordinator converts nothing
+    health = requests.get(f"{cluster.coordinator.base_url}/healthz", timeout=5)
+    assert health.status_code == 503
+    assert health.json()["checks"]["engine"].startswith("failing: no conversion node takes jobs (0 alive")
     cluster.start_node("late")
     assert cluster.coordinator.wait(key, task_id, timeout=120)["status"] == "SUCCEEDED"
+    health = requests.get(f"{cluster.coordinator.base_url}/healthz", timeout=5)
+    assert health.status_code == 200 and health.json()["checks"]["engine"] == "ok", health.text
 
 
 def _runners(cluster, registry):
@@ -168,8 +174,8 @@ def test_a_coordinator_started_while_redis_is_down_waits_for_it_and_then_convert
         time.sleep(2)
         assert cluster.coordinator.processes["worker"].poll() is None, cluster.log()[-2000:]
         server = redis_server()
-        cluster.coordinator.wait_healthy()
         cluster.start_node("after-the-outage")
+        cluster.coordinator.wait_healthy()  # a node takes jobs
         key = cluster.coordinator.register("after-the-outage")
         task_id = cluster.coordinator.submit(key, legacy["doc"]).json()["task_id"]
         assert cluster.coordinator.wait(key, task_id, timeout=120)["status"] == "SUCCEEDED"
