@@ -247,11 +247,19 @@ class Duties(threading.Thread):
 
     def run(self) -> None:
         due = {name: time.monotonic() for name, _, _ in self.duties}
+        out: set[str] = set()  # the duties an outage stops: said once, not at every turn
         while not self.stopping.is_set():
             for name, every, action in self.duties:
                 if time.monotonic() >= due[name]:
                     try:
                         action()
+                        if name in out:
+                            out.discard(name)
+                            log.info("duty %s runs again", name)
+                    except (RedisError, StorageUnavailable) as error:  # Redis, the database or the store away
+                        if name not in out:
+                            out.add(name)
+                            log.warning("duty %s waits for what does not answer: %r", name, error)
                     except Exception:  # a duty that fails now runs again on its next turn
                         log.exception("duty %s failed", name)
                     due[name] = time.monotonic() + every
