@@ -223,8 +223,9 @@ class Node:
 
     def report(self, outcome: dict[str, Any]) -> None:
         """Send a job's outcome to the coordinator; while Redis does not answer, again and again, for as long as the
-        job's lease lasts. Lost, a failure's outcome left its task PROCESSING, and its slot taken, until the lease
-        ran out (27 minutes): the node beat on, so the coordinator never took the job back."""
+        job's lease lasts or until the node stops (then the coordinator takes the job back from a node gone). Lost,
+        a failure's outcome left its task PROCESSING, and its slot taken, until the lease ran out (27 minutes): the
+        node beat on, so the coordinator never took the job back."""
         deadline = time.monotonic() + max_run_seconds(self.config)
         delay = REPORT_RETRY_SECONDS
         while True:
@@ -235,9 +236,12 @@ class Node:
                 if time.monotonic() + delay > deadline:  # the coordinator has taken it back by now
                     log.error("outcome of task %s not sent: %r", outcome["task_id"], error)
                     return
+                if self.stopping.is_set():  # draining: the coordinator takes the job back once this node is gone
+                    log.error("outcome of task %s not sent before the node stopped: %r", outcome["task_id"], error)
+                    return
                 log.warning("outcome of task %s not sent yet (%r); again in %.1f s", outcome["task_id"], error,
                             delay)
-                time.sleep(delay)
+                self.stopping.wait(delay)  # one more try once stopping, then no more
                 delay = min(delay * 2, REPORT_RETRY_MAX_SECONDS)
 
     def start(self) -> None:

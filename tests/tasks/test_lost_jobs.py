@@ -402,6 +402,17 @@ def test_an_outcome_sent_while_redis_is_down_goes_when_it_is_back(tmp_path, own_
     assert not sending.is_alive()
     assert Queue(config).pending() == 1  # the outcome, waiting for the coordinator
 
+    # a node told to stop (drained) while Redis is away gives up at once: the coordinator takes the job back
+    own_redis.process.kill()
+    own_redis.process.wait()
+    sending = threading.Thread(target=node.report, args=(outcome,))
+    sending.start()
+    time.sleep(1)
+    node.stopping.set()
+    sending.join(10)
+    assert not sending.is_alive()
+    own_redis.start()
+
 
 @pytest.mark.slow
 def test_healthz_says_when_the_queue_s_redis_does_not_answer(s3, tmp_path, own_redis, legacy):
@@ -414,7 +425,7 @@ def test_healthz_says_when_the_queue_s_redis_does_not_answer(s3, tmp_path, own_r
         wait_for(lambda: requests.get(healthz, timeout=5).status_code == 200, 60, "a node taking jobs")
         own_redis.process.kill()
         own_redis.process.wait()
-        wait_for(lambda: "the queue's Redis does not answer" in requests.get(healthz, timeout=5).json()["checks"][
+        wait_for(lambda: "failing: the queue's Redis: " in requests.get(healthz, timeout=5).json()["checks"][
             "engine"], 30, "/healthz naming Redis")
         assert requests.get(healthz, timeout=5).status_code == 503
         time.sleep(3)  # the duties that ask Redis each second say so once, not at every turn with a traceback
