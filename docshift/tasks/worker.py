@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import BusyLoadingError, RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from docshift import logs, settings
 from docshift.accounts import marketplace
@@ -30,6 +32,9 @@ from docshift.tasks.queue import Jobs, Queue, on_redis
 from docshift.tasks.registry import Registry
 from docshift.tasks.shared import Conversions, PerThread
 
+# what a duty waits out, said once: Redis, the database or the store away (not a password refused, which keeps its
+# traceback at every turn)
+OUTAGES = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, StorageUnavailable)
 DUTIES_STOP_SECONDS = 5.0  # a duty running when the worker stops is waited for this long
 log = logging.getLogger("docshift.worker")
 # what a worker process does on its own schedule: (name, every seconds, action)
@@ -135,9 +140,9 @@ class Coordinating:
             return
         try:
             alive = self.coordinator.registry.alive()
-        except RedisError as error:
-            report_engine(self.local, self.config, "broken", f"the queue's Redis does not answer ({error}); files "
-                                                             "wait in the database, and go once it does")
+        except RedisError as error:  # away, or refusing (a password changed, out of memory)
+            report_engine(self.local, self.config, "broken", f"the queue's Redis: {error}; files wait in the "
+                                                             "database, and go once it answers")
             return
         slots = sum(alive.values())
         if slots:
@@ -194,7 +199,12 @@ class Converting:
 
 
 def report_engine(local: PerThread, config: Settings, state: str, detail: str | None) -> None:
+    if _STOPPED.is_set():  # a run or a duty still going as the process stops must not write its report back
+        return
     liveness.report_engine(local.connection(), maintenance.worker_name(), _on_off(config.sandbox), state, detail)
+
+
+_STOPPED = threading.Event()  # this process's consumer has stopped: its engine report is taken away
 
 
 @contextmanager
@@ -205,9 +215,13 @@ def forgotten_on_exit(local: PerThread, running: "Duties") -> Iterator[None]:
     try:
         yield
     finally:
+        _STOPPED.set()
         running.stopping.set()
         running.join(DUTIES_STOP_SECONDS)
-        liveness.forget_engine(local.connection(), maintenance.worker_name())
+        try:
+            liveness.forget_engine(local.connection(), maintenance.worker_name())
+        except Exception as error:  # the database away: the report goes stale after the silence instead
+            log.warning("engine report not removed: %r", error)
 
 
 def prepare(local: PerThread, config: Settings, report: Callable[[], object], queue: Queue | None = None,
@@ -256,7 +270,7 @@ class Duties(threading.Thread):
                         if name in out:
                             out.discard(name)
                             log.info("duty %s runs again", name)
-                    except (RedisError, StorageUnavailable) as error:  # Redis, the database or the store away
+                    except OUTAGES as error:  # Redis, the database or the store away
                         if name not in out:
                             out.add(name)
                             log.warning("duty %s waits for what does not answer: %r", name, error)
