@@ -16,8 +16,9 @@ LINES = ["Dieses Programm für den Rechner packt Dateien in eine und kann sie wi
 GERMAN = ("\r\n".join(LINES * 6) + "\r\n").encode("cp850")
 INNER = sum(word.count(letter) for word in " ".join(LINES * 6).split() for letter in "üäöÜÄÖ"
             if letter in word[1:-1])
-# WordPerfect 4.2's own codes between words: bold on (0x9D) and off (0x9C), underline on (0x94) and off (0x95)
-CODED = b"This report is \x9dimportant\x9c and \x94underlined\x95 text.\r\n" * 20
+# WordPerfect 4.2's own codes: bold on (0x9D) and off (0x9C), underline on (0x94) and off (0x95) between words, and a
+# soft hyphen (0xAC) inside one
+CODED = b"This report is \x9dimportant\x9c and \x94underlined\x95 text, hyphen\xacated.\r\n" * 20
 
 
 def guessed(tmp_path, data):

@@ -8,8 +8,9 @@ recognised as text and refused. Its import then drops those letters as the codes
 
 A code sits between words (bold on before one, off after it), a DOS letter inside one. So the text counted is the
 file's ASCII characters, and one character beyond ASCII (``FOLDED``: which one depends on the code page) for each
-byte of 0x80-0xBF with an ASCII letter on both sides. A file with a group of codes (a byte of 0xC0 and above), a
-WordPerfect 5 or later header, or control bytes other than tab, line and page ends is left unknown.
+byte of 0x80-0xBF that is a letter of code page 437 or 850 and has an ASCII letter on both sides. A file with a
+group of codes (a byte of 0xC0 and above), a WordPerfect 5 or later header, or control bytes other than tab, line
+and page ends is left unknown.
 """
 
 import re
@@ -18,7 +19,10 @@ from pathlib import Path
 from docshift.engine.inventory.common import FOLDED, Inventory, characters
 
 HEADER = b"\xffWPC"  # WordPerfect 5.0 and later: a real header, no guess
-INNER = re.compile(rb"(?<=[A-Za-z])[\x80-\xbf](?=[A-Za-z])")
+# the letters of code pages 437 and 850 among 0x80-0xBF (ü, é, ä, ø, Ø, á, ñ, Á, ...): not their symbols, nor the
+# bytes that are a hyphen of WordPerfect 4.2's (0xA9-0xAC), which sits inside a word too
+LETTERS = rb"\x80-\x9b\x9d\xa0-\xa5\xb5-\xb7"
+INNER = re.compile(rb"(?<=[A-Za-z])[" + LETTERS + rb"](?=[A-Za-z])")
 NOT_TEXT = re.compile(rb"[\x00-\x08\x0b\x0e-\x19\x1b-\x1f\xc0-\xff]")
 WORD = re.compile(rb"[A-Za-z\x80-\xbf]*[\x80-\xbf][A-Za-z\x80-\xbf]*")
 SHOWN = 3  # words named in the report
@@ -30,7 +34,7 @@ def read(path: str | Path, inventory: Inventory) -> None:
     data = Path(path).read_bytes()
     if data.startswith(HEADER) or NOT_TEXT.search(data):
         return
-    text = characters(bytes(byte for byte in data if byte < 0x80).decode("ascii"))
+    text = characters(data.translate(None, bytes(range(0x80, 0x100))).decode("ascii"))
     inner = len(INNER.findall(data))
     if inner:
         text[FOLDED] = inner
