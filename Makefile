@@ -37,7 +37,8 @@ run: install pages
 	@$(BIN)/flask --app app init-db
 	@rm -rf "$(DOCSHIFT_DATA_DIR)/metrics"  # per-process metric files of an earlier run
 	@echo
-	@echo "docshift API:      http://127.0.0.1:$(DOCSHIFT_PORT)   (its reference: /docs; health: /healthz)"
+	@echo "docshift API:      http://127.0.0.1:$(DOCSHIFT_PORT)   (DOCSHIFT_URL for the client; health: /healthz)"
+	@echo "its reference:     http://127.0.0.1:$(DOCSHIFT_PORT)/docs"
 	@echo "get an API key:    $(KEY_SETTINGS)$(BIN)/flask --app app marketplace issue-token --customer me --plan starter"
 	@echo "                   then open the printed link and press its button (curl: see the README)"
 	@echo "stop:              Ctrl-C"
