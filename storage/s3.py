@@ -51,6 +51,7 @@ BACKSTOP = [
 # what S3 servers answer for an object that is not there
 MISSING = ("NoSuchKey", "NoSuchObject", "ResourceNotFound")
 CONNECT_TIMEOUT, READ_TIMEOUT, RETRIES = 3, 60, 2
+PING_SECONDS = 3.0
 MISSING = ("NoSuchKey", "NoSuchObject", "ResourceNotFound")
 # the longest one call can take before it answers or raises: every try waits its full timeouts
 LONGEST_CALL = (RETRIES + 1) * (CONNECT_TIMEOUT + READ_TIMEOUT) + 5
@@ -84,6 +85,13 @@ class ObjectStore:
             _through_socket(http, config.s3_socket)
         self.client = Minio(config.s3_endpoint, secure=config.s3_secure, http_client=http,
                             **credentials)
+        # /healthz's question, answered within PING_SECONDS or not at all: a store stopped mid-answer held a health
+        # check for the minutes the read timeout and its retries take
+        quick = urllib3.PoolManager(timeout=urllib3.Timeout(connect=PING_SECONDS, read=PING_SECONDS), maxsize=2,
+                                    retries=False)
+        if config.s3_socket:
+            _through_socket(quick, config.s3_socket)
+        self.pinger = Minio(config.s3_endpoint, secure=config.s3_secure, http_client=quick, **credentials)
         public = urlsplit(config.s3_public_url)
         self.signer = Minio(public.netloc, secure=public.scheme == "https", **credentials)
         # a job's links are signed for the store as conversion nodes reach it (another host than ours)
@@ -116,8 +124,8 @@ class ObjectStore:
 
     @_domain_errors
     def ping(self) -> None:
-        """Raise if the store does not answer for our bucket."""
-        self.client.bucket_exists(self.bucket)
+        """Raise if the store does not answer for our bucket within PING_SECONDS."""
+        self.pinger.bucket_exists(self.bucket)
 
     # inputs
 

@@ -82,6 +82,23 @@ def test_a_store_that_hangs_is_reported_to_the_requests_that_do_not_wait(app, mo
     assert not waiting.is_alive()
 
 
+def test_a_store_that_hangs_is_reported_on_loopback_within_seconds(app):
+    """A request on loopback reads the checks itself: with the store stopped mid-answer it waited for the store's
+    read timeout and retries (no answer in 150 s). The store's ping now gives up after a few seconds."""
+    from docshift.storage.s3 import ObjectStore
+
+    with socket.socket() as silent:  # a store that takes connections and says nothing
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], s3_endpoint=f"127.0.0.1:{silent.getsockname()[1]}")
+        app.extensions["docshift.store"] = ObjectStore(app.config["DOCSHIFT"])
+        started = time.monotonic()
+        answer = app.test_client().get("/healthz")
+        took = time.monotonic() - started
+    assert answer.status_code == 503 and answer.get_json()["checks"]["object_store"].startswith("error")
+    assert took < 10, took
+
+
 SPOOL_FULL = """
 import io, json, os, sys
 sys.path.insert(0, "tests")
