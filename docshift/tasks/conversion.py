@@ -189,7 +189,8 @@ def convert_task(task_id: str, kind: str, objects: RunStore | JobStore, config: 
         if fault is not None:
             outcome = _held_back(task_id, fault)
         else:
-            log.info("task %s failed: %s (%s)", task_id, failure.code, failure.detected_format)
+            log.info("task %s failed: %s%s", task_id, failure.code,
+                     f" (LibreOffice recognised {failure.detected_format})" if failure.detected_format else "")
             outcome = Outcome(Verdict.FAILED, code=failure.code, message=failure.message,
                               detected_format=failure.detected_format)
     except Preempted:
