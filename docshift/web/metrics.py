@@ -15,7 +15,9 @@ on loopback directly (``from_inside``), never one a proxy passed on. Beyond loop
 starts only with its token set (``docshift.gunicorn_conf``).
 """
 
+import fcntl
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -27,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, g, request
 
 from docshift import logs
 from docshift.errors import NotFound
@@ -38,6 +40,7 @@ REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # gunicorn accepts any upper-case token as a method: labels must not grow with them
 METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+FIGURES_FILE = "metrics-figures.json"  # the task figures every web process serves, in the data dir
 # what a reverse proxy adds to the requests it passes on (nginx, Caddy, Traefik, Apache, HAProxy)
 FORWARDING = ("Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-IP")
 
@@ -162,13 +165,33 @@ def metrics() -> Response:
 
 
 def _figures() -> dict[str, Any]:
-    """The database's task figures, read at most once per METRICS_CACHE_SECONDS in this process:
-    they aggregate whole tables, and scrapes may come as often as anyone likes."""
-    read_at, figures = current_app.extensions.get("docshift.metrics_figures", (None, None))
-    if read_at is None or time.monotonic() - read_at >= get_settings().metrics_cache_seconds:
-        figures = liveness.task_metrics(get_db(), BUCKETS)
-        current_app.extensions["docshift.metrics_figures"] = (time.monotonic(), figures)
-    return figures
+    """The database's task figures, read at most once per METRICS_CACHE_SECONDS by all the web processes together:
+    they aggregate whole tables, and scrapes may come as often as anyone likes. One snapshot serves every process (a
+    file in the data dir, replaced under a lock): each process's own copy, made a few seconds from another's, gave
+    a scrape a counter lower than the scrape before, which Prometheus takes for a restart of the counter."""
+    path = Path(get_settings().data_dir) / FIGURES_FILE
+    snapshot = _snapshot(path)
+    if snapshot is None or time.time() - snapshot["at"] >= get_settings().metrics_cache_seconds:
+        with open(path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one process reads the tables; the others wait, then take its figures
+            snapshot = _snapshot(path)
+            if snapshot is None or time.time() - snapshot["at"] >= get_settings().metrics_cache_seconds:
+                figures = liveness.task_metrics(get_db(), BUCKETS)
+                snapshot = {"at": time.time(), "figures": {
+                    **figures, "tasks": [[kind, status, n] for (kind, status), n in figures["tasks"].items()]}}
+                written = path.with_suffix(f".{os.getpid()}")
+                written.write_text(json.dumps(snapshot))
+                os.replace(written, path)
+    figures = snapshot["figures"]
+    return {**figures, "tasks": {(kind, status): n for kind, status, n in figures["tasks"]}}
+
+
+def _snapshot(path: Path) -> dict[str, Any] | None:
+    try:
+        snapshot = json.loads(path.read_text())
+    except (OSError, ValueError):  # none yet, or unreadable: read the tables again
+        return None
+    return snapshot if isinstance(snapshot, dict) and isinstance(snapshot.get("at"), (int, float)) else None
 
 
 class DatabaseCollector:

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pytest
@@ -77,6 +78,28 @@ def test_the_database_figures_are_read_at_most_once_in_a_while(app, client, acco
     assert metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth") == before
     app.config["DOCSHIFT"] = replace(app.config["DOCSHIFT"], metrics_cache_seconds=0)
     assert metric(client.get("/metrics").get_data(as_text=True), "docshift_queue_depth") == before + 1
+
+
+def test_two_web_processes_never_show_a_figure_going_back(app, client, account):
+    """Each gunicorn worker kept its own figures: one read before a task came, one after, and scrapes that
+    alternated between them went 1, 0, 1 (a counter read lower than the scrape before is a reset to Prometheus).
+    The processes now share one snapshot, read once a while."""
+    from docshift.web import create_app
+
+    other = create_app({"TESTING": True, "DATA_DIR": app.config["DOCSHIFT"].data_dir,
+                        "S3_BUCKET": app.config["DOCSHIFT"].s3_bucket})  # a second web process on the same data
+    for web in (app, other):
+        web.config["DOCSHIFT"] = replace(web.config["DOCSHIFT"], metrics_cache_seconds=2.0)
+
+    def scrape(web):
+        return metric(web.test_client().get("/metrics").get_data(as_text=True), "docshift_queue_depth")
+
+    first = scrape(app)
+    assert post_file(client, account, b"queued", "q.doc").status_code == 202
+    seen = [first, scrape(other), scrape(app), scrape(other)]  # within the 2 s: one snapshot
+    assert seen == sorted(seen), seen
+    time.sleep(2.1)
+    assert [scrape(other), scrape(app)] == [first + 1, first + 1]
 
 
 def test_metrics_token_with_a_non_ascii_header(app, client):
