@@ -109,11 +109,9 @@ class OneBox:
         check_sandbox(self.config)
         clear_leftovers(self.config.data_dir)
         prepare(self.local, self.config, self.report_engine, self.queue)
-        running = Duties(duties(self.local, self.config, self.sweep) + [("preempt", 1.0, self.preempt)])
-        running.start()
         self.queue.huey.on_startup()(self.conversions.thread_started)
         self.queue.huey.on_shutdown()(self.conversions.thread_stopping)
-        with forgotten_on_exit(self.local, running):
+        with duties_running(self.local, duties(self.local, self.config, self.sweep) + [("preempt", 1.0, self.preempt)]):
             self.queue.consumer(self.config.workers).run()
 
 
@@ -170,12 +168,10 @@ class Coordinating:
             ("probe", self.config.node_heartbeat_seconds, self.coordinator.registry.announce),
             # nodes come and go at their beat: /healthz says so as soon
             ("nodes", self.config.node_heartbeat_seconds, self.report_engine)]
-        running = Duties(duties(self.local, self.config, self.sweep) + extra)
-        running.start()
-        if self.conversions is not None:
-            Node(self.config, self.conversions, self.config.workers).start()
-        # its threads only claim, dispatch and apply
-        with forgotten_on_exit(self.local, running):
+        with duties_running(self.local, duties(self.local, self.config, self.sweep) + extra):
+            if self.conversions is not None:
+                Node(self.config, self.conversions, self.config.workers).start()
+            # its threads only claim, dispatch and apply
             self.queue.consumer(2).run()
 
 
@@ -208,10 +204,12 @@ _STOPPED = threading.Event()  # this process's consumer has stopped: its engine 
 
 
 @contextmanager
-def forgotten_on_exit(local: PerThread, running: "Duties") -> Iterator[None]:
-    """Run the consumer; when it stops, stop the duties (a sweep reports the engine) and take this process's engine
-    report away: /healthz must not show a stopped worker's sandbox and engine for its silence (a restart with
-    another DOCSHIFT_SANDBOX showed the old)."""
+def duties_running(local: PerThread, scheduled: list[Duty]) -> Iterator[None]:
+    """The process's duties, run on their thread while the consumer runs; when it stops, the duties stop (a sweep
+    reports the engine) and this process's engine report goes: /healthz must not show a stopped worker's sandbox
+    and engine for its silence (a restart with another DOCSHIFT_SANDBOX showed the old)."""
+    running = Duties(scheduled)
+    running.start()
     try:
         yield
     finally:
