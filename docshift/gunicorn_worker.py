@@ -12,6 +12,7 @@ gevent worker: nothing of the app is imported here.
 """
 
 import json
+from collections import Counter
 from typing import Any
 
 from gunicorn import glogging, util
@@ -67,8 +68,8 @@ SINGLE = frozenset({"AUTHORIZATION", "CONTENT-TYPE", "DOCUMENT-PASSWORD", "IDEMP
 
 def repeated(headers: list[tuple[str, str]]) -> list[str]:
     """Those of ``SINGLE`` that ``headers`` (gunicorn's list of a request's, in order) hold more than once."""
-    names = [name.upper() for name, _ in headers]
-    return sorted({name for name in names if name in SINGLE and names.count(name) > 1})
+    counted = Counter(name.upper() for name, _ in headers)
+    return sorted(name for name in SINGLE if counted[name] > 1)
 
 
 class ProblemWorker(GeventWorker):

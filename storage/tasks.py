@@ -341,9 +341,10 @@ def mark_succeeded(db: Database, task_id: str, result_size: int, retention_secon
 
 
 def ended_inactive(db: Database, task_id: str) -> bool:
-    """Whether ``mark_succeeded`` ended the task FAILED because its account was no longer active."""
+    """Whether the task ended FAILED ``subscription_inactive``: ``mark_succeeded`` refused a success of an account no
+    longer active (or the deactivation ended it while it waited)."""
     task = get_task(db, task_id)
-    return task is not None and task.status == Status.FAILED and task.error_message == INACTIVE_WHILE_CONVERTING
+    return task is not None and task.status == Status.FAILED and task.error_code == TaskErrorCode.SUBSCRIPTION_INACTIVE
 
 
 def mark_failed(db: Database, task_id: str, code: str, message: str, lease: Sequence[Any] | None = None,

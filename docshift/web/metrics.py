@@ -171,11 +171,11 @@ def _figures() -> dict[str, Any]:
     a scrape a counter lower than the scrape before, which Prometheus takes for a restart of the counter."""
     path = Path(get_settings().data_dir) / FIGURES_FILE
     snapshot = _snapshot(path)
-    if snapshot is None or time.time() - snapshot["at"] >= get_settings().metrics_cache_seconds:
+    if snapshot is None:
         with open(path.with_suffix(".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one process reads the tables; the others wait, then take its figures
             snapshot = _snapshot(path)
-            if snapshot is None or time.time() - snapshot["at"] >= get_settings().metrics_cache_seconds:
+            if snapshot is None:
                 figures = liveness.task_metrics(get_db(), BUCKETS)
                 snapshot = {"at": time.time(), "figures": {
                     **figures, "tasks": [[kind, status, n] for (kind, status), n in figures["tasks"].items()]}}
@@ -187,11 +187,14 @@ def _figures() -> dict[str, Any]:
 
 
 def _snapshot(path: Path) -> dict[str, Any] | None:
+    """The figures' snapshot at ``path`` while it is fresh (younger than METRICS_CACHE_SECONDS), else None."""
     try:
         snapshot = json.loads(path.read_text())
     except (OSError, ValueError):  # none yet, or unreadable: read the tables again
         return None
-    return snapshot if isinstance(snapshot, dict) and isinstance(snapshot.get("at"), (int, float)) else None
+    fresh = isinstance(snapshot, dict) and isinstance(snapshot.get("at"), (int, float)) and \
+        time.time() - snapshot["at"] < get_settings().metrics_cache_seconds
+    return snapshot if fresh else None
 
 
 class DatabaseCollector:
