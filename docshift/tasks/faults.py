@@ -54,11 +54,12 @@ def _out_of_space(error: BaseException | None) -> bool:
 
 class Faults:
     """The fault of the service this process met last, while it stands, and how long the process
-    holds off its conversions. ``on_change()`` hears when a fault comes or goes."""
+    holds off its conversions. ``on_change()`` hears when a fault comes or goes; ``standing()`` says what of the
+    service's own stands now (a full disk), looked at when a file fails for its own sake."""
 
     def __init__(self, on_change: Callable[[], object] | None = None, first: float = FIRST_PAUSE,
-                 longest: float = LONGEST_PAUSE) -> None:
-        self.on_change = on_change
+                 longest: float = LONGEST_PAUSE, standing: Callable[[], str | None] | None = None) -> None:
+        self.on_change, self.standing = on_change, standing
         self.first, self.longest = first, longest
         self._lock = threading.Lock()
         self.reason: str | None = None
@@ -66,12 +67,16 @@ class Faults:
         self.until = 0.0
 
     def observe(self, outcome: Outcome) -> None:
-        """Take note of a conversion's Outcome: a fault, or a conversion that got through
-        (SUCCEEDED, or FAILED for the file's sake)."""
+        """Take note of a conversion's Outcome: a fault, or a conversion that got through (SUCCEEDED, or FAILED
+        for the file's sake). A file can fail for its own sake before it writes anything (an encrypted one): while
+        the disk is still full, such a failure leaves the fault standing, its hold-off as it was."""
         if outcome.fault:
             self.failed(outcome.fault)
-        elif outcome.status in (Verdict.SUCCEEDED, Verdict.FAILED):
+        elif outcome.status == Verdict.SUCCEEDED or (outcome.status == Verdict.FAILED and not self._stands()):
             self.passed()
+
+    def _stands(self) -> bool:
+        return bool(self.reason and self.standing and self.standing())
 
     def failed(self, reason: str) -> None:
         with self._lock:

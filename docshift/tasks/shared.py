@@ -11,6 +11,7 @@ from sqlite_utils import Database
 from docshift.engine import Engine
 from docshift.settings import Settings
 from docshift.storage import ObjectStore, connection
+from docshift.storage.spool import short_of_room
 from docshift.tasks.faults import Faults
 
 log = logging.getLogger("docshift.worker")
@@ -41,7 +42,7 @@ class Conversions:
 
     def __init__(self, config: Settings, on_change: Callable[[], object]) -> None:
         self.config, self.on_change = config, on_change
-        self.faults = Faults(on_change=on_change)
+        self.faults = Faults(on_change=on_change, standing=self._short_of_room)
         self._engine: Engine | None = None
         self._state: tuple[str, str | None] | None = None  # (state, detail) of its last start
         self._users = 0  # threads that started it
@@ -56,6 +57,10 @@ class Conversions:
                     cpu_seconds=config.office_cpu_limit_seconds, scratch_mb=config.office_scratch_limit_mb,
                     sandboxed=config.sandbox, threads=config.workers, on_start=self._started)
             return self._engine
+
+    def _short_of_room(self) -> str | None:
+        engine = self._engine
+        return None if engine is None else short_of_room(engine.places())
 
     def _started(self, state: str, detail: str | None) -> None:
         with self._lock:

@@ -149,6 +149,38 @@ def test_a_full_disk_is_retried_not_failed(s3, tmp_path, small_disk, slow_xls):
         service.stop()
 
 
+def test_a_file_failing_for_its_own_sake_leaves_a_full_disk_standing(tmp_path, small_disk, caplog):
+    """A full disk stands until a conversion gets through. A file that fails for its own sake (an encrypted one,
+    refused before LibreOffice writes anything) while the disk is still full does not say it has passed: /healthz
+    keeps naming it, the log does not say "passed", and the hold-off is not started again from its first pause.
+    Once the disk has room, such a failure does pass it."""
+    from docshift import settings
+    from docshift.contract import TaskErrorCode, Verdict
+    from docshift.tasks.conversion import Outcome
+    from docshift.tasks.shared import Conversions
+
+    data = small_disk(tmp_path / "data", size="96m")  # room beyond the reserve the service keeps free
+    conversions = Conversions(settings.load({"DATA_DIR": str(data)}), on_change=lambda: None)
+    conversions.engine()  # built, not started: where its files go is known
+    fill(data, leave=1024 * 1024)
+    own_sake = Outcome(Verdict.FAILED, code=TaskErrorCode.ENCRYPTED_DOCUMENT, message="encrypted")
+    faults = conversions.faults
+    caplog.set_level("INFO", logger="docshift.faults")
+
+    faults.observe(Outcome(Verdict.RETRY, fault="the disk of the work directory is full"))
+    faults.observe(Outcome(Verdict.RETRY, fault="the disk of the work directory is full"))
+    pause = faults.pause
+    faults.observe(own_sake)
+    assert conversions.health()[0] == "broken" and "disk" in conversions.health()[1]
+    assert faults.pause == pause and faults.wait() > 0
+    assert "has passed" not in caplog.text
+
+    (data / "filler").unlink()
+    faults.observe(own_sake)
+    assert conversions.health()[0] != "broken" and faults.wait() == 0
+    assert "has passed" in caplog.text
+
+
 def test_a_parent_that_dies_and_cannot_start_again_keeps_the_finished_result(app, client, account, legacy,
                                                                               tmp_path):
     """The conversion is done when LibreOffice's parent dies and its restarts fail: the result stands, and the
