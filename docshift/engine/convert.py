@@ -103,7 +103,9 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     if carries_macros and macros == Macros.KEEP:
         # LibreOffice writes an empty project into a .pptm and rewrites a .doc's or .xls's from its Basic library:
         # the source's own goes in after the export (where it cannot be carried, the report names the rewrite)
-        project = vba.ppt_project(source) if kind == "ppt" else vbaproject.carry(source, kind)
+        # (an OOXML package sent under a legacy name holds its project as Office wrote it: it goes in as it is)
+        project = vbaproject.package_project(source) or (
+            vba.ppt_project(source) if kind == "ppt" else vbaproject.carry(source, kind))
     keep_macros = carries_macros and macros == Macros.KEEP and (kind != "ppt" or project is not None)
     target = FORMATS[kind].result(keep_macros)
     # What the legacy file itself holds, read on a thread of its own while LibreOffice loads the file: neither

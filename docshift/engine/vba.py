@@ -18,7 +18,7 @@ from xml.dom import minidom
 
 import olefile
 
-from docshift.engine import cfb, ooxml
+from docshift.engine import cfb, ooxml, vbaproject
 from docshift.engine.cfb import CompoundFile
 
 # oletools builds its pyparsing grammar at import time with names pyparsing now deprecates
@@ -81,11 +81,11 @@ HEADER_TOKEN_ENCRYPTED = 0xF3D1C4DF  # CurrentUserAtom.headerToken of an encrypt
 
 def has_project(path: str | Path, kind: str) -> bool:
     """Does the legacy file ``path`` of ``kind`` "doc", "xls" or "ppt" carry a VBA project? Fast: reads the OLE
-    directory and, for a .ppt, the few records that lead to the project, not the streams. Never raises: False for
-    damaged or non-OLE input (RTF, HTML, OOXML named .doc)."""
+    directory and, for a .ppt, the few records that lead to the project, not the streams; of an OOXML package so
+    named (a .docm), its vbaProject.bin part. Never raises: False for damaged or other input (RTF, HTML)."""
     try:
         if not olefile.isOleFile(str(path)):
-            return False
+            return vbaproject.package_project(path) is not None
         with CompoundFile(path) as ole:
             if kind == "doc":
                 return ole.get_type("Macros/VBA") == olefile.STGTY_STORAGE  # olefile compares names case-insensitively

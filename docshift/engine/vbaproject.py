@@ -7,12 +7,16 @@ Excel's ``_VBA_PROJECT_CUR``) as the result's vbaProject.bin: a compound file wh
 children. ``carry`` makes that file (``cfb.write``), ``convert`` puts it in with ``vba.insert_project``; ``of_source``
 and ``of_result`` read both sides' storages for the fidelity report. A digital signature of the project or the file
 cannot survive a new container: it is left out, and ``Storage.signed`` says there was one.
+
+A .docm, .xlsm or .pptm sent under a legacy name (SPEC accepts OOXML so named) keeps its project as a
+vbaProject.bin part already: ``package_project`` takes it as it is, ``of_source`` reads it, and LibreOffice's rewrite
+gives way to it as it does to a legacy file's.
 """
 
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import olefile
@@ -34,6 +38,38 @@ class Storage:
     storages: dict[str, bytes] = field(default_factory=dict)
     signed: bool = False
     error: str | None = None
+
+
+def _project_part(package: zipfile.ZipFile) -> zipfile.ZipInfo | None:
+    return next((info for info in package.infolist() if info.filename.lower().endswith("/vbaproject.bin")), None)
+
+
+def _signed_package(path: str | Path) -> bool:
+    """Does the package hold its project's signature (vbaProjectSignature*.bin) or its own (``_xmlsignatures``)?"""
+    try:
+        with zipfile.ZipFile(path) as package:
+            names = [name.lower() for name in package.namelist()]
+    except Exception:  # read a moment ago: whatever this is, the storage's own reading said it
+        return False
+    return any("vbaprojectsignature" in name or name.startswith("_xmlsignatures/") for name in names)
+
+
+def package_project(path: str | Path) -> bytes | None:
+    """The vbaProject.bin of the OOXML package ``path`` as Office wrote it, or None when it has none, or it is larger
+    than any project or no VBA project (``PROJECT`` and ``VBA/dir``). Its signature is a part of its own, left
+    behind. Never raises."""
+    try:
+        with zipfile.ZipFile(path) as package:
+            info = _project_part(package)
+            if info is None or info.file_size > MAX_PROJECT_SIZE:
+                return None
+            data = package.read(info)
+        with olefile.OleFileIO(data) as ole:
+            if ole.get_type("PROJECT") != olefile.STGTY_STREAM or ole.get_type("VBA/dir") != olefile.STGTY_STREAM:
+                return None
+        return data
+    except Exception:  # a damaged package or project: LibreOffice's rewrite is all there is, and the report says so
+        return None
 
 
 def _read(path: str | Path, kind: str) -> tuple[cfb.Entry, bool] | None:
@@ -71,7 +107,11 @@ def carry(path: str | Path, kind: str) -> bytes | None:
 
 
 def of_source(path: str | Path, kind: str) -> Storage | None:
-    """The project storage of the legacy file, as ``carry`` would copy it; None when it has none. Never raises."""
+    """The project storage of the legacy file, as ``carry`` would copy it (of an OOXML package's, its vbaProject.bin's
+    root); None when it has none. Never raises."""
+    if zipfile.is_zipfile(path):
+        packaged = of_result(path)
+        return replace(packaged, signed=True) if packaged is not None and _signed_package(path) else packaged
     try:
         found = _read(path, kind)
     except Exception as error:
@@ -86,8 +126,7 @@ def of_result(path: str | Path) -> Storage | None:
     """The root storage of the vbaProject.bin of the OOXML package ``path``; None without one. Never raises."""
     try:
         with zipfile.ZipFile(path) as package:
-            info = next((info for info in package.infolist() if info.filename.lower().endswith("/vbaproject.bin")),
-                        None)
+            info = _project_part(package)
             if info is None:
                 return None
             if info.file_size > MAX_PROJECT_SIZE:

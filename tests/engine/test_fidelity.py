@@ -247,6 +247,29 @@ def test_macros_are_kept_in_the_macro_enabled_type(office, kind, extension, tmp_
     assert not [loss for loss in converted.fidelity["lost"] if loss["what"] == "macros"]
 
 
+@pytest.mark.parametrize("kind,extension", [("doc", "docm"), ("xls", "xlsm"), ("ppt", "pptm")])
+def test_a_macro_enabled_package_under_a_legacy_name_keeps_its_project(office, kind, extension, tmp_path):
+    """SPEC accepts OOXML under a legacy name. A .docm, .xlsm or .pptm so named became a .docx, .xlsx or .pptx
+    without its macros, and its report said complete. Its vbaProject.bin now goes into the macro-enabled result as
+    Office wrote it, and the report counts its modules."""
+    made = convert.convert(office, MACRO_FILES[kind], kind, tmp_path / "made", 60)  # the source's own project
+    renamed = tmp_path / f"renamed.{kind}"
+    renamed.write_bytes(made.path.read_bytes())
+    with zipfile.ZipFile(renamed) as package:
+        project = package.read(next(name for name in package.namelist() if name.endswith("/vbaProject.bin")))
+    modules = vba.modules(renamed)
+    assert modules
+    converted = convert.convert(office, renamed, kind, tmp_path / "again", 60)
+    assert converted.detected_format == "ooxml" and converted.extension == extension
+    with zipfile.ZipFile(converted.path) as package:
+        assert package.read(f"{FORMATS[kind].main_part.split('/')[0]}/vbaProject.bin") == project
+    assert converted.fidelity["counts"]["macros"] == {"source": len(modules), "result": len(modules)}
+    assert converted.fidelity["complete"], converted.fidelity["lost"]
+    removed = convert.convert(office, renamed, kind, tmp_path / "removed", 60, macros="remove")
+    assert removed.extension == extension[:-1] + "x" and vba.modules(removed.path) == {}
+    assert [loss["what"] for loss in removed.fidelity["lost"]] == ["macros"]
+
+
 @pytest.mark.parametrize("kind,extension", [("doc", "docx"), ("xls", "xlsx"), ("ppt", "pptx")])
 def test_macros_removed_on_request(office, kind, extension, tmp_path):
     source = MACRO_FILES[kind]

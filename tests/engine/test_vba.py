@@ -13,7 +13,8 @@ import pptx
 import pytest
 from conftest import ROOT, SOFFICE_PROFILE
 
-from docshift.engine import vba
+from docshift.engine import vba, vbaproject
+from docshift.formats import FORMATS
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 # every corpus file olevba finds VBA in; 60279.doc's one module has its source zeroed, so olevba reads no code from it
@@ -117,11 +118,28 @@ def test_has_project_false_on_non_ole_input(kind, tmp_path, converted):
         path = tmp_path / f"{label}.{kind}"
         path.write_bytes(data)
         assert not vba.has_project(path, kind), label
-    # an OOXML package named like a legacy file, with a VBA project inside
+    assert not vba.has_project(tmp_path / "missing.doc", kind)
+
+
+@pytest.mark.parametrize("kind", ["doc", "xls", "ppt"])
+def test_has_project_on_a_macro_enabled_package_named_like_a_legacy_file(kind, tmp_path, converted):
+    """SPEC accepts OOXML under a legacy name: a .docm so named carries its project as a vbaProject.bin part."""
     ooxml = tmp_path / f"ooxml.{kind}"
     shutil.copyfile(converted[kind, MACRO_FILES[kind][0]], ooxml)
-    assert not vba.has_project(ooxml, kind)
-    assert not vba.has_project(tmp_path / "missing.doc", kind)
+    assert vba.has_project(ooxml, kind) == (kind != "ppt")  # LibreOffice's .pptm holds an empty project
+    plain = tmp_path / f"plain.{kind}"
+    with zipfile.ZipFile(ooxml) as source, zipfile.ZipFile(plain, "w") as copy:
+        for info in source.infolist():
+            if not info.filename.lower().endswith("vbaproject.bin"):
+                copy.writestr(info, source.read(info))
+    assert not vba.has_project(plain, kind)
+    if kind != "ppt":  # a signature is a part of its own: left behind, and named
+        assert not vbaproject.of_source(ooxml, kind).signed
+        signed = tmp_path / f"signed.{kind}"
+        shutil.copyfile(ooxml, signed)
+        with zipfile.ZipFile(signed, "a") as package:
+            package.writestr(f"{FORMATS[kind].main_part.split('/')[0]}/vbaProjectSignature.bin", b"signature")
+        assert vbaproject.of_source(signed, kind).signed and vbaproject.package_project(signed)
 
 
 # modules --------------------------------------------------------------------------------------------------------
