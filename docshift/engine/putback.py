@@ -101,7 +101,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, not macros_removed) + \
         word_template.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
-        workbook_access.mend(result, kind, holds.very_hidden, holds.sharing) + \
+        workbook_access.mend(result, kind, holds.very_hidden, holds.sharing, holds.protection) + \
         sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
         sheet_errors.mend(result, kind, holds.ignored) + \
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \

@@ -1,5 +1,6 @@
-"""What a workbook keeps from its user: a sheet only a macro unhides stays very hidden, and the recommendation to open
-it read-only, with its password to modify, stays in the result."""
+"""What a workbook keeps from its user: a sheet only a macro unhides stays very hidden, the recommendation to open
+it read-only, with its password to modify, stays in the result, and so does the protection of its structure and
+windows, with its password."""
 
 import re
 import struct
@@ -8,9 +9,10 @@ import zipfile
 import openpyxl
 import pytest
 from conftest import _soffice_save as soffice
+from conftest import flat_odf
 from workbooks import with_workbook_stream
 
-from docshift.engine import convert, inventory, workbook_access
+from docshift.engine import Engine, convert, inventory, workbook_access
 from docshift.engine.inventory.package import NS_S
 from docshift.engine.inventory.xls import BIFF_BOUNDSHEET, BIFF_CODEPAGE
 from docshift.engine.inventory.xls_views import BIFF_FILESHARING
@@ -105,3 +107,67 @@ def test_file_sharing_goes_in_its_place_in_the_part_s_own_prefix(head, tmp_path)
     assert workbook(result) == before
     assert workbook_access.mend(result, "xls", [], {"readOnlyRecommended": "1", "userName": "B"}) == 1
     assert workbook(result) == before.replace('readOnlyRecommended="1"/>', 'readOnlyRecommended="1" userName="B"/>')
+
+
+STRUCTURE = re.compile(r'table:structure-protected="([a-z]+)"')
+
+
+def protection(xml):
+    """The attributes of the workbook's ``workbookProtection``, which must come right before its ``bookViews``."""
+    found = re.search(r"<workbookProtection([^>]*)/><bookViews>", xml)
+    return dict(re.findall(r'(\w+)="([^"]*)"', found.group(1))) if found else None
+
+
+def locked(stream):
+    """The Workbook ``stream`` with the globals' WINDOWPROTECT and PROTECT set and a PASSWORD hash, before its PROT4REV
+    where Excel writes them (LibreOffice writes none of the three for a workbook it does not protect); each
+    BOUNDSHEET's offset of its sheet moved past them."""
+    added = b"".join(struct.pack("<HHH", rec_type, 2, value) for rec_type, value in
+                     ((0x0019, 1), (0x0012, 1), (0x0013, 0xCC3D)))
+    data, pos, out = bytes(stream), 0, []
+    while pos + 4 <= len(data):
+        rec_type, length = struct.unpack_from("<HH", data, pos)
+        record = bytearray(data[pos:pos + 4 + length])
+        if rec_type == BIFF_BOUNDSHEET:
+            struct.pack_into("<I", record, 4, struct.unpack_from("<I", record, 4)[0] + len(added))
+        if rec_type == 0x01AF:  # PROT4REV
+            out.append(added)
+        out.append(bytes(record))
+        pos += 4 + length
+    assert added in b"".join(out)
+    return b"".join(out)
+
+
+def test_a_protected_structure_and_its_windows_are_kept_with_their_password(office, guarded, tmp_path):
+    """LibreOffice loads a workbook's PROTECT, WINDOWPROTECT and PASSWORD and writes ``<workbookProtection
+    lockWindows="false"/>`` all the same: a plain soffice's .xlsx can have sheets added, removed and renamed.
+    docshift's keeps what the .xls locks, and the password's hash."""
+    source = with_workbook_stream(guarded, locked, tmp_path / "locked.xls")
+    assert inventory.of_source(source, "xls").protection == {
+        "lockStructure": "1", "lockWindows": "1", "workbookPassword": "CC3D"}
+    assert inventory.of_source(guarded, "xls").protection == {}
+    plain = workbook(soffice(source, "xlsx", tmp_path / "plain"))
+    assert "lockStructure" not in plain and "CC3D" not in plain
+    assert protection(plain) == {"lockWindows": "true"}, "LibreOffice keeps the windows locked, not the structure"
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert protection(workbook(converted.path)) == {"lockStructure": "1", "lockWindows": "true",
+                                                    "workbookPassword": "CC3D"}
+    security = openpyxl.load_workbook(converted.path).security
+    assert security.lockStructure and security.lockWindows and security.workbookPassword == "CC3D"
+
+
+def test_a_structure_protected_as_excel_writes_it_is_kept(office, tmp_path):
+    """Excel, and LibreOffice, write a workbook whose structure is protected encrypted with Excel's default password,
+    which opens without asking: the workbook's records are read decrypted, and its protection kept, as openpyxl (as
+    Excel) reads it. LibreOffice loads it from the .xls; its own OOXML import reads no ``lockStructure``."""
+    body = ('<table:table table:name="One"><table:table-row><table:table-cell><text:p>one</text:p></table:table-cell>'
+            '</table:table-row></table:table><table:table table:name="Two"/>')
+    fods = tmp_path / "structure.fods"
+    fods.write_text(flat_odf("spreadsheet", body).replace(
+        "<office:spreadsheet>", '<office:spreadsheet table:structure-protected="true">'))
+    source = soffice(fods, "xls", tmp_path / "xls")
+    converted = Engine(office).convert(source, "xls", tmp_path / "work", 60)
+    assert protection(workbook(converted.path)) == {"lockStructure": "1", "lockWindows": "false"}
+    assert protection(workbook(soffice(source, "xlsx", tmp_path / "plain"))) == {"lockWindows": "false"}
+    assert STRUCTURE.findall(soffice(source, "fods", tmp_path / "legacy").read_text()) == ["true"]
+    assert openpyxl.load_workbook(converted.path).security.lockStructure

@@ -168,6 +168,7 @@ class Inventory:
     # read-only or has a password to be written
     very_hidden: list[str] = field(default_factory=list)
     sharing: dict[str, str] = field(default_factory=dict)
+    protection: dict[str, str] = field(default_factory=dict)  # an .xls's workbookProtection, where locked
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str | None]] = field(default_factory=dict)
     # an .xls's: {sheet name: its margins, in inches, as pageMargins names them} where its records give them

@@ -1,9 +1,10 @@
 """How an .xls shows and calculates when it opens: each sheet's view (``Inventory.views``), as xlrd reads it with the
 cells; from the pass over its records, the workbook's calculation settings (``Inventory.calculation``), the sheets it
-keeps out of Excel's menus (``Inventory.very_hidden``) and whether it asks to be opened read-only
-(``Inventory.sharing``), how its sheets print (``Inventory.printing``), which of their cells' errors Excel is not
-to flag (``Inventory.ignored``), their conditional formats of Excel 2007 (``Inventory.scales``) and where their
-outlines' summary rows and columns are (``Inventory.outlines``)."""
+keeps out of Excel's menus (``Inventory.very_hidden``), whether it asks to be opened read-only
+(``Inventory.sharing``) and whether its structure or windows are protected (``Inventory.protection``), how its sheets
+print (``Inventory.printing``), which of their cells' errors Excel is not to flag (``Inventory.ignored``), their
+conditional formats of Excel 2007 (``Inventory.scales``) and where their outlines' summary rows and columns are
+(``Inventory.outlines``)."""
 
 import struct
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ BIFF_CALCMODE, BIFF_REFMODE = 0x000D, 0x000F
 CALC_MODES = {0: "manual", -1: "autoNoTable"}  # CALCMODE's, but automatic (1)
 BIFF_FILESHARING, VERY_HIDDEN = 0x005B, 2  # and BOUNDSHEET's hsState of a sheet only a macro unhides
 BIFF_SETUP = 0x00A1
+# the workbook globals' PROTECT, WINDOWPROTECT and PASSWORD ([MS-XLS] 2.4.207, 2.4.347, 2.4.191): workbookProtection's
+PROTECTION = {0x0012: "lockStructure", 0x0019: "lockWindows", 0x0013: "workbookPassword"}
 # a sheet's margins (an Xnum of inches each): pageMargins' attribute
 MARGINS = {0x0026: "left", 0x0027: "right", 0x0028: "top", 0x0029: "bottom"}
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
@@ -44,10 +47,19 @@ class Settings:
     ignored: dict[str, list[Ignored]] = field(default_factory=dict)
     scales: dict[str, list[Scale]] = field(default_factory=dict)
     ranges: dict[str, tuple[tuple[int, int, int, int], ...]] = field(default_factory=dict)
+    protection: dict[str, str] = field(default_factory=dict)  # the workbook's, as its globals' records say it
 
     def into(self, inventory: Inventory) -> None:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
         inventory.outlines, inventory.margins = self.outlines, self.margins
+        # a password alone protects nothing: Excel asks for it only to unlock what a lock locks
+        locked = self.protection.keys() - {"workbookPassword"}
+        inventory.protection = dict(self.protection) if locked else {}
+
+    def workbook_record(self, rec_type: int, value: int) -> None:
+        """What a workbook globals' PROTECT or WINDOWPROTECT (a flag) or PASSWORD (its hash) record says."""
+        if value:
+            self.protection[PROTECTION[rec_type]] = f"{value:04X}" if rec_type == 0x0013 else "1"
 
 
 def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> None:
