@@ -83,6 +83,7 @@ def written_by_libreoffice(office, out):
     save(writer(office), out / "encrypted.doc", "MS Word 97", Password=PASSWORD)
     save(writer(office), out / "pdf.doc", "writer_pdf_Export")
     save(writer(office), out / "doc_named.xls", "MS Word 97")
+    save(writer(office), out / "docx_named.xls", "MS Word 2007 XML")
     rename_stream(save(writer(office), out / "upper_case.doc", "MS Word 97"), "WordDocument", "WORDDOCUMENT")
     save(calc(office), out / "spreadsheetml.xls", "MS Excel 2003 XML")
     save(calc(office), out / "velvet_sweatshop.xls", "MS Excel 97", Password="VelvetSweatshop")

@@ -170,10 +170,8 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
     # say so
     damaged = report["outcome"] != "converted" and (again is not None or mended.damaged(source))
     if report["outcome"] == "refused":
-        raise ConversionFailed(
-            TaskErrorCode.UNSUPPORTED_CONTENT,
-            f"LibreOffice recognises this file as {found}: no {FORMATS[kind].name} document to convert."
-            + (f" {mended.DAMAGED}" if damaged else ""), detected_format=found)
+        raise ConversionFailed(TaskErrorCode.UNSUPPORTED_CONTENT, refused(found, report.get("family"), kind)
+                               + (f" {mended.DAMAGED}" if damaged else ""), detected_format=found)
     if report["outcome"] != "converted":
         raise not_loaded(source, opened, damaged)
     if not result.exists() or result.stat().st_size == 0:
@@ -268,6 +266,16 @@ def _export(office: Forkit, source: Path, workdir: Path, extension: str, export_
             crashes += 1
             log.warning("LibreOffice crashed on %s (attempt %d): %s", source, crashes, error)
     raise ConversionFailed(TaskErrorCode.CONVERSION_FAILED, "LibreOffice crashed on this file twice.")
+
+
+def refused(found: str, family: str | None, kind: str) -> str:
+    """Why a file of another family than ``kind``'s is refused, and, where it is a document of another of the legacy
+    types (an OOXML or OpenDocument one says which only so), the name that converts it."""
+    other = next((each for each in FORMATS.values() if each.family == family and each.kind != kind), None)
+    named = f", {'an' if other.name[0] in 'AEIOU' else 'a'} {other.name} document" \
+        if other is not None and found != "text" else ""
+    return (f"LibreOffice recognises this file as {found}{named}: no {FORMATS[kind].name} document to convert."
+            + (f" Send it named .{other.kind} to convert it as one." if named and other is not None else ""))
 
 
 def not_loaded(source: Path, opened: Opened | None = None, damaged: bool = False) -> ConversionFailed:

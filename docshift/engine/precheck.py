@@ -19,7 +19,7 @@ from docshift.engine.cfb import CompoundFile
 from docshift.errors import ConversionFailed
 
 DEFAULT_PASSWORD = "VelvetSweatshop"
-ENCRYPTED = "The file is password-protected."
+ENCRYPTED = "The file is password-protected: send its password in the Document-Password header."
 WORD_FENCRYPTED = 0x0100  # FIB base, flags at offset 0x0A
 BIFF_FILEPASS, BIFF_EOF = 0x002F, 0x000A
 BIFF_SCAN_LIMIT = 1 << 20  # FILEPASS sits right after the workbook's BOF; never read a whole stream

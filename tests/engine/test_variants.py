@@ -43,7 +43,11 @@ REFUSED = {
     "pdf.doc": "pdf",
     "xls_named.doc": "excel-biff8",
     "doc_named.xls": "word-97",
+    "docx_named.xls": "ooxml",
 }
+# file: what its message says it is, and the name that converts it (None: a file of none of the legacy types)
+NAMED = {"xls_named.doc": ("an Excel document", ".xls"), "doc_named.xls": ("a Word document", ".doc"),
+         "docx_named.xls": ("a Word document", ".doc")}
 ENCRYPTED = ["encrypted.doc", "encrypted.xls", "encrypted_ooxml.xls"]
 
 
@@ -80,11 +84,19 @@ def test_refused_kind_says_what_it_is(app, client, account, office, variants, na
     assert (task["status"], task["error"]["code"], task["detected_format"]) == \
         ("FAILED", "unsupported_content", REFUSED[name])
     assert "billing_class" not in task
+    message = task["error"]["message"]
+    assert message.startswith(f"LibreOffice recognises this file as {REFUSED[name]}")
+    if name in NAMED:  # an OOXML Word document named .xls said "ooxml" only, not what to name it
+        what, extension = NAMED[name]
+        assert f"{REFUSED[name]}, {what}: " in message and f"Send it named {extension} " in message, message
+    else:
+        assert "Send it named" not in message, message
 
 
 @pytest.mark.parametrize("name", ENCRYPTED)
 def test_password_protected_variant(app, client, account, office, variants, name):
     task = convert(app, client, account, office, variants / name)
     assert (task["status"], task["error"]["code"]) == ("FAILED", "encrypted_document")
+    assert "Document-Password header" in task["error"]["message"]
     assert "detected_format" not in task
 
