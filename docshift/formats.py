@@ -70,6 +70,9 @@ def self_test_kinds() -> list[list[str]]:
     return [[f.family, f.legacy_filter, f"selftest.{f.kind}", f.export_filter] for f in FORMATS.values()]
 
 
+NAME_BYTES = 255  # the longest file name, in bytes, of the file systems a result is saved on (NAME_MAX)
+
+
 def by_filename(filename: str) -> Format | None:
     """The Format a file name asks for (what follows its last dot, any case), or None. ``.doc`` alone asks for
     one too: it ends in .doc, though a path library reads it as a hidden file's name with no extension."""
@@ -79,9 +82,14 @@ def by_filename(filename: str) -> Format | None:
 
 def target_name(filename: str, extension: str | None = None) -> str | None:
     """``report.DOC`` -> ``report.docx`` (or ``report.docm`` with that ``extension``); None for a name docshift
-    does not convert."""
+    does not convert. A stem too long for a file name with its new extension (``NAME_BYTES`` in UTF-8, as a
+    255-byte ``.doc``'s is) is cut, at a character's end: a result's name is always one a disk can hold."""
     found = by_filename(filename)
-    return f"{filename.rpartition('.')[0] or 'converted'}.{extension or found.target}" if found else None
+    if found is None:
+        return None
+    extension = extension or found.target
+    stem = (filename.rpartition(".")[0] or "converted").encode()[:NAME_BYTES - 1 - len(extension)]
+    return f"{stem.decode(errors='ignore')}.{extension}"
 
 
 # The customer's name for the job file: letters, digits and marks of any script, and this punctuation;

@@ -124,3 +124,15 @@ def test_the_result_is_named_after_what_precedes_the_last_dot(name, extension, e
     """A name asks for a conversion by what follows its last dot; ``.doc`` alone ends in .doc too."""
     assert target_name(name, extension) == expected
     assert (by_filename(name) is not None) == (expected is not None)
+
+
+@pytest.mark.parametrize("stem", ["a" * 251, "ü" * 150, "a" + "ü" * 126 + "b"])
+def test_a_result_name_is_one_a_disk_can_hold(stem, tmp_path):
+    """A 255-byte ``.doc`` name became a 256-byte ``.docx`` one: the client could not save the result, and stopped
+    its whole run. The stem is cut to fit 255 bytes, at a character's end."""
+    for extension in ("docx", "docm"):
+        name = target_name(f"{stem}.doc", extension)
+        assert name.endswith(f".{extension}") and stem.startswith(name[:-len(extension) - 1])
+        assert 250 <= len(name.encode()) <= 255, name
+        (tmp_path / name).write_bytes(b"")  # a name the disk takes
+    assert target_name("short.doc") == "short.docx"

@@ -232,7 +232,8 @@ def fetch(url: str, target: Path, stop: threading.Event | None = None) -> Path:
                 kind = ProblemCode.SERVICE_UNAVAILABLE if response.status_code >= 500 else DOWNLOAD_FAILED
                 raise Problem(kind, f"The object store answered HTTP {response.status_code}.",
                               retry_after(response.headers))
-            partial = target.with_name(f".{target.name}.part")
+            # named after the result, in a name of its own length: a result named as long as a name can be has room
+            partial = target.with_name(f".{hashlib.sha256(target.name.encode()).hexdigest()[:20]}.part")
             try:
                 with open(partial, "wb") as f:
                     for chunk in response.iter_content(1 << 16):

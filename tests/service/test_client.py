@@ -84,6 +84,20 @@ def test_rerun_creates_no_task_and_is_not_charged(live, key, legacy, tmp_path, c
     assert capsys.readouterr().out.count("replayed: not charged again") == 3
 
 
+def test_a_file_named_as_long_as_a_name_can_be_converts_beside_the_others(live, key, legacy, tmp_path, capsys):
+    """A .doc named with 255 bytes had a 256-byte result name: the client could not write it, stopped the whole run
+    (exit 1) and left the other files unsaved, though converted and counted. Its result's name is cut to fit."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    long_name = "a" * 251 + ".doc"
+    (folder / long_name).write_bytes(legacy["doc"].read_bytes())
+    (folder / "numbers.xls").write_bytes(legacy["xls"].read_bytes())
+    assert client.main(["convert", str(folder), "--out", str(tmp_path / "out")]) == 0, capsys.readouterr()
+    results = sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith("."))
+    assert results == ["a" * 250 + ".docx", "numbers.xlsx"]
+    assert usage(live, key)["included_used"] == 2
+
+
 def test_bad_key_is_one_line_and_exit_2(live, key, legacy, tmp_path, monkeypatch, capsys):
     bad = keys.generate()  # well formed, so the service looks it up and refuses it
     monkeypatch.setenv("DOCSHIFT_API_KEY", bad)
