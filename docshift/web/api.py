@@ -291,9 +291,11 @@ def task_url(task_id: str) -> str:
 def clean_filename(name: str) -> str:
     """The last path component, without control characters or the marks that reorder text (a right-to-left
     override makes ``abc<RLO>cod.exe`` show as ``abcexe.doc``); what the client named its file. Other invisible
-    characters stay: a zero-width joiner is part of an emoji's or a Persian word's spelling."""
+    characters stay: a zero-width joiner is part of an emoji's or a Persian word's spelling. Dots and spaces that end
+    it go, as Windows drops them from a name it saves: ``report.doc.`` is ``report.doc``."""
     name = name.replace("\\", "/").rsplit("/", 1)[-1]
     name = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cs") and c not in BIDI_CONTROLS).strip()
+    name = name.rstrip(". ") or name
     if len(name) > 255:  # shorten the stem, keep the extension
         path = PurePosixPath(name)
         name = path.stem[:255 - len(path.suffix)] + path.suffix

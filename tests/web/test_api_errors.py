@@ -146,6 +146,7 @@ def test_unsupported_file_type(client, account, name):
     ("\u2067a\u2069\u200f.ppt", "a.ppt"),
     ("tab\there\x01.ppt", "tabhere.ppt"),
     (".doc", ".doc"),  # ends in .doc
+    ("report.doc ", "report.doc"), ("report.doc.", "report.doc"), ("report.doc. . ", "report.doc"),  # as Windows saves
 ])
 def test_the_name_kept_loses_controls_and_reordering_marks_only(client, account, sent, kept):
     response = upload(client, account, name=sent)
