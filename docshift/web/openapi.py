@@ -1,7 +1,9 @@
 """The OpenAPI 3.0 document of API v1, built by apispec from the marshmallow schemas
-that the views really use, and ``/docs``, which renders it with Swagger UI's assets
-from the swagger-ui-bundle package (served by the app, no CDN)."""
+that the views really use, ``/docs``, which renders it with Swagger UI's assets
+from the swagger-ui-bundle package (served by the app, no CDN), and ``/problems/<code>``,
+the page each problem's ``type`` names (RFC 9457: its documentation, for people)."""
 
+import html
 from typing import Any
 
 from apispec import APISpec
@@ -10,6 +12,7 @@ from flask import Blueprint, Response, current_app, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
 from docshift.contract import ProblemCode
+from docshift.errors import ApiError, NotFound
 from docshift.settings import HOUR, Settings
 from docshift.web import schemas
 from docshift.web.context import get_settings
@@ -33,8 +36,19 @@ def problems(config: Settings) -> dict[int, str]:
         422: "The Idempotency-Key was used with another file, name, `macros`, `protection` or Document-Password.",
         429: f"The account already has {config.max_pending_tasks} tasks queued or processing "
              "(`DOCSHIFT_MAX_PENDING_TASKS`); nothing was stored. Retry after `Retry-After` seconds.",
+        500: "The service failed to handle the request; it logged why. Retry, or give its operator the answer's "
+             "X-Request-Id.",
         503: "The object store or the database is not answering; retry.",
     }
+
+
+# where one status has several codes, what each of them means
+CODE_MEANINGS = {
+    ProblemCode.MISSING_API_KEY: "No Authorization header, or not `Bearer <key>`.",
+    ProblemCode.INVALID_API_KEY: "An unknown, mistyped or rotated key.",
+    ProblemCode.NOT_FOUND: "No such endpoint.",
+    ProblemCode.METHOD_NOT_ALLOWED: "The endpoint does not take this method; the `Allow` header says which it takes.",
+}
 
 
 AUTH_ERRORS = (401, 403)
@@ -88,7 +102,7 @@ def document(base_url: str, config: Settings) -> dict[str, Any]:
                     "headers": {"Location": location, "Idempotent-Replayed": {
                         "description": "`true` when this answers a replay.",
                         "schema": {"type": "string", "enum": ["true"]}}}},
-            **{str(status): problem(status, config) for status in (400, *AUTH_ERRORS, 413, 415, 422, 429, 503)},
+            **{str(status): problem(status, config) for status in (400, *AUTH_ERRORS, 413, 415, 422, 429, 500, 503)},
         }}})
     spec.path("/v1/conversions/{task_id}", operations={"get": {
         "operationId": "getConversion",
@@ -103,13 +117,13 @@ def document(base_url: str, config: Settings) -> dict[str, Any]:
                     "headers": {"Retry-After": {"description": "Seconds to wait before polling again; "
                                                                "only while QUEUED or PROCESSING.",
                                                 "schema": {"type": "integer"}}}},
-            **{str(status): problem(status, config) for status in (*AUTH_ERRORS, 404, 503)},
+            **{str(status): problem(status, config) for status in (*AUTH_ERRORS, 404, 500, 503)},
         }}})
     spec.path("/v1/account/usage", operations={"get": {
         "operationId": "getUsage",
         "summary": "Plan and allowance of the current contract period",
         "responses": {"200": {"description": "Usage.", "content": {"application/json": {"schema": "Usage"}}},
-                      **{str(status): problem(status, config) for status in AUTH_ERRORS}}}})
+                      **{str(status): problem(status, config) for status in (*AUTH_ERRORS, 500, 503)}}}})
     spec.path("/v1/openapi.json", operations={"get": {
         "operationId": "getOpenAPI", "summary": "This document", "security": [],
         "responses": {"200": {"description": "OpenAPI 3.0 document.",
@@ -156,3 +170,26 @@ def docs_script() -> Response:
 @bp.get("/docs/assets/<path:name>")
 def docs_assets(name: str) -> Response:
     return send_from_directory(swagger_ui_path, name, max_age=current_app.config.get("SEND_FILE_MAX_AGE_DEFAULT"))
+
+
+PROBLEM_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}: docshift API v1</title></head>
+<body><h1>{title}</h1>
+<p>HTTP {status}, <code>{code}</code> in the problem's <code>code</code> member.</p>
+<p>{meaning}</p>
+<p>Every error of the API: <a href="/docs">the API's documentation</a>.</p>
+</body></html>
+"""
+
+
+@bp.get("/problems/<code>")
+def problem_page(code: str) -> Response:
+    """What a problem ``type`` (``/problems/<code>``) means, for the person who follows it."""
+    if code not in set(ProblemCode):
+        raise NotFound("No such problem type.")
+    kinds: list[type[ApiError]] = [ApiError, *ApiError.__subclasses__()]
+    titles = {kind.code: kind.title for kind in kinds}
+    status = STATUS[ProblemCode(code)]
+    meaning = CODE_MEANINGS.get(ProblemCode(code)) or problems(get_settings())[status]
+    return Response(PROBLEM_PAGE.format(title=html.escape(titles[ProblemCode(code)]), status=status, code=code,
+                                        meaning=html.escape(meaning).replace("`", "")), mimetype="text/html")

@@ -57,7 +57,7 @@ class SubmissionQuery(Schema):
 class Submission(Schema):
     task_id = fields.String(required=True)
     status = fields.String(required=True, validate=validate.OneOf(STATUSES))
-    status_url = fields.Url(required=True)
+    status_url = fields.Url(required=True, metadata={"format": "uri"})
     idempotent_replay = fields.Boolean(required=True)
 
 
@@ -116,7 +116,7 @@ class Task(Schema):
                        "carries a VBA project kept in the result.", "example": "report.docm"})
     fidelity = fields.Nested(Fidelity, metadata={
         "description": "SUCCEEDED and EXPIRED: what the source holds against what the result holds."})
-    download_url = fields.Url()
+    download_url = fields.Url(metadata={"format": "uri"})
     download_expires_in = fields.Integer(metadata={
         "description": "Seconds the `download_url` is valid: the service's link life (see getConversion), or "
                        "fewer when the result expires sooner."})

@@ -31,12 +31,12 @@ def test_document_covers_every_endpoint_header_and_error(app, client):
     assert post["parameters"][2]["schema"]["enum"] == post["parameters"][3]["schema"]["enum"] == ["keep", "remove"]
     assert "sealed" in post["parameters"][1]["description"]
     assert set(post["responses"]["202"]["headers"]) == {"Location", "Idempotent-Replayed"}
-    assert set(post["responses"]) == {"202", "400", "401", "403", "413", "415", "422", "429", "503"}
+    assert set(post["responses"]) == {"202", "400", "401", "403", "413", "415", "422", "429", "500", "503"}
     assert "Retry-After" in post["responses"]["429"]["headers"]
     get = document["paths"]["/v1/conversions/{task_id}"]["get"]
     assert "Retry-After" in get["responses"]["200"]["headers"]
-    assert set(get["responses"]) == {"200", "401", "403", "404", "503"}
-    assert "/v1/account/usage" in document["paths"]
+    assert set(get["responses"]) == {"200", "401", "403", "404", "500", "503"}
+    assert set(document["paths"]["/v1/account/usage"]["get"]["responses"]) == {"200", "401", "403", "500", "503"}
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     assert document["paths"]["/v1/openapi.json"]["get"]["security"] == []
     # the schemas are the ones the views serialise with
@@ -45,6 +45,29 @@ def test_document_covers_every_endpoint_header_and_error(app, client):
             "fidelity"} <= set(task)
     fidelity = document["components"]["schemas"]["Fidelity"]
     assert set(fidelity["required"]) == {"complete", "counts", "lost"}
+    # OpenAPI's format for a link is uri (apispec says "url" for marshmallow's Url)
+    assert task["download_url"]["format"] == "uri"
+    assert document["components"]["schemas"]["Submission"]["properties"]["status_url"]["format"] == "uri"
+
+
+def test_every_problem_type_is_a_page_that_says_what_it_means(client):
+    """A problem's ``type`` (``/problems/missing_api_key``) answered 404: RFC 9457 would have it lead to its
+    documentation. Each code's page names its title and status; a code that is none is a 404 problem."""
+    from docshift.contract import ProblemCode
+    from docshift.web.problems import STATUS
+
+    answered = client.get("/v1/account/usage")
+    assert answered.status_code == 401
+    page = client.get(answered.get_json()["type"])
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    assert "<h1>Missing API key</h1>" in page.get_data(as_text=True)
+    for code in ProblemCode:
+        page = client.get(f"/problems/{code}")
+        text = page.get_data(as_text=True)
+        assert page.status_code == 200 and f"HTTP {STATUS[code]}, <code>{code}</code>" in text, code
+        assert "`" not in text and "<p></p>" not in text
+    unknown = client.get("/problems/no_such_code")
+    assert unknown.status_code == 404 and unknown.get_json()["code"] == "not_found"
 
 
 def test_docs_page_serves_its_own_assets(client):
