@@ -104,7 +104,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
         # LibreOffice writes an empty project into a .pptm and rewrites a .doc's or .xls's from its Basic library:
         # the source's own goes in after the export (where it cannot be carried, the report names the rewrite)
         # (an OOXML package sent under a legacy name holds its project as Office wrote it: it goes in as it is)
-        project = vbaproject.package_project(source) or (
+        project = vbaproject.package_project(source, kind) or (
             vba.ppt_project(source) if kind == "ppt" else vbaproject.carry(source, kind))
     keep_macros = carries_macros and macros == Macros.KEEP and (kind != "ppt" or project is not None)
     target = FORMATS[kind].result(keep_macros)

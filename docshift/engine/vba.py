@@ -85,7 +85,7 @@ def has_project(path: str | Path, kind: str) -> bool:
     named (a .docm), its vbaProject.bin part. Never raises: False for damaged or other input (RTF, HTML)."""
     try:
         if not olefile.isOleFile(str(path)):
-            return vbaproject.package_project(path) is not None
+            return vbaproject.package_project(path, kind) is not None
         with CompoundFile(path) as ole:
             if kind == "doc":
                 return ole.get_type("Macros/VBA") == olefile.STGTY_STORAGE  # olefile compares names case-insensitively
@@ -264,19 +264,9 @@ def ppt_project(path: str | Path) -> bytes | None:
                 return None
         else:
             data = body
-        return data if _is_vba_project(data) else None
+        return data if vbaproject.is_project(data) else None
     except Exception:  # damaged records, a storage that does not inflate: no project to carry over
         return None
-
-
-def _is_vba_project(data: bytes) -> bool:
-    """Is ``data`` a compound file laid out as vbaProject.bin: ``PROJECT`` and a ``VBA`` storage with ``dir``?"""
-    # olefile takes bytes shorter than a minimal compound file for a file name: check the size and magic here
-    if len(data) < olefile.MINIMAL_OLEFILE_SIZE or not data.startswith(olefile.MAGIC):
-        return False
-    with olefile.OleFileIO(data) as ole:
-        return (ole.get_type("PROJECT") == olefile.STGTY_STREAM and ole.get_type("VBA") == olefile.STGTY_STORAGE
-                and ole.get_type("VBA/dir") == olefile.STGTY_STREAM)
 
 
 def insert_project(package_path: str | Path, project: bytes, kind: str = "ppt") -> None:
@@ -290,7 +280,7 @@ def insert_project(package_path: str | Path, project: bytes, kind: str = "ppt") 
     project, ``ooxml.Unreadable`` for a part it edits that declares a DTD, is not well-formed or is larger than
     ``MAX_EDITED_PART``, and zipfile's or the OS's errors for a package it cannot read or write."""
     project = bytes(project)
-    if not _is_vba_project(project):
+    if not vbaproject.is_project(project):
         raise ValueError("not a vbaProject.bin: no PROJECT stream and VBA storage")
     package_path = Path(package_path)
     with zipfile.ZipFile(package_path) as src:

@@ -16,12 +16,13 @@ gives way to it as it does to a legacy file's.
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import olefile
 
 from docshift.engine import cfb
+from docshift.formats import FORMATS
 
 PROJECT_STORAGE = {"doc": "Macros", "xls": "_VBA_PROJECT_CUR"}
 # signature streams of a VBA project ([MS-OSHARED] 2.3.2), in its storage or beside it; the file's own signature
@@ -40,34 +41,46 @@ class Storage:
     error: str | None = None
 
 
-def _project_part(package: zipfile.ZipFile) -> zipfile.ZipInfo | None:
-    return next((info for info in package.infolist() if info.filename.lower().endswith("/vbaproject.bin")), None)
-
-
-def _signed_package(path: str | Path) -> bool:
-    """Does the package hold its project's signature (vbaProjectSignature*.bin) or its own (``_xmlsignatures``)?"""
-    try:
-        with zipfile.ZipFile(path) as package:
-            names = [name.lower() for name in package.namelist()]
-    except Exception:  # read a moment ago: whatever this is, the storage's own reading said it
+def is_project(data: bytes) -> bool:
+    """Is ``data`` a compound file laid out as vbaProject.bin: ``PROJECT`` and a ``VBA`` storage with ``dir``?"""
+    # olefile takes bytes shorter than a minimal compound file for a file name: check the size and magic here
+    if len(data) < olefile.MINIMAL_OLEFILE_SIZE or not data.startswith(olefile.MAGIC):
         return False
-    return any("vbaprojectsignature" in name or name.startswith("_xmlsignatures/") for name in names)
+    with olefile.OleFileIO(data) as ole:
+        return (ole.get_type("PROJECT") == olefile.STGTY_STREAM and ole.get_type("VBA") == olefile.STGTY_STORAGE
+                and ole.get_type("VBA/dir") == olefile.STGTY_STREAM)
 
 
-def package_project(path: str | Path) -> bytes | None:
-    """The vbaProject.bin of the OOXML package ``path`` as Office wrote it, or None when it has none, or it is larger
-    than any project or no VBA project (``PROJECT`` and ``VBA/dir``). Its signature is a part of its own, left
-    behind. Never raises."""
+def _project_part(package: zipfile.ZipFile, kind: str | None = None) -> zipfile.ZipInfo | None:
+    """The package's vbaProject.bin: of ``kind``'s main part (``word/``, ``xl/``, ``ppt/``: where Office writes it),
+    or without ``kind`` the first anywhere."""
+    name = f"{FORMATS[kind].main_part.split('/')[0]}/vbaproject.bin" if kind else None
+    return next((info for info in package.infolist() if (info.filename.lower() == name if name else
+                                                         info.filename.lower().endswith("/vbaproject.bin"))), None)
+
+
+def _package(path: str | Path) -> bool:
+    """Is ``path`` an OOXML package: a zip, and no compound file (whose end may hold an embedded package's, which
+    looks like a zip's end to zipfile)?"""
     try:
+        return not olefile.isOleFile(str(path)) and zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def package_project(path: str | Path, kind: str) -> bytes | None:
+    """The vbaProject.bin of the OOXML package ``path`` sent as ``kind`` (a .docm named .doc), as Office wrote it; None
+    for a file that is no package, has no project beside its main part, or one larger than any project or not a VBA
+    project. Its signature is a part of its own, left behind. Never raises."""
+    try:
+        if not _package(path):
+            return None
         with zipfile.ZipFile(path) as package:
-            info = _project_part(package)
+            info = _project_part(package, kind)
             if info is None or info.file_size > MAX_PROJECT_SIZE:
                 return None
             data = package.read(info)
-        with olefile.OleFileIO(data) as ole:
-            if ole.get_type("PROJECT") != olefile.STGTY_STREAM or ole.get_type("VBA/dir") != olefile.STGTY_STREAM:
-                return None
-        return data
+        return data if is_project(data) else None
     except Exception:  # a damaged package or project: LibreOffice's rewrite is all there is, and the report says so
         return None
 
@@ -98,10 +111,7 @@ def carry(path: str | Path, kind: str) -> bytes | None:
         if found is None:
             return None
         data = cfb.write(found[0])
-        with olefile.OleFileIO(data) as ole:  # what vba.insert_project will ask of it
-            if ole.get_type("PROJECT") != olefile.STGTY_STREAM or ole.get_type("VBA/dir") != olefile.STGTY_STREAM:
-                return None
-        return data
+        return data if is_project(data) else None  # what vba.insert_project will ask of it
     except Exception:  # a damaged storage: LibreOffice's rewrite is all there is, and the report says so
         return None
 
@@ -109,9 +119,8 @@ def carry(path: str | Path, kind: str) -> bytes | None:
 def of_source(path: str | Path, kind: str) -> Storage | None:
     """The project storage of the legacy file, as ``carry`` would copy it (of an OOXML package's, its vbaProject.bin's
     root); None when it has none. Never raises."""
-    if zipfile.is_zipfile(path):
-        packaged = of_result(path)
-        return replace(packaged, signed=True) if packaged is not None and _signed_package(path) else packaged
+    if _package(path):
+        return of_result(path, kind)
     try:
         found = _read(path, kind)
     except Exception as error:
@@ -122,18 +131,22 @@ def of_source(path: str | Path, kind: str) -> Storage | None:
     return Storage(project.streams(), project.storages(), signed)
 
 
-def of_result(path: str | Path) -> Storage | None:
-    """The root storage of the vbaProject.bin of the OOXML package ``path``; None without one. Never raises."""
+def of_result(path: str | Path, kind: str | None = None) -> Storage | None:
+    """The root storage of the vbaProject.bin of the OOXML package ``path`` (beside ``kind``'s main part); None
+    without one. Whether the package holds its project's signature (vbaProjectSignature*.bin) or its own
+    (``_xmlsignatures``). Never raises."""
     try:
         with zipfile.ZipFile(path) as package:
-            info = _project_part(package)
+            info = _project_part(package, kind)
             if info is None:
                 return None
             if info.file_size > MAX_PROJECT_SIZE:
                 return Storage(error="larger than any VBA project")
             data = package.read(info)
+            signed = any("vbaprojectsignature" in name.lower() or name.lower().startswith("_xmlsignatures/")
+                         for name in package.namelist())
         with olefile.OleFileIO(data) as ole:
             root = cfb.read_storage(ole, "", MAX_PROJECT_SIZE)
     except Exception as error:
         return Storage(error=str(error) or type(error).__name__)
-    return Storage(root.streams(), root.storages())
+    return Storage(root.streams(), root.storages(), signed)

@@ -133,13 +133,20 @@ def test_has_project_on_a_macro_enabled_package_named_like_a_legacy_file(kind, t
             if not info.filename.lower().endswith("vbaproject.bin"):
                 copy.writestr(info, source.read(info))
     assert not vba.has_project(plain, kind)
+    elsewhere = tmp_path / f"elsewhere.{kind}"  # a project that is not the main part's: not this document's
+    with zipfile.ZipFile(ooxml) as source, zipfile.ZipFile(elsewhere, "w") as copy:
+        for info in source.infolist():
+            name = info.filename
+            copy.writestr("other/vbaProject.bin" if name.lower().endswith("/vbaproject.bin") else name,
+                          source.read(info))
+    assert not vba.has_project(elsewhere, kind) and vbaproject.package_project(elsewhere, kind) is None
     if kind != "ppt":  # a signature is a part of its own: left behind, and named
         assert not vbaproject.of_source(ooxml, kind).signed
         signed = tmp_path / f"signed.{kind}"
         shutil.copyfile(ooxml, signed)
         with zipfile.ZipFile(signed, "a") as package:
             package.writestr(f"{FORMATS[kind].main_part.split('/')[0]}/vbaProjectSignature.bin", b"signature")
-        assert vbaproject.of_source(signed, kind).signed and vbaproject.package_project(signed)
+        assert vbaproject.of_source(signed, kind).signed and vbaproject.package_project(signed, kind)
 
 
 # modules --------------------------------------------------------------------------------------------------------
@@ -302,3 +309,13 @@ def test_insert_project_copies_the_parts_a_chunk_at_a_time(tmp_path):
         assert (large.file_size, large.CRC) == (size, crc)
         assert after.read("ppt/vbaProject.bin") == vba.ppt_project(corpus("ppt", "SimpleMacro.ppt"))
     assert sorted(vba.modules(deck)) == ["Module1"]
+
+
+def test_a_compound_file_whose_end_looks_like_a_zip_s_is_read_as_a_compound_file():
+    """Word 2007 and later write a theme package into a .doc: its end then looks like a zip's to zipfile. Taken for an
+    OOXML package, such a .doc's own project went unread (its signature unreported)."""
+    source = corpus("doc", "SimpleMacro.doc")
+    assert zipfile.is_zipfile(source)
+    found = vbaproject.of_source(source, "doc")
+    assert found is not None and found.error is None and "PROJECT" in found.streams
+    assert vbaproject.package_project(source, "doc") is None
