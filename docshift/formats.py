@@ -88,8 +88,11 @@ def target_name(filename: str, extension: str | None = None) -> str | None:
     if found is None:
         return None
     extension = extension or found.target
-    stem = (filename.rpartition(".")[0] or "converted").encode()[:NAME_BYTES - 1 - len(extension)]
-    return f"{stem.decode(errors='ignore')}.{extension}"
+    stem = filename.rpartition(".")[0] or "converted"
+    # a name of bytes that are no UTF-8 (a file's on Linux) holds them as surrogates: kept, as the bytes they are
+    while len(stem.encode(errors="surrogateescape")) > NAME_BYTES - 1 - len(extension):
+        stem = stem[:-1]
+    return f"{stem}.{extension}"
 
 
 # The customer's name for the job file: letters, digits and marks of any script, and this punctuation;

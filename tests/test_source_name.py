@@ -136,3 +136,13 @@ def test_a_result_name_is_one_a_disk_can_hold(stem, tmp_path):
         assert 250 <= len(name.encode()) <= 255, name
         (tmp_path / name).write_bytes(b"")  # a name the disk takes
     assert target_name("short.doc") == "short.docx"
+
+
+def test_a_name_of_bytes_that_are_no_utf_8_keeps_them():
+    """A file name on Linux may hold bytes that are no UTF-8 (Python holds them as surrogates): the result's name
+    keeps them; encoding it strictly raised, and the client stopped before converting anything."""
+    name = b"caf\xe9.doc".decode(errors="surrogateescape")
+    assert target_name(name) == b"caf\xe9.docx".decode(errors="surrogateescape")
+    long_name = b"\xe9" * 300 + b".doc"
+    cut = target_name(long_name.decode(errors="surrogateescape")).encode(errors="surrogateescape")
+    assert len(cut) == 255 and cut.endswith(b".docx")

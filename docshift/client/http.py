@@ -190,6 +190,12 @@ class Api:
         return with_retries(once, stop)
 
 
+def utf8_name(name: str) -> str:
+    """The name the service is told: a file name's bytes that are no UTF-8 (a Linux name, held as surrogates) as
+    U+FFFD, which the service keeps; its result is saved under the name's own bytes."""
+    return name.encode(errors="surrogateescape").decode(errors="replace")
+
+
 def idempotency_key(name: str, data: bytes, generation: int = 0, options: str = "") -> str:
     """Same content and relative path -> same key, so a rerun replays the original task for free.
 
@@ -200,7 +206,8 @@ def idempotency_key(name: str, data: bytes, generation: int = 0, options: str = 
     ``options`` is ``Api.options_tag`` of the password and protection sent: a file sent with another password is
     another task, the same one replays. 88 (+ 2 or more, + 18) printable ASCII characters, within the 8-128 rule.
     """
-    key = f"sha256-{hashlib.sha256(data).hexdigest()}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+    named = hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()[:16]  # a name's bytes, UTF-8 or not
+    key = f"sha256-{hashlib.sha256(data).hexdigest()}-{named}"
     key = f"{key}-r{generation}" if generation else key
     return f"{key}-p{options}" if options else key
 
@@ -233,7 +240,7 @@ def fetch(url: str, target: Path, stop: threading.Event | None = None) -> Path:
                 raise Problem(kind, f"The object store answered HTTP {response.status_code}.",
                               retry_after(response.headers))
             # named after the result, in a name of its own length: a result named as long as a name can be has room
-            partial = target.with_name(f".{hashlib.sha256(target.name.encode()).hexdigest()[:20]}.part")
+            partial = target.with_name(f".{hashlib.sha256(os.fsencode(target.name)).hexdigest()[:20]}.part")
             try:
                 with open(partial, "wb") as f:
                     for chunk in response.iter_content(1 << 16):

@@ -34,6 +34,7 @@ from docshift.client.http import (
     pause,
     retry_after,
     upload_limit,
+    utf8_name,
 )
 from docshift.contract import FINAL, ProblemCode, Status
 from docshift.errors import ClientProblem as Problem
@@ -112,7 +113,7 @@ class Client:
                 raise Problem(INTERRUPTED, "Stopped before the file was sent.")
             try:
                 return self.api.call("POST", "/v1/conversions", self.stop, headers=headers, params=params,
-                                     files={"file": (name, data)})[0]
+                                     files={"file": (utf8_name(name), data)})[0]
             except Problem as problem:
                 # the account's cap on unfinished tasks: wait as told, then go on with this file
                 if problem.code != ProblemCode.TOO_MANY_TASKS or time.monotonic() > deadline:

@@ -110,7 +110,8 @@ class State:
         self.lock = threading.Lock()
         self.records: dict[str, dict[str, Any]] = {}
         try:
-            with open(self.path, encoding="utf-8") as f:
+            # a name's bytes that are no UTF-8 are kept as they are, as the name's own (``put``)
+            with open(self.path, encoding="utf-8", errors="surrogateescape") as f:
                 for line in f:
                     try:
                         record = json.loads(line)
@@ -127,7 +128,7 @@ class State:
         return record if record is not None and record.get("sha256") == sha256 else None
 
     def put(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode(errors="surrogateescape")
         with self.lock:
             if self.fd is None:
                 self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)

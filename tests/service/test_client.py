@@ -98,6 +98,28 @@ def test_a_file_named_as_long_as_a_name_can_be_converts_beside_the_others(live, 
     assert usage(live, key)["included_used"] == 2
 
 
+def test_a_file_whose_name_is_no_utf_8_converts_beside_the_others(live, key, legacy, tmp_path, capsys):
+    """A file name on Linux may be bytes that are no UTF-8 (an old archive's Latin-1 names). Its result goes beside it
+    under the same bytes, and the other files convert too."""
+    import os
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.doc"), "wb") as f:
+        f.write(legacy["doc"].read_bytes())
+    (folder / "numbers.xls").write_bytes(legacy["xls"].read_bytes())
+    report = tmp_path / "report.csv"
+    arguments = ["convert", str(folder), "--out", str(tmp_path / "out"), "--report", str(report)]
+    assert client.main(arguments) == 0, capsys.readouterr()
+    assert sorted(os.listdir(os.fsencode(tmp_path / "out"))) == [b".docshift-state.jsonl", b"caf\xe9.docx",
+                                                                   b"numbers.xlsx"]
+    printed = capsys.readouterr().out
+    assert "caf\ufffd.doc -> " in printed and "2 succeeded" in printed  # as the terminal can show it
+    assert "caf\ufffd.doc" in report.read_text(encoding="utf-8")
+    assert client.main(arguments) == 0  # a second run finds the first's result
+    assert "done earlier" in capsys.readouterr().out and usage(live, key)["included_used"] == 2
+
+
 def test_bad_key_is_one_line_and_exit_2(live, key, legacy, tmp_path, monkeypatch, capsys):
     bad = keys.generate()  # well formed, so the service looks it up and refuses it
     monkeypatch.setenv("DOCSHIFT_API_KEY", bad)
