@@ -12,8 +12,9 @@ read-only.
 
 A workbook whose structure is protected (no sheet added, removed, renamed, moved, hidden or shown: its PROTECT
 record), or its windows (WINDOWPROTECT), with or without a password (PASSWORD's hash, which OOXML keeps as it is),
-loads so in LibreOffice, which writes ``<workbookProtection lockWindows="false"/>`` all the same: a plain ``soffice``
-loses it too. Excel writes such a workbook encrypted with its default password, which opens without asking.
+loads so in LibreOffice, whose export writes ``lockWindows`` only, without ``lockStructure`` or the hash: a
+plain ``soffice`` loses them too. Excel writes such a workbook encrypted with its default password, which opens
+without asking.
 
 ``mend`` gives the result's ``sheet`` elements of those sheets ``state="veryHidden"`` (``Inventory.very_hidden``),
 its workbook part a ``fileSharing`` with what the .xls sets (``Inventory.sharing``), in its place: after

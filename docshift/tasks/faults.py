@@ -72,11 +72,15 @@ class Faults:
         the disk is still full, such a failure leaves the fault standing, its hold-off as it was."""
         if outcome.fault:
             self.failed(outcome.fault)
-        elif outcome.status == Verdict.SUCCEEDED or (outcome.status == Verdict.FAILED and not self._stands()):
+        elif outcome.status == Verdict.SUCCEEDED:
             self.passed()
-
-    def _stands(self) -> bool:
-        return bool(self.reason and self.standing and self.standing())
+        elif outcome.status == Verdict.FAILED:
+            still = self.standing() if self.reason and self.standing else None
+            if still is None:
+                self.passed()
+            else:  # what stands is the disk, whatever was met before
+                with self._lock:
+                    self.reason = still
 
     def failed(self, reason: str) -> None:
         with self._lock:

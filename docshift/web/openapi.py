@@ -187,7 +187,9 @@ def problem_page(code: str) -> Response:
     """What a problem ``type`` (``/problems/<code>``) means, for the person who follows it."""
     if code not in set(ProblemCode):
         raise NotFound("No such problem type.")
-    kinds: list[type[ApiError]] = [ApiError, *ApiError.__subclasses__()]
+    kinds: list[type[ApiError]] = [ApiError]
+    for kind in kinds:  # every subclass, however deep
+        kinds += kind.__subclasses__()
     titles = {kind.code: kind.title for kind in kinds}
     status = STATUS[ProblemCode(code)]
     meaning = CODE_MEANINGS.get(ProblemCode(code)) or problems(get_settings())[status]
