@@ -120,8 +120,8 @@ def protection(xml):
 
 def locked(stream):
     """The Workbook ``stream`` with the globals' WINDOWPROTECT and PROTECT set and a PASSWORD hash, before its PROT4REV
-    where Excel writes them (LibreOffice writes none of the three for a workbook it does not protect); each
-    BOUNDSHEET's offset of its sheet moved past them."""
+    where Excel writes them (LibreOffice writes none of the three for a workbook it does not protect), and its
+    PROT4REV set and PROT4REVPASS given a hash; each BOUNDSHEET's offset of its sheet moved past them."""
     added = b"".join(struct.pack("<HHH", rec_type, 2, value) for rec_type, value in
                      ((0x0019, 1), (0x0012, 1), (0x0013, 0xCC3D)))
     data, pos, out = bytes(stream), 0, []
@@ -130,8 +130,11 @@ def locked(stream):
         record = bytearray(data[pos:pos + 4 + length])
         if rec_type == BIFF_BOUNDSHEET:
             struct.pack_into("<I", record, 4, struct.unpack_from("<I", record, 4)[0] + len(added))
-        if rec_type == 0x01AF:  # PROT4REV
+        if rec_type == 0x01AF:  # PROT4REV: the workbook's revisions locked too, and PROT4REVPASS's hash
             out.append(added)
+            struct.pack_into("<H", record, 4, 1)
+        if rec_type == 0x01BC:
+            struct.pack_into("<H", record, 4, 0xBEEF)
         out.append(bytes(record))
         pos += 4 + length
     assert added in b"".join(out)
@@ -144,16 +147,19 @@ def test_a_protected_structure_and_its_windows_are_kept_with_their_password(offi
     docshift's keeps what the .xls locks, and the password's hash."""
     source = with_workbook_stream(guarded, locked, tmp_path / "locked.xls")
     assert inventory.of_source(source, "xls").protection == {
-        "lockStructure": "1", "lockWindows": "1", "workbookPassword": "CC3D"}
+        "lockStructure": "1", "lockWindows": "1", "workbookPassword": "CC3D", "lockRevision": "1",
+        "revisionsPassword": "BEEF"}
     assert inventory.of_source(guarded, "xls").protection == {}
     plain = workbook(soffice(source, "xlsx", tmp_path / "plain"))
     assert "lockStructure" not in plain and "CC3D" not in plain
-    assert protection(plain) == {"lockWindows": "true"}, "LibreOffice keeps the windows locked, not the structure"
+    assert protection(plain) == {"lockWindows": "true"}, "LibreOffice keeps the windows locked, nothing more"
     converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
     assert protection(workbook(converted.path)) == {"lockStructure": "1", "lockWindows": "true",
-                                                    "workbookPassword": "CC3D"}
+                                                    "workbookPassword": "CC3D", "lockRevision": "1",
+                                                    "revisionsPassword": "BEEF"}
     security = openpyxl.load_workbook(converted.path).security
     assert security.lockStructure and security.lockWindows and security.workbookPassword == "CC3D"
+    assert security.lockRevision and security.revisionsPassword == "BEEF"
 
 
 def test_a_structure_protected_as_excel_writes_it_is_kept(office, tmp_path):

@@ -19,8 +19,11 @@ BIFF_CALCMODE, BIFF_REFMODE = 0x000D, 0x000F
 CALC_MODES = {0: "manual", -1: "autoNoTable"}  # CALCMODE's, but automatic (1)
 BIFF_FILESHARING, VERY_HIDDEN = 0x005B, 2  # and BOUNDSHEET's hsState of a sheet only a macro unhides
 BIFF_SETUP = 0x00A1
-# the workbook globals' PROTECT, WINDOWPROTECT and PASSWORD ([MS-XLS] 2.4.207, 2.4.347, 2.4.191): workbookProtection's
-PROTECTION = {0x0012: "lockStructure", 0x0019: "lockWindows", 0x0013: "workbookPassword"}
+# the workbook globals' PROTECT, WINDOWPROTECT, PASSWORD, PROT4REV and PROT4REVPASS ([MS-XLS] 2.4.207, 2.4.347,
+# 2.4.191, 2.4.205, 2.4.206): workbookProtection's attributes; the passwords' hashes as OOXML keeps them
+PROTECTION = {0x0012: "lockStructure", 0x0019: "lockWindows", 0x0013: "workbookPassword", 0x01AF: "lockRevision",
+              0x01BC: "revisionsPassword"}
+PASSWORDS = {0x0013, 0x01BC}
 # a sheet's margins (an Xnum of inches each): pageMargins' attribute
 MARGINS = {0x0026: "left", 0x0027: "right", 0x0028: "top", 0x0029: "bottom"}
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
@@ -53,13 +56,14 @@ class Settings:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
         inventory.outlines, inventory.margins = self.outlines, self.margins
         # a password alone protects nothing: Excel asks for it only to unlock what a lock locks
-        locked = self.protection.keys() - {"workbookPassword"}
+        locked = self.protection.keys() - {PROTECTION[rec_type] for rec_type in PASSWORDS}
         inventory.protection = dict(self.protection) if locked else {}
 
     def workbook_record(self, rec_type: int, value: int) -> None:
-        """What a workbook globals' PROTECT or WINDOWPROTECT (a flag) or PASSWORD (its hash) record says."""
+        """What a workbook globals' PROTECT, WINDOWPROTECT or PROT4REV (a flag) or PASSWORD or PROT4REVPASS (its
+        hash) record says."""
         if value:
-            self.protection[PROTECTION[rec_type]] = f"{value:04X}" if rec_type == 0x0013 else "1"
+            self.protection[PROTECTION[rec_type]] = f"{value:04X}" if rec_type in PASSWORDS else "1"
 
 
 def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> None:
