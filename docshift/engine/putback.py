@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from docshift.engine import (
+    doc_properties,
     form_bookmarks,
     form_controls,
     form_fields,
@@ -107,4 +108,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
         sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
+        doc_properties.mend(result, holds.properties) + \
         word_schema.mend(result, kind)  # last: it puts what the mends wrote in order too

@@ -69,7 +69,7 @@ from typing import Any
 
 from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import doc, docx, ppt, ppt_links, pptx, rtf, spreadsheetml, wp42, xls, xlsx
+from docshift.engine.inventory import doc, docx, ppt, ppt_links, pptx, properties, rtf, spreadsheetml, wp42, xls, xlsx
 from docshift.engine.inventory.common import (
     KINDS,
     LABELS,
@@ -109,6 +109,7 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
         ole = None
     if ole is not None:
         try:
+            inventory.properties = properties.read(ole)
             {"doc": doc.read, "xls": xls.read, "ppt": ppt.read}[kind](ole, inventory, budget, path)
             if kind == "ppt":  # a reader of its own, as the deck's other counts do not need it
                 attempt(ppt_links.read, ole, inventory, budget)

@@ -169,6 +169,7 @@ class Inventory:
     very_hidden: list[str] = field(default_factory=list)
     sharing: dict[str, str] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # an .xls's workbookProtection, where locked
+    properties: dict[int, str] = field(default_factory=dict)  # the company, manager, category (doc_properties)
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str | None]] = field(default_factory=dict)
     # an .xls's: {sheet name: its margins, in inches, as pageMargins names them} where its records give them
