@@ -43,6 +43,7 @@ from docshift.engine import (
     objects,
     shape_macros,
     sheet_activex,
+    sheet_authors,
     sheet_codenames,
     sheet_constants,
     sheet_errors,
@@ -109,4 +110,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
         doc_properties.mend(result, holds.properties) + \
+        sheet_authors.mend(result, kind, holds.authors) + \
         word_schema.mend(result, kind)  # last: it puts what the mends wrote in order too

@@ -170,6 +170,7 @@ class Inventory:
     sharing: dict[str, str] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # an .xls's workbookProtection, where locked
     properties: dict[int, str] = field(default_factory=dict)  # the company, manager, category (doc_properties)
+    authors: dict[str, dict[str, str]] = field(default_factory=dict)  # an .xls's: {sheet: {cell: its note's author}}
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str | None]] = field(default_factory=dict)
     # an .xls's: {sheet name: its margins, in inches, as pageMargins names them} where its records give them

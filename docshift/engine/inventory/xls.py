@@ -1,5 +1,4 @@
-"""The counts of an .xls, from the BIFF records of its Workbook stream (the scan skips cell records in one step:
-xlrd reads the cells)."""
+"""An .xls's counts from its Workbook stream's BIFF records (the scan skips cell records: xlrd reads the cells)."""
 
 import math
 import struct
@@ -162,10 +161,11 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 row, column = struct.unpack_from("<HH", data, body)
                 if biff8 or row != 0xFFFF:  # BIFF5 continues long notes in NOTE records of row 0xFFFF
                     book.notes += 1
-                    if biff8 and length >= 8:
+                    cell = ((COLUMNS[column] if column < len(COLUMNS) else b"?") + b"%d" % (row + 1)).decode()
+                    book.comments_at.append(place(name, cell))
+                    if biff8 and length >= 8:  # its box's OBJ, and its author (stAuthor)
                         book.note_objects.add((len(book.objects) - 1, struct.unpack_from("<H", data, body + 6)[0]))
-                    cell = (COLUMNS[column] if column < len(COLUMNS) else b"?") + b"%d" % (row + 1)
-                    book.comments_at.append(place(name, cell.decode()))
+                        book.settings.authors.setdefault(name, {})[cell] = _string(data, body + 8, end, True, "", 2)
             elif rec_type == BIFF_IMDATA:
                 book.bitmaps.append(bytearray(data[body:end]))
             elif rec_type == BIFF_CONTINUE and last == BIFF_IMDATA and book.bitmaps:

@@ -51,10 +51,11 @@ class Settings:
     scales: dict[str, list[Scale]] = field(default_factory=dict)
     ranges: dict[str, tuple[tuple[int, int, int, int], ...]] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # the workbook's, as its globals' records say it
+    authors: dict[str, dict[str, str]] = field(default_factory=dict)  # {sheet: {cell: its note's author}}
 
     def into(self, inventory: Inventory) -> None:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
-        inventory.outlines, inventory.margins = self.outlines, self.margins
+        inventory.outlines, inventory.margins, inventory.authors = self.outlines, self.margins, self.authors
         # a password alone protects nothing: Excel asks for it only to unlock what a lock locks
         locked = self.protection.keys() - {PROTECTION[rec_type] for rec_type in PASSWORDS}
         inventory.protection = dict(self.protection) if locked else {}
