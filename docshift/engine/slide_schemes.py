@@ -7,7 +7,9 @@ PowerPoint's colour picker, its variants, and whatever is added in PowerPoint (a
 take LibreOffice's colours in place of the deck's.
 
 ``mend`` writes into each slide master's theme the colours PowerPoint gives the .ppt master its slides use
-(``Inventory.palettes``). On a dark background it also writes the master's colour map as PowerPoint writes it. A
+(``Inventory.palettes``), and the name of its design (a TemplateNameAtom's: "Blueprint"), which LibreOffice's import
+drops: its theme was "Office", its master unnamed. On a dark background it also writes the master's colour map as
+PowerPoint writes it. A
 master whose slides come from masters of different colours, or whose theme another master shares with other colours,
 is left as it is. So is every other byte: the theme's fonts and effects, and the slides.
 """
@@ -21,6 +23,7 @@ from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
 
 COLOUR_SCHEME, COLOUR_MAP = f"{NS_A}{SEP}clrScheme", f"{NS_P}{SEP}clrMap"
+THEME_ROOT, MASTER_SLIDE = f"{NS_A}{SEP}theme", f"{NS_P}{SEP}cSld"
 RELATION = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 LAYOUT, MASTER, THEME = (RELATION + kind for kind in ("slideLayout", "slideMaster", "theme"))
 LIGHT_MAP = {"bg1": "lt1", "tx1": "dk1", "bg2": "lt2", "tx2": "dk2"}
@@ -57,19 +60,27 @@ def _mend(result: Path, palettes: dict[int, Palette]) -> int:
             if len(found) == 1 and palette is not None:
                 yield theme, _colours(palette)
                 for master in sorted(master for master, its in theme_of.items() if its == theme):
-                    yield master, _colour_map(palette.dark)
+                    yield master, _colour_map(palette)
 
     return edit_parts(result, parts)
 
 
 def _colours(palette: Palette) -> PartEdit:
-    """The edit of a theme part that gives it ``palette``'s colours."""
-    return lambda data, name: (recoloured(data, name, palette), 1)
+    """The edit of a theme part that gives it ``palette``'s colours, and its design's name where it has one."""
+    return lambda data, name: (named(recoloured(data, name, palette), name, THEME_ROOT, palette.design), 1)
 
 
-def _colour_map(dark: bool) -> PartEdit:
-    """The edit of a slide master part that gives it the colour map of a ``dark`` background (or a light one)."""
-    return lambda data, name: (mapped(data, name, dark), 0)
+def _colour_map(palette: Palette) -> PartEdit:
+    """The edit of a slide master part that gives it the colour map of ``palette``'s background (dark or light), and
+    the name of its design (LibreOffice's masters have none: PowerPoint shows the design's name in the slide master
+    view and the Design tab, the theme's)."""
+    return lambda data, name: (named(mapped(data, name, palette.dark), name, MASTER_SLIDE, palette.design), 0)
+
+
+def named(data: bytes, name: str, element: str, design: str) -> bytes:
+    """Part ``name`` (``data``) with its ``element``'s ``name`` attribute ``design``; as it was for no design."""
+    return ooxml.edit_tags(data, name, lambda tag, attributes: {"name": design} if tag == element
+                           and attributes.get("name") != design else None) if design else data
 
 
 def recoloured(data: bytes, name: str, palette: Palette) -> bytes:

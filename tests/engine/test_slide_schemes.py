@@ -135,6 +135,8 @@ def test_a_master_whose_slides_come_from_masters_of_two_schemes_is_left_alone(tm
     one = dict.fromkeys(palettes, palettes[1])
     assert slide_schemes.mend(result, CORPUS / "56260.ppt", "ppt", one) == 1
     assert theme_of(result) == slide_schemes.scheme_xml("a:", palettes[1]).decode()
+    with zipfile.ZipFile(result) as package:  # the theme named as the master's design
+        assert palettes[1].design and f'name="{palettes[1].design}"' in package.read("ppt/theme/theme1.xml").decode()
 
 
 RELS = '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">{}</Relationships>'
@@ -145,7 +147,7 @@ THEME = (f'<a:theme xmlns:a="{NS_A}" name="x"><a:themeElements><a:clrScheme name
 def theme_of(result):
     with zipfile.ZipFile(result) as package:
         xml = package.read("ppt/theme/theme1.xml").decode()
-    assert xml.startswith(f'<a:theme xmlns:a="{NS_A}" name="x"><a:themeElements>')
+    assert re.match(f'<a:theme xmlns:a="{NS_A}" name="[^"]*"><a:themeElements>', xml)  # named, where a design is
     assert xml.endswith('<a:fontScheme name="f"/></a:themeElements></a:theme>')
     return re.search(r"<a:clrScheme.*</a:clrScheme>", xml).group()
 
@@ -163,3 +165,23 @@ def test_a_scheme_is_written_in_the_theme_s_own_prefix_and_every_other_byte_kept
     assert f'<{prefix}dk1><{prefix}sysClr val="windowText" lastClr="000000"/></{prefix}dk1>'.encode() in edited
     assert f'<{prefix}folHlink><{prefix}srgbClr val="FFFFFF"/></{prefix}folHlink>'.encode() in edited
     assert edited.endswith(f"</{prefix}clrScheme><{prefix}fontScheme/></{prefix}theme>".encode())
+
+
+def names(result):
+    """(the first theme's name, the first slide master's name) of ``result``."""
+    with zipfile.ZipFile(result) as package:
+        xml = package.read("ppt/theme/theme1.xml").decode()
+        master = package.read("ppt/slideMasters/slideMaster1.xml").decode()
+    found = re.search(r'<p:cSld name="([^"]*)"', master)
+    return re.search(r'<a:theme [^>]*name="([^"]*)"', xml).group(1), found.group(1) if found else None
+
+
+def test_a_master_keeps_the_name_of_its_design(office, tmp_path):
+    """A .ppt's main master names its design (``bug45124.ppt``'s "My blank presentation"); PowerPoint shows it in the
+    slide master view and the Design tab. LibreOffice's import drops it: its theme is "Office", its master unnamed."""
+    assert names(soffice(CORPUS / "bug45124.ppt", "pptx", tmp_path / "plain")) == ("Office", None)
+    converted = convert.convert(office, CORPUS / "bug45124.ppt", "ppt", tmp_path / "work", 60)
+    assert names(converted.path) == ("My blank presentation", "My blank presentation")
+    import pptx
+
+    assert pptx.Presentation(converted.path).slide_master.name == "My blank presentation"

@@ -118,10 +118,11 @@ class Palette(NamedTuple):
     """The theme colours of a .ppt's main master, as PowerPoint gives them to a .pptx: the name of the colour scheme,
     its twelve colours in ``SCHEME_SLOTS`` order, each (RRGGBB, the system colour it stands for or ""), and whether
     the background is a dark colour (the master's colour map then reads bg1 as dk2, tx1 as lt1, bg2 as dk1 and tx2
-    as lt2)."""
+    as lt2); and the name of the master's design (its TemplateNameAtom: "Blueprint"), "" where it has none."""
     name: str
     colours: tuple[tuple[str, str], ...]
     dark: bool
+    design: str = ""
 
 
 SCHEME_SLOTS = ("dk1", "lt1", "dk2", "lt2", "accent1", "accent2", "accent3", "accent4", "accent5", "accent6",

@@ -32,6 +32,8 @@ from docshift.engine.inventory.package import NS_A, SEP
 
 RT_COLOR_SCHEME, RT_ROUND_TRIP_THEME = 0x07F0, 0x040E
 SLIDE_SCHEME = 1  # the recInstance of a master's own scheme (6: the schemes listed for the user to pick)
+# a main master's TemplateNameAtom ([MS-PPT] 2.5.18): a CString of recInstance 2, the design's name ("Blueprint")
+RT_CSTRING, TEMPLATE_NAME, MAX_NAME = 0x0FBA, 2, 512
 THEME_PART = re.compile(r"theme/theme/theme\d*\.xml")
 MAX_THEME = 1 << 20  # bytes of a round-trip theme, packed or not; PowerPoint's are some 7-30 KB
 COLOUR_SCHEME, SRGB, SYSTEM = (f"{NS_A}{SEP}{local}" for local in ("clrScheme", "srgbClr", "sysClr"))
@@ -47,17 +49,20 @@ def palette(doc: bytes, located: tuple[int, int], budget: Budget) -> Palette | N
     agree with its scheme, else those PowerPoint makes of the scheme; None without a scheme."""
     scheme: tuple[str, ...] | None = None
     theme: Palette | None = None
+    design = ""
     for rec_type, instance, _, body, stop in officeart.children(doc, *located, budget):
         if rec_type == RT_COLOR_SCHEME and instance == SLIDE_SCHEME and stop - body >= 32:
             scheme = tuple(bytes(doc[body + at:body + at + 3]).hex() for at in range(0, 32, 4))
         elif rec_type == RT_ROUND_TRIP_THEME and stop - body <= MAX_THEME:
             theme = attempt(_round_trip, bytes(doc[body:stop]))
+        elif rec_type == RT_CSTRING and instance == TEMPLATE_NAME and stop - body <= MAX_NAME:
+            design = bytes(doc[body:stop]).decode("utf-16-le", "replace").strip("\x00").strip()
     if scheme is None:
         return None
-    made = of_scheme(scheme)
+    made = of_scheme(scheme)._replace(design=design if design.isprintable() else "")
     if theme is not None and all(theme.colours[index][0] == made.colours[index][0]
                                  for index, slot in enumerate(SCHEME_SLOTS) if slot in SAME):
-        return theme._replace(dark=made.dark)
+        return theme._replace(dark=made.dark, design=made.design)
     return made
 
 
