@@ -191,8 +191,9 @@ class Api:
 
 
 def utf8_name(name: str) -> str:
-    """The name the service is told: a file name's bytes that are no UTF-8 (a Linux name, held as surrogates) as
-    U+FFFD, which the service keeps; its result is saved under the name's own bytes."""
+    """A file name as the service is told it and the run prints and reports it: its bytes that are no UTF-8 (a Linux
+    name, held as surrogates) as U+FFFD, which the service, a terminal, the CSV and the page can all hold; the
+    result is saved under the name's own bytes."""
     return name.encode(errors="surrogateescape").decode(errors="replace")
 
 

@@ -21,12 +21,6 @@ OUTCOMES = {"converted": "converted", "losses": "converted, with losses", "faile
             "expired": "expired", "pending": "not done yet"}
 
 
-def printable(path: str) -> str:
-    """A path as the run prints and reports it: its bytes that are no UTF-8 (a Linux name, held as surrogates) as
-    U+FFFD, which a terminal, the CSV and the page can all hold."""
-    return path.encode(errors="surrogateescape").decode(errors="replace")
-
-
 @dataclass
 class Row:
     """One legacy file's outcome."""
@@ -45,9 +39,6 @@ class Row:
     billing_class: str = ""
     replayed: bool = False         # re-attached to a task of an earlier run: not charged again
     earlier: bool = False          # finished by an earlier run: not sent at all
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, printable(value) if name in ("source", "result") else value)
 
     @property
     def outcome(self) -> str:

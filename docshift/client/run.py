@@ -25,6 +25,7 @@ from docshift.client.http import (
     idempotency_key,
     line,
     local_name,
+    utf8_name,
 )
 from docshift.client.library import Client
 from docshift.client.progress import progress_for
@@ -50,7 +51,7 @@ def convert_one(client: Client, source: Source, state: State, out_dir: Path, tim
     """Convert one source, or take its outcome from the state file; a Problem in STOPPING propagates.
     ``password`` (Document-Password) and ``protection`` go with it when given. A file already where its result goes
     that no run of this --out wrote for it is not overwritten, and the source not sent, unless ``overwrite``."""
-    row = Row(source.shown, source.kind)
+    row = Row(utf8_name(source.shown), source.kind)
     if client.stop.is_set():
         raise Problem(INTERRUPTED, "Stopped before this file was read.")
     limit = client.upload_limit()
@@ -204,7 +205,7 @@ def _result_kept(record: dict[str, Any], out_dir: Path) -> bool:
 
 def _fill(row: Row, record: dict[str, Any], out_dir: Path) -> None:
     row.status, row.task_id = record["status"], record.get("task_id", "")
-    row.result = str(out_dir / record["result"]) if record.get("result") else ""
+    row.result = utf8_name(str(out_dir / record["result"])) if record.get("result") else ""
     row.complete, row.lost = record.get("complete"), record.get("lost") or []
     for name in ("error", "message", "detected_format", "note", "billing_class"):
         setattr(row, name, record.get(name) or "")
@@ -263,7 +264,7 @@ def run_convert(client: Client, args: argparse.Namespace) -> int:
             return 2
 
     state = State(out_dir)
-    rows = {source: Row(source.shown, source.kind) for source in found.sources}
+    rows = {source: Row(utf8_name(source.shown), source.kind) for source in found.sources}
     progress = progress_for(len(rows))
     fatal: Problem | None = None
     interrupted = False
