@@ -55,6 +55,7 @@ from docshift.engine import (
     sheet_objects,
     sheet_outlines,
     sheet_printing,
+    sheet_rows,
     sheet_tables,
     sheet_validations,
     sheet_views,
@@ -108,6 +109,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_errors.mend(result, kind, holds.ignored) + \
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
         sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind) + \
+        sheet_rows.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
         doc_properties.mend(result, holds.properties) + \
         sheet_authors.mend(result, kind, holds.authors) + \
