@@ -199,7 +199,7 @@ def convert(office: Forkit, source: Path, kind: str, workdir: str | Path, timeou
             if ready is not None:
                 ready(result, target.extension)  # written again: it goes up again
             held = inventory.of_result(result, kind)
-    fidelity = inventory.report(holds, held, macros_removed=carries_macros and macros == Macros.REMOVE,
+    fidelity = inventory.report(holds, held, macros_removed=macros == Macros.REMOVE,
                                 loaded=loaded.get("parts"))
     if salvaged is not None:
         fidelity = mended.report(fidelity, salvaged)

@@ -72,7 +72,7 @@ class TaskError(Schema):
 
 FIDELITY_PARTS = ["sheets", "cells", "slides", "notes", "characters", "images", "embedded_objects", "charts",
                   "shapes", "sounds", "comments", "headers_footers", "hyperlinks", "actions", "controls",
-                  "macros"]
+                  "macros", "macro_sheets"]
 
 
 class PartCount(Schema):

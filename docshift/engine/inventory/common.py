@@ -20,7 +20,7 @@ from docshift.errors import InventoryUnreadable as Unreadable
 KINDS = {
     "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
     "xls": ("sheets", "cells", "images", "embedded_objects", "charts", "shapes", "comments", "headers_footers",
-            "controls", "hyperlinks", "actions", "macros"),
+            "controls", "hyperlinks", "actions", "macros", "macro_sheets"),
     "ppt": ("slides", "notes", "characters", "images", "embedded_objects", "sounds", "comments", "headers_footers",
             "hyperlinks", "actions", "macros"),
 }
@@ -28,7 +28,8 @@ LABELS = {"sheets": "sheets", "slides": "slides", "notes": "notes pages", "image
           "embedded_objects": "embedded objects", "charts": "charts", "comments": "comments",
           "headers_footers": "headers and footers", "macros": "VBA modules", "cells": "cells",
           "characters": "characters", "sounds": "sounds", "hyperlinks": "hyperlinks",
-          "actions": "actions", "controls": "controls", "shapes": "drawing shapes"}
+          "actions": "actions", "controls": "controls", "shapes": "drawing shapes",
+          "macro_sheets": "Excel 4.0 macro sheets"}
 SHEET_NAME_LIMIT = 31
 MAX_STREAM = 16 << 20  # uploads are at most 4 MiB (settings.MAX_UPLOAD_BYTES)
 MAX_PART = 256 << 20

@@ -126,6 +126,11 @@ def report(source: Inventory, result: Inventory, macros_removed: bool = False,
                 lost.append(removed)
         elif what == "sheets":
             entries = _sheets_report(source, result, have, got)
+        elif what == "macro_sheets" and have and got is not None and got < have:
+            which = _places(source.where.get(what), result.where.get(what)).removeprefix("; missing: ")
+            entries = [_macro_sheets_lost(have, got, which, macros_removed)]
+            if macros_removed:  # asked for: named, not a loss
+                lost, entries = lost + entries, []
         elif have and got is None:
             entries = [{"what": what, "count": have, "detail": f"the {LABELS[what]} could not be read in the result"}]
         elif have is not None and got is not None and got < have - asked:
@@ -265,6 +270,18 @@ def _macros_report(source: Inventory, result: Inventory, have: int | None, got: 
         entries.append({"what": "macros", "count": len(changed),
                         "detail": f"the code of {len(changed)} of {have} VBA modules differs: {names}"})
     return have - len(missing) - len(changed), entries + _project_report(source.project, result.project), None
+
+
+def _macro_sheets_lost(have: int, got: int, places: str, removed_on_request: bool) -> Lost:
+    """The entry of Excel 4.0 macro sheets that the result holds as worksheets (``places``: which): LibreOffice's
+    export writes each as one, its macro functions as errors (``#NAME?``)."""
+    missing = have - got
+    if removed_on_request:
+        return {"what": "macro_sheets", "count": missing, "detail": f"{missing} Excel 4.0 macro sheet"
+                f"{'s' if missing != 1 else ''} removed on request, each now a worksheet without macros: {places}"}
+    return {"what": "macro_sheets", "count": missing,
+            "detail": f"{missing} of {have} Excel 4.0 macro sheets {'is' if missing == 1 else 'are'} a worksheet "
+                      f"in the result, the macros not kept (LibreOffice writes no macro sheet): {places}"}
 
 
 UNPRINTABLE = dict.fromkeys(range(32))

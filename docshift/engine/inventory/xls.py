@@ -27,9 +27,7 @@ from docshift.engine.inventory.common import (
 
 BIFF_BOF = {0x0809, 0x0409, 0x0209, 0x0009}
 BIFF_EOF, BIFF_CONTINUE, BIFF_BOUNDSHEET, BIFF_CODEPAGE = 0x000A, 0x003C, 0x0085, 0x0042
-BIFF_NOTE, BIFF_HEADER, BIFF_FOOTER = 0x001C, 0x0014, 0x0015
-# a picture's bitmap as the record itself holds it, not in the drawing: what xlwt and pyExcelerator write
-BIFF_IMDATA = 0x007F
+BIFF_NOTE, BIFF_HEADER, BIFF_FOOTER, BIFF_IMDATA = 0x001C, 0x0014, 0x0015, 0x007F  # IMDATA: a picture's bitmap
 # a custom view's settings of a sheet, its page setup's header and footer among them: alternatives to the sheet's
 BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END = 0x01AA, 0x01AB
 BIFF_DRAWING_GROUP, BIFF_DRAWING, BIFF_FILEPASS, BIFF_OBJ, BIFF_TXO = 0x00EB, 0x00EC, 0x002F, 0x005D, 0x01B6
@@ -57,6 +55,7 @@ MAX_CELL_TEXT = 32_767
 class _Workbook:
     """What one pass over the BIFF records of a Workbook stream finds."""
     sheets: list[str] = field(default_factory=list)  # names of the sheets in BOUNDSHEET order
+    macro_sheets: list[str] = field(default_factory=list)  # where each sheet of Excel 4.0 macros is (BOUNDSHEET.dt 1)
     charts: int = 0
     notes: int = 0
     bitmaps: list[bytearray] = field(default_factory=list)  # each IMDATA record of the worksheets, CONTINUEs and all
@@ -130,6 +129,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 every_sheet.append(name)
                 if data[body + 5] in SHEET_TYPES:
                     book.sheets.append(name)
+                    book.macro_sheets += [f"sheet '{name[:SHEET_NAME_LIMIT]}'"] if data[body + 5] == 1 else []
                     if data[body + 4] & 0x03 == xls_views.VERY_HIDDEN:
                         book.very_hidden.append(name)
             elif rec_type in xls_views.PROTECTION and length >= 2:
@@ -237,8 +237,8 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     if book.encrypted:
         return
     if book.globals:
-        inventory.sheets = book.sheets
-        counts["sheets"] = len(book.sheets)
+        inventory.sheets, counts["sheets"] = book.sheets, len(book.sheets)
+        inventory.where["macro_sheets"], counts["macro_sheets"] = book.macro_sheets, len(book.macro_sheets)
     counts["comments"] = book.notes
     inventory.calculation = {key: value for key, value in book.calculation.items()
                              if value != {"calcMode": "auto", "refMode": "A1"}[key]}

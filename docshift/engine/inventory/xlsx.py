@@ -43,6 +43,7 @@ HYPERLINK = re.compile(rb"<hyperlink\b")
 DRAWN = re.compile(rb"<xdr:(?:sp|cxnSp|grpSp)[\s>]")
 SHAPE = re.compile(rb"<xdr:sp[\s>].*?</xdr:sp>", re.S)
 NO_SIZE = b'<a:ext cx="0" cy="0"/>'
+MACRO_SHEETS = ("/xlMacrosheet", "/xlIntlMacrosheet")  # the relationship types of Excel 4.0 macro sheets
 
 
 def read(package: Package, inventory: Inventory) -> None:
@@ -66,6 +67,9 @@ def read(package: Package, inventory: Inventory) -> None:
     inventory.sheets = [name for name, _ in sheets]
     counts["sheets"] = len(sheets)
     relationships = package.relationships(main)
+    inventory.where["macro_sheets"] = [f"sheet '{name}'" for name, rid in sheets
+                                       if relationships.get(rid, ("", None))[0].endswith(MACRO_SHEETS)]
+    counts["macro_sheets"] = len(inventory.where["macro_sheets"])
     strings = attempt(_shared_strings, package, relationships)
     cells: dict[str, dict[bytes, Any]] = {}
     pictures: set[str] = set()
