@@ -33,8 +33,9 @@ def test_cells_with_japanese_text_keep_the_xls_font(office, tmp_path):
     fallback = [index for index, font in enumerate(plain) if 'val="DejaVu Sans"' in font]
     assert fallback and set(fallback) & set(plain_formats)
     ours, our_formats = fonts(convert.convert(office, SOURCE, "xls", tmp_path / "work", 60).path)
-    assert our_formats == plain_formats and len(ours) == len(plain)
-    for index, (font, plain_font) in enumerate(zip(ours, plain, strict=True)):
+    # after LibreOffice's own come the formats of rows that no cell has (sheet_rows), with their fonts
+    assert our_formats[:len(plain_formats)] == plain_formats and len(ours) >= len(plain)
+    for index, (font, plain_font) in enumerate(zip(ours, plain)):
         if index in fallback:
             assert f'<name val="{GOTHIC}"/>' in font and '<charset val="128"/>' in font
             assert re.sub(r"<(name|family|charset)[^>]*/>", "", font) == \
