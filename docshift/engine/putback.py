@@ -94,7 +94,8 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_actions.mend(result, source, kind, counts.get("actions"), keep_macros) + \
         sheet_links.mend(result, kind, holds.links) + \
         sheet_lines.mend(result, source, kind, holds.where.get("shapes", [])) + \
-        slide_timings.mend(result, source, kind, holds.advances) + sheet_views.mend(result, kind, holds.views) + \
+        slide_timings.mend(result, source, kind, holds.advances) + \
+        sheet_views.mend(result, kind, holds.views, holds.window) + \
         sheet_codenames.mend(result, source, kind, keep_macros) + \
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
         slide_schemes.mend(result, source, kind, holds.palettes) + \

@@ -34,24 +34,31 @@ DEFAULTS = {"showGridLines": "true", "showZeros": "true", "showRowColHeaders": "
             "topLeftCell": "A1"}
 
 
-def mend(result: Path, kind: str, views: dict[str, View]) -> int:
+def mend(result: Path, kind: str, views: dict[str, View], window: dict[str, str] | None = None) -> int:
     """Give the sheets of ``result`` (LibreOffice's export of an .xls) the ``views`` ({sheet name: its view}) of the
-    legacy file's where they differ, and the workbook the sheet it shows. Returns how many parts were given theirs
-    (0: the file is untouched). Never raises for what the file holds."""
-    if kind != "xls" or not views:
+    legacy file's where they differ, and the workbook the sheet it shows and its ``window`` (workbookView's
+    attributes: where the window is, its size, the first tab shown, the tabs' share of the scroll bar). Returns how
+    many parts were given theirs (0: the file is untouched). Never raises for what the file holds."""
+    if kind != "xls" or not (views or window):
         return 0
-    return _mend(result, {name[:31]: view for name, view in views.items()})
+    return _mend(result, {name[:31]: view for name, view in views.items()}, window or {})
 
 
-def _mend(result: Path, views: dict[str, View]) -> int:
+def _mend(result: Path, views: dict[str, View], window: dict[str, str]) -> int:
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         sheets = sheet_objects.worksheets(package)
         for _, name, part in sheets:
             if name in views and _differs(package, part, views[name]):
                 yield part, _showing(views[name])
         shown = [index - 1 for index, name, _ in sheets if name in views and views[name].shown]
-        if shown and "xl/workbook.xml" in package.names:
-            yield "xl/workbook.xml", _opening(shown[0])
+        wanted = {key: value for key, value in window.items() if key not in ("windowWidth", "windowHeight")
+                  or value != "0"}
+        if not wanted.get("firstSheet", "0").isdigit() or int(wanted.get("firstSheet", "0")) >= len(sheets):
+            wanted.pop("firstSheet", None)  # a tab the result has not
+        if shown:
+            wanted["activeTab"] = str(shown[0])
+        if wanted and "xl/workbook.xml" in package.names:
+            yield "xl/workbook.xml", _opening(wanted)
 
     return edited(result, parts, "the sheets' views of %s stay as LibreOffice wrote them: %r")
 
@@ -75,10 +82,21 @@ def _showing(view: View) -> PartEdit:
     return without_cells(lambda data, part: (viewed(data, part, view), 1))
 
 
-def _opening(tab: int) -> PartEdit:
-    """The edit of the workbook part that opens it on its sheet ``tab`` (from 0)."""
-    return without_names(lambda data, part: (ooxml.edit_tags(data, part, lambda tag, attributes: {
-        "activeTab": str(tab)} if tag == WORKBOOK_VIEW and attributes.get("activeTab", "0") != str(tab) else None), 1))
+def _opening(wanted: dict[str, str]) -> PartEdit:
+    """The edit of the workbook part that gives its first ``workbookView`` the attributes ``wanted`` where it has
+    others: the sheet it opens on, its window."""
+    def edit(data: bytes, part: str) -> tuple[bytes, int]:
+        seen: list[str] = []
+
+        def changes(tag: str, attributes: dict[str, str]) -> dict[str, str] | None:
+            if tag != WORKBOOK_VIEW or seen:
+                return None
+            seen.append(tag)
+            return {key: value for key, value in wanted.items() if attributes.get(key, "0") != value} or None
+
+        return ooxml.edit_tags(data, part, changes), 1
+
+    return without_names(edit)
 
 
 def viewed(data: bytes, part: str, view: View) -> bytes:

@@ -1,6 +1,7 @@
 """How a workbook's sheets show when it opens: LibreOffice's import forgets the first sheet's view and the sheet the
 workbook shows; the result gets both back from the .xls, and LibreOffice reads them from it."""
 
+import re
 import shutil
 import zipfile
 
@@ -103,3 +104,31 @@ def test_a_workbook_shown_on_another_sheet_is_opened_there(tmp_path):
     with zipfile.ZipFile(result) as package:
         assert b'tabSelected="true"' in package.read("xl/worksheets/sheet2.xml")
     assert sheet_views.mend(result, "xls", wanted) == 0
+
+
+def workbook_view(path):
+    with zipfile.ZipFile(path) as package:
+        data = package.read("xl/workbook.xml").decode()
+    return dict(re.findall(r'(\w+)="([^"]*)"', re.search(r"<workbookView [^>]*>", data).group()))
+
+
+def test_the_workbook_keeps_its_window_and_its_tabs_share_of_the_scroll_bar(office, tmp_path):
+    """``36947.xls``'s WINDOW1 gives its window's place and size and Excel's tab ratio (600); a plain soffice writes
+    0, 0, 16384 x 8192 and 500, as for every workbook, docshift the .xls's."""
+    source = CORPUS / "36947.xls"
+    window = inventory.of_source(source, "xls").window
+    assert window == {"xWindow": "480", "yWindow": "120", "windowWidth": "14235", "windowHeight": "8955",
+                      "firstSheet": "0", "tabRatio": "600"}
+    plain = workbook_view(soffice(source, "xlsx", tmp_path / "plain"))
+    assert (plain["tabRatio"], plain["windowWidth"], plain["windowHeight"]) == ("500", "16384", "8192")
+    ours = workbook_view(convert.convert(office, source, "xls", tmp_path / "work", 60).path)
+    assert {key: ours[key] for key in window} == window
+
+
+def test_a_first_tab_the_result_has_not_is_left_out(tmp_path):
+    """firstSheet past the result's sheets would leave Excel no tab to show; the rest of the window goes in."""
+    result = tmp_path / "book.xlsx"
+    openpyxl.Workbook().save(result)
+    assert sheet_views.mend(result, "xls", {}, {"firstSheet": "3", "tabRatio": "750", "windowWidth": "0"}) == 1
+    view = workbook_view(result)
+    assert view["tabRatio"] == "750" and view.get("firstSheet", "0") == "0" and view.get("windowWidth") != "0"

@@ -171,6 +171,7 @@ class Inventory:
     very_hidden: list[str] = field(default_factory=list)
     sharing: dict[str, str] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # an .xls's workbookProtection, where locked
+    window: dict[str, str] = field(default_factory=dict)  # an .xls's workbookView: its window, first tab, tab ratio
     properties: dict[int, str] = field(default_factory=dict)  # the company, manager, category (doc_properties)
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # an .xls's: {sheet: {cell: its note's author}}
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default

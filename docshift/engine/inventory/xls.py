@@ -132,8 +132,8 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     book.macro_sheets += [f"sheet '{name[:SHEET_NAME_LIMIT]}'"] if data[body + 5] == 1 else []
                     if data[body + 4] & 0x03 == xls_views.VERY_HIDDEN:
                         book.very_hidden.append(name)
-            elif rec_type in xls_views.PROTECTION and length >= 2:
-                book.settings.workbook_record(rec_type, struct.unpack_from("<H", data, body)[0])
+            elif rec_type in xls_views.WORKBOOK_RECORDS:
+                book.settings.workbook_record(rec_type, bytes(data[body:end]))
             elif rec_type == xls_views.BIFF_FILESHARING and biff8:
                 book.sharing = xls_views.sharing(data[body:end], _string(data, body + 4, end, True, codepage, 2))
             elif rec_type == BIFF_CODEPAGE and length >= 2:

@@ -24,6 +24,10 @@ BIFF_SETUP = 0x00A1
 PROTECTION = {0x0012: "lockStructure", 0x0019: "lockWindows", 0x0013: "workbookPassword", 0x01AF: "lockRevision",
               0x01BC: "revisionsPassword"}
 PASSWORDS = {0x0013, 0x01BC}
+# the globals' first WINDOW1 ([MS-XLS] 2.4.345): the workbook's window, its first tab shown and its tabs' share of
+# the scroll bar (thousandths, as OOXML's), which LibreOffice writes as 0, 0, 16384 x 8192, 0 and 500 for every file
+BIFF_WINDOW1 = 0x003D
+WORKBOOK_RECORDS = {*PROTECTION, BIFF_WINDOW1}
 # a sheet's margins (an Xnum of inches each): pageMargins' attribute
 MARGINS = {0x0026: "left", 0x0027: "right", 0x0028: "top", 0x0029: "bottom"}
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
@@ -52,6 +56,7 @@ class Settings:
     ranges: dict[str, tuple[tuple[int, int, int, int], ...]] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # the workbook's, as its globals' records say it
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # {sheet: {cell: its note's author}}
+    window: dict[str, str] = field(default_factory=dict)  # workbookView's attributes, as the first WINDOW1 says
 
     def into(self, inventory: Inventory) -> None:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
@@ -59,11 +64,19 @@ class Settings:
         # a password alone protects nothing: Excel asks for it only to unlock what a lock locks
         locked = self.protection.keys() - {PROTECTION[rec_type] for rec_type in PASSWORDS}
         inventory.protection = dict(self.protection) if locked else {}
+        inventory.window = self.window
 
-    def workbook_record(self, rec_type: int, value: int) -> None:
-        """What a workbook globals' PROTECT, WINDOWPROTECT or PROT4REV (a flag) or PASSWORD or PROT4REVPASS (its
-        hash) record says."""
-        if value:
+    def workbook_record(self, rec_type: int, body: bytes) -> None:
+        """What a workbook globals' PROTECT, WINDOWPROTECT or PROT4REV (a flag), PASSWORD or PROT4REVPASS (its
+        hash) or first WINDOW1 record (``body``) says."""
+        if rec_type == BIFF_WINDOW1:
+            if len(body) >= 18 and not self.window:
+                left, top, width, height, _, _, first, _, ratio = struct.unpack_from("<hhHHHHHHH", body)
+                self.window = {"xWindow": str(left), "yWindow": str(top), "windowWidth": str(width),
+                               "windowHeight": str(height), "firstSheet": str(first)}
+                if ratio <= 1000:
+                    self.window["tabRatio"] = str(ratio)
+        elif len(body) >= 2 and (value := struct.unpack_from("<H", body)[0]):
             self.protection[PROTECTION[rec_type]] = f"{value:04X}" if rec_type in PASSWORDS else "1"
 
 
