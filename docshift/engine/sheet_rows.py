@@ -27,7 +27,7 @@ from docshift.engine.inventory.package import Package
 from docshift.engine.sheet_numbers import STYLES
 from docshift.engine.sheet_objects import cell_name
 from docshift.engine.sheet_skeleton import SHEET_DATA
-from docshift.engine.sheet_xf import Made
+from docshift.engine.sheet_xf import Book, Made
 from docshift.errors import ResultUnreadable as Unreadable
 
 BIFF_ROW, BIFF_MULBLANK, BIFF_MULRK = 0x0208, 0x00BE, 0x00BD
@@ -60,7 +60,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
                                 if rel_type == STYLES and target in package.names), None)
             if styles_part is None:
                 raise Unreadable("the workbook has no styles part")
-            made = Made.of(part_bytes(package, styles_part), styles_part, source)
+            made = Made.of(part_bytes(package, styles_part), styles_part, Book.of(source))
             for xf in sorted(wanted - set(styles)):
                 if (style := made.style(xf)) is not None:
                     styles[xf] = style

@@ -31,6 +31,7 @@ HORIZONTAL = ("general", "left", "center", "right", "fill", "justify", "centerCo
 VERTICAL = ("top", "center", "bottom", "justify", "distributed")
 UNDERLINES = {1: "single", 2: "double", 0x21: "singleAccounting", 0x22: "doubleAccounting"}
 SCRIPTS = {1: "superscript", 2: "subscript"}
+BUILT_IN = {*range(23), *range(37, 41), *range(45, 50)}  # the number formats ECMA-376 gives (18.8.30)
 SYSTEM = {64: 64, 65: 65, 0x7FFF: 64}  # the window's text and background colours, OOXML's indexed 64 and 65
 LISTS = ("numFmts", "fonts", "fills", "borders", "cellXfs")
 STYLE_SHEET = f"{NS_S}{SEP}styleSheet"
@@ -100,9 +101,9 @@ class Made:
     sheet_end: int = -1  # where the styleSheet's start tag ends
 
     @classmethod
-    def of(cls, data: bytes, name: str, source: Path) -> "Made":
-        """What ``styles.xml`` (``data``) lists; the XF records of the .xls ``source``."""
-        made, depth = cls(data, name, Book.of(source)), [0]
+    def of(cls, data: bytes, name: str, book: Book) -> "Made":
+        """What ``styles.xml`` (``data``) lists, to make styles of the .xls's records ``book`` (``Book.of``)."""
+        made, depth = cls(data, name, book), [0]
         open_at: dict[str, list[int]] = {}
 
         def start(tag: str, attributes: dict[str, str]) -> None:
@@ -146,8 +147,9 @@ class Made:
                "fontId": self._add("fonts", self._font(self.book.fonts[font])) if font < len(self.book.fonts) else 0,
                "fillId": self._add("fills", self._fill(more >> 26, pattern & 0x7F, (pattern >> 7) & 0x7F)),
                "borderId": self._add("borders", self._border(lines, more))}
-        aligned = {"horizontal": HORIZONTAL[align & 0x07], "vertical": VERTICAL[(align >> 4) & 0x07]
-                   if (align >> 4) & 0x07 < len(VERTICAL) else "", "textRotation": rotation,
+        vertical = (align >> 4) & 0x07
+        aligned = {"horizontal": HORIZONTAL[align & 0x07], "vertical": VERTICAL[vertical] if vertical < 5 else "",
+                   "textRotation": rotation if rotation <= 180 or rotation == 255 else 0,  # 255: stacked
                    "wrapText": (align >> 3) & 1, "indent": indent & 0x0F, "shrinkToFit": (indent >> 4) & 1}
         written = " ".join(f'{key}="{value}"' for key, value in aligned.items()
                            if value and value not in ("general", "bottom"))
@@ -188,9 +190,10 @@ class Made:
         return self.lists[local][2] + len(self.added[local]) - 1
 
     def _number(self, key: int) -> int:
-        """The number of the number format ``key`` of the .xls: Excel's built-in one, or its code's, added."""
-        if key < FIRST_CUSTOM or key not in self.book.codes:
-            return key if key < FIRST_CUSTOM else 0
+        """The number of the number format ``key`` of the .xls: its FORMAT record's code, added (Excel writes one for
+        some built-in formats too, in its locale), else the built-in one OOXML defines, else General."""
+        if key not in self.book.codes:
+            return key if key in BUILT_IN else 0
         code = self.book.codes[key]
         if code not in self.codes:
             self.codes[code] = max([FIRST_CUSTOM - 1, *self.codes.values()]) + 1
@@ -209,8 +212,9 @@ class Made:
         parts = ["<b/>" if font.bold else "", "<i/>" if font.italic else "", "<strike/>" if font.struck else "",
                  f'<u val="{UNDERLINES[font.underline]}"/>' if font.underline in UNDERLINES else "",
                  f'<vertAlign val="{SCRIPTS[font.script]}"/>' if font.script in SCRIPTS else "",
-                 f'<sz val="{font.height / 20:g}"/>', self._colour("color", font.colour),
-                 f'<name val="{ooxml.attribute_value(font.name)}"/>',
+                 f'<sz val="{font.height / 20:g}"/>' if 20 <= font.height <= 8180 else "",  # 1-409 points
+                 self._colour("color", font.colour),
+                 f'<name val="{ooxml.attribute_value(font.name)}"/>' if font.name.strip() else "",
                  f'<family val="{font.family}"/>' if 0 < font.family < 6 else "",
                  f'<charset val="{font.charset}"/>' if font.charset else ""]
         return "<font>" + "".join(parts) + "</font>"

@@ -7,6 +7,7 @@ cell, and no cell of the workbook has their formats (a border and a font; a fill
 """
 
 import re
+import struct
 import zipfile
 
 import openpyxl
@@ -15,7 +16,7 @@ from conftest import ROOT
 from conftest import _soffice_save as soffice
 from openpyxl.styles import Border, Font, PatternFill, Side
 
-from docshift.engine import convert, sheet_rows
+from docshift.engine import convert, sheet_rows, sheet_xf
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "xls"
 
@@ -104,3 +105,22 @@ def test_rows_go_in_order_and_an_empty_sheet_data_gets_its_end():
     assert sheet_rows.restyled(empty, "sheet.xml", {2: "1"})[0] == (
         b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
         b'<row r="3" s="1" customFormat="1"/></sheetData></worksheet>')
+
+
+def test_a_style_made_of_a_damaged_xf_stays_within_what_ooxml_allows():
+    """An XF whose rotation, font size, font name and number format no Excel writes still makes a style that reads:
+    rotation 0, no size, no name, General; a font past the FONT records is the default one, a colour past the
+    palette the window's text."""
+    styles = (b'<styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+              b'<fonts count="1"><font/></fonts><fills count="1"><fill/></fills><borders count="1"><border/>'
+              b'</borders><cellXfs count="1"><xf/></cellXfs></styleSheet>')
+    damaged = struct.pack("<HHHBBBBIIH", 0, 100, 1, 0x21, 200, 0, 0, 0, 1 << 26 | 99, 99)
+    beyond = struct.pack("<HHHBBBBIIH", 7, 0, 1, 0, 255, 0, 0, 0, 0, 0)
+    book = sheet_xf.Book(xfs=[damaged, beyond], fonts=[sheet_xf.Font(0, False, False, 200, True, 0, 0, 0, 0, " ")])
+    made = sheet_xf.Made.of(styles, "xl/styles.xml", book)
+    assert (made.style(0), made.style(1), made.style(2)) == ("1", "2", None)
+    written = made.written().decode()
+    assert '<font><b/><color indexed="64"/></font>' in written  # no size, no name
+    assert 'numFmtId="0" fontId="1"' in written and 'textRotation="200"' not in written
+    assert 'fontId="0"' in written and 'textRotation="255"' in written  # stacked text, the default font
+    assert '<fonts count="2">' in written and '<cellXfs count="3">' in written
