@@ -51,6 +51,7 @@ from docshift.engine import (
     sheet_formats,
     sheet_lines,
     sheet_links,
+    sheet_names,
     sheet_numbers,
     sheet_objects,
     sheet_outlines,
@@ -105,6 +106,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, not macros_removed) + \
         word_template.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
+        sheet_names.mend(result, source, kind) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing, holds.protection) + \
         sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
         sheet_errors.mend(result, kind, holds.ignored) + \

@@ -1,0 +1,153 @@
+"""A workbook's defined names as the .xls names them, and hidden where it hides them.
+
+Excel's names may hold periods and backslashes (``First.Quarter``, ``wrn.Report.``, ``PDOC\\10_1\\lab``; [MS-OI29500]
+2.1.867). LibreOffice's .xls import makes each period an underscore (every LibreOffice, a plain ``soffice`` too),
+and each backslash one as well once the process has read another file (a cold ``soffice`` keeps them, a child of the
+engine's parent never does), and writes every name ``hidden="false"``: Solver's and the Report Manager's own names
+came out in the Name Manager, and a macro that asks for ``Range("First.Quarter")`` found no such name.
+
+``mend`` reads the NAME records (Lbl: [MS-XLS] 2.4.150) and gives each name of the result that is an .xls name so
+changed its own name again, in its ``definedName`` and in every formula that uses it (cells, names, validations,
+conditional formats, charts), outside the formulas' strings and quoted sheet names; and ``hidden="1"`` to each
+name the .xls hides. A name whose two spellings are both the .xls's, or are both in the result, stays as it is.
+"""
+
+import re
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from docshift.engine import biff
+from docshift.engine.embedding import PartEdit, edited
+from docshift.engine.inventory.package import Package
+
+BIFF_NAME = 0x0018
+HIDDEN, BUILT_IN = 0x0001, 0x0020  # Lbl's fHidden, fBuiltin
+# a defined name as LibreOffice writes it, its attributes and its formula
+DEFINED_NAME = re.compile(rb'<definedName\b([^>]*?)\bname="([^"]*)"([^>]*)>')
+SCOPE = re.compile(rb'\blocalSheetId="([0-9]+)"')
+# the text of an element that holds a formula: a cell's, a name's, a validation's or conditional format's, a chart's
+FORMULA = re.compile(rb"(<(?:[A-Za-z_][\w.-]*:)?(?:f|formula|formula1|formula2|definedName)\b[^>]*(?<!/)>)([^<]*)(<)")
+# a name as Office writes and reads one ([MS-OI29500] 2.1.867): a letter, an underscore or a backslash, then those,
+# digits, periods and question marks (a name of other characters is one Excel would not load: LibreOffice's stays)
+EXCEL_NAME = re.compile(r"(?:[^\W\d]|\\)[\w.\\?]*")
+# in a formula as its part writes it: a string or a quoted sheet name (their quotes as characters or references),
+# a character reference, or a run of the characters a name or a reference is made of
+TOKEN = re.compile(r'&quot;.*?&quot;|"(?:[^"]|"")*"|&apos;.*?&apos;|\'(?:[^\']|\'\')*\'|&#?\w+;|[\w.\\?]+')
+
+
+def mend(result: Path, source: Path, kind: str) -> int:
+    """Give the defined names of ``result`` (LibreOffice's export of the .xls ``source``) the spelling and the hidden
+    flag the .xls gives them. Returns how many names were given theirs (0: the file is untouched). Never raises for
+    what the files hold."""
+    if kind != "xls":
+        return 0
+    names = names_of(source)
+    if not names or not any(hidden or _as_libreoffice(name) != name for name, hidden in names.values()):
+        return 0
+
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        main = "xl/workbook.xml"
+        written = {(_scope(match.group(1) + match.group(3)), match.group(2).decode())
+                   for match in DEFINED_NAME.finditer(b"".join(package.chunks(main)))}
+        renamed = _renamed(names, written)
+        hidden = set()  # (scope, the name as the result will spell it) of each the .xls hides
+        for (scope, spelled), (name, hide) in names.items():
+            if hide and ((scope, name) in written or renamed.get(spelled) == name):
+                hidden.add((scope, name))
+            elif hide and (scope, spelled) in written:
+                hidden.add((scope, spelled))
+        if not renamed and not hidden:
+            return
+        yield main, lambda data, name: _workbook(data, renamed, hidden)
+        if renamed:
+            wanted = [spelled.encode() for spelled in renamed]
+            for part in package.names:
+                if part != main and part.endswith(".xml") and part.startswith(("xl/worksheets/", "xl/charts/")) \
+                        and package.holds(part, *wanted):
+                    yield part, lambda data, name: (_formulas(data, renamed), 0)
+
+    return edited(result, parts, "the defined names of %s stay as LibreOffice wrote them: %r", source)
+
+
+def names_of(source: Path) -> dict[tuple[int | None, str], tuple[str, bool]]:
+    """{(scope: None for the workbook's, else the sheet's place from 0; the name as LibreOffice spells it): (the name
+    as the .xls spells it, whether it is hidden)} of each NAME record of the .xls ``source`` (BIFF8) that is not a
+    built-in name (Print_Area and its kind, which LibreOffice writes as OOXML's own)."""
+    found: dict[tuple[int | None, str], tuple[str, bool]] = {}
+    for _, sheet, data, body, end in biff.records(source, {BIFF_NAME}):
+        if sheet is not None or end - body < 15:
+            continue
+        flags, length, sheet_index = struct.unpack_from("<H", data, body)[0], data[body + 3], \
+            struct.unpack_from("<H", data, body + 8)[0]
+        if flags & BUILT_IN or not length:
+            continue
+        wide = data[body + 14] & 1
+        text = bytes(data[body + 15:min(end, body + 15 + length * (2 if wide else 1))])
+        name = text.decode("utf_16_le" if wide else "latin-1", "replace")
+        scope = sheet_index - 1 if sheet_index else None
+        key = (scope, _as_libreoffice(name))
+        found[key] = (name, bool(flags & HIDDEN)) if key not in found else ("", False)  # two of one: neither
+    return {key: value for key, value in found.items() if value[0]}
+
+
+def _as_libreoffice(name: str) -> str:
+    """``name`` as LibreOffice's import writes it (``ScfTools::ConvertToScDefinedName``): each character that is
+    not a letter, a digit or an underscore an underscore, and a digit too where the name starts."""
+    return "".join(c if c == "_" or (c.isalnum() if at else c.isalpha()) else "_" for at, c in enumerate(name))
+
+
+def _scope(attributes: bytes) -> int | None:
+    found = SCOPE.search(attributes)
+    return int(found.group(1)) if found else None
+
+
+def _renamed(names: dict[tuple[int | None, str], tuple[str, bool]],
+             written: set[tuple[int | None, str]]) -> dict[str, str]:
+    """{the name as the result spells it: as the .xls does} of each name LibreOffice respelled, where neither
+    spelling is ambiguous: the .xls's is not in the result, and no name of the .xls, of any scope, is spelled the
+    result's way."""
+    originals = {name for name, _ in names.values()}  # a formula's name may be of any scope: so is the check
+    renamed: dict[str, str] = {}
+    for (scope, spelled), (name, _) in names.items():
+        wanted = spelled != name and (scope, spelled) in written and (scope, name) not in written \
+            and EXCEL_NAME.fullmatch(name) is not None
+        if wanted and spelled not in originals and renamed.setdefault(spelled, name) != name:
+            renamed[spelled] = ""  # two names of two scopes spelled alike: left as they are
+    return {spelled: name for spelled, name in renamed.items() if name}
+
+
+def _workbook(data: bytes, renamed: dict[str, str], hidden: set[tuple[int | None, str]]) -> tuple[bytes, int]:
+    """The workbook part with its names respelled and hidden, and their formulas' names respelled."""
+    count = 0
+
+    def name(match: re.Match[bytes]) -> bytes:
+        nonlocal count
+        before, written, after = match.group(1), match.group(2).decode(), match.group(3)
+        spelled = renamed.get(written, written)
+        attributes = before + b'name="' + escape(spelled, {'"': "&quot;"}).encode() + b'"' + after
+        if (_scope(before + after), spelled) in hidden:
+            attributes = re.sub(rb'\s*\bhidden="[^"]*"', b"", attributes) + b' hidden="1"'
+        written_tag = b"<definedName" + attributes + b">"
+        count += written_tag != match.group(0)
+        return written_tag
+
+    data = DEFINED_NAME.sub(name, data)
+    return (_formulas(data, renamed) if renamed else data), count
+
+
+def _formulas(data: bytes, renamed: dict[str, str]) -> bytes:
+    """The part ``data`` with each name of ``renamed`` in its formulas respelled."""
+    lower = {spelled.lower(): name for spelled, name in renamed.items()}
+
+    def token(match: re.Match[str]) -> str:
+        found = match.group()
+        return found if found[0] in "\"'&" else lower.get(found.lower(), found)
+
+    def formula(match: re.Match[bytes]) -> bytes:
+        text = match.group(2).decode()
+        changed = TOKEN.sub(token, text)
+        return match.group(0) if changed == text else match.group(1) + changed.encode() + match.group(3)
+
+    return FORMULA.sub(formula, data)
