@@ -70,6 +70,7 @@ from docshift.engine import (
     text_shadows,
     word_objects,
     word_schema,
+    word_tabs,
     word_template,
     workbook_access,
     workbook_calc,
@@ -105,6 +106,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
         form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, not macros_removed) + \
         word_template.mend(result, source, kind) + \
+        word_tabs.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
         sheet_names.mend(result, source, kind) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing, holds.protection) + \
