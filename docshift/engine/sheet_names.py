@@ -19,7 +19,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from docshift.engine import biff
-from docshift.engine.embedding import PartEdit, edited
+from docshift.engine.embedding import PartEdit, edited, guarded
 from docshift.engine.inventory.package import Package
 
 BIFF_NAME = 0x0018
@@ -43,6 +43,10 @@ def mend(result: Path, source: Path, kind: str) -> int:
     what the files hold."""
     if kind != "xls":
         return 0
+    return guarded(_mend, result, source, "the defined names of %s stay as LibreOffice wrote them: %r")
+
+
+def _mend(result: Path, source: Path) -> int:
     names = names_of(source)
     if not names or not any(hidden or _as_libreoffice(name) != name for name, hidden in names.values()):
         return 0

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
-from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
+from docshift.engine.embedding import PartEdit, edited, guarded, part_bytes, spliced
 from docshift.engine.inventory.package import Package
 from docshift.engine.sheet_numbers import STYLES
 from docshift.engine.sheet_objects import cell_name
@@ -46,6 +46,10 @@ def mend(result: Path, source: Path, kind: str) -> int:
     untouched). Never raises for what the files hold."""
     if kind != "xls":
         return 0
+    return guarded(_mend, result, source, "the rows' own formats of %s stay unwritten: %r")
+
+
+def _mend(result: Path, source: Path) -> int:
     rows = formatted_rows(source)
     if not rows:
         return 0

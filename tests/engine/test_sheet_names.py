@@ -18,7 +18,7 @@ from conftest import ROOT
 from conftest import _soffice_save as soffice
 from openpyxl.workbook.defined_name import DefinedName
 
-from docshift.engine import convert, sheet_names
+from docshift.engine import convert, sheet_names, sheet_rows
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "xls"
 RESPELT = {b"First_Quarter": b"First.Quarter", b"Path_Name": b"Path\\Name"}
@@ -102,3 +102,15 @@ def test_a_name_spelled_both_ways_in_the_xls_stays_as_it_is():
     names = {(None, "a_b"): ("a.b", False), (0, "a_b"): ("a_b", False)}
     assert sheet_names._renamed(names, {(None, "a_b"), (0, "a_b")}) == {}
     assert sheet_names._renamed({(None, "a_b"): ("a.b", False)}, {(None, "a_b")}) == {"a_b": "a.b"}
+
+
+def test_a_workbook_whose_records_do_not_read_leaves_the_result_as_it_is(tmp_path):
+    """A compound file's header over bytes that are none: the names' and the rows' mends log it and change
+    nothing, as every mend does, where before they raised out of the conversion."""
+    broken = tmp_path / "broken.xls"
+    broken.write_bytes(olefile.MAGIC + b"\xff" * 1000)
+    result = tmp_path / "result.xlsx"
+    openpyxl.Workbook().save(result)
+    before = result.read_bytes()
+    assert sheet_names.mend(result, broken, "xls") == 0 and sheet_rows.mend(result, broken, "xls") == 0
+    assert result.read_bytes() == before
