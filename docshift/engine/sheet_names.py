@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from docshift.engine import biff
+from docshift.engine import biff, sheet_objects
 from docshift.engine.embedding import PartEdit, edited, guarded
 from docshift.engine.inventory.package import Package
 
@@ -33,8 +33,9 @@ FORMULA = re.compile(rb"(<(?:[A-Za-z_][\w.-]*:)?(?:f|formula|formula1|formula2|d
 # digits, periods and question marks (a name of other characters is one Excel would not load: LibreOffice's stays)
 EXCEL_NAME = re.compile(r"(?:[^\W\d]|\\)[\w.\\?]*")
 # in a formula as its part writes it: a string or a quoted sheet name (their quotes as characters or references),
-# a character reference, or a run of the characters a name or a reference is made of
-TOKEN = re.compile(r'&quot;.*?&quot;|"(?:[^"]|"")*"|&apos;.*?&apos;|\'(?:[^\']|\'\')*\'|&#?\w+;|[\w.\\?]+')
+# a character reference, what brackets hold (a table's column, another workbook), or a run of the characters a name
+# or a reference is made of
+TOKEN = re.compile(r'&quot;.*?&quot;|"(?:[^"]|"")*"|&apos;.*?&apos;|\'(?:[^\']|\'\')*\'|&#?\w+;|\[[^\]]*\]|[\w.\\?]+')
 
 
 def mend(result: Path, source: Path, kind: str) -> int:
@@ -55,7 +56,7 @@ def _mend(result: Path, source: Path) -> int:
         main = "xl/workbook.xml"
         written = {(_scope(match.group(1) + match.group(3)), match.group(2).decode())
                    for match in DEFINED_NAME.finditer(b"".join(package.chunks(main)))}
-        renamed = _renamed(names, written)
+        renamed = _renamed(names, written, {name for _, name, _ in sheet_objects.worksheets(package)})
         hidden = set()  # (scope, the name as the result will spell it) of each the .xls hides
         for (scope, spelled), (name, hide) in names.items():
             if hide and ((scope, name) in written or renamed.get(spelled) == name):
@@ -107,29 +108,30 @@ def _scope(attributes: bytes) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def _renamed(names: dict[tuple[int | None, str], tuple[str, bool]],
-             written: set[tuple[int | None, str]]) -> dict[str, str]:
+def _renamed(names: dict[tuple[int | None, str], tuple[str, bool]], written: set[tuple[int | None, str]],
+             sheets: set[str]) -> dict[str, str]:
     """{the name as the result spells it: as the .xls does} of each name LibreOffice respelled, where neither
-    spelling is ambiguous: the .xls's is not in the result, and no name of the .xls, of any scope, is spelled the
-    result's way."""
-    originals = {name for name, _ in names.values()}  # a formula's name may be of any scope: so is the check
+    spelling is ambiguous: the .xls's is not in the result, and no name of the .xls (of any scope) nor sheet of
+    the workbook is spelled the result's way, case aside, as Excel reads names."""
+    taken = {name.lower() for name, _ in names.values()} | {sheet.lower() for sheet in sheets}
     renamed: dict[str, str] = {}
     for (scope, spelled), (name, _) in names.items():
         wanted = spelled != name and (scope, spelled) in written and (scope, name) not in written \
-            and EXCEL_NAME.fullmatch(name) is not None
-        if wanted and spelled not in originals and renamed.setdefault(spelled, name) != name:
-            renamed[spelled] = ""  # two names of two scopes spelled alike: left as they are
-    return {spelled: name for spelled, name in renamed.items() if name}
+            and EXCEL_NAME.fullmatch(name) is not None and spelled.lower() not in taken
+        if wanted and renamed.setdefault(spelled.lower(), name).lower() != name.lower():
+            renamed[spelled.lower()] = ""  # two names of two scopes spelled alike: left as they are
+    spellings = {spelled.lower(): spelled for (_, spelled) in names}
+    return {spellings[lower]: name for lower, name in renamed.items() if name}
 
 
 def _workbook(data: bytes, renamed: dict[str, str], hidden: set[tuple[int | None, str]]) -> tuple[bytes, int]:
     """The workbook part with its names respelled and hidden, and their formulas' names respelled."""
-    count = 0
+    count, lower = 0, {spelled.lower(): name for spelled, name in renamed.items()}
 
     def name(match: re.Match[bytes]) -> bytes:
         nonlocal count
         before, written, after = match.group(1), match.group(2).decode(), match.group(3)
-        spelled = renamed.get(written, written)
+        spelled = lower.get(written.lower(), written)
         attributes = before + b'name="' + escape(spelled, {'"': "&quot;"}).encode() + b'"' + after
         if (_scope(before + after), spelled) in hidden:
             attributes = re.sub(rb'\s*\bhidden="[^"]*"', b"", attributes) + b' hidden="1"'
@@ -146,8 +148,10 @@ def _formulas(data: bytes, renamed: dict[str, str]) -> bytes:
     lower = {spelled.lower(): name for spelled, name in renamed.items()}
 
     def token(match: re.Match[str]) -> str:
-        found = match.group()
-        return found if found[0] in "\"'&" else lower.get(found.lower(), found)
+        found, text, at = match.group(), match.string, match.start()
+        if found[0] in "\"'&[" or text[match.end():match.end() + 1] == "!" or text[max(0, at - 2):at] == "]!":
+            return found  # a string, a sheet's or a table's name, or a name of another workbook
+        return lower.get(found.lower(), found)
 
     def formula(match: re.Match[bytes]) -> bytes:
         text = match.group(2).decode()

@@ -28,6 +28,7 @@ from docshift.engine.sheet_skeleton import without_cells, without_names
 SHEET_VIEW, PANE, WORKBOOK_VIEW = (f"{NS_S}{SEP}{local}" for local in ("sheetView", "pane", "workbookView"))
 PANES = {0: "bottomRight", 1: "topRight", 2: "bottomLeft", 3: "topLeft"}  # by PANE's pnnAct
 TRUE = {"true", "1"}
+VIEW_DEFAULTS = {"tabRatio": "600"}  # CT_BookView's defaults but 0
 # CT_SheetView's defaults: an attribute the view leaves at its default need not be written
 DEFAULTS = {"showGridLines": "true", "showZeros": "true", "showRowColHeaders": "true", "showFormulas": "false",
             "rightToLeft": "false", "tabSelected": "false", "view": "normal", "zoomScale": "100",
@@ -92,7 +93,8 @@ def _opening(wanted: dict[str, str]) -> PartEdit:
             if tag != WORKBOOK_VIEW or seen:
                 return None
             seen.append(tag)
-            return {key: value for key, value in wanted.items() if attributes.get(key, "0") != value} or None
+            return {key: value for key, value in wanted.items()
+                    if attributes.get(key, VIEW_DEFAULTS.get(key, "0")) != value} or None
 
         return ooxml.edit_tags(data, part, changes), 1
 

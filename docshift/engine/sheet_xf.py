@@ -7,6 +7,7 @@ FONT, FORMAT and PALETTE records give them ([MS-XLS] 2.4.353, 2.4.122, 2.4.126, 
 without a PALETTE are Excel's own, as xlrd lists them), each added to its list in ``styles.xml``.
 """
 
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ HORIZONTAL = ("general", "left", "center", "right", "fill", "justify", "centerCo
 VERTICAL = ("top", "center", "bottom", "justify", "distributed")
 UNDERLINES = {1: "single", 2: "double", 0x21: "singleAccounting", 0x22: "doubleAccounting"}
 SCRIPTS = {1: "superscript", 2: "subscript"}
+# what XML 1.0 does not allow in a document (a FONT record's name padded with NULs, a damaged FORMAT record's code)
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 BUILT_IN = {*range(23), *range(37, 41), *range(45, 50)}  # the number formats ECMA-376 gives (18.8.30)
 SYSTEM = {64: 64, 65: 65, 0x7FFF: 64}  # the window's text and background colours, OOXML's indexed 64 and 65
 LISTS = ("numFmts", "fonts", "fills", "borders", "cellXfs")
@@ -192,9 +195,9 @@ class Made:
     def _number(self, key: int) -> int:
         """The number of the number format ``key`` of the .xls: its FORMAT record's code, added (Excel writes one for
         some built-in formats too, in its locale), else the built-in one OOXML defines, else General."""
-        if key not in self.book.codes:
-            return key if key in BUILT_IN else 0
-        code = self.book.codes[key]
+        code = xml_text(self.book.codes.get(key, ""))
+        if not code:
+            return key if key in BUILT_IN and key not in self.book.codes else 0
         if code not in self.codes:
             self.codes[code] = max([FIRST_CUSTOM - 1, *self.codes.values()]) + 1
             self.added["numFmts"].append(f'<numFmt numFmtId="{self.codes[code]}" '
@@ -214,7 +217,7 @@ class Made:
                  f'<vertAlign val="{SCRIPTS[font.script]}"/>' if font.script in SCRIPTS else "",
                  f'<sz val="{font.height / 20:g}"/>' if 20 <= font.height <= 8180 else "",  # 1-409 points
                  self._colour("color", font.colour),
-                 f'<name val="{ooxml.attribute_value(font.name)}"/>' if font.name.strip() else "",
+                 f'<name val="{ooxml.attribute_value(name)}"/>' if (name := xml_text(font.name).strip()) else "",
                  f'<family val="{font.family}"/>' if 0 < font.family < 6 else "",
                  f'<charset val="{font.charset}"/>' if font.charset else ""]
         return "<font>" + "".join(parts) + "</font>"
@@ -241,3 +244,8 @@ class Made:
                 side("top", (lines >> 8) & 0x0F, more & 0x7F) +
                 side("bottom", (lines >> 12) & 0x0F, (more >> 7) & 0x7F) +
                 side("diagonal", (more >> 21) & 0x0F if up or down else 0, (more >> 14) & 0x7F) + "</border>")
+
+
+def xml_text(text: str) -> str:
+    """``text`` without the characters XML 1.0 does not allow."""
+    return NOT_XML.sub("", text)

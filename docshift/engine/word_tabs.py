@@ -15,7 +15,7 @@ import struct
 from pathlib import Path
 
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.embedding import PartEdit, child_place, edited
+from docshift.engine.embedding import PartEdit, child_place, edited, guarded
 from docshift.engine.inventory.common import stream
 from docshift.engine.inventory.doc import _fib
 from docshift.engine.inventory.package import NS_W, SEP, Package
@@ -34,7 +34,10 @@ def mend(result: Path, source: Path, kind: str) -> int:
     where it did, else 0 (the file is untouched). Never raises for what the files hold."""
     if kind != "doc":
         return 0
+    return guarded(_mend, result, source, "the default tab stops of %s stay as LibreOffice wrote them: %r")
 
+
+def _mend(result: Path, source: Path) -> int:
     def parts(package: Package) -> list[tuple[str, PartEdit]]:
         settings = next((target for rel_type, target in package.relationships("word/document.xml").values()
                          if rel_type == SETTINGS and target in package.names), None)

@@ -97,11 +97,24 @@ def test_a_corpus_workbook_keeps_its_names(office, tmp_path):
     assert len([name for name in hidden if name in names]) == 162
 
 
-def test_a_name_spelled_both_ways_in_the_xls_stays_as_it_is():
-    """Where the .xls has both a.b and a_b, the result's a_b is the .xls's own: nothing is respelled."""
+def test_a_name_spelled_both_ways_stays_as_it_is():
+    """Where the .xls has both a.b and a_b (case aside, as Excel reads names), or a sheet is named a_b, the result's
+    a_b may be either: nothing is respelled."""
     names = {(None, "a_b"): ("a.b", False), (0, "a_b"): ("a_b", False)}
-    assert sheet_names._renamed(names, {(None, "a_b"), (0, "a_b")}) == {}
-    assert sheet_names._renamed({(None, "a_b"): ("a.b", False)}, {(None, "a_b")}) == {"a_b": "a.b"}
+    assert sheet_names._renamed(names, {(None, "a_b"), (0, "a_b")}, set()) == {}
+    cased = {(None, "A_B"): ("A.B", False), (0, "a_b"): ("a_b", False)}
+    assert sheet_names._renamed(cased, {(None, "A_B"), (0, "a_b")}, set()) == {}
+    alone = {(None, "a_b"): ("a.b", False)}
+    assert sheet_names._renamed(alone, {(None, "a_b")}, {"A_b"}) == {}
+    assert sheet_names._renamed(alone, {(None, "a_b")}, {"Sheet1"}) == {"a_b": "a.b"}
+
+
+def test_only_names_are_respelled_in_a_formula():
+    """A sheet's name (before "!"), a table's column and a name of another workbook (in brackets, or after "]!")
+    keep the result's spelling; the name itself, alone or after its sheet, is respelled."""
+    written = sheet_names._formulas(b"<f>SUM(a_b)+Sheet1!a_b+A_B*2+a_b!A1+T1[a_b]+[1]!a_b+&quot;a_b&quot;</f>",
+                                    {"a_b": "a.b"})
+    assert written == b"<f>SUM(a.b)+Sheet1!a.b+a.b*2+a_b!A1+T1[a_b]+[1]!a_b+&quot;a_b&quot;</f>"
 
 
 def test_a_workbook_whose_records_do_not_read_leaves_the_result_as_it_is(tmp_path):

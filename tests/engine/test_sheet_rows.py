@@ -9,6 +9,7 @@ cell, and no cell of the workbook has their formats (a border and a font; a fill
 import re
 import struct
 import zipfile
+from xml.parsers import expat
 
 import openpyxl
 import pytest
@@ -116,11 +117,17 @@ def test_a_style_made_of_a_damaged_xf_stays_within_what_ooxml_allows():
               b'</borders><cellXfs count="1"><xf/></cellXfs></styleSheet>')
     damaged = struct.pack("<HHHBBBBIIH", 0, 100, 1, 0x21, 200, 0, 0, 0, 1 << 26 | 99, 99)
     beyond = struct.pack("<HHHBBBBIIH", 7, 0, 1, 0, 255, 0, 0, 0, 0, 0)
-    book = sheet_xf.Book(xfs=[damaged, beyond], fonts=[sheet_xf.Font(0, False, False, 200, True, 0, 0, 0, 0, " ")])
+    padded = struct.pack("<HHHBBBBIIH", 1, 170, 1, 0, 0, 0, 0, 0, 0, 0)  # a name of NULs, a code with a control
+    book = sheet_xf.Book(xfs=[damaged, beyond, padded], codes={170: "0.0\x01"},
+                         fonts=[sheet_xf.Font(0, False, False, 200, True, 0, 0, 0, 0, " "),
+                                sheet_xf.Font(200, False, False, 8, False, 0, 0, 0, 0, "Arial\x00\x00")])
     made = sheet_xf.Made.of(styles, "xl/styles.xml", book)
-    assert (made.style(0), made.style(1), made.style(2)) == ("1", "2", None)
+    assert (made.style(0), made.style(1), made.style(3)) == ("1", "2", None)
+    assert made.style(2) == "3"
+    expat.ParserCreate().Parse(made.written(), True)  # well-formed
+    assert '<name val="Arial"/>' in made.written().decode() and 'formatCode="0.0"' in made.written().decode()
     written = made.written().decode()
     assert '<font><b/><color indexed="64"/></font>' in written  # no size, no name
     assert 'numFmtId="0" fontId="1"' in written and 'textRotation="200"' not in written
     assert 'fontId="0"' in written and 'textRotation="255"' in written  # stacked text, the default font
-    assert '<fonts count="2">' in written and '<cellXfs count="3">' in written
+    assert '<fonts count="3">' in written and '<cellXfs count="4">' in written

@@ -126,9 +126,18 @@ def test_the_workbook_keeps_its_window_and_its_tabs_share_of_the_scroll_bar(offi
 
 
 def test_a_first_tab_the_result_has_not_is_left_out(tmp_path):
-    """firstSheet past the result's sheets would leave Excel no tab to show; the rest of the window goes in."""
+    """firstSheet past the result's sheets would leave Excel no tab to show, and a window of no width none: the rest
+    of the window goes in."""
+    made = tmp_path / "made.xlsx"
+    openpyxl.Workbook().save(made)
     result = tmp_path / "book.xlsx"
-    openpyxl.Workbook().save(result)
+    with zipfile.ZipFile(made) as source, zipfile.ZipFile(result, "w") as package:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "xl/workbook.xml":  # as LibreOffice writes it
+                data = re.sub(rb'tabRatio="600"', b'windowWidth="16384" tabRatio="500"', data)
+            package.writestr(info, data)
+    assert workbook_view(result)["windowWidth"] == "16384"
     assert sheet_views.mend(result, "xls", {}, {"firstSheet": "3", "tabRatio": "750", "windowWidth": "0"}) == 1
     view = workbook_view(result)
-    assert view["tabRatio"] == "750" and view.get("firstSheet", "0") == "0" and view.get("windowWidth") != "0"
+    assert view["tabRatio"] == "750" and view.get("firstSheet", "0") == "0" and view["windowWidth"] == "16384"
