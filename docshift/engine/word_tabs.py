@@ -20,7 +20,7 @@ from docshift.engine.inventory.common import stream
 from docshift.engine.inventory.doc import _fib
 from docshift.engine.inventory.package import NS_W, SEP, Package
 from docshift.engine.word_schema import SETTINGS as SETTINGS_ORDER
-from docshift.engine.word_template import SETTINGS
+from docshift.engine.word_template import settings_part
 
 PAIR_DOP, DXA_TAB = 31, 10  # FibRgFcLcb97's fcDop; where the DOP keeps dxaTab
 LARGEST = 31_680  # 22 inches: the widest page Word sets, in twips
@@ -39,8 +39,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
 
 def _mend(result: Path, source: Path) -> int:
     def parts(package: Package) -> list[tuple[str, PartEdit]]:
-        settings = next((target for rel_type, target in package.relationships("word/document.xml").values()
-                         if rel_type == SETTINGS and target in package.names), None)
+        settings = settings_part(package)
         interval = interval_of(source) if settings is not None else None
         if settings is None or interval is None:
             return []

@@ -48,8 +48,7 @@ def _attach(result: Path, source: Path) -> int:
         return 0
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
-        settings = next((target for rel_type, target in package.relationships("word/document.xml").values()
-                         if rel_type == SETTINGS and target in package.names), None)
+        settings = settings_part(package)
         if settings is None:
             return 0
         data = part_bytes(package, settings)
@@ -65,6 +64,12 @@ def _attach(result: Path, source: Path) -> int:
             target(template)), "External")], edits, added)
         sheet_objects.write(zf, package, result, edits, added)
     return 1
+
+
+def settings_part(package: Package) -> str | None:
+    """The name of the document's settings part (None where it has none)."""
+    return next((target for rel_type, target in package.relationships("word/document.xml").values()
+                 if rel_type == SETTINGS and target in package.names), None)
 
 
 def template_of(source: Path) -> str:
