@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
-from docshift.engine.embedding import PartEdit, edited, part_bytes
+from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
 from docshift.engine.inventory.package import NS_S, SEP, Package
 from docshift.engine.inventory.xls import _string
 from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_place
@@ -228,11 +228,7 @@ class Styles:
                 "applyNumberFormat": "true"})
             made.append(tag + data[tag_end:end])
         edits += self._counted(data, name, self.cell_xfs, len(self.formats) + len(self.added), b"".join(made))
-        out, done = [], 0
-        for start, end, text in sorted(edits, key=lambda edit: edit[:2]):
-            out += [data[done:start], text]
-            done = end
-        return b"".join([*out, data[done:]])
+        return spliced(data, edits)
 
     @staticmethod
     def _counted(data: bytes, name: str, element: tuple[int, int], count: int,

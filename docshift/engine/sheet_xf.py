@@ -16,6 +16,7 @@ from typing import NamedTuple
 from xlrd.formatting import excel_default_palette_b8
 
 from docshift.engine import biff, ooxml
+from docshift.engine.embedding import spliced
 from docshift.engine.inventory.package import NS_S, SEP
 from docshift.engine.inventory.xls import _string
 from docshift.engine.sheet_numbers import FIRST_CUSTOM, Styles
@@ -178,11 +179,7 @@ class Made:
             else:  # numFmts, the styleSheet's first child
                 edits.append((self.sheet_end, self.sheet_end, f'<numFmts count="{len(children)}">'
                               f'{"".join(children)}</numFmts>'.encode()))
-        out, done = [], 0
-        for start, end, text in sorted(edits, key=lambda edit: edit[:2]):
-            out += [self.data[done:start], text]
-            done = end
-        return b"".join([*out, self.data[done:]])
+        return spliced(self.data, edits)
 
     def edit(self, _data: bytes, _name: str) -> tuple[bytes, int]:
         """The edit of the styles part that the cell styles were made for (``embedding.PartEdit``)."""
