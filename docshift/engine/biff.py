@@ -19,8 +19,8 @@ from pathlib import Path
 import olefile
 
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory.common import Budget, Unreadable, code_page, stream
-from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_CODEPAGE, BIFF_EOF, _string
+from docshift.engine.inventory.common import Budget, Unreadable, biff_string, code_page, stream
+from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_CODEPAGE, BIFF_EOF
 
 INDEXED = 2  # files whose records are kept indexed: a conversion's, and the one beside it on the other core
 
@@ -94,7 +94,7 @@ def _indexed(source: str, _size: int, _modified: int, before_biff8: bool) -> _In
         elif rec_type == BIFF_EOF:
             depth -= 1
         elif rec_type == BIFF_BOUNDSHEET and depth == 1 and substream == 0 and length >= 8:
-            names.append(_string(data, body + 6, pos, biff8, codepage))
+            names.append(biff_string(data, body + 6, pos, biff8, codepage))
         elif rec_type == BIFF_CODEPAGE and depth == 1 and substream == 0 and length >= 2:
             codepage = code_page(struct.unpack_from("<H", data, body)[0])
         elif depth == 1 and substream <= len(names):

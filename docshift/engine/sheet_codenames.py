@@ -21,9 +21,8 @@ from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import ERRORS, PartEdit, edit_parts
-from docshift.engine.inventory.common import Unreadable
+from docshift.engine.inventory.common import Unreadable, biff_string
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.inventory.xls import _string
 from docshift.engine.sheet_skeleton import without_cells, without_names
 
 log = logging.getLogger("docshift.engine")
@@ -57,7 +56,7 @@ def codenames(source: Path) -> tuple[str | None, dict[str, str]]:
     ``source``'s globals and sheets (BIFF8)."""
     workbook, sheets = None, {}
     for _, sheet, data, body, end in biff.records(source, {BIFF_CODENAME}):
-        name = _string(data, body, end, True, "cp1252", count_bytes=2)
+        name = biff_string(data, body, end, True, "cp1252", count_bytes=2)
         if not name or len(name) > MAX_NAME:
             continue
         if sheet is None:

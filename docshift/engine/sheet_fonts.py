@@ -18,9 +18,8 @@ from pathlib import Path
 
 from docshift.engine import biff, ooxml
 from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
-from docshift.engine.inventory.common import Unreadable
+from docshift.engine.inventory.common import Unreadable, biff_string
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.inventory.xls import _string
 
 STYLES = "xl/styles.xml"
 FALLBACKS = {"DejaVu Sans"}  # what LibreOffice falls back to for East Asian text on the engine's fonts
@@ -47,7 +46,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
 
 def font_names(source: Path) -> set[str]:
     """The names of the .xls's FONT records (BIFF8: ShortXLUnicodeString at byte 14)."""
-    return {_string(data, body + 14, end, True, "cp1252") for _, sheet, data, body, end in
+    return {biff_string(data, body + 14, end, True, "cp1252") for _, sheet, data, body, end in
             biff.records(source, {BIFF_FONT}) if sheet is None and end - body > 15}
 
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
+from docshift.engine.inventory.common import biff_string
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.inventory.xls import _string
 from docshift.engine.sheet_objects import COLUMN_NUMBERS, cell_place
 from docshift.errors import ResultUnreadable as Unreadable
 
@@ -76,7 +76,7 @@ def formats_of(source: Path) -> dict[str, dict[tuple[int, int], Format]]:
     for rec_type, sheet, data, body, end in biff.records(source, {BIFF_FORMAT, BIFF_XF, BIFF_MULRK, *CELL_RECORDS}):
         if sheet is None:
             if rec_type == BIFF_FORMAT and end - body >= 5:
-                codes[struct.unpack_from("<H", data, body)[0]] = _string(data, body + 2, end, True, "", 2)
+                codes[struct.unpack_from("<H", data, body)[0]] = biff_string(data, body + 2, end, True, "", 2)
             elif rec_type == BIFF_XF and end - body >= 20:
                 number, kind = struct.unpack_from("<HH", data, body + 2)
                 xfs.append((number, kind >> 4, bool(kind & STYLE_XF or data[body + 9] & NUMBER_USED)))

@@ -17,8 +17,8 @@ from xlrd.formatting import excel_default_palette_b8
 
 from docshift.engine import biff, ooxml
 from docshift.engine.embedding import spliced
+from docshift.engine.inventory.common import biff_string
 from docshift.engine.inventory.package import NS_S, SEP
-from docshift.engine.inventory.xls import _string
 from docshift.engine.sheet_numbers import FIRST_CUSTOM, Styles
 from docshift.errors import ResultUnreadable as Unreadable
 
@@ -81,11 +81,11 @@ class Book:
                 height, flags, colour, weight, script, underline, family, charset = struct.unpack_from(
                     "<HHHHHBBB", data, body)
                 book.fonts.append(Font(height, bool(flags & 0x02), bool(flags & 0x08), colour, weight >= 700, script,
-                                       underline, family, charset, _string(data, body + 14, end, True, "cp1252")))
+                                       underline, family, charset, biff_string(data, body + 14, end, True, "cp1252")))
                 if len(book.fonts) == 4:  # an XF's font 4 is none: its fifth FONT record is its font 5
                     book.fonts.append(book.fonts[0])
             elif rec_type == BIFF_FORMAT and end - body >= 5:
-                book.codes[struct.unpack_from("<H", data, body)[0]] = _string(data, body + 2, end, True, "", 2)
+                book.codes[struct.unpack_from("<H", data, body)[0]] = biff_string(data, body + 2, end, True, "", 2)
             elif rec_type == BIFF_PALETTE and end - body >= 2:
                 count = min(struct.unpack_from("<H", data, body)[0], (end - body - 2) // 4, 56)
                 book.colours[8:8 + count] = [tuple(data[at:at + 3]) for at in range(body + 2, body + 2 + 4 * count, 4)]

@@ -197,6 +197,25 @@ class Inventory:
         return None if self.text is None else {"text": self.text, "computed": self.computed or Counter()}
 
 
+def biff_string(data: bytes, pos: int, end: int, biff8: bool, codepage: str, count_bytes: int = 1) -> str:
+    """The text of a BIFF string at ``data[pos:end]``: BIFF8's (a count of ``count_bytes``, its flags, 8-bit
+    Latin-1 or UTF-16 characters), or before BIFF8 a byte count and bytes in the workbook's code page (Windows-1252
+    for one Python does not know)."""
+    if not biff8:
+        text = bytes(data[pos + 1:min(end, pos + 1 + data[pos])])
+        try:
+            return text.decode(codepage, "replace")
+        except LookupError:
+            return text.decode("cp1252", "replace")
+    if end - pos < count_bytes + 1:
+        return ""
+    count = int.from_bytes(data[pos:pos + count_bytes], "little")
+    start = pos + count_bytes + 1
+    if data[start - 1] & 1:
+        return bytes(data[start:min(end, start + 2 * count)]).decode("utf_16_le", "replace")
+    return bytes(data[start:min(end, start + count)]).decode("latin-1")
+
+
 class Budget:
     """Records left to visit in one file, over all its walks."""
 

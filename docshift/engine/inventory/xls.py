@@ -18,6 +18,7 @@ from docshift.engine.inventory.common import (
     StoredDate,
     Unreadable,
     attempt,
+    biff_string,
     code_page,
     embedded_objects,
     header_shows,
@@ -125,7 +126,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 stack.pop()
         elif top == DT_GLOBALS or (top == 0x0100):
             if rec_type == BIFF_BOUNDSHEET and length >= 8:
-                name = _string(data, body + 6, end, biff8, codepage)  # ShortXLUnicodeString
+                name = biff_string(data, body + 6, end, biff8, codepage)  # ShortXLUnicodeString
                 every_sheet.append(name)
                 if data[body + 5] in SHEET_TYPES:
                     book.sheets.append(name)
@@ -135,7 +136,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             elif rec_type in xls_views.WORKBOOK_RECORDS:
                 book.settings.workbook_record(rec_type, bytes(data[body:end]))
             elif rec_type == xls_views.BIFF_FILESHARING and biff8:
-                book.sharing = xls_views.sharing(data[body:end], _string(data, body + 4, end, True, codepage, 2))
+                book.sharing = xls_views.sharing(data[body:end], biff_string(data, body + 4, end, True, codepage, 2))
             elif rec_type == BIFF_CODEPAGE and length >= 2:
                 codepage = code_page(struct.unpack_from("<H", data, body)[0])
             elif rec_type == BIFF_FILEPASS:
@@ -165,7 +166,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     book.comments_at.append(place(name, cell))
                     if biff8 and length >= 8:  # its box's OBJ, and its author (stAuthor)
                         book.note_objects.add((len(book.objects) - 1, struct.unpack_from("<H", data, body + 6)[0]))
-                        book.settings.authors.setdefault(name, {})[cell] = _string(data, body + 8, end, True, "", 2)
+                        book.settings.authors.setdefault(name, {})[cell] = biff_string(data, body + 8, end, True, "", 2)
             elif rec_type == BIFF_IMDATA:
                 book.bitmaps.append(bytearray(data[body:end]))
             elif rec_type == BIFF_CONTINUE and last == BIFF_IMDATA and book.bitmaps:
@@ -173,7 +174,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             elif rec_type in (BIFF_USER_VIEW_BEGIN, BIFF_USER_VIEW_END):
                 in_view = rec_type == BIFF_USER_VIEW_BEGIN
             elif rec_type in (BIFF_HEADER, BIFF_FOOTER) and length and not in_view and \
-                    header_shows(_string(data, body, end, biff8, codepage, count_bytes=2)):
+                    header_shows(biff_string(data, body, end, biff8, codepage, count_bytes=2)):
                 book.headers.append(place(name, "header" if rec_type == BIFF_HEADER else "footer"))
             # drawing data: MSODRAWING records, and CONTINUE records after them, after OBJ records and after
             # a TXO's own CONTINUE records (its text and formatting runs)
@@ -205,25 +206,6 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             last = rec_type
         pos = end
     return book
-
-
-def _string(data: bytes, pos: int, end: int, biff8: bool, codepage: str, count_bytes: int = 1) -> str:
-    """The text of a BIFF string at ``data[pos:end]``: BIFF8's (a count of ``count_bytes``, its flags, 8-bit
-    Latin-1 or UTF-16 characters), or before BIFF8 a byte count and bytes in the workbook's code page (Windows-1252
-    for one Python does not know)."""
-    if not biff8:
-        text = bytes(data[pos + 1:min(end, pos + 1 + data[pos])])
-        try:
-            return text.decode(codepage, "replace")
-        except LookupError:
-            return text.decode("cp1252", "replace")
-    if end - pos < count_bytes + 1:
-        return ""
-    count = int.from_bytes(data[pos:pos + count_bytes], "little")
-    start = pos + count_bytes + 1
-    if data[start - 1] & 1:
-        return bytes(data[start:min(end, start + 2 * count)]).decode("utf_16_le", "replace")
-    return bytes(data[start:min(end, start + count)]).decode("latin-1")
 
 
 def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str | Path) -> None:
