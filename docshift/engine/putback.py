@@ -21,7 +21,8 @@ its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour sc
 some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback (``sheet_fonts``),
 and its export the code names that bind the VBA project's modules to the workbook and its sheets
 (``sheet_codenames``), cuts a data validation over whole columns short
-(``sheet_validations``) and writes a data table as a function Excel has not (``sheet_tables``); a text's form fields
+(``sheet_validations``) and writes a data table and a DDE link as functions Excel has not (``sheet_tables``,
+``sheet_dde``); a text's form fields
 lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros
 (``form_fields``), and the text its template (``word_template``); and it writes some of a text's properties out
 of their schema's order, dates that are none, shape types that are names and VML attributes VML has not
@@ -46,6 +47,7 @@ from docshift.engine import (
     sheet_authors,
     sheet_codenames,
     sheet_constants,
+    sheet_dde,
     sheet_errors,
     sheet_fonts,
     sheet_formats,
@@ -108,7 +110,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         word_template.mend(result, source, kind) + \
         word_tabs.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
-        sheet_names.mend(result, source, kind) + \
+        sheet_names.mend(result, source, kind) + sheet_dde.mend(result, kind, holds.dde) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing, holds.protection) + \
         sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
         sheet_errors.mend(result, kind, holds.ignored) + \

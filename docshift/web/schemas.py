@@ -72,7 +72,7 @@ class TaskError(Schema):
 
 FIDELITY_PARTS = ["sheets", "cells", "slides", "notes", "characters", "images", "embedded_objects", "charts",
                   "shapes", "sounds", "comments", "headers_footers", "hyperlinks", "actions", "controls",
-                  "macros", "macro_sheets"]
+                  "macros", "macro_sheets", "dde_links"]
 
 
 class PartCount(Schema):

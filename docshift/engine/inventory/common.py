@@ -20,7 +20,7 @@ from docshift.errors import InventoryUnreadable as Unreadable
 KINDS = {
     "doc": ("characters", "images", "embedded_objects", "comments", "headers_footers", "macros"),
     "xls": ("sheets", "cells", "images", "embedded_objects", "charts", "shapes", "comments", "headers_footers",
-            "controls", "hyperlinks", "actions", "macros", "macro_sheets"),
+            "controls", "hyperlinks", "actions", "macros", "macro_sheets", "dde_links"),
     "ppt": ("slides", "notes", "characters", "images", "embedded_objects", "sounds", "comments", "headers_footers",
             "hyperlinks", "actions", "macros"),
 }
@@ -29,7 +29,7 @@ LABELS = {"sheets": "sheets", "slides": "slides", "notes": "notes pages", "image
           "headers_footers": "headers and footers", "macros": "VBA modules", "cells": "cells",
           "characters": "characters", "sounds": "sounds", "hyperlinks": "hyperlinks",
           "actions": "actions", "controls": "controls", "shapes": "drawing shapes",
-          "macro_sheets": "Excel 4.0 macro sheets"}
+          "macro_sheets": "Excel 4.0 macro sheets", "dde_links": "DDE links"}
 SHEET_NAME_LIMIT = 31
 MAX_STREAM = 16 << 20  # uploads are at most 4 MiB (settings.MAX_UPLOAD_BYTES)
 MAX_PART = 256 << 20
@@ -71,6 +71,24 @@ class Link(NamedTuple):
     location: str
     display: str
     tip: str
+
+
+class DdeItem(NamedTuple):
+    """An item of a DDE link (an EXTERNNAME of the link's SUPBOOK: [MS-XLS] 2.4.106): its name, whether Excel asks
+    the server for updates (fWantAdvise) and for a picture (fWantPict), and whether it is the link's
+    ``StdDocumentName`` (fOle), which names the topic itself and no value."""
+    name: str
+    advise: bool
+    picture: bool
+    ole: bool
+
+
+class DdeLink(NamedTuple):
+    """A DDE link of an .xls: the server's service and topic (a SUPBOOK's virtPath, split at its 0x03) and its
+    items."""
+    service: str
+    topic: str
+    items: list[DdeItem]
 
 
 class View(NamedTuple):
@@ -172,6 +190,7 @@ class Inventory:
     sharing: dict[str, str] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # an .xls's workbookProtection, where locked
     window: dict[str, str] = field(default_factory=dict)  # an .xls's workbookView: its window, first tab, tab ratio
+    dde: list[DdeLink] = field(default_factory=list)  # an .xls's DDE links, in its SUPBOOKs' order
     properties: dict[int, str] = field(default_factory=dict)  # the company, manager, category (doc_properties)
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # an .xls's: {sheet: {cell: its note's author}}
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default

@@ -4,14 +4,14 @@ keeps out of Excel's menus (``Inventory.very_hidden``), whether it asks to be op
 (``Inventory.sharing``) and whether its structure or windows are protected (``Inventory.protection``), how its sheets
 print (``Inventory.printing``), which of their cells' errors Excel is not to flag (``Inventory.ignored``), their
 conditional formats of Excel 2007 (``Inventory.scales``) and where their outlines' summary rows and columns are
-(``Inventory.outlines``)."""
+(``Inventory.outlines``); and its DDE links (``Inventory.dde``)."""
 
 import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from docshift.engine.inventory import xls_formats
-from docshift.engine.inventory.common import Ignored, Inventory, Scale, View
+from docshift.engine.inventory.common import DdeItem, DdeLink, Ignored, Inventory, Scale, View, biff_string
 
 # Excel's view of a sheet, but for its tabs' state and the zoom of a page break preview it does not show
 PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (0, 0), None)
@@ -27,7 +27,11 @@ PASSWORDS = {0x0013, 0x01BC}
 # the globals' first WINDOW1 ([MS-XLS] 2.4.345): the workbook's window, its first tab shown and its tabs' share of
 # the scroll bar (thousandths, as OOXML's), which LibreOffice writes as 0, 0, 16384 x 8192, 0 and 500 for every file
 BIFF_WINDOW1 = 0x003D
-WORKBOOK_RECORDS = {*PROTECTION, BIFF_WINDOW1}
+# the globals' SUPBOOK and EXTERNNAME ([MS-XLS] 2.4.271, 2.4.106): a DDE link is a SUPBOOK of no sheets whose virtPath
+# is the service and the topic joined by 0x03 (2.2.7.6), and an EXTERNNAME after it for each item; an item's flags
+BIFF_SUPBOOK, BIFF_EXTERNNAME = 0x01AE, 0x0023
+BUILT_IN, WANT_ADVISE, WANT_PICTURE, STD_DOCUMENT, OLE_LINK = 0x0001, 0x0002, 0x0004, 0x0008, 0x0010
+WORKBOOK_RECORDS = {*PROTECTION, BIFF_WINDOW1, BIFF_SUPBOOK, BIFF_EXTERNNAME}
 # a sheet's margins (an Xnum of inches each): pageMargins' attribute
 MARGINS = {0x0026: "left", 0x0027: "right", 0x0028: "top", 0x0029: "bottom"}
 NO_COLOUR, DRAFT, NOTES, NOTES_AT_END = 0x0008, 0x0010, 0x0020, 0x0200  # Setup's fNoColor, fDraft, fNotes, fEndNotes
@@ -57,6 +61,7 @@ class Settings:
     protection: dict[str, str] = field(default_factory=dict)  # the workbook's, as its globals' records say it
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # {sheet: {cell: its note's author}}
     window: dict[str, str] = field(default_factory=dict)  # workbookView's attributes, as the first WINDOW1 says
+    links: list[DdeLink | None] = field(default_factory=list)  # each SUPBOOK's DDE link (None: of another kind)
 
     def into(self, inventory: Inventory) -> None:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
@@ -65,6 +70,10 @@ class Settings:
         locked = self.protection.keys() - {PROTECTION[rec_type] for rec_type in PASSWORDS}
         inventory.protection = dict(self.protection) if locked else {}
         inventory.window = self.window
+        inventory.dde = [link for link in self.links if link is not None and link.items]
+        inventory.where["dde_links"] = [f"{link.service}|{link.topic}!{item.name}"
+                                        for link in inventory.dde for item in link.items if not item.ole]
+        inventory.counts["dde_links"] = len(inventory.where["dde_links"])
 
     def workbook_record(self, rec_type: int, body: bytes) -> None:
         """What a workbook globals' PROTECT, WINDOWPROTECT or PROT4REV (a flag), PASSWORD or PROT4REVPASS (its
@@ -76,8 +85,31 @@ class Settings:
                                "windowHeight": str(height), "firstSheet": str(first)}
                 if ratio <= 1000:
                     self.window["tabRatio"] = str(ratio)
+        elif rec_type == BIFF_SUPBOOK:
+            self.links.append(_dde_link(body))
+        elif rec_type == BIFF_EXTERNNAME:
+            if self.links and (link := self.links[-1]) is not None and len(body) >= 8:
+                flags = struct.unpack_from("<H", body)[0]
+                if flags & OLE_LINK:  # the SUPBOOK links an OLE object, not a DDE server
+                    self.links[-1] = None
+                elif not flags & BUILT_IN:
+                    link.items.append(DdeItem(biff_string(body, 6, len(body), True, ""), bool(flags & WANT_ADVISE),
+                                              bool(flags & WANT_PICTURE), bool(flags & STD_DOCUMENT)))
         elif len(body) >= 2 and (value := struct.unpack_from("<H", body)[0]):
             self.protection[PROTECTION[rec_type]] = f"{value:04X}" if rec_type in PASSWORDS else "1"
+
+
+def _dde_link(body: bytes) -> DdeLink | None:
+    """The DDE link a SUPBOOK record (``body``) starts, or None where it is of another kind: of the workbook itself,
+    of add-ins, of another workbook (sheets, or a path that starts with an encoding mark)."""
+    if len(body) < 5 or struct.unpack_from("<H", body)[0] != 0:
+        return None
+    count = struct.unpack_from("<H", body, 2)[0]
+    if not 1 <= count <= 0xFF:
+        return None
+    path = biff_string(body, 2, len(body), True, "", count_bytes=2)
+    service, mark, topic = path.partition("\x03")
+    return DdeLink(service, topic, []) if mark and service and service[0] >= " " else None
 
 
 def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> None:

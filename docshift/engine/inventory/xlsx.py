@@ -70,6 +70,9 @@ def read(package: Package, inventory: Inventory) -> None:
     inventory.where["macro_sheets"] = [f"sheet '{name}'" for name, rid in sheets
                                        if relationships.get(rid, ("", None))[0].endswith(MACRO_SHEETS)]
     counts["macro_sheets"] = len(inventory.where["macro_sheets"])
+    links = attempt(dde_items, package, relationships)
+    if links is not None:
+        inventory.where["dde_links"], counts["dde_links"] = links, len(links)
     strings = attempt(_shared_strings, package, relationships)
     cells: dict[str, dict[bytes, Any]] = {}
     pictures: set[str] = set()
@@ -139,6 +142,24 @@ def _unescape(raw: bytes) -> str:
     if "&" in text:
         text = html.unescape(text)
     return ooxml.xstring(text)
+
+
+def dde_items(package: Package, relationships: dict[str | None, tuple[str, str | None]]) -> list[str]:
+    """``service|topic!item`` of each item of the workbook's DDE links (but a link's ``StdDocumentName``), in the
+    order of its external link parts."""
+    found: list[str] = []
+    link = [""]  # the link's "service|topic!" that the items read now belong to
+
+    def start(tag: str, attributes: dict[str, str]) -> None:
+        if tag == f"{NS_S}{SEP}ddeLink":
+            link[0] = f"{attributes.get('ddeService', '')}|{attributes.get('ddeTopic', '')}!"
+        elif tag == f"{NS_S}{SEP}ddeItem" and attributes.get("ole", "0") not in ("1", "true"):
+            found.append(link[0] + attributes.get("name", ""))
+
+    for kind, part in relationships.values():
+        if kind.endswith("/externalLink") and part and part in package.names:
+            package.parse(part, start)
+    return found
 
 
 def _shared_strings(package: Package, relationships: dict[str | None, tuple[str, str | None]]) -> list[str]:
