@@ -12,8 +12,7 @@ read in the pass over its records), where they are not Excel's default; the rest
 
 from pathlib import Path
 
-from docshift.engine import ooxml
-from docshift.engine.embedding import edited
+from docshift.engine.embedding import attributes_given
 from docshift.engine.inventory.package import NS_S, SEP
 
 CALCULATION = f"{NS_S}{SEP}calcPr"
@@ -26,12 +25,5 @@ def mend(result: Path, kind: str, calculation: dict[str, str]) -> int:
     holds."""
     if kind != "xls" or not calculation:
         return 0
-
-    def calculated(data: bytes, part: str) -> tuple[bytes, int]:
-        edited = ooxml.edit_tags(data, part, lambda tag, attributes: {
-            key: value for key, value in calculation.items() if attributes.get(key) != value} or None
-            if tag == CALCULATION else None)
-        return edited, 1
-
-    return edited(result, lambda package: [(MAIN, calculated)] if MAIN in package.names else [],
-                  "the calculation settings of %s stay as LibreOffice wrote them: %r")
+    return attributes_given(result, MAIN, CALCULATION, calculation,
+                            "the calculation settings of %s stay as LibreOffice wrote them: %r")
