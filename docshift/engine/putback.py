@@ -7,8 +7,9 @@ gallery is shut); it writes a comment's text on a slide unescaped (``slide_comme
 where PowerPoint does not read them (``slide_cells``); it drops the verbs objects run in the show and the macros
 buttons run (``slide_actions``), and when a slide with no transition effect moves on
 (``slide_timings``), writes a link's colour where PowerPoint does not show it (``slide_link_colours``), its own
-theme's colours in place of the deck's (``slide_schemes``), no text's shadow (``text_shadows``) and a master
-without its text styles (``master_styles``); it
+theme's colours in place of the deck's (``slide_schemes``), no text's shadow (``text_shadows``), a master
+without its text styles (``master_styles``) and a deck without its "don't show on title slide" and right-to-left
+flags (``presentation_flags``); it
 writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX controls not at all
 (``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a cell's hyperlink
 where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
@@ -42,6 +43,7 @@ from docshift.engine import (
     form_fields,
     master_styles,
     objects,
+    presentation_flags,
     shape_macros,
     sheet_activex,
     sheet_authors,
@@ -104,7 +106,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
         slide_schemes.mend(result, source, kind, holds.palettes) + \
         text_shadows.mend(result, kind, (loaded or {}).get("shadowed"), holds.palettes) + \
-        master_styles.mend(result, kind) + \
+        master_styles.mend(result, kind) + presentation_flags.mend(result, kind, holds.presentation) + \
         sheet_validations.mend(result, source, kind) + sheet_tables.mend(result, kind) + \
         form_bookmarks.mend(result, source, kind) + form_fields.mend(result, source, kind, not macros_removed) + \
         word_template.mend(result, source, kind) + \

@@ -203,6 +203,9 @@ class Inventory:
     outlines: dict[str, dict[str, str]] = field(default_factory=dict)
     # a .ppt's: {slide number: the theme colours of the main master it uses}
     palettes: dict[int, Palette] = field(default_factory=dict)
+    # a .ppt's: the attributes of the presentation that its DocumentAtom's flags give (no footers on title slides,
+    # right to left), where LibreOffice writes their defaults
+    presentation: dict[str, str] = field(default_factory=dict)
     # a .ppt's: whether any text's formatting turns a text shadow on (None: unknown)
     shadows: bool | None = None
 

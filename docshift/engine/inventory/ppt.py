@@ -31,7 +31,7 @@ RT_EXOBJ_LIST, RT_EXEMBED, RT_EXOLEOBJ_ATOM, RT_CSTRING, RT_EXOBJ_REF = 0x0409, 
 RT_TEXT_HEADER, RT_TEXT_CHARS, RT_TEXT_BYTES, RT_PLACEHOLDER, RT_COMMENT10 = 0x0F9F, 0x0FA0, 0x0FA8, 0x0BC3, 0x2EE0
 RT_HEADERS_FOOTERS, RT_HEADERS_FOOTERS_ATOM, RT_BINARY_TAG_DATA = 0x0FD9, 0x0FDA, 0x138B
 COMMENT_PATH = (0x1388, 0x138A, RT_BINARY_TAG_DATA)  # ProgTags -> ProgBinaryTag -> BinaryTagDataBlob -> Comment10
-RT_EXOLEOBJ_STG, RT_ENVIRONMENT = 0x1011, 0x03F2
+RT_EXOLEOBJ_STG, RT_ENVIRONMENT, RT_DOCUMENT_ATOM = 0x1011, 0x03F2, 0x03E9
 MAX_INFLATED = 64 << 20  # of an object's storage, to see that it inflates
 # fields in text: each stands on a "*" of the text atom (slide number, dates, header, footer)
 RT_FIELDS = {0x0FD8, 0x0FF7, 0x0FF8, 0x0FF9, 0x0FFA, 0x1015}
@@ -226,6 +226,9 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
             sounds = set(ppt_sounds.collection(doc, body, stop, budget, MAX_STREAM))
         elif rec_type == RT_HEADERS_FOOTERS and instance == 3:
             slide_footers = show.headers_footers(body, stop) or set()
+        elif rec_type == RT_DOCUMENT_ATOM and stop - body >= 40:  # fOmitTitlePlace, fRightToLeft
+            inventory.presentation = {key: value for key, value, flag in (
+                ("showSpecialPlsOnTitleSld", "0", doc[body + 37]), ("rtl", "1", doc[body + 38])) if flag}
     # the masters: their placeholders (a date, slide number or footer shows only where the master has one)
     masters: dict[int | None, list[Any]] = {}
     palettes: dict[int | None, Palette | None] = {}  # {main master's id: its theme colours}, as the slides meet them
