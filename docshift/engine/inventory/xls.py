@@ -125,6 +125,8 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             if stack:
                 stack.pop()
         elif top == DT_GLOBALS or (top == 0x0100):
+            if rec_type in xls_views.WORKBOOK_RECORDS:  # a SUPBOOK is read below too
+                book.settings.workbook_record(rec_type, bytes(data[body:end]))
             if rec_type == BIFF_BOUNDSHEET and length >= 8:
                 name = biff_string(data, body + 6, end, biff8, codepage)  # ShortXLUnicodeString
                 every_sheet.append(name)
@@ -133,8 +135,6 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                     book.macro_sheets += [f"sheet '{name[:SHEET_NAME_LIMIT]}'"] if data[body + 5] == 1 else []
                     if data[body + 4] & 0x03 == xls_views.VERY_HIDDEN:
                         book.very_hidden.append(name)
-            elif rec_type in xls_views.WORKBOOK_RECORDS:
-                book.settings.workbook_record(rec_type, bytes(data[body:end]))
             elif rec_type == xls_views.BIFF_FILESHARING and biff8:
                 book.sharing = xls_views.sharing(data[body:end], biff_string(data, body + 4, end, True, codepage, 2))
             elif rec_type == BIFF_CODEPAGE and length >= 2:
