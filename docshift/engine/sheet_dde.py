@@ -13,7 +13,8 @@ calculates, and Excel's list of links has none.
 the sheets and of the defined names as the reference Excel writes, ``[n]!'dgate.SON'``: n is the link's place among
 the workbook's external references ([MS-OI29500] 3.2.3.1.9 writes an OLE item so). A call whose service, topic and
 item are no DDE item of the .xls, or that has a fourth argument but 0, stays as LibreOffice wrote it, and so does
-a string that only spells one. The cell's cached value stays: Excel shows it until the link is updated.
+a string that only spells one; a link or an item whose name holds a character XML cannot is not written (the
+report names it). The cell's cached value stays: Excel shows it until the link is updated.
 """
 
 import html
@@ -29,6 +30,7 @@ from docshift.engine.embedding import ERRORS, MAX_EDITED_PART, child_place, free
 from docshift.engine.inventory.common import DdeLink
 from docshift.engine.inventory.package import NS_R, NS_S, SEP, Package
 from docshift.engine.sheet_names import FORMULA
+from docshift.engine.sheet_xf import NOT_XML
 
 log = logging.getLogger("docshift.engine")
 
@@ -61,7 +63,8 @@ def mend(result: Path, kind: str, links: list[DdeLink]) -> int:
 
 def _mend(result: Path, links: list[DdeLink]) -> int:
     items = {(link.service, link.topic, item.name): (at, item.name) for at, link in enumerate(links)
-             for item in link.items if not item.ole}
+             if not NOT_XML.search(link.service + link.topic) for item in link.items
+             if not item.ole and not NOT_XML.search(item.name)}
     folded = {(service.lower(), topic.lower(), name.lower()): found for (service, topic, name), found in items.items()}
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
@@ -145,7 +148,7 @@ def _link_part(link: DdeLink) -> bytes:
     """The external link part of ``link``: its service, topic and items."""
     items = "".join(f'<ddeItem name="{ooxml.attribute_value(item.name)}"' + (' ole="1"' if item.ole else "")
                     + (' advise="1"' if item.advise else "") + (' preferPic="1"' if item.picture else "") + "/>"
-                    for item in link.items)
+                    for item in link.items if not NOT_XML.search(item.name))
     return (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<externalLink xmlns="{NS_S}">'
             f'<ddeLink ddeService="{ooxml.attribute_value(link.service)}" '
             f'ddeTopic="{ooxml.attribute_value(link.topic)}"><ddeItems>{items}</ddeItems></ddeLink>'

@@ -112,8 +112,8 @@ MAIN = ('<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/m
         'openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" r:id="rId1"/>'
         '</sheets>{}<definedNames><definedName name="Feed">DDE(&quot;mt4&quot;,&quot;bid&quot;,&quot;EURUSD'
         '&quot;)</definedName></definedNames></workbook>')
-LINKS = [DdeLink("MT4", "BID", [DdeItem("EURUSD", True, False, False)]),
-         DdeLink("MTX", "DATA", [DdeItem("A", False, True, False)])]
+LINKS = [DdeLink("MT4", "BID", [DdeItem("EURUSD", True, False, False), DdeItem("USD\x01", True, False, False)]),
+         DdeLink("MTX", "DATA", [DdeItem("A", False, True, False)])]  # USD\x01: a name XML cannot hold
 
 
 def test_references_follow_the_links_there_are_and_calls_that_are_no_item_stay(tmp_path):
@@ -133,7 +133,8 @@ def test_references_follow_the_links_there_are_and_calls_that_are_no_item_stay(t
         '<externalReference xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
         'r:id="rId2"/>']
     assert list(written).count("xl/externalLinks/externalLink1.xml") == 1  # MTX's link is called by none
-    assert 'name="EURUSD" advise="1"' in written["xl/externalLinks/externalLink1.xml"]
+    assert re.findall(r"<ddeItem [^>]*>", written["xl/externalLinks/externalLink1.xml"]) == [
+        '<ddeItem name="EURUSD" advise="1"/>']
     assert 'PartName="/xl/externalLinks/externalLink1.xml"' in written["[Content_Types].xml"]
 
 
