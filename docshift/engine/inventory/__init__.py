@@ -2,14 +2,16 @@
 
 ``of_source`` counts from the legacy file itself (its OLE storages and binary records, xlrd's cells), never from
 what LibreOffice loaded; ``of_result`` counts the same things in the OOXML package; ``report`` compares the two.
-One module reads each format (``xls``, ``doc``, ``ppt``; ``rtf`` an RTF file named .doc and ``spreadsheetml`` a
-SpreadsheetML 2003 workbook named .xls; ``xlsx``, ``docx``, ``pptx``), ``officeart`` the drawings
-the three legacy formats share, ``package`` the zip parts of a result, ``fidelity`` writes the report.
+One module reads each format (``xls``, ``doc``, ``ppt``; ``rtf`` an RTF file named .doc, ``spreadsheetml`` a
+SpreadsheetML 2003 workbook and ``biff4`` an Excel 2.x-4.0 worksheet named .xls; ``xlsx``, ``docx``, ``pptx``),
+``officeart`` the drawings the three legacy formats share, ``package`` the zip parts of a result, ``fidelity``
+writes the report.
 The kinds of each file type are ``KINDS``; what each one counts:
 
 - ``sheets`` (.xls): BOUNDSHEET records of worksheets, Excel 4 macro sheets and chart sheets (not the VBA module
   sheets of BIFF5) / the sheets of ``xl/workbook.xml``. Names compare cut to Excel's 31 characters. A SpreadsheetML
-  2003 workbook named .xls has its sheets, cells, comments and headers read from its XML (``spreadsheetml``).
+  2003 workbook named .xls has its sheets, cells, comments and headers read from its XML (``spreadsheetml``), an
+  Excel 2.x-4.0 worksheet its one sheet and its cells (``biff4``).
 - ``cells`` (.xls): xlrd's cells with a stored value: numbers, dates (the number stored), booleans, error values,
   non-empty text; a formula cell counts with its stored result. Blank cells and empty text do not count. In the
   result: the values of the ``<c>`` elements, shared strings resolved. ``result`` in the report is how many of the
@@ -69,7 +71,20 @@ from typing import Any
 
 from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
-from docshift.engine.inventory import doc, docx, ppt, ppt_links, pptx, properties, rtf, spreadsheetml, wp42, xls, xlsx
+from docshift.engine.inventory import (
+    biff4,
+    doc,
+    docx,
+    ppt,
+    ppt_links,
+    pptx,
+    properties,
+    rtf,
+    spreadsheetml,
+    wp42,
+    xls,
+    xlsx,
+)
 from docshift.engine.inventory.common import (
     KINDS,
     LABELS,
@@ -87,9 +102,10 @@ __all__ = ["KINDS", "LABELS", "SHEET_NAME_LIMIT", "ErrorValue", "Inventory", "St
            "of_guessed_wordperfect", "of_result", "of_source", "report", "same_value", "unknown"]
 
 
-# the formats a legacy name may hold that are no compound file and whose counts are read: (recognise, read)
-TEXT_FORMATS: dict[str, tuple[Callable[[str | Path], bool], Callable[[str | Path, Inventory, Budget], None]]] = {
-    "doc": (rtf.is_rtf, rtf.read), "xls": (spreadsheetml.is_spreadsheetml, spreadsheetml.read)}
+# the formats a legacy name may hold that are no compound file and whose counts are read: [(recognise, read)]
+OTHER_FORMATS: dict[str, list[tuple[Callable[[str | Path], bool], Callable[[str | Path, Inventory, Budget], None]]]] = {
+    "doc": [(rtf.is_rtf, rtf.read)],
+    "xls": [(spreadsheetml.is_spreadsheetml, spreadsheetml.read), (biff4.is_worksheet, biff4.read)]}
 
 
 def unknown(kind: str) -> Inventory:
@@ -117,10 +133,10 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
             pass
         finally:
             ole.close()
-    elif kind in TEXT_FORMATS:  # an RTF file named .doc, a SpreadsheetML workbook named .xls
-        recognise, read = TEXT_FORMATS[kind]
+    else:  # an RTF file named .doc, a SpreadsheetML workbook or an Excel 4.0 worksheet named .xls
         try:
-            if recognise(path):
+            read = next((read for recognise, read in OTHER_FORMATS.get(kind, []) if recognise(path)), None)
+            if read is not None:
                 read(path, inventory, budget)
         except Exception:  # unreadable: its counts stay unknown
             pass

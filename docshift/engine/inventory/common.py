@@ -191,6 +191,9 @@ class Inventory:
     protection: dict[str, str] = field(default_factory=dict)  # an .xls's workbookProtection, where locked
     window: dict[str, str] = field(default_factory=dict)  # an .xls's workbookView: its window, first tab, tab ratio
     dde: list[DdeLink] = field(default_factory=list)  # an .xls's DDE links, in its SUPBOOKs' order
+    # an Excel 2.x-4.0 worksheet's: the name its one sheet is counted under; it has none of its own, and is compared
+    # with the result's one sheet, whatever LibreOffice names that (the file's name, or Sheet1)
+    unnamed_sheet: str | None = None
     properties: dict[int, str] = field(default_factory=dict)  # the company, manager, category (doc_properties)
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # an .xls's: {sheet: {cell: its note's author}}
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default

@@ -45,7 +45,8 @@ def _compare_cells(source: Inventory, result: Inventory) -> tuple[int, dict[str,
 
     # both sides' cells were read (``_cells_report``)
     for sheet, cells in source.cells.items():  # type: ignore[union-attr]
-        target = sheet[:SHEET_NAME_LIMIT]  # the name the result gives the sheet
+        target = _in_result(source, result, sheet)
+        named = target if sheet == source.unnamed_sheet else sheet  # where a difference is said to be
         found = result.cells.get(target, {})  # type: ignore[union-attr]
         formulas = result.formulas.get(target, set())
         for ref, value in cells.items():
@@ -58,11 +59,11 @@ def _compare_cells(source: Inventory, result: Inventory) -> tuple[int, dict[str,
             if other is not None and same_value(value, other):
                 equal += 1
             elif other is None:
-                note("missing", sheet, ref)
+                note("missing", named, ref)
             elif ref in formulas:
-                note("formula", sheet, ref)
+                note("formula", named, ref)
             else:
-                note("value", sheet, ref)
+                note("value", named, ref)
     return equal, problems
 
 
@@ -168,6 +169,14 @@ def _places(source: list[str] | None, result: list[str] | None) -> str:
     return f"; missing: {', '.join(missing[:3])}{more}" if missing else ""
 
 
+def _in_result(source: Inventory, result: Inventory, sheet: str) -> str:
+    """The name the result gives the source's sheet ``sheet``: its own, cut to Excel's 31 characters; an Excel 2.x-4.0
+    worksheet's one sheet, which has none, the result's one sheet's."""
+    if sheet == source.unnamed_sheet and result.sheets is not None and len(result.sheets) == 1:
+        return result.sheets[0]
+    return sheet[:SHEET_NAME_LIMIT]
+
+
 def _sheets_report(source: Inventory, result: Inventory, have: int | None, got: int | None) -> list[Lost]:
     """The lost entries of the sheets: names of the source missing in the result."""
     if have is None:
@@ -175,7 +184,7 @@ def _sheets_report(source: Inventory, result: Inventory, have: int | None, got: 
     if got is None or result.sheets is None:
         return [{"what": "sheets", "count": have, "detail": "the sheets could not be read in the result"}] \
             if have else []
-    missing = Counter(name[:SHEET_NAME_LIMIT] for name in source.sheets or []) - Counter(result.sheets)
+    missing = Counter(_in_result(source, result, name) for name in source.sheets or []) - Counter(result.sheets)
     if not missing:
         return []
     names = ", ".join(f"'{name}'" for name in list(missing.elements())[:5])

@@ -319,10 +319,11 @@ def _column_names(limit: int) -> list[bytes]:
 COLUMNS = _column_names(16384)
 
 
-def _cells(workbook: bytes, inventory: Inventory) -> None:
+def _cells(workbook: bytes, inventory: Inventory, named: str | None = None) -> None:
     """xlrd's cells with a stored value, by sheet name: {b"B1": float | StoredDate | str | bool | ErrorValue}.
     xlrd is given the Workbook stream that ``stream`` read, never the file: its own compound file reader follows a
-    sector chain that loops for ever (a fuzzed workbook grew the worker to 8 GB), and reads the file a second time."""
+    sector chain that loops for ever (a fuzzed workbook grew the worker to 8 GB), and reads the file a second time.
+    ``named``: the name of a file's one sheet that names none (an Excel 4.0 worksheet's)."""
     import xlrd
     try:
         try:
@@ -337,6 +338,8 @@ def _cells(workbook: bytes, inventory: Inventory) -> None:
     except Exception:  # encrypted, damaged, not BIFF: the cells are unknown
         return
     try:
+        if named is not None and book.nsheets == 1:
+            book.sheets()[0].name = named
         cells: dict[str, dict[bytes, Any]] = {}
         total = 0
         for sheet in book.sheets():
