@@ -109,7 +109,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
             if not stack:
                 if dt == DT_GLOBALS or dt == 0x0100:
                     biff8 = rec_type == 0x0809 and version == 0x0600
-                    book.globals = True
+                    book.globals, book.settings.biff8 = True, biff8
                 else:
                     substream += 1  # the sheets follow the globals in BOUNDSHEET order
                     drawing = bytearray()

@@ -62,6 +62,7 @@ class Settings:
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # {sheet: {cell: its note's author}}
     window: dict[str, str] = field(default_factory=dict)  # workbookView's attributes, as the first WINDOW1 says
     links: list[DdeLink | None] = field(default_factory=list)  # each SUPBOOK's DDE link (None: of another kind)
+    biff8: bool = True  # whether the workbook is BIFF8 (BIFF5 keeps its DDE links in EXTERNSHEET records, not read)
 
     def into(self, inventory: Inventory) -> None:
         inventory.printing, inventory.ignored, inventory.scales = self.printing, self.ignored, self.scales
@@ -73,7 +74,7 @@ class Settings:
         inventory.dde = [link for link in self.links if link is not None and link.items]
         inventory.where["dde_links"] = [f"{link.service}|{link.topic}!{item.name}"
                                         for link in inventory.dde for item in link.items if not item.ole]
-        inventory.counts["dde_links"] = len(inventory.where["dde_links"])
+        inventory.counts["dde_links"] = len(inventory.where["dde_links"]) if self.biff8 else None
 
     def workbook_record(self, rec_type: int, body: bytes) -> None:
         """What a workbook globals' PROTECT, WINDOWPROTECT or PROT4REV (a flag), PASSWORD or PROT4REVPASS (its
