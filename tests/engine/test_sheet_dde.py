@@ -7,15 +7,17 @@ Excel does (a SUPBOOK of service and topic, an EXTERNNAME per item, ``StdDocumen
 """
 
 import re
+import struct
 import zipfile
 
 import openpyxl
 import pytest
 from conftest import _soffice_save as soffice
+from workbooks import excel_95, excel_95_file
 
 from docshift.engine import convert, sheet_dde
-from docshift.engine.inventory import of_source
-from docshift.engine.inventory.common import DdeItem, DdeLink
+from docshift.engine.inventory import of_source, xls_views
+from docshift.engine.inventory.common import DdeItem, DdeLink, Inventory
 
 ESCAPED = '"MTX";"DATA";"dgate.SON"'.replace('"', "&quot;")
 SPELLED = '"DDE(""MTX"";""DATA"";""dgate.SON"")"'.replace('"', "&quot;")
@@ -113,33 +115,65 @@ MAIN = ('<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/m
         '</sheets>{}<definedNames><definedName name="Feed">DDE(&quot;mt4&quot;,&quot;bid&quot;,&quot;EURUSD'
         '&quot;)</definedName></definedNames></workbook>')
 LINKS = [DdeLink("MT4", "BID", [DdeItem("EURUSD", True, False, False), DdeItem("USD\x01", True, False, False)]),
-         DdeLink("MTX", "DATA", [DdeItem("A", False, True, False)])]  # USD\x01: a name XML cannot hold
+         DdeLink("cmd", "/c calc", [DdeItem("A0", False, False, False)]),
+         DdeLink("MTX", "DATA", [DdeItem("A&B", False, True, False)])]  # USD\x01: a name XML cannot hold
 
 
 def test_references_follow_the_links_there_are_and_calls_that_are_no_item_stay(tmp_path):
-    """A workbook that links another workbook already: the DDE link comes after it, [2]; a call is matched case
-    aside and names the item as the .xls spells it; a call of no item of the .xls, or with another mode, stays."""
+    """A workbook that links another workbook already: the DDE links come after it, [2] and [3]; a call is matched
+    case aside and names the item as the .xls spells it; a call of no item of the .xls, or with another mode, stays;
+    the rest of a formula stays as its part wrote it; a link that starts a program is not written, nor an item whose
+    name XML cannot hold."""
     existing = '<externalReferences><externalReference r:id="rId9"/></externalReferences>'
-    cells = ('<c r="A1"><f>DDE(&quot;mt4&quot;,&quot;bid&quot;,&quot;eurusd&quot;)+1</f><v>2</v></c>'
+    cells = ('<c r="A1"><f>DDE(&quot;mt4&quot;,&quot;bid&quot;,&quot;eurusd&quot;,0)+1&amp;&quot;a&#13;b&quot;</f>'
+             '<v>2</v></c>'
              '<c r="B1"><f>DDE(&quot;MT4&quot;,&quot;BID&quot;,&quot;GBPUSD&quot;)</f><v>1</v></c>'
-             '<c r="C1"><f>DDE(&quot;MT4&quot;,&quot;BID&quot;,&quot;EURUSD&quot;,2)</f><v>1</v></c>')
+             '<c r="C1"><f>DDE(&quot;MT4&quot;,&quot;BID&quot;,&quot;EURUSD&quot;,2)</f><v>1</v></c>'
+             '<c r="D1"><f>DDE(&quot;cmd&quot;,&quot;/c calc&quot;,&quot;A0&quot;)</f><v>1</v></c>'
+             '<c r="E1"><f>DDE(&quot;MTX&quot;,&quot;DATA&quot;,&quot;A&amp;B&quot;)&lt;3</f><v>1</v></c>')
     path = workbook(tmp_path, MAIN.format(existing), cells)
-    assert sheet_dde.mend(path, "xls", LINKS) == 2
+    assert sheet_dde.mend(path, "xls", LINKS) == 2 + 3  # two links, three calls
     written = parts(path)
-    assert formulas(path) == ["[2]!'EURUSD'+1", "DDE(&quot;MT4&quot;,&quot;BID&quot;,&quot;GBPUSD&quot;)",
-                              "DDE(&quot;MT4&quot;,&quot;BID&quot;,&quot;EURUSD&quot;,2)"]
+    assert formulas(path) == ["[2]!'EURUSD'+1&amp;\"a&#13;b\"",
+                              "DDE(&quot;MT4&quot;,&quot;BID&quot;,&quot;GBPUSD&quot;)",
+                              "DDE(&quot;MT4&quot;,&quot;BID&quot;,&quot;EURUSD&quot;,2)",
+                              "DDE(&quot;cmd&quot;,&quot;/c calc&quot;,&quot;A0&quot;)", "[3]!'A&amp;B'&lt;3"]
     assert "<definedName name=\"Feed\">[2]!'EURUSD'</definedName>" in written["xl/workbook.xml"]
-    assert re.findall(r"<externalReference [^>]*>", written["xl/workbook.xml"])[1:] == [
-        '<externalReference xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
-        'r:id="rId2"/>']
-    assert list(written).count("xl/externalLinks/externalLink1.xml") == 1  # MTX's link is called by none
+    assert re.findall(r'<externalReference [^>]*r:id="([^"]*)"', written["xl/workbook.xml"]) == ["rId9", "rId2", "rId3"]
     assert re.findall(r"<ddeItem [^>]*>", written["xl/externalLinks/externalLink1.xml"]) == [
         '<ddeItem name="EURUSD" advise="1"/>']
-    assert 'PartName="/xl/externalLinks/externalLink1.xml"' in written["[Content_Types].xml"]
+    assert '<ddeLink ddeService="MTX" ddeTopic="DATA"><ddeItems><ddeItem name="A&amp;B" preferPic="1"/>' in written[
+        "xl/externalLinks/externalLink2.xml"]
+    assert "xl/externalLinks/externalLink3.xml" not in written  # cmd's
+    assert written["[Content_Types].xml"].count(sheet_dde.CONTENT_TYPE) == 2
 
 
-def test_a_workbook_that_calls_no_link_is_untouched(tmp_path):
+def test_a_link_that_starts_a_program_is_not_kept():
+    assert sheet_dde.kept(DdeLink("MTX", "DATA", [])) and sheet_dde.kept(DdeLink("Excel", "[book.xls]Sheet1", []))
+    for service, topic in (("cmd", "/c calc"), ("CMD.EXE", "x"), ("C:\\Windows\\System32\\cmd.exe", "x"),
+                           ("powershell", "-c x"), ("MSEXCEL", "\\..\\..\\Windows\\System32\\cmd.exe /c calc"),
+                           ("Excel", "run.bat"), ("MTX", "DA\x01TA")):
+        assert not sheet_dde.kept(DdeLink(service, topic, [])), (service, topic)
+
+
+def test_a_workbook_without_links_is_untouched(tmp_path):
     path = workbook(tmp_path, MAIN.format("").replace("DDE(", "SUM("), '<c r="A1"><f>SUM(1)</f><v>1</v></c>')
     before = path.read_bytes()
-    assert sheet_dde.mend(path, "xls", LINKS) == 0 and path.read_bytes() == before
-    assert sheet_dde.mend(path, "doc", LINKS) == 0 and sheet_dde.mend(path, "xls", []) == 0
+    assert sheet_dde.mend(path, "xls", []) == 0 and sheet_dde.mend(path, "doc", LINKS) == 0
+    assert sheet_dde.mend(path, "xls", [LINKS[1]]) == 0 and path.read_bytes() == before  # cmd's alone
+
+
+def test_an_ole_link_and_an_excel_95_workbook_count_no_dde_link(tmp_path):
+    """A SUPBOOK whose EXTERNNAME is an OLE item (fOleLink) links an object, not a server; an Excel 95 workbook
+    keeps its DDE links elsewhere, so its count is unknown, not 0."""
+    settings = xls_views.Settings()
+    settings.workbook_record(xls_views.BIFF_SUPBOOK, struct.pack("<HHB", 0, 9, 0) + b"Word\x03a.doc")
+    settings.workbook_record(xls_views.BIFF_EXTERNNAME, struct.pack("<HIBB", xls_views.OLE_LINK, 0, 1, 0) + b"'")
+    settings.workbook_record(xls_views.BIFF_SUPBOOK, struct.pack("<HHB", 0, 8, 0) + b"MTX\x03DATA")
+    settings.workbook_record(xls_views.BIFF_EXTERNNAME, struct.pack("<HIBB", xls_views.WANT_ADVISE, 0, 3, 0) + b"SON")
+    holds = Inventory("xls", {})
+    settings.into(holds)
+    assert holds.dde == [DdeLink("MTX", "DATA", [DdeItem("SON", True, False, False)])]
+    assert holds.counts["dde_links"] == 1
+    book = excel_95_file(tmp_path / "95.xls", excel_95("Price"))
+    assert of_source(book, "xls").counts["dde_links"] is None
