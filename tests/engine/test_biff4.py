@@ -15,9 +15,9 @@ from docshift.engine.inventory import biff4, of_result, of_source, report
 CELLS = [(0, 0, "Region"), (0, 1, "Sales"), (1, 0, "North"), (1, 1, 1250.5), (2, 0, "Süd"), (2, 1, 980.0)]
 
 
-def biff2(cells) -> bytes:
-    """A worksheet of BIFF2 records: BOF, a NUMBER or LABEL per cell, EOF."""
-    out = struct.pack("<HHHH", 0x0009, 4, 0x0002, biff4.WORKSHEET)
+def biff2(cells, bof: bytes = struct.pack("<HHHH", 0x0009, 4, 0x0002, biff4.WORKSHEET)) -> bytes:
+    """A worksheet of BIFF2 records: BOF (or ``bof``), a NUMBER or LABEL per cell, EOF."""
+    out = bof
     for row, column, value in cells:
         if isinstance(value, float):
             out += struct.pack("<HHHH3sd", 0x0003, 15, row, column, b"\0\0\0", value)
@@ -34,12 +34,16 @@ def worksheet(tmp_path):
     return path
 
 
-def test_the_sheet_and_its_cells_are_counted(worksheet):
+def test_the_sheet_and_its_cells_are_counted(worksheet, tmp_path):
+    """A BIFF2 worksheet's sheet is named after the file, as LibreOffice names it; a BIFF4 one's Sheet1."""
     assert biff4.is_worksheet(worksheet)
     holds = of_source(worksheet, "xls")
-    assert holds.sheets == ["Sheet1"] and holds.counts["sheets"] == 1 and holds.counts["cells"] == len(CELLS)
-    assert holds.cells == {"Sheet1": {b"A1": "Region", b"B1": "Sales", b"A2": "North", b"B2": 1250.5, b"A3": "Süd",
-                                      b"B3": 980.0}}
+    assert holds.sheets == ["sales"] and holds.counts["sheets"] == 1 and holds.counts["cells"] == len(CELLS)
+    assert holds.cells == {"sales": {b"A1": "Region", b"B1": "Sales", b"A2": "North", b"B2": 1250.5, b"A3": "Süd",
+                                     b"B3": 980.0}}
+    biff4_file = tmp_path / "four.xls"  # BIFF4's BOF: its version, the worksheet, a build
+    biff4_file.write_bytes(biff2(CELLS, struct.pack("<HHHHH", 0x0409, 6, 0, biff4.WORKSHEET, 0)))
+    assert biff4.is_worksheet(biff4_file) and of_source(biff4_file, "xls").sheets == ["Sheet1"]
 
 
 def test_the_report_compares_the_cells_of_the_result(office, worksheet, tmp_path):
