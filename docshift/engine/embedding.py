@@ -145,7 +145,6 @@ def edited(result: Path, parts: Callable[[Package], Iterable[tuple[str, PartEdit
         return 0
 
 
-
 def attributes_given(result: Path, part: str, tag: str, wanted: dict[str, str], failure: str) -> int:
     """Give each element ``tag`` of ``part`` of the package ``result`` the attributes ``wanted`` (unprefixed), every
     other byte of the part as it was. Returns 1 where they went in (0: the file is untouched); ``failure`` is
@@ -157,6 +156,8 @@ def attributes_given(result: Path, part: str, tag: str, wanted: dict[str, str], 
             if found == tag else None), 1
 
     return edited(result, lambda package: [(part, given)] if part in package.names else [], failure)
+
+
 def root_frame(data: bytes) -> tuple[bytes, bytes] | None:
     """The start tag of the part ``data``'s root element, which declares LibreOffice's prefixes, and its end tag: a
     fragment of the part between them parses as it does in place; None where no root is found."""
