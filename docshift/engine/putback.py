@@ -22,12 +22,12 @@ its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour sc
 some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback (``sheet_fonts``),
 and its export the code names that bind the VBA project's modules to the workbook and its sheets
 (``sheet_codenames``), cuts a data validation over whole columns short
-(``sheet_validations``) and writes a data table and a DDE link as functions Excel has not (``sheet_tables``,
-``sheet_dde``); a text's form fields
-lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros
-(``form_fields``), and the text its template (``word_template``); and it writes some of a text's properties out
-of their schema's order, dates that are none, shape types that are names and VML attributes VML has not
-(``word_schema``, which runs last).
+(``sheet_validations``), writes a data table and a DDE link as functions Excel has not (``sheet_tables``,
+``sheet_dde``) and a name whose formula is an error constant with no formula (``sheet_name_errors``); a text's
+form fields lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts
+and macros (``form_fields``), and the text its template (``word_template``); and it writes some of a text's
+properties out of their schema's order, dates that are none, shape types that are names and VML attributes VML
+has not (``word_schema``, which runs last).
 Each mend reads only what a file holds: one that holds none of what it puts back costs nothing (the code names are
 read for a workbook whose result keeps its VBA project, the validations' ranges for one whose result holds
 validations, the bookmarks' names for a text whose result has form fields).
@@ -55,6 +55,7 @@ from docshift.engine import (
     sheet_formats,
     sheet_lines,
     sheet_links,
+    sheet_name_errors,
     sheet_names,
     sheet_numbers,
     sheet_objects,
@@ -112,7 +113,8 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         word_template.mend(result, source, kind) + \
         word_tabs.mend(result, source, kind) + \
         workbook_calc.mend(result, kind, holds.calculation) + \
-        sheet_names.mend(result, source, kind) + sheet_dde.mend(result, kind, holds.dde) + \
+        sheet_names.mend(result, source, kind) + sheet_name_errors.mend(result, source, kind) + \
+        sheet_dde.mend(result, kind, holds.dde) + \
         workbook_access.mend(result, kind, holds.very_hidden, holds.sharing, holds.protection) + \
         sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
         sheet_errors.mend(result, kind, holds.ignored) + \
