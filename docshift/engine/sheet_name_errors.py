@@ -11,13 +11,11 @@ scope, spelled as LibreOffice spells it) has one as its whole formula; every oth
 """
 
 import re
-import struct
 from pathlib import Path
 from xml.sax.saxutils import unescape
 
-from docshift.engine import biff
 from docshift.engine.embedding import edit_parts, guarded
-from docshift.engine.sheet_names import BIFF_NAME, BUILT_IN, _as_libreoffice, _scope
+from docshift.engine.sheet_names import BUILT_IN, as_libreoffice, records_of, scope_of
 
 MAIN = "xl/workbook.xml"
 PTG_ERR = 0x1C
@@ -55,7 +53,7 @@ def _mend(result: Path, source: Path) -> int:
         def fill(match: re.Match[bytes]) -> bytes:
             nonlocal count
             found = NAME.search(match.group(2))
-            error = errors.get((_scope(match.group(2)), unescape(found.group(1).decode(), QUOTES))) \
+            error = errors.get((scope_of(match.group(2)), unescape(found.group(1).decode(), QUOTES))) \
                 if found and errors else None
             if error is None:
                 return match.group()
@@ -72,24 +70,15 @@ def errors_of(source: Path) -> dict[tuple[int | None, str], str]:
     .xls does): the error constant} of each NAME record of the .xls ``source`` (BIFF8) whose whole formula is one
     error constant."""
     found: dict[tuple[int | None, str], str] = {}
-    for _, sheet, data, body, end in biff.records(source, {BIFF_NAME}):
-        if sheet is not None or end - body < 15:
+    for record in records_of(source):
+        formula = record.formula
+        if len(formula) != 2 or formula[0] != PTG_ERR or formula[1] not in ERRORS:
             continue
-        flags, length, size = struct.unpack_from("<H", data, body)[0], data[body + 3], \
-            struct.unpack_from("<H", data, body + 4)[0]
-        sheet_index = struct.unpack_from("<H", data, body + 8)[0]
-        wide = data[body + 14] & 1
-        formula = body + 15 + length * (2 if wide else 1)
-        if size != 2 or formula + 2 > end or data[formula] != PTG_ERR or data[formula + 1] not in ERRORS:
-            continue
-        if flags & BUILT_IN:
-            code = data[body + 15]
-            if code >= len(BUILT_IN_NAMES):
-                continue
-            spelled = "Excel_BuiltIn_" + BUILT_IN_NAMES[code]
-            found[(sheet_index - 1 if sheet_index else None, spelled)] = ERRORS[data[formula + 1]]
+        if record.flags & BUILT_IN:
+            code = ord(record.name[0])
+            if code < len(BUILT_IN_NAMES):
+                found[(record.scope, "Excel_BuiltIn_" + BUILT_IN_NAMES[code])] = ERRORS[formula[1]]
         else:  # as LibreOffice spells it, and as the .xls does (``sheet_names`` gives it back)
-            text = bytes(data[body + 15:formula]).decode("utf_16_le" if wide else "latin-1", "replace")
-            for spelled in (_as_libreoffice(text), text):
-                found[(sheet_index - 1 if sheet_index else None, spelled)] = ERRORS[data[formula + 1]]
+            for spelled in (as_libreoffice(record.name), record.name):
+                found[(record.scope, spelled)] = ERRORS[formula[1]]
     return found

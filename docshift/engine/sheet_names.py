@@ -16,6 +16,7 @@ import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 from xml.sax.saxutils import escape
 
 from docshift.engine import biff, sheet_objects
@@ -49,12 +50,12 @@ def mend(result: Path, source: Path, kind: str) -> int:
 
 def _mend(result: Path, source: Path) -> int:
     names = names_of(source)
-    if not names or not any(hidden or _as_libreoffice(name) != name for name, hidden in names.values()):
+    if not names or not any(hidden or as_libreoffice(name) != name for name, hidden in names.values()):
         return 0
 
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         main = "xl/workbook.xml"
-        written = {(_scope(match.group(1) + match.group(3)), match.group(2).decode())
+        written = {(scope_of(match.group(1) + match.group(3)), match.group(2).decode())
                    for match in DEFINED_NAME.finditer(b"".join(package.chunks(main)))}
         renamed = _renamed(names, written, {name for _, name, _ in sheet_objects.worksheets(package)})
         hidden = set()  # (scope, the name as the result will spell it) of each the .xls hides
@@ -76,34 +77,51 @@ def _mend(result: Path, source: Path) -> int:
     return edited(result, parts, "the defined names of %s stay as LibreOffice wrote them: %r", source)
 
 
+class Name(NamedTuple):
+    """A NAME record of the workbook globals: its scope (None for the workbook's, else the sheet's place from 0),
+    its flags, its name (a built-in one's code as a character) and its formula's parsed tokens."""
+    scope: int | None
+    flags: int
+    name: str
+    formula: bytes
+
+
+def records_of(source: Path) -> Iterator[Name]:
+    """Each NAME record (Lbl: [MS-XLS] 2.4.150) of the .xls ``source`` (BIFF8) that has a name."""
+    for _, sheet, data, body, end in biff.records(source, {BIFF_NAME}):
+        if sheet is not None or end - body < 15:
+            continue
+        flags, length, size = struct.unpack_from("<H", data, body)[0], data[body + 3], \
+            struct.unpack_from("<H", data, body + 4)[0]
+        sheet_index = struct.unpack_from("<H", data, body + 8)[0]
+        if not length:
+            continue
+        wide = data[body + 14] & 1
+        formula = min(end, body + 15 + length * (2 if wide else 1))
+        name = bytes(data[body + 15:formula]).decode("utf_16_le" if wide else "latin-1", "replace")
+        yield Name(sheet_index - 1 if sheet_index else None, flags, name, bytes(data[formula:min(end, formula + size)]))
+
+
 def names_of(source: Path) -> dict[tuple[int | None, str], tuple[str, bool]]:
     """{(scope: None for the workbook's, else the sheet's place from 0; the name as LibreOffice spells it): (the name
     as the .xls spells it, whether it is hidden)} of each NAME record of the .xls ``source`` (BIFF8) that is not a
     built-in name (Print_Area and its kind, which LibreOffice writes as OOXML's own)."""
     found: dict[tuple[int | None, str], tuple[str, bool]] = {}
-    for _, sheet, data, body, end in biff.records(source, {BIFF_NAME}):
-        if sheet is not None or end - body < 15:
+    for record in records_of(source):
+        if record.flags & BUILT_IN:
             continue
-        flags, length, sheet_index = struct.unpack_from("<H", data, body)[0], data[body + 3], \
-            struct.unpack_from("<H", data, body + 8)[0]
-        if flags & BUILT_IN or not length:
-            continue
-        wide = data[body + 14] & 1
-        text = bytes(data[body + 15:min(end, body + 15 + length * (2 if wide else 1))])
-        name = text.decode("utf_16_le" if wide else "latin-1", "replace")
-        scope = sheet_index - 1 if sheet_index else None
-        key = (scope, _as_libreoffice(name))
-        found[key] = (name, bool(flags & HIDDEN)) if key not in found else ("", False)  # two of one: neither
+        key = (record.scope, as_libreoffice(record.name))
+        found[key] = (record.name, bool(record.flags & HIDDEN)) if key not in found else ("", False)  # two: neither
     return {key: value for key, value in found.items() if value[0]}
 
 
-def _as_libreoffice(name: str) -> str:
+def as_libreoffice(name: str) -> str:
     """``name`` as LibreOffice's import writes it (``ScfTools::ConvertToScDefinedName``): each character that is
     not a letter, a digit or an underscore an underscore, and a digit too where the name starts."""
     return "".join(c if c == "_" or (c.isalnum() if at else c.isalpha()) else "_" for at, c in enumerate(name))
 
 
-def _scope(attributes: bytes) -> int | None:
+def scope_of(attributes: bytes) -> int | None:
     found = SCOPE.search(attributes)
     return int(found.group(1)) if found else None
 
@@ -133,7 +151,7 @@ def _workbook(data: bytes, renamed: dict[str, str], hidden: set[tuple[int | None
         before, written, after = match.group(1), match.group(2).decode(), match.group(3)
         spelled = lower.get(written.lower(), written)
         attributes = before + b'name="' + escape(spelled, {'"': "&quot;"}).encode() + b'"' + after
-        if (_scope(before + after), spelled) in hidden:
+        if (scope_of(before + after), spelled) in hidden:
             attributes = re.sub(rb'\s*\bhidden="[^"]*"', b"", attributes) + b' hidden="1"'
         written_tag = b"<definedName" + attributes + b">"
         count += written_tag != match.group(0)
