@@ -10,7 +10,7 @@ import struct
 import olefile
 import openpyxl
 import pytest
-from conftest import _soffice_save as soffice
+from workbooks import saved_as_xls
 
 from docshift.contract import Macros
 from docshift.engine import convert, inventory
@@ -25,8 +25,7 @@ def macro_sheet_xls(tmp_path_factory):
     book.active.title = "Data"
     book.active["A1"] = 42
     book.create_sheet("Macro1")["A1"] = "=1+1"
-    book.save(out / "macros.xlsx")
-    path = soffice(out / "macros.xlsx", "xls:MS Excel 97", out)
+    path = saved_as_xls(book, out, "macros")
     with olefile.OleFileIO(str(path), write_mode=True) as ole:
         data = bytearray(ole.openstream("Workbook").read())
         at, sheets = 0, []
@@ -62,7 +61,6 @@ def test_macros_removed_on_request_take_the_macro_sheets_with_them(office, macro
 def test_a_workbook_without_macro_sheets_counts_none(office, tmp_path):
     book = openpyxl.Workbook()
     book.active["A1"] = 1
-    book.save(tmp_path / "plain.xlsx")
-    source = soffice(tmp_path / "plain.xlsx", "xls:MS Excel 97", tmp_path)
+    source = saved_as_xls(book, tmp_path, "plain")
     report = convert.convert(office, source, "xls", tmp_path / "work", 60).fidelity
     assert report["counts"]["macro_sheets"] == {"source": 0, "result": 0} and report["complete"] is True

@@ -12,7 +12,7 @@ import zipfile
 import openpyxl
 import pytest
 from conftest import _soffice_save as soffice
-from workbooks import record, rewritten, with_workbook_stream
+from workbooks import record, rewritten, saved_as_xls, with_workbook_stream
 
 from docshift.engine import convert, sheet_name_errors
 
@@ -38,8 +38,7 @@ def print_area_xls(tmp_path_factory):
     book.active.title = "Data"
     book.active["A1"] = 1
     book.active.print_area = "A1:B2"
-    book.save(out / "area.xlsx")
-    saved = soffice(out / "area.xlsx", "xls:MS Excel 97", out)
+    saved = saved_as_xls(book, out, "area")
     return with_workbook_stream(saved, lambda stream: rewritten(stream, to_ref_error), out / "gone.xls")
 
 

@@ -17,6 +17,7 @@ import pytest
 from conftest import ROOT
 from conftest import _soffice_save as soffice
 from openpyxl.workbook.defined_name import DefinedName
+from workbooks import saved_as_xls
 
 from docshift.engine import convert, sheet_names, sheet_rows
 
@@ -34,8 +35,7 @@ def names_xls(tmp_path_factory):
     sheet["B1"], sheet["B2"] = "=SUM(First_Quarter)", '=IF(Path_Name>0,"First_Quarter",0)'
     for name, target in (("First_Quarter", "$A$1:$A$3"), ("Path_Name", "$A$1"), ("solver_adj", "$A$2")):
         book.defined_names[name] = DefinedName(name, attr_text=f"Sheet!{target}")
-    book.save(out / "names.xlsx")
-    path = soffice(out / "names.xlsx", "xls:MS Excel 97", out)
+    path = saved_as_xls(book, out, "names")
     with olefile.OleFileIO(str(path), write_mode=True) as ole:
         data = bytearray(ole.openstream("Workbook").read())
         at = 0

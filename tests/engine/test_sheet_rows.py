@@ -16,6 +16,7 @@ import pytest
 from conftest import ROOT
 from conftest import _soffice_save as soffice
 from openpyxl.styles import Border, Font, PatternFill, Side
+from workbooks import saved_as_xls
 
 from docshift.engine import convert, sheet_rows, sheet_xf
 
@@ -38,8 +39,7 @@ def rows_xls(tmp_path_factory):
     sheet.row_dimensions[8].font = Font(italic=True, size=14, name="Courier New")
     sheet.row_dimensions[10].fill = PatternFill("solid", fgColor="C0C0C0")
     sheet.row_dimensions[10].number_format = "0.000%;[Red]-0.000%"
-    book.save(out / "rows.xlsx")
-    return soffice(out / "rows.xlsx", "xls:MS Excel 97", out)
+    return saved_as_xls(book, out, "rows")
 
 
 def cells(result):

@@ -80,6 +80,14 @@ def rewritten(stream: bytes, edit: Callable[[int, bytes, int], bytes | None]) ->
     return b"".join(out)
 
 
+def saved_as_xls(book, out: Path, stem: str) -> Path:
+    """The openpyxl workbook ``book`` saved as ``out / stem``.xlsx, then by LibreOffice as an .xls beside it."""
+    from conftest import _soffice_save as soffice
+
+    book.save(out / f"{stem}.xlsx")
+    return soffice(out / f"{stem}.xlsx", "xls:MS Excel 97", out)
+
+
 def record(rec_type: int, body: bytes) -> bytes:
     """A BIFF record of ``rec_type`` holding ``body``."""
     return struct.pack("<HH", rec_type, len(body)) + body
