@@ -157,7 +157,7 @@ def dde_items(package: Package, relationships: dict[str | None, tuple[str, str |
             found.append(link[0] + attributes.get("name", ""))
 
     for kind, part in relationships.values():
-        if kind.endswith("/externalLink") and part and part in package.names:
+        if kind.endswith("/externalLink") and part and part in package.names and package.holds(part, b"ddeLink"):
             package.parse(part, start)
     return found
 
