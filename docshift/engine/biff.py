@@ -12,9 +12,10 @@ import heapq
 import itertools
 import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import olefile
 
@@ -22,6 +23,11 @@ from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory.common import Budget, Unreadable, biff_string, code_page, stream
 from docshift.engine.inventory.xls import BIFF_BOF, BIFF_BOUNDSHEET, BIFF_CODEPAGE, BIFF_EOF
 
+# the records of one cell each, which begin with its row, column and XF ([MS-XLS] 2.4): FORMULA, RSTRING, LABELSST,
+# BLANK, NUMBER, LABEL, BOOLERR, RK
+CELLS = {0x0006, 0x00D6, 0x00FD, 0x0201, 0x0203, 0x0204, 0x0205, 0x027E}
+MULTIPLE = {0x00BD: 6, 0x00BE: 2}  # MULRK's and MULBLANK's: each cell's bytes, its XF first, after a row and column
+T = TypeVar("T")
 INDEXED = 2  # files whose records are kept indexed: a conversion's, and the one beside it on the other core
 
 
@@ -103,3 +109,31 @@ def _indexed(source: str, _size: int, _modified: int, before_biff8: bool) -> _In
             ends.append(pos)
             sheets.append(max(substream, 0))
     return index
+
+
+
+def cell_xfs(source: Path, kinds: set[int] = CELLS | set(MULTIPLE)) -> Iterator[tuple[str, int, int, int]]:
+    """(its sheet's name, its row, its column, its XF) of each cell of the .xls ``source`` (BIFF8) whose record is
+    of ``kinds`` (of ``CELLS`` and ``MULTIPLE``), in the stream's order."""
+    for rec_type, sheet, data, body, end in records(source, kinds):
+        if sheet is None or end - body < 6:
+            continue
+        row, column = struct.unpack_from("<HH", data, body)
+        if rec_type in MULTIPLE:
+            step = MULTIPLE[rec_type]
+            for at in range(body + 4, end - 2 - step + 1, step):  # the last column follows the cells
+                yield sheet, row, column, struct.unpack_from("<H", data, at)[0]
+                column += 1
+        elif rec_type in CELLS:
+            yield sheet, row, column, struct.unpack_from("<H", data, body + 4)[0]
+
+
+def cells_of(source: Path, kinds: set[int], given: Mapping[int, T]) -> dict[str, dict[tuple[int, int], T]]:
+    """{sheet name (its first 31 characters): {(row, column): ``given[xf]``}} of each cell of ``kinds`` of the .xls
+    ``source`` whose XF ``given`` names (``cell_xfs``); {} where ``given`` is empty."""
+    found: dict[str, dict[tuple[int, int], T]] = {}
+    if given:
+        for sheet, row, column, xf in cell_xfs(source, kinds):
+            if (value := given.get(xf)) is not None:
+                found.setdefault(sheet[:31], {})[(row, column)] = value
+    return found

@@ -33,7 +33,7 @@ from docshift.errors import ResultUnreadable as Unreadable
 
 BIFF_FORMAT, BIFF_XF = 0x041E, 0x00E0
 BIFF_NUMBER, BIFF_RK, BIFF_MULRK, BIFF_FORMULA = 0x0203, 0x027E, 0x00BD, 0x0006
-CELL_RECORDS = {BIFF_NUMBER, BIFF_RK, BIFF_FORMULA}  # each begins with the cell's row, column and XF
+NUMBER_CELLS = {BIFF_NUMBER, BIFF_RK, BIFF_MULRK, BIFF_FORMULA}  # the records of a cell that holds a number
 STYLE_XF, NUMBER_USED = 0x0004, 0x04  # an XF's fStyle (its third and fourth bytes), fAtrNum (its tenth byte)
 FIRST_CUSTOM = 164  # the first number format of a workbook's own; those below are Excel's built-in ones
 STYLES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles"
@@ -71,32 +71,15 @@ def formats_of(source: Path) -> dict[str, dict[tuple[int, int], Format]]:
     (BIFF8) whose XF's format is not General; {} where no XF has one."""
     codes: dict[int, str] = {}
     xfs: list[tuple[int, int, bool]] = []  # each XF's format, parent style and whether it sets its own format
-    shown: dict[int, Format] | None = None
-    found: dict[str, dict[tuple[int, int], Format]] = {}
-    for rec_type, sheet, data, body, end in biff.records(source, {BIFF_FORMAT, BIFF_XF, BIFF_MULRK, *CELL_RECORDS}):
-        if sheet is None:
-            if rec_type == BIFF_FORMAT and end - body >= 5:
-                codes[struct.unpack_from("<H", data, body)[0]] = biff_string(data, body + 2, end, True, "", 2)
-            elif rec_type == BIFF_XF and end - body >= 20:
-                number, kind = struct.unpack_from("<HH", data, body + 2)
-                xfs.append((number, kind >> 4, bool(kind & STYLE_XF or data[body + 9] & NUMBER_USED)))
+    for rec_type, sheet, data, body, end in biff.records(source, {BIFF_FORMAT, BIFF_XF}):
+        if sheet is not None:
             continue
-        if shown is None:
-            shown = _shown(xfs, codes)
-            if not shown:
-                return {}
-        cells = found.setdefault(sheet[:31], {})
-        if rec_type == BIFF_MULRK and end - body >= 10:
-            row, column = struct.unpack_from("<HH", data, body)
-            for at in range(body + 4, end - 2 - 5, 6):  # each RkRec: its XF and its number; the last column follows
-                if (number := shown.get(struct.unpack_from("<H", data, at)[0])) is not None:
-                    cells[(row, column)] = number
-                column += 1
-        elif rec_type in CELL_RECORDS and end - body >= 6:
-            row, column, xf = struct.unpack_from("<HHH", data, body)
-            if (number := shown.get(xf)) is not None:
-                cells[(row, column)] = number
-    return {sheet: cells for sheet, cells in found.items() if cells}
+        if rec_type == BIFF_FORMAT and end - body >= 5:
+            codes[struct.unpack_from("<H", data, body)[0]] = biff_string(data, body + 2, end, True, "", 2)
+        elif rec_type == BIFF_XF and end - body >= 20:
+            number, kind = struct.unpack_from("<HH", data, body + 2)
+            xfs.append((number, kind >> 4, bool(kind & STYLE_XF or data[body + 9] & NUMBER_USED)))
+    return biff.cells_of(source, NUMBER_CELLS, _shown(xfs, codes))
 
 
 def _shown(xfs: list[tuple[int, int, bool]], codes: dict[int, str]) -> dict[int, Format]:
@@ -157,10 +140,12 @@ class Styles:
     codes: dict[int, str] = field(default_factory=dict)
     formats: list[int] = field(default_factory=list)
     xfs: list[tuple[int, int]] = field(default_factory=list)  # where each cell style's element starts and ends
+    quoted: set[int] = field(default_factory=set)  # the cell styles with the "keep as text" prefix (quotePrefix)
     cell_xfs: tuple[int, int] = (-1, -1)  # where cellXfs's start tag is, and its end tag
     num_fmts: tuple[int, int] = (-1, -1)
     sheet_start: int = -1
-    added: dict[tuple[int, Format], int] = field(default_factory=dict)  # (cell style, format): the style made
+    added: dict[tuple[int, tuple[tuple[str, str], ...]], int] = field(default_factory=dict)  # (cell style, what
+    # its copy's tag says otherwise): the copy's index
     new_codes: dict[str, int] = field(default_factory=dict)  # a code added: its number
 
     @classmethod
@@ -177,6 +162,8 @@ class Styles:
                 styles.codes[int(attributes["numFmtId"])] = attributes.get("formatCode", "")
             elif tag == XF and inside[0] == CELL_XFS:
                 number = attributes.get("numFmtId", "0")
+                if attributes.get("quotePrefix") in ("1", "true"):
+                    styles.quoted.add(len(styles.formats))
                 styles.formats.append(int(number) if number.isdigit() else -1)
                 styles.xfs.append((at, at))
 
@@ -199,11 +186,18 @@ class Styles:
 
     def with_format(self, style: int, number: Format) -> int:
         """The index of the cell style that is ``style`` with the number format ``number``, added if need be."""
-        if (style, number) not in self.added:
-            self.added[(style, number)] = len(self.formats) + len(self.added)
-            if isinstance(number, str) and number not in self.new_codes:
-                self.new_codes[number] = max([FIRST_CUSTOM - 1, *self.codes, *self.new_codes.values()]) + 1
-        return self.added[(style, number)]
+        if isinstance(number, str) and number not in self.new_codes:
+            self.new_codes[number] = max([FIRST_CUSTOM - 1, *self.codes, *self.new_codes.values()]) + 1
+        return self.with_attributes(style, {
+            "numFmtId": str(self.new_codes[number] if isinstance(number, str) else number),
+            "applyNumberFormat": "true"})
+
+    def with_attributes(self, style: int, attributes: dict[str, str]) -> int:
+        """The index of the cell style that is ``style`` with its tag's ``attributes`` set so, added if need be."""
+        key = (style, tuple(sorted(attributes.items())))
+        if key not in self.added:
+            self.added[key] = len(self.formats) + len(self.added)
+        return self.added[key]
 
     def written(self, data: bytes, name: str) -> bytes:
         """The styles part ``data`` with the styles and the number formats added (as it was where none are)."""
@@ -221,11 +215,9 @@ class Styles:
             else:
                 edits += self._counted(data, name, self.num_fmts, len(self.codes) + len(self.new_codes), formats)
         made = []
-        for (style, number), _ in sorted(self.added.items(), key=lambda item: item[1]):
+        for (style, attributes), _ in sorted(self.added.items(), key=lambda item: item[1]):
             start, end = self.xfs[style]
-            tag, tag_end = ooxml.retagged(data, start, name, {
-                "numFmtId": str(self.new_codes[number] if isinstance(number, str) else number),
-                "applyNumberFormat": "true"})
+            tag, tag_end = ooxml.retagged(data, start, name, dict(attributes))
             made.append(tag + data[tag_end:end])
         edits += self._counted(data, name, self.cell_xfs, len(self.formats) + len(self.added), b"".join(made))
         return spliced(data, edits)

@@ -30,10 +30,7 @@ from docshift.engine.sheet_skeleton import SHEET_DATA
 from docshift.engine.sheet_xf import Book, Made
 from docshift.errors import ResultUnreadable as Unreadable
 
-BIFF_ROW, BIFF_MULBLANK, BIFF_MULRK = 0x0208, 0x00BE, 0x00BD
-# the records of one cell, each beginning with its row, its column and its XF: BLANK, NUMBER, LABEL, BOOLERR, RK,
-# LABELSST, FORMULA, RSTRING
-CELL_RECORDS = {0x0201, 0x0203, 0x0204, 0x0205, 0x027E, 0x00FD, 0x0006, 0x00D6}
+BIFF_ROW = 0x0208
 GHOST_DIRTY, XF_MASK = 0x80, 0x0FFF  # a ROW record's flag that its ixfe counts (byte 12), and ixfe's bits (14-15)
 SAMPLES = 16  # cells of an XF looked at in the result
 ROW_TAG = re.compile(rb'<(?:[A-Za-z_][\w.-]*:)?row r="([0-9]{1,7})"')
@@ -94,24 +91,12 @@ def _samples(source: Path, wanted: set[int]) -> dict[str, dict[bytes, int]]:
     found: dict[str, dict[bytes, int]] = {}
     seen: Counter[int] = Counter()
 
-    def take(sheet: str, row: int, column: int, xf: int) -> None:
+    for sheet, row, column, xf in biff.cell_xfs(source):
         if xf in wanted and seen[xf] < SAMPLES:
             seen[xf] += 1
             found.setdefault(sheet[:31], {})[cell_name(row, column).encode()] = xf
-
-    for rec_type, sheet, data, body, end in biff.records(source, {BIFF_MULBLANK, BIFF_MULRK, *CELL_RECORDS}):
-        if sheet is None or end - body < 6:
-            continue
-        row, column = struct.unpack_from("<HH", data, body)
-        if rec_type in CELL_RECORDS:
-            take(sheet, row, column, struct.unpack_from("<H", data, body + 4)[0])
-            continue
-        step = 2 if rec_type == BIFF_MULBLANK else 6  # each of a MULBLANK's cells is its XF; a MULRK's, XF and RK
-        for at in range(body + 4, end - 2 - step + 1, step):
-            take(sheet, row, column, struct.unpack_from("<H", data, at)[0])
-            column += 1
-        if len(seen) == len(wanted) and min(seen.values()) >= SAMPLES:
-            break
+            if len(seen) == len(wanted) and min(seen.values()) >= SAMPLES:
+                break
     return found
 
 
