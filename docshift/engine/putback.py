@@ -16,18 +16,17 @@ where the cell shows no text (``sheet_links``) and a line in a group (``sheet_li
 first sheet shows, which sheet the workbook opens on (``sheet_views``) and how it calculates (``workbook_calc``),
 it unhides what only a macro may and drops the recommendation to open read-only (``workbook_access``), and
 prints comments at the end and sheets in colour where the .xls says otherwise, and other margins
-(``sheet_printing``), flags the errors
-its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour scales, data bars and icon sets
-(``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), and sets the number formats of
-some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback (``sheet_fonts``),
-and its export the code names that bind the VBA project's modules to the workbook and its sheets
-(``sheet_codenames``), cuts a data validation over whole columns short
-(``sheet_validations``), writes a data table and a DDE link as functions Excel has not (``sheet_tables``,
-``sheet_dde``) and a name whose formula is an error constant with no formula (``sheet_name_errors``); a text's
-form fields lose the bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts
-and macros (``form_fields``), and the text its template (``word_template``); and it writes some of a text's
-properties out of their schema's order, dates that are none, shape types that are names and VML attributes VML
-has not (``word_schema``, which runs last).
+(``sheet_printing``), flags the errors its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour
+scales, data bars and icon sets (``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), sets the
+number formats of some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback
+(``sheet_fonts``), and drops the "keep as text" prefix of cells typed as text (``sheet_quotes``), and its export the
+code names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data
+validation over whole columns short (``sheet_validations``), writes a data table and a DDE link as functions Excel has
+not (``sheet_tables``, ``sheet_dde``) and a name whose formula is an error constant with no formula
+(``sheet_name_errors``); a text's form fields lose the bookmarks that name them (``form_bookmarks``) and their default
+texts, formats, help texts and macros (``form_fields``), and the text its template (``word_template``); and it writes
+some of a text's properties out of their schema's order, dates that are none, shape types that are names and VML
+attributes VML has not (``word_schema``, which runs last).
 Each mend reads only what a file holds: one that holds none of what it puts back costs nothing (the code names are
 read for a workbook whose result keeps its VBA project, the validations' ranges for one whose result holds
 validations, the bookmarks' names for a text whose result has form fields).
@@ -61,6 +60,7 @@ from docshift.engine import (
     sheet_objects,
     sheet_outlines,
     sheet_printing,
+    sheet_quotes,
     sheet_rows,
     sheet_tables,
     sheet_validations,
@@ -119,7 +119,8 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_printing.mend(result, kind, holds.printing, holds.margins) + \
         sheet_errors.mend(result, kind, holds.ignored) + \
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
-        sheet_numbers.mend(result, source, kind) + sheet_fonts.mend(result, source, kind) + \
+        sheet_numbers.mend(result, source, kind) + sheet_quotes.mend(result, source, kind) + \
+        sheet_fonts.mend(result, source, kind) + \
         sheet_rows.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
         doc_properties.mend(result, holds.properties) + \

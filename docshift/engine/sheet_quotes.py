@@ -1,0 +1,90 @@
+"""The "keep as text" prefix of an .xls's cells, which LibreOffice's import drops, put back into the .xlsx.
+
+A cell typed in Excel with a leading apostrophe ('00123, '=A1, '1/2) holds the text as typed, and its XF record
+says the cell has that prefix (f123Prefix, [MS-XLS] 2.4.353); an .xlsx says the same of a cell style
+(``quotePrefix``, ECMA-376 18.8.45). LibreOffice 25.2's .xls import reads the text but not the flag, and its export
+writes no ``quotePrefix``. The cell shows the same, but Excel no longer knows it was typed as text: once edited,
+00123 becomes the number 123, =A1 a formula and 1/2 a date. A plain ``soffice`` does the same. Of the workbooks of
+the corpus, POI's tests and four unseen sets, 73 have such cells: 2,337 texts, and 24,748 numbers, formulas and
+blanks whose XF has the flag, as Excel keeps it on any cell.
+
+``mend`` reads each cell's XF from the .xls's cell records and gives each cell of the result whose XF has the flag a
+copy of its cell style with ``quotePrefix="1"``, as Excel writes such a cell's style. Every other cell, and every
+other byte, stays as LibreOffice wrote it.
+"""
+
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from docshift.engine import biff, sheet_objects
+from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
+from docshift.engine.inventory.package import Package
+from docshift.engine.sheet_numbers import STYLES, Styles
+from docshift.engine.sheet_objects import cell_name
+from docshift.engine.sheet_rows import CELL_TAG
+from docshift.engine.sheet_skeleton import SHEET_DATA
+from docshift.errors import ResultUnreadable as Unreadable
+
+BIFF_XF = 0x00E0
+STYLE_XF, PREFIXED = 0x0004, 0x0008  # an XF's fStyle and f123Prefix (its third and fourth bytes)
+QUOTED = {"quotePrefix": "1"}
+
+
+def mend(result: Path, source: Path, kind: str) -> int:
+    """Give each cell of ``result`` (LibreOffice's export of the .xls ``source``) whose XF has the "keep as text"
+    prefix a cell style that has it. Returns how many cells were given one (0: the file is untouched). Never raises
+    for what the files hold."""
+    if kind != "xls":
+        return 0
+
+    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
+        wanted = prefixed_cells(source)
+        styles_part = next((target for rel_type, target in package.relationships("xl/workbook.xml").values()
+                            if rel_type == STYLES and target in package.names), None) if wanted else None
+        if styles_part is None:
+            return
+        styles = Styles.of(part_bytes(package, styles_part), styles_part)
+        for _, name, part in sheet_objects.worksheets(package):
+            if name[:31] in wanted:
+                yield part, _quoting(wanted[name[:31]], styles)
+        yield styles_part, lambda data, name: (styles.written(data, name), 0)
+
+    return edited(result, parts, 'the "keep as text" prefixes of %s stay as LibreOffice wrote them: %r', source)
+
+
+def prefixed_cells(source: Path) -> dict[str, set[tuple[int, int]]]:
+    """{sheet name: {(row, column)}} of each cell of the .xls ``source`` (BIFF8) whose XF has the prefix; {} where no
+    XF has it."""
+    flags = [struct.unpack_from("<H", data, body + 4)[0] for _, sheet, data, body, end in
+             biff.records(source, {BIFF_XF}) if sheet is None and end - body >= 20]
+    given = {index: True for index, flag in enumerate(flags) if flag & PREFIXED and not flag & STYLE_XF}
+    return {sheet: set(cells) for sheet, cells in biff.cells_of(source, biff.CELLS | set(biff.MULTIPLE),
+                                                                 given).items()}
+
+
+def _quoting(wanted: set[tuple[int, int]], styles: Styles) -> PartEdit:
+    """The edit of a worksheet part that gives each cell ``wanted`` names a copy of its style (of ``styles``) with
+    the prefix, where its style has none. Its cells are found as LibreOffice writes their start tags
+    (``<c r="B2" s="3"``), which no text of a well-formed part holds: the mend of a workbook of 24,627 such cells
+    takes 130 ms so, where reading each tag with the XML parser took 435 ms."""
+    def edit(data: bytes, name: str) -> tuple[bytes, int]:
+        sheet_data = SHEET_DATA.search(data)
+        if sheet_data is None:
+            raise Unreadable(f"{name} has no sheetData")
+        edits, names, made_for = [], {cell_name(row, column).encode() for row, column in wanted}, {}
+        for tag in CELL_TAG.finditer(data, sheet_data.end()):
+            if tag.group(1) not in names:
+                continue
+            style = int(tag.group(2) or b"0")
+            if style >= len(styles.formats) or style in styles.quoted:
+                continue
+            if style not in made_for:
+                made_for[style] = b' s="%d"' % styles.with_attributes(style, QUOTED)
+            made = made_for[style]
+            if tag.group(2) is None:
+                edits.append((tag.end(), tag.end(), made))
+            else:  # ' s="3"' replaced
+                edits.append((tag.start(2) - len(b' s="'), tag.end(2) + 1, made))
+        return spliced(data, edits), len(edits)
+    return edit
