@@ -39,7 +39,13 @@ NUMBERED = re.compile(r"[0-9]+(?=\.[a-z]+$)")
 EMBEDDED = re.compile(r"(word|xl|ppt)/embeddings/")
 # an embedded object, whichever way it is stored: LibreOffice writes an Office object it converted as an OOXML
 # package, docshift puts the legacy file's own OLE storage back in its place
-OBJECT_TYPES = {"package": "object", "oleObject": "object"}
+OBJECT_TYPES = {"package": "object", "oleObject": "object", "chartsheet": "worksheet"}
+# a chart sheet stands for the worksheet holding its chart alone that LibreOffice writes (``chart_sheets.py``): the
+# same kind of part, less what only a worksheet has (its root and its cells' settings), its drawing's cell anchors
+# absolute ones
+CHART_SHEETS, SHEETS, DRAWINGS = "xl/chartsheets/", "xl/worksheets/", "xl/drawings/drawing.xml"
+WORKSHEET_ONLY = ("worksheet", "dimension", "sheetFormatPr", "sheetData", "printOptions", "pageSetUpPr", "selection")
+CELL_ANCHOR = {"twoCellAnchor": 1, "from": 1, "to": 1, "col": 2, "row": 2, "colOff": 2, "rowOff": 2}
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 PICTURE_OR_OBJECT = {WORD + "drawing", WORD + "object"}
 NOT_XML = "not well-formed"
@@ -66,12 +72,13 @@ def holds(path):
             elif EMBEDDED.match(name):
                 parts[EMBEDDED.match(name).group(0) + "*"] += 1
             elif not name.endswith("/"):
-                parts[NUMBERED.sub("", name)] += 1
+                parts[NUMBERED.sub("", name).replace(CHART_SHEETS, SHEETS)] += 1
     return media, relations, parts
 
 
 def elements(path):
-    """Counter of (part kind, element name) over the XML parts of a package. A text's picture (``w:drawing``) and
+    """Counter of (part kind, element name) over the XML parts of a package (a chart sheet's counted as a
+    worksheet's). A text's picture (``w:drawing``) and
     object (``w:object``) count as one kind, and what is inside them not at all: docshift makes an object of a
     picture that stands where the legacy file has an object (``word_objects.py``). A data table's formula counts
     once for each cell of its range, as Excel writes one for the range where LibreOffice writes one a cell
@@ -85,7 +92,7 @@ def elements(path):
         for name in package.namelist():
             if not name.endswith(".xml") or EMBEDDED.match(name):
                 continue
-            kind, inside, styles = NUMBERED.sub("", name), 0, 0
+            kind, inside, styles = NUMBERED.sub("", name).replace(CHART_SHEETS, SHEETS), 0, 0
             try:
                 with package.open(name) as part:
                     for event, element in ElementTree.iterparse(part, ("start", "end")):
@@ -134,12 +141,22 @@ def lacks(plain, ours):
     found += [f"{part}: {count - our_parts[part]} of {count} parts" for part, count in sorted(plain_parts.items())
               if our_parts[part] < count]
     plain_elements, our_elements = elements(plain), elements(ours)
+    charted = _chart_sheets(ours)
+    anchored = our_elements[DRAWINGS, "absoluteAnchor"] - plain_elements[DRAWINGS, "absoluteAnchor"]
+    our_elements.update({(f"{SHEETS}sheet.xml", tag): charted for tag in WORKSHEET_ONLY})
+    our_elements.update({(DRAWINGS, tag): count * anchored for tag, count in CELL_ANCHOR.items()})
     found += [f"{part}: {tag}" for part, tag in our_elements if tag.startswith(NOT_XML)]
     # a plain part that is no XML (LibreOffice's comments of a deck, unescaped) holds nothing to count against ours
     found += [f"{part} <{tag}>: {count - our_elements[part, tag]} of {count} elements"
               for (part, tag), count in sorted(plain_elements.items())
               if our_elements[part, tag] < count and not tag.startswith(NOT_XML)]
     return found
+
+
+def _chart_sheets(path):
+    """How many chart sheets the package at ``path`` has."""
+    with zipfile.ZipFile(path) as package:
+        return sum(1 for name in package.namelist() if name.startswith(CHART_SHEETS) and name.endswith(".xml"))
 
 
 def main():

@@ -23,7 +23,8 @@ number formats of some cells to General (``sheet_numbers``) and the font of East
 code names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data
 validation over whole columns short (``sheet_validations``), writes a data table and a DDE link as functions Excel has
 not (``sheet_tables``, ``sheet_dde``) and a name whose formula is an error constant with no formula
-(``sheet_name_errors``); a text's form fields lose the bookmarks that name them (``form_bookmarks``) and their default
+(``sheet_name_errors``), and a chart sheet as a worksheet holding its chart (``chart_sheets``, after the other
+mends of a workbook); a text's form fields lose the bookmarks that name them (``form_bookmarks``) and their default
 texts, formats, help texts and macros (``form_fields``), and the text its template (``word_template``); and it writes
 some of a text's properties out of their schema's order, dates that are none, shape types that are names and VML
 attributes VML has not (``word_schema``, which runs last).
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from docshift.engine import (
+    chart_sheets,
     doc_properties,
     form_bookmarks,
     form_controls,
@@ -123,6 +125,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_fonts.mend(result, source, kind) + \
         sheet_rows.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
+        chart_sheets.mend(result, kind, holds.chart_sheets) + \
         doc_properties.mend(result, holds.properties) + \
         sheet_authors.mend(result, kind, holds.authors) + \
         word_schema.mend(result, kind)  # last: it puts what the mends wrote in order too

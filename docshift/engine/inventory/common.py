@@ -187,6 +187,7 @@ class Inventory:
     # an .xls's: the sheets only a macro unhides, and the attributes of fileSharing where it asks to be opened
     # read-only or has a password to be written
     very_hidden: list[str] = field(default_factory=list)
+    chart_sheets: list[str] = field(default_factory=list)  # an .xls's sheets that are a chart alone (BOUNDSHEET dt 2)
     sharing: dict[str, str] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # an .xls's workbookProtection, where locked
     window: dict[str, str] = field(default_factory=dict)  # an .xls's workbookView: its window, first tab, tab ratio

@@ -57,6 +57,7 @@ class _Workbook:
     """What one pass over the BIFF records of a Workbook stream finds."""
     sheets: list[str] = field(default_factory=list)  # names of the sheets in BOUNDSHEET order
     macro_sheets: list[str] = field(default_factory=list)  # where each sheet of Excel 4.0 macros is (BOUNDSHEET.dt 1)
+    chart_sheets: list[str] = field(default_factory=list)  # the names of the chart sheets (BOUNDSHEET.dt 2)
     charts: int = 0
     notes: int = 0
     bitmaps: list[bytearray] = field(default_factory=list)  # each IMDATA record of the worksheets, CONTINUEs and all
@@ -133,6 +134,7 @@ def _biff(data: bytes, budget: Budget) -> _Workbook:
                 if data[body + 5] in SHEET_TYPES:
                     book.sheets.append(name)
                     book.macro_sheets += [f"sheet '{name[:SHEET_NAME_LIMIT]}'"] if data[body + 5] == 1 else []
+                    book.chart_sheets += [name] if data[body + 5] == 2 else []
                     if data[body + 4] & 0x03 == xls_views.VERY_HIDDEN:
                         book.very_hidden.append(name)
             elif rec_type == xls_views.BIFF_FILESHARING and biff8:
@@ -224,7 +226,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     counts["comments"] = book.notes
     inventory.calculation = {key: value for key, value in book.calculation.items()
                              if value != {"calcMode": "auto", "refMode": "A1"}[key]}
-    inventory.very_hidden, inventory.sharing = book.very_hidden, book.sharing
+    inventory.very_hidden, inventory.sharing, inventory.chart_sheets = book.very_hidden, book.sharing, book.chart_sheets
     book.settings.into(inventory)
     inventory.where["comments"] = book.comments_at
     counts["headers_footers"] = len(book.headers)
