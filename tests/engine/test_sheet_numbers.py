@@ -1,5 +1,6 @@
 """Number formats that LibreOffice's import of an .xls sets to General: a cell that takes its format from a built-in
-style, and codes its formatter refuses. The result gets the .xls's formats back, and nothing else changes."""
+style, and codes its formatter refuses; and built-in formats Excel shows in its reader's locale, which LibreOffice
+writes as US codes. The result gets the .xls's formats back, and nothing else changes."""
 
 import re
 import struct
@@ -8,12 +9,13 @@ import zipfile
 import openpyxl
 import pytest
 from conftest import _soffice_save as soffice
-from workbooks import record, rewritten, with_workbook_stream
+from workbooks import record, rewritten, saved_as_xls, with_workbook_stream
 
 from docshift.engine import convert, sheet_numbers
 from docshift.engine.sheet_numbers import BIFF_FORMAT, BIFF_NUMBER, BIFF_RK, BIFF_XF
 
 BIFF_STYLE, CURRENCY = 0x0293, 4  # a STYLE record, and the built-in style Currency's number
+BIFF_LABELSST, BIFF_BLANK = 0x00FD, 0x0201
 ACCOUNTING = 44  # Excel's built-in accounting format with a currency symbol, the Currency style's
 # a fraction of nine-digit denominators, and a time of the system's format whose third section shows zero as nothing
 FRACTION = "#\\ ??/?????????"
@@ -149,8 +151,67 @@ def test_only_number_cells_of_a_general_style_that_the_xls_formats_change():
              b'<c r="A1" s="1" t="n"><v>1</v></c><c r="B1" s="1" t="s"><v>0</v></c><c r="C1" s="0" t="n"><v>2</v></c>'
              b'<c r="D1" s="1" t="n"><v>3</v></c><c r="E1" s="1"><v>4</v></c></row></sheetData></worksheet>')
     wanted = {(0, 0): "0.0", (0, 1): "0.0", (0, 2): "0.0", (0, 4): 10}
-    edit = sheet_numbers._restyling(wanted, {1}, styles)
+    edit = sheet_numbers._restyling(wanted, {1: None}, styles)
     written, given = edit(sheet, "xl/worksheets/sheet1.xml")
     assert given == 2
     assert written == sheet.replace(b'<c r="A1" s="1"', b'<c r="A1" s="2"').replace(b'<c r="E1" s="1"',
                                                                                      b'<c r="E1" s="3"')
+
+
+# dates, times and an amount Excel shows in its reader's locale (A1:A6), then a short date on a text and a blank cell
+BUILT_INS = [14, 15, 17, 20, 22, 37]
+BEYOND = {8: 14, 9: 14}
+
+
+@pytest.fixture(scope="module")
+def built_in(tmp_path_factory):
+    """An .xls whose A1:A6 have Excel's built-in formats ``BUILT_INS`` (no FORMAT record: their XFs name the
+    number), A7 a format of its own whose code is LibreOffice's for the first of them, and A8 (a text) and A9 (blank)
+    the built-in short date."""
+    out = tmp_path_factory.mktemp("built-in")
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in range(1, 10):
+        cell = sheet.cell(row, 1, 40293.7378 if row < 8 else "text" if row == 8 else None)
+        cell.font = openpyxl.styles.Font(size=8 + row)  # an XF of its own
+    sheet.cell(7, 1).number_format = sheet_numbers.US_CODES[14]
+    formats = dict(enumerate(BUILT_INS)) | {row - 1: number for row, number in BEYOND.items()}
+    xls = saved_as_xls(book, out, "built-in")
+    rows = {}
+
+    def look(rec_type, body, _):
+        if rec_type in (BIFF_NUMBER, BIFF_RK, BIFF_LABELSST, BIFF_BLANK):
+            row, _, xf = struct.unpack_from("<HHH", body)
+            rows[xf] = row
+
+    def edit(rec_type, body, index):
+        if rec_type == BIFF_XF and rows.get(index) in formats:
+            xf = bytearray(body)
+            struct.pack_into("<H", xf, 2, formats[rows[index]])
+            xf[9] |= sheet_numbers.NUMBER_USED
+            return record(rec_type, bytes(xf))
+        return None
+
+    def formatted(stream):
+        rewritten(stream, look)
+        return rewritten(stream, edit)
+
+    return with_workbook_stream(xls, formatted, out / "built-in-formats.xls")
+
+
+def test_built_in_formats_written_as_us_codes_are_built_in_again(office, built_in, tmp_path):
+    """A plain soffice writes each built-in format as its US code ([$-409]m/d/yyyy: a date in the US order whatever
+    the reader's locale); docshift's cells have the built-in formats again, and the cell whose own format has that
+    code keeps it."""
+    plain = openpyxl.load_workbook(soffice(built_in, "xlsx", tmp_path / "plain")).worksheets[0]
+    assert [plain.cell(row, 1).number_format for row in range(1, 8)] == \
+        [sheet_numbers.US_CODES[number] for number in BUILT_INS] + [sheet_numbers.US_CODES[14]]
+    assert [plain.cell(row, 1).number_format for row in BEYOND] == [sheet_numbers.US_CODES[14]] * 2
+    converted = convert.convert(office, built_in, "xls", tmp_path / "work", 60).path
+    sheet = openpyxl.load_workbook(converted).worksheets[0]
+    assert [sheet.cell(row, 1)._style.numFmtId for row in range(1, 7)] == BUILT_INS
+    assert [(sheet.cell(row, 1).value, sheet.cell(row, 1)._style.numFmtId) for row in BEYOND] == \
+        [("text", 14), (None, 14)]
+    assert sheet.cell(7, 1).number_format == sheet_numbers.US_CODES[14]
+    read = soffice(converted, "fods", tmp_path / "read").read_text()
+    assert (read.count('office:value-type="date"'), read.count('office:value-type="time"')) == (5, 1)  # A4 a time
