@@ -1,14 +1,17 @@
-"""A legacy file's company, manager and category, which LibreOffice does not import, stay in the result's document
-properties. Read from ``../shared/corpus``: a .doc, an .xls (its company in Shift-JIS) and two decks."""
+"""A legacy file's company, manager and category, which LibreOffice does not import, and an Excel 95 workbook's title,
+author and the rest, which its import leaves empty, stay in the result's document properties. Read from
+``../shared/corpus``: a .doc, an .xls (its company in Shift-JIS) and two decks; made here: an Excel 95 workbook."""
 
 import re
 import zipfile
 
 import olefile
+import openpyxl
 import pptx
 import pytest
 from conftest import ROOT
 from conftest import _soffice_save as soffice
+from workbooks import excel_95, excel_95_file
 
 from docshift.engine import convert, doc_properties
 from docshift.engine.inventory import properties
@@ -42,7 +45,9 @@ def test_the_company_manager_and_category_stay(office, name, tmp_path):
     assert shown(soffice(source, source.suffix[1:] + "x", tmp_path / "plain")) == (None, None, None), \
         "a plain soffice drops them"
     with olefile.OleFileIO(str(source)) as ole:
-        assert set(properties.read(ole).values()) == {text for text in NAMED[name] if text}
+        read = properties.read(ole)
+    assert {read.get(element) for element in ("Company", "Manager", "category")} - {None} == \
+        {text for text in NAMED[name] if text}
     converted = convert.convert(office, source, source.suffix[1:], tmp_path / "work", 60)
     assert shown(converted.path) == NAMED[name]
     if name.endswith(".ppt"):  # as another program reads them
@@ -60,17 +65,17 @@ def test_what_a_part_has_stays_and_what_it_lacks_goes_first_in_its_prefix(tmp_pa
     with zipfile.ZipFile(result, "w") as package:
         package.writestr(APP, app)
         package.writestr(CORE, core)
-    assert doc_properties.mend(result, {0x0F: "Other", 0x0E: "Ann & <Bob>", 0x02: "Plans"}) == 2
+    assert doc_properties.mend(result, {"Company": "Other", "Manager": "Ann & <Bob>", "category": "Plans"}) == 2
     with zipfile.ZipFile(result) as package:
         assert package.read(APP).decode() == app.replace(
             '-properties">', '-properties"><Manager>Ann &amp; &lt;Bob&gt;</Manager>')
         assert package.read(CORE).decode() == core.replace('-properties">',
                                                            '-properties"><c:category>Plans</c:category>')
-    assert doc_properties.mend(result, {0x0F: "Other", 0x0E: "Ann & <Bob>", 0x02: "Plans"}) == 0
+    assert doc_properties.mend(result, {"Company": "Other", "Manager": "Ann & <Bob>", "category": "Plans"}) == 0
     bare = tmp_path / "bare.xlsx"
     with zipfile.ZipFile(bare, "w") as package:
         package.writestr("xl/workbook.xml", "<workbook/>")
-    assert doc_properties.mend(bare, {0x0F: "Other"}) == 0
+    assert doc_properties.mend(bare, {"Company": "Other"}) == 0
 
 
 @pytest.mark.parametrize(("value", "code_page", "text"), [
@@ -81,6 +86,65 @@ def test_what_a_part_has_stays_and_what_it_lacks_goes_first_in_its_prefix(tmp_pa
 def test_a_property_is_read_in_its_code_page_and_nonsense_is_left_out(value, code_page, text):
     class Stream:
         def getproperties(self, name):
-            assert name == properties.STREAM
+            if name != properties.STREAM:
+                raise OSError(f"no {name} here")
             return {0x0001: code_page, 0x000F: value}
-    assert properties.read(Stream()) == ({0x0F: text} if text else {})
+    assert properties.read(Stream()) == ({"Company": text} if text else {})
+
+
+SUMMARY = {2: "Prix du café", 3: "Ventes", 4: "Zoë Martin", 5: "prix; ventes", 6: "Revu & corrigé", 8: "Ann"}
+ELEMENTS = {"dc:title": 2, "dc:subject": 3, "dc:creator": 4, "cp:keywords": 5, "dc:description": 6,
+            "cp:lastModifiedBy": 8}
+
+
+def core_of(path):
+    """{element: text} of the properties ``ELEMENTS`` names in an OOXML package's core part."""
+    with zipfile.ZipFile(path) as package:
+        core = package.read(CORE).decode()
+    return {name: (found.group(1) if (found := re.search(rf"<{name}>([^<]*)</{name}>", core)) else None)
+            for name in ELEMENTS}
+
+
+def test_an_excel_95_workbook_keeps_its_title_and_author(office, tmp_path):
+    """LibreOffice's Excel 95 import reads no SummaryInformation: a plain soffice writes each property empty;
+    docshift's result has each, in the property set's code page, as openpyxl reads them."""
+    source = excel_95_file(tmp_path / "priced.xls", excel_95("Price"), SUMMARY)
+    plain = soffice(source, "xlsx", tmp_path / "plain")
+    assert set(core_of(plain).values()) <= {"", None}
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    assert core_of(converted.path) == {name: SUMMARY[key].replace("&", "&amp;") for name, key in ELEMENTS.items()}
+    read = openpyxl.load_workbook(converted.path).properties
+    assert (read.title, read.creator, read.lastModifiedBy, read.description) == (SUMMARY[2], SUMMARY[4], SUMMARY[8],
+                                                                                 SUMMARY[6])
+
+
+def test_an_empty_element_is_given_its_text_and_a_missing_one_its_namespace_s_prefix(tmp_path):
+    """An element LibreOffice wrote empty gets the text, one with text keeps it, one missing goes first in the prefix
+    the root declares for its namespace, or declares its namespace where the root does not."""
+    core = ('<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" '
+            'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:creator></dc:creator><dc:title>Kept</dc:title>'
+            '<cp:lastModifiedBy/></cp:coreProperties>')
+    result = tmp_path / "book.xlsx"
+    with zipfile.ZipFile(result, "w") as package:
+        package.writestr(CORE, core)
+    given = {"creator": "Zoë", "title": "Other", "lastModifiedBy": "Ann", "subject": "Sales"}
+    assert doc_properties.mend(result, given) == 3
+    with zipfile.ZipFile(result) as package:
+        assert package.read(CORE).decode() == core.replace(
+            'elements/1.1/"><dc:creator></dc:creator>', 'elements/1.1/"><dc:subject>Sales</dc:subject>'
+            '<dc:creator>Zoë</dc:creator>').replace("<cp:lastModifiedBy/>",
+                                                   "<cp:lastModifiedBy>Ann</cp:lastModifiedBy>")
+    bare = tmp_path / "bare.xlsx"
+    with zipfile.ZipFile(bare, "w") as package:
+        package.writestr(CORE, '<coreProperties xmlns="http://schemas.openxmlformats.org/package/2006/metadata/'
+                               'core-properties"/>')
+    assert doc_properties.mend(bare, given) == 0  # an empty root: nothing goes in
+    undeclared = tmp_path / "undeclared.xlsx"
+    with zipfile.ZipFile(undeclared, "w") as package:
+        package.writestr(CORE, '<coreProperties xmlns="http://schemas.openxmlformats.org/package/2006/metadata/'
+                               'core-properties"><revision>1</revision></coreProperties>')
+    assert doc_properties.mend(undeclared, {"title": "T", "keywords": "k"}) == 2
+    with zipfile.ZipFile(undeclared) as package:
+        assert package.read(CORE).decode().startswith(
+            '<coreProperties xmlns="http://schemas.openxmlformats.org/package/2006/metadata/core-properties">'
+            '<p:title xmlns:p="http://purl.org/dc/elements/1.1/">T</p:title><keywords>k</keywords>')

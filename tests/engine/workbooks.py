@@ -3,6 +3,7 @@ and an .xls written again with its Workbook stream edited (records an export of 
 the conversion whose report they check."""
 
 import struct
+import uuid
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import olefile
 from docshift.engine import cfb, convert
 
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+SUMMARY_FORMAT = uuid.UUID("F29F85E0-4FF9-1068-AB91-08002B27B3D9").bytes_le  # FMTID_SummaryInformation
 
 
 def parts_of(path: Path) -> dict[str, bytes]:
@@ -141,7 +143,28 @@ def excel_95(text: str, code_page: int | None = None, header: str | None = None,
     return globals_ + record(0x0085, struct.pack("<IBBB", sheet_at, 0, 0, 5) + b"Sheet") + record(0x000A, b"") + sheet
 
 
-def excel_95_file(path: Path, stream: bytes) -> Path:
-    """``stream`` as the Book stream of a compound file at ``path``, as Excel 95 writes one."""
-    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Book", data=stream)])))
+def excel_95_file(path: Path, stream: bytes, summary: dict[int, str] | None = None) -> Path:
+    """``stream`` as the Book stream of a compound file at ``path``, as Excel 95 writes one, with a SummaryInformation
+    stream of the ``summary`` properties ({property id: text}) where given."""
+    children = [cfb.Entry("Book", data=stream)]
+    if summary is not None:
+        children.append(cfb.Entry("\x05SummaryInformation", data=summary_information(summary)))
+    path.write_bytes(cfb.write(cfb.Entry("Root Entry", children=children)))
     return path
+
+
+def summary_information(texts: dict[int, str], code_page: int = 1252) -> bytes:
+    """A SummaryInformation property set ([MS-OLEPS] 2.21): its code page (VT_I2), then each of ``texts`` as an 8-bit
+    string in that code page (VT_LPSTR), each value padded to four bytes."""
+    values = [(0x0001, struct.pack("<HHh2x", 0x0002, 0, code_page))]
+    for key, text in texts.items():
+        encoded = text.encode(f"cp{code_page}") + b"\x00"
+        values.append((key, struct.pack("<HHI", 0x001E, 0, len(encoded)) + encoded + bytes(-len(encoded) % 4)))
+    table = 8 + 8 * len(values)
+    offsets, at = [], table
+    for key, value in values:
+        offsets.append(struct.pack("<II", key, at))
+        at += len(value)
+    section = struct.pack("<II", at, len(values)) + b"".join(offsets) + b"".join(value for _, value in values)
+    return struct.pack("<HHI16sI", 0xFFFE, 0, 0x00020005, bytes(16), 1) + SUMMARY_FORMAT + struct.pack("<I", 48) + \
+        section

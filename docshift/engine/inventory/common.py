@@ -195,7 +195,7 @@ class Inventory:
     # an Excel 2.x-4.0 worksheet's: the name its one sheet is counted under; it has none of its own, and is compared
     # with the result's one sheet, whatever LibreOffice names that (the file's name, or Sheet1)
     unnamed_sheet: str | None = None
-    properties: dict[int, str] = field(default_factory=dict)  # the company, manager, category (doc_properties)
+    properties: dict[str, str] = field(default_factory=dict)  # {docProps element: text} LibreOffice drops
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # an .xls's: {sheet: {cell: its note's author}}
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str | None]] = field(default_factory=dict)
