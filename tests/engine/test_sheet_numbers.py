@@ -9,13 +9,12 @@ import zipfile
 import openpyxl
 import pytest
 from conftest import _soffice_save as soffice
-from workbooks import record, rewritten, saved_as_xls, with_workbook_stream
+from workbooks import record, rewritten, saved_as_xls, with_workbook_stream, with_xfs_edited, xfs_of_cells
 
 from docshift.engine import convert, sheet_numbers
 from docshift.engine.sheet_numbers import BIFF_FORMAT, BIFF_NUMBER, BIFF_RK, BIFF_XF
 
 BIFF_STYLE, CURRENCY = 0x0293, 4  # a STYLE record, and the built-in style Currency's number
-BIFF_LABELSST, BIFF_BLANK = 0x00FD, 0x0201
 ACCOUNTING = 44  # Excel's built-in accounting format with a currency symbol, the Currency style's
 # a fraction of nine-digit denominators, and a time of the system's format whose third section shows zero as nothing
 FRACTION = "#\\ ??/?????????"
@@ -177,24 +176,16 @@ def built_in(tmp_path_factory):
     sheet.cell(7, 1).number_format = sheet_numbers.US_CODES[14]
     formats = dict(enumerate(BUILT_INS)) | {row - 1: number for row, number in BEYOND.items()}
     xls = saved_as_xls(book, out, "built-in")
-    rows = {}
 
-    def look(rec_type, body, _):
-        if rec_type in (BIFF_NUMBER, BIFF_RK, BIFF_LABELSST, BIFF_BLANK):
-            row, _, xf = struct.unpack_from("<HHH", body)
-            rows[xf] = row
-
-    def edit(rec_type, body, index):
-        if rec_type == BIFF_XF and rows.get(index) in formats:
-            xf = bytearray(body)
-            struct.pack_into("<H", xf, 2, formats[rows[index]])
+    def given(number):
+        def edit(xf):
+            struct.pack_into("<H", xf, 2, number)
             xf[9] |= sheet_numbers.NUMBER_USED
-            return record(rec_type, bytes(xf))
-        return None
+        return edit
 
     def formatted(stream):
-        rewritten(stream, look)
-        return rewritten(stream, edit)
+        xfs = xfs_of_cells(stream)
+        return with_xfs_edited(stream, {xfs[row, 0]: given(number) for row, number in formats.items()})
 
     return with_workbook_stream(xls, formatted, out / "built-in-formats.xls")
 

@@ -9,33 +9,20 @@ import openpyxl
 import pytest
 from conftest import _soffice_save as soffice
 from openpyxl.styles import Font
-from workbooks import record, rewritten, saved_as_xls, with_workbook_stream
+from workbooks import saved_as_xls, with_workbook_stream, with_xfs_edited, xfs_of_cells
 
 from docshift.engine import convert, sheet_quotes
 from docshift.engine.sheet_numbers import Styles
 
-BIFF_LABELSST = 0x00FD
 TYPED = ["00123", "1/2", "=A1"]  # texts Excel would read as a number, a date and a formula without the prefix
 
 
 def prefixed(stream):
     """The Workbook ``stream`` with the XF of its first sheet's A1 given the prefix."""
-    found = {}
+    def prefix(xf):
+        struct.pack_into("<H", xf, 4, struct.unpack_from("<H", xf, 4)[0] | sheet_quotes.PREFIXED)
 
-    def look(rec_type, body, _):
-        if rec_type == BIFF_LABELSST and struct.unpack_from("<HH", body) == (0, 0) and "a1" not in found:
-            found["a1"] = struct.unpack_from("<H", body, 4)[0]
-
-    rewritten(stream, look)
-
-    def edit(rec_type, body, index):
-        if rec_type == sheet_quotes.BIFF_XF and index == found["a1"]:
-            xf = bytearray(body)
-            struct.pack_into("<H", xf, 4, struct.unpack_from("<H", xf, 4)[0] | sheet_quotes.PREFIXED)
-            return record(rec_type, bytes(xf))
-        return None
-
-    return rewritten(stream, edit)
+    return with_xfs_edited(stream, {xfs_of_cells(stream)[0, 0]: prefix})
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,32 @@ def rewritten(stream: bytes, edit: Callable[[int, bytes, int], bytes | None]) ->
     return b"".join(out)
 
 
+def xfs_of_cells(stream: bytes) -> dict[tuple[int, int], int]:
+    """{(row, column): its XF} of each cell of a Workbook ``stream`` held by a NUMBER, RK, LABELSST or BLANK record
+    (the first sheet's where others have the same place)."""
+    found: dict[tuple[int, int], int] = {}
+
+    def look(rec_type: int, body: bytes, _: int) -> None:
+        if rec_type in (0x0203, 0x027E, 0x00FD, 0x0201) and len(body) >= 6:
+            row, column, xf = struct.unpack_from("<HHH", body)
+            found.setdefault((row, column), xf)
+
+    rewritten(stream, look)
+    return found
+
+
+def with_xfs_edited(stream: bytes, edits: dict[int, Callable[[bytearray], None]]) -> bytes:
+    """The Workbook ``stream`` with each XF record ``edits`` names (by its index) changed in place by its edit."""
+    def edit(rec_type: int, body: bytes, index: int) -> bytes | None:
+        if rec_type != 0x00E0 or index not in edits:
+            return None
+        xf = bytearray(body)
+        edits[index](xf)
+        return record(rec_type, bytes(xf))
+
+    return rewritten(stream, edit)
+
+
 def saved_as_xls(book, out: Path, stem: str) -> Path:
     """The openpyxl workbook ``book`` saved as ``out / stem``.xlsx, then by LibreOffice as an .xls beside it."""
     from conftest import _soffice_save as soffice
