@@ -111,7 +111,6 @@ def _indexed(source: str, _size: int, _modified: int, before_biff8: bool) -> _In
     return index
 
 
-
 def cell_xfs(source: Path, kinds: set[int] = CELLS | set(MULTIPLE)) -> Iterator[tuple[str, int, int, int]]:
     """(its sheet's name, its row, its column, its XF) of each cell of the .xls ``source`` (BIFF8) whose record is
     of ``kinds`` (of ``CELLS`` and ``MULTIPLE``), in the stream's order."""

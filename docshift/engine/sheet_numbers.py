@@ -63,8 +63,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
         return 0
 
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
-        styles_part = next((target for rel_type, target in package.relationships("xl/workbook.xml").values()
-                            if rel_type == STYLES and target in package.names), None)
+        styles_part = styles_part_of(package)
         if styles_part is None:
             return
         styles = Styles.of(part_bytes(package, styles_part), styles_part)
@@ -80,6 +79,12 @@ def mend(result: Path, source: Path, kind: str) -> int:
         yield styles_part, lambda data, name: (styles.written(data, name), 0)
 
     return edited(result, parts, "the number formats of %s stay as LibreOffice wrote them: %r", source)
+
+
+def styles_part_of(package: Package) -> str | None:
+    """The name of the workbook ``package``'s styles part, None where it has none."""
+    return next((target for rel_type, target in package.relationships("xl/workbook.xml").values()
+                 if rel_type == STYLES and target in package.names), None)
 
 
 def formats_of(source: Path, kinds: set[int] = NUMBER_CELLS) -> dict[str, dict[tuple[int, int], Format]]:

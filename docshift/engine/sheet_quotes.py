@@ -20,7 +20,7 @@ from pathlib import Path
 from docshift.engine import biff, sheet_objects
 from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
 from docshift.engine.inventory.package import Package
-from docshift.engine.sheet_numbers import STYLES, Styles
+from docshift.engine.sheet_numbers import Styles, styles_part_of
 from docshift.engine.sheet_objects import cell_name
 from docshift.engine.sheet_rows import CELL_TAG
 from docshift.engine.sheet_skeleton import SHEET_DATA
@@ -40,8 +40,7 @@ def mend(result: Path, source: Path, kind: str) -> int:
 
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         wanted = prefixed_cells(source)
-        styles_part = next((target for rel_type, target in package.relationships("xl/workbook.xml").values()
-                            if rel_type == STYLES and target in package.names), None) if wanted else None
+        styles_part = styles_part_of(package) if wanted else None
         if styles_part is None:
             return
         styles = Styles.of(part_bytes(package, styles_part), styles_part)

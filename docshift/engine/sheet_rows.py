@@ -24,7 +24,7 @@ from pathlib import Path
 from docshift.engine import biff, ooxml, sheet_objects
 from docshift.engine.embedding import PartEdit, edited, guarded, part_bytes, spliced
 from docshift.engine.inventory.package import Package
-from docshift.engine.sheet_numbers import STYLES
+from docshift.engine.sheet_numbers import styles_part_of
 from docshift.engine.sheet_objects import cell_name
 from docshift.engine.sheet_skeleton import SHEET_DATA
 from docshift.engine.sheet_xf import Book, Made
@@ -57,8 +57,7 @@ def _mend(result: Path, source: Path) -> int:
         styles = _styles(package, sheets, _samples(source, wanted))
         made = None
         if wanted - set(styles):
-            styles_part = next((target for rel_type, target in package.relationships("xl/workbook.xml").values()
-                                if rel_type == STYLES and target in package.names), None)
+            styles_part = styles_part_of(package)
             if styles_part is None:
                 raise Unreadable("the workbook has no styles part")
             made = Made.of(part_bytes(package, styles_part), styles_part, Book.of(source))
