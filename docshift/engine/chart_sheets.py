@@ -68,13 +68,16 @@ def _mend(result: Path, wanted: set[str]) -> int:
         added: dict[str, bytes] = {}
         dropped: set[str] = set()
         moved: dict[str, str] = {}  # {relationship id: the chart sheet's part}
-        moved_from: dict[str, str] = {}  # {the chart sheet's part: the worksheet's}
+        types = read_part(package, "[Content_Types].xml")
+        listed = {element.getAttribute("PartName").lstrip("/") for element in types.getElementsByTagNameNS(
+            CT_NS, "Override")}
+        typed: list[str] = []  # a chart sheet's part, and its relationships' where LibreOffice listed the worksheet's
         for _, name, part in worksheets(package):
             if name not in wanted or part not in parts or package.names[part].file_size > MAX_SHEET:
                 continue
             drawings = [target for rel_type, target in package.relationships(part).values()
                         if rel_type == f"{NS_R}/drawing" and target in package.names]
-            chartsheet = _chartsheet(part_bytes(package, part))
+            chartsheet = _chartsheet(part_bytes(package, part), part)
             absolute = _absolute(read_part(package, drawings[0])) if len(drawings) == 1 else None
             if chartsheet is None or absolute is None:
                 continue
@@ -82,18 +85,13 @@ def _mend(result: Path, wanted: set[str]) -> int:
             added[new], edits[drawings[0]] = chartsheet, absolute
             dropped |= {part, relationships_part(part)}
             added[relationships_part(new)] = part_bytes(package, relationships_part(part))  # its targets: ../x/y
-            moved[parts[part]], moved_from[new] = new, part
+            moved[parts[part]] = new
+            typed += [new, relationships_part(new)] if relationships_part(part) in listed else [new]
         if not moved:
             return 0
         edits[WORKBOOK_RELS] = ooxml.edit_tags(part_bytes(package, WORKBOOK_RELS), WORKBOOK_RELS, lambda tag, attrs: {
             "Type": CHARTSHEET_TYPE, "Target": _target(attrs.get("Target", ""), moved[attrs["Id"]])}
             if tag == f"{NS_PR}{SEP}Relationship" and attrs.get("Id") in moved else None)
-        types = read_part(package, "[Content_Types].xml")
-        listed = {element.getAttribute("PartName").lstrip("/") for element in types.getElementsByTagNameNS(
-            CT_NS, "Override")}
-        # a chart sheet's type, and its relationships' where LibreOffice listed the worksheet's
-        typed = [*moved.values(), *(relationships_part(new) for new in moved.values()
-                                    if relationships_part(moved_from[new]) in listed)]
         edits["[Content_Types].xml"] = content_types(types, dict.fromkeys(typed, b""), dropped, lambda name: (
             RELATIONSHIPS_CONTENT if name.endswith(".rels") else CHARTSHEET_CONTENT))
         ooxml.rewrite(zf, result, edits, added, dropped)
@@ -106,10 +104,10 @@ def _target(written: str, part: str) -> str:
     return "/" + part if written.startswith("/") else posixpath.relpath(part, "xl")
 
 
-def _chartsheet(data: bytes) -> bytes | None:
-    """The chart sheet of what the worksheet part ``data`` says of its sheet; None where the part holds what a chart
-    sheet has no room for (a cell, a merged range, a comment's drawing) or is not as LibreOffice writes it."""
-    root: Any = minidom.parseString(ooxml.checked(data, "worksheet")).documentElement
+def _chartsheet(data: bytes, name: str) -> bytes | None:
+    """The chart sheet of what the worksheet part ``name`` (``data``) says of its sheet; None where it holds what a
+    chart sheet has no room for (a cell, a merged range, a comment's drawing) or is not as LibreOffice writes it."""
+    root: Any = minidom.parseString(ooxml.checked(data, name)).documentElement
     children = [node for node in root.childNodes if node.nodeType == node.ELEMENT_NODE]
     if root.prefix or root.namespaceURI != NS_S or any(
             node.namespaceURI != NS_S or node.localName not in ALONE for node in children):

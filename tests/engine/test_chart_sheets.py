@@ -127,7 +127,7 @@ def test_what_a_chart_sheet_has_of_the_worksheet():
         b'<sheetData/><sheetProtection sheet="true" objects="true" password="CC3D"/><pageMargins left="0.7" '
         b'right="0.7" top="0.75" bottom="0.75" header="0.3" footer="0.3"/><pageSetup paperSize="9" scale="100" '
         b'orientation="landscape" cellComments="none" copies="1"/><drawing r:id="rId1"/></worksheet>')
-    assert chart_sheets._chartsheet(worksheet).decode().split("\n")[1] == (
+    assert chart_sheets._chartsheet(worksheet, "xl/worksheets/sheet2.xml").decode().split("\n")[1] == (
         '<chartsheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.'
         'openxmlformats.org/officeDocument/2006/relationships"><sheetPr codeName="Chart7"><tabColor rgb="FF00FF00"/>'
         '</sheetPr><sheetViews><sheetView workbookViewId="0" tabSelected="true" zoomScale="85"/></sheetViews>'
@@ -135,6 +135,7 @@ def test_what_a_chart_sheet_has_of_the_worksheet():
         'bottom="0.75" header="0.3" footer="0.3"/><pageSetup paperSize="9" orientation="landscape" copies="1"/>'
         '<drawing r:id="rId1"/></chartsheet>')
     with_cells = worksheet.replace(b"<sheetData/>", b'<sheetData><row r="1"/></sheetData>')
-    assert chart_sheets._chartsheet(with_cells) is None
-    assert chart_sheets._chartsheet(worksheet.replace(b"<sheetData/>", b'<sheetData/><mergeCells count="0"/>')) \
+    assert chart_sheets._chartsheet(with_cells, "xl/worksheets/sheet2.xml") is None
+    assert chart_sheets._chartsheet(worksheet.replace(b"<sheetData/>", b'<sheetData/><mergeCells count="0"/>'),
+                                    "xl/worksheets/sheet2.xml") \
         is None
