@@ -114,6 +114,12 @@ def _indexed(source: str, _size: int, _modified: int, before_biff8: bool) -> _In
 def cell_xfs(source: Path, kinds: set[int] = CELLS | set(MULTIPLE)) -> Iterator[tuple[str, int, int, int]]:
     """(its sheet's name, its row, its column, its XF) of each cell of the .xls ``source`` (BIFF8) whose record is
     of ``kinds`` (of ``CELLS`` and ``MULTIPLE``), in the stream's order."""
+    for _, sheet, row, column, xf in typed_cells(source, kinds):
+        yield sheet, row, column, xf
+
+
+def typed_cells(source: Path, kinds: set[int] = CELLS | set(MULTIPLE)) -> Iterator[tuple[int, str, int, int, int]]:
+    """``cell_xfs``, each cell with the type of its record first."""
     for rec_type, sheet, data, body, end in records(source, kinds):
         if sheet is None or end - body < 6:
             continue
@@ -121,10 +127,10 @@ def cell_xfs(source: Path, kinds: set[int] = CELLS | set(MULTIPLE)) -> Iterator[
         if rec_type in MULTIPLE:
             step = MULTIPLE[rec_type]
             for at in range(body + 4, end - 2 - step + 1, step):  # the last column follows the cells
-                yield sheet, row, column, struct.unpack_from("<H", data, at)[0]
+                yield rec_type, sheet, row, column, struct.unpack_from("<H", data, at)[0]
                 column += 1
         elif rec_type in CELLS:
-            yield sheet, row, column, struct.unpack_from("<H", data, body + 4)[0]
+            yield rec_type, sheet, row, column, struct.unpack_from("<H", data, body + 4)[0]
 
 
 def cells_of(source: Path, kinds: set[int], given: Mapping[int, T]) -> dict[str, dict[tuple[int, int], T]]:

@@ -43,8 +43,8 @@ NUMBER_CELLS = {BIFF_NUMBER, BIFF_RK, BIFF_MULRK, BIFF_FORMULA}  # the records o
 STYLE_XF, NUMBER_USED = 0x0004, 0x04  # an XF's fStyle (its third and fourth bytes), fAtrNum (its tenth byte)
 FIRST_CUSTOM = 164  # the first number format of a workbook's own; those below are Excel's built-in ones
 STYLES = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles"
-CELL, CELL_XFS, NUM_FMTS, NUM_FMT, XF, STYLE_SHEET = (f"{NS_S}{SEP}{local}" for local in (
-    "c", "cellXfs", "numFmts", "numFmt", "xf", "styleSheet"))
+CELL, CELL_XFS, NUM_FMTS, NUM_FMT, XF, STYLE_SHEET, ALIGNMENT = (f"{NS_S}{SEP}{local}" for local in (
+    "c", "cellXfs", "numFmts", "numFmt", "xf", "styleSheet", "alignment"))
 Format = int | str  # a built-in format's number, or a FORMAT record's code
 # the codes LibreOffice 25.2 writes (its locale en-US) for Excel's built-in dates, times and numbers that Excel shows
 # in its reader's locale (ECMA-376 18.8.30; the East Asian ones, 27-36, LibreOffice writes as 14's and 21's)
@@ -166,11 +166,13 @@ class Styles:
     formats: list[int] = field(default_factory=list)
     xfs: list[tuple[int, int]] = field(default_factory=list)  # where each cell style's element starts and ends
     quoted: set[int] = field(default_factory=set)  # the cell styles with the "keep as text" prefix (quotePrefix)
+    aligned: dict[int, tuple[int, str]] = field(default_factory=dict)  # a cell style's alignment: where its element
+    # starts, and its horizontal alignment
     cell_xfs: tuple[int, int] = (-1, -1)  # where cellXfs's start tag is, and its end tag
     num_fmts: tuple[int, int] = (-1, -1)
     sheet_start: int = -1
-    added: dict[tuple[int, tuple[tuple[str, str], ...]], int] = field(default_factory=dict)  # (cell style, what
-    # its copy's tag says otherwise): the copy's index
+    added: dict[tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]], int] = field(
+        default_factory=dict)  # (cell style, what its copy's tag says otherwise, and its alignment's): the copy's index
     new_codes: dict[str, int] = field(default_factory=dict)  # a code added: its number
 
     @classmethod
@@ -191,6 +193,8 @@ class Styles:
                     styles.quoted.add(len(styles.formats))
                 styles.formats.append(int(number) if number.isdigit() else -1)
                 styles.xfs.append((at, at))
+            elif tag == ALIGNMENT and inside[0] == CELL_XFS and styles.formats:
+                styles.aligned[len(styles.formats) - 1] = (at, attributes.get("horizontal", "general"))
 
         def end(tag: str) -> None:
             at = reader.CurrentByteIndex
@@ -229,9 +233,10 @@ class Styles:
             "numFmtId": str(self.new_codes[number] if isinstance(number, str) else number),
             "applyNumberFormat": "true"})
 
-    def with_attributes(self, style: int, attributes: dict[str, str]) -> int:
-        """The index of the cell style that is ``style`` with its tag's ``attributes`` set so, added if need be."""
-        key = (style, tuple(sorted(attributes.items())))
+    def with_attributes(self, style: int, attributes: dict[str, str], alignment: dict[str, str] | None = None) -> int:
+        """The index of the cell style that is ``style`` with its tag's ``attributes`` set so, and its alignment
+        element's ``alignment`` (where ``aligned`` has one), added if need be."""
+        key = (style, tuple(sorted(attributes.items())), tuple(sorted((alignment or {}).items())))
         if key not in self.added:
             self.added[key] = len(self.formats) + len(self.added)
         return self.added[key]
@@ -252,10 +257,15 @@ class Styles:
             else:
                 edits += self._counted(data, name, self.num_fmts, len(self.codes) + len(self.new_codes), formats)
         made = []
-        for (style, attributes), _ in sorted(self.added.items(), key=lambda item: item[1]):
+        for (style, attributes, alignment), _ in sorted(self.added.items(), key=lambda item: item[1]):
             start, end = self.xfs[style]
             tag, tag_end = ooxml.retagged(data, start, name, dict(attributes))
-            made.append(tag + data[tag_end:end])
+            if alignment and style in self.aligned:
+                at = self.aligned[style][0]
+                aligned, aligned_end = ooxml.retagged(data, at, name, dict(alignment))
+                made.append(tag + data[tag_end:at] + aligned + data[aligned_end:end])
+            else:
+                made.append(tag + data[tag_end:end])
         edits += self._counted(data, name, self.cell_xfs, len(self.formats) + len(self.added), b"".join(made))
         return spliced(data, edits)
 
