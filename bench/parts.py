@@ -47,6 +47,7 @@ CHART_SHEETS, SHEETS, DRAWINGS = "xl/chartsheets/", "xl/worksheets/", "xl/drawin
 WORKSHEET_ONLY = ("worksheet", "dimension", "sheetFormatPr", "sheetData", "printOptions", "pageSetUpPr", "selection")
 CELL_ANCHOR = {"twoCellAnchor": 1, "from": 1, "to": 1, "col": 2, "row": 2, "colOff": 2, "rowOff": 2}
 WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+SPREADSHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 PICTURE_OR_OBJECT = {WORD + "drawing", WORD + "object"}
 NOT_XML = "not well-formed"
 COLOUR = "srgbClr or sysClr"
@@ -86,16 +87,21 @@ def elements(path):
     deck's master gets back names the window's colours as PowerPoint saved them (``slide_schemes.py``). A slide
     master's text styles count not at all: only docshift writes them (``master_styles.py``), and what is in them
     would stand in for what the master's own paragraphs lack. Nor does a cell's formula that LibreOffice makes of a
-    typed value (``TYPED``): docshift's result holds the value alone (``sheet_constants.py``)."""
+    typed value (``TYPED``): docshift's result holds the value alone (``sheet_constants.py``). A cell centred across
+    selection with the blanks right of it counts as the merged range LibreOffice makes of them (``sheet_across.py``)."""
     found = Counter()
     with zipfile.ZipFile(path) as package:
+        across = _centred_across(package)
         for name in package.namelist():
             if not name.endswith(".xml") or EMBEDDED.match(name):
                 continue
             kind, inside, styles = NUMBERED.sub("", name).replace(CHART_SHEETS, SHEETS), 0, 0
+            runs, merges = _Runs(across), found[kind, "mergeCells"]
             try:
                 with package.open(name) as part:
                     for event, element in ElementTree.iterparse(part, ("start", "end")):
+                        if event == "end" and across and element.tag == SPREADSHEET + "c":
+                            runs.cell(element)
                         if element.tag == TEXT_STYLES or styles:
                             styles += 1 if event == "start" else -1
                             continue
@@ -113,7 +119,50 @@ def elements(path):
                             element.clear()
             except ElementTree.ParseError as error:
                 found[kind, f"{NOT_XML} ({name}: {error})"] += 1
+            found[kind, "mergeCell"] += runs.count
+            found[kind, "mergeCells"] += bool(runs.count) and found[kind, "mergeCells"] == merges
     return found
+
+
+def _centred_across(package):
+    """The cell styles of the workbook ``package`` aligned centerContinuous, by their index."""
+    if "xl/styles.xml" not in package.namelist():
+        return set()
+    styles = ElementTree.fromstring(package.read("xl/styles.xml")).find(SPREADSHEET + "cellXfs")
+    aligned = [xf.find(SPREADSHEET + "alignment") for xf in (styles if styles is not None else [])]
+    return {index for index, alignment in enumerate(aligned)
+            if alignment is not None and alignment.get("horizontal") == "centerContinuous"}
+
+
+class _Runs:
+    """The ranges of a worksheet's cells LibreOffice merges where the cells centre across selection: a cell with a
+    value, and each blank right of it, of a style ``across`` names."""
+
+    def __init__(self, across):
+        self.across, self.count, self.last = across, 0, None  # the last cell of the run, and whether it is blank
+
+    def cell(self, element):
+        row, column = _place(element.get("r", ""))
+        if int(element.get("s", "0")) not in self.across:
+            self.last = None
+            return
+        blank = not any(child.tag in (SPREADSHEET + "v", SPREADSHEET + "is") for child in element)
+        if blank and self.last is not None and self.last[:2] == (row, column - 1):
+            self.count += not self.last[2]  # a range counts once, at its first blank
+            self.last = (row, column, True)
+        else:
+            self.last = None if blank else (row, column, False)
+
+
+def _place(reference):
+    """(row, column) of an A1 reference; (0, 0) where it does not read."""
+    found = re.fullmatch(r"([A-Z]+)([0-9]+)", reference)
+    return (0, 0) if found is None else (int(found.group(2)), _column(found.group(1)))
+
+
+def _column(letters):
+    """The number of the column named ``letters`` (A: 1)."""
+    return sum((ord(letter) - 64) * 26 ** power for power, letter in enumerate(reversed(letters)))
 
 
 def _cells(formula):
@@ -121,12 +170,8 @@ def _cells(formula):
     corners = re.fullmatch(r"([A-Z]+)([0-9]+):([A-Z]+)([0-9]+)", formula.get("ref", ""))
     if corners is None:
         return 1
-
-    def number(letters):
-        return sum((ord(letter) - 64) * 26 ** power for power, letter in enumerate(reversed(letters)))
-
     first_column, first_row, last_column, last_row = corners.groups()
-    return (int(last_row) - int(first_row) + 1) * (number(last_column) - number(first_column) + 1)
+    return (int(last_row) - int(first_row) + 1) * (_column(last_column) - _column(first_column) + 1)
 
 
 def lacks(plain, ours):
