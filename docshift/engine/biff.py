@@ -58,6 +58,17 @@ def records(source: Path, types: set[int],
         raise Unreadable("record budget exceeded")
 
 
+def before_biff8(source: Path) -> bool:
+    """Whether the .xls ``source``'s stream is an Excel 5 or 95 workbook's (BIFF5): a Book stream, or a Workbook
+    stream whose first BOF says so."""
+    status = source.stat()
+    data = _indexed(str(source), status.st_size, status.st_mtime_ns, True).data
+    if len(data) < 8:
+        return False
+    first, _, version = struct.unpack_from("<HHH", data, 0)
+    return first == 0x0809 and version == 0x0500
+
+
 def index(source: Path) -> None:
     """Index the records of the .xls ``source`` now, for the readers to come (``records``): the conversion's
     worker reads them after LibreOffice's export, and indexes them while LibreOffice converts."""

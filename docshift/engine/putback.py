@@ -19,8 +19,9 @@ prints comments at the end and sheets in colour where the .xls says otherwise, a
 (``sheet_printing``), flags the errors its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour
 scales, data bars and icon sets (``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), sets the
 number formats of some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback
-(``sheet_fonts``), drops the "keep as text" prefix of cells typed as text (``sheet_quotes``) and merges cells centred
-across selection (``sheet_across``), and its export the
+(``sheet_fonts``), drops the "keep as text" prefix of cells typed as text (``sheet_quotes``), merges cells centred
+across selection (``sheet_across``) and measures an Excel 95 workbook's rows again (``sheet_heights``), and its
+export the
 code names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data
 validation over whole columns short (``sheet_validations``), writes a data table and a DDE link as functions Excel has
 not (``sheet_tables``, ``sheet_dde``) and a name whose formula is an error constant with no formula
@@ -56,6 +57,7 @@ from docshift.engine import (
     sheet_errors,
     sheet_fonts,
     sheet_formats,
+    sheet_heights,
     sheet_lines,
     sheet_links,
     sheet_name_errors,
@@ -124,7 +126,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_errors.mend(result, kind, holds.ignored) + \
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
         sheet_numbers.mend(result, source, kind) + sheet_quotes.mend(result, source, kind) + \
-        sheet_across.mend(result, source, kind) + \
+        sheet_across.mend(result, source, kind) + sheet_heights.mend(result, source, kind) + \
         sheet_fonts.mend(result, source, kind) + \
         sheet_rows.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
