@@ -18,17 +18,14 @@ cell, and every other byte, stays as LibreOffice wrote it.
 
 import re
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docshift.engine import biff, sheet_objects
-from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
-from docshift.engine.inventory.package import Package
-from docshift.engine.sheet_numbers import Styles, styles_part_of
+from docshift.engine import biff
+from docshift.engine.embedding import PartEdit, edited, spliced
+from docshift.engine.sheet_numbers import Styles
 from docshift.engine.sheet_objects import cell_name
-from docshift.engine.sheet_rows import CELL_TAG
-from docshift.engine.sheet_skeleton import SHEET_DATA
+from docshift.engine.sheet_quotes import restyled, styled_sheets
 from docshift.errors import ResultUnreadable as Unreadable
 
 BIFF_XF, BIFF_MERGEDCELLS = 0x00E0, 0x00E5
@@ -54,18 +51,8 @@ def mend(result: Path, source: Path, kind: str) -> int:
     if kind != "xls":
         return 0
 
-    def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
-        wanted = centred(source)
-        styles_part = styles_part_of(package) if wanted else None
-        if styles_part is None:
-            return
-        styles = Styles.of(part_bytes(package, styles_part), styles_part)
-        for _, name, part in sheet_objects.worksheets(package):
-            if name[:31] in wanted:
-                yield part, _unmerging(wanted[name[:31]], styles)
-        yield styles_part, lambda data, name: (styles.written(data, name), 0)
-
-    return edited(result, parts, "the cells of %s centred across selection stay merged: %r", source)
+    return edited(result, lambda package: styled_sheets(package, centred(source), _unmerging),
+                  "the cells of %s centred across selection stay merged: %r", source)
 
 
 def centred(source: Path) -> dict[str, Across]:
@@ -113,26 +100,13 @@ def _merged(source: Path) -> dict[str, set[bytes]]:
 
 def _unmerging(across: Across, styles: Styles) -> PartEdit:
     """The edit of a worksheet part that takes the merges ``across`` names out of its ``mergeCells`` and gives each
-    cell it names whose style (of ``styles``) LibreOffice centred a copy of that style aligned ``centerContinuous``.
-    Its cells are found by LibreOffice's start tags (``sheet_quotes``)."""
+    cell it names whose style (of ``styles``) LibreOffice centred a copy of that style aligned ``centerContinuous``."""
     def edit(data: bytes, name: str) -> tuple[bytes, int]:
-        sheet_data = SHEET_DATA.search(data)
-        if sheet_data is None:
-            raise Unreadable(f"{name} has no sheetData")
-        edits, names, made_for = [], {cell_name(row, column).encode() for row, column in across.cells}, {}
-        for tag in CELL_TAG.finditer(data, sheet_data.end()):
-            style = int(tag.group(2) or b"0")
-            if tag.group(1) not in names or styles.aligned.get(style, (0, ""))[1] != "center":
-                continue
-            if style not in made_for:
-                made_for[style] = b' s="%d"' % styles.with_attributes(style, {}, CONTINUOUS)
-            if tag.group(2) is None:
-                edits.append((tag.end(), tag.end(), made_for[style]))
-            else:  # ' s="3"' replaced
-                edits.append((tag.start(2) - len(b' s="'), tag.end(2) + 1, made_for[style]))
+        edits = restyled(data, name, across.cells, lambda style: styles.with_attributes(style, {}, CONTINUOUS)
+                         if styles.aligned.get(style, (0, ""))[1] == "center" else None)
         given = len(edits)
         if across.merges and b"<mergeCells" in data:
-            merges = MERGE_CELLS.search(data, sheet_data.end())
+            merges = MERGE_CELLS.search(data)
             if merges is None:
                 raise Unreadable(f"{name}: its mergeCells are not as LibreOffice writes them")
             kept = [each.group() for each in MERGE_CELL.finditer(merges.group(1)) if each.group(1) not in across.merges]
