@@ -11,18 +11,28 @@ take LibreOffice's colours in place of the deck's.
 drops: its theme was "Office", its master unnamed. On a dark background it also writes the master's colour map as
 PowerPoint writes it. A
 master whose slides come from masters of different colours, or whose theme another master shares with other colours,
-is left as it is. So is every other byte: the theme's fonts and effects, and the slides.
+is left as it is.
+
+LibreOffice's theme names its own fonts too (Arial, and DejaVu Sans for East Asian text), and no run of its slides
+names an East Asian font: a Japanese or Chinese text took DejaVu Sans in PowerPoint, which has no glyph for it, where
+the .ppt names MS PGothic or SimSun. The theme's major and minor fonts are made the Latin and East Asian fonts of the
+master's title and body styles (their first level, TextMasterStyleAtom), as PowerPoint makes them: over 86 masters
+whose deck also holds PowerPoint's own theme, the Latin fonts agree on 85 (the other theme was saved before the
+deck's fonts changed); PowerPoint's themes name no East Asian font but a list by script, which holds the master's in
+49. Every other byte stays as it was: the theme's effects, and the slides.
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from docshift.engine import objects, ooxml
-from docshift.engine.embedding import PartEdit, edit_parts, guarded
-from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, Unreadable
+from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
+from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, ThemeFont, Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
 
 COLOUR_SCHEME, COLOUR_MAP = f"{NS_A}{SEP}clrScheme", f"{NS_P}{SEP}clrMap"
+FONT_GROUPS = (f"{NS_A}{SEP}majorFont", f"{NS_A}{SEP}minorFont")
+FONT_SLOTS = (f"{NS_A}{SEP}latin", f"{NS_A}{SEP}ea")
 THEME_ROOT, MASTER_SLIDE = f"{NS_A}{SEP}theme", f"{NS_P}{SEP}cSld"
 RELATION = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 LAYOUT, MASTER, THEME = (RELATION + kind for kind in ("slideLayout", "slideMaster", "theme"))
@@ -66,8 +76,10 @@ def _mend(result: Path, palettes: dict[int, Palette]) -> int:
 
 
 def _colours(palette: Palette) -> PartEdit:
-    """The edit of a theme part that gives it ``palette``'s colours, and its design's name where it has one."""
-    return lambda data, name: (named(recoloured(data, name, palette), name, THEME_ROOT, palette.design), 1)
+    """The edit of a theme part that gives it ``palette``'s colours and fonts, and its design's name where it has
+    one."""
+    return lambda data, name: (named(refonted(recoloured(data, name, palette), name, palette.fonts), name, THEME_ROOT,
+                                     palette.design), 1)
 
 
 def _colour_map(palette: Palette) -> PartEdit:
@@ -102,6 +114,35 @@ def recoloured(data: bytes, name: str, palette: Palette) -> bytes:
         raise Unreadable(f"{name}: no colour scheme")
     stop = ooxml.element_end(data, found[0], found[1], name)
     return data[:found[0]] + scheme_xml(ooxml.prefix(data, found[0], name), palette) + data[stop:]
+
+
+def refonted(data: bytes, name: str, fonts: Sequence[ThemeFont | None]) -> bytes:
+    """The theme part ``name`` (``data``) whose font scheme's major and minor Latin and East Asian fonts are
+    ``fonts`` (in that order; one that is None stays as it was), every other byte as it was."""
+    if not any(fonts):
+        return data
+    places: dict[tuple[str, str], int] = {}  # (majorFont or minorFont, latin or ea): where its start tag is
+    inside = [""]
+
+    def start(tag: str, _: dict[str, str]) -> None:
+        if tag in FONT_GROUPS and not inside[0]:
+            inside[0] = tag
+        elif inside[0] and tag in FONT_SLOTS and (inside[0], tag) not in places:
+            places[inside[0], tag] = reader.CurrentByteIndex
+
+    def end(tag: str) -> None:
+        if tag == inside[0]:
+            inside[0] = ""
+
+    reader = ooxml.parser(name, Unreadable, start, end)
+    ooxml.feed(reader, (data,), name, Unreadable)
+    edits = []
+    for place, font in zip(((group, slot) for group in FONT_GROUPS for slot in FONT_SLOTS), fonts, strict=False):
+        if font is not None and place in places:
+            tag, tag_end = ooxml.retagged(data, places[place], name, {
+                "typeface": font.typeface, "pitchFamily": str(font.pitch_family), "charset": str(font.charset)})
+            edits.append((places[place], tag_end, tag))
+    return spliced(data, sorted(edits))
 
 
 def scheme_xml(prefix: str, palette: Palette) -> bytes:

@@ -9,18 +9,20 @@ from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, slide_schemes
 from docshift.engine.inventory import of_source, officeart
-from docshift.engine.inventory.common import SCHEME_SLOTS, Palette
+from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, ThemeFont
 from docshift.engine.inventory.package import NS_A, NS_P, NS_R
 from docshift.engine.inventory.ppt import _Presentation
 from docshift.engine.inventory.ppt_schemes import (
     RT_COLOR_SCHEME,
     RT_ROUND_TRIP_THEME,
     SLIDE_SCHEME,
+    _pitch_family,
     _round_trip,
     of_scheme,
 )
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "ppt"
+MS_PGOTHIC = "\uff2d\uff33 \uff30\u30b4\u30b7\u30c3\u30af"  # its name as Japanese Windows writes it, full-width
 
 
 def theme(result):
@@ -185,3 +187,54 @@ def test_a_master_keeps_the_name_of_its_design(office, tmp_path):
     import pptx
 
     assert pptx.Presentation(converted.path).slide_master.name == "My blank presentation"
+
+
+def fonts(result):
+    """{(majorFont or minorFont, latin, ea or cs): (typeface, charset)} of the first theme of ``result``."""
+    with zipfile.ZipFile(result) as package:
+        xml = package.read("ppt/theme/theme1.xml").decode()
+    return {(group, slot): (typeface, charset) for group, body in re.findall(r"<a:(majorFont|minorFont)>(.*?)</a:\1>",
+                                                                           xml, re.DOTALL)
+            for slot, typeface, charset in re.findall(r'<a:(latin|ea|cs) typeface="([^"]*)"[^>]*charset="([^"]*)"',
+                                                      body)}
+
+
+def test_a_deck_s_east_asian_and_latin_fonts_go_into_its_theme(office, tmp_path):
+    """``54880_chinese.ppt``'s master styles set Calibri and MS PGothic (Shift JIS). LibreOffice's theme names Arial
+    and DejaVu Sans, and no run of its slides names an East Asian font, so PowerPoint showed the Japanese text in a
+    font without its glyphs; docshift's theme names the master's fonts, and the complex-script font stays."""
+    source = CORPUS / "54880_chinese.ppt"
+    plain = fonts(soffice(source, "pptx", tmp_path / "plain"))
+    assert {plain[group, slot][0] for group in ("majorFont", "minorFont") for slot in ("latin", "ea")} == {
+        "Arial", "DejaVu Sans"}
+    palettes = set(of_source(source, "ppt", False).palettes.values())
+    assert {palette.fonts for palette in palettes} == {(
+        ThemeFont("Calibri", 0, 34), ThemeFont(MS_PGOTHIC, -128, 0)) * 2}
+    converted = convert.convert(office, source, "ppt", tmp_path / "work", 60)
+    written = fonts(converted.path)
+    for group in ("majorFont", "minorFont"):
+        assert written[group, "latin"] == ("Calibri", "0")
+        assert written[group, "ea"] == (MS_PGOTHIC, "-128")
+        assert written[group, "cs"] == plain[group, "cs"]
+    assert converted.fidelity["complete"] is True
+
+
+def test_fonts_the_deck_does_not_name_stay_as_they_were():
+    """A theme gets the fonts the master names, each in the theme's own tag (its other attributes kept); one the
+    master does not name keeps LibreOffice's."""
+    xml = (f'<a:theme xmlns:a="{NS_A}"><a:fontScheme name="Office"><a:majorFont><a:latin typeface="Arial" panose="1"/>'
+           '<a:ea typeface="DejaVu Sans"/></a:majorFont><a:minorFont><a:latin typeface="Arial"/>'
+           '<a:ea typeface="DejaVu Sans"/></a:minorFont></a:fontScheme></a:theme>').encode()
+    song = ThemeFont("宋体", -122, 2)
+    edited = slide_schemes.refonted(xml, "theme1.xml", (None, song, None, song))
+    assert edited == xml.replace(b'<a:ea typeface="DejaVu Sans"/>',
+                                 '<a:ea typeface="宋体" pitchFamily="2" charset="-122"/>'.encode())
+    assert slide_schemes.refonted(xml, "theme1.xml", (None,) * 4) is xml
+
+
+def test_a_font_s_pitch_and_family_is_one_drawingml_allows():
+    """A FontEntityAtom's lfPitchAndFamily may carry bits beside its pitch and family (TrueType's, 0x04), which
+    DrawingML's ``pitchFamily`` enumeration has not: they are left out, and the pitch and family kept."""
+    allowed = {pitch | family << 4 for pitch in range(3) for family in range(6)}
+    assert all(_pitch_family(value) in allowed for value in range(256))
+    assert (_pitch_family(0x22), _pitch_family(0x26), _pitch_family(0x31)) == (0x22, 0x22, 0x31)

@@ -133,8 +133,16 @@ class Scale(NamedTuple):
     colours: tuple[tuple[tuple[str, str], ...], ...]
 
 
+class ThemeFont(NamedTuple):
+    """A font of a .ppt's font collection (its FontEntityAtom, [MS-PPT] 2.9.16), as DrawingML names one: its
+    typeface, and its LOGFONT's character set and pitch and family, each a signed byte."""
+    typeface: str
+    charset: int
+    pitch_family: int
+
+
 class Palette(NamedTuple):
-    """The theme colours of a .ppt's main master, as PowerPoint gives them to a .pptx: the name of the colour scheme,
+    """The theme of a .ppt's main master, as PowerPoint gives it to a .pptx: the name of the colour scheme,
     its twelve colours in ``SCHEME_SLOTS`` order, each (RRGGBB, the system colour it stands for or ""), and whether
     the background is a dark colour (the master's colour map then reads bg1 as dk2, tx1 as lt1, bg2 as dk1 and tx2
     as lt2); and the name of the master's design (its TemplateNameAtom: "Blueprint"), "" where it has none."""
@@ -142,6 +150,8 @@ class Palette(NamedTuple):
     colours: tuple[tuple[str, str], ...]
     dark: bool
     design: str = ""
+    fonts: tuple[ThemeFont | None, ...] = ()  # the theme's major Latin, major East Asian, minor Latin, minor East
+    # Asian fonts: the master's title's and body's first level's, as the .ppt's font collection names them
 
 
 SCHEME_SLOTS = ("dk1", "lt1", "dk2", "lt2", "accent1", "accent2", "accent3", "accent4", "accent5", "accent6",

@@ -20,6 +20,7 @@ from docshift.engine.inventory.common import (
     Budget,
     Inventory,
     Palette,
+    ThemeFont,
     Unreadable,
     characters,
     stream,
@@ -206,9 +207,12 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
     played: set[int | None] = set()  # the sounds the slides play: transitions, clicks, animations, sound shapes
     slide_footers: set[str] = set()
     shadowed = False  # whether any text's formatting turns a shadow on
+    fonts: list[ThemeFont | None] = []  # the deck's font collection
     for rec_type, instance, _, body, stop in officeart.children(doc, *show.document, budget):
         if rec_type in (RT_SLIDE_LIST, RT_ENVIRONMENT):
             shadowed = shadowed or _shadowed(doc, body, stop, budget)
+        if rec_type == RT_ENVIRONMENT:
+            fonts = ppt_schemes.font_collection(doc, body, stop, budget)
         if rec_type == RT_SLIDE_LIST and instance in lists:
             entries = lists[instance]
             for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
@@ -281,7 +285,7 @@ def read(ole: olefile.OleFileIO, inventory: Inventory, budget: Budget, path: str
         if master is not None:
             main_id = master[2] if master[2] in masters else master_id  # a title master's main master
             if isinstance(main_id, int) and main_id not in palettes:
-                palettes[main_id] = ppt_schemes.palette(doc, master_containers[main_id], budget)
+                palettes[main_id] = ppt_schemes.palette(doc, master_containers[main_id], budget, fonts)
             if (palette := palettes.get(main_id)) is not None:
                 inventory.palettes[slides] = palette
             footers |= (slide_footers if own_footers is None else own_footers) & master[1]

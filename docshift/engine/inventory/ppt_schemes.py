@@ -23,14 +23,18 @@ agrees:
 
 import io
 import re
+import struct
 import zipfile
+from collections.abc import Sequence
 
 from docshift.engine import ooxml
-from docshift.engine.inventory import officeart
-from docshift.engine.inventory.common import SCHEME_SLOTS, Budget, Palette, Unreadable, attempt
+from docshift.engine.inventory import officeart, ppt_text_styles
+from docshift.engine.inventory.common import SCHEME_SLOTS, Budget, Palette, ThemeFont, Unreadable, attempt
 from docshift.engine.inventory.package import NS_A, SEP
 
 RT_COLOR_SCHEME, RT_ROUND_TRIP_THEME = 0x07F0, 0x040E
+RT_FONT_COLLECTION, RT_FONT_ENTITY, FONT_ENTITY_SIZE = 0x07D5, 0x0FB7, 68  # a name of 32 UTF-16 units, 4 bytes more
+TEXTS = (0, 1)  # the text types of a master's title and body styles (TextMasterStyleAtom's recInstance)
 SLIDE_SCHEME = 1  # the recInstance of a master's own scheme (6: the schemes listed for the user to pick)
 # a main master's TemplateNameAtom ([MS-PPT] 2.5.18): a CString of recInstance 2, the design's name ("Blueprint")
 RT_CSTRING, TEMPLATE_NAME, MAX_NAME = 0x0FBA, 2, 512
@@ -44,12 +48,15 @@ SAME = {"accent1": (FILLS, FILLS), "accent2": (ACCENT, ACCENT), "hlink": (HYPERL
         "lt2": (SHADOWS, TITLE), "dk2": (TITLE, BACKGROUND)}
 
 
-def palette(doc: bytes, located: tuple[int, int], budget: Budget) -> Palette | None:
+def palette(doc: bytes, located: tuple[int, int], budget: Budget,
+            fonts: Sequence[ThemeFont | None] = ()) -> Palette | None:
     """The :class:`Palette` of the main master container ``located``: its round-trip theme's colours where they
-    agree with its scheme, else those PowerPoint makes of the scheme; None without a scheme."""
+    agree with its scheme, else those PowerPoint makes of the scheme; None without a scheme. Its fonts are those of
+    its title's and body's first level, of the deck's ``fonts`` (``font_collection``)."""
     scheme: tuple[str, ...] | None = None
     theme: Palette | None = None
     design = ""
+    styles: dict[int, tuple[int | None, int | None]] = {}  # {a text type of TEXTS: (Latin, East Asian font index)}
     for rec_type, instance, _, body, stop in officeart.children(doc, *located, budget):
         if rec_type == RT_COLOR_SCHEME and instance == SLIDE_SCHEME and stop - body >= 32:
             scheme = tuple(bytes(doc[body + at:body + at + 3]).hex() for at in range(0, 32, 4))
@@ -57,13 +64,38 @@ def palette(doc: bytes, located: tuple[int, int], budget: Budget) -> Palette | N
             theme = attempt(_round_trip, bytes(doc[body:stop]))
         elif rec_type == RT_CSTRING and instance == TEMPLATE_NAME and stop - body <= MAX_NAME:
             design = bytes(doc[body:stop]).decode("utf-16-le", "replace").strip("\x00").strip()
+        elif rec_type == ppt_text_styles.RT_TEXT_MASTER_STYLE and instance in TEXTS and instance not in styles:
+            styles[instance] = attempt(ppt_text_styles.master_fonts, doc, body, stop) or (None, None)
     if scheme is None:
         return None
-    made = of_scheme(scheme)._replace(design=design if design.isprintable() else "")
+    made = of_scheme(scheme)._replace(design=design if design.isprintable() else "", fonts=tuple(
+        fonts[index] if index is not None and index < len(fonts) else None
+        for instance in TEXTS for index in styles.get(instance, (None, None))))
     if theme is not None and all(theme.colours[index][0] == made.colours[index][0]
                                  for index, slot in enumerate(SCHEME_SLOTS) if slot in SAME):
-        return theme._replace(dark=made.dark, design=made.design)
+        return theme._replace(dark=made.dark, design=made.design, fonts=made.fonts)
     return made
+
+
+def font_collection(doc: bytes, start: int, end: int, budget: Budget) -> list[ThemeFont | None]:
+    """The fonts of the FontCollection among the records of the Environment ``doc[start:end]``, in order (an
+    index of a text's formatting names one), each None where its atom is too short to name one."""
+    fonts: list[ThemeFont | None] = []
+    for rec_type, _, _, body, stop in officeart.children(doc, start, end, budget):
+        if rec_type != RT_FONT_COLLECTION:
+            continue
+        for child, _, _, child_body, child_stop in officeart.children(doc, body, stop, budget):
+            if child != RT_FONT_ENTITY:
+                continue
+            if child_stop - child_body < FONT_ENTITY_SIZE:
+                fonts.append(None)
+                continue
+            name = bytes(doc[child_body:child_body + 64]).decode("utf-16-le", "replace").split("\x00")[0]
+            charset, pitch_family = struct.unpack_from("<bxxB", doc, child_body + 64)
+            fonts.append(ThemeFont(name, charset, _pitch_family(pitch_family))
+                         if name.isprintable() and name.strip() else None)
+        break
+    return fonts
 
 
 def of_scheme(scheme: tuple[str, ...]) -> Palette:
@@ -108,6 +140,13 @@ def _round_trip(data: bytes) -> Palette | None:
     if not name or any(colour is None for colour in listed):
         return None
     return Palette(name[0], tuple(colour for colour in listed if colour is not None), False)
+
+
+def _pitch_family(value: int) -> int:
+    """A LOGFONT's lfPitchAndFamily as DrawingML's ``pitchFamily`` holds one: a pitch of 0-2 and a family of 0-5 (in
+    the high four bits); bits beside them (TrueType's, some writers') are left out, a value beyond them is 0."""
+    pitch, family = value & 0x03, value & 0xF0
+    return (pitch if pitch < 3 else 0) | (family if family <= 0x50 else 0)
 
 
 def _channels(colour: str) -> list[int]:

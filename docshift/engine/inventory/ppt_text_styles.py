@@ -1,6 +1,6 @@
 """Whether a .ppt's text formatting turns a text shadow on anywhere ([MS-PPT] 2.9): in a text's own runs (a
 StyleTextPropAtom, 2.9.44), in a master's text styles (TextMasterStyleAtom, 2.9.35) or in the deck's default
-character formatting (TextCFExceptionAtom, 2.9.14).
+character formatting (TextCFExceptionAtom, 2.9.14); and the fonts of a master's first level of text.
 
 The worker asks LibreOffice for the shadowed text of a loaded deck only where this says there may be some
 (``uno/shadows.py``): walking a deck's text took 6% of the corpus decks' conversion time, and 20 of 112 decks have
@@ -13,6 +13,7 @@ from docshift.engine.inventory.common import Unreadable
 
 RT_STYLE_TEXT_PROP, RT_TEXT_MASTER_STYLE, RT_TEXT_CF_EXCEPTION = 0x0FA1, 0x0FA3, 0x0FA4
 CF_SHADOW = 1 << 4  # CFMasks.shadow, and CFStyle.shadow in fontStyle
+CF_FONT, CF_EAST_ASIAN_FONT = 16, 21  # CFMasks' typeface and oldEATypeface: fontRef and oldEAFontRef follow
 # bold, italic, underline, shadow, fehint, kumi, emboss, fHasStyle and the unused bits among them: fontStyle is there
 # (as PowerPoint's readers take it: any of the low 16 bits)
 CF_STYLE = 0xFFFF
@@ -48,6 +49,26 @@ def _cf(data: bytes | bytearray, pos: int, end: int) -> tuple[bool, int]:
     if pos > end:
         raise Unreadable(PAST)
     return shadow, pos
+
+
+def master_fonts(data: bytes | bytearray, start: int, end: int) -> tuple[int | None, int | None]:
+    """(fontRef, oldEAFontRef) of the first level of the TextMasterStyleAtom body ``data[start:end]`` of a title's
+    or a body's text (instances 0 and 1): the indices of its Latin and East Asian fonts in the deck's font
+    collection, None where the level sets none. Unreadable where the record does not parse."""
+    if start + 2 > end or not data[start]:
+        raise Unreadable(PAST)
+    pos = _pf(data, start + 2, end)
+    masks = _u32(data, pos, end)
+    _, stop = _cf(data, pos, end)
+    pos += 4 + (2 if masks & CF_STYLE else 0)
+    found: dict[int, int] = {}
+    for bit, size in CF_FIELDS[:2]:  # fontRef, oldEAFontRef: the first two fields after fontStyle
+        if masks >> bit & 1:
+            found[bit] = struct.unpack_from("<H", data, pos)[0]
+            pos += size
+    if pos > stop:
+        raise Unreadable(PAST)
+    return found.get(CF_FONT), found.get(CF_EAST_ASIAN_FONT)
 
 
 def _pf(data: bytes | bytearray, pos: int, end: int) -> int:
