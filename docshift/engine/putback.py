@@ -29,7 +29,8 @@ not (``sheet_tables``, ``sheet_dde``) and a name whose formula is an error const
 mends of a workbook); a text's form fields lose the bookmarks that name them (``form_bookmarks``) and their default
 texts, formats, help texts and macros (``form_fields``), and the text its template (``word_template``); and it writes
 some of a text's properties out of their schema's order, dates that are none, shape types that are names and VML
-attributes VML has not (``word_schema``, which runs last).
+attributes VML has not (``word_schema``, which runs last). Every one of its imports drops the custom XML parts of a
+file's data store (``custom_xml``).
 Each mend reads only what a file holds: one that holds none of what it puts back costs nothing (the code names are
 read for a workbook whose result keeps its VBA project, the validations' ranges for one whose result holds
 validations, the bookmarks' names for a text whose result has form fields).
@@ -40,6 +41,7 @@ from typing import Any
 
 from docshift.engine import (
     chart_sheets,
+    custom_xml,
     doc_properties,
     form_bookmarks,
     form_controls,
@@ -132,5 +134,6 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_constants.mend(result, source, kind, holds.cells) + \
         chart_sheets.mend(result, kind, holds.chart_sheets) + \
         doc_properties.mend(result, holds.properties) + \
+        custom_xml.mend(result, source, holds.data_store) + \
         sheet_authors.mend(result, kind, holds.authors) + \
         word_schema.mend(result, kind)  # last: it puts what the mends wrote in order too

@@ -73,6 +73,7 @@ from docshift.engine import vba, vbaproject
 from docshift.engine.cfb import CompoundFile
 from docshift.engine.inventory import (
     biff4,
+    data_store,
     doc,
     docx,
     ppt,
@@ -126,6 +127,7 @@ def of_source(path: str | Path, kind: str, carries_macros: bool | None = None) -
     if ole is not None:
         try:
             inventory.properties = properties.read(ole)
+            inventory.data_store = data_store.read(ole)
             {"doc": doc.read, "xls": xls.read, "ppt": ppt.read}[kind](ole, inventory, budget, path)
             if kind == "ppt":  # a reader of its own, as the deck's other counts do not need it
                 attempt(ppt_links.read, ole, inventory, budget)

@@ -206,6 +206,8 @@ class Inventory:
     # with the result's one sheet, whatever LibreOffice names that (the file's name, or Sheet1)
     unnamed_sheet: str | None = None
     properties: dict[str, str] = field(default_factory=dict)  # {docProps element: text} LibreOffice drops
+    # the custom XML parts of its data store, each (its XML, its properties' XML or None), which LibreOffice drops
+    data_store: list[tuple[bytes, bytes | None]] = field(default_factory=list)
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # an .xls's: {sheet: {cell: its note's author}}
     # an .xls's: {sheet name: the attributes of pageSetup} where it prints otherwise than Excel's default
     printing: dict[str, dict[str, str | None]] = field(default_factory=dict)
