@@ -60,8 +60,11 @@ def records(source: Path, types: set[int],
 
 def before_biff8(source: Path) -> bool:
     """Whether the .xls ``source``'s stream is an Excel 5 or 95 workbook's (BIFF5): a Book stream, or a Workbook
-    stream whose first BOF says so."""
+    stream whose first BOF says so. A BIFF8 workbook's records, which the mends read, are indexed once: they are
+    not indexed again to tell."""
     status = source.stat()
+    if _indexed(str(source), status.st_size, status.st_mtime_ns, False).data:
+        return False
     data = _indexed(str(source), status.st_size, status.st_mtime_ns, True).data
     if len(data) < 8:
         return False
