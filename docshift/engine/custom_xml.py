@@ -3,8 +3,8 @@
 A .doc, .xls or .ppt that Office 2007 or later saved keeps its custom XML parts in its data store
 (``inventory/data_store.py``): a document's bibliography sources, a SharePoint library's content type and the values
 of its columns, the data of content controls and add-ins. LibreOffice's imports read no data store and its exports
-write none, as a plain ``soffice`` shows: the sources list came out empty, and a document put back into its
-SharePoint library lost its columns' values. Of 1,028 legacy files of the corpus, POI's tests and unseen sets 25-30,
+write none, as a plain ``soffice`` shows: a document's sources list comes out empty, and one put back into its
+SharePoint library loses its columns' values. Of 1,028 legacy files of the corpus, POI's tests and unseen sets 25-30,
 14 have such parts (20 parts).
 
 ``mend`` writes each as Office writes it into a package (ECMA-376 Part 1, 15.2.4 and 15.2.5): the part as
