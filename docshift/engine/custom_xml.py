@@ -23,9 +23,8 @@ from docshift.engine import ooxml
 from docshift.engine.embedding import CT_NS, content_types, free_name, guarded, read_part, relate
 from docshift.engine.inventory.package import Package, relationships_part
 
-RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
-CUSTOM_XML, CUSTOM_XML_PROPS = RELATIONSHIPS + "customXml", RELATIONSHIPS + "customXmlProps"
-OFFICE_DOCUMENT = RELATIONSHIPS + "officeDocument"
+CUSTOM_XML, CUSTOM_XML_PROPS = f"{ooxml.RELATIONSHIPS}/customXml", f"{ooxml.RELATIONSHIPS}/customXmlProps"
+OFFICE_DOCUMENT = f"{ooxml.RELATIONSHIPS}/officeDocument"
 PROPERTIES_TYPE = "application/vnd.openxmlformats-officedocument.customXmlProperties+xml"
 XML_TYPE = "application/xml"
 EMPTY_RELATIONSHIPS = f'<Relationships xmlns="{ooxml.PACKAGE_RELATIONSHIPS}"/>'
