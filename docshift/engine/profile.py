@@ -33,8 +33,24 @@ PROFILE_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
 <item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop oor:name="Link" oor:op="fuse"><value>1</value></prop></item>
 <item oor:path="/org.openoffice.Office.Paths/Paths/Gallery"><prop oor:name="WritePath" oor:op="fuse"><value>$(userurl)/registrymodifications.xcu/gallery</value></prop></item>
-</oor:items>
+{kept_fonts}</oor:items>
 """
+
+# LibreOffice's .xlsx and .pptx exports (and its .ppt import) write each font name its font substitution table gives
+# an "MS" substitute for as that substitute: a workbook's Helvetica becomes Arial, Times becomes Times New Roman,
+# Courier becomes Courier New, and Algerian, a font Office itself installs, becomes "comic", a name no font has.
+# Excel and PowerPoint keep the name a file gives, and Windows and macOS find a font for each of these. So the
+# substitutes of the names that legacy files give (the table's entries for fonts of Windows, the Mac, printers and
+# Linux that LibreOffice does not ship) are taken away here; each such name then stays as the file gives it. The
+# substitutes of LibreOffice's own fonts stay: its Liberation Sans, the font of its default cell style, is still
+# written as Arial, as a plain soffice writes it. The entries are those of LibreOffice 25.2's table (VCL.xcu).
+KEPT_FONT_NAMES = ("algerian", "andalesans", "andalesansui", "andalewtui", "batang", "courier", "garuda", "gothic",
+                   "gothicb", "gothicl", "helmet", "helv", "helvetica", "norasi", "pgothic", "sansl", "sansserif",
+                   "times", "timesroman", "timmons", "tmsrmn")
+KEPT_FONT_ITEM = ("<item oor:path=\"/org.openoffice.VCL/FontSubstitutions/org.openoffice.VCL:LocalizedFontSubstitutions"
+                  "['en']/org.openoffice.VCL:LFonts['{}']\"><prop oor:name=\"SubstFontsMS\" oor:op=\"fuse\"><value/>"
+                  "</prop></item>\n")
+PROFILE_SETTINGS = PROFILE_SETTINGS.format(kept_fonts="".join(KEPT_FONT_ITEM.format(key) for key in KEPT_FONT_NAMES))
 
 # A profile that names no earlier version is a first start: LibreOffice then runs its graphics render tests
 # and its first-start setup, about 0.7 s of CPU on every start of a fresh profile (launch 1.08 s -> 0.38 s
