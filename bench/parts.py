@@ -33,6 +33,8 @@ from pathlib import Path
 
 import reference
 
+from docshift.engine.profile import KEPT_FONT_NAMES
+
 HERE = Path(__file__).resolve().parent
 MEDIA = re.compile(r"(word|xl|ppt)/media/")
 NUMBERED = re.compile(r"[0-9]+(?=\.[a-z]+$)")
@@ -55,6 +57,7 @@ TEXT_STYLES = "{http://schemas.openxmlformats.org/presentationml/2006/main}txSty
 # the formulas LibreOffice makes of TRUE, FALSE and errors typed into an .xls's cells
 TYPED = {"", "TRUE()", "FALSE()", "NA()"}
 TIMEOUT = 60
+FONT, ALT_NAME = WORD + "font", WORD + "altName"
 
 
 def holds(path):
@@ -88,8 +91,11 @@ def elements(path):
     master's text styles count not at all: only docshift writes them (``master_styles.py``), and what is in them
     would stand in for what the master's own paragraphs lack. Nor does a cell's formula that LibreOffice makes of a
     typed value (``TYPED``): docshift's result holds the value alone (``sheet_constants.py``). A cell centred across
-    selection with the blanks right of it counts as the merged range LibreOffice makes of them (``sheet_across.py``)."""
+    selection with the blanks right of it counts as the merged range LibreOffice makes of them (``sheet_across.py``).
+    Nor does a font's alternative name where the font's own name is one whose substitute the engine's profile takes
+    away (``KEPT_FONT_NAMES``): LibreOffice writes that substitute there, and Word writes none for such a font."""
     found = Counter()
+    kept_font = False
     with zipfile.ZipFile(path) as package:
         across = _centred_across(package)
         for name in package.namelist():
@@ -102,6 +108,10 @@ def elements(path):
                     for event, element in ElementTree.iterparse(part, ("start", "end")):
                         if event == "end" and across and element.tag == SPREADSHEET + "c":
                             runs.cell(element)
+                        if event == "start" and element.tag == FONT:
+                            kept_font = _search_name(element.get(WORD + "name", "")) in KEPT_FONT_NAMES
+                        if element.tag == ALT_NAME and kept_font:
+                            continue
                         if element.tag == TEXT_STYLES or styles:
                             styles += 1 if event == "start" else -1
                             continue
@@ -122,6 +132,12 @@ def elements(path):
             found[kind, "mergeCell"] += runs.count
             found[kind, "mergeCells"] += bool(runs.count) and found[kind, "mergeCells"] == merges
     return found
+
+
+def _search_name(name):
+    """A font's ``name`` as LibreOffice looks it up in its substitution table: ASCII letters (in lower case),
+    digits, semicolons and brackets."""
+    return re.sub(r"[^a-z0-9;()]", "", name.lower())
 
 
 def _centred_across(package):
