@@ -62,22 +62,29 @@ def styled_sheets(package: Package, wanted: Mapping[str, T],
 def restyled(data: bytes, name: str, cells: set[tuple[int, int]],
              copy: Callable[[int], int | None]) -> list[tuple[int, int, bytes]]:
     """The edits of a worksheet part (``data``) that give each of its ``cells`` the style ``copy(its style)`` where
-    that is not None. Cells are found as LibreOffice writes their start tags (``<c r="B2" s="3"``), which no text of
-    a well-formed part holds: a workbook of 24,627 prefixed cells takes 130 ms so, where reading each tag with the
-    XML parser took 435 ms."""
+    that is not None (``restyled_by``)."""
+    return restyled_by(data, name, dict.fromkeys(cells, None), lambda style, _: copy(style))
+
+
+def restyled_by(data: bytes, name: str, cells: Mapping[tuple[int, int], T],
+                copy: Callable[[int, T], int | None]) -> list[tuple[int, int, bytes]]:
+    """The edits of a worksheet part (``data``) that give each of its ``cells`` ({(row, column): what it wants}) the
+    style ``copy(its style, what it wants)`` where that is not None. Cells are found as LibreOffice writes their start
+    tags (``<c r="B2" s="3"``), which no text of a well-formed part holds: a workbook of 24,627 prefixed cells takes
+    130 ms so, where reading each tag with the XML parser took 435 ms."""
     sheet_data = SHEET_DATA.search(data)
     if sheet_data is None:
         raise Unreadable(f"{name} has no sheetData")
     edits: list[tuple[int, int, bytes]] = []
-    names = {cell_name(row, column).encode() for row, column in cells}
-    made_for: dict[int, bytes | None] = {}  # a style: its copy's attribute
+    wanted = {cell_name(row, column).encode(): value for (row, column), value in cells.items()}
+    made_for: dict[tuple[int, T], bytes | None] = {}  # a style and what is wanted: its copy's attribute
     for tag in CELL_TAG.finditer(data, sheet_data.end()):
-        if tag.group(1) not in names:
+        if tag.group(1) not in wanted:
             continue
-        style = int(tag.group(2) or b"0")
-        if style not in made_for:
-            made_for[style] = None if (made := copy(style)) is None else b' s="%d"' % made
-        if (given := made_for[style]) is None:
+        key = (int(tag.group(2) or b"0"), wanted[tag.group(1)])
+        if key not in made_for:
+            made_for[key] = None if (made := copy(*key)) is None else b' s="%d"' % made
+        if (given := made_for[key]) is None:
             continue
         if tag.group(2) is None:
             edits.append((tag.end(), tag.end(), given))

@@ -17,8 +17,8 @@ from docshift.engine.inventory.ppt_schemes import (
     RT_ROUND_TRIP_THEME,
     SLIDE_SCHEME,
     _pitch_family,
-    _round_trip,
     of_scheme,
+    round_trip,
 )
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "ppt"
@@ -52,7 +52,7 @@ def masters_with_themes():
                 if rec_type == RT_COLOR_SCHEME and instance == SLIDE_SCHEME:
                     scheme = tuple(show.doc[body + at:body + at + 3].hex() for at in range(0, 32, 4))
                 elif rec_type == RT_ROUND_TRIP_THEME:
-                    saved = _round_trip(bytes(show.doc[body:stop]))
+                    saved = round_trip(bytes(show.doc[body:stop]))
             if scheme and saved:
                 found.append((path.name, scheme, saved))
     return found

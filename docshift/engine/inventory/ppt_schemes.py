@@ -61,7 +61,7 @@ def palette(doc: bytes, located: tuple[int, int], budget: Budget,
         if rec_type == RT_COLOR_SCHEME and instance == SLIDE_SCHEME and stop - body >= 32:
             scheme = tuple(bytes(doc[body + at:body + at + 3]).hex() for at in range(0, 32, 4))
         elif rec_type == RT_ROUND_TRIP_THEME and stop - body <= MAX_THEME:
-            theme = attempt(_round_trip, bytes(doc[body:stop]))
+            theme = attempt(round_trip, bytes(doc[body:stop]))
         elif rec_type == RT_CSTRING and instance == TEMPLATE_NAME and stop - body <= MAX_NAME:
             design = bytes(doc[body:stop]).decode("utf-16-le", "replace").strip("\x00").strip()
         elif rec_type == ppt_text_styles.RT_TEXT_MASTER_STYLE and instance in TEXTS and instance not in styles:
@@ -107,7 +107,7 @@ def of_scheme(scheme: tuple[str, ...]) -> Palette:
     return Palette("Custom", colours, dark)
 
 
-def _round_trip(data: bytes) -> Palette | None:
+def round_trip(data: bytes) -> Palette | None:
     """The name and colours of the first colour scheme of the theme a RoundTripTheme12Atom's package holds, where
     each colour is an RGB or a system colour with its last RGB; ``dark`` left False."""
     with zipfile.ZipFile(io.BytesIO(data)) as package:
