@@ -20,8 +20,9 @@ prints comments at the end and sheets in colour where the .xls says otherwise, a
 scales, data bars and icon sets (``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), sets the
 number formats of some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback
 (``sheet_fonts``), drops the "keep as text" prefix of cells typed as text (``sheet_quotes``), merges cells centred
-across selection (``sheet_across``), measures an Excel 95 workbook's rows again (``sheet_heights``) and drops its
-tables (``sheet_list_tables``), and its export the
+across selection (``sheet_across``), measures an Excel 95 workbook's rows again (``sheet_heights``), drops its
+tables (``sheet_list_tables``) and writes the nearest palette colour for a colour of Excel 2007's (``sheet_colours``),
+and its export the
 code names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data
 validation over whole columns short (``sheet_validations``), writes a data table and a DDE link as functions Excel has
 not (``sheet_tables``, ``sheet_dde``) and a name whose formula is an error constant with no formula
@@ -54,6 +55,7 @@ from docshift.engine import (
     sheet_activex,
     sheet_authors,
     sheet_codenames,
+    sheet_colours,
     sheet_constants,
     sheet_dde,
     sheet_errors,
@@ -130,7 +132,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_formats.mend(result, kind, holds.scales) + sheet_outlines.mend(result, kind, holds.outlines) + \
         sheet_numbers.mend(result, source, kind) + sheet_quotes.mend(result, source, kind) + \
         sheet_across.mend(result, source, kind) + sheet_heights.mend(result, source, kind) + \
-        sheet_list_tables.mend(result, source, kind) + \
+        sheet_list_tables.mend(result, source, kind) + sheet_colours.mend(result, source, kind) + \
         sheet_fonts.mend(result, source, kind) + \
         sheet_rows.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \
