@@ -1,22 +1,23 @@
 """The colours Excel 2007 and later give an .xls's cells (theme colours, tints, any RGB), which LibreOffice writes as
 the nearest colour of the workbook's 56-colour palette, put back into the .xlsx.
 
-A cell format of an .xls names its fill's and its font's colours by an index into the palette ([MS-XLS] 2.4.353 XF,
-2.4.122 FONT). Excel 2007 and later choose colours from the workbook's theme, lighter or darker by a tint, or any
-RGB; saving an .xls, they write the nearest palette colour there, and the colour itself in an XFEXT record of the
-format (2.4.355: a FullColorExt, 2.5.155, of the fill's foreground and background and of the text), and the theme in
-the THEME record (2.4.326: the default Office theme, or its package). Excel reads the XFEXT colours back. LibreOffice
-25.2's import reads no XFEXT, and a plain ``soffice`` writes the palette's colour: an accent blue 4F81BD lighter by
-60% (B8CCE4, a table's banded row) comes out as the palette's 99CCFF, the accent itself as 333399. Of 769 workbooks
-of the corpus, POI's tests and unseen sets 25-31, 39 have cells whose fill or text so differs from Excel's: 41,379
-fills and 2,252 texts.
+A cell format of an .xls names its fill's, its font's and its borders' colours by an index into the palette
+([MS-XLS] 2.4.353 XF, 2.4.122 FONT). Excel 2007 and later choose colours from the workbook's theme, lighter or
+darker by a tint, or any RGB; saving an .xls, they write the nearest palette colour there, and the colour itself in
+an XFEXT record of the format (2.4.355: a FullColorExt, 2.5.155, of the fill's foreground and background, the text
+and the borders), and the theme in the THEME record (2.4.326: the default Office theme, or its package). Excel reads
+the XFEXT colours back. LibreOffice 25.2's import reads no XFEXT, and a plain ``soffice`` writes the palette's
+colour: an accent blue 4F81BD lighter by 60% (B8CCE4, a table's banded row) comes out as the palette's 99CCFF, the
+accent itself as 333399. Of 787 workbooks of the corpus, POI's tests and unseen sets 25-31, 44 have cells whose
+fill, text or border so differs from Excel's: 41,636 cells (38,426 fills, 2,005 texts, 3,080 border sides).
 
-``mend`` gives each cell whose XF has such a colour, where the result's fill or font of its style shows another, a
-copy of its style with a copy of the fill or the font in the XF's colour, as RGB (the workbook's theme colour with its
-tint applied as ECMA-376 Part 1, 18.8.19 says, in floating point: a channel may differ by one step from Excel's own).
-Theme colours are read where the THEME record holds the theme's package or names Office 2007's default theme; under
-another default theme (a version number of a later Office) only the RGB colours are put back. Borders' colours, and
-gradient fills, stay as LibreOffice wrote them. Every other byte stays as LibreOffice wrote it.
+``mend`` gives each cell whose XF has such a colour, where the result's fill, font or border of its style shows
+another, a copy of its style with a copy of the fill, the font or the border in the XF's colour, as RGB (the
+workbook's theme colour with its tint applied as ECMA-376 Part 1, 18.8.19 says, in floating point: a channel may
+differ by one step from Excel's own). Theme colours are read where the THEME record holds the theme's package or
+names Office 2007's default theme; under another default theme (a version number of a later Office) only the RGB
+colours are put back. A pattern fill (LibreOffice mixes its colours into a solid one), a diagonal border and a
+gradient fill stay as LibreOffice wrote them. Every other byte stays as LibreOffice wrote it.
 """
 
 import colorsys
@@ -38,6 +39,7 @@ from docshift.errors import ResultUnreadable as Unreadable
 
 BIFF_XFEXT, BIFF_THEME, BIFF_CONTINUEFRT12 = 0x087D, 0x0896, 0x087F
 FILL_FORE, FILL_BACK, TEXT = 4, 5, 13  # an XFEXT property's type: the fill's colours, the font's
+SIDES = {7: "top", 8: "bottom", 9: "left", 10: "right"}  # and the borders' colours
 RGB, THEME = 2, 3  # a FullColorExt's xclrType
 SOLID, UNCHANGED = 1, "pattern"  # an XF's fill pattern (fls): solid; a colour of a pattern fill, left as it is
 OFFICE_2007 = 124226  # THEME's dwThemeVersion for Office 2007's default theme; 0: the theme's package follows
@@ -47,8 +49,9 @@ OFFICE_2007_COLOURS = ("000000", "FFFFFF", "1F497D", "EEECE1", "4F81BD", "C0504D
 # a theme colour's index in SpreadsheetML, as an XFEXT gives it: light 1 first, then dark 1, light 2, dark 2
 THEME_ORDER = ("lt1", "dk1", "lt2", "dk2", "accent1", "accent2", "accent3", "accent4", "accent5", "accent6", "hlink",
                "folHlink")
-LISTED = {kind: re.compile(rb"<%s\b[^>]*>(.*?)</%s>" % ((kind.encode(),) * 2), re.S) for kind in ("fonts", "fills")}
-CHILD = {kind: re.compile(rb"<%s>.*?</%s>|<%s/>" % ((kind[:-1].encode(),) * 3), re.S) for kind in ("fonts", "fills")}
+LISTS = {"fonts": b"fontId", "fills": b"fillId", "borders": b"borderId"}  # a styles part's lists a cell style names
+LISTED = {kind: re.compile(rb"<%s\b[^>]*>(.*?)</%s>" % ((kind.encode(),) * 2), re.S) for kind in LISTS}
+CHILD = {kind: re.compile(rb"<%s\b[^>]*/>|<%s\b[^>]*>.*?</%s>" % ((kind[:-1].encode(),) * 3), re.S) for kind in LISTS}
 XF_TAG = re.compile(rb"<xf\b[^>]*>")
 CELL_XFS = re.compile(rb"<cellXfs\b[^>]*>(.*?)</cellXfs>", re.S)
 COLOUR = {"font": re.compile(rb"<color\b[^>]*/>"), "fg": re.compile(rb"<fgColor\b[^>]*/>"),
@@ -60,20 +63,19 @@ PATTERN = re.compile(rb'<patternFill\b[^>]*\bpatternType="(\w+)"')
 @dataclass(frozen=True)
 class Wanted:
     """The colours an XF gives its cells (RRGGBB, None where it gives none): its fill's foreground and background,
-    its text's."""
+    its text's, and its borders' ((side, colour) each)."""
     fore: str | None = None
     back: str | None = None
     text: str | None = None
+    sides: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
 class Listed:
-    """A styles part's fonts and fills (each element's bytes), each cell style's font and fill, and those added."""
-    fonts: list[bytes]
-    fills: list[bytes]
-    xf_font: list[int]
-    xf_fill: list[int]
-    new: dict[str, list[bytes]] = field(default_factory=lambda: {"fonts": [], "fills": []})
+    """A styles part's fonts, fills and borders (each element's bytes), each cell style's, and those added."""
+    elements: dict[str, list[bytes]]
+    of_xf: dict[str, list[int]]
+    new: dict[str, list[bytes]] = field(default_factory=lambda: {kind: [] for kind in LISTS})
 
 
 def mend(result: Path, source: Path, kind: str) -> int:
@@ -127,27 +129,35 @@ def xf_colours(source: Path) -> dict[int, Wanted]:
     found: dict[int, Wanted] = {}
     book = Book.of(source) if extended else Book()
     for xf, properties in extended:
-        colours = {kind: _rgb(*properties[kind], theme) for kind in (FILL_FORE, FILL_BACK, TEXT) if kind in properties}
+        colours = {kind: _rgb(*value, theme) for kind, value in properties.items()}
         named = _named(book, xf)  # what LibreOffice writes: the palette's colours the XF names
-        wanted = Wanted(*(colour if colour != shown and shown != UNCHANGED else None for colour, shown in zip(
-            (colours.get(FILL_FORE), colours.get(FILL_BACK), colours.get(TEXT)), named, strict=True)))
+        fore, back, text = (colour if colour != shown and shown != UNCHANGED else None for colour, shown in zip(
+            (colours.get(FILL_FORE), colours.get(FILL_BACK), colours.get(TEXT)), named[:3], strict=True))
+        sides = tuple((side, colour) for kind, side in SIDES.items() if (colour := colours.get(kind)) is not None
+                      and named[3].get(kind) not in (colour, UNCHANGED))
+        wanted = Wanted(fore, back, text, sides)
         if wanted != Wanted():
             found[xf] = wanted
     return found
 
 
-def _named(book: Book, xf: int) -> tuple[str | None, str | None, str | None]:
-    """The palette's colours (RRGGBB) that the XF ``xf`` of ``book`` names for its fill's foreground and background
-    and its font: what LibreOffice writes. None for a colour of the window's, automatic, or one it cannot name."""
+def _named(book: Book, xf: int) -> tuple[str | None, str | None, str | None, dict[int, str | None]]:
+    """The palette's colours (RRGGBB) that the XF ``xf`` of ``book`` names for its fill's foreground and background,
+    its font and ({XFEXT type: colour}) each border it draws: what LibreOffice writes. None for a colour of the
+    window's, automatic, or one it cannot name; a border it does not draw is not named."""
     if xf >= len(book.xfs):
-        return None, None, None
+        return None, None, None, {}
     (font,) = struct.unpack_from("<H", book.xfs[xf], 0)
-    (more,) = struct.unpack_from("<I", book.xfs[xf], 14)
+    lines, more = struct.unpack_from("<II", book.xfs[xf], 10)
     (fill,) = struct.unpack_from("<H", book.xfs[xf], 18)  # icvFore, then icvBack, seven bits each
     text = book.fonts[font].colour if font < len(book.fonts) else -1
+    drawn = {7: (lines >> 8 & 0x0F, more & 0x7F), 8: (lines >> 12 & 0x0F, more >> 7 & 0x7F),
+             9: (lines & 0x0F, lines >> 16 & 0x7F), 10: (lines >> 4 & 0x0F, lines >> 23 & 0x7F)}
+    borders = {kind: _palette(book, colour) for kind, (line, colour) in drawn.items() if line}
+    borders.update({kind: UNCHANGED for kind, (line, _) in drawn.items() if not line})
     if more >> 26 != SOLID:  # LibreOffice draws a pattern as a solid fill of its colours mixed: it stays so
-        return UNCHANGED, UNCHANGED, _palette(book, text)
-    return _palette(book, fill & 0x7F), _palette(book, fill >> 7 & 0x7F), _palette(book, text)
+        return UNCHANGED, UNCHANGED, _palette(book, text), borders
+    return _palette(book, fill & 0x7F), _palette(book, fill >> 7 & 0x7F), _palette(book, text), borders
 
 
 def _palette(book: Book, index: int) -> str | None:
@@ -166,7 +176,7 @@ def _properties(data: bytes, body: int, end: int) -> tuple[int, dict[int, tuple[
         if at + 4 > end:
             break
         kind, size = struct.unpack_from("<HH", data, at)
-        if kind in (FILL_FORE, FILL_BACK, TEXT) and size >= 12 and at + 12 <= end:
+        if (kind in (FILL_FORE, FILL_BACK, TEXT) or kind in SIDES) and size >= 12 and at + 12 <= end:
             found[kind] = struct.unpack_from("<HhI", data, at + 4)
         at += max(size, 4)
     return xf, found
@@ -193,23 +203,22 @@ def tinted(colour: str, tint: float) -> str:
 
 
 def _listed(data: bytes, name: str) -> Listed:
-    """The fonts, fills and cell styles' font and fill of the styles part ``data``."""
-    lists = {}
+    """The fonts, fills and borders of the styles part ``data``, and each cell style's."""
+    elements = {}
     for kind, pattern in LISTED.items():
         found = pattern.search(data)
         if found is None:
             raise Unreadable(f"{name} has no {kind}")
-        lists[kind] = CHILD[kind].findall(found.group(1))
+        elements[kind] = CHILD[kind].findall(found.group(1))
     xfs = CELL_XFS.search(data)
     if xfs is None:
         raise Unreadable(f"{name} has no cellXfs")
     tags = XF_TAG.findall(xfs.group(1))
-    return Listed(lists["fonts"], lists["fills"], [_attribute(tag, b"fontId") for tag in tags],
-                  [_attribute(tag, b"fillId") for tag in tags])
+    return Listed(elements, {kind: [_attribute(tag, key) for tag in tags] for kind, key in LISTS.items()})
 
 
 def _attribute(tag: bytes, key: bytes) -> int:
-    found = re.search(rb'\b' + key + rb'="([0-9]+)"', tag)
+    found = re.search(rb"\b" + key + rb'="([0-9]+)"', tag)
     return int(found.group(1)) if found else 0
 
 
@@ -223,51 +232,68 @@ def _recolouring(cells: dict[tuple[int, int], Wanted], styles: Styles, listed: L
 
 def _copy(style: int, wanted: Wanted, styles: Styles, listed: Listed) -> int | None:
     """The index of the copy of cell style ``style`` in the colours ``wanted``; None where it shows them already."""
-    if style >= len(listed.xf_font):
+    if style >= len(listed.of_xf["fonts"]):
         return None
-    attributes: dict[str, str] = {}
-    font, fill = _element(listed, "fonts", listed.xf_font[style]), _element(listed, "fills", listed.xf_fill[style])
-    if font is not None and wanted.text and _shown(font, "font") != wanted.text:
-        attributes.update(fontId=str(_added(listed, "fonts", _coloured(font, "font", wanted.text))), applyFont="true")
-    solid = fill is not None and (PATTERN.search(fill) or [b"", b""])[1] == b"solid"
-    if fill is not None and (solid or PATTERN.search(fill)) and (wanted.fore or wanted.back):
+    font, fill, border = (_element(listed, kind, listed.of_xf[kind][style]) for kind in LISTS)
+    copied: dict[str, bytes] = {}
+    if font is not None and wanted.text and _shown(font, COLOUR["font"]) != wanted.text:
+        copied["fonts"] = _coloured(font, "color", wanted.text)
+    pattern = PATTERN.search(fill) if fill is not None else None
+    if fill is not None and pattern is not None:
         recoloured = fill
-        if wanted.fore and _shown(fill, "fg") != wanted.fore:
-            recoloured = _coloured(recoloured, "fg", wanted.fore)
-        if wanted.back and not solid and _shown(fill, "bg") != wanted.back:
-            recoloured = _coloured(recoloured, "bg", wanted.back)
+        if wanted.fore and _shown(fill, COLOUR["fg"]) != wanted.fore:
+            recoloured = _coloured(recoloured, "fgColor", wanted.fore)
+        if wanted.back and pattern.group(1) != b"solid" and _shown(fill, COLOUR["bg"]) != wanted.back:
+            recoloured = _coloured(recoloured, "bgColor", wanted.back)
         if recoloured != fill:
-            attributes.update(fillId=str(_added(listed, "fills", recoloured)), applyFill="true")
+            copied["fills"] = recoloured
+    if border is not None and wanted.sides:
+        recoloured = border
+        for side, colour in wanted.sides:
+            found = re.search(rb"<%s\b[^>]*>(.*?)</%s>" % (side.encode(), side.encode()), recoloured, re.S)
+            if found is not None and _shown(found.group(1), COLOUR["font"]) != colour:
+                inner = _coloured(found.group(1), "color", colour)
+                recoloured = recoloured[:found.start(1)] + inner + recoloured[found.end(1):]
+        if recoloured != border:
+            copied["borders"] = recoloured
+    attributes: dict[str, str] = {}
+    for kind, element in copied.items():
+        attributes[LISTS[kind].decode()] = str(_added(listed, kind, element))
+        attributes[{"fonts": "applyFont", "fills": "applyFill", "borders": "applyBorder"}[kind]] = "true"
     return styles.with_attributes(style, attributes) if attributes else None
 
 
 def _element(listed: Listed, kind: str, index: int) -> bytes | None:
-    own = listed.fonts if kind == "fonts" else listed.fills
+    own = listed.elements[kind]
     return own[index] if index < len(own) else None
 
 
-def _shown(element: bytes, which: str) -> str | None:
-    """The RRGGBB the colour ``which`` of a font or a fill element names, None where it names none by RGB."""
-    colour = COLOUR[which].search(element)
-    found = RGB_OF.search(colour.group()) if colour else None
-    return found.group(1).decode().upper() if found else None
+def _shown(element: bytes, colour: re.Pattern[bytes]) -> str | None:
+    """The RRGGBB of the colour element ``colour`` finds in a font, a fill or a border's side, None where it names
+    none by RGB."""
+    found = colour.search(element)
+    rgb = RGB_OF.search(found.group()) if found else None
+    return rgb.group(1).decode().upper() if rgb else None
 
 
-def _coloured(element: bytes, which: str, colour: str) -> bytes:
-    """The font or fill ``element`` with its colour ``which`` the RGB ``colour``."""
-    tag = {"font": "color", "fg": "fgColor", "bg": "bgColor"}[which]
+def _coloured(element: bytes, tag: str, colour: str) -> bytes:
+    """A font, a fill or a border's side (``element``) with its colour element ``tag`` the RGB ``colour``: in its
+    place, or first in a font or a side, last in a fill's pattern."""
     written = f'<{tag} rgb="FF{colour}"/>'.encode()
-    found = COLOUR[which].search(element)
+    found = re.search(rb"<%s\b[^>]*/>" % tag.encode(), element)
     if found is not None:
         return element[:found.start()] + written + element[found.end():]
-    if which == "font":
-        return element.replace(b"<font/>", b"<font></font>").replace(b"<font>", b"<font>" + written, 1)
+    if tag == "color" and element.startswith(b"<font"):
+        return re.sub(rb"^<font\b[^>]*?(/?)>", lambda start: start.group()[:-2] + b">" + written + b"</font>"
+                      if start.group(1) else start.group() + written, element, count=1)
+    if tag == "color":
+        return written + element
     return element.replace(b"</patternFill>", written + b"</patternFill>", 1)
 
 
 def _added(listed: Listed, kind: str, element: bytes) -> int:
-    """The index of ``element`` among the part's fonts or fills, added where it is not one of them."""
-    own, new = (listed.fonts if kind == "fonts" else listed.fills), listed.new[kind]
+    """The index of ``element`` among the part's fonts, fills or borders, added where it is not one of them."""
+    own, new = listed.elements[kind], listed.new[kind]
     if element in own:
         return own.index(element)
     if element not in new:
@@ -276,14 +302,14 @@ def _added(listed: Listed, kind: str, element: bytes) -> int:
 
 
 def _written(data: bytes, name: str, listed: Listed) -> bytes:
-    """The styles part ``data`` with the fonts and fills added (as it was where none are)."""
+    """The styles part ``data`` with the fonts, fills and borders added (as it was where none are)."""
     edits = []
     for kind, pattern in LISTED.items():
         added = listed.new[kind]
         found = pattern.search(data)
         if not added or found is None:
             continue
-        count = len(listed.fonts if kind == "fonts" else listed.fills) + len(added)
+        count = len(listed.elements[kind]) + len(added)
         start_tag = re.sub(rb'\bcount="[0-9]+"', b'count="%d"' % count, data[found.start():found.start(1)])
         edits += [(found.start(), found.start(1), start_tag), (found.end(1), found.end(1), b"".join(added))]
     return spliced(data, edits)

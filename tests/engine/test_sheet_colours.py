@@ -9,7 +9,7 @@ import olefile
 import openpyxl
 from conftest import ROOT
 from conftest import _soffice_save as soffice
-from openpyxl.styles import Font, PatternFill
+from openpyxl.styles import Border, Font, PatternFill, Side
 from workbooks import record, rewritten, saved_as_xls, with_workbook_stream, xfs_of_cells
 
 from docshift.engine import convert, sheet_colours
@@ -48,8 +48,8 @@ def test_a_dashboard_s_table_takes_excel_s_colours(office, tmp_path):
 
 def test_a_workbook_s_own_theme_and_rgb_colours(office, tmp_path):
     """A workbook made here whose THEME record holds its own theme (accent 1 sea green, 2E8B57): a cell filled with
-    accent 1 lighter by 40% and one whose text is the RGB 123456, each beside a cell of another format of the same
-    palette colours and no XFEXT, which keeps LibreOffice's colours."""
+    accent 1 lighter by 40%, one whose text is the RGB 123456 and one whose left border is the RGB 00AA00, each beside
+    a cell of another format of the same palette colours and no XFEXT, which keeps LibreOffice's colours."""
     book = openpyxl.Workbook()
     sheet = book.active
     for cell in ("A1", "A2"):
@@ -59,6 +59,10 @@ def test_a_workbook_s_own_theme_and_rgb_colours(office, tmp_path):
     for cell in ("B1", "B2"):
         sheet[cell] = "text"
         sheet[cell].font = Font(color="FF333399", bold=cell == "B1")
+    for cell in ("C1", "C2"):
+        sheet[cell] = "bordered"
+        sheet[cell].border = Border(left=Side("thin", color="FF333399"))
+        sheet[cell].font = Font(bold=cell == "C1")
     made = saved_as_xls(book, tmp_path, "coloured")
     with olefile.OleFileIO(str(made)) as ole:
         xfs = xfs_of_cells(ole.openstream("Workbook").read())
@@ -72,11 +76,12 @@ def test_a_workbook_s_own_theme_and_rgb_colours(office, tmp_path):
                       + property_)
 
     theme = record(0x0896, struct.pack("<HH", 0x0896, 0) + bytes(8) + struct.pack("<I", 0) + package.getvalue())
-    added = theme + xfext(xfs[0, 0], 4, 3, round(0.4 * 32767), 4) + xfext(xfs[0, 1], 13, 2, 0, 0x563412)
+    added = (theme + xfext(xfs[0, 0], 4, 3, round(0.4 * 32767), 4) + xfext(xfs[0, 1], 13, 2, 0, 0x563412)
+             + xfext(xfs[0, 2], 9, 2, 0, 0x00AA00))
     source = with_workbook_stream(made, lambda stream: rewritten(
         stream, lambda rec_type, body, index: added + record(0x000A, body) if rec_type == 0x000A and index == 0
         else None), tmp_path / "themed.xls")
-    assert xfs[0, 0] != xfs[1, 0] and xfs[0, 1] != xfs[1, 1]
+    assert xfs[0, 0] != xfs[1, 0] and xfs[0, 1] != xfs[1, 1] and xfs[0, 2] != xfs[1, 2]
     wanted = sheet_colours.xf_colours(source)
     assert wanted[xfs[0, 0]].fore == sheet_colours.tinted("2E8B57", round(0.4 * 32767) / 32767)
     assert wanted[xfs[0, 1]].text == "123456"
@@ -84,3 +89,5 @@ def test_a_workbook_s_own_theme_and_rgb_colours(office, tmp_path):
     ours = colours(result, "Sheet", ["A1", "A2", "B1", "B2"])
     assert ours[0][0] == "FF" + sheet_colours.tinted("2E8B57", round(0.4 * 32767) / 32767) and ours[1][0] == "FF99CCFF"
     assert ours[2][1] == "FF123456" and ours[3][1] == "FF333399"
+    sides = openpyxl.load_workbook(result)["Sheet"]
+    assert sides["C1"].border.left.color.rgb == "FF00AA00" and sides["C2"].border.left.color.rgb == "FF333399"
