@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from docshift.engine import biff, ooxml, sheet_objects
-from docshift.engine.embedding import PartEdit, edited, spliced
+from docshift.engine.embedding import ERRORS, PartEdit, edited, log, spliced
 from docshift.engine.inventory.package import Package
 from docshift.engine.sheet_rows import ROW_TAG
 from docshift.engine.sheet_skeleton import SHEET_DATA
@@ -48,7 +48,14 @@ def mend(result: Path, source: Path, kind: str) -> int:
     """Give the rows of ``result`` (LibreOffice's export of the .xls ``source``) the heights the Excel 5 or 95
     workbook stores. Returns how many heights changed (0: the file is untouched). Never raises for what the files
     hold."""
-    if kind != "xls" or not biff.before_biff8(source):
+    if kind != "xls":
+        return 0
+    try:
+        before = biff.before_biff8(source)
+    except ERRORS as error:  # a compound file olefile refuses, which LibreOffice may still have read
+        log.warning("the rows of %s keep the heights LibreOffice measured: %r", source, error)
+        return 0
+    if not before:
         return 0
 
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
