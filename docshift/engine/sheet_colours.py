@@ -111,16 +111,17 @@ def xf_colours(source: Path) -> dict[int, Wanted]:
     """{XF index: its colours} of the XFEXT records of the .xls ``source`` whose colours can be read."""
     theme: tuple[str, ...] | None = None
     extended: list[tuple[int, dict[int, tuple[int, int, int]]]] = []
-    package = bytearray()
+    package, package_end = bytearray(), -1  # the theme's package, and where the record that holds its last bytes ends
     for rec_type, sheet, data, body, end in biff.records(source, {BIFF_XFEXT, BIFF_THEME, BIFF_CONTINUEFRT12}):
         if sheet is not None:
             continue
         if rec_type == BIFF_THEME and end - body >= 16:
             (version,) = struct.unpack_from("<I", data, body + 12)
             theme = OFFICE_2007_COLOURS if version == OFFICE_2007 else None
-            package[:] = data[body + 16:end] if version == 0 else b""
-        elif rec_type == BIFF_CONTINUEFRT12 and package:
+            package[:], package_end = (data[body + 16:end], end) if version == 0 else (b"", -1)
+        elif rec_type == BIFF_CONTINUEFRT12 and body - 4 == package_end:  # the package goes on right after it
             package += data[body + 12:end]
+            package_end = end
         elif rec_type == BIFF_XFEXT and end - body >= 20:
             extended.append(_properties(data, body, end))
     if package:

@@ -19,9 +19,11 @@ already is left as it is. Every other byte stays as LibreOffice wrote it, but fo
 content types.
 """
 
+import itertools
 import re
 import struct
 import xml.etree.ElementTree as ElementTree
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,22 +133,17 @@ def _table(data: bytes, body: int, end: int) -> tuple[int, Table] | None:
 
 
 def _written(result: Path, found: dict[str, list[Table]]) -> int:
-    """The tables ``found`` written into the workbook ``result``; how many."""
-    taken: set[str] = set()
-    numbers = iter(range(1, 1 << 20))
-
-    def write_sheet(package: Package, part: str, _: int, listed: list[Table], lower: set[str],
-                    edits: dict[str, bytes], added: dict[str, tuple[bytes, str]]) -> int:
-        if not taken:  # the first sheet: the workbook's defined names, and whether it has tables already
-            if any(name.startswith("xl/tables/") for name in lower):
-                return 0
-            main = ooxml.read(package.zip, package.names["xl/workbook.xml"], MAX_EDITED_PART)
-            taken.update(ooxml.xstring(name.decode("utf-8", "replace")).lower()
-                         for name in DEFINED_NAME.findall(main))
-            taken.add("")
-        return _sheet(package, part, listed, taken, numbers, lower, edits, added)
-
-    return sheet_objects.into_sheets(result, found, write_sheet)
+    """The tables ``found`` written into the workbook ``result``; how many (none where it has tables already)."""
+    with zipfile.ZipFile(result) as zf:
+        package = Package(zf)
+        if any(name.startswith("xl/tables/") for name in package.names):
+            return 0
+        main = ooxml.read(zf, package.names["xl/workbook.xml"], MAX_EDITED_PART)
+    taken = {ooxml.xstring(name.decode("utf-8", "replace")).lower() for name in DEFINED_NAME.findall(main)}
+    numbers = itertools.count(1)
+    return sheet_objects.into_sheets(
+        result, found, lambda package, part, _, listed, lower, edits, added: _sheet(
+            package, part, listed, taken, numbers, lower, edits, added))
 
 
 def _sheet(package: Package, part: str, listed: list[Table], taken: set[str], numbers: Iterator[int], lower: set[str],
