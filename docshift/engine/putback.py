@@ -21,8 +21,8 @@ scales, data bars and icon sets (``sheet_formats``) and where an outline's summa
 number formats of some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback
 (``sheet_fonts``), drops the "keep as text" prefix of cells typed as text (``sheet_quotes``), merges cells centred
 across selection (``sheet_across``), measures an Excel 95 workbook's rows again (``sheet_heights``), drops its
-tables (``sheet_list_tables``) and writes the nearest palette colour for a colour of Excel 2007's (``sheet_colours``),
-and its export the
+tables (``sheet_list_tables``), writes the nearest palette colour for a colour of Excel 2007's (``sheet_colours``)
+and its own theme for the workbook's (``sheet_theme``), and its export the
 code names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data
 validation over whole columns short (``sheet_validations``), writes a data table and a DDE link as functions Excel has
 not (``sheet_tables``, ``sheet_dde``) and a name whose formula is an error constant with no formula
@@ -74,6 +74,7 @@ from docshift.engine import (
     sheet_quotes,
     sheet_rows,
     sheet_tables,
+    sheet_theme,
     sheet_validations,
     sheet_views,
     slide_actions,
@@ -133,6 +134,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_numbers.mend(result, source, kind) + sheet_quotes.mend(result, source, kind) + \
         sheet_across.mend(result, source, kind) + sheet_heights.mend(result, source, kind) + \
         sheet_list_tables.mend(result, source, kind) + sheet_colours.mend(result, source, kind) + \
+        sheet_theme.mend(result, source, kind) + \
         sheet_fonts.mend(result, source, kind) + \
         sheet_rows.mend(result, source, kind) + \
         sheet_constants.mend(result, source, kind, holds.cells) + \

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from docshift.engine import biff, sheet_objects
 from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
-from docshift.engine.inventory.common import SCHEME_SLOTS, attempt
+from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, attempt
 from docshift.engine.inventory.package import Package
 from docshift.engine.inventory.ppt_schemes import round_trip
 from docshift.engine.sheet_numbers import Styles, styles_part_of
@@ -44,8 +44,9 @@ RGB, THEME = 2, 3  # a FullColorExt's xclrType
 SOLID, UNCHANGED = 1, "pattern"  # an XF's fill pattern (fls): solid; a colour of a pattern fill, left as it is
 OFFICE_2007 = 124226  # THEME's dwThemeVersion for Office 2007's default theme; 0: the theme's package follows
 # Office 2007's default theme, in SCHEME_SLOTS order
-OFFICE_2007_COLOURS = ("000000", "FFFFFF", "1F497D", "EEECE1", "4F81BD", "C0504D", "9BBB59", "8064A2", "4BACC6",
-                       "F79646", "0000FF", "800080")
+OFFICE_2007_THEME = Palette("Office", (("000000", "windowText"), ("ffffff", "window"), ("1f497d", ""), ("eeece1", ""),
+                                        ("4f81bd", ""), ("c0504d", ""), ("9bbb59", ""), ("8064a2", ""), ("4bacc6", ""),
+                                        ("f79646", ""), ("0000ff", ""), ("800080", "")), False)
 # a theme colour's index in SpreadsheetML, as an XFEXT gives it: light 1 first, then dark 1, light 2, dark 2
 THEME_ORDER = ("lt1", "dk1", "lt2", "dk2", "accent1", "accent2", "accent3", "accent4", "accent5", "accent6", "hlink",
                "folHlink")
@@ -109,26 +110,14 @@ def coloured_cells(source: Path) -> dict[str, dict[tuple[int, int], Wanted]]:
 
 def xf_colours(source: Path) -> dict[int, Wanted]:
     """{XF index: its colours} of the XFEXT records of the .xls ``source`` whose colours can be read."""
-    theme: tuple[str, ...] | None = None
-    extended: list[tuple[int, dict[int, tuple[int, int, int]]]] = []
-    package, package_end = bytearray(), -1  # the theme's package, and where the record that holds its last bytes ends
-    for rec_type, sheet, data, body, end in biff.records(source, {BIFF_XFEXT, BIFF_THEME, BIFF_CONTINUEFRT12}):
-        if sheet is not None:
-            continue
-        if rec_type == BIFF_THEME and end - body >= 16:
-            (version,) = struct.unpack_from("<I", data, body + 12)
-            theme = OFFICE_2007_COLOURS if version == OFFICE_2007 else None
-            package[:], package_end = (data[body + 16:end], end) if version == 0 else (b"", -1)
-        elif rec_type == BIFF_CONTINUEFRT12 and body - 4 == package_end:  # the package goes on right after it
-            package += data[body + 12:end]
-            package_end = end
-        elif rec_type == BIFF_XFEXT and end - body >= 20:
-            extended.append(_properties(data, body, end))
-    if package:
-        palette = attempt(round_trip, bytes(package))  # a damaged package: no theme colour is read
-        theme = None if palette is None else tuple(colour for colour, _ in palette.colours)
+    extended = [_properties(data, body, end) for _, sheet, data, body, end in biff.records(source, {BIFF_XFEXT})
+                if sheet is None and end - body >= 20]
+    if not extended:
+        return {}
+    palette = workbook_theme(source)
+    theme = None if palette is None else tuple(colour.upper() for colour, _ in palette.colours)
     found: dict[int, Wanted] = {}
-    book = Book.of(source) if extended else Book()
+    book = Book.of(source)
     for xf, properties in extended:
         colours = {kind: _rgb(*value, theme) for kind, value in properties.items()}
         named = _named(book, xf)  # what LibreOffice writes: the palette's colours the XF names
@@ -140,6 +129,26 @@ def xf_colours(source: Path) -> dict[int, Wanted]:
         if wanted != Wanted():
             found[xf] = wanted
     return found
+
+
+def workbook_theme(source: Path) -> Palette | None:
+    """The colours of the theme of the .xls ``source``: its THEME record's package's, or Office 2007's default theme
+    where the record names it; None where it has none, names another default theme, or its package does not read."""
+    package, package_end = bytearray(), -1  # the theme's package, and where the record that holds its last bytes ends
+    default = False
+    for rec_type, sheet, data, body, end in biff.records(source, {BIFF_THEME, BIFF_CONTINUEFRT12}):
+        if sheet is not None:
+            continue
+        if rec_type == BIFF_THEME and end - body >= 16:
+            (version,) = struct.unpack_from("<I", data, body + 12)
+            default = version == OFFICE_2007
+            package[:], package_end = (data[body + 16:end], end) if version == 0 else (b"", -1)
+        elif rec_type == BIFF_CONTINUEFRT12 and body - 4 == package_end:  # the package goes on right after it
+            package += data[body + 12:end]
+            package_end = end
+    if package:
+        return attempt(round_trip, bytes(package))  # a damaged package: None
+    return OFFICE_2007_THEME if default else None
 
 
 def _named(book: Book, xf: int) -> tuple[str | None, str | None, str | None, dict[int, str | None]]:

@@ -89,5 +89,7 @@ def test_a_workbook_s_own_theme_and_rgb_colours(office, tmp_path):
     ours = colours(result, "Sheet", ["A1", "A2", "B1", "B2"])
     assert ours[0][0] == "FF" + sheet_colours.tinted("2E8B57", round(0.4 * 32767) / 32767) and ours[1][0] == "FF99CCFF"
     assert ours[2][1] == "FF123456" and ours[3][1] == "FF333399"
+    with zipfile.ZipFile(result) as package:  # the theme of the result is the workbook's (``sheet_theme``)
+        assert '<a:accent1><a:srgbClr val="2E8B57"/></a:accent1>' in package.read("xl/theme/theme1.xml").decode()
     sides = openpyxl.load_workbook(result)["Sheet"]
     assert sides["C1"].border.left.color.rgb == "FF00AA00" and sides["C2"].border.left.color.rgb == "FF333399"
