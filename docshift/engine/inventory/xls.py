@@ -365,8 +365,8 @@ def _cells(workbook: bytes, inventory: Inventory, named: str | None = None) -> N
         inventory.cells = cells
         inventory.date1904 = bool(book.datemode)
         inventory.counts["cells"] = total
-        _links(book, inventory)
         xls_views.read(book.sheets(), inventory)
+        _links(book, inventory)
     except Exception:
         pass
     finally:
@@ -379,6 +379,8 @@ def _links(book: Any, inventory: Inventory) -> None:
         found = inventory.links.setdefault(sheet.name, [])
         for link in sheet.hyperlink_list:
             target = (link.url_or_path or "") if link.type in ("url", "unc", "local file") else ""
+            if isinstance(target, bytes):  # a file's ANSI path: xlrd leaves it undecoded where no Unicode one follows
+                target = target.decode("cp1252", "replace")
             found.append(Link((link.frowx, link.lrowx), (link.fcolx, link.lcolx), target.rstrip("\0"),
                               (link.textmark or "").rstrip("\0"), (link.desc or "").rstrip("\0"),
                               (link.quicktip or "").rstrip("\0")))
