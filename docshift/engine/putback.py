@@ -31,7 +31,8 @@ mends of a workbook); a text's form fields lose the bookmarks that name them (``
 texts, formats, help texts and macros (``form_fields``), and the text its template (``word_template``); and it writes
 some of a text's properties out of their schema's order, dates that are none, shape types that are names and VML
 attributes VML has not (``word_schema``, which runs last). Every one of its imports drops the custom XML parts of a
-file's data store (``custom_xml``).
+file's data store (``custom_xml``), and every export writes a link to a file on a drive letter relative to the
+folder it converted in (``drive_paths``).
 Each mend reads only what a file holds: one that holds none of what it puts back costs nothing (the code names are
 read for a workbook whose result keeps its VBA project, the validations' ranges for one whose result holds
 validations, the bookmarks' names for a text whose result has form fields).
@@ -44,6 +45,7 @@ from docshift.engine import (
     chart_sheets,
     custom_xml,
     doc_properties,
+    drive_paths,
     form_bookmarks,
     form_controls,
     form_fields,
@@ -141,5 +143,5 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         chart_sheets.mend(result, kind, holds.chart_sheets) + \
         doc_properties.mend(result, holds.properties) + \
         custom_xml.mend(result, source, holds.data_store) + \
-        sheet_authors.mend(result, kind, holds.authors) + \
+        sheet_authors.mend(result, kind, holds.authors) + drive_paths.mend(result, source) + \
         word_schema.mend(result, kind)  # last: it puts what the mends wrote in order too

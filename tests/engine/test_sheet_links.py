@@ -2,13 +2,15 @@
 the report counts a sheet's links (``hyperlinks``), and docshift puts each lost one back as Excel writes it
 (``sheet_links``)."""
 
+import re
 import struct
 import zipfile
 
 import openpyxl
+import workbooks
 from conftest import _soffice_save as soffice
 from openpyxl.worksheet.hyperlink import Hyperlink
-from workbooks import converted_whole, with_workbook_stream
+from workbooks import converted_whole, rewritten, saved_as_xls, with_workbook_stream
 
 from docshift.engine import inventory, sheet_links
 from docshift.engine.inventory.common import Link
@@ -114,3 +116,40 @@ def test_a_result_that_does_not_read_is_left_as_it_is(tmp_path, caplog):
     assert sheet_links.mend(broken, "xls", {"Sheet": links}) == 0
     assert broken.read_bytes() == b"PK\x03\x04 not a package"
     assert "the hyperlinks of" in caplog.text
+
+
+def file_link(row, column, path):
+    """An HLINK record ([MS-XLS] 2.4.140) on one cell to the file ``path`` by its ANSI path alone: a file moniker
+    with no Unicode path after it ([MS-OSHARED] 2.3.7.8), as Excel 97 wrote one."""
+    moniker = (bytes.fromhex("0303000000000000c000000000000046") + struct.pack("<HI", 0, len(path) + 1)
+               + path.encode("cp1252") + b"\0" + struct.pack("<HH", 0xFFFF, 0xDEAD) + bytes(20) + struct.pack("<I", 0))
+    body = (struct.pack("<4H", row, row, column, column) + bytes.fromhex("d0c9ea79f9bace118c8200aa004ba90b")
+            + struct.pack("<II", 2, 0x03) + moniker)
+    return struct.pack("<HH", HLINK, len(body)) + body
+
+
+def test_a_link_to_a_file_by_its_ansi_path_is_read_and_the_views_with_it(office, tmp_path):
+    """A workbook that opens on its second sheet, whose first holds a link to ``c:\\docs\\plan.txt`` that xlrd reads
+    as bytes: the report counts the link, with its path, and the result opens on the second sheet. The link's bytes
+    made the inventory stop before it read the sheets' views, and LibreOffice opens a workbook on its first sheet.
+    The link's target is the file's absolute path, which LibreOffice writes relative to the folder it converted in."""
+    book = openpyxl.Workbook()
+    book.active["A1"] = "linked"
+    second = book.create_sheet("Second")
+    second["A1"] = "shown"
+    book.active = 1
+    made = saved_as_xls(book, tmp_path, "views")
+    source = with_workbook_stream(made, lambda stream: rewritten(
+        stream, lambda rec_type, body, index: file_link(0, 0, "c:\\docs\\plan.txt") + workbooks.record(0x000A, body)
+        if rec_type == 0x000A and index == 1 else None), tmp_path / "linked.xls")
+    found = inventory.of_source(source, "xls")
+    assert [link.target for link in found.links["Sheet"]] == ["c:\\docs\\plan.txt"]
+    assert found.views["Second"].shown and not found.views["Sheet"].selected
+    result = converted_whole(office, source, tmp_path / "work", "hyperlinks", 1).path
+    with zipfile.ZipFile(result) as package:
+        assert 'activeTab="1"' in package.read("xl/workbook.xml").decode()
+        # the path stays absolute (``drive_paths``), where a plain soffice makes it relative to its own folder
+        assert 'Target="file:///c:/docs/plan.txt"' in package.read("xl/worksheets/_rels/sheet1.xml.rels").decode()
+    with zipfile.ZipFile(soffice(source, "xlsx", tmp_path / "plain")) as package:
+        plain = package.read("xl/worksheets/_rels/sheet1.xml.rels").decode()
+    assert re.search(r'Target="(\.\./)+c:/docs/plan.txt"', plain)
