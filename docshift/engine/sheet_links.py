@@ -46,8 +46,8 @@ def _sheet(package: Package, part: str, index: int, links: list[Link], lower: se
            added: dict[str, tuple[bytes, str]]) -> int:
     """The ``links`` that the sheet ``part`` lacks written into it; how many."""
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
-    written = [_box(match) for match in REF.finditer(data)]
-    lacking = [link for link in links if not any(_meet(_of(link), box) for box in written)]
+    written = [box_of(match) for match in REF.finditer(data)]
+    lacking = [link for link in links if not any(meet(_of(link), box) for box in written)]
     if not lacking:
         return 0
     rels_part, rels = sheet_objects.rels_of(package, part)
@@ -76,8 +76,9 @@ def _of(link: Link) -> Box:
     return (*link.rows, *link.columns)
 
 
-def _box(match: re.Match[bytes]) -> Box:
-    """The cells a ``hyperlink``'s ref covers."""
+def box_of(match: re.Match[bytes]) -> Box:
+    """The cells a ref covers (a ``hyperlink``'s, a ``mergeCell``'s: ``match``'s groups its first cell's column
+    letters and row, then its last cell's or none)."""
     first = (int(match.group(2)) - 1, _column(match.group(1)))
     last = (int(match.group(4)) - 1, _column(match.group(3))) if match.group(3) else first
     return first[0], last[0], first[1], last[1]
@@ -90,5 +91,6 @@ def _column(letters: bytes) -> int:
     return number - 1
 
 
-def _meet(one: Box, other: Box) -> bool:
+def meet(one: Box, other: Box) -> bool:
+    """Whether the cells ``one`` and ``other`` cover meet."""
     return not (one[1] < other[0] or other[1] < one[0] or one[3] < other[2] or other[3] < one[2])

@@ -22,16 +22,18 @@ content types.
 import itertools
 import re
 import struct
-import xml.etree.ElementTree as ElementTree
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from docshift.engine import biff, ooxml, sheet_objects
-from docshift.engine.embedding import ERRORS, MAX_EDITED_PART, free_name
+from docshift.engine.embedding import MAX_EDITED_PART, free_name, guarded
+from docshift.engine.inventory import xlsx
 from docshift.engine.inventory.common import biff_string
 from docshift.engine.inventory.package import NS_R, NS_S, Package
+from docshift.engine.sheet_links import Box, box_of, meet
 from docshift.engine.sheet_objects import cell_name
 
 BIFF_FEAT11, BIFF_LIST12, BIFF_TABLESTYLES = 0x0872, 0x0877, 0x088E
@@ -54,7 +56,6 @@ TABLE_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.table+
 AFTER_TABLE_PARTS = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?extLst[\s/>]|</(?:[A-Za-z_][\w.-]*:)?worksheet>")
 MERGE_OR_FILTER = re.compile(rb'<(?:mergeCell|autoFilter)\b[^>]*?\bref="([A-Z]+)([0-9]+)(?::([A-Z]+)([0-9]+))?"')
 DEFINED_NAME = re.compile(rb'<definedName\b[^>]*?\bname="([^"]*)"')
-Box = tuple[int, int, int, int]  # first row, last row, first column, last column (0-based)
 
 
 @dataclass
@@ -75,14 +76,8 @@ def mend(result: Path, source: Path, kind: str) -> int:
     in (0: the file is untouched). Never raises for what the files hold."""
     if kind != "xls":
         return 0
-    try:
-        found = tables(source)
-        if not found:
-            return 0
-        return _written(result, found)
-    except ERRORS as error:
-        sheet_objects.log.warning("the tables of %s stay out of the result: %r", result, error)
-        return 0
+    return guarded(lambda result, source: _written(result, tables(source)), result, source,
+                   "the tables of %s stay out of the result: %r")
 
 
 def tables(source: Path) -> dict[str, list[Table]]:
@@ -134,39 +129,44 @@ def _table(data: bytes, body: int, end: int) -> tuple[int, Table] | None:
 
 def _written(result: Path, found: dict[str, list[Table]]) -> int:
     """The tables ``found`` written into the workbook ``result``; how many (none where it has tables already)."""
+    if not found:
+        return 0
     with zipfile.ZipFile(result) as zf:
         package = Package(zf)
         if any(name.startswith("xl/tables/") for name in package.names):
             return 0
         main = ooxml.read(zf, package.names["xl/workbook.xml"], MAX_EDITED_PART)
+        strings = xlsx.shared_strings(package, package.relationships("xl/workbook.xml"))
     taken = {ooxml.xstring(name.decode("utf-8", "replace")).lower() for name in DEFINED_NAME.findall(main)}
     numbers = itertools.count(1)
     return sheet_objects.into_sheets(
         result, found, lambda package, part, _, listed, lower, edits, added: _sheet(
-            package, part, listed, taken, numbers, lower, edits, added))
+            package, part, listed, (taken, strings, numbers), lower, edits, added))
 
 
-def _sheet(package: Package, part: str, listed: list[Table], taken: set[str], numbers: Iterator[int], lower: set[str],
-           edits: dict[str, bytes], added: dict[str, tuple[bytes, str]]) -> int:
-    """The tables ``listed`` of the sheet ``part`` that it can hold written into it; how many."""
+def _sheet(package: Package, part: str, listed: list[Table], book: tuple[set[str], list[str], Iterator[int]],
+           lower: set[str], edits: dict[str, bytes], added: dict[str, tuple[bytes, str]]) -> int:
+    """The tables ``listed`` of the sheet ``part`` that it can hold written into it; how many. ``book``: the names
+    the workbook's tables and defined names have taken, its shared strings, the numbers its next tables take."""
+    taken, strings, numbers = book
     data = ooxml.checked(ooxml.read(package.zip, package.names[part], MAX_EDITED_PART), part)
     if re.search(rb"<(?:[A-Za-z_][\w.-]*:)?tableParts\b", data):
         return 0
-    boxes = [_box(match) for match in MERGE_OR_FILTER.finditer(data)]
-    headers = _header_texts(package, part, {table.box[0] for table in listed})
+    boxes = [box_of(match) for match in MERGE_OR_FILTER.finditer(data)]
+    cells = xlsx.sheet_of(package, part, strings)[0]
     rels_part, rels = sheet_objects.rels_of(package, part)
     rid = sheet_objects.relationship_ids(rels)
     new_rels: list[tuple[str, ...]] = []
     parts = []
     for table in listed:
         first, _, left, right = table.box
-        names = [headers.get((first, column)) for column in range(left, right + 1)]
-        if not _fits(table, names, boxes, taken):
+        names = [cells.get(cell_name(first, column).encode()) for column in range(left, right + 1)]
+        if not _fits(table, names, boxes, taken):  # a header cell of no text, a number, is no column's name
             continue
         boxes.append(table.box)
         taken.add(table.name.lower())
         name = free_name(lower, "xl/tables/table{}.xml")
-        added[name] = (_table_xml(table, next(numbers), [text or "" for text in names]), TABLE_TYPE)
+        added[name] = (_table_xml(table, next(numbers), [str(text) for text in names]), TABLE_TYPE)
         new_rels.append((rid(), TABLE_RELATIONSHIP, "../tables/" + name.rsplit("/", 1)[1]))
         parts.append(f'<tablePart xmlns:r="{NS_R}" r:id="{new_rels[-1][0]}"/>')
     if not parts:
@@ -177,16 +177,17 @@ def _sheet(package: Package, part: str, listed: list[Table], taken: set[str], nu
     return len(parts)
 
 
-def _fits(table: Table, names: list[str | None], boxes: list[Box], taken: set[str]) -> bool:
+def _fits(table: Table, names: list[Any], boxes: list[Box], taken: set[str]) -> bool:
     """Whether ``table`` can go into its sheet: a name Excel allows and nothing else has, header cells of text each
-    its own (``names``), cells no merged range, autofilter or other table (``boxes``) meets."""
+    its own (``names``, the values of the result's header cells), cells no merged range, autofilter or other table
+    (``boxes``) meets."""
     if not NAME.fullmatch(table.name) or CELL_LIKE.fullmatch(table.name) or table.name.lower() in taken:
         return False
-    if any(not text or NOT_XML.search(text) for text in names):
+    if any(not isinstance(text, str) or not text or NOT_XML.search(text) for text in names):
         return False
-    if len({(text or "").lower() for text in names}) != len(names):
+    if len({text.lower() for text in names}) != len(names):
         return False
-    return not any(_meet(table.box, box) for box in boxes)
+    return not any(meet(table.box, box) for box in boxes)
 
 
 def _table_xml(table: Table, number: int, names: list[str]) -> bytes:
@@ -216,78 +217,3 @@ def _xstring(text: str) -> str:
     """``text`` as an ST_Xstring writes it, as Excel writes a column's name: a control character (a line break in a
     header cell) as ``_xHHHH_``, and a "_" that would begin such an escape as ``_x005F_``."""
     return CONTROL.sub(lambda found: f"_x{ord(found.group()):04X}_", ESCAPE_LIKE.sub("_x005F_", text))
-
-
-def _header_texts(package: Package, part: str, rows: set[int]) -> dict[tuple[int, int], str]:
-    """{(row, column): its text} of the cells of text in ``rows`` (0-based) of the sheet ``part``."""
-    cell, row = f"{{{NS_S}}}c", f"{{{NS_S}}}row"
-    shared: dict[tuple[int, int], int] = {}
-    texts: dict[tuple[int, int], str] = {}
-    last = max(rows)
-    with package.zip.open(package.names[part]) as stream:
-        for _, element in ElementTree.iterparse(stream):
-            if element.tag == row and int(element.get("r", "0") or 0) - 1 > last:
-                break
-            if element.tag != cell:
-                continue
-            place = _place(element.get("r", ""))
-            if place is not None and place[0] in rows:
-                kind = element.get("t", "n")
-                value = element.find(f"{{{NS_S}}}v")
-                if kind == "s" and value is not None and (value.text or "").isdigit():
-                    shared[place] = int(value.text or "0")
-                elif kind == "str" and value is not None:
-                    texts[place] = value.text or ""
-                elif kind == "inlineStr":
-                    texts[place] = "".join(t.text or "" for t in element.iter(f"{{{NS_S}}}t"))
-            element.clear()
-    if shared:
-        strings = _shared_strings(package, set(shared.values()))
-        texts.update({place: strings[index] for place, index in shared.items() if index in strings})
-    return texts
-
-
-def _shared_strings(package: Package, wanted: set[int]) -> dict[int, str]:
-    """{index: its text, phonetic runs left out} of the shared strings ``wanted`` of the workbook ``package``."""
-    found: dict[int, str] = {}
-    if "xl/sharedStrings.xml" not in package.names:
-        return found
-    item, phonetic, text = (f"{{{NS_S}}}{local}" for local in ("si", "rPh", "t"))
-    index, depth_in_phonetic = 0, 0
-    pieces: list[str] = []
-    with package.zip.open(package.names["xl/sharedStrings.xml"]) as stream:
-        for event, element in ElementTree.iterparse(stream, ("start", "end")):
-            if element.tag == phonetic:
-                depth_in_phonetic += 1 if event == "start" else -1
-            elif event == "end" and element.tag == text and not depth_in_phonetic:
-                pieces.append(element.text or "")
-            elif event == "end" and element.tag == item:
-                if index in wanted:
-                    found[index] = "".join(pieces)
-                index, pieces = index + 1, []
-                element.clear()
-                if index > max(wanted):
-                    break
-    return found
-
-
-def _place(reference: str) -> tuple[int, int] | None:
-    """(row, column), 0-based, of an A1 cell reference, or None."""
-    match = re.fullmatch(r"([A-Z]{1,3})([0-9]{1,7})", reference)
-    if match is None:
-        return None
-    column = 0
-    for letter in match.group(1):
-        column = column * 26 + ord(letter) - 64
-    return int(match.group(2)) - 1, column - 1
-
-
-def _box(match: re.Match[bytes]) -> Box:
-    """The cells a merged range's or an autofilter's ref covers."""
-    first = _place((match.group(1) + match.group(2)).decode()) or (0, 0)
-    last = _place((match.group(3) + match.group(4)).decode()) or first if match.group(3) else first
-    return first[0], last[0], first[1], last[1]
-
-
-def _meet(one: Box, other: Box) -> bool:
-    return not (one[1] < other[0] or other[1] < one[0] or one[3] < other[2] or other[3] < one[2])

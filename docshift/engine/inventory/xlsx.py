@@ -73,7 +73,7 @@ def read(package: Package, inventory: Inventory) -> None:
     links = attempt(dde_items, package, relationships)
     if links is not None:
         inventory.where["dde_links"], counts["dde_links"] = links, len(links)
-    strings = attempt(_shared_strings, package, relationships)
+    strings = attempt(shared_strings, package, relationships)
     cells: dict[str, dict[bytes, Any]] = {}
     pictures: set[str] = set()
     headers_at: list[str] = []
@@ -88,7 +88,7 @@ def read(package: Package, inventory: Inventory) -> None:
         if not target or target not in package.names:
             continue
         try:
-            found, formulas, headers, controlled, links = _sheet(package, target, strings or [])
+            found, formulas, headers, controlled, links = sheet_of(package, target, strings or [])
         except Exception:
             readable = False
             continue
@@ -162,7 +162,7 @@ def dde_items(package: Package, relationships: dict[str | None, tuple[str, str |
     return found
 
 
-def _shared_strings(package: Package, relationships: dict[str | None, tuple[str, str | None]]) -> list[str]:
+def shared_strings(package: Package, relationships: dict[str | None, tuple[str, str | None]]) -> list[str]:
     """The shared strings of the workbook, in order (rich text runs joined, phonetic runs left out)."""
     names = [target for rel_type, target in relationships.values()
              if target and rel_type.endswith("/sharedStrings") and target in package.names]
@@ -244,7 +244,7 @@ def drawn_shapes(drawing: bytes) -> int:
     return len(DRAWN.findall(drawing)) - phantoms
 
 
-def _sheet(package: Package, name: str, strings: list[str]) -> Sheet:
+def sheet_of(package: Package, name: str, strings: list[str]) -> Sheet:
     """({ref: value}, {refs with a formula}, non-empty odd headers and footers, whether it says "<control") of one
     worksheet part."""
     cells: dict[bytes, Any] = {}
