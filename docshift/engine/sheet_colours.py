@@ -319,7 +319,6 @@ def _written(data: bytes, name: str, listed: Listed) -> bytes:
         found = pattern.search(data)
         if not added or found is None:
             continue
-        count = len(listed.elements[kind]) + len(added)
-        start_tag = re.sub(rb'\bcount="[0-9]+"', b'count="%d"' % count, data[found.start():found.start(1)])
-        edits += [(found.start(), found.start(1), start_tag), (found.end(1), found.end(1), b"".join(added))]
+        edits += Styles._counted(data, name, (found.start(), found.end(1)), len(listed.elements[kind]) + len(added),
+                                 b"".join(added))
     return spliced(data, edits)
