@@ -127,8 +127,12 @@ def test_nothing_is_left_behind(s3, legacy, slow_xls, tmp_path):
         if os.geteuid() == 0:  # the host may look into the sandbox from outside
             wait_for(lambda: ended_children_dirs(parent) == [], 10, "the ended children's temp dirs to go")
         tasks = service.data_dir / "tasks"
+
+        def workspaces():
+            return [p.name for d in tasks.iterdir() for p in d.iterdir()]
+
         # a run's workspace goes once its outcome is recorded, after the client sees it (``convert_task``)
-        wait_for(lambda: [p.name for d in tasks.iterdir() for p in d.iterdir()] == [], 10, "the runs' workspaces to go")
+        wait_for(lambda: workspaces() == [], 10, "the runs' workspaces to go")
 
         slow = service.submit(key, slow_xls).json()["task_id"]
         wait_for(lambda: service.wait_status(key, slow) == "PROCESSING", 60, "the slow task")
@@ -146,7 +150,7 @@ def test_nothing_is_left_behind(s3, legacy, slow_xls, tmp_path):
         # the sandbox's job dir (/job) stays empty: the files go to LibreOffice as descriptors
         job_dirs = list((service.data_dir / "work").iterdir())
         assert job_dirs and [p.name for d in job_dirs for p in d.iterdir()] == []
-        assert [p.name for d in tasks.iterdir() for p in d.iterdir()] == []
+        wait_for(lambda: workspaces() == [], 10, "the slow run's workspace to go")
         assert_nothing_new(before)
     finally:
         service.stop()
