@@ -15,8 +15,8 @@ fill, text or border so differs from Excel's: 41,636 cells (38,426 fills, 2,005 
 another, a copy of its style with a copy of the fill, the font or the border in the XF's colour, as RGB (the
 workbook's theme colour with its tint applied as ECMA-376 Part 1, 18.8.19 says, in floating point: a channel may
 differ by one step from Excel's own). Theme colours are read where the THEME record holds the theme's package or
-names Office 2007's default theme; under another default theme (a version number of a later Office) only the RGB
-colours are put back. A pattern fill (LibreOffice mixes its colours into a solid one), a diagonal border and a
+names an Office default theme known here (``DEFAULT_THEMES``: 2007's, 2013's, 2016's); under another version only
+the RGB colours are put back. A pattern fill (LibreOffice mixes its colours into a solid one), a diagonal border and a
 gradient fill stay as LibreOffice wrote them. Every other byte stays as LibreOffice wrote it.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from docshift.engine import biff, sheet_objects
 from docshift.engine.embedding import PartEdit, edited, part_bytes, spliced
-from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, attempt
+from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, ThemeFont, attempt
 from docshift.engine.inventory.package import Package
 from docshift.engine.inventory.ppt_schemes import round_trip
 from docshift.engine.sheet_numbers import Styles, styles_part_of
@@ -42,11 +42,21 @@ FILL_FORE, FILL_BACK, TEXT = 4, 5, 13  # an XFEXT property's type: the fill's co
 SIDES = {7: "top", 8: "bottom", 9: "left", 10: "right"}  # and the borders' colours
 RGB, THEME = 2, 3  # a FullColorExt's xclrType
 SOLID, UNCHANGED = 1, "pattern"  # an XF's fill pattern (fls): solid; a colour of a pattern fill, left as it is
-OFFICE_2007 = 124226  # THEME's dwThemeVersion for Office 2007's default theme; 0: the theme's package follows
-# Office 2007's default theme, in SCHEME_SLOTS order
-OFFICE_2007_THEME = Palette("Office", (("000000", "windowText"), ("ffffff", "window"), ("1f497d", ""), ("eeece1", ""),
-                                        ("4f81bd", ""), ("c0504d", ""), ("9bbb59", ""), ("8064a2", ""), ("4bacc6", ""),
-                                        ("f79646", ""), ("0000ff", ""), ("800080", "")), False)
+# Office's default themes: their colours in SCHEME_SLOTS order, and their headings' and body's Latin fonts. 2013's
+# and 2016's differ in their blues' places: accent 1 lighter (5B9BD5) and accent 5 darker (4472C4) in 2013's, the other
+# way round in 2016's
+OFFICE_2007_THEME, OFFICE_2013_THEME, OFFICE_2016_THEME = (Palette("Office", tuple(
+    (colour, system) for colour, system in zip(colours.split(), ("windowText", "window") + ("",) * 10, strict=True)),
+    False, fonts=(ThemeFont(heading, 0, family), None, ThemeFont("Calibri", 0, 0x22), None))
+    for colours, heading, family in (
+        ("000000 ffffff 1f497d eeece1 4f81bd c0504d 9bbb59 8064a2 4bacc6 f79646 0000ff 800080", "Cambria", 0x12),
+        ("000000 ffffff 44546a e7e6e6 5b9bd5 ed7d31 a5a5a5 ffc000 4472c4 70ad47 0563c1 954f72", "Calibri Light", 0x22),
+        ("000000 ffffff 44546a e7e6e6 4472c4 ed7d31 a5a5a5 ffc000 5b9bd5 70ad47 0563c1 954f72", "Calibri Light", 0x22)))
+# THEME's dwThemeVersion ([MS-XLS] 2.4.326) where it names a default theme (0: the theme's package follows). The
+# specification names 124226 alone; the later versions are those Excel 2013 and later write, each matched to its
+# theme by the palette colours Excel chose for the accent colours of its built-in cell styles (docs/fidelity.md)
+DEFAULT_THEMES = {124226: OFFICE_2007_THEME, 153222: OFFICE_2013_THEME, 164011: OFFICE_2013_THEME,
+                  166925: OFFICE_2016_THEME}
 # a theme colour's index in SpreadsheetML, as an XFEXT gives it: light 1 first, then dark 1, light 2, dark 2
 THEME_ORDER = ("lt1", "dk1", "lt2", "dk2", "accent1", "accent2", "accent3", "accent4", "accent5", "accent6", "hlink",
                "folHlink")
@@ -132,23 +142,23 @@ def xf_colours(source: Path) -> dict[int, Wanted]:
 
 
 def workbook_theme(source: Path) -> Palette | None:
-    """The colours of the theme of the .xls ``source``: its THEME record's package's, or Office 2007's default theme
-    where the record names it; None where it has none, names another default theme, or its package does not read."""
+    """The colours of the theme of the .xls ``source``: its THEME record's package's, or the Office default theme
+    the record names; None where it has none, names a default theme not known here, or its package does not read."""
     package, package_end = bytearray(), -1  # the theme's package, and where the record that holds its last bytes ends
-    default = False
+    default = None
     for rec_type, sheet, data, body, end in biff.records(source, {BIFF_THEME, BIFF_CONTINUEFRT12}):
         if sheet is not None:
             continue
         if rec_type == BIFF_THEME and end - body >= 16:
             (version,) = struct.unpack_from("<I", data, body + 12)
-            default = version == OFFICE_2007
+            default = DEFAULT_THEMES.get(version)
             package[:], package_end = (data[body + 16:end], end) if version == 0 else (b"", -1)
         elif rec_type == BIFF_CONTINUEFRT12 and body - 4 == package_end:  # the package goes on right after it
             package += data[body + 12:end]
             package_end = end
     if package:
         return attempt(round_trip, bytes(package))  # a damaged package: None
-    return OFFICE_2007_THEME if default else None
+    return default
 
 
 def _named(book: Book, xf: int) -> tuple[str | None, str | None, str | None, dict[int, str | None]]:

@@ -41,6 +41,9 @@ RT_CSTRING, TEMPLATE_NAME, MAX_NAME = 0x0FBA, 2, 512
 THEME_PART = re.compile(r"theme/theme/theme\d*\.xml")
 MAX_THEME = 1 << 20  # bytes of a round-trip theme, packed or not; PowerPoint's are some 7-30 KB
 COLOUR_SCHEME, SRGB, SYSTEM = (f"{NS_A}{SEP}{local}" for local in ("clrScheme", "srgbClr", "sysClr"))
+# a theme's fonts as Palette.fonts lists them: (group, script) in order
+FONT_PLACES = tuple((f"{NS_A}{SEP}{group}", f"{NS_A}{SEP}{script}") for group in ("majorFont", "minorFont")
+                    for script in ("latin", "ea"))
 # the eight colours a theme holds as the scheme has them: slot -> the scheme's colour on a light, on a dark background
 BACKGROUND, TEXT, SHADOWS, TITLE, FILLS, ACCENT, HYPERLINK, FOLLOWED = range(8)
 SAME = {"accent1": (FILLS, FILLS), "accent2": (ACCENT, ACCENT), "hlink": (HYPERLINK, HYPERLINK),
@@ -109,7 +112,8 @@ def of_scheme(scheme: tuple[str, ...]) -> Palette:
 
 def round_trip(data: bytes) -> Palette | None:
     """The name and colours of the first colour scheme of the theme a RoundTripTheme12Atom's package holds, where
-    each colour is an RGB or a system colour with its last RGB; ``dark`` left False."""
+    each colour is an RGB or a system colour with its last RGB, and its font scheme's headings' and body's Latin and
+    East Asian fonts (None for one it leaves empty); ``dark`` left False."""
     with zipfile.ZipFile(io.BytesIO(data)) as package:
         found = [info for info in package.infolist() if THEME_PART.fullmatch(info.filename)]
         if not found or found[0].file_size > MAX_THEME:
@@ -118,9 +122,15 @@ def round_trip(data: bytes) -> Palette | None:
     name: list[str] = []
     colours: dict[str, tuple[str, str] | None] = {}
     open_slot: list[str] = []  # the slot whose colour comes next, inside the scheme
+    fonts: dict[tuple[str, str], ThemeFont | None] = {}
+    group = [""]  # the font group (majorFont, minorFont) open
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         local = tag.rpartition(SEP)[2]
+        if tag in (FONT_PLACES[0][0], FONT_PLACES[2][0]):
+            group[0] = tag
+        elif (group[0], tag) in FONT_PLACES and (group[0], tag) not in fonts:
+            fonts[group[0], tag] = _theme_font(attributes)
         if tag == COLOUR_SCHEME and not name:
             name.append(attributes.get("name", ""))
         elif len(name) == 1 and tag.startswith(NS_A + SEP) and local in SCHEME_SLOTS and local not in colours:
@@ -134,12 +144,27 @@ def round_trip(data: bytes) -> Palette | None:
     def end(tag: str) -> None:
         if tag == COLOUR_SCHEME and len(name) == 1:
             name.append("")  # the first scheme is read; any other (extraClrSchemeLst) is not
+        elif tag == group[0]:
+            group[0] = ""
 
     ooxml.stream((xml,), THEME_PART.pattern, start, end, unreadable=Unreadable)
     listed = [colours.get(slot) for slot in SCHEME_SLOTS]
     if not name or any(colour is None for colour in listed):
         return None
-    return Palette(name[0], tuple(colour for colour in listed if colour is not None), False)
+    return Palette(name[0], tuple(colour for colour in listed if colour is not None), False,
+                   fonts=tuple(fonts.get(place) for place in FONT_PLACES))
+
+
+def _theme_font(attributes: dict[str, str]) -> ThemeFont | None:
+    """A font scheme's ``a:latin`` or ``a:ea`` (CT_TextFont: charset 1 and pitchFamily 0 where left out); None where
+    its typeface is empty or a value does not read."""
+    try:
+        charset, pitch_family = int(attributes.get("charset", "1")), int(attributes.get("pitchFamily", "0"))
+    except ValueError:
+        return None
+    typeface = attributes.get("typeface", "")
+    return ThemeFont(typeface, charset, pitch_family) if typeface and -128 <= charset < 128 \
+        and -128 <= pitch_family < 128 else None
 
 
 def _pitch_family(value: int) -> int:
