@@ -1,38 +1,35 @@
 """What LibreOffice's OOXML export drops of a legacy file, written back into its result from the legacy file.
 
-LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an object
-whose server it does not know (a packaged file) on a slide or in a text as its picture only (``objects``,
-``sheet_objects``, ``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its
-gallery is shut); it writes a comment's text on a slide unescaped (``slide_comments``), a table cell's margins
-where PowerPoint does not read them (``slide_cells``); it drops the verbs objects run in the show and the macros
-buttons run (``slide_actions``), and when a slide with no transition effect moves on
-(``slide_timings``), writes a link's colour where PowerPoint does not show it (``slide_link_colours``), its own
-theme's colours in place of the deck's (``slide_schemes``), no text's shadow (``text_shadows``), a master
-without its text styles (``master_styles``) and a deck without its "don't show on title slide" and right-to-left
-flags (``presentation_flags``); it
-writes a sheet's form controls as shapes of no size (``form_controls``), its ActiveX controls not at all
-(``sheet_activex``), its shapes without the macros they run (``shape_macros``), and it loses a cell's hyperlink
-where the cell shows no text (``sheet_links``) and a line in a group (``sheet_lines``); its import forgets how the
-first sheet shows, which sheet the workbook opens on (``sheet_views``) and how it calculates (``workbook_calc``),
-it unhides what only a macro may and drops the recommendation to open read-only (``workbook_access``), and
-prints comments at the end and sheets in colour where the .xls says otherwise, and other margins
-(``sheet_printing``), flags the errors its author told Excel to ignore (``sheet_errors``), loses Excel 2007's colour
-scales, data bars and icon sets (``sheet_formats``) and where an outline's summaries are (``sheet_outlines``), sets the
-number formats of some cells to General (``sheet_numbers``) and the font of East Asian text to its own fallback
-(``sheet_fonts``), drops the "keep as text" prefix of cells typed as text (``sheet_quotes``), merges cells centred
-across selection (``sheet_across``), measures an Excel 95 workbook's rows again (``sheet_heights``), drops its
-tables (``sheet_list_tables``), writes the nearest palette colour for a colour of Excel 2007's (``sheet_colours``)
-and its own theme for the workbook's (``sheet_theme``), and its export the
-code names that bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data
-validation over whole columns short (``sheet_validations``), writes a data table and a DDE link as functions Excel has
-not (``sheet_tables``, ``sheet_dde``) and a name whose formula is an error constant with no formula
-(``sheet_name_errors``), and a chart sheet as a worksheet holding its chart (``chart_sheets``, after the other
-mends of a workbook); a text's form fields lose the bookmarks that name them (``form_bookmarks``) and their default
-texts, formats, help texts and macros (``form_fields``), and the text its template (``word_template``); and it writes
-some of a text's properties out of their schema's order, dates that are none, shape types that are names and VML
-attributes VML has not (``word_schema``, which runs last). Every one of its imports drops the custom XML parts of a
-file's data store (``custom_xml``), and every export writes a link to a file on a drive letter relative to the
-folder it converted in (``drive_paths``).
+LibreOffice gives objects on different slides one part, writes no OLE object of a spreadsheet, and loads an object whose
+server it does not know (a packaged file) on a slide or in a text as its picture only (``objects``, ``sheet_objects``,
+``word_objects``); a presentation's sounds come from the legacy file (``slide_sounds``: its gallery is shut); it writes
+a comment's text on a slide unescaped (``slide_comments``), a table cell's margins where PowerPoint does not read them
+(``slide_cells``); it drops the verbs objects run in the show and the macros buttons run (``slide_actions``), and when a
+slide with no transition effect moves on (``slide_timings``), writes a link's colour where PowerPoint does not show it
+(``slide_link_colours``), its own theme's colours in place of the deck's (``slide_schemes``), no text's shadow
+(``text_shadows``), a master without its text styles (``master_styles``) and a deck without its "don't show on title
+slide" and right-to-left flags (``presentation_flags``); it writes a sheet's form controls as shapes of no size
+(``form_controls``), its ActiveX controls not at all (``sheet_activex``), its shapes without the macros they run
+(``shape_macros``), and it loses a cell's hyperlink where the cell shows no text (``sheet_links``) and a line in a group
+(``sheet_lines``); its import forgets how the first sheet shows and what it has selected, which sheet the workbook opens
+on (``sheet_views``) and how it calculates (``workbook_calc``), it unhides what only a macro may and drops the
+recommendation to open read-only (``workbook_access``), and prints comments at the end and sheets in colour where the
+.xls says otherwise, and other margins (``sheet_printing``), flags the errors its author told Excel to ignore
+(``sheet_errors``), loses Excel 2007's colour scales, data bars and icon sets (``sheet_formats``) and where an outline's
+summaries are (``sheet_outlines``), sets the number formats of some cells to General (``sheet_numbers``) and the font of
+East Asian text to its own fallback (``sheet_fonts``), drops the "keep as text" prefix of cells typed as text
+(``sheet_quotes``), merges cells centred across selection (``sheet_across``), measures an Excel 95 workbook's rows again
+(``sheet_heights``), drops its tables (``sheet_list_tables``), writes the nearest palette colour for a colour of Excel
+2007's (``sheet_colours``) and its own theme for the workbook's (``sheet_theme``), and its export the code names that
+bind the VBA project's modules to the workbook and its sheets (``sheet_codenames``), cuts a data validation over whole
+columns short (``sheet_validations``), writes a data table and a DDE link as functions Excel has not (``sheet_tables``,
+``sheet_dde``) and a name whose formula is an error constant with no formula (``sheet_name_errors``), and a chart sheet
+as a worksheet holding its chart (``chart_sheets``, after the other mends of a workbook); a text's form fields lose the
+bookmarks that name them (``form_bookmarks``) and their default texts, formats, help texts and macros (``form_fields``),
+and the text its template (``word_template``); and it writes some of a text's properties out of their schema's order,
+dates that are none, shape types that are names and VML attributes VML has not (``word_schema``, which runs last). Every
+one of its imports drops the custom XML parts of a file's data store (``custom_xml``), and every export writes a link to
+a file on a drive letter relative to the folder it converted in (``drive_paths``).
 Each mend reads only what a file holds: one that holds none of what it puts back costs nothing (the code names are
 read for a workbook whose result keeps its VBA project, the validations' ranges for one whose result holds
 validations, the bookmarks' names for a text whose result has form fields).
@@ -116,7 +113,7 @@ def mend(result: Path, source: Path, kind: str, holds: Inventory, keep_macros: b
         sheet_links.mend(result, kind, holds.links) + \
         sheet_lines.mend(result, source, kind, holds.where.get("shapes", [])) + \
         slide_timings.mend(result, source, kind, holds.advances) + \
-        sheet_views.mend(result, kind, holds.views, holds.window) + \
+        sheet_views.mend(result, kind, holds.views, holds.window, holds.selections) + \
         sheet_codenames.mend(result, source, kind, keep_macros) + \
         slide_link_colours.mend(result, source, kind, counts.get("hyperlinks")) + \
         slide_schemes.mend(result, source, kind, holds.palettes) + \

@@ -6,12 +6,15 @@ and which sheet is selected and shown. LibreOffice 25.2 without a window (as a c
 every sheet but the first, which comes out as a new sheet shows (100 %, gridlines on, no frozen panes), and it opens
 the workbook on the first sheet whatever sheet the .xls showed: of 685 workbooks of POI's, LibreOffice's and the
 corpus's, 108 lost their first sheet's zoom, hidden gridlines or frozen header rows, and 72 the sheet they opened
-on. Its export of the same sheets from an .xlsx keeps all of it.
+on. Its export of the same sheets from an .xlsx keeps all of it. It forgets the first sheet's selected cells too
+(SELECTION records, one a pane: the active cell and the ranges selected), and the sheet opens on A1: of the 60
+workbooks of unseen set 32 whose first sheet selects another cell, 38 lost it. It keeps the other sheets', but
+where a sheet holds a chart or a custom view it adds their selections to the sheet's own.
 
 ``mend`` gives each sheet's ``sheetView`` what the legacy file's view holds (``Inventory.views``, read by xlrd with
-the cells) where LibreOffice wrote something else, a frozen ``pane`` where the sheet has none, and the workbook's
-``workbookView`` the shown sheet as its ``activeTab``. What LibreOffice wrote as the .xls has it stays byte for
-byte.
+the cells) where LibreOffice wrote something else, a frozen ``pane`` where the sheet has none, its panes' selections
+(``Inventory.selections``) where they differ, and the workbook's ``workbookView`` the shown sheet as its
+``activeTab``. What LibreOffice wrote as the .xls has it stays byte for byte.
 """
 
 from collections.abc import Iterator
@@ -19,14 +22,16 @@ from pathlib import Path
 from xml.parsers import expat
 
 from docshift.engine import ooxml, sheet_objects
-from docshift.engine.embedding import PartEdit, edited
-from docshift.engine.inventory.common import View
+from docshift.engine.embedding import PartEdit, edited, spliced
+from docshift.engine.inventory.common import Selection, View
 from docshift.engine.inventory.package import NS_S, SEP, Package
-from docshift.engine.sheet_objects import cell_name
+from docshift.engine.sheet_objects import cell_name, sqref
 from docshift.engine.sheet_skeleton import without_cells, without_names
 
-SHEET_VIEW, PANE, WORKBOOK_VIEW = (f"{NS_S}{SEP}{local}" for local in ("sheetView", "pane", "workbookView"))
+SHEET_VIEW, PANE, WORKBOOK_VIEW, SELECTION = (f"{NS_S}{SEP}{local}" for local in
+                                              ("sheetView", "pane", "workbookView", "selection"))
 PANES = {0: "bottomRight", 1: "topRight", 2: "bottomLeft", 3: "topLeft"}  # by PANE's pnnAct
+PANE_SPLITS = {3: (False, False), 1: (False, True), 2: (True, False), 0: (True, True)}  # (below rows, right of columns)
 TRUE = {"true", "1"}
 VIEW_DEFAULTS = {"tabRatio": "600"}  # CT_BookView's defaults but 0
 # CT_SheetView's defaults: an attribute the view leaves at its default need not be written
@@ -35,22 +40,26 @@ DEFAULTS = {"showGridLines": "true", "showZeros": "true", "showRowColHeaders": "
             "topLeftCell": "A1"}
 
 
-def mend(result: Path, kind: str, views: dict[str, View], window: dict[str, str] | None = None) -> int:
-    """Give the sheets of ``result`` (LibreOffice's export of an .xls) the ``views`` ({sheet name: its view}) of the
-    legacy file's where they differ, and the workbook the sheet it shows and its ``window`` (workbookView's
-    attributes: where the window is, its size, the first tab shown, the tabs' share of the scroll bar). Returns how
-    many parts were given theirs (0: the file is untouched). Never raises for what the file holds."""
-    if kind != "xls" or not (views or window):
+def mend(result: Path, kind: str, views: dict[str, View], window: dict[str, str] | None = None,
+         selections: dict[str, list[Selection]] | None = None) -> int:
+    """Give the sheets of ``result`` (LibreOffice's export of an .xls) the ``views`` ({sheet name: its view}) and
+    the ``selections`` ({sheet name: its panes' selections}) of the legacy file's where they differ, and the
+    workbook the sheet it shows and its ``window`` (workbookView's attributes: where the window is, its size, the
+    first tab shown, the tabs' share of the scroll bar). Returns how many parts were given theirs (0: the file is
+    untouched). Never raises for what the file holds."""
+    if kind != "xls" or not (views or window or selections):
         return 0
-    return _mend(result, {name[:31]: view for name, view in views.items()}, window or {})
+    return _mend(result, {name[:31]: view for name, view in views.items()}, window or {},
+                 {name[:31]: found for name, found in (selections or {}).items()})
 
 
-def _mend(result: Path, views: dict[str, View], window: dict[str, str]) -> int:
+def _mend(result: Path, views: dict[str, View], window: dict[str, str], selections: dict[str, list[Selection]]) -> int:
     def parts(package: Package) -> Iterator[tuple[str, PartEdit]]:
         sheets = sheet_objects.worksheets(package)
         for _, name, part in sheets:
-            if name in views and _differs(package, part, views[name]):
-                yield part, _showing(views[name])
+            view, selected = views.get(name), selections.get(name, [])
+            if (view is not None or selected) and _differs(package, part, view, selected):
+                yield part, _showing(view, selected)
         shown = [index - 1 for index, name, _ in sheets if name in views and views[name].shown]
         wanted = {key: value for key, value in window.items() if key not in ("windowWidth", "windowHeight")
                   or value != "0"}
@@ -64,23 +73,29 @@ def _mend(result: Path, views: dict[str, View], window: dict[str, str]) -> int:
     return edited(result, parts, "the sheets' views of %s stay as LibreOffice wrote them: %r")
 
 
-def _differs(package: Package, part: str, view: View) -> bool:
-    """Whether the worksheet ``part`` shows otherwise than ``view``, read up to its first ``sheetView``'s end (a
-    sheet's cells, which follow, are not read): where that does not tell, the whole part will."""
+def _differs(package: Package, part: str, view: View | None, selections: list[Selection]) -> bool:
+    """Whether the worksheet ``part`` shows otherwise than ``view`` and ``selections``, read up to its first
+    ``sheetView``'s end (a sheet's cells, which follow, are not read): where that does not tell, the whole part
+    will."""
     head = b""
     for chunk in package.chunks(part):
         head += chunk
         if b"</sheetView>" in head or b"<sheetData" in head:
             break
     try:
-        return viewed(head, part, view) != head
+        return _shown(head, part, view, selections) != head
     except ooxml.Unreadable:
         return True
 
 
-def _showing(view: View) -> PartEdit:
-    """The edit of a worksheet part that shows it as ``view`` (``viewed``)."""
-    return without_cells(lambda data, part: (viewed(data, part, view), 1))
+def _showing(view: View | None, selections: list[Selection]) -> PartEdit:
+    """The edit of a worksheet part that shows it as ``view`` (``viewed``) with ``selections`` (``selected``)."""
+    return without_cells(lambda data, part: (_shown(data, part, view, selections), 1))
+
+
+def _shown(data: bytes, part: str, view: View | None, selections: list[Selection]) -> bytes:
+    written = data if view is None else viewed(data, part, view)
+    return selected(written, part, selections) if selections else written
 
 
 def _opening(wanted: dict[str, str]) -> PartEdit:
@@ -150,6 +165,95 @@ def viewed(data: bytes, part: str, view: View) -> bytes:
         qualified = ooxml.start_tag(data, at, part)[0]
         return data[:at] + tag + b">" + pane + b"</" + qualified + b">" + data[tag_end.end():]
     return data[:at] + tag + data[tag_done:tag_end.end()] + pane + data[tag_end.end():]
+
+
+def selected(data: bytes, part: str, selections: list[Selection]) -> bytes:
+    """The worksheet part ``part`` (``data``) whose first ``sheetView`` has ``selections`` in place of those it has,
+    where they differ; a selection of a pane the view has not (its ``pane`` splits no rows or columns) is left out."""
+    view = _children(data, part)
+    if view is None:
+        return data
+    at, stop, children = view
+    split = {key: value for tag, start, _, attributes in children if tag == PANE
+             for key, value in attributes.items() if key in ("xSplit", "ySplit")}
+    present = {pane for pane, (rows, columns) in PANE_SPLITS.items()
+               if (not rows or _value_of(split, "ySplit")) and (not columns or _value_of(split, "xSplit"))}
+    wanted = [found for found in selections if found.pane in present]
+    written = [(attributes.get("pane", "topLeft"), attributes.get("activeCell", "A1"),
+                attributes.get("activeCellId", "0"), attributes.get("sqref", "A1"))
+               for tag, _, _, attributes in children if tag == SELECTION]
+    if not wanted or written == [(PANES[found.pane], cell_name(*found.active), str(found.active_range),
+                                  sqref(found.ranges)) for found in wanted]:
+        return data
+    prefix = ooxml.prefix(data, at, part)
+    xml = "".join(f'<{prefix}selection{_pane_of(found)} activeCell="{cell_name(*found.active)}" '
+                  f'activeCellId="{found.active_range}" sqref="{sqref(found.ranges)}"/>' for found in wanted).encode()
+    kept = [(start, end) for tag, start, end, _ in children if tag == SELECTION]
+    place = kept[0][0] if kept else next((end for tag, _, end, _ in children if tag == PANE), None)
+    if place is None:  # no pane nor selection: the first child, or the view's end
+        place = children[0][1] if children else stop
+    edits = [(start, end, b"") for start, end in kept] + [(place, place, xml)]
+    if stop < 0:  # <sheetView .../>: opened, given its selections, and closed
+        qualified, tag_end, _ = ooxml.start_tag(data, at, part)
+        return data[:tag_end.start()] + b">" + xml + b"</" + qualified + b">" + data[tag_end.end():]
+    return spliced(data, edits)
+
+
+def _pane_of(found: Selection) -> str:
+    """A ``selection``'s ``pane`` attribute: none for the top left pane, its default."""
+    return "" if found.pane == 3 else f' pane="{PANES[found.pane]}"'
+
+
+def _children(data: bytes, part: str) -> tuple[int, int, list[tuple[str, int, int, dict[str, str]]]] | None:
+    """(where the first ``sheetView``'s start tag is, where its end tag is (-1 for an empty element), each child
+    (tag, where it starts, where it ends, its attributes)) of the worksheet part ``part`` (``data``); None without a
+    view."""
+    found: list[int] = []
+    children: list[tuple[str, int, int, dict[str, str]]] = []
+    depth, view_depth, stop = 0, -1, -1
+    open_child: list[tuple[str, int, dict[str, str]]] = []
+
+    def start(tag: str, attributes: dict[str, str]) -> None:
+        nonlocal depth, view_depth
+        depth += 1
+        if tag == SHEET_VIEW and not found:
+            found.append(reader.CurrentByteIndex)
+            view_depth = depth
+        elif found and depth == view_depth + 1 and stop < 0:
+            open_child[:] = [(tag, reader.CurrentByteIndex, attributes)]
+
+    def end(tag: str) -> None:
+        nonlocal depth, stop
+        if found and depth == view_depth + 1 and open_child and stop < 0:
+            child, at, attributes = open_child.pop()
+            children.append((child, at, ooxml.element_end(data, at, reader.CurrentByteIndex, part), attributes))
+        elif found and depth == view_depth and stop < 0:
+            stop = reader.CurrentByteIndex
+        depth -= 1
+
+    reader = ooxml.parser(part, ooxml.Unreadable, start, end)
+    try:
+        for offset in range(0, len(data), ooxml.CHUNK):
+            reader.Parse(data[offset:offset + ooxml.CHUNK], False)
+            if stop >= 0:
+                break
+        else:
+            reader.Parse(b"", True)
+    except expat.ExpatError as error:
+        raise ooxml.Unreadable(f"{part}: {error}") from error
+    if not found:
+        return None
+    if stop >= 0 and ooxml.start_tag(data, found[0], part)[1].group().endswith(b"/>"):
+        stop = -1
+    return found[0], stop, children
+
+
+def _value_of(attributes: dict[str, str], key: str) -> bool:
+    """Whether a split's ``key`` attribute is a number above 0."""
+    try:
+        return float(attributes.get(key, "0")) > 0
+    except ValueError:
+        return False
 
 
 def _attributes(view: View) -> dict[str, str]:

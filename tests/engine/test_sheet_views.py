@@ -11,7 +11,7 @@ from conftest import ROOT
 from conftest import _soffice_save as soffice
 
 from docshift.engine import convert, inventory, sheet_views
-from docshift.engine.inventory.common import View
+from docshift.engine.inventory.common import Selection, View
 from docshift.engine.inventory.package import NS_S
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "xls"
@@ -141,3 +141,47 @@ def test_a_first_tab_the_result_has_not_is_left_out(tmp_path):
     assert sheet_views.mend(result, "xls", {}, {"firstSheet": "3", "tabRatio": "750", "windowWidth": "0"}) == 1
     view = workbook_view(result)
     assert view["tabRatio"] == "750" and view.get("firstSheet", "0") == "0" and view["windowWidth"] == "16384"
+
+
+def selections(path):
+    """{sheet title: [(pane, active cell, the ranges selected)] of its view} of the workbook at ``path``, from its
+    XML (openpyxl keeps one selection a view)."""
+    found = {}
+    with zipfile.ZipFile(path) as package:
+        titles = re.findall(r'<sheet name="([^"]*)"', package.read("xl/workbook.xml").decode())
+        for index, title in enumerate(titles, 1):
+            view = package.read(f"xl/worksheets/sheet{index}.xml").decode().split("</sheetViews>")[0]
+            found[title] = [(re.search(r'pane="(\w+)"', tag)[1] if "pane=" in tag else "topLeft",
+                             re.search(r'activeCell="(\w+)"', tag)[1], re.search(r'sqref="([^"]+)"', tag)[1])
+                            for tag in re.findall(r"<selection\b[^>]*/>", view)]
+    return found
+
+
+def test_each_sheet_keeps_its_selected_cells(office, tmp_path):
+    """Excel opens each sheet with the cells its author left selected (SELECTION records, one a pane). LibreOffice's
+    import forgets the first sheet's, as it forgets its view: a plain soffice opens ``46137.xls``'s dashboard on A1
+    where Excel shows E46. docshift's result selects what the .xls does on every sheet: a cell, whole rows (rows
+    1-6 of the second sheet, to Excel 2007's last column), a range; and in each of the four panes a frozen view
+    makes (``SubtotalsNested.xls``, C15 in the bottom right one)."""
+    plain = selections(soffice(CORPUS / "46137.xls", "xlsx", tmp_path / "plain"))
+    assert plain["EntityDistributionDashboard"] == [("topLeft", "A1", "A1")]
+    ours = selections(convert.convert(office, CORPUS / "46137.xls", "xls", tmp_path / "work", 60).path)
+    assert ours["EntityDistributionDashboard"] == [("topLeft", "E46", "E46")]
+    assert ours["Metadata"] == [("topLeft", "A1", "A1:XFD6")] and ours["Datasheet1"] == [("topLeft", "C30", "A1:C30")]
+    frozen = selections(convert.convert(office, CORPUS / "SubtotalsNested.xls", "xls", tmp_path / "frozen", 60).path)
+    assert frozen["Tabelle1"] == [("topLeft", "A1", "A1"), ("topRight", "H1", "H1"), ("bottomLeft", "A38", "A38"),
+                                  ("bottomRight", "C15", "C15")]
+
+
+def test_a_selection_is_written_where_it_differs_only():
+    """``selected`` leaves a view that already selects what the .xls does byte for byte, drops a selection of a pane
+    the view does not make, and opens an empty view to give it its selection."""
+    cell = [Selection(3, (4, 2), 0, ((4, 4, 2, 2),)), Selection(0, (9, 9), 0, ((9, 9, 9, 9),))]
+    same = (f'<worksheet xmlns="{NS_S}"><sheetViews><sheetView workbookViewId="0"><selection activeCell="C5" '
+            'activeCellId="0" sqref="C5"/></sheetView></sheetViews><sheetData/></worksheet>').encode()
+    assert sheet_views.selected(same, "sheet1.xml", cell) == same
+    other = same.replace(b"C5", b"A1")
+    assert sheet_views.selected(other, "sheet1.xml", cell) == same
+    empty = (f'<worksheet xmlns="{NS_S}"><sheetViews><sheetView workbookViewId="0"/></sheetViews><sheetData/>'
+             '</worksheet>').encode()
+    assert sheet_views.selected(empty, "sheet1.xml", cell) == same

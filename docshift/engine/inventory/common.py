@@ -112,6 +112,17 @@ class View(NamedTuple):
     frozen: tuple[int, int, int, int, int] | None
 
 
+class Selection(NamedTuple):
+    """What a pane of an .xls sheet has selected (a SELECTION record, [MS-XLS] 2.4.248): the pane (PANE's pnn: 3 the
+    top left, 1 the top right, 2 the bottom left, 0 the bottom right), the active cell (row, column, 0-based), which
+    of the ranges holds it, and the ranges (first and last row, first and last column; a whole row or column reaches
+    to the end of an Excel 2007 sheet)."""
+    pane: int
+    active: tuple[int, int]
+    active_range: int
+    ranges: tuple[tuple[int, int, int, int], ...]
+
+
 class Ignored(NamedTuple):
     """Cells of an .xls sheet whose errors Excel is not to flag (a FEAT record of ISFFEC2): their ranges (first and
     last row, first and last column, 0-based) and the checks, as ``ignoredError`` names them
@@ -192,6 +203,8 @@ class Inventory:
     advances: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     # an .xls's: {sheet name: its view}, where a sheet's view is not Excel's default or the sheet shown not the first
     views: dict[str, View] = field(default_factory=dict)
+    # an .xls's: {sheet name: what each of its panes has selected}, where that is not the first cell alone
+    selections: dict[str, list[Selection]] = field(default_factory=dict)
     # an .xls's: the attributes of calcPr where it calculates by hand or shows R1C1 references ({"calcMode": "manual"})
     calculation: dict[str, str] = field(default_factory=dict)
     # an .xls's: the sheets only a macro unhides, and the attributes of fileSharing where it asks to be opened

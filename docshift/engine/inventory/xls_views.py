@@ -4,14 +4,24 @@ keeps out of Excel's menus (``Inventory.very_hidden``), whether it asks to be op
 (``Inventory.sharing``) and whether its structure or windows are protected (``Inventory.protection``), how its sheets
 print (``Inventory.printing``), which of their cells' errors Excel is not to flag (``Inventory.ignored``), their
 conditional formats of Excel 2007 (``Inventory.scales``) and where their outlines' summary rows and columns are
-(``Inventory.outlines``); and its DDE links (``Inventory.dde``)."""
+(``Inventory.outlines``) and what their panes have selected (``Inventory.selections``); and its DDE links
+(``Inventory.dde``)."""
 
 import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from docshift.engine.inventory import xls_formats
-from docshift.engine.inventory.common import DdeItem, DdeLink, Ignored, Inventory, Scale, View, biff_string
+from docshift.engine.inventory.common import (
+    DdeItem,
+    DdeLink,
+    Ignored,
+    Inventory,
+    Scale,
+    Selection,
+    View,
+    biff_string,
+)
 
 # Excel's view of a sheet, but for its tabs' state and the zoom of a page break preview it does not show
 PLAIN_VIEW = View(100, 0, False, True, True, True, False, False, False, False, (0, 0), None)
@@ -40,8 +50,11 @@ NO_PRINTER_SETTINGS, PRINTER_SETTINGS = 0x0004, ("paperSize", "scale", "horizont
 ERRORS = {1: "blank", 2: "dash", 3: "NA"}  # Setup's iErrors: how a cell's error prints, but as shown (0)
 BIFF_FEAT, ISFFEC2 = 0x0868, 3  # a shared feature, of the kind that tells which errors not to flag
 BIFF_WSBOOL, APPLY_STYLES, ROWS_BELOW, COLUMNS_RIGHT = 0x0081, 0x0020, 0x0040, 0x0080  # WsBool's fApplyStyles...
+# a sheet's SELECTION ([MS-XLS] 2.4.248); the last row a BIFF8 and a BIFF5 range can name, and the last column
+BIFF_SELECTION, LAST_ROWS, LAST_COLUMN = 0x001D, {True: 0xFFFF, False: 0x3FFF}, 0xFF
+FIRST_CELL = [Selection(3, (0, 0), 0, ((0, 0, 0, 0),))]  # what a new sheet has selected
 SHEET_RECORDS = {BIFF_SETUP, BIFF_FEAT, xls_formats.BIFF_CONDFMT12, xls_formats.BIFF_CF12, xls_formats.BIFF_CONDFMT,
-                 xls_formats.BIFF_CFEX, BIFF_WSBOOL, *MARGINS}
+                 xls_formats.BIFF_CFEX, BIFF_WSBOOL, BIFF_SELECTION, *MARGINS}
 # FFErrorCheck's bits, as ignoredError names them
 CHECKS = ("evalError", "emptyCellReference", "numberStoredAsText", "formulaRange", "formula", "twoDigitTextYear",
           "unlockedFormula", "listDataValidation")
@@ -60,6 +73,7 @@ class Settings:
     ranges: dict[str, tuple[tuple[int, int, int, int], ...]] = field(default_factory=dict)
     protection: dict[str, str] = field(default_factory=dict)  # the workbook's, as its globals' records say it
     authors: dict[str, dict[str, str]] = field(default_factory=dict)  # {sheet: {cell: its note's author}}
+    selections: dict[str, list[Selection]] = field(default_factory=dict)  # {sheet: its panes' selections}
     window: dict[str, str] = field(default_factory=dict)  # workbookView's attributes, as the first WINDOW1 says
     links: list[DdeLink | None] = field(default_factory=list)  # each SUPBOOK's DDE link (None: of another kind)
     biff8: bool = True  # whether the workbook is BIFF8 (BIFF5 keeps its DDE links in EXTERNSHEET records, not read)
@@ -71,6 +85,7 @@ class Settings:
         locked = self.protection.keys() - {PROTECTION[rec_type] for rec_type in PASSWORDS}
         inventory.protection = dict(self.protection) if locked else {}
         inventory.window = self.window
+        inventory.selections = {sheet: found for sheet, found in self.selections.items() if found != FIRST_CELL}
         inventory.dde = [link for link in self.links if link is not None and link.items]
         inventory.where["dde_links"] = [f"{link.service}|{link.topic}!{item.name}"
                                         for link in inventory.dde for item in link.items if not item.ole]
@@ -129,6 +144,10 @@ def sheet_record(rec_type: int, body: bytes, sheet: str, settings: Settings) -> 
         settings.ignored.setdefault(sheet, []).append(ignoring)
     elif rec_type == BIFF_WSBOOL and len(body) >= 2 and (found := outline(body)):
         settings.outlines[sheet] = found
+    elif rec_type == BIFF_SELECTION and len(body) >= 9:  # a pane's first: Excel writes one a pane
+        panes = settings.selections.setdefault(sheet, [])
+        if (chosen := selection(body, settings.biff8)).pane not in {known.pane for known in panes}:
+            panes.append(chosen)
     elif rec_type == xls_formats.BIFF_CONDFMT12:
         settings.ranges[sheet] = xls_formats.ranges(body) if len(body) >= 26 else ()
     elif rec_type in (xls_formats.BIFF_CONDFMT, xls_formats.BIFF_CFEX):
@@ -207,6 +226,21 @@ def ignored(body: bytes) -> Ignored | None:
     flags = struct.unpack_from("<I", body, 27 + 8 * count)[0]
     checks = tuple(name for bit, name in enumerate(CHECKS) if flags >> bit & 1)
     return Ignored(ranges, checks) if ranges and checks else None
+
+
+def selection(body: bytes, biff8: bool) -> Selection:
+    """What a SELECTION record (``body``, of at least 9 bytes) says a pane has selected: a range that spans the
+    .xls's rows or columns spans Excel 2007's, as a whole row or column; the active cell alone where no range is
+    given."""
+    pane, row, column, active, count = struct.unpack_from("<BHHHH", body)
+    ranges = []
+    for index in range(min(count, (len(body) - 9) // 6)):
+        first, last, left, right = struct.unpack_from("<HHBB", body, 9 + 6 * index)
+        ranges.append((first, 1_048_575 if first == 0 and last == LAST_ROWS[biff8] else last, left,
+                       16_383 if left == 0 and right == LAST_COLUMN else right))
+    if not ranges:
+        ranges, active = [(row, row, column, column)], 0
+    return Selection(pane, (row, column), active if active < len(ranges) else 0, tuple(ranges))
 
 
 def outline(body: bytes) -> dict[str, str]:
