@@ -19,7 +19,11 @@ evaluate) or 4 (JExcelAPI), and write no RECALCID record, which Excel and LibreO
 marked formula's result is a placeholder in a file without a RECALCID, and a 0 in any file. (Excel
 marks volatile formulas and LibreOffice its data tables so too, with the results they calculated:
 those stay.) ``settled`` leaves those cells out of the source's inventory: LibreOffice's result
-stays, and the report does not compare them.
+stays, and the report does not compare them. OpenOffice.org's Calc marked every formula to be
+calculated on load too, and wrote no RECALCID, but stored the results it calculated: a file
+without a RECALCID whose marked formulas store several numbers other than 0 (``PLACEHOLDERS``)
+was calculated, and its results go back, 0 as well (a FlightGear workbook's 3,370 results of
+functions its macros defined, which LibreOffice calculates as #NAME?).
 """
 
 import dataclasses
@@ -55,6 +59,9 @@ SHEET_DATA_EMPTY = re.compile(rb"<sheetData\s*/>")
 
 BIFF_FORMULA, BIFF_UNCALCED, BIFF_RECALCID = 0x0006, 0x005E, 0x01C1
 CALCULATED_ON_LOAD = 0x0003  # a FORMULA record's fAlwaysCalc, and the bit beside it (Apache POI's mark)
+# a writer that calculates nothing stores one placeholder for every number (0, or JExcelAPI's 4): marked formulas
+# that store this many numbers other than 0 were calculated, whether or not the file has a RECALCID
+PLACEHOLDERS = 3
 
 
 def settled(path: Path, source: inventory.Inventory,
@@ -68,25 +75,33 @@ def settled(path: Path, source: inventory.Inventory,
         return source, found
     again: dict[str, set[bytes]] = {}
     engine = False  # whether a calculation engine wrote the file (its RECALCID, in the globals)
+    marked: list[tuple[str, bytes, Any]] = []  # the cells of ``found`` whose FORMULA is marked, with their results
+    results: set[float] = set()  # the numbers other than 0 that the marked FORMULA records of the file store
     try:
         for record, sheet, data, body, end in biff.records(path, {BIFF_FORMULA, BIFF_UNCALCED, BIFF_RECALCID}):
             engine = engine or record == BIFF_RECALCID
             name = (sheet or "")[:inventory.SHEET_NAME_LIMIT]
             wanted = found.get(name) if sheet is not None else None
-            if wanted is None:
-                continue
-            if record == BIFF_UNCALCED:
-                again.setdefault(name, set()).update(wanted)
-            elif end - body >= 16 and struct.unpack_from("<H", data, body + 14)[0] & CALCULATED_ON_LOAD:
+            if record == BIFF_FORMULA and end - body >= 16 and \
+                    struct.unpack_from("<H", data, body + 14)[0] & CALCULATED_ON_LOAD:
+                if len(results) < PLACEHOLDERS and struct.unpack_from("<H", data, body + 12)[0] != 0xFFFF and \
+                        (number := struct.unpack_from("<d", data, body + 6)[0]) != 0:  # not a string or an error
+                    results.add(number)
                 row, column = struct.unpack_from("<HH", data, body)
                 ref = sheet_objects.cell_name(row, column).encode()
-                if ref in wanted and (not engine or (isinstance(wanted[ref], float) and wanted[ref] == 0)):
-                    again.setdefault(name, set()).add(ref)
+                if wanted is not None and ref in wanted:
+                    marked.append((name, ref, wanted[ref]))
+            elif record == BIFF_UNCALCED and wanted is not None:
+                again.setdefault(name, set()).update(wanted)
     except Unreadable:
         return source, found
     except ERRORS as error:
         log.warning("the formulas of %s that Excel calculates on load are unknown: %r", path, error)
         return source, found
+    calculated = not engine and len(results) >= PLACEHOLDERS  # by a program that writes no RECALCID
+    for name, ref, value in marked:
+        if not (engine or calculated) or (engine and isinstance(value, float) and value == 0):
+            again.setdefault(name, set()).add(ref)
     if not again:
         return source, found
     cells = {sheet: {ref: value for ref, value in held.items()

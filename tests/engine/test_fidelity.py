@@ -503,3 +503,37 @@ def test_result_macros_that_cannot_be_read_are_a_named_loss(office, tmp_path):
     assert fidelity["complete"] is False
     assert [(loss["what"], loss["detail"]) for loss in fidelity["lost"]] == \
         [("macros", "the VBA modules could not be read in the result")]
+
+
+def test_results_a_program_calculated_without_a_recalcid_are_kept(office, tmp_path):
+    """OpenOffice.org's Calc marked every formula it wrote to an .xls to be calculated on load and wrote no RECALCID,
+    as writers that calculate nothing do, but stored the results it calculated (a FlightGear workbook's 3,370 results
+    of functions its macros defined, which LibreOffice calculates as #NAME?). Marked formulas that store several
+    numbers other than 0 were calculated: each result goes back, 0 too, where LibreOffice calculates another."""
+    import xlwt
+
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("Calc")
+    sheet.write(0, 0, 2)
+    for column in range(1, 5):
+        sheet.write(0, column, xlwt.Formula(f"A1*{column}"))
+    source = tmp_path / "calculated.xls"
+    book.save(str(source))
+    stored_results = {1: 7.5, 2: 8.5, 3: 9.5, 4: 0.0}  # by column; LibreOffice calculates 2, 4, 6 and 8
+    with olefile.OleFileIO(str(source)) as ole:
+        data = ole.openstream("Workbook").read()
+    out, pos = [], 0
+    while pos + 4 <= len(data):
+        kind, length = struct.unpack_from("<HH", data, pos)
+        body = data[pos + 4:pos + 4 + length]
+        if kind == 0x0006:
+            body = body[:6] + struct.pack("<dH", stored_results[body[2]], 2) + body[16:]
+        out.append(struct.pack("<HH", kind, len(body)) + body)
+        pos += 4 + length
+    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=b"".join(out))])))
+    plain = openpyxl.load_workbook(soffice(source, "xlsx", tmp_path / "plain"), data_only=True)
+    assert [plain["Calc"].cell(1, column).value for column in range(2, 6)] == [2, 4, 6, 8]
+    converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
+    theirs = openpyxl.load_workbook(converted.path, data_only=True)
+    assert [theirs["Calc"].cell(1, column).value for column in range(2, 6)] == [7.5, 8.5, 9.5, 0]
+    assert converted.fidelity["complete"], converted.fidelity["lost"]
