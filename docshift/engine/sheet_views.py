@@ -119,37 +119,11 @@ def _opening(wanted: dict[str, str]) -> PartEdit:
 def viewed(data: bytes, part: str, view: View) -> bytes:
     """The worksheet part ``part`` (``data``) whose first ``sheetView`` shows as ``view``, every other byte as it
     was."""
-    found: list[int] = []  # where the first sheetView's start tag is
-    panes: list[int] = []  # where a pane of it starts
-    depth, view_depth, ended = 0, -1, False
-
-    def start(tag: str, _: dict[str, str]) -> None:
-        nonlocal depth, view_depth
-        depth += 1
-        if tag == SHEET_VIEW and not found:
-            found.append(reader.CurrentByteIndex)
-            view_depth = depth
-        elif tag == PANE and depth == view_depth + 1:
-            panes.append(reader.CurrentByteIndex)
-
-    def end(_: str) -> None:
-        nonlocal depth, ended
-        ended = ended or depth == view_depth
-        depth -= 1
-
-    reader = ooxml.parser(part, ooxml.Unreadable, start, end)
-    try:  # a sheetView comes before the cells: the part is read up to the chunk where it ends
-        for offset in range(0, len(data), ooxml.CHUNK):
-            reader.Parse(data[offset:offset + ooxml.CHUNK], False)
-            if ended:
-                break
-        else:
-            reader.Parse(b"", True)
-    except expat.ExpatError as error:
-        raise ooxml.Unreadable(f"{part}: {error}") from error
-    if not found:
+    found = _children(data, part)
+    if found is None:
         return data
-    at = found[0]
+    at, _, children = found
+    panes = [start for tag, start, _, _ in children if tag == PANE]
     _, tag_end, present = ooxml.start_tag(data, at, part)
     written = {attribute.group(1).decode(): _value(attribute.group()) for attribute in present}
     changes = {key: value for key, value in _attributes(view).items()

@@ -18,6 +18,7 @@ import pytest
 import requests
 from conftest import ROOT, flat_odf
 from conftest import _soffice_save as soffice
+from workbooks import record, rewritten, with_workbook_stream
 
 from docshift.engine import cfb, convert, inventory, vba
 from docshift.engine.forkit import Forkit
@@ -517,20 +518,15 @@ def test_results_a_program_calculated_without_a_recalcid_are_kept(office, tmp_pa
     sheet.write(0, 0, 2)
     for column in range(1, 5):
         sheet.write(0, column, xlwt.Formula(f"A1*{column}"))
-    source = tmp_path / "calculated.xls"
-    book.save(str(source))
+    made = tmp_path / "made.xls"
+    book.save(str(made))
     stored_results = {1: 7.5, 2: 8.5, 3: 9.5, 4: 0.0}  # by column; LibreOffice calculates 2, 4, 6 and 8
-    with olefile.OleFileIO(str(source)) as ole:
-        data = ole.openstream("Workbook").read()
-    out, pos = [], 0
-    while pos + 4 <= len(data):
-        kind, length = struct.unpack_from("<HH", data, pos)
-        body = data[pos + 4:pos + 4 + length]
-        if kind == 0x0006:
-            body = body[:6] + struct.pack("<dH", stored_results[body[2]], 2) + body[16:]
-        out.append(struct.pack("<HH", kind, len(body)) + body)
-        pos += 4 + length
-    source.write_bytes(cfb.write(cfb.Entry("Root Entry", children=[cfb.Entry("Workbook", data=b"".join(out))])))
+
+    def marked(rec_type, body, _):  # a FORMULA: its stored result, marked to be calculated on load
+        return record(rec_type, body[:6] + struct.pack("<dH", stored_results[body[2]], 2) + body[16:]) \
+            if rec_type == 0x0006 else None
+
+    source = with_workbook_stream(made, lambda stream: rewritten(stream, marked), tmp_path / "calculated.xls")
     plain = openpyxl.load_workbook(soffice(source, "xlsx", tmp_path / "plain"), data_only=True)
     assert [plain["Calc"].cell(1, column).value for column in range(2, 6)] == [2, 4, 6, 8]
     converted = convert.convert(office, source, "xls", tmp_path / "work", 60)
