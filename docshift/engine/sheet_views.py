@@ -142,8 +142,9 @@ def viewed(data: bytes, part: str, view: View) -> bytes:
 
 
 def selected(data: bytes, part: str, selections: list[Selection]) -> bytes:
-    """The worksheet part ``part`` (``data``) whose first ``sheetView`` has ``selections`` in place of those it has,
-    where they differ; a selection of a pane the view has not (its ``pane`` splits no rows or columns) is left out."""
+    """The worksheet part ``part`` (``data``) whose first ``sheetView`` has each of ``selections`` in place of the
+    selection it has of the same pane, where they differ; a pane's selection the .xls does not give stays as it
+    was, and a selection of a pane the view has not (its ``pane`` splits no rows or columns) is left out."""
     view = _children(data, part)
     if view is None:
         return data
@@ -152,25 +153,40 @@ def selected(data: bytes, part: str, selections: list[Selection]) -> bytes:
              for key, value in attributes.items() if key in ("xSplit", "ySplit")}
     present = {pane for pane, (rows, columns) in PANE_SPLITS.items()
                if (not rows or _value_of(split, "ySplit")) and (not columns or _value_of(split, "xSplit"))}
-    wanted = [found for found in selections if found.pane in present]
-    written = [(attributes.get("pane", "topLeft"), attributes.get("activeCell", "A1"),
-                attributes.get("activeCellId", "0"), attributes.get("sqref", "A1"))
-               for tag, _, _, attributes in children if tag == SELECTION]
-    if not wanted or written == [(PANES[found.pane], cell_name(*found.active), str(found.active_range),
-                                  sqref(found.ranges)) for found in wanted]:
+    wanted = {PANES[found.pane]: found for found in selections if found.pane in present}
+    written = [(start, end, attributes.get("pane", "topLeft"), (attributes.get("activeCell", "A1"),
+                attributes.get("activeCellId", "0"), attributes.get("sqref", "A1")))
+               for tag, start, end, attributes in children if tag == SELECTION]
+    if all(any(pane == name and shown == _shown_as(found) for _, _, name, shown in written)
+           for pane, found in wanted.items()):
         return data
     prefix = ooxml.prefix(data, at, part)
-    xml = "".join(f'<{prefix}selection{_pane_of(found)} activeCell="{cell_name(*found.active)}" '
-                  f'activeCellId="{found.active_range}" sqref="{sqref(found.ranges)}"/>' for found in wanted).encode()
-    kept = [(start, end) for tag, start, end, _ in children if tag == SELECTION]
-    place = kept[0][0] if kept else next((end for tag, _, end, _ in children if tag == PANE), None)
-    if place is None:  # no pane nor selection: the first child, or the view's end
-        place = children[0][1] if children else stop
-    edits = [(start, end, b"") for start, end in kept] + [(place, place, xml)]
+    edits, done = [], set()
+    for start, end, pane, _ in written:  # each of a pane the .xls gives: its own, once
+        if pane in wanted:
+            edits.append((start, end, b"" if pane in done else _selection_xml(prefix, wanted[pane])))
+            done.add(pane)
+    xml = b"".join(_selection_xml(prefix, found) for pane, found in wanted.items() if pane not in done)
     if stop < 0:  # <sheetView .../>: opened, given its selections, and closed
         qualified, tag_end, _ = ooxml.start_tag(data, at, part)
         return data[:tag_end.start()] + b">" + xml + b"</" + qualified + b">" + data[tag_end.end():]
+    if xml:  # after the selections it has, or its pane, or before its first child, or at its end
+        place = written[-1][1] if written else next((end for tag, _, end, _ in children if tag == PANE), None)
+        edits.append((place, place, xml) if place is not None else
+                     ((children[0][1], children[0][1], xml) if children else (stop, stop, xml)))
     return spliced(data, edits)
+
+
+def _shown_as(found: Selection) -> tuple[str, str, str]:
+    """(activeCell, activeCellId, sqref) of ``found``."""
+    return cell_name(*found.active), str(found.active_range), sqref(found.ranges)
+
+
+def _selection_xml(prefix: str, found: Selection) -> bytes:
+    """``found`` as a ``selection`` element whose tag carries ``prefix``."""
+    cell, active, ranges = _shown_as(found)
+    return (f'<{prefix}selection{_pane_of(found)} activeCell="{cell}" activeCellId="{active}" '
+            f'sqref="{ranges}"/>').encode()
 
 
 def _pane_of(found: Selection) -> str:

@@ -185,3 +185,12 @@ def test_a_selection_is_written_where_it_differs_only():
     empty = (f'<worksheet xmlns="{NS_S}"><sheetViews><sheetView workbookViewId="0"/></sheetViews><sheetData/>'
              '</worksheet>').encode()
     assert sheet_views.selected(empty, "sheet1.xml", cell) == same
+    # a frozen view: LibreOffice writes a selection in each of its four panes, the .xls gives the bottom right's
+    panes = "".join(f'<selection pane="{pane}" activeCell="{ref}" activeCellId="0" sqref="{ref}"/>' for pane, ref in
+                    (("topLeft", "A1"), ("topRight", "B1"), ("bottomLeft", "A2"), ("bottomRight", "B2")))
+    frozen = (f'<worksheet xmlns="{NS_S}"><sheetViews><sheetView workbookViewId="0"><pane xSplit="1" ySplit="1" '
+              f'topLeftCell="B2" activePane="bottomRight" state="frozen"/>{panes}</sheetView></sheetViews>'
+              '<sheetData/></worksheet>').encode()
+    moved = sheet_views.selected(frozen, "sheet1.xml", [Selection(0, (10, 2), 0, ((10, 10, 2, 2),))])
+    assert moved == frozen.replace(b'"bottomRight" activeCell="B2" activeCellId="0" sqref="B2"',
+                                   b'"bottomRight" activeCell="C11" activeCellId="0" sqref="C11"')
