@@ -171,9 +171,10 @@ def selected(data: bytes, part: str, selections: list[Selection]) -> bytes:
         qualified, tag_end, _ = ooxml.start_tag(data, at, part)
         return data[:tag_end.start()] + b">" + xml + b"</" + qualified + b">" + data[tag_end.end():]
     if xml:  # after the selections it has, or its pane, or before its first child, or at its end
-        place = written[-1][1] if written else next((end for tag, _, end, _ in children if tag == PANE), None)
-        edits.append((place, place, xml) if place is not None else
-                     ((children[0][1], children[0][1], xml) if children else (stop, stop, xml)))
+        pane_end = next((end for tag, _, end, _ in children if tag == PANE), None)
+        place = written[-1][1] if written else pane_end if pane_end is not None else \
+            children[0][1] if children else stop
+        edits.append((place, place, xml))
     return spliced(data, edits)
 
 

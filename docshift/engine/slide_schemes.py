@@ -29,10 +29,9 @@ from docshift.engine import objects, ooxml
 from docshift.engine.embedding import PartEdit, edit_parts, guarded, spliced
 from docshift.engine.inventory.common import SCHEME_SLOTS, Palette, ThemeFont, Unreadable
 from docshift.engine.inventory.package import NS_A, NS_P, SEP, Package
+from docshift.engine.inventory.ppt_schemes import FONT_GROUPS, FONT_PLACES, FONT_SLOTS
 
 COLOUR_SCHEME, COLOUR_MAP = f"{NS_A}{SEP}clrScheme", f"{NS_P}{SEP}clrMap"
-FONT_GROUPS = (f"{NS_A}{SEP}majorFont", f"{NS_A}{SEP}minorFont")
-FONT_SLOTS = (f"{NS_A}{SEP}latin", f"{NS_A}{SEP}ea")
 THEME_ROOT, MASTER_SLIDE = f"{NS_A}{SEP}theme", f"{NS_P}{SEP}cSld"
 RELATION = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 LAYOUT, MASTER, THEME = (RELATION + kind for kind in ("slideLayout", "slideMaster", "theme"))
@@ -137,7 +136,7 @@ def refonted(data: bytes, name: str, fonts: Sequence[ThemeFont | None]) -> bytes
     reader = ooxml.parser(name, Unreadable, start, end)
     ooxml.feed(reader, (data,), name, Unreadable)
     edits = []
-    for place, font in zip(((group, slot) for group in FONT_GROUPS for slot in FONT_SLOTS), fonts, strict=False):
+    for place, font in zip(FONT_PLACES, fonts, strict=False):
         if font is not None and place in places:
             tag, tag_end = ooxml.retagged(data, places[place], name, {
                 "typeface": font.typeface, "pitchFamily": str(font.pitch_family), "charset": str(font.charset)})

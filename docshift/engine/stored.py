@@ -59,8 +59,8 @@ SHEET_DATA_EMPTY = re.compile(rb"<sheetData\s*/>")
 
 BIFF_FORMULA, BIFF_UNCALCED, BIFF_RECALCID = 0x0006, 0x005E, 0x01C1
 CALCULATED_ON_LOAD = 0x0003  # a FORMULA record's fAlwaysCalc, and the bit beside it (Apache POI's mark)
-# a writer that calculates nothing stores one placeholder for every number (0, or JExcelAPI's 4): marked formulas
-# that store this many numbers other than 0 were calculated, whether or not the file has a RECALCID
+# a writer that calculates nothing stores one placeholder for every number (0, or JExcelAPI's 4): in a file with no
+# RECALCID, marked formulas that store this many different numbers other than 0 were calculated
 PLACEHOLDERS = 3
 
 
@@ -98,9 +98,9 @@ def settled(path: Path, source: inventory.Inventory,
     except ERRORS as error:
         log.warning("the formulas of %s that Excel calculates on load are unknown: %r", path, error)
         return source, found
-    calculated = not engine and len(results) >= PLACEHOLDERS  # by a program that writes no RECALCID
-    for name, ref, value in marked:
-        if not (engine or calculated) or (engine and isinstance(value, float) and value == 0):
+    calculated = len(results) >= PLACEHOLDERS  # by a program that writes no RECALCID, where the file has none
+    for name, ref, value in marked:  # placeholders: a 0 where an engine wrote the file (POI's), else every result
+        if (isinstance(value, float) and value == 0) if engine else not calculated:
             again.setdefault(name, set()).add(ref)
     if not again:
         return source, found

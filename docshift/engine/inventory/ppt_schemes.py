@@ -41,9 +41,10 @@ RT_CSTRING, TEMPLATE_NAME, MAX_NAME = 0x0FBA, 2, 512
 THEME_PART = re.compile(r"theme/theme/theme\d*\.xml")
 MAX_THEME = 1 << 20  # bytes of a round-trip theme, packed or not; PowerPoint's are some 7-30 KB
 COLOUR_SCHEME, SRGB, SYSTEM = (f"{NS_A}{SEP}{local}" for local in ("clrScheme", "srgbClr", "sysClr"))
-# a theme's fonts as Palette.fonts lists them: (group, script) in order
-FONT_PLACES = tuple((f"{NS_A}{SEP}{group}", f"{NS_A}{SEP}{script}") for group in ("majorFont", "minorFont")
-                    for script in ("latin", "ea"))
+# a theme's font groups (headings, body) and each group's scripts; its fonts as Palette.fonts lists them
+FONT_GROUPS = (f"{NS_A}{SEP}majorFont", f"{NS_A}{SEP}minorFont")
+FONT_SLOTS = (f"{NS_A}{SEP}latin", f"{NS_A}{SEP}ea")
+FONT_PLACES = tuple((group, slot) for group in FONT_GROUPS for slot in FONT_SLOTS)
 # the eight colours a theme holds as the scheme has them: slot -> the scheme's colour on a light, on a dark background
 BACKGROUND, TEXT, SHADOWS, TITLE, FILLS, ACCENT, HYPERLINK, FOLLOWED = range(8)
 SAME = {"accent1": (FILLS, FILLS), "accent2": (ACCENT, ACCENT), "hlink": (HYPERLINK, HYPERLINK),
@@ -127,7 +128,7 @@ def round_trip(data: bytes) -> Palette | None:
 
     def start(tag: str, attributes: dict[str, str]) -> None:
         local = tag.rpartition(SEP)[2]
-        if tag in (FONT_PLACES[0][0], FONT_PLACES[2][0]):
+        if tag in FONT_GROUPS:
             group[0] = tag
         elif (group[0], tag) in FONT_PLACES and (group[0], tag) not in fonts:
             fonts[group[0], tag] = _theme_font(attributes)
